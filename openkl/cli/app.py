@@ -1,0 +1,295 @@
+"""`ok`: the root command, global options, and the core commands.
+
+Feature groups (mem, store, graph, cite, …) live in sibling modules and are registered
+below. Heavy libraries (kuzu, fastembed, kreuzberg) are imported only inside commands, so
+`ok --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..errors import OkError
+from . import output
+from .common import folder, split_labels, writing
+from .output import JsonOpt, emit, state
+
+app = typer.Typer(
+    name="ok",
+    help="openkl: a local-first knowledge layer. Notes and documents as plain files; "
+         "hybrid search, a graph, and citations anyone can verify.\n\n"
+         "Start with `ok init`, add notes with `ok mem add`, documents with "
+         "`ok store ingest`, then `ok search`.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root(
+    root: str = typer.Option(None, "--root", "-C", envvar="OK_ROOT",
+                             help="Knowledge folder (default: nearest parent with .ok/)."),
+    json_: bool = typer.Option(False, "--json", help="JSON output for every command."),
+    tee: str = typer.Option(None, "--tee", help="Also append ops-log lines to this file."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+) -> None:
+    if version:
+        from importlib.metadata import version as v
+
+        print(v("openkl"))
+        raise typer.Exit()
+    state.root, state.json, state.tee, state.debug = root, json_, tee, debug
+
+
+# -- folder -------------------------------------------------------------------------------
+@app.command()
+def init(
+    directory: Path = typer.Argument(Path("."), help="Where to create the folder."),
+    domain: str = typer.Option(None, help="Name of this knowledge stack (default: dir name)."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Create a knowledge folder (store/, memories/, citations/, graph/, .ok/)."""
+    from ..folder import Folder
+    from ..indexer import open_graph
+
+    existed = (directory / ".ok").is_dir()
+    f = Folder.init(directory, domain)
+    with writing(f, "ok init"), open_graph(f, write=True):
+        pass
+    if not existed:
+        f.log_op("init", root=str(f.root))
+    emit({"root": str(f.root), "created": not existed}, json_,
+         plain=lambda d: f"{'Initialized' if d['created'] else 'Already a'} knowledge folder in "
+                         f"{d['root']}")
+
+
+@app.command()
+def index(
+    rebuild: bool = typer.Option(False, "--rebuild", help="Drop the graph and rebuild it."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Build the graph from the files (incremental; --rebuild starts from scratch)."""
+    from ..indexer import sync as do_sync
+
+    f = folder()
+    with writing(f, "ok index"):
+        rep = do_sync(f, rebuild=rebuild)
+        f.log_op("index", rebuild=rebuild, docs=len(rep.docs_added), notes=len(rep.notes_added))
+    _report_sync(rep, json_)
+
+
+@app.command()
+def sync(json_: bool = JsonOpt) -> None:
+    """Bring the graph up to date after files were added, edited, renamed or deleted."""
+    from ..indexer import sync as do_sync
+
+    f = folder()
+    with writing(f, "ok sync"):
+        rep = do_sync(f)
+        if rep.changed:
+            f.log_op("sync", docs_added=rep.docs_added, docs_removed=rep.docs_removed,
+                     notes_added=rep.notes_added, notes_updated=rep.notes_updated,
+                     notes_removed=rep.notes_removed)
+    _report_sync(rep, json_)
+
+
+def _report_sync(rep: Any, json_: bool) -> None:
+    for p in rep.problems:
+        output.warn(f"{p['path']}: {p['problem']}")
+
+    def plain(d: dict[str, Any]) -> str:
+        if not d["changed"]:
+            return "Up to date."
+        parts = [f"{len(d[k])} {k.replace('_', ' ')}" for k in
+                 ("docs_added", "docs_removed", "docs_moved", "notes_added", "notes_updated",
+                  "notes_removed") if d[k]]
+        return ", ".join(parts) + f" ({d['chunks_added']} chunks embedded)."
+
+    emit(rep.as_dict(), json_, plain=plain)
+
+
+@app.command()
+def status(json_: bool = JsonOpt) -> None:
+    """Counts of what is indexed, and what is stale."""
+    from ..indexer import status as st
+
+    data = st(folder())
+
+    def plain(d: dict[str, Any]) -> str:
+        lines = [f"root: {d['root']}"]
+        if "error" in d:
+            lines.append(f"index: {d['error']}")
+        else:
+            c = d["counts"]
+            lines.append(f"docs: {c['Doc']}  chunks: {c['Chunk']}  notes: {c['MemoryNote']}  "
+                         f"entities: {c['Entity']}")
+            lines.append(f"embedder: {d['embedder']}")
+            lines.append("in sync" if d["in_sync"] else "stale: " + ", ".join(
+                f"{len(v)} {k.replace('_', ' ')}" for k, v in d["stale"].items())
+                + " (run `ok sync`)")
+        if d["lock"]:
+            lines.append(f"writer lock held by pid {d['lock'].get('pid')} ({d['lock'].get('what')})")
+        return "\n".join(lines)
+
+    emit(data, json_, plain=plain)
+
+
+@app.command()
+def doctor(json_: bool = JsonOpt) -> None:
+    """Check the folder, index, model, rg, kreuzberg and lock; print fixes."""
+    from ..doctor import run_checks
+
+    checks = run_checks(state.root)
+    emit(checks, json_, plain=lambda cs: "\n".join(
+        f"{'ok  ' if c['ok'] else 'FAIL'} {c['check']}: {c['detail']}"
+        + ("" if c["ok"] or not c.get("fix") else f"\n     fix: {c['fix']}") for c in cs))
+    if not all(c["ok"] for c in checks):
+        raise typer.Exit(1)
+
+
+# -- search ------------------------------------------------------------------------------
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="What to look for (`-` reads it from stdin)."),
+    k: int = typer.Option(None, "-k", "--limit", help="Number of results (default 10)."),
+    scope: str = typer.Option("all", "--in", help="Where to search: all, mem or store."),
+    mode: str = typer.Option(None, "--mode", help="hybrid (default), vector or fts."),
+    tags: list[str] = typer.Option(None, "--tag", "-t", help="Only notes with this tag."),
+    topics: list[str] = typer.Option(None, "--topic", help="Only notes with this topic."),
+    path: str = typer.Option(None, "--path", help="Only paths matching this glob."),
+    since: str = typer.Option(None, "--since", help="Only items dated on/after (ISO date)."),
+    until: str = typer.Option(None, "--until", help="Only items dated on/before (ISO date)."),
+    per_doc: int = typer.Option(None, "--per-doc", help="Hits per document (default 1)."),
+    explain: bool = typer.Option(False, "--explain", help="Per-signal scores and ranks."),
+    show_query: bool = typer.Option(False, "--show-query", help="Print the Cypher run (stderr)."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Hybrid (BM25 + vector) search over notes and documents; hits are cite objects."""
+    from ..indexer import embedder, open_graph
+    from ..search import Filters
+    from ..search import search as do_search
+
+    if query == "-":
+        query = output.read_stdin_text().strip()
+    f = folder()
+    flt = Filters(tags=split_labels(tags), topics=split_labels(topics), path=path,
+                  since=since, until=until)
+    with open_graph(f) as g:
+        if show_query:
+            g.trace = []
+        hits = do_search(f, g, query, k=k or int(f.setting("search.k", 10)),
+                         mode=mode or str(f.setting("search.mode", "hybrid")), scope=scope,
+                         filters=flt, per_doc=per_doc or int(f.setting("search.per_doc", 1)),
+                         explain=explain, embedder=embedder(f))
+        if show_query:
+            for q in g.trace:
+                output.info(q)
+    emit(hits, json_, render=lambda h: _render_hits(h, query, explain), plain=_plain_hits)
+
+
+def _snippet(text: str, width: int = 240) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _plain_hits(hits: list[dict[str, Any]]) -> str:
+    lines = []
+    for h in hits:
+        lines.append(f"{h['rank']}\t{h['score']:.4f}\t{h['id']}\t{h['path']}")
+        lines.append(f"\t{_snippet(h['quote'])}")
+    return "\n".join(lines) if hits else ""
+
+
+def _render_hits(hits: list[dict[str, Any]], query: str, explain: bool) -> None:
+    import re
+
+    from rich.table import Table
+    from rich.text import Text
+
+    if not hits:
+        output.console(stderr=True).print("no results")
+        return
+    words = [w for w in re.findall(r"\w{3,}", query.lower())]
+    table = Table(show_lines=True, expand=True)
+    table.add_column("#", justify="right", width=3)
+    table.add_column("score", width=7)
+    table.add_column("where", ratio=1)
+    table.add_column("passage", ratio=3)
+    for h in hits:
+        snippet = Text(_snippet(h["quote"], 320))
+        for w in words:
+            snippet.highlight_words([w], style="bold yellow", case_sensitive=False)
+        where = f"{h['title'] or h['path']}\n[dim]{h['id']}[/dim]"
+        if explain and h.get("signals"):
+            where += "\n" + " ".join(f"{n}:{s['score']:.3f}#{s['rank']}"
+                                     for n, s in h["signals"].items())
+        table.add_row(str(h["rank"]), f"{h['score']:.3f}", where, snippet)
+    output.console().print(table)
+
+
+@app.command("grep")
+def grep_cmd(
+    pattern: str = typer.Argument(..., help="Regular expression (ripgrep syntax)."),
+    scope: str = typer.Option("all", "--in", help="all, mem or store."),
+    ignore_case: bool = typer.Option(False, "-i", "--ignore-case"),
+    fixed: bool = typer.Option(False, "-F", "--fixed-strings", help="Pattern is plain text."),
+    max_count: int = typer.Option(1000, "--max", help="Stop after this many matches."),
+    no_rg: bool = typer.Option(False, "--no-rg", help="Use the pure-Python matcher."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Grep memories and normalized documents (ripgrep; Python fallback without rg)."""
+    from ..grep import grep
+
+    hits = grep(folder(), pattern, scope=scope, ignore_case=ignore_case, fixed=fixed,
+                max_count=max_count, use_rg=not no_rg)
+    emit(hits, json_, plain=lambda hs: "\n".join(f"{h['path']}:{h['line']}:{h['text']}"
+                                                 for h in hs))
+    if not hits:
+        raise typer.Exit(1)
+
+
+def _register() -> None:
+    from . import graph as graph_cli
+    from . import mem as mem_cli
+    from . import store as store_cli
+
+    app.add_typer(mem_cli.app, name="mem")
+    app.add_typer(store_cli.app, name="store")
+    app.add_typer(graph_cli.app, name="graph")
+
+
+_register()
+
+
+def main() -> None:
+    """Entry point: run the app and turn expected errors into one line and an exit code."""
+    import click
+
+    try:
+        app(standalone_mode=False)
+    except OkError as e:
+        if state.debug:
+            raise
+        output.fail(e)
+    except click.exceptions.Exit as e:
+        raise SystemExit(e.exit_code) from None
+    except click.exceptions.Abort:
+        print("Aborted.", file=sys.stderr)
+        raise SystemExit(130) from None
+    except click.ClickException as e:
+        e.show()
+        raise SystemExit(e.exit_code) from None
+    except BrokenPipeError:
+        sys.stderr.close()
+        raise SystemExit(0) from None
+    except KeyboardInterrupt:
+        print("Interrupted.", file=sys.stderr)
+        raise SystemExit(130) from None

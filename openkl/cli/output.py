@@ -1,0 +1,92 @@
+"""One place decides how output looks: `--json` > rich on a TTY > plain text on a pipe.
+
+Data goes to stdout; progress, warnings and errors go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import typer
+
+from ..errors import OkError
+
+
+class State:
+    """Global options, set by the root callback."""
+
+    root: str | None = None
+    json: bool = False
+    debug: bool = False
+    tee: str | None = None
+
+
+state = State()
+
+JsonOpt = typer.Option(False, "--json", help="Print JSON to stdout (stable shapes, for jq).")
+
+
+def want_json(flag: bool) -> bool:
+    return flag or state.json or os.environ.get("OK_JSON") == "1"
+
+
+def is_tty() -> bool:
+    return sys.stdout.isatty()
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def emit_jsonl(rows: Iterable[Any]) -> None:
+    for r in rows:
+        sys.stdout.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
+
+
+def console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=not stderr and not is_tty())
+
+
+def emit(data: Any, json_flag: bool, render: Callable[[Any], None] | None = None,
+         plain: Callable[[Any], str] | None = None) -> None:
+    """Print `data` as JSON, as rich output (TTY) or as plain text (pipe)."""
+    if want_json(json_flag) or (render is None and plain is None):
+        emit_json(data)
+    elif is_tty() and render is not None:
+        render(data)
+    elif plain is not None:
+        text = plain(data)
+        if text:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        assert render is not None
+        render(data)
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def info(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def fail(err: OkError) -> None:
+    """Print an expected error as one line and exit with its code."""
+    print(f"Error: {err}", file=sys.stderr)
+    raise SystemExit(err.exit_code)
+
+
+def read_stdin_text() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise OkError(f"stdin is not valid UTF-8 (bad byte at offset {e.start})",
+                      "pipe UTF-8 text, e.g. through `iconv -t utf-8`") from e

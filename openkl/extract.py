@@ -1,0 +1,120 @@
+"""Turn a collected file into normalized text: markdown/text as-is, the rest via kreuzberg."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import BadInput
+
+TEXT_SUFFIXES = {".md", ".markdown", ".mdown", ".txt", ".text", ".rst", ".org", ".adoc",
+                 ".csv", ".tsv", ".log", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg",
+                 ".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".c", ".h", ".cpp",
+                 ".hpp", ".cs", ".rb", ".php", ".sh", ".bash", ".zsh", ".sql", ".r", ".jl",
+                 ".kt", ".swift", ".scala", ".lua", ".pl", ".tex", ".bib", ".srt", ".vtt"}
+KREUZBERG_MIME = {
+    ".pdf": "application/pdf",
+    ".html": "text/html", ".htm": "text/html", ".xhtml": "application/xhtml+xml",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".odt": "application/vnd.oasis.opendocument.text",
+    ".epub": "application/epub+zip",
+    ".rtf": "application/rtf",
+    ".eml": "message/rfc822",
+}
+MARKDOWN_LIKE = {".md", ".markdown", ".mdown"}
+
+
+@dataclass
+class Extracted:
+    text: str
+    media_type: str
+    title: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def supported(path: Path) -> bool:
+    s = path.suffix.lower()
+    return s in TEXT_SUFFIXES or s in KREUZBERG_MIME
+
+
+def normalize_text(text: str) -> str:
+    """Canonical form for `.ok.md`: LF newlines, no BOM, no trailing spaces, one final newline."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    text = "\n".join(line.rstrip() for line in text.split("\n"))
+    text = re.sub(r"\n{4,}", "\n\n\n", text).strip("\n")
+    return text + "\n" if text else ""
+
+
+def title_of(text: str, fallback: str = "") -> str:
+    for line in text.splitlines()[:50]:
+        m = re.match(r"^#{1,3}\s+(.+?)\s*#*\s*$", line)
+        if m:
+            return m.group(1).strip()
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:120]
+    return fallback
+
+
+def _looks_binary(data: bytes) -> bool:
+    return b"\x00" in data[:8192]
+
+
+def extract_bytes(data: bytes, name: str, where: str | None = None) -> Extracted:
+    """Extract text from the bytes of a file called `name`; `BadInput` with the reason if not."""
+    where = where or name
+    suffix = Path(name).suffix.lower()
+    if not data.strip():
+        raise BadInput(f"{where}: empty file, nothing to index", "add content or leave it out")
+    if suffix in KREUZBERG_MIME:
+        return _kreuzberg(data, KREUZBERG_MIME[suffix], name, where)
+    if suffix and suffix not in TEXT_SUFFIXES:
+        if _looks_binary(data):
+            raise BadInput(f"{where}: unsupported binary file type '{suffix}'",
+                           "supported: text, markdown, " + ", ".join(sorted(KREUZBERG_MIME)))
+    if _looks_binary(data):
+        raise BadInput(f"{where}: binary content in a text file",
+                       "pass text, markdown or a document type kreuzberg reads")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{where}: not valid UTF-8 (bad byte at offset {e.start})",
+                       "convert it first, e.g. `iconv -f latin1 -t utf-8`") from e
+    text = normalize_text(text)
+    if not text.strip():
+        raise BadInput(f"{where}: only whitespace, nothing to index", "add content or leave it out")
+    media = "text/markdown" if suffix in MARKDOWN_LIKE or not suffix else "text/plain"
+    return Extracted(text=text, media_type=media, title=title_of(text, Path(name).stem))
+
+
+def _kreuzberg(data: bytes, mime: str, name: str, where: str) -> Extracted:
+    try:
+        from kreuzberg import ExtractionConfig, extract_bytes_sync
+    except ImportError as e:  # pragma: no cover - kreuzberg is a hard dependency
+        raise BadInput(f"{where}: kreuzberg is not installed", "uv sync") from e
+    fmt = "markdown" if mime in ("text/html", "application/xhtml+xml") else "plain"
+    try:
+        res = extract_bytes_sync(data, mime, config=ExtractionConfig(use_cache=False,
+                                                                     output_format=fmt))
+    except Exception as e:  # kreuzberg raises its own error family
+        first = (str(e).splitlines() or ["unreadable"])[0][:200]
+        raise BadInput(f"{where}: cannot extract text ({first})",
+                       "check the file opens in its own application") from e
+    text = res.content or ""
+    meta = dict(res.metadata or {})
+    title = str(meta.get("title") or "").strip()
+    # kreuzberg's html→markdown prepends the <head> metadata; the title is kept in mapping
+    text = re.sub(r"\A-{3}\s*\n(?:\s*#*\s*[\w:-]+:.*\n)+?\s*(?:-{3}\s*\n)?", "", text)
+    text = normalize_text(text)
+    if not text.strip():
+        raise BadInput(f"{where}: no text could be extracted",
+                       "a scanned PDF needs OCR (tesseract), which is not set up")
+    keep = {k: v for k, v in meta.items()
+            if k in ("title", "authors", "page_count", "created_at", "language", "subject")
+            and isinstance(v, str | int | float | list)}
+    return Extracted(text=text, media_type=mime, title=title or title_of(text, Path(name).stem),
+                     meta=keep)

@@ -1,0 +1,307 @@
+"""The knowledge folder: layout, discovery, config, atomic writes, the ops log and the writer lock.
+
+Everything canonical lives in plain files under the root; `.ok/` holds settings and derived
+state. `Folder` is the one way in: commands get a folder from `open_folder()` and never
+build paths by hand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import datetime as dt
+import fcntl
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import BadInput, LockBusy, NotAFolder, OkError
+
+CONFIG_VERSION = 1
+
+DEFAULT_CONFIG: dict[str, Any] = {
+    "version": CONFIG_VERSION,
+    "domain": None,  # defaults to the folder's name
+    "embedding": {"model": "default", "batch_size": 32},
+    "chunking": {"max_tokens": 256, "overlap": 64},
+    "search": {"k": 10, "mode": "hybrid", "per_doc": 1, "vector_index": "exact"},
+    "lock_timeout": 30.0,
+    "llm": {"base_url": None, "model": None, "api_key_env": "OPENAI_API_KEY", "timeout": 60.0,
+            "retries": 2},
+    "ingest": {"max_file_mb": 64},
+}
+
+GITIGNORE = """\
+# Derived by `ok`; rebuilt from the files with `ok index`.
+.ok/kuzu/
+.ok/cache/
+.ok/ops.log
+.ok/lock
+.ok/lock.info
+memories/topics/
+graph/
+"""
+
+
+def utcnow() -> dt.datetime:
+    """The current time in UTC; `OK_NOW` (ISO 8601) pins it for reproducible runs and tests."""
+    pinned = os.environ.get("OK_NOW")
+    if pinned:
+        return dt.datetime.fromisoformat(pinned.replace("Z", "+00:00")).astimezone(dt.UTC)
+    return dt.datetime.now(dt.UTC)
+
+
+def iso(ts: dt.datetime | None = None) -> str:
+    return (ts or utcnow()).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write a file so that readers see the old or the new content, never half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+class Folder:
+    """A knowledge folder rooted at `root`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.ok_dir = self.root / ".ok"
+        self.store_dir = self.root / "store"
+        self.sources_dir = self.store_dir / "sources"
+        self.normalized_dir = self.store_dir / "normalized"
+        self.memories_dir = self.root / "memories"
+        self.by_date_dir = self.memories_dir / "by_date"
+        self.topics_dir = self.memories_dir / "topics"
+        self.citations_dir = self.root / "citations"
+        self.graph_dir = self.root / "graph"
+        self.kuzu_dir = self.ok_dir / "kuzu"
+        self.cache_dir = self.ok_dir / "cache"
+        self.config_path = self.ok_dir / "config.yml"
+        self.mapping_path = self.ok_dir / "mapping.jsonl"
+        self.ops_log = self.ok_dir / "ops.log"
+        self.lock_path = self.ok_dir / "lock"
+        self._config: dict[str, Any] | None = None
+        self.tee: Path | None = None
+
+    # -- layout -----------------------------------------------------------------
+    @classmethod
+    def init(cls, root: Path, domain: str | None = None) -> Folder:
+        """Create the layout (idempotent: an existing folder keeps its files)."""
+        root = root.resolve()
+        if root.exists() and not root.is_dir():
+            raise BadInput(f"{root} exists and is not a directory", "choose another path")
+        folder = cls(root)
+        for d in (folder.sources_dir, folder.normalized_dir, folder.by_date_dir,
+                  folder.topics_dir, folder.citations_dir, folder.graph_dir, folder.kuzu_dir,
+                  folder.cache_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        if not folder.config_path.exists():
+            cfg = copy.deepcopy(DEFAULT_CONFIG)
+            cfg["domain"] = domain or root.name
+            atomic_write(folder.config_path, yaml.safe_dump(cfg, sort_keys=False))
+        gi = root / ".gitignore"
+        if not gi.exists():
+            atomic_write(gi, GITIGNORE)
+        elif ".ok/kuzu/" not in gi.read_text(encoding="utf-8", errors="replace"):
+            atomic_write(gi, gi.read_text(encoding="utf-8", errors="replace").rstrip("\n")
+                         + "\n\n" + GITIGNORE)
+        if not folder.mapping_path.exists():
+            atomic_write(folder.mapping_path, "")
+        return folder
+
+    def rel(self, path: Path) -> str:
+        """A path relative to the root, with forward slashes."""
+        return path.resolve().relative_to(self.root).as_posix()
+
+    def inside(self, path: str | Path) -> Path:
+        """Resolve `path` (relative to the root or absolute) and refuse anything outside it."""
+        p = Path(path)
+        if "\x00" in str(path):
+            raise BadInput("path contains a NUL byte", "pass a plain path")
+        full = (p if p.is_absolute() else self.root / p).resolve()
+        if full != self.root and self.root not in full.parents:
+            raise BadInput(f"path {path} is outside the knowledge folder {self.root}",
+                           "use a path inside the folder")
+        return full
+
+    # -- config -----------------------------------------------------------------
+    @property
+    def config(self) -> dict[str, Any]:
+        if self._config is None:
+            data: dict[str, Any] = {}
+            if self.config_path.exists():
+                try:
+                    data = yaml.safe_load(self.config_path.read_text(encoding="utf-8")) or {}
+                except yaml.YAMLError as e:
+                    raise BadInput(f"{self.config_path} is not valid YAML: {e}".splitlines()[0],
+                                   "fix the file or delete it to get the defaults") from e
+                if not isinstance(data, dict):
+                    raise BadInput(f"{self.config_path} must hold a mapping",
+                                   "fix the file or delete it to get the defaults")
+            self._config = _merge(DEFAULT_CONFIG, data)
+            if not self._config.get("domain"):
+                self._config["domain"] = self.root.name
+        return self._config
+
+    def setting(self, dotted: str, default: Any = None) -> Any:
+        """A setting by dotted name; `OK_<DOTTED_UPPER>` in the environment wins over the file."""
+        env = os.environ.get("OK_" + dotted.replace(".", "_").upper())
+        node: Any = self.config
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+            if node is None:
+                break
+        value = default if node is None else node
+        if env is not None:
+            return _coerce(env, value)
+        return value
+
+    # -- logs -------------------------------------------------------------------
+    def log_op(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Append one JSON line to `.ok/ops.log` (and to the `--tee` file, if any)."""
+        entry = {"ts": iso(), "op": op, **fields}
+        line = json.dumps(entry, ensure_ascii=False, sort_keys=False) + "\n"
+        for target in filter(None, (self.ops_log, self.tee)):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "a", encoding="utf-8") as f:
+                f.write(line)
+        return entry
+
+    # -- writer lock ------------------------------------------------------------
+    @contextlib.contextmanager
+    def write_lock(self, what: str, timeout: float | None = None) -> Iterator[None]:
+        """Hold the folder's single writer lock; wait up to `timeout` s, then name the holder.
+
+        The lock is an flock, so a killed process releases it; a re-entrant call inside a
+        held lock is a no-op.
+        """
+        if getattr(self, "_lock_depth", 0):
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
+        timeout = float(self.setting("lock_timeout", 30.0) if timeout is None else timeout)
+        self.ok_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + timeout
+        waited = False
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise LockBusy(f"the folder is locked by another writer: {self.lock_holder()}",
+                                       "wait for it to finish, or raise OK_LOCK_TIMEOUT") from None
+                    if not waited and sys.stderr.isatty():
+                        print(f"waiting for writer lock held by {self.lock_holder()}…",
+                              file=sys.stderr)
+                    waited = True
+                    time.sleep(0.1)
+            info = {"pid": os.getpid(), "host": socket.gethostname(), "what": what,
+                    "since": iso()}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode(), 0)
+            self._lock_depth = 1
+            try:
+                yield
+            finally:
+                self._lock_depth = 0
+                os.ftruncate(fd, 0)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def lock_holder(self) -> str:
+        try:
+            info = json.loads(self.lock_path.read_text() or "{}")
+        except (OSError, ValueError):
+            info = {}
+        if not info:
+            return "unknown process"
+        return f"pid {info.get('pid')} ({info.get('what')}, since {info.get('since')})"
+
+    def lock_state(self) -> dict[str, Any] | None:
+        """The current holder of the writer lock, or None when it is free."""
+        if not self.lock_path.exists():
+            return None
+        fd = os.open(self.lock_path, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        except BlockingIOError:
+            try:
+                return json.loads(self.lock_path.read_text() or "{}") or {"pid": None}
+            except ValueError:
+                return {"pid": None}
+        finally:
+            os.close(fd)
+
+
+def _coerce(raw: str, like: Any) -> Any:
+    if isinstance(like, bool):
+        return raw.lower() in ("1", "true", "yes", "on")
+    if isinstance(like, int):
+        return int(raw)
+    if isinstance(like, float):
+        return float(raw)
+    return raw
+
+
+def find_root(start: Path | None = None, explicit: str | Path | None = None) -> Path:
+    """`--root`, else `$OK_ROOT`, else the nearest parent holding `.ok/` (like git)."""
+    given = explicit or os.environ.get("OK_ROOT")
+    if given:
+        root = Path(given).expanduser().resolve()
+        if not (root / ".ok").is_dir():
+            raise NotAFolder(f"{root} is not a knowledge folder (no .ok/ inside)",
+                             f"run `ok init {given}` first")
+        return root
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / ".ok").is_dir():
+            return d
+    raise NotAFolder("not inside a knowledge folder (no .ok/ here or in any parent)",
+                     "run `ok init` here, or pass --root / set OK_ROOT")
+
+
+def open_folder(explicit: str | Path | None = None) -> Folder:
+    """The folder the current command works on."""
+    return Folder(find_root(explicit=explicit))
+
+
+__all__ = ["Folder", "OkError", "atomic_write", "find_root", "iso", "open_folder", "utcnow"]

@@ -1,0 +1,316 @@
+"""The derived graph in embedded Kùzu. This is the only module that imports kuzu.
+
+Everything here can be rebuilt from the folder's files (`ok index --rebuild`). The schema
+version and the embedder identity are stamped in a `Meta` table; a mismatch is an
+`IndexMismatch` that tells the user to rebuild.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util  # noqa: F401  (kuzu's query preparation needs importlib.util loaded)
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import IndexMismatch, LockBusy, OkError, ReadOnlyViolation
+
+SCHEMA_VERSION = "1"
+DB_FILE = "graph.kz"
+
+
+def schema(dim: int) -> list[str]:
+    """DDL for the graph. Bump SCHEMA_VERSION whenever this changes."""
+    return [
+        "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING PRIMARY KEY, value STRING)",
+        "CREATE NODE TABLE IF NOT EXISTS Doc(id STRING PRIMARY KEY, path STRING, sha256 STRING,"
+        " title STRING, source STRING, created_at STRING, chars INT64, current BOOLEAN)",
+        f"CREATE NODE TABLE IF NOT EXISTS Chunk(id STRING PRIMARY KEY, doc_id STRING, text STRING,"
+        f" span_start INT64, span_end INT64, ord INT64, current BOOLEAN, vec FLOAT[{dim}])",
+        f"CREATE NODE TABLE IF NOT EXISTS MemoryNote(id STRING PRIMARY KEY, path STRING,"
+        f" sha256 STRING, text STRING, ts STRING, tags STRING[], topics STRING[],"
+        f" body_start INT64, body_end INT64, vec FLOAT[{dim}])",
+        "CREATE NODE TABLE IF NOT EXISTS Entity(id STRING PRIMARY KEY, name STRING, type STRING,"
+        " description STRING, confidence DOUBLE, aliases STRING[], docs STRING[],"
+        " verified BOOLEAN, source_kind STRING)",
+        "CREATE NODE TABLE IF NOT EXISTS Topic(id STRING PRIMARY KEY, name STRING)",
+        "CREATE REL TABLE IF NOT EXISTS HAS_CHUNK(FROM Doc TO Chunk)",
+        "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Chunk TO Entity, FROM MemoryNote TO Entity,"
+        " confidence DOUBLE)",
+        "CREATE REL TABLE IF NOT EXISTS DERIVED_FROM(FROM MemoryNote TO Chunk,"
+        " FROM MemoryNote TO Doc)",
+        "CREATE REL TABLE IF NOT EXISTS HAS_TOPIC(FROM MemoryNote TO Topic)",
+        "CREATE REL TABLE IF NOT EXISTS RELATED(FROM Entity TO Entity, type STRING,"
+        " confidence DOUBLE, evidence STRING)",
+        "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Doc TO Doc, drift DOUBLE, ts STRING)",
+    ]
+
+
+FTS_INDEXES = (("Chunk", "chunk_fts", "text"), ("MemoryNote", "note_fts", "text"))
+
+
+def _is_lock_error(e: Exception) -> bool:
+    msg = str(e).lower()
+    return "lock" in msg and ("could not set" in msg or "set lock" in msg or "locked" in msg)
+
+
+class Graph:
+    """An open connection to the folder's graph (read-only unless opened for writing)."""
+
+    def __init__(self, db: Any, conn: Any, path: Path, writable: bool) -> None:
+        self._db = db
+        self.conn = conn
+        self.path = path
+        self.writable = writable
+        self.trace: list[str] | None = None  # when a list, every query is appended to it
+
+    # -- opening ----------------------------------------------------------------
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, kuzu_dir: Path, *, write: bool, embedder_identity: str | None = None,
+             dim: int | None = None, timeout: float = 30.0,
+             check: bool = True) -> Iterator[Graph]:
+        """Open the graph. Writers must already hold the folder's writer lock.
+
+        A writer creates the schema on first use. Both wait up to `timeout` seconds for
+        another process's Kùzu lock, then raise `LockBusy`.
+        """
+        import kuzu
+
+        path = kuzu_dir / DB_FILE
+        if not write and not path.exists():
+            raise OkError("the folder has no index yet", "run `ok index` to build it")
+        kuzu_dir.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                db = kuzu.Database(str(path), read_only=not write)
+                break
+            except RuntimeError as e:
+                if not _is_lock_error(e):
+                    raise OkError(f"cannot open the graph at {path}: {e}".splitlines()[0],
+                                  "run `ok index --rebuild` to recreate it from the files") from e
+                if time.monotonic() >= deadline:
+                    raise LockBusy("the graph is in use by another process",
+                                   "wait for the other `ok` command to finish") from e
+                time.sleep(0.1)
+        conn = kuzu.Connection(db)
+        g = cls(db, conn, path, write)
+        try:
+            if write and dim:
+                g._ensure_schema(dim, embedder_identity)
+            if check:
+                g._check(embedder_identity)
+            yield g
+        finally:
+            with contextlib.suppress(Exception):
+                conn.close()
+            with contextlib.suppress(Exception):
+                db.close()
+
+    @staticmethod
+    def destroy(kuzu_dir: Path) -> None:
+        """Delete the derived database (the files stay)."""
+        if kuzu_dir.exists():
+            shutil.rmtree(kuzu_dir)
+
+    def _ensure_schema(self, dim: int, embedder_identity: str | None) -> None:
+        tables = {r["name"] for r in self.query("CALL show_tables() RETURN name")}
+        if "Meta" in tables:
+            return
+        for ddl in schema(dim):
+            self.conn.execute(ddl)
+        for table, name, col in FTS_INDEXES:
+            self.conn.execute(f"CALL CREATE_FTS_INDEX('{table}', '{name}', ['{col}'],"
+                              " stemmer := 'porter')")
+        self.set_meta("schema_version", SCHEMA_VERSION)
+        if embedder_identity:
+            self.set_meta("embedder", embedder_identity)
+        self.set_meta("dim", str(dim))
+
+    def _check(self, embedder_identity: str | None) -> None:
+        meta = self.meta()
+        if not meta:
+            if self.writable:
+                return
+            raise OkError("the index is empty or unfinished", "run `ok index`")
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            raise IndexMismatch(
+                f"the index has schema version {meta.get('schema_version')}, this ok needs "
+                f"{SCHEMA_VERSION}", "run `ok index --rebuild`")
+        if embedder_identity and meta.get("embedder") and meta["embedder"] != embedder_identity:
+            raise IndexMismatch(
+                f"the index was built with embedder {meta['embedder']}, the folder is set to "
+                f"{embedder_identity}", "run `ok index --rebuild`")
+
+    # -- generic ----------------------------------------------------------------
+    def query(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run Cypher and return rows as dicts."""
+        if self.trace is not None:
+            self.trace.append(" ".join(cypher.split()))
+        try:
+            res = self.conn.execute(cypher, params or {})
+        except RuntimeError as e:
+            msg = str(e)
+            if "read-only" in msg.lower() or "read only" in msg.lower():
+                raise ReadOnlyViolation("this query writes to the graph, which is opened read-only",
+                                        "pass --write if you really mean to change the graph")\
+                    from e
+            raise OkError(f"query failed: {msg.splitlines()[0]}") from e
+        results = res if isinstance(res, list) else [res]
+        out: list[dict[str, Any]] = []
+        for r in results:
+            cols = r.get_column_names()
+            while r.has_next():
+                out.append(dict(zip(cols, r.get_next(), strict=True)))
+        return out
+
+    def meta(self) -> dict[str, str]:
+        try:
+            return {r["k"]: r["v"] for r in self.query("MATCH (m:Meta) RETURN m.key AS k, m.value AS v")}
+        except OkError:
+            return {}
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.query("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
+
+    @property
+    def dim(self) -> int:
+        return int(self.meta().get("dim", "0"))
+
+    def copy_rows(self, table: str, rows: dict[str, Sequence[Any]],
+                  types: dict[str, Any] | None = None, rel_from_to: tuple[str, str] | None = None
+                  ) -> None:
+        """Bulk-load rows (column name → values, in schema order) with COPY FROM pyarrow."""
+        import pyarrow as pa
+
+        first = next(iter(rows.values()), [])
+        if not len(first):
+            return
+        arrays = {k: pa.array(v, type=(types or {}).get(k)) for k, v in rows.items()}
+        tbl = pa.table(arrays)
+        opts = f" (from='{rel_from_to[0]}', to='{rel_from_to[1]}')" if rel_from_to else ""
+        try:
+            self.conn.execute(f"COPY {table} FROM $t{opts}", {"t": tbl})
+        except RuntimeError as e:
+            raise OkError(f"bulk load into {table} failed: {str(e).splitlines()[0]}",
+                          "run `ok index --rebuild`") from e
+
+    # -- documents and chunks --------------------------------------------------
+    def add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]],
+                 vecs: Any) -> None:
+        """Insert documents with their chunks and vectors in bulk."""
+        import pyarrow as pa
+
+        if docs:
+            self.copy_rows("Doc", {k: [d[k] for d in docs] for k in
+                                   ("id", "path", "sha256", "title", "source", "created_at",
+                                    "chars", "current")})
+        if chunks:
+            dim = vecs.shape[1]
+            flat = pa.array(vecs.reshape(-1).astype("float32"), type=pa.float32())
+            vec_arr = pa.FixedSizeListArray.from_arrays(flat, dim)
+            self.copy_rows("Chunk", {
+                "id": [c["id"] for c in chunks], "doc_id": [c["doc_id"] for c in chunks],
+                "text": [c["text"] for c in chunks], "span_start": [c["start"] for c in chunks],
+                "span_end": [c["end"] for c in chunks], "ord": [c["ord"] for c in chunks],
+                "current": [c.get("current", True) for c in chunks], "vec": vec_arr,
+            }, types={"span_start": pa.int64(), "span_end": pa.int64(), "ord": pa.int64()})
+            self.copy_rows("HAS_CHUNK", {"from": [c["doc_id"] for c in chunks],
+                                         "to": [c["id"] for c in chunks]})
+
+    def remove_doc(self, doc_id: str) -> None:
+        self.query("MATCH (d:Doc {id: $id})-[:HAS_CHUNK]->(c:Chunk) DETACH DELETE c", {"id": doc_id})
+        self.query("MATCH (d:Doc {id: $id}) DETACH DELETE d", {"id": doc_id})
+
+    def set_doc_path(self, doc_id: str, path: str) -> None:
+        self.query("MATCH (d:Doc {id: $id}) SET d.path = $p", {"id": doc_id, "p": path})
+
+    def docs(self) -> dict[str, dict[str, Any]]:
+        rows = self.query("MATCH (d:Doc) RETURN d.id AS id, d.path AS path, d.sha256 AS sha256,"
+                          " d.current AS current")
+        return {r["id"]: r for r in rows}
+
+    # -- memory notes ------------------------------------------------------------
+    def add_notes(self, notes: list[dict[str, Any]], vecs: Any) -> None:
+        import pyarrow as pa
+
+        if not notes:
+            return
+        dim = vecs.shape[1]
+        flat = pa.array(vecs.reshape(-1).astype("float32"), type=pa.float32())
+        self.copy_rows("MemoryNote", {
+            "id": [n["id"] for n in notes], "path": [n["path"] for n in notes],
+            "sha256": [n["sha256"] for n in notes], "text": [n["text"] for n in notes],
+            "ts": [n["ts"] for n in notes],
+            "tags": [list(n["tags"]) for n in notes], "topics": [list(n["topics"]) for n in notes],
+            "body_start": [n["body_start"] for n in notes],
+            "body_end": [n["body_end"] for n in notes],
+            "vec": pa.FixedSizeListArray.from_arrays(flat, dim),
+        }, types={"tags": pa.list_(pa.string()), "topics": pa.list_(pa.string()),
+                  "body_start": pa.int64(), "body_end": pa.int64()})
+        topic_rows = sorted({t for n in notes for t in n["topics"]})
+        for t in topic_rows:
+            self.query("MERGE (t:Topic {id: $id}) SET t.name = $id", {"id": t})
+        for n in notes:
+            for t in n["topics"]:
+                self.query("MATCH (m:MemoryNote {id: $m}), (t:Topic {id: $t}) "
+                           "MERGE (m)-[:HAS_TOPIC]->(t)", {"m": n["id"], "t": t})
+
+    def remove_note(self, note_id: str) -> None:
+        self.query("MATCH (m:MemoryNote {id: $id}) DETACH DELETE m", {"id": note_id})
+
+    def notes(self) -> dict[str, dict[str, Any]]:
+        rows = self.query("MATCH (m:MemoryNote) RETURN m.id AS id, m.path AS path,"
+                          " m.sha256 AS sha256")
+        return {r["id"]: r for r in rows}
+
+    # -- retrieval ---------------------------------------------------------------
+    def fts(self, table: str, query: str, k: int, k1: float = 0.9, b: float = 0.4
+            ) -> list[tuple[str, float]]:
+        """BM25 over a table's FTS index: [(id, score)] best first."""
+        index = dict((t, n) for t, n, _ in FTS_INDEXES)[table]
+        where = " WHERE node.current" if table == "Chunk" else ""
+        rows = self.query(
+            f"CALL QUERY_FTS_INDEX('{table}', '{index}', $q, K := $k1, B := $b, top := $top) "
+            f"WITH node, score{where} RETURN node.id AS id, score ORDER BY score DESC, id LIMIT $lim",
+            {"q": query, "k1": k1, "b": b, "top": k * 4, "lim": k})
+        return [(r["id"], float(r["score"])) for r in rows]
+
+    def vector(self, table: str, qvec: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """Exact cosine similarity (vectors are normalized): [(id, score)] best first."""
+        dim = len(qvec)
+        where = " WHERE n.current" if table == "Chunk" else ""
+        rows = self.query(
+            f"MATCH (n:{table}){where} WITH n, array_cosine_similarity(n.vec, "
+            f"CAST($q AS FLOAT[{dim}])) AS s RETURN n.id AS id, s ORDER BY s DESC, id LIMIT $k",
+            {"q": [float(x) for x in qvec], "k": k})
+        return [(r["id"], float(r["s"])) for r in rows]
+
+    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        rows = self.query(
+            "MATCH (d:Doc)-[:HAS_CHUNK]->(c:Chunk) WHERE c.id IN $ids RETURN c.id AS id,"
+            " c.doc_id AS doc_id, c.text AS text, c.span_start AS `start`, c.span_end AS `end`, d.path AS path,"
+            " d.sha256 AS sha256, d.source AS source, d.created_at AS created_at,"
+            " d.title AS title", {"ids": list(ids)})
+        return {r["id"]: r for r in rows}
+
+    def notes_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        rows = self.query(
+            "MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id, m.path AS path,"
+            " m.sha256 AS sha256, m.text AS text, m.ts AS ts, m.tags AS tags,"
+            " m.topics AS topics, m.body_start AS body_start, m.body_end AS body_end",
+            {"ids": list(ids)})
+        return {r["id"]: r for r in rows}
+
+    def counts(self) -> dict[str, int]:
+        out = {}
+        for t in ("Doc", "Chunk", "MemoryNote", "Entity", "Topic"):
+            out[t] = int(self.query(f"MATCH (n:{t}) RETURN count(n) AS c")[0]["c"])
+        return out

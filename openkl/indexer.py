@@ -1,0 +1,293 @@
+"""Derive the graph from the files: `ok index`, `ok sync` and the incremental updates of writes.
+
+The files are the truth. `sync` compares what the folder holds (normalized docs by content
+hash, notes by file hash) with what the graph holds, and applies the difference: new and
+edited files are chunked, embedded (cached) and bulk-loaded; renamed docs keep their id and
+only change path; deleted files leave the graph. `rebuild` starts from an empty database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import mapping as mapping_mod
+from . import notes as notes_mod
+from .chunking import chunk_text
+from .embeddings import Embedder, embedder_for
+from .errors import OkError
+from .extract import title_of
+from .folder import Folder, iso
+from .graph import Graph
+from .progress import progress
+
+DOC_SUFFIX = ".ok.md"
+EMBED_BLOCK = 256
+
+# Hooks run after docs/notes are loaded, e.g. entity extraction: fn(folder, graph, docs, notes)
+post_index_hooks: list[Callable[..., None]] = []
+# Hooks run before docs/notes leave the graph: fn(folder, graph, doc_ids, note_ids)
+pre_remove_hooks: list[Callable[..., None]] = []
+
+
+def embedder(folder: Folder) -> Embedder:
+    return embedder_for(str(folder.setting("embedding.model", "default")),
+                        folder.cache_dir, int(folder.setting("embedding.batch_size", 32)))
+
+
+@contextlib.contextmanager
+def open_graph(folder: Folder, write: bool = False, check: bool = True) -> Iterator[Graph]:
+    """The one way to open the folder's graph. Writers must hold `folder.write_lock`."""
+    emb = embedder(folder)
+    ident = emb.identity if write else _cheap_identity(folder, emb)
+    with Graph.open(folder.kuzu_dir, write=write, embedder_identity=ident,
+                    dim=emb.dim if write else None,
+                    timeout=float(folder.setting("lock_timeout", 30.0)), check=check) as g:
+        yield g
+
+
+def _cheap_identity(folder: Folder, emb: Embedder) -> str | None:
+    # the default model's identity is known without loading it; others need the model
+    return emb.identity if emb.dim else None
+
+
+def doc_id_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def scan_docs(folder: Folder) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """Normalized docs in the folder: {doc id: relative path}, plus problems found."""
+    found: dict[str, str] = {}
+    problems: list[tuple[str, str]] = []
+    if not folder.normalized_dir.exists():
+        return found, problems
+    for p in sorted(folder.normalized_dir.rglob(f"*{DOC_SUFFIX}")):
+        if not p.is_file() or p.name.startswith("."):
+            continue
+        data = p.read_bytes()
+        rel = folder.rel(p)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            problems.append((rel, "not valid UTF-8; skipped (re-save it as UTF-8)"))
+            continue
+        did = doc_id_of(data)
+        if did in found:
+            problems.append((rel, f"same content as {found[did]}; indexed once"))
+            continue
+        found[did] = rel
+    return found, problems
+
+
+def _read_text(folder: Folder, rel: str) -> str:
+    return (folder.root / rel).read_text(encoding="utf-8")
+
+
+def build_doc_rows(folder: Folder, emb: Embedder, items: list[tuple[str, str]],
+                   entries: dict[str, dict[str, Any]]
+                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Doc and chunk rows for (doc id, relative path) pairs."""
+    max_tokens = int(folder.setting("chunking.max_tokens", emb.max_tokens))
+    overlap = int(folder.setting("chunking.overlap", max_tokens // 4))
+    docs, chunks = [], []
+    for did, rel in items:
+        text = _read_text(folder, rel)
+        entry = entries.get(did, {})
+        source = entry.get("source") or {"path": rel}
+        docs.append({"id": did, "path": rel,
+                     "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                     "title": entry.get("title") or title_of(text, Path(rel).name),
+                     "source": json.dumps(source, sort_keys=True),
+                     "created_at": entry.get("ingested_at") or "", "chars": len(text),
+                     "current": True})
+        for i, c in enumerate(chunk_text(text, emb.tokenizer, max_tokens, overlap)):
+            chunks.append({"id": c.chunk_id(did), "doc_id": did, "text": c.text,
+                           "start": c.start, "end": c.end, "ord": i})
+    return docs, chunks
+
+
+def embed_all(emb: Embedder, texts: list[str], what: str = "embedding") -> np.ndarray:
+    """Embed with a progress bar, in blocks so the cache is filled as we go."""
+    if not texts:
+        return np.zeros((0, emb.dim), dtype=np.float32)
+    out = np.zeros((len(texts), emb.dim), dtype=np.float32)
+    with progress(what, emb.missing(texts)) as advance:
+        for i in range(0, len(texts), EMBED_BLOCK):
+            block = texts[i:i + EMBED_BLOCK]
+            todo = emb.missing(block)
+            out[i:i + len(block)] = emb.embed(block)
+            advance(todo)
+    return out
+
+
+def index_docs(folder: Folder, g: Graph, items: list[tuple[str, str]],
+               entries: dict[str, dict[str, Any]] | None = None) -> int:
+    """Load docs (id, relative path) into the graph; returns the number of chunks."""
+    if not items:
+        return 0
+    emb = embedder(folder)
+    entries = entries if entries is not None else mapping_mod.load(folder)
+    docs, chunks = build_doc_rows(folder, emb, items, entries)
+    vecs = embed_all(emb, [c["text"] for c in chunks])
+    g.add_docs(docs, chunks, vecs)
+    for hook in post_index_hooks:
+        hook(folder, g, [d["id"] for d in docs], [])
+    return len(chunks)
+
+
+def note_row(folder: Folder, n: notes_mod.Note) -> dict[str, Any]:
+    assert n.path is not None
+    return {"id": n.id, "path": folder.rel(n.path), "sha256": n.sha256, "text": n.body,
+            "ts": n.ts, "tags": n.tags, "topics": n.topics, "body_start": n.body_start,
+            "body_end": n.body_start + len(n.body)}
+
+
+def index_notes(folder: Folder, g: Graph, notes: list[notes_mod.Note]) -> None:
+    if not notes:
+        return
+    emb = embedder(folder)
+    rows = [note_row(folder, n) for n in notes]
+    vecs = embed_all(emb, [r["text"] for r in rows], "embedding notes")
+    g.add_notes(rows, vecs)
+    for hook in post_index_hooks:
+        hook(folder, g, [], [r["id"] for r in rows])
+
+
+def remove_from_graph(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
+    for hook in pre_remove_hooks:
+        hook(folder, g, doc_ids, note_ids)
+    for d in doc_ids:
+        g.remove_doc(d)
+    for n in note_ids:
+        g.remove_note(n)
+
+
+@dataclass
+class SyncReport:
+    docs_added: list[str] = field(default_factory=list)
+    docs_removed: list[str] = field(default_factory=list)
+    docs_moved: list[dict[str, str]] = field(default_factory=list)
+    notes_added: list[str] = field(default_factory=list)
+    notes_updated: list[str] = field(default_factory=list)
+    notes_removed: list[str] = field(default_factory=list)
+    chunks_added: int = 0
+    problems: list[dict[str, str]] = field(default_factory=list)
+    rebuilt: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.docs_added or self.docs_removed or self.docs_moved or self.notes_added
+                    or self.notes_updated or self.notes_removed)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__} | {"changed": self.changed}
+
+
+def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
+    """What `sync` would do, without doing it."""
+    rep = SyncReport()
+    files, problems = scan_docs(folder)
+    notes, note_problems = notes_mod.scan(folder)
+    rep.problems = [{"path": p, "problem": m} for p, m in problems + note_problems]
+    in_graph = {k: v for k, v in g.docs().items() if v["current"]}
+    rep.docs_added = sorted(set(files) - set(in_graph))
+    rep.docs_removed = sorted(set(in_graph) - set(files))
+    rep.docs_moved = [{"id": d, "from": in_graph[d]["path"], "to": files[d]}
+                      for d in sorted(set(files) & set(in_graph)) if files[d] != in_graph[d]["path"]]
+    gnotes = g.notes()
+    rep.notes_added = sorted(set(notes) - set(gnotes))
+    rep.notes_removed = sorted(set(gnotes) - set(notes))
+    rep.notes_updated = sorted(n for n in set(notes) & set(gnotes)
+                               if notes[n].sha256 != gnotes[n]["sha256"]
+                               or folder.rel(notes[n].path) != gnotes[n]["path"])  # type: ignore[arg-type]
+    return {"files": files, "notes": notes}, rep
+
+
+def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
+    """Bring the graph in line with the files. The caller holds the writer lock."""
+    if rebuild:
+        Graph.destroy(folder.kuzu_dir)
+    with open_graph(folder, write=True) as g:
+        state, rep = plan(folder, g)
+        rep.rebuilt = rebuild
+        files, notes = state["files"], state["notes"]
+        entries = mapping_mod.load(folder)
+        remove_from_graph(folder, g, rep.docs_removed,
+                          rep.notes_removed + rep.notes_updated)
+        for mv in rep.docs_moved:
+            g.set_doc_path(mv["id"], mv["to"])
+        rep.chunks_added = index_docs(folder, g, [(d, files[d]) for d in rep.docs_added], entries)
+        index_notes(folder, g, [notes[n] for n in rep.notes_added + rep.notes_updated])
+        _sync_versions(g, entries)
+        _sync_mapping(folder, entries, files, rep)
+    return rep
+
+
+def _sync_versions(g: Graph, entries: dict[str, dict[str, Any]]) -> None:
+    """Superseded versions from the mapping become non-current Doc nodes with SUPERSEDES."""
+    have = g.docs()
+    for did, e in sorted(entries.items()):
+        new = e.get("superseded_by")
+        if e.get("current", True) or not new:
+            continue
+        if did not in have:
+            g.query("CREATE (:Doc {id: $id, path: $p, sha256: $s, title: $t, source: $src,"
+                    " created_at: $c, chars: 0, current: false})",
+                    {"id": did, "p": e.get("path", ""), "s": e.get("sha256", ""),
+                     "t": e.get("title", ""), "src": json.dumps(e.get("source") or {}),
+                     "c": e.get("ingested_at", "")})
+        elif have[did]["current"]:
+            g.query("MATCH (d:Doc {id: $id}) SET d.current = false", {"id": did})
+        g.query("MATCH (n:Doc {id: $new}), (o:Doc {id: $old}) WHERE NOT (n)-[:SUPERSEDES]->(o)"
+                " CREATE (n)-[:SUPERSEDES {drift: $drift, ts: $ts}]->(o)",
+                {"new": new, "old": did, "drift": float(e.get("drift") or 0.0),
+                 "ts": e.get("superseded_at") or ""})
+
+
+def _sync_mapping(folder: Folder, entries: dict[str, dict[str, Any]], files: dict[str, str],
+                  rep: SyncReport) -> None:
+    """Keep mapping.jsonl's paths in line with the files (renames, hand-added docs, deletions)."""
+    changed = False
+    for did, rel in files.items():
+        e = entries.get(did)
+        if e is None:
+            entries[did] = {"id": did, "path": rel, "source": {"path": rel},
+                            "ingested_at": iso(), "current": True}
+            changed = True
+        elif e.get("path") != rel or not e.get("current", True):
+            e["path"], e["current"] = rel, True
+            e.pop("superseded_by", None)
+            changed = True
+    for did in list(entries):
+        e = entries[did]
+        if e.get("current", True) and did not in files:
+            del entries[did]
+            changed = True
+    if changed:
+        mapping_mod.save(folder, entries)
+
+
+def status(folder: Folder) -> dict[str, Any]:
+    """Counts and staleness, without changing anything."""
+    out: dict[str, Any] = {"root": str(folder.root)}
+    try:
+        with open_graph(folder, write=False) as g:
+            out["counts"] = g.counts()
+            out["embedder"] = g.meta().get("embedder")
+            _, rep = plan(folder, g)
+            out["stale"] = {k: v for k, v in rep.as_dict().items()
+                            if k.startswith(("docs_", "notes_")) and v}
+            out["problems"] = rep.problems
+            out["in_sync"] = not rep.changed
+    except OkError as e:
+        out["error"] = str(e)
+        out["in_sync"] = False
+    out["lock"] = folder.lock_state()
+    return out

@@ -1,0 +1,254 @@
+"""Memory notes: markdown files with YAML frontmatter under `memories/by_date/YYYY-MM/DD/`.
+
+The file is the note. Its id (`m-YYYYMMDD-xxxx`) lives in the frontmatter and survives edits;
+`memories/topics/<slug>/` holds symlinks regenerated from tags and topics (a view only).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import re
+import secrets
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import BadInput, NotFound
+from .folder import Folder, atomic_write, iso, utcnow
+
+NOTE_ID = re.compile(r"^m-\d{8}-[a-z0-9]{4}$")
+_FM = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+
+
+@dataclass
+class Note:
+    id: str
+    ts: str
+    body: str
+    tags: list[str] = field(default_factory=list)
+    topics: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+    body_start: int = 0  # char offset of the body in the file text
+    sha256: str = ""
+
+    def to_text(self) -> str:
+        meta: dict[str, Any] = {"id": self.id, "ts": self.ts, "tags": list(self.tags),
+                                "topics": list(self.topics)}
+        meta.update({k: v for k, v in self.extra.items() if k not in meta})
+        fm = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=None)
+        return f"---\n{fm}---\n{self.body.rstrip()}\n"
+
+    def as_dict(self, folder: Folder | None = None) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "ts": self.ts, "tags": self.tags,
+                             "topics": self.topics, "text": self.body}
+        if self.path is not None and folder is not None:
+            d["path"] = folder.rel(self.path)
+        d.update({k: v for k, v in self.extra.items() if k not in d})
+        return d
+
+
+def _str_list(value: Any, name: str, where: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [v for v in re.split(r"[,\s]+", value) if v]
+    if not isinstance(value, list):
+        raise BadInput(f"{where}: `{name}` must be a list", f"write `{name}: [a, b]`")
+    return [str(v).strip() for v in value if str(v).strip()]
+
+
+def parse_note(text: str, where: str = "note", path: Path | None = None) -> Note:
+    """Parse a note file's text; broken frontmatter is a `BadInput` naming the file."""
+    m = _FM.match(text)
+    if not m:
+        if text.startswith("---"):
+            raise BadInput(f"{where}: frontmatter is not closed by a `---` line",
+                           "add the closing `---` after the YAML block")
+        meta: dict[str, Any] = {}
+        body_start = 0
+    else:
+        try:
+            meta = yaml.safe_load(m.group(1)) or {}
+        except yaml.YAMLError as e:
+            first = str(e).splitlines()[0] if str(e) else "invalid YAML"
+            raise BadInput(f"{where}: broken YAML frontmatter ({first})",
+                           "fix the YAML between the `---` lines") from e
+        if not isinstance(meta, dict):
+            raise BadInput(f"{where}: frontmatter must be a YAML mapping",
+                           "write `key: value` lines between the `---` lines")
+        body_start = m.end()
+    note_id = str(meta.pop("id", "") or "") or (path.stem if path else "")
+    if not note_id:
+        raise BadInput(f"{where}: note has no id", "add `id: m-YYYYMMDD-xxxx` to the frontmatter")
+    ts = meta.pop("ts", None)
+    if isinstance(ts, dt.datetime):
+        ts = iso(ts if ts.tzinfo else ts.replace(tzinfo=dt.UTC))
+    elif isinstance(ts, dt.date):
+        ts = f"{ts.isoformat()}T00:00:00Z"
+    tags = _str_list(meta.pop("tags", None), "tags", where)
+    topics = _str_list(meta.pop("topics", None), "topics", where)
+    body = text[body_start:]
+    # record where the body proper starts (after leading blank lines) for citations
+    lead = len(body) - len(body.lstrip("\n"))
+    return Note(id=note_id, ts=str(ts or ""), body=body.strip("\n"), tags=tags, topics=topics,
+                extra=meta, path=path, body_start=body_start + lead,
+                sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def read_note(path: Path, folder: Folder | None = None) -> Note:
+    where = folder.rel(path) if folder else str(path)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{where}: not valid UTF-8 (byte {e.start})",
+                       "re-save the note as UTF-8") from e
+    note = parse_note(text, where, path)
+    if not note.ts:
+        note.ts = iso(dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC))
+    return note
+
+
+def new_id(now: dt.datetime | None = None) -> str:
+    now = now or utcnow()
+    alphabet = string.ascii_lowercase + string.digits
+    return f"m-{now:%Y%m%d}-" + "".join(secrets.choice(alphabet) for _ in range(4))
+
+
+def note_path(folder: Folder, note_id: str, ts: str) -> Path:
+    day = ts[:10] if re.match(r"\d{4}-\d{2}-\d{2}", ts) else f"{utcnow():%Y-%m-%d}"
+    return folder.by_date_dir / day[:7] / day[8:10] / f"{note_id}.md"
+
+
+def clean_labels(values: list[str] | None) -> list[str]:
+    out: list[str] = []
+    for v in values or []:
+        for part in re.split(r"[,]+", v):
+            part = part.strip()
+            if part and part not in out:
+                out.append(part)
+    return out
+
+
+def add(folder: Folder, text: str, tags: list[str] | None = None,
+        topics: list[str] | None = None, extra: dict[str, Any] | None = None) -> Note:
+    """Write a new note file and return it (the caller indexes it)."""
+    if not text.strip():
+        raise BadInput("the note is empty", "pass some text, or `-` to read it from stdin")
+    if "\x00" in text:
+        raise BadInput("the note contains NUL bytes", "pass plain text")
+    now = utcnow()
+    while True:
+        nid = new_id(now)
+        path = note_path(folder, nid, iso(now))
+        if not path.exists():
+            break
+    note = Note(id=nid, ts=iso(now), body=text.strip("\n"), tags=clean_labels(tags),
+                topics=clean_labels(topics), extra=dict(extra or {}), path=path)
+    atomic_write(path, note.to_text())
+    return read_note(path, folder)
+
+
+def iter_note_files(folder: Folder) -> list[Path]:
+    if not folder.by_date_dir.exists():
+        return []
+    return sorted(p for p in folder.by_date_dir.rglob("*.md")
+                  if p.is_file() and not p.name.startswith("."))
+
+
+def scan(folder: Folder) -> tuple[dict[str, Note], list[tuple[str, str]]]:
+    """All readable notes by id, plus (path, problem) for notes that cannot be read."""
+    notes: dict[str, Note] = {}
+    problems: list[tuple[str, str]] = []
+    for p in iter_note_files(folder):
+        try:
+            n = read_note(p, folder)
+        except BadInput as e:
+            problems.append((folder.rel(p), str(e)))
+            continue
+        if n.id in notes:
+            problems.append((folder.rel(p), f"duplicate note id {n.id} (also in "
+                             f"{folder.rel(notes[n.id].path)}); skipped"))  # type: ignore[arg-type]
+            continue
+        notes[n.id] = n
+    return notes, problems
+
+
+def find(folder: Folder, note_id: str) -> Note:
+    """A note by id (or unique id prefix)."""
+    if "/" in note_id or note_id.endswith(".md"):
+        p = folder.inside(note_id)
+        if p.exists():
+            return read_note(p, folder)
+    m = re.match(r"^m-(\d{4})(\d{2})(\d{2})-", note_id)
+    if m:
+        guess = folder.by_date_dir / f"{m[1]}-{m[2]}" / m[3] / f"{note_id}.md"
+        if guess.exists():
+            return read_note(guess, folder)
+    hits = [n for n in scan(folder)[0].values() if n.id == note_id or n.id.startswith(note_id)]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise NotFound(f"no memory note with id {note_id}", "list ids with `ok mem list`")
+    raise BadInput(f"id prefix {note_id} matches {len(hits)} notes", "give more of the id")
+
+
+def update(folder: Folder, note_id: str, text: str | None = None,
+           tags: list[str] | None = None, topics: list[str] | None = None,
+           add_tags: list[str] | None = None) -> Note:
+    note = find(folder, note_id)
+    if text is not None:
+        if not text.strip():
+            raise BadInput("the new text is empty", "use `ok mem delete` to remove a note")
+        note.body = text.strip("\n")
+    if tags is not None:
+        note.tags = clean_labels(tags)
+    if add_tags:
+        note.tags = clean_labels(note.tags + add_tags)
+    if topics is not None:
+        note.topics = clean_labels(topics)
+    note.extra["updated"] = iso()
+    assert note.path is not None
+    atomic_write(note.path, note.to_text())
+    return read_note(note.path, folder)
+
+
+def delete(folder: Folder, note_id: str) -> Note:
+    note = find(folder, note_id)
+    assert note.path is not None
+    note.path.unlink()
+    for d in (note.path.parent, note.path.parent.parent):
+        if d != folder.by_date_dir and d.exists() and not any(d.iterdir()):
+            d.rmdir()
+    return note
+
+
+def slug(label: str) -> str:
+    s = re.sub(r"[^\w.-]+", "-", label.strip().lower(), flags=re.U).strip("-.")
+    return s or "untitled"
+
+
+def regenerate_topics(folder: Folder) -> dict[str, int]:
+    """Rebuild `memories/topics/<slug>/` symlinks from every note's tags and topics."""
+    import shutil
+
+    notes, _ = scan(folder)
+    if folder.topics_dir.exists():
+        shutil.rmtree(folder.topics_dir)
+    folder.topics_dir.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+    for n in notes.values():
+        for label in dict.fromkeys(n.topics + n.tags):
+            d = folder.topics_dir / slug(label)
+            d.mkdir(exist_ok=True)
+            assert n.path is not None
+            link = d / n.path.name
+            link.symlink_to(os.path.relpath(n.path, d))
+            counts[slug(label)] = counts.get(slug(label), 0) + 1
+    return dict(sorted(counts.items()))

@@ -1,0 +1,34 @@
+"""Progress bars on stderr, shown only on a terminal (pipes and tests stay quiet)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+
+Advance = Callable[[int], None]
+
+
+def _enabled() -> bool:
+    return sys.stderr.isatty() and not os.environ.get("OK_NO_PROGRESS")
+
+
+@contextlib.contextmanager
+def progress(description: str, total: int | None) -> Iterator[Advance]:
+    """`with progress("embedding", n) as advance: … advance(k)`."""
+    if not _enabled() or not total:
+        yield lambda n: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def note(message: str) -> None:
+    """A status line on stderr."""
+    print(message, file=sys.stderr)

@@ -1,0 +1,271 @@
+"""The grounding store: ingest originals into `store/sources/`, normalized text into
+`store/normalized/…/*.ok.md`, and record each document in `.ok/mapping.jsonl`.
+
+Doc ids are content hashes of the normalized text, so re-ingesting unchanged content is a
+no-op and a renamed file keeps its id. A source whose content changed gets a new id; the old
+version's text is kept under `.ok/versions/` and linked with `SUPERSEDES`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import indexer
+from . import mapping as mapping_mod
+from .errors import BadInput, NotFound, OkError
+from .extract import Extracted, extract_bytes, supported
+from .folder import Folder, atomic_write, iso
+
+SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", ".ok", ".tox"}
+
+
+@dataclass
+class IngestReport:
+    added: list[dict[str, Any]] = field(default_factory=list)
+    unchanged: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    chunks: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"added": self.added, "unchanged": self.unchanged, "skipped": self.skipped,
+                "chunks": self.chunks}
+
+
+@dataclass
+class Candidate:
+    """One thing to ingest: bytes plus where they go under `store/sources/`."""
+
+    data: bytes
+    rel: str  # path under store/sources/
+    origin: str  # where it came from (absolute path, "-", URL …)
+    source: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+    copy_original: bool = True
+
+
+def versions_dir(folder: Folder) -> Path:
+    return folder.ok_dir / "versions"
+
+
+def normalized_rel(rel: str) -> str:
+    p = Path(rel)
+    stem = p.stem if p.suffix.lower() in (".md", ".markdown", ".txt") else p.name
+    if stem.endswith(".ok"):
+        stem = stem[:-3]
+    return (p.parent / f"{stem}.ok.md").as_posix()
+
+
+def collect(folder: Folder, paths: list[str], glob: list[str] | None = None,
+            recursive: bool = True) -> tuple[list[Candidate], list[dict[str, str]]]:
+    """Expand files and directories into candidates; report paths that cannot be read."""
+    cands: list[Candidate] = []
+    skipped: list[dict[str, str]] = []
+    max_bytes = int(float(folder.setting("ingest.max_file_mb", 64)) * 1024 * 1024)
+    for raw in paths:
+        p = Path(raw).expanduser()
+        if not p.exists():
+            skipped.append({"path": raw, "reason": "no such file or directory"})
+            continue
+        p = p.resolve()
+        if p.is_dir():
+            base = p
+            files = _walk(p, recursive)
+            if glob:
+                files = [f for f in files if any(fnmatch.fnmatch(f.relative_to(base).as_posix(), g)
+                                                 or fnmatch.fnmatch(f.name, g) for g in glob)]
+            else:
+                files = [f for f in files if supported(f)]
+            prefix = base.name if base != folder.sources_dir else ""
+        else:
+            files, base, prefix = [p], p.parent, ""
+        for f in files:
+            if _is_derived(folder, f):
+                continue
+            try:
+                size = f.stat().st_size
+                if size > max_bytes:
+                    skipped.append({"path": str(f), "reason": f"larger than the {max_bytes >> 20} MB "
+                                    "limit (raise ingest.max_file_mb)"})
+                    continue
+                data = f.read_bytes()
+            except OSError as e:
+                skipped.append({"path": str(f), "reason": f"unreadable: {e.strerror or e}"})
+                continue
+            in_sources = folder.sources_dir in f.parents
+            rel = (f.relative_to(folder.sources_dir).as_posix() if in_sources
+                   else "/".join(x for x in (prefix, f.relative_to(base).as_posix()) if x))
+            cands.append(Candidate(data=data, rel=rel, origin=str(f),
+                                   source={"path": f"store/sources/{rel}"},
+                                   copy_original=not in_sources))
+    return cands, skipped
+
+
+def _is_derived(folder: Folder, f: Path) -> bool:
+    return folder.ok_dir in f.parents or folder.normalized_dir in f.parents
+
+
+def _walk(d: Path, recursive: bool) -> list[Path]:
+    out = []
+    for root, dirs, files in os.walk(d):
+        dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not x.startswith("."))
+        for name in sorted(files):
+            if not name.startswith("."):
+                out.append(Path(root) / name)
+        if not recursive:
+            break
+    return out
+
+
+def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None = None,
+           index: bool = True, policy: dict[str, Any] | None = None) -> IngestReport:
+    """Write originals, normalized docs and mapping entries, then index the new docs.
+
+    The caller holds the writer lock. Files are written before the graph, so an
+    interrupted run is repaired by `ok sync`.
+    """
+    rep = report or IngestReport()
+    entries = mapping_mod.load(folder)
+    paths = mapping_mod.by_path(entries)
+    new_items: list[tuple[str, str]] = []
+    for cand in cands:
+        try:
+            ext = extract_bytes(cand.data, cand.rel, where=cand.origin)
+        except BadInput as e:
+            rep.skipped.append({"path": cand.origin, "reason": e.message
+                                + (f" (hint: {e.hint})" if e.hint else "")})
+            continue
+        did, entry = _write_doc(folder, cand, ext, entries, paths, policy)
+        if entry is None:
+            rep.unchanged.append({"id": did, "path": entries[did]["path"], "origin": cand.origin})
+            continue
+        new_items.append((did, entry["path"]))
+        rep.added.append({"id": did, "path": entry["path"], "origin": cand.origin,
+                          "title": entry.get("title", ""),
+                          **({"supersedes": entry["supersedes"]} if entry.get("supersedes") else {})})
+    if new_items:
+        mapping_mod.save(folder, entries)
+        folder.log_op("store.ingest", ids=[a["id"] for a in rep.added],
+                      paths=[a["path"] for a in rep.added])
+        if index:
+            with indexer.open_graph(folder, write=True) as g:
+                old = [a["supersedes"] for a in rep.added if a.get("supersedes")]
+                indexer.remove_from_graph(folder, g, old, [])
+                rep.chunks = indexer.index_docs(folder, g, new_items, entries)
+                indexer._sync_versions(g, entries)
+    return rep
+
+
+def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
+               entries: dict[str, dict[str, Any]], paths: dict[str, dict[str, Any]],
+               policy: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
+    body = ext.text.encode("utf-8")
+    did = indexer.doc_id_of(body)
+    have = entries.get(did)
+    if have and have.get("current", True) and (folder.root / have["path"]).exists():
+        if policy and have.get("refresh") != policy:
+            have["refresh"] = policy
+        return did, None
+    norm_rel = "store/normalized/" + normalized_rel(cand.rel)
+    previous = paths.get(norm_rel)
+    if previous and previous.get("source") != cand.source:
+        # another source already owns that normalized name (a.md vs a.txt): disambiguate
+        base = norm_rel[: -len(".ok.md")]
+        norm_rel = f"{base}.{did[:6]}.ok.md"
+        previous = None
+    now = iso()
+    if cand.copy_original:
+        atomic_write(folder.sources_dir / cand.rel, cand.data)
+    entry: dict[str, Any] = {
+        "id": did, "path": norm_rel, "source": cand.source, "origin": cand.origin,
+        "media_type": ext.media_type, "title": ext.title, "ingested_at": now,
+        "fetched_at": now, "sha256": hashlib.sha256(body).hexdigest(), "current": True,
+        "refresh": policy or (previous or {}).get("refresh"),
+    }
+    if ext.meta or cand.extra:
+        entry["meta"] = {**ext.meta, **cand.extra}
+    target = folder.root / norm_rel
+    if previous and target.exists():
+        old_id = previous["id"]
+        keep = versions_dir(folder) / f"{old_id}.ok.md"
+        if not keep.exists():
+            atomic_write(keep, target.read_bytes())
+        previous.update({"current": False, "superseded_by": did, "superseded_at": now,
+                         "path": folder.rel(keep)})
+        entry["supersedes"] = old_id
+    atomic_write(target, body)
+    entries[did] = entry
+    paths[norm_rel] = entry
+    return did, entry
+
+
+def ingest_paths(folder: Folder, paths: list[str], glob: list[str] | None = None,
+                 recursive: bool = True, policy: dict[str, Any] | None = None) -> IngestReport:
+    cands, skipped = collect(folder, paths, glob, recursive)
+    rep = IngestReport(skipped=skipped)
+    return ingest(folder, cands, rep, policy=policy)
+
+
+def ingest_stdin(folder: Folder, data: bytes, name: str | None = None) -> IngestReport:
+    name = name or f"stdin-{hashlib.sha256(data).hexdigest()[:8]}.md"
+    if "/" in name or name.startswith("."):
+        raise BadInput(f"--name {name!r} must be a plain file name", "e.g. --name notes.md")
+    cand = Candidate(data=data, rel=f"stdin/{name}", origin="-",
+                     source={"path": f"store/sources/stdin/{name}"})
+    return ingest(folder, [cand])
+
+
+def resolve(folder: Folder, ref: str, include_old: bool = False) -> dict[str, Any]:
+    """A mapping entry by doc id, id prefix, or path (normalized or source)."""
+    entries = mapping_mod.load(folder)
+    if ref in entries:
+        return entries[ref]
+    hits = [e for d, e in entries.items()
+            if (e.get("current", True) or include_old) and (
+                d.startswith(ref) or e.get("path") == ref
+                or (e.get("source") or {}).get("path") == ref
+                or e.get("path", "").endswith("/" + ref))]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise NotFound(f"no document matches {ref!r}", "list documents with `ok store list`")
+    raise BadInput(f"{ref!r} matches {len(hits)} documents", "give more of the id")
+
+
+def list_docs(folder: Folder, all_versions: bool = False) -> list[dict[str, Any]]:
+    return [e for e in sorted(mapping_mod.load(folder).values(), key=lambda e: e.get("path", ""))
+            if all_versions or e.get("current", True)]
+
+
+def remove(folder: Folder, ref: str, keep_source: bool = False) -> dict[str, Any]:
+    """Delete a document's normalized file (and original), its mapping entry and graph nodes."""
+    entry = resolve(folder, ref)
+    entries = mapping_mod.load(folder)
+    target = folder.root / entry["path"]
+    src = (entry.get("source") or {}).get("path")
+    if target.exists():
+        target.unlink()
+    if src and not keep_source and src.startswith("store/sources/"):
+        sp = folder.root / src
+        shared = [e for e in entries.values() if e["id"] != entry["id"]
+                  and (e.get("source") or {}).get("path") == src and e.get("current", True)]
+        if sp.exists() and not shared:
+            sp.unlink()
+    entries.pop(entry["id"], None)
+    mapping_mod.save(folder, entries)
+    with indexer.open_graph(folder, write=True) as g:
+        indexer.remove_from_graph(folder, g, [entry["id"]], [])
+    folder.log_op("store.remove", ids=[entry["id"]], paths=[entry["path"]])
+    return entry
+
+
+def read_doc(folder: Folder, ref: str) -> tuple[dict[str, Any], str]:
+    entry = resolve(folder, ref, include_old=True)
+    path = folder.root / entry["path"]
+    if not path.exists():
+        raise OkError(f"{entry['path']} is missing on disk", "run `ok sync`")
+    return entry, path.read_text(encoding="utf-8")
