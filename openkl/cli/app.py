@@ -7,6 +7,7 @@ below. Heavy libraries (kuzu, fastembed, kreuzberg) are imported only inside com
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -269,27 +270,40 @@ def _register() -> None:
 _register()
 
 
-def main() -> None:
-    """Entry point: run the app and turn expected errors into one line and an exit code."""
+def run(argv: list[str] | None = None) -> int:
+    """Run `ok` with `argv`; expected errors become one line on stderr. Returns the exit code."""
     import click
 
+    state.root, state.json, state.tee, state.debug = None, False, None, False
     try:
-        app(standalone_mode=False)
+        app(args=argv, prog_name="ok", standalone_mode=False)
+        return 0
     except OkError as e:
         if state.debug:
             raise
-        output.fail(e)
+        print(f"Error: {e}", file=sys.stderr)
+        return e.exit_code
     except click.exceptions.Exit as e:
-        raise SystemExit(e.exit_code) from None
+        return int(e.exit_code or 0)
     except click.exceptions.Abort:
         print("Aborted.", file=sys.stderr)
-        raise SystemExit(130) from None
+        return 130
     except click.ClickException as e:
         e.show()
-        raise SystemExit(e.exit_code) from None
-    except BrokenPipeError:
-        sys.stderr.close()
-        raise SystemExit(0) from None
+        return e.exit_code
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
-        raise SystemExit(130) from None
+        return 130
+
+
+def main() -> None:
+    """Console entry point."""
+    try:
+        code = run()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # downstream closed the pipe (`ok … | head`): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = 0
+    raise SystemExit(code)

@@ -1,0 +1,188 @@
+"""An OpenAI-compatible chat client shared by every feature that can use an LLM.
+
+Works with anything that speaks `/v1/chat/completions`: Ollama, llama.cpp server, vLLM,
+LiteLLM, OpenAI. Settings come from `llm.*` in config (or `OK_LLM_*`); the key is read from
+the environment variable named by `llm.api_key_env` and is never written anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from .errors import OkError
+
+
+class LLMError(OkError):
+    """The endpoint failed, timed out, or answered with something unusable."""
+
+
+class LLMNotConfigured(OkError):
+    """No LLM endpoint is configured."""
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    base_url: str
+    model: str
+    api_key: str | None
+    timeout: float = 60.0
+    retries: int = 2
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} @ {self.base_url}"
+
+
+def _is_loopback(url: str) -> bool:
+    host = (urlparse(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def config_from(folder: Any, required: bool = True) -> LLMConfig | None:
+    """Validated settings, or None when no LLM is configured and `required` is False.
+
+    Fails before any work is done: a missing model or key is reported with the fix.
+    """
+    base = folder.setting("llm.base_url")
+    model = folder.setting("llm.model")
+    if not base:
+        if required:
+            raise LLMNotConfigured("no LLM is configured",
+                                   "set llm.base_url and llm.model in .ok/config.yml "
+                                   "(or OK_LLM_BASE_URL / OK_LLM_MODEL)")
+        return None
+    if not str(base).startswith(("http://", "https://")):
+        raise LLMError(f"llm.base_url {base!r} is not an http(s) URL",
+                       "e.g. http://localhost:11434/v1 for Ollama")
+    if not model:
+        raise LLMError("llm.base_url is set but llm.model is not",
+                       "set llm.model (or OK_LLM_MODEL)")
+    key_env = str(folder.setting("llm.api_key_env") or "")
+    key = os.environ.get(key_env) if key_env else None
+    if key_env and not key and not _is_loopback(str(base)):
+        raise LLMError(f"the API key variable {key_env} is not set",
+                       f"export {key_env}=… (keys are read from the environment only)")
+    return LLMConfig(base_url=str(base).rstrip("/"), model=str(model), api_key=key,
+                     timeout=float(folder.setting("llm.timeout", 60.0)),
+                     retries=int(folder.setting("llm.retries", 2)))
+
+
+class ChatClient:
+    """`chat(messages)` → text; `stream=True` yields tokens to `on_token` as they arrive."""
+
+    def __init__(self, cfg: LLMConfig) -> None:
+        self.cfg = cfg
+
+    def _url(self) -> str:
+        base = self.cfg.base_url
+        return base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
+
+    def _headers(self) -> dict[str, str]:
+        h = {"Content-Type": "application/json"}
+        if self.cfg.api_key:
+            h["Authorization"] = f"Bearer {self.cfg.api_key}"
+        return h
+
+    def chat(self, messages: list[dict[str, str]], *, json_mode: bool = False,
+             temperature: float = 0.0, max_tokens: int | None = None, stream: bool = False,
+             on_token: Callable[[str], None] | None = None) -> str:
+        import httpx
+
+        body: dict[str, Any] = {"model": self.cfg.model, "messages": messages,
+                                "temperature": temperature}
+        if max_tokens:
+            body["max_tokens"] = max_tokens
+        if json_mode:
+            body["response_format"] = {"type": "json_object"}
+        if stream:
+            body["stream"] = True
+        last: Exception | None = None
+        for attempt in range(self.cfg.retries + 1):
+            if attempt:
+                time.sleep(min(4.0, 0.5 * 2 ** (attempt - 1)))
+            try:
+                with httpx.Client(timeout=self.cfg.timeout) as client:
+                    if stream:
+                        return self._stream(client, body, on_token)
+                    r = client.post(self._url(), json=body, headers=self._headers())
+                    if r.status_code >= 500 or r.status_code == 429:
+                        last = LLMError(f"LLM endpoint answered HTTP {r.status_code}")
+                        continue
+                    if r.status_code >= 400:
+                        raise LLMError(f"LLM endpoint answered HTTP {r.status_code}: "
+                                       f"{r.text[:200]}", "check llm.model and the API key")
+                    return _content(r.json())
+            except httpx.TimeoutException as e:
+                last = LLMError(f"LLM endpoint timed out after {self.cfg.timeout:.0f}s",
+                                "raise llm.timeout or check the server")
+                last.__cause__ = e
+            except httpx.HTTPError as e:
+                last = LLMError(f"cannot reach the LLM endpoint {self.cfg.base_url}: "
+                                f"{type(e).__name__}", "is the server running?")
+                last.__cause__ = e
+            except ValueError as e:
+                last = LLMError("the LLM endpoint answered with invalid JSON")
+                last.__cause__ = e
+        assert last is not None
+        raise last
+
+    def _stream(self, client: Any, body: dict[str, Any],
+                on_token: Callable[[str], None] | None) -> str:
+        parts: list[str] = []
+        with client.stream("POST", self._url(), json=body, headers=self._headers()) as r:
+            if r.status_code >= 400:
+                raise LLMError(f"LLM endpoint answered HTTP {r.status_code}")
+            for token in _sse_tokens(r.iter_lines()):
+                parts.append(token)
+                if on_token:
+                    on_token(token)
+        return "".join(parts)
+
+    def chat_json(self, messages: list[dict[str, str]], validate: Callable[[Any], Any],
+                  attempts: int = 2) -> Any:
+        """Ask for JSON and validate it; a reply that fails validation is retried once."""
+        err: Exception | None = None
+        for _ in range(attempts):
+            text = self.chat(messages, json_mode=True)
+            try:
+                return validate(json.loads(_strip_fences(text)))
+            except (ValueError, TypeError, KeyError) as e:
+                err = e
+        raise LLMError(f"the LLM returned invalid JSON: {err}",
+                       "try another model, or run without an LLM")
+
+
+def _content(data: Any) -> str:
+    try:
+        return str(data["choices"][0]["message"]["content"] or "")
+    except (KeyError, IndexError, TypeError) as e:
+        raise LLMError("the LLM reply has no choices[0].message.content") from e
+
+
+def _sse_tokens(lines: Iterator[str]) -> Iterator[str]:
+    for line in lines:
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return
+        try:
+            delta = json.loads(payload)["choices"][0].get("delta", {})
+        except (ValueError, KeyError, IndexError):
+            continue
+        if delta.get("content"):
+            yield delta["content"]
+
+
+def _strip_fences(text: str) -> str:
+    t = text.strip()
+    if t.startswith("```"):
+        t = t.split("\n", 1)[1] if "\n" in t else ""
+        t = t.rsplit("```", 1)[0]
+    return t

@@ -1,0 +1,118 @@
+"""Shared fixtures: every test gets its own knowledge folder and a clean environment.
+
+The real engine, embedding model and parsers are used. The example folder is built once
+per session and copied for each test that needs it, so the suite stays fast.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples" / "docs"
+OK_BIN = str(Path(sys.executable).parent / "ok")
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def run_ok(*args: str, input: str | bytes | None = None, cwd: Path | None = None) -> Result:
+    """Run `ok` in this process (fast: the model stays loaded). Returns code, stdout, stderr."""
+    from openkl.cli.app import run
+
+    raw_in = input.encode() if isinstance(input, str) else (input or b"")
+    out_b, err_b = io.BytesIO(), io.BytesIO()
+    old = sys.stdin, sys.stdout, sys.stderr
+    old_cwd = os.getcwd()
+    wrappers = (io.TextIOWrapper(io.BytesIO(raw_in), encoding="utf-8"),
+                io.TextIOWrapper(out_b, encoding="utf-8", write_through=True),
+                io.TextIOWrapper(err_b, encoding="utf-8", write_through=True))
+    sys.stdin, sys.stdout, sys.stderr = wrappers
+    try:
+        if cwd:
+            os.chdir(cwd)
+        code = run(list(args))
+    except SystemExit as e:  # pragma: no cover - commands should return, not exit
+        code = int(e.code or 0)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdin, sys.stdout, sys.stderr = old
+        os.chdir(old_cwd)
+        result = Result(code, out_b.getvalue().decode(), err_b.getvalue().decode())
+        for w in wrappers:
+            w.detach()
+    return result
+
+
+def run_cli(*args: str, input: str | bytes | None = None, cwd: Path | None = None,
+            env: dict[str, str] | None = None, timeout: float = 300) -> Result:
+    """Run the installed `ok` executable in a subprocess."""
+    proc = subprocess.run([OK_BIN, *args], input=input.encode() if isinstance(input, str) else input,
+                          capture_output=True, cwd=cwd, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+    return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for k in list(os.environ):
+        if k.startswith("OK_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("OK_NO_PROGRESS", "1")
+    monkeypatch.setenv("OK_LOCK_TIMEOUT", "5")
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def kf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty knowledge folder; OK_ROOT points at it."""
+    root = tmp_path / "kf"
+    r = run_ok("init", str(root))
+    assert r.code == 0, r.err
+    monkeypatch.setenv("OK_ROOT", str(root))
+    return root
+
+
+@pytest.fixture(scope="session")
+def _example_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("template") / "kf"
+    assert run_ok("init", str(root)).code == 0
+    r = run_ok("--root", str(root), "store", "ingest", str(EXAMPLES))
+    assert r.code == 0, r.err
+    r = run_ok("--root", str(root), "mem", "add", "Kùzu keeps one writer at a time, so the MCP "
+               "server opens the graph per call.", "--tags", "kuzu,concurrency",
+               "--topics", "design")
+    assert r.code == 0, r.err
+    return root
+
+
+@pytest.fixture
+def example_kf(_example_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of a folder holding the example documents and one note; OK_ROOT points at it."""
+    root = tmp_path / "example"
+    shutil.copytree(_example_template, root, symlinks=True)
+    monkeypatch.setenv("OK_ROOT", str(root))
+    return root
+
+
+@pytest.fixture
+def ok():
+    return run_ok
