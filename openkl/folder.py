@@ -275,10 +275,13 @@ class Folder:
 def _coerce(raw: str, like: Any) -> Any:
     if isinstance(like, bool):
         return raw.lower() in ("1", "true", "yes", "on")
-    if isinstance(like, int):
-        return int(raw)
-    if isinstance(like, float):
-        return float(raw)
+    if isinstance(like, int | float):
+        try:
+            return int(raw) if isinstance(like, int) and raw.strip().lstrip("-").isdigit() \
+                else float(raw)
+        except ValueError:
+            raise BadInput(f"environment value {raw!r} is not a number",
+                           "set the OK_* variable to a number") from None
     return raw
 
 

@@ -56,10 +56,9 @@ def run_ok(*args: str, input: str | bytes | None = None, cwd: Path | None = None
         sys.stderr.flush()
         sys.stdin, sys.stdout, sys.stderr = old
         os.chdir(old_cwd)
-        result = Result(code, out_b.getvalue().decode(), err_b.getvalue().decode())
         for w in wrappers:
             w.detach()
-    return result
+    return Result(code, out_b.getvalue().decode(), err_b.getvalue().decode())
 
 
 def run_cli(*args: str, input: str | bytes | None = None, cwd: Path | None = None,

@@ -186,7 +186,7 @@ def search(
     with open_graph(f) as g:
         if show_query:
             g.trace = []
-        hits = do_search(f, g, query, k=k or int(f.setting("search.k", 10)),
+        hits = do_search(f, g, query, k=k if k is not None else int(f.setting("search.k", 10)),
                          mode=mode or str(f.setting("search.mode", "hybrid")), scope=scope,
                          filters=flt, per_doc=per_doc or int(f.setting("search.per_doc", 1)),
                          explain=explain, embedder=embedder(f))
@@ -272,23 +272,23 @@ _register()
 
 def run(argv: list[str] | None = None) -> int:
     """Run `ok` with `argv`; expected errors become one line on stderr. Returns the exit code."""
-    import click
+    from typer._click import exceptions as cx
 
     state.root, state.json, state.tee, state.debug = None, False, None, False
     try:
-        app(args=argv, prog_name="ok", standalone_mode=False)
-        return 0
+        rv = app(args=argv, prog_name="ok", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0
     except OkError as e:
         if state.debug:
             raise
         print(f"Error: {e}", file=sys.stderr)
         return e.exit_code
-    except click.exceptions.Exit as e:
+    except typer.Exit as e:
         return int(e.exit_code or 0)
-    except click.exceptions.Abort:
+    except typer.Abort:
         print("Aborted.", file=sys.stderr)
         return 130
-    except click.ClickException as e:
+    except cx.ClickException as e:
         e.show()
         return e.exit_code
     except KeyboardInterrupt:

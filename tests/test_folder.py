@@ -1,0 +1,71 @@
+"""The knowledge folder: layout, root discovery, config, errors outside a folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_ok
+
+from openkl.folder import Folder, find_root
+
+
+def test_init_creates_layout_and_gitignore(tmp_path: Path) -> None:
+    r = run_ok("init", str(tmp_path / "k"), "--json")
+    assert r.code == 0, r.err
+    assert r.json() == {"root": str((tmp_path / "k").resolve()), "created": True}
+    root = tmp_path / "k"
+    for d in ("store/sources", "store/normalized", "memories/by_date", "memories/topics",
+              "citations", "graph", ".ok/kuzu", ".ok/cache"):
+        assert (root / d).is_dir(), d
+    gi = (root / ".gitignore").read_text()
+    assert ".ok/kuzu/" in gi and ".ok/cache/" in gi and "memories/topics/" in gi
+    assert "domain: k" in (root / ".ok/config.yml").read_text()
+    # a second init keeps everything and says so
+    r = run_ok("init", str(root), "--json")
+    assert r.json()["created"] is False
+
+
+def test_root_discovery_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    Folder.init(a)
+    Folder.init(b)
+    (a / "sub" / "deeper").mkdir(parents=True)
+    assert find_root(start=a / "sub" / "deeper") == a.resolve()
+    monkeypatch.setenv("OK_ROOT", str(b))
+    assert find_root(start=a / "sub") == b.resolve()
+    assert find_root(start=a, explicit=str(a)) == a.resolve()
+
+
+def test_outside_a_folder_is_one_clear_line(tmp_path: Path) -> None:
+    r = run_ok("status", cwd=tmp_path)
+    assert r.code == 1
+    assert r.err.count("\n") == 1
+    assert "not inside a knowledge folder" in r.err and "ok init" in r.err
+    r = run_ok("--root", str(tmp_path / "nope"), "search", "x")
+    assert r.code == 1 and "is not a knowledge folder" in r.err
+
+
+def test_env_overrides_config(kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = Folder(kf)
+    assert f.setting("search.k") == 10
+    monkeypatch.setenv("OK_SEARCH_K", "3")
+    assert f.setting("search.k") == 3
+
+
+def test_broken_config_is_reported(kf: Path) -> None:
+    (kf / ".ok/config.yml").write_text("search: [unclosed\n")
+    r = run_ok("search", "anything")
+    assert r.code == 1
+    assert "config.yml is not valid YAML" in r.err
+
+
+def test_write_commands_append_to_ops_log_and_tee(kf: Path, tmp_path: Path) -> None:
+    tee = tmp_path / "tee.log"
+    r = run_ok("--tee", str(tee), "mem", "add", "a note for the log", "--json")
+    assert r.code == 0, r.err
+    nid = r.json()["id"]
+    lines = [json.loads(x) for x in (kf / ".ok/ops.log").read_text().splitlines()]
+    assert lines[-1]["op"] == "mem.add" and lines[-1]["ids"] == [nid] and lines[-1]["ts"]
+    assert json.loads(tee.read_text().splitlines()[-1]) == lines[-1]

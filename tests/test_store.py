@@ -1,0 +1,131 @@
+"""Documents: ingest of files, directories and stdin; bad input is reported and skipped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import EXAMPLES, run_ok
+from docgen import make_docx, make_pdf
+
+
+def _mapping(kf: Path) -> list[dict]:
+    return [json.loads(x) for x in (kf / ".ok/mapping.jsonl").read_text().splitlines()]
+
+
+def test_ingest_files_of_every_kind(kf: Path, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "notes.md").write_text("# Field notes\n\nThe heron nests by the river.\n")
+    (src / "paper.pdf").write_bytes(make_pdf(["Photosynthesis in desert succulents",
+                                              "CAM plants open their stomata at night."]))
+    (src / "memo.docx").write_bytes(make_docx(["Quarterly memo", "The budget grows by ten percent."]))
+    (src / "page.html").write_text("<html><head><title>Glaciers</title></head><body>"
+                                   "<h1>Glaciers</h1><p>Glaciers carve U-shaped valleys.</p>"
+                                   "</body></html>")
+    r = run_ok("store", "ingest", str(src), "--json")
+    assert r.code == 0, r.err
+    added = {Path(a["path"]).name: a for a in r.json()["added"]}
+    assert set(added) == {"notes.ok.md", "paper.pdf.ok.md", "memo.docx.ok.md", "page.html.ok.md"}
+    for a in added.values():
+        norm = (kf / a["path"]).read_bytes()
+        import hashlib
+
+        assert a["id"] == hashlib.sha256(norm).hexdigest()[:16]
+    assert (kf / "store/sources/src/paper.pdf").read_bytes() == (src / "paper.pdf").read_bytes()
+    assert "CAM plants open their stomata at night." in (kf / added["paper.pdf.ok.md"]["path"]).read_text()
+    m = {e["id"]: e for e in _mapping(kf)}
+    assert m[added["page.html.ok.md"]["id"]]["title"] == "Glaciers"
+    assert m[added["paper.pdf.ok.md"]["id"]]["source"] == {"path": "store/sources/src/paper.pdf"}
+    hits = run_ok("search", "stomata at night", "--json", "-k", "1").json()
+    assert hits[0]["doc_id"] == added["paper.pdf.ok.md"]["id"]
+    hits = run_ok("search", "budget", "--mode", "fts", "--json").json()
+    assert hits[0]["doc_id"] == added["memo.docx.ok.md"]["id"]
+
+
+def test_reingest_is_a_noop(kf: Path) -> None:
+    first = run_ok("store", "ingest", str(EXAMPLES), "--json").json()
+    assert len(first["added"]) == 5
+    log_before = (kf / ".ok/ops.log").read_text()
+    again = run_ok("store", "ingest", str(EXAMPLES), "--json").json()
+    assert again["added"] == [] and len(again["unchanged"]) == 5
+    assert (kf / ".ok/ops.log").read_text() == log_before
+
+
+def test_glob_and_stdin(kf: Path) -> None:
+    r = run_ok("store", "ingest", str(EXAMPLES), "--glob", "*.md", "--json")
+    assert {Path(a["path"]).suffix for a in r.json()["added"]} == {".md"}
+    assert len(r.json()["added"]) == 3
+    r = run_ok("store", "ingest", "-", "--name", "clip.md", "--json",
+               input="# Clipboard\n\nPasted from a chat about tidal power.\n")
+    assert r.code == 0, r.err
+    assert r.json()["added"][0]["path"] == "store/normalized/stdin/clip.ok.md"
+    assert run_ok("search", "tidal power", "--json").json()[0]["path"].endswith("clip.ok.md")
+
+
+def test_bad_files_are_skipped_without_stopping_the_batch(kf: Path, tmp_path: Path) -> None:
+    src = tmp_path / "mixed"
+    src.mkdir()
+    (src / "good.md").write_text("A good document about lighthouses.\n")
+    (src / "empty.txt").write_text("")
+    (src / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    (src / "blob.txt").write_bytes(b"\x00\x01\x02\x03binary")
+    (src / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    (src / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    r = run_ok("store", "ingest", str(src), "--glob", "*", str(tmp_path / "missing.md"), "--json")
+    assert r.code == 1
+    rep = r.json()
+    assert [Path(a["path"]).name for a in rep["added"]] == ["good.ok.md"]
+    reasons = {Path(s["path"]).name: s["reason"] for s in rep["skipped"]}
+    assert "empty file" in reasons["empty.txt"]
+    assert "not valid UTF-8" in reasons["latin1.txt"] and "iconv" in reasons["latin1.txt"]
+    assert "binary" in reasons["blob.txt"]
+    assert "cannot extract text" in reasons["broken.pdf"]
+    assert "unsupported binary file type '.png'" in reasons["image.png"]
+    assert "no such file" in reasons["missing.md"]
+    assert all(line.startswith("warning: skipped") for line in r.err.strip().splitlines())
+    # nothing of the skipped files was written
+    assert sorted(p.name for p in (kf / "store/sources").rglob("*") if p.is_file()) == ["good.md"]
+
+
+def test_oversized_file_is_skipped(kf: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OK_INGEST_MAX_FILE_MB", "0.001")
+    big = tmp_path / "big.txt"
+    big.write_text("word " * 1000)
+    r = run_ok("store", "ingest", str(big), "--json")
+    assert r.code == 1 and "limit" in r.json()["skipped"][0]["reason"]
+
+
+def test_list_show_remove(kf: Path) -> None:
+    run_ok("store", "ingest", str(EXAMPLES))
+    docs = run_ok("store", "list", "--json").json()
+    assert len(docs) == 5
+    ada = next(d for d in docs if "ada-lovelace" in d["path"])
+    r = run_ok("store", "show", ada["id"][:8])
+    assert r.code == 0 and "Analytical Engine" in r.out
+    meta = run_ok("store", "show", ada["id"], "--meta", "--json").json()
+    assert meta["id"] == ada["id"] and "text" not in meta
+    r = run_ok("store", "remove", ada["id"], "--json")
+    assert r.code == 0, r.err
+    assert not (kf / ada["path"]).exists()
+    assert not (kf / "store/sources/docs/ada-lovelace.html").exists()
+    assert len(run_ok("store", "list", "--json").json()) == 4
+    hits = run_ok("search", "Analytical Engine Babbage", "--json").json()
+    assert all(h["doc_id"] != ada["id"] for h in hits)
+    r = run_ok("store", "show", ada["id"])
+    assert r.code == 1 and "no document matches" in r.err
+
+
+def test_changed_source_supersedes_old_version(kf: Path, tmp_path: Path) -> None:
+    f = tmp_path / "policy.md"
+    f.write_text("# Policy\n\nBackups run nightly at two.\n")
+    old = run_ok("store", "ingest", str(f), "--json").json()["added"][0]["id"]
+    f.write_text("# Policy\n\nBackups run hourly now.\n")
+    new = run_ok("store", "ingest", str(f), "--json").json()["added"][0]
+    assert new["supersedes"] == old
+    assert (kf / f".ok/versions/{old}.ok.md").read_text().endswith("nightly at two.\n")
+    rows = run_ok("graph", "cypher", "MATCH (n:Doc)-[:SUPERSEDES]->(o:Doc) RETURN n.id AS new, "
+                  "o.id AS old, o.current AS cur", "--json").json()
+    assert rows == [{"new": new["id"], "old": old, "cur": False}]
+    hits = run_ok("search", "backups nightly", "--json").json()
+    assert [h["doc_id"] for h in hits] == [new["id"]]
