@@ -167,6 +167,10 @@ class Graph:
                 out.append(dict(zip(cols, r.get_next(), strict=True)))
         return out
 
+    def set_timeout(self, seconds: float) -> None:
+        """Abort any query of this connection that runs longer than `seconds`."""
+        self.conn.set_query_timeout(max(1, int(seconds * 1000)))
+
     def meta(self) -> dict[str, str]:
         try:
             return {r["k"]: r["v"] for r in self.query("MATCH (m:Meta) RETURN m.key AS k, m.value AS v")}

@@ -156,8 +156,33 @@ def index_notes(folder: Folder, g: Graph, notes: list[notes_mod.Note]) -> None:
     rows = [note_row(folder, n) for n in notes]
     vecs = embed_all(emb, [r["text"] for r in rows], "embedding notes")
     g.add_notes(rows, vecs)
+    link_derived(g, notes)
     for hook in post_index_hooks:
         hook(folder, g, [], [r["id"] for r in rows])
+
+
+def link_derived(g: Graph, notes: list[notes_mod.Note]) -> None:
+    """`DERIVED_FROM` edges from a note's `derived_from` frontmatter (chunk or doc ids).
+
+    A chunk that no longer exists (its doc was re-chunked) falls back to its doc.
+    """
+    for n in notes:
+        for ref in n.extra.get("derived_from") or []:
+            ref = str(ref)
+            if "#" in ref and g.query("MATCH (c:Chunk {id: $c}) RETURN c.id AS id", {"c": ref}):
+                g.query("MATCH (m:MemoryNote {id: $m}), (c:Chunk {id: $c}) "
+                        "MERGE (m)-[:DERIVED_FROM]->(c)", {"m": n.id, "c": ref})
+            else:
+                g.query("MATCH (m:MemoryNote {id: $m}), (d:Doc {id: $d}) "
+                        "MERGE (m)-[:DERIVED_FROM]->(d)", {"m": n.id, "d": ref.split("#")[0]})
+
+
+def index_note(folder: Folder, note: notes_mod.Note, replace: bool = False) -> None:
+    """Index one note (replacing its old version); the caller holds the writer lock."""
+    with open_graph(folder, write=True) as g:
+        if replace:
+            remove_from_graph(folder, g, [], [note.id])
+        index_notes(folder, g, [note])
 
 
 def remove_from_graph(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
@@ -219,6 +244,7 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         rep.rebuilt = rebuild
         files, notes = state["files"], state["notes"]
         entries = mapping_mod.load(folder)
+        _link_edits(folder, entries, rep, files)
         remove_from_graph(folder, g, rep.docs_removed,
                           rep.notes_removed + rep.notes_updated)
         for mv in rep.docs_moved:
@@ -228,6 +254,37 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         _sync_versions(g, entries)
         _sync_mapping(folder, entries, files, rep)
     return rep
+
+
+def _link_edits(folder: Folder, entries: dict[str, dict[str, Any]], rep: SyncReport,
+                files: dict[str, str]) -> None:
+    """A doc edited in place (same path, new content) supersedes the version it replaced.
+
+    The old text is gone from disk by then (`text_kept: false`); citations of it carry their
+    quote and are checked against the new version through `superseded_by`.
+    """
+    added_at = {files[d]: d for d in rep.docs_added}
+    linked = False
+    for old in rep.docs_removed:
+        e = entries.get(old)
+        new = added_at.get((e or {}).get("path", ""))
+        if not e or not e.get("current", True) or not new or new == old:
+            continue
+        now = iso()
+        ne = entries.setdefault(new, {"id": new, "path": files[new], "ingested_at": now,
+                                      "current": True})
+        for k in ("source", "origin", "media_type", "refresh"):
+            if k in e and k not in ne:
+                ne[k] = e[k]
+        ne["supersedes"] = old
+        keep = folder.ok_dir / "versions" / f"{old}.ok.md"
+        e.update({"current": False, "superseded_by": new, "superseded_at": now,
+                  "last_path": e["path"], "path": keep.relative_to(folder.root).as_posix()})
+        if not keep.exists():
+            e["text_kept"] = False
+        linked = True
+    if linked:
+        mapping_mod.save(folder, entries)
 
 
 def _sync_versions(g: Graph, entries: dict[str, dict[str, Any]]) -> None:

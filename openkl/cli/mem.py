@@ -15,12 +15,9 @@ app = typer.Typer(help="Memory notes: markdown files with YAML frontmatter.", no
 
 
 def _index_note(f: Any, note: notes_mod.Note, replace: bool = False) -> None:
-    from ..indexer import index_notes, open_graph, remove_from_graph
+    from ..indexer import index_note
 
-    with open_graph(f, write=True) as g:
-        if replace:
-            remove_from_graph(f, g, [], [note.id])
-        index_notes(f, g, [note])
+    index_note(f, note, replace=replace)
 
 
 def _text_arg(text: str) -> str:
