@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import indexer
+from . import events, indexer
 from . import mapping as mapping_mod
 from .errors import BadInput, NotFound, OkError
 from .extract import Extracted, extract_bytes, supported
@@ -46,6 +46,8 @@ class Candidate:
     source: dict[str, Any]
     extra: dict[str, Any] = field(default_factory=dict)
     copy_original: bool = True
+    # what to extract text from when it differs from the original (a web page's main content)
+    extract_data: bytes | None = None
 
 
 def versions_dir(folder: Folder) -> Path:
@@ -122,7 +124,8 @@ def _walk(d: Path, recursive: bool) -> list[Path]:
 
 
 def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None = None,
-           index: bool = True, policy: dict[str, Any] | None = None) -> IngestReport:
+           index: bool = True, policy: dict[str, Any] | None = None,
+           drift_threshold: float | None = None) -> IngestReport:
     """Write originals, normalized docs and mapping entries, then index the new docs.
 
     The caller holds the writer lock. Files are written before the graph, so an
@@ -134,7 +137,7 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
     new_items: list[tuple[str, str]] = []
     for cand in cands:
         try:
-            ext = extract_bytes(cand.data, cand.rel, where=cand.origin)
+            ext = extract_bytes(cand.extract_data or cand.data, cand.rel, where=cand.origin)
         except BadInput as e:
             rep.skipped.append({"path": cand.origin, "reason": e.message
                                 + (f" (hint: {e.hint})" if e.hint else "")})
@@ -149,6 +152,9 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
                           **({"supersedes": entry["supersedes"]} if entry.get("supersedes") else {})})
     if new_items:
         mapping_mod.save(folder, entries)
+        from .refresh import after_ingest  # drift of changed docs, and their events
+
+        after_ingest(folder, entries, rep.added, drift_threshold)
         folder.log_op("store.ingest", ids=[a["id"] for a in rep.added],
                       paths=[a["path"] for a in rep.added])
         if index:
@@ -182,7 +188,8 @@ def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
         atomic_write(folder.sources_dir / cand.rel, cand.data)
     entry: dict[str, Any] = {
         "id": did, "path": norm_rel, "source": cand.source, "origin": cand.origin,
-        "media_type": ext.media_type, "title": ext.title, "ingested_at": now,
+        "media_type": ext.media_type, "title": cand.extra.get("title") or ext.title,
+        "ingested_at": now,
         "fetched_at": now, "sha256": hashlib.sha256(body).hexdigest(), "current": True,
         "refresh": policy or (previous or {}).get("refresh"),
     }
@@ -260,6 +267,7 @@ def remove(folder: Folder, ref: str, keep_source: bool = False) -> dict[str, Any
     with indexer.open_graph(folder, write=True) as g:
         indexer.remove_from_graph(folder, g, [entry["id"]], [])
     folder.log_op("store.remove", ids=[entry["id"]], paths=[entry["path"]])
+    events.emit(folder, "removed", doc=entry["id"], path=entry["path"], source=entry.get("source"))
     return entry
 
 

@@ -1,0 +1,131 @@
+"""Lineage: where a piece of knowledge came from, and what came of it.
+
+Walks the derived graph from a note, chunk or document:
+- up (provenance): a note `DERIVED_FROM` chunks or documents, a chunk is `PART_OF` its
+  document, a document `SUPERSEDES` its older versions;
+- down (descendants): notes derived from it, and the newer version that superseded it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import BadInput, NotFound
+from .folder import Folder
+
+DIRECTIONS = ("up", "down", "both")
+_UP = {"DERIVED_FROM", "PART_OF", "SUPERSEDES"}
+
+
+def _node(g: Any, kind: str, nid: str) -> dict[str, Any] | None:
+    if kind == "memory":
+        rows = g.query("MATCH (m:MemoryNote {id: $id}) RETURN m.path AS path, m.text AS text",
+                       {"id": nid})
+        if rows:
+            first = (rows[0]["text"] or "").strip().splitlines() or [""]
+            return {"id": nid, "kind": kind, "path": rows[0]["path"], "title": first[0][:80],
+                    "current": True}
+    elif kind == "chunk":
+        rows = g.query("MATCH (c:Chunk {id: $id}) RETURN c.doc_id AS doc, c.current AS current,"
+                       " c.text AS text", {"id": nid})
+        if rows:
+            return {"id": nid, "kind": kind, "doc": rows[0]["doc"],
+                    "current": bool(rows[0]["current"]),
+                    "title": " ".join((rows[0]["text"] or "").split())[:80]}
+    else:
+        rows = g.query("MATCH (d:Doc {id: $id}) RETURN d.path AS path, d.title AS title,"
+                       " d.current AS current", {"id": nid})
+        if rows:
+            return {"id": nid, "kind": "doc", "path": rows[0]["path"], "title": rows[0]["title"],
+                    "current": bool(rows[0]["current"])}
+    return None
+
+
+def _neighbours(g: Any, kind: str, nid: str, direction: str) -> list[tuple[str, str, str]]:
+    """(relationship, kind, id) of the next nodes."""
+    out: list[tuple[str, str, str]] = []
+    up, down = direction in ("up", "both"), direction in ("down", "both")
+    if kind == "memory" and up:
+        out += [("DERIVED_FROM", "chunk", r["id"]) for r in g.query(
+            "MATCH (:MemoryNote {id: $id})-[:DERIVED_FROM]->(c:Chunk) RETURN c.id AS id",
+            {"id": nid})]
+        out += [("DERIVED_FROM", "doc", r["id"]) for r in g.query(
+            "MATCH (:MemoryNote {id: $id})-[:DERIVED_FROM]->(d:Doc) RETURN d.id AS id",
+            {"id": nid})]
+    if kind == "chunk":
+        if up:
+            out += [("PART_OF", "doc", r["id"]) for r in g.query(
+                "MATCH (d:Doc)-[:HAS_CHUNK]->(:Chunk {id: $id}) RETURN d.id AS id", {"id": nid})]
+        if down:
+            out += [("DERIVED_BY", "memory", r["id"]) for r in g.query(
+                "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(:Chunk {id: $id}) RETURN m.id AS id",
+                {"id": nid})]
+    if kind == "doc":
+        if up:
+            out += [("SUPERSEDES", "doc", r["id"]) for r in g.query(
+                "MATCH (:Doc {id: $id})-[:SUPERSEDES]->(o:Doc) RETURN o.id AS id", {"id": nid})]
+        if down:
+            out += [("SUPERSEDED_BY", "doc", r["id"]) for r in g.query(
+                "MATCH (n:Doc)-[:SUPERSEDES]->(:Doc {id: $id}) RETURN n.id AS id", {"id": nid})]
+            out += [("DERIVED_BY", "memory", r["id"]) for r in g.query(
+                "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(:Doc {id: $id}) RETURN m.id AS id",
+                {"id": nid})]
+            out += [("DERIVED_BY", "memory", r["id"]) for r in g.query(
+                "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(c:Chunk) WHERE c.doc_id = $id"
+                " RETURN DISTINCT m.id AS id", {"id": nid})]
+    return sorted(set(out))
+
+
+def _start(folder: Folder, g: Any, ref: str) -> tuple[str, str]:
+    ref = ref.strip()
+    if not ref:
+        raise BadInput("no id given", "pass a note, chunk or document id")
+    if ref.startswith("m-") and _node(g, "memory", ref):
+        return "memory", ref
+    if "#char" in ref:
+        if _node(g, "chunk", ref):
+            return "chunk", ref
+        ref = ref.split("#", 1)[0]  # a chunk of a retired version: start from its document
+    if _node(g, "doc", ref):
+        return "doc", ref
+    from .store import resolve
+
+    try:
+        return "doc", resolve(folder, ref, include_old=True)["id"]
+    except NotFound:
+        raise NotFound(f"nothing in the graph has id {ref!r}",
+                       "pass a note id (m-…), a chunk id (<doc>#char…) or a document id/path"
+                       ) from None
+
+
+def lineage(folder: Folder, g: Any, ref: str, depth: int = 5, direction: str = "both"
+            ) -> dict[str, Any]:
+    """The lineage of a note, chunk or document, breadth first up to `depth` hops."""
+    if direction not in DIRECTIONS:
+        raise BadInput(f"direction {direction!r} is not one of {', '.join(DIRECTIONS)}",
+                       "--direction up, down or both")
+    if depth < 1:
+        raise BadInput("--depth must be at least 1", "e.g. --depth 3")
+    kind, nid = _start(folder, g, ref)
+    root = _node(g, kind, nid) or {"id": nid, "kind": kind, "missing": True}
+    nodes: list[dict[str, Any]] = []
+    edges: list[dict[str, Any]] = []
+    seen = {(kind, nid)}
+    frontier = [(kind, nid, direction)]
+    for level in range(1, depth + 1):
+        nxt = []
+        for k, i, way in frontier:
+            for rel, k2, i2 in _neighbours(g, k, i, way):
+                edges.append({"from": i, "rel": rel, "to": i2})
+                if (k2, i2) in seen:
+                    continue
+                seen.add((k2, i2))
+                node = _node(g, k2, i2) or {"id": i2, "kind": k2, "missing": True}
+                nodes.append({**node, "depth": level, "via": i, "rel": rel})
+                # provenance keeps going up and descendants keep going down: no zig-zag
+                # from a note to its chunk to every other note derived from that chunk
+                nxt.append((k2, i2, "up" if rel in _UP else "down"))
+        frontier = nxt
+        if not frontier:
+            break
+    return {"root": root, "nodes": nodes, "edges": edges}

@@ -1,0 +1,591 @@
+"""Keeping collected knowledge fresh: refresh policies, `ok refresh`, drift and version history.
+
+A document's mapping entry may carry a policy, `{"interval": "1d"}` and/or
+`{"cron": "0 6 * * *"}` (cron wins when both are set). A source is due when the policy's next
+time after its last fetch (`fetched_at`) has passed. `ok refresh` re-fetches due sources (web
+pages with ETag/Last-Modified, arXiv papers by version, repositories by their files, local
+files by re-reading them); changed content becomes a new version through the normal ingest,
+which supersedes the old one and retires its chunks from search.
+
+Drift is `1 - cosine` between the mean chunk embeddings of the old and the new version; it
+is stored on the old version's mapping entry (and on the `SUPERSEDES` edge), so the history
+of a document can be read from the files alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import events
+from . import mapping as mapping_mod
+from .errors import BadInput, OkError, UsageError
+from .folder import Folder, iso, utcnow
+
+DEFAULT_DRIFT_THRESHOLD = 0.1
+_INTERVAL = re.compile(r"^\s*(\d+)\s*(s|m|min|h|d|w)\s*$", re.I)
+_INTERVAL_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+# -- policies ------------------------------------------------------------------------------
+def parse_interval(text: str) -> dt.timedelta:
+    m = _INTERVAL.match(text or "")
+    if not m or int(m.group(1)) <= 0:
+        raise BadInput(f"refresh interval {text!r} is not valid",
+                       "use a number and a unit: 30m, 6h, 1d, 2w")
+    return dt.timedelta(seconds=int(m.group(1)) * _INTERVAL_UNITS[m.group(2).lower()])
+
+
+_MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
+           "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+           "@hourly": "0 * * * *"}
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+_NAMES = {3: {m: i for i, m in enumerate(_MONTHS, 1)}, 4: {d: i for i, d in enumerate(_WEEKDAYS)}}
+_RANGES = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 7)]
+_FIELD_NAMES = ["minute", "hour", "day of month", "month", "day of week"]
+
+
+@dataclass(frozen=True)
+class Cron:
+    """A standard five-field cron expression (UTC), evaluated at minute resolution."""
+
+    expr: str
+    minutes: tuple[int, ...]
+    hours: tuple[int, ...]
+    days: frozenset[int]
+    months: frozenset[int]
+    weekdays: frozenset[int]  # 0 = Sunday
+    any_day: bool
+    any_weekday: bool
+
+    def _day_ok(self, d: dt.date) -> bool:
+        dom = d.day in self.days
+        dow = (d.isoweekday() % 7) in self.weekdays
+        if self.any_day and self.any_weekday:
+            return True
+        if self.any_day:
+            return dow
+        if self.any_weekday:
+            return dom
+        return dom or dow  # both restricted: either matches (classic cron)
+
+    def next_after(self, t: dt.datetime) -> dt.datetime | None:
+        """The first firing time strictly after `t`, or None within eight years."""
+        t = t.astimezone(dt.UTC).replace(second=0, microsecond=0) + dt.timedelta(minutes=1)
+        day = t.date()
+        first = True
+        for _ in range(366 * 8 + 2):
+            if day.month in self.months and self._day_ok(day):
+                h0, m0 = (t.hour, t.minute) if first else (0, 0)
+                for h in self.hours:
+                    if h < h0:
+                        continue
+                    for m in self.minutes:
+                        if h == h0 and m < m0:
+                            continue
+                        return dt.datetime(day.year, day.month, day.day, h, m, tzinfo=dt.UTC)
+            first = False
+            day += dt.timedelta(days=1)
+        return None
+
+
+def _cron_field(text: str, idx: int) -> set[int]:
+    lo, hi = _RANGES[idx]
+    names = _NAMES.get(idx, {})
+    out: set[int] = set()
+
+    def value(tok: str) -> int:
+        tok = tok.lower()
+        if tok in names:
+            return names[tok]
+        if not tok.isdigit():
+            raise ValueError(f"{tok!r} is not a number")
+        v = int(tok)
+        if not lo <= v <= hi:
+            raise ValueError(f"{v} is outside {lo}-{hi}")
+        return v
+
+    for part in text.split(","):
+        if not part:
+            raise ValueError("empty list item")
+        rng, _, step_s = part.partition("/")
+        step = 1
+        if step_s:
+            if not step_s.isdigit() or int(step_s) == 0:
+                raise ValueError(f"step {step_s!r} must be a positive number")
+            step = int(step_s)
+        if rng == "*":
+            a, b = lo, hi
+        elif "-" in rng:
+            a_s, b_s = rng.split("-", 1)
+            a, b = value(a_s), value(b_s)
+            if a > b:
+                raise ValueError(f"range {rng} runs backwards")
+        else:
+            a = value(rng)
+            b = hi if step_s else a
+        out.update(range(a, b + 1, step))
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def parse_cron(expr: str) -> Cron:
+    """Parse a cron expression; `BadInput` naming the bad field if it is not valid."""
+    text = _MACROS.get((expr or "").strip().lower(), (expr or "").strip())
+    parts = text.split()
+    if len(parts) != 5:
+        raise BadInput(f"cron expression {expr!r} must have 5 fields "
+                       "(minute hour day-of-month month day-of-week)",
+                       "e.g. \"0 6 * * *\" for 06:00 UTC daily, or @hourly/@daily/@weekly")
+    sets = []
+    for i, p in enumerate(parts):
+        try:
+            sets.append(_cron_field(p, i))
+        except ValueError as e:
+            raise BadInput(f"cron expression {expr!r}: bad {_FIELD_NAMES[i]} field {p!r} ({e})",
+                           "fields are minute 0-59, hour 0-23, day 1-31, month 1-12, "
+                           "weekday 0-7 (0 and 7 are Sunday)") from None
+    weekdays = frozenset(d % 7 for d in sets[4])
+    cron = Cron(expr=expr, minutes=tuple(sorted(sets[0])), hours=tuple(sorted(sets[1])),
+                days=frozenset(sets[2]), months=frozenset(sets[3]), weekdays=weekdays,
+                any_day=parts[2].startswith("*"), any_weekday=parts[4].startswith("*"))
+    if cron.next_after(dt.datetime(2000, 1, 1, tzinfo=dt.UTC)) is None:
+        raise BadInput(f"cron expression {expr!r} never fires", "check the day and month fields")
+    return cron
+
+
+def make_policy(every: str | None = None, cron: str | None = None) -> dict[str, Any] | None:
+    """A refresh policy from `--refresh` and `--cron`, validated (None when neither is given)."""
+    policy: dict[str, Any] = {}
+    if every:
+        parse_interval(every)
+        policy["interval"] = every.strip()
+    if cron:
+        parse_cron(cron.strip())
+        policy["cron"] = cron.strip()
+    return policy or None
+
+
+def _parse_ts(s: str | None) -> dt.datetime | None:
+    if not s:
+        return None
+    try:
+        return dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+@functools.lru_cache(maxsize=65536)
+def _next_cron(expr: str, last: str) -> dt.datetime | None:
+    when = _parse_ts(last)
+    try:
+        cron = parse_cron(expr)
+    except BadInput:
+        return None
+    return cron.next_after(when) if when else None
+
+
+@functools.lru_cache(maxsize=65536)
+def _next_interval(every: str, last: str) -> dt.datetime | None:
+    when = _parse_ts(last)
+    try:
+        return when + parse_interval(every) if when else None
+    except BadInput:
+        return None
+
+
+NEVER_FETCHED = dt.datetime.min.replace(tzinfo=dt.UTC)
+
+
+def next_due(entry: dict[str, Any]) -> dt.datetime | None:
+    """When a document's source is next due (None: no policy, or no valid one)."""
+    policy = entry.get("refresh")
+    if not policy or not isinstance(policy, dict):
+        return None
+    last = entry.get("fetched_at") or entry.get("ingested_at")
+    if not last:
+        return NEVER_FETCHED
+    if policy.get("cron"):
+        return _next_cron(str(policy["cron"]), str(last))
+    if policy.get("interval"):
+        return _next_interval(str(policy["interval"]), str(last))
+    return None
+
+
+def is_due(entry: dict[str, Any], now: dt.datetime) -> bool:
+    when = next_due(entry)
+    return when is not None and when <= now
+
+
+def source_kind(entry: dict[str, Any]) -> str | None:
+    """web | arxiv | repo | file, or None when the source cannot be re-read."""
+    src = entry.get("source") or {}
+    if src.get("url"):
+        return "web"
+    if src.get("arxiv"):
+        return "arxiv"
+    if src.get("repo"):
+        return "repo"
+    path = str(src.get("path") or "")
+    if path.startswith("store/sources/") and not path.startswith("store/sources/stdin/"):
+        return "file"
+    return None
+
+
+# -- drift -----------------------------------------------------------------------------------
+def doc_vector(folder: Folder, text: str) -> Any:
+    """Mean of a text's chunk embeddings (chunked as the indexer does; vectors are cached)."""
+    import numpy as np
+
+    from .chunking import chunk_text
+    from .indexer import embedder
+
+    emb = embedder(folder)
+    max_tokens = int(folder.setting("chunking.max_tokens", emb.max_tokens))
+    overlap = int(folder.setting("chunking.overlap", max_tokens // 4))
+    chunks = chunk_text(text, emb.tokenizer, max_tokens, overlap)
+    if not chunks:
+        return None
+    vecs = emb.embed([c.text for c in chunks])
+    mean = vecs.mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return mean / norm if norm else None
+
+
+def drift_between(folder: Folder, old_text: str, new_text: str) -> float | None:
+    """`1 - cosine(mean(old), mean(new))`, rounded; None when either side has no text."""
+    a, b = doc_vector(folder, old_text), doc_vector(folder, new_text)
+    if a is None or b is None:
+        return None
+    return round(max(0.0, 1.0 - float(a @ b)), 6)
+
+
+def after_ingest(folder: Folder, entries: dict[str, dict[str, Any]],
+                 added: list[dict[str, Any]], drift_threshold: float | None = None) -> None:
+    """After new docs were written: drift of each new version against the one it supersedes
+    (stored on the old entry), and the `ingested` / `drifted` events."""
+    threshold = (float(folder.setting("refresh.drift_threshold", DEFAULT_DRIFT_THRESHOLD))
+                 if drift_threshold is None else float(drift_threshold))
+    changed = False
+    for a in added:
+        old = entries.get(a.get("supersedes") or "")
+        new = entries.get(a["id"])
+        if not old or not new:
+            continue
+        try:
+            old_text = (folder.root / old["path"]).read_text(encoding="utf-8")
+            new_text = (folder.root / new["path"]).read_text(encoding="utf-8")
+            drift = drift_between(folder, old_text, new_text)
+        except (OSError, UnicodeDecodeError, OkError):
+            drift = None  # the old text is gone: no drift, the version link still stands
+        if drift is not None:
+            old["drift"] = drift
+            a["drift"] = drift
+            changed = True
+    if changed:
+        mapping_mod.save(folder, entries)
+    batch: list[tuple[str, dict[str, Any]]] = []
+    for a in added:
+        e = entries.get(a["id"], {})
+        batch.append(("ingested", {"doc": a["id"], "path": a["path"], "source": e.get("source"),
+                                   "supersedes": a.get("supersedes"), "drift": a.get("drift")}))
+        if a.get("drift") is not None and a["drift"] > threshold:
+            batch.append(("drifted", {"doc": a["id"], "previous": a["supersedes"],
+                                      "path": a["path"], "drift": a["drift"],
+                                      "threshold": threshold}))
+    events.emit_many(folder, batch)
+
+
+# -- history ---------------------------------------------------------------------------------
+def history(folder: Folder, ref: str) -> list[dict[str, Any]]:
+    """Every version of a document, newest first, with the drift from the version before."""
+    from .store import resolve
+
+    entries = mapping_mod.load(folder)
+    start = resolve(folder, ref, include_old=True)
+    seen: set[str] = set()
+    cur = start
+    while cur.get("superseded_by") in entries and cur["id"] not in seen:
+        seen.add(cur["id"])
+        cur = entries[cur["superseded_by"]]
+    out: list[dict[str, Any]] = []
+    seen = set()
+    node: dict[str, Any] | None = cur
+    while node is not None and node["id"] not in seen:
+        seen.add(node["id"])
+        prev = entries.get(node.get("supersedes") or "")
+        out.append({"id": node["id"], "current": bool(node.get("current", True)),
+                    "path": node.get("path"), "title": node.get("title", ""),
+                    "sha256": node.get("sha256"), "source": node.get("source"),
+                    "ingested_at": node.get("ingested_at"), "fetched_at": node.get("fetched_at"),
+                    "superseded_at": node.get("superseded_at"),
+                    "superseded_by": node.get("superseded_by"),
+                    "supersedes": node.get("supersedes"),
+                    "drift": prev.get("drift") if prev else None,
+                    **({"fetch": node["fetch"]} if node.get("fetch") else {})})
+        node = prev
+    return out
+
+
+# -- refresh ---------------------------------------------------------------------------------
+@dataclass
+class RefreshReport:
+    due: list[dict[str, Any]] = field(default_factory=list)  # what was looked at
+    changed: list[dict[str, Any]] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    added: list[dict[str, Any]] = field(default_factory=list)  # new files of a repository
+    failed: list[dict[str, str]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    dry_run: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def plan(folder: Folder, refs: list[str] | None = None, all_: bool = False,
+         entries: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The mapping entries a refresh looks at: the given docs, all sources, or the due ones."""
+    entries = mapping_mod.load(folder) if entries is None else entries
+    if refs:
+        from .store import resolve
+
+        out: list[dict[str, Any]] = []
+        for r in refs:
+            e = entries[resolve(folder, r, include_old=True)["id"]]
+            seen: set[str] = set()
+            while (not e.get("current", True) and e.get("superseded_by") in entries
+                   and e["id"] not in seen):
+                seen.add(e["id"])
+                e = entries[e["superseded_by"]]
+            if all(o["id"] != e["id"] for o in out):
+                out.append(e)
+        return out
+    if all_:
+        return [e for e in entries.values() if e.get("current", True) and source_kind(e)]
+    now = utcnow()
+    return [e for e in entries.values()
+            if e.get("refresh") and e.get("current", True) and is_due(e, now)]
+
+
+def refresh(folder: Folder, refs: list[str] | None = None, due: bool = False,
+            all_: bool = False, drift_threshold: float | None = None, dry_run: bool = False
+            ) -> RefreshReport:
+    """Re-fetch sources and store what changed (`ok refresh`).
+
+    Takes the writer lock itself, and only when there is something to store: the network
+    part runs without it, so a slow site does not block other writers. With nothing due it
+    reads the mapping and returns.
+    """
+    if sum(bool(x) for x in (refs, due, all_)) > 1:
+        raise UsageError("pass documents, --due or --all, not several",
+                         "`ok refresh` alone means --due")
+    rep = RefreshReport(dry_run=dry_run)
+    targets = plan(folder, refs, all_)
+    for e in targets:
+        when = next_due(e)
+        rep.due.append({"id": e["id"], "path": e.get("path"), "kind": source_kind(e),
+                        "refresh": e.get("refresh"),
+                        "next_due": iso(when) if when and when != NEVER_FETCHED else None})
+    if dry_run or not targets:
+        return rep
+    batch, owners, not_modified = _fetch(folder, targets, rep)
+    with folder.write_lock("ok refresh"):
+        _apply(folder, batch, owners, not_modified, rep, drift_threshold)
+    return rep
+
+
+def _fetch(folder: Folder, targets: list[dict[str, Any]], rep: RefreshReport
+           ) -> tuple[Any, dict[str, str], dict[str, dict[str, Any]]]:
+    from . import sources
+
+    batch = sources.Batch()
+    owners: dict[str, str] = {}  # candidate origin -> the doc it refreshes
+    not_modified: dict[str, dict[str, Any]] = {}  # doc id -> fetch info of an unchanged source
+    repos: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    papers: list[dict[str, Any]] = []
+    with sources.WebClient(folder) as client:
+        for e in targets:
+            kind = source_kind(e)
+            try:
+                if kind == "web":
+                    _fetch_web(client, e, batch, owners, not_modified)
+                elif kind == "file":
+                    _fetch_file(folder, e, batch, owners)
+                elif kind == "arxiv":
+                    papers.append(e)
+                elif kind == "repo":
+                    src = e["source"]
+                    repos.setdefault((src["repo"], src.get("branch") or ""), []).append(e)
+                else:
+                    rep.skipped.append({"id": e["id"], "reason": "no source to re-read (stdin, "
+                                        "or edited in place: `ok sync` picks that up)"})
+            except OkError as err:
+                rep.failed.append({"id": e["id"], "error": str(err)})
+        if papers:
+            _fetch_arxiv(folder, client, papers, batch, owners, not_modified, rep)
+    for (repo, branch), members in repos.items():
+        _fetch_repo(folder, repo, branch, members, batch, owners, rep)
+    return batch, owners, not_modified
+
+
+def _fetch_web(client: Any, e: dict[str, Any], batch: Any, owners: dict[str, str],
+               not_modified: dict[str, dict[str, Any]]) -> None:
+    from . import sources
+
+    fetch = e.get("fetch") or {}
+    f = client.get(e["source"]["url"], etag=fetch.get("etag"),
+                   last_modified=fetch.get("last_modified"))
+    if f.not_modified:
+        not_modified[e["id"]] = {**fetch, "status": 304}
+        return
+    cand, _ = sources.page_candidate(f)
+    if cand.source != e["source"]:
+        cand.source = e["source"]
+    batch.cands.append(cand)
+    batch.fetch[cand.origin] = sources.web_fetch_info(f)
+    owners[cand.origin] = e["id"]
+
+
+def _fetch_file(folder: Folder, e: dict[str, Any], batch: Any, owners: dict[str, str]) -> None:
+    from .store import Candidate
+
+    src = str(e["source"]["path"])
+    origin = str(e.get("origin") or "")
+    outside = Path(origin) if origin and Path(origin).is_absolute() else None
+    if outside is not None and (folder.root == outside or folder.root in outside.parents):
+        outside = None
+    if outside is not None and outside.is_file():
+        data, copy = outside.read_bytes(), True
+    elif (folder.root / src).is_file():
+        data, copy, origin = (folder.root / src).read_bytes(), False, str(folder.root / src)
+    else:
+        raise OkError(f"the original of {e['path']} is gone ({origin or src})",
+                      "restore it, or remove the document with `ok store remove`")
+    cand = Candidate(data=data, rel=src[len("store/sources/"):], origin=origin,
+                     source=e["source"], copy_original=copy)
+    batch.cands.append(cand)
+    batch.fetch[cand.origin] = {"kind": "file"}
+    owners[cand.origin] = e["id"]
+
+
+def _fetch_arxiv(folder: Folder, client: Any, targets: list[dict[str, Any]], batch: Any,
+                 owners: dict[str, str], not_modified: dict[str, dict[str, Any]],
+                 rep: RefreshReport) -> None:
+    from . import sources
+
+    by_id = {str(e["source"]["arxiv"]): e for e in targets}
+    known = {k: (e.get("fetch") or {}).get("version", "") for k, e in by_id.items()}
+    try:
+        b = sources.fetch_arxiv(folder, list(by_id), client=client, known=known)
+    except OkError as err:
+        rep.failed += [{"id": e["id"], "error": str(err)} for e in targets]
+        return
+    for key, info in b.fetch.items():
+        if info.get("unchanged") and key in by_id:
+            not_modified[by_id[key]["id"]] = {k: v for k, v in info.items() if k != "unchanged"}
+    for c in b.cands:
+        batch.cands.append(c)
+        batch.fetch[c.origin] = b.fetch[c.origin]
+        owners[c.origin] = by_id[c.source["arxiv"]]["id"]
+
+
+def _fetch_repo(folder: Folder, repo: str, branch: str, members: list[dict[str, Any]],
+                batch: Any, owners: dict[str, str], rep: RefreshReport) -> None:
+    """A repository refreshes as a whole: one update of the checkout, every file re-read
+    (new files are added; files gone upstream are reported, not deleted)."""
+    from . import sources
+
+    include = next((m["fetch"]["include"] for m in members
+                    if (m.get("fetch") or {}).get("include")), None)
+    try:
+        b = sources.fetch_repo(folder, repo, include=include, branch=branch or None)
+    except OkError as err:
+        rep.failed += [{"id": m["id"], "error": str(err)} for m in members]
+        return
+    batch.cands += b.cands
+    batch.fetch.update(b.fetch)
+    batch.skipped += b.skipped
+    by_file = {m["source"].get("file"): m["id"] for m in members}
+    for c in b.cands:
+        if c.source.get("file") in by_file:
+            owners[c.origin] = by_file[c.source["file"]]
+    present = {c.source.get("file") for c in b.cands}
+    rep.skipped += [{"id": m["id"], "reason": "no longer in the repository"}
+                    for m in members if m["source"].get("file") not in present]
+
+
+def _apply(folder: Folder, batch: Any, owners: dict[str, str],
+           not_modified: dict[str, dict[str, Any]], rep: RefreshReport,
+           drift_threshold: float | None) -> None:
+    from . import sources
+    from .store import IngestReport, ingest
+
+    ing = IngestReport()
+    if batch.cands:
+        ingest(folder, batch.cands, ing, drift_threshold=drift_threshold)
+        sources.record_fetch(folder, batch, ing)
+    entries = mapping_mod.load(folder)
+    now = iso()
+    touched = False
+    for did, info in not_modified.items():
+        if did in entries:
+            entries[did]["fetch"] = info
+            entries[did]["fetched_at"] = now
+            entries[did].pop("refresh_error", None)
+            touched = True
+        rep.unchanged.append(did)
+    out: list[tuple[str, dict[str, Any]]] = []
+    for a in ing.added:
+        owner = owners.get(a["origin"])
+        if owner:
+            change = {"id": owner, "new": a["id"], "path": a["path"], "drift": a.get("drift")}
+            rep.changed.append(change)
+            out.append(("refreshed", {"doc": a["id"], "previous": owner, "path": a["path"],
+                                      "drift": a.get("drift"),
+                                      "source": entries.get(a["id"], {}).get("source")}))
+        else:
+            rep.added.append({"id": a["id"], "path": a["path"]})
+    for u in ing.unchanged:
+        if owners.get(u["origin"]):
+            rep.unchanged.append(owners[u["origin"]])
+    for s in ing.skipped + batch.skipped:
+        rep.failed.append({"id": owners.get(s["path"], s["path"]), "error": s["reason"]})
+    for f in rep.failed:
+        if f["id"] in entries:
+            entries[f["id"]]["refresh_error"] = {"at": now, "error": f["error"]}
+            touched = True
+        out.append(("refresh_failed", {"doc": f["id"], "error": f["error"]}))
+    if touched:
+        mapping_mod.save(folder, entries)
+    events.emit_many(folder, out)
+    folder.log_op("refresh", checked=len(rep.due), changed=[c["new"] for c in rep.changed],
+                  failed=[f["id"] for f in rep.failed])
+
+
+def set_policy(folder: Folder, refs: list[str], policy: dict[str, Any] | None
+               ) -> list[dict[str, Any]]:
+    """Set (or, with None, clear) the refresh policy of documents. The caller holds the lock."""
+    from .store import resolve
+
+    entries = mapping_mod.load(folder)
+    out = []
+    for r in refs:
+        e = entries[resolve(folder, r)["id"]]
+        if policy and not source_kind(e):
+            raise BadInput(f"{e['path']} has no source that can be re-read",
+                           "web, arXiv, repository and file sources can refresh")
+        if policy:
+            e["refresh"] = policy
+        else:
+            e.pop("refresh", None)
+        when = next_due(e)
+        out.append({"id": e["id"], "path": e["path"], "refresh": e.get("refresh"),
+                    "next_due": iso(when) if when and when != NEVER_FETCHED else None})
+    mapping_mod.save(folder, entries)
+    folder.log_op("refresh.policy", ids=[o["id"] for o in out], policy=policy)
+    return out

@@ -1,0 +1,279 @@
+"""Semantic triggers: named example texts that fire an event when new knowledge is close to them.
+
+A trigger is a file, `triggers/<name>.yml` (name, example, threshold, scope, exec, timeout),
+versioned with the folder. After every index write the new or changed chunks and notes (and
+only those: the indexer hands us their ids) are compared with each trigger's example by
+cosine similarity; at or above the threshold a `trigger_fired` event is appended, once per
+trigger and document version (or note version). With `exec`, the command then runs with the
+event JSON on stdin, in the background so it can itself call `ok`; a failure or timeout is
+logged and recorded as a `trigger_exec_failed` event, never losing the `trigger_fired` one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import events
+from .errors import BadInput, NotFound
+from .folder import Folder, atomic_write, iso
+
+TRIGGERS_DIR = "triggers"
+SCOPES = ("all", "mem", "store")
+NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+QUOTE_CHARS = 300
+
+_pending: list[threading.Thread] = []
+
+
+@dataclass
+class Trigger:
+    name: str
+    example: str
+    threshold: float = 0.8
+    scope: str = "all"
+    exec: str | None = None
+    timeout: float = 30.0
+    created_at: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def triggers_dir(folder: Folder) -> Path:
+    return folder.root / TRIGGERS_DIR
+
+
+def _path(folder: Folder, name: str) -> Path:
+    return triggers_dir(folder) / f"{name}.yml"
+
+
+def _validate(t: Trigger, where: str) -> Trigger:
+    if not NAME.match(t.name):
+        raise BadInput(f"{where}: trigger name {t.name!r} is not valid",
+                       "use lowercase letters, digits, '-', '_' or '.', e.g. new-papers")
+    if not str(t.example or "").strip():
+        raise BadInput(f"{where}: the trigger needs an example text", "pass --example TEXT")
+    if not 0.0 < float(t.threshold) <= 1.0:
+        raise BadInput(f"{where}: threshold {t.threshold} must be in (0, 1]",
+                       "cosine similarity: 0.8 is strict, 0.5 is loose")
+    if t.scope not in SCOPES:
+        raise BadInput(f"{where}: scope {t.scope!r} is not one of {', '.join(SCOPES)}",
+                       "--in mem, store or all")
+    if float(t.timeout) <= 0:
+        raise BadInput(f"{where}: timeout must be positive", "e.g. --timeout 30")
+    return t
+
+
+def load(folder: Folder) -> tuple[list[Trigger], list[str]]:
+    """All triggers, and problems with files that could not be read."""
+    d = triggers_dir(folder)
+    out: list[Trigger] = []
+    problems: list[str] = []
+    if not d.is_dir():
+        return out, problems
+    for p in sorted(d.glob("*.yml")):
+        where = folder.rel(p)
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+            if not isinstance(data, dict):
+                raise BadInput(f"{where}: not a YAML mapping", "fix or remove the file")
+            known = {k: data[k] for k in Trigger.__dataclass_fields__ if k in data}
+            known.setdefault("name", p.stem)
+            out.append(_validate(Trigger(**known), where))
+        except (yaml.YAMLError, BadInput, TypeError, ValueError) as e:
+            problems.append(e.message if isinstance(e, BadInput) else f"{where}: {e}")
+    return out, problems
+
+
+def get(folder: Folder, name: str) -> Trigger:
+    for t in load(folder)[0]:
+        if t.name == name:
+            return t
+    raise NotFound(f"no trigger named {name!r}", "list them with `ok trigger list`")
+
+
+def add(folder: Folder, name: str, example: str, threshold: float = 0.8, scope: str = "all",
+        exec_: str | None = None, timeout: float = 30.0, replace: bool = False) -> Trigger:
+    """Write `triggers/<name>.yml`. The caller holds the writer lock."""
+    t = _validate(Trigger(name=name, example=example.strip(), threshold=float(threshold),
+                          scope=scope, exec=exec_ or None, timeout=float(timeout),
+                          created_at=iso()), "trigger")
+    path = _path(folder, name)
+    if path.exists() and not replace:
+        raise BadInput(f"a trigger named {name!r} already exists",
+                       "remove it first, or pass --replace")
+    atomic_write(path, yaml.safe_dump(t.as_dict(), sort_keys=False, allow_unicode=True))
+    folder.log_op("trigger.add", name=name, threshold=t.threshold, scope=t.scope)
+    return t
+
+
+def remove(folder: Folder, name: str) -> Trigger:
+    t = get(folder, name)
+    _path(folder, name).unlink()
+    folder.log_op("trigger.remove", name=name)
+    return t
+
+
+def _example_vectors(folder: Folder, trigs: list[Trigger]) -> Any:
+    from .indexer import embedder
+
+    # embed() (not embed_query) so the examples come from the content-keyed cache
+    return embedder(folder).embed([t.example for t in trigs])
+
+
+def test(folder: Folder, text: str) -> list[dict[str, Any]]:
+    """How close `text` is to every trigger, and whether it would fire."""
+    from .indexer import embedder
+
+    trigs, _ = load(folder)
+    if not trigs:
+        return []
+    if not text.strip():
+        raise BadInput("the text to test is empty", "pass some text")
+    tv = _example_vectors(folder, trigs)
+    v = embedder(folder).embed([text])[0]
+    sims = tv @ v
+    return [{"name": t.name, "similarity": round(float(s), 6), "threshold": t.threshold,
+             "fires": bool(s >= t.threshold), "scope": t.scope}
+            for t, s in sorted(zip(trigs, sims, strict=True), key=lambda x: -float(x[1]))]
+
+
+# -- the check after each index write ----------------------------------------------------------
+def _rows(g: Any, doc_ids: list[str], note_ids: list[str], want_docs: bool, want_notes: bool
+          ) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    if want_docs and doc_ids:
+        paths = {r["id"]: r["path"] for r in g.query(
+            "MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.path AS path",
+            {"ids": doc_ids})}
+        for r in g.query("MATCH (c:Chunk) WHERE c.doc_id IN $ids AND c.current RETURN c.id AS id,"
+                         " c.doc_id AS doc, c.text AS text, c.vec AS vec", {"ids": doc_ids}):
+            rows.append({"kind": "chunk", "id": r["id"], "doc": r["doc"], "text": r["text"],
+                         "vec": r["vec"], "path": paths.get(r["doc"], "")})
+    if want_notes and note_ids:
+        for r in g.query("MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id,"
+                         " m.path AS path, m.sha256 AS sha, m.text AS text, m.vec AS vec",
+                         {"ids": note_ids}):
+            rows.append({"kind": "memory", "id": r["id"], "note": r["id"], "sha256": r["sha"],
+                         "text": r["text"], "vec": r["vec"], "path": r["path"]})
+    return rows
+
+
+def _key(ev: dict[str, Any]) -> tuple[str, ...]:
+    if ev.get("kind") == "memory":
+        return (str(ev.get("trigger")), "memory", str(ev.get("note")), str(ev.get("sha256")))
+    return (str(ev.get("trigger")), "chunk", str(ev.get("doc")))
+
+
+def matches(folder: Folder, trigs: list[Trigger], rows: list[dict[str, Any]]
+            ) -> list[dict[str, Any]]:
+    """The events the rows fire: one per trigger and document (its best chunk) or note."""
+    import numpy as np
+
+    if not trigs or not rows:
+        return []
+    tv = np.asarray(_example_vectors(folder, trigs), dtype=np.float32)
+    mv = np.asarray([r["vec"] for r in rows], dtype=np.float32)
+    norms = np.linalg.norm(mv, axis=1, keepdims=True)
+    sims = (mv / np.where(norms == 0, 1, norms)) @ tv.T  # rows x triggers
+    thresholds = np.asarray([t.threshold for t in trigs], dtype=np.float32)
+    scope_ok = np.asarray([[t.scope in ("all", "store" if r["kind"] == "chunk" else "mem")
+                            for t in trigs] for r in rows], dtype=bool)
+    hit = (sims >= thresholds) & scope_ok
+    best: dict[tuple[str, ...], dict[str, Any]] = {}
+    for i, j in zip(*np.nonzero(hit), strict=True):
+        r, t, s = rows[i], trigs[j], float(sims[i, j])
+        ev = {"trigger": t.name, "threshold": t.threshold, "similarity": round(s, 6),
+              "kind": r["kind"], "item": r["id"], "path": r["path"],
+              "quote": r["text"][:QUOTE_CHARS]}
+        if r["kind"] == "chunk":
+            ev["doc"] = r["doc"]
+        else:
+            ev.update(note=r["note"], sha256=r["sha256"])
+        k = _key(ev)
+        if k in best:
+            best[k]["matches"] += 1
+            if s <= best[k]["similarity"]:
+                continue
+            ev["matches"] = best[k]["matches"]
+        else:
+            ev["matches"] = 1
+        best[k] = ev
+    return sorted(best.values(), key=lambda e: (e["trigger"], -e["similarity"], e["item"]))
+
+
+def check(folder: Folder, g: Any, doc_ids: list[str], note_ids: list[str]
+          ) -> list[dict[str, Any]]:
+    """Compare newly indexed chunks and notes with the triggers; append `trigger_fired` events
+    (each trigger fires once per document version or note version) and start `exec` commands.
+    """
+    d = triggers_dir(folder)
+    if not (doc_ids or note_ids) or not d.is_dir() or not any(d.glob("*.yml")):
+        return []
+    trigs, problems = load(folder)
+    for p in problems:
+        print(f"warning: trigger skipped: {p}", file=sys.stderr)
+    want_docs = any(t.scope in ("all", "store") for t in trigs)
+    want_notes = any(t.scope in ("all", "mem") for t in trigs)
+    found = matches(folder, trigs, _rows(g, doc_ids, note_ids, want_docs, want_notes))
+    if not found:
+        return []
+    # a rebuild re-indexes old content: what already fired stays fired
+    fired = {_key(e) for e in events.read(folder, types=["trigger_fired"])}
+    new = [e for e in found if _key(e) not in fired]
+    evs = events.emit_many(folder, [("trigger_fired", e) for e in new])
+    by_name = {t.name: t for t in trigs}
+    for ev in evs:
+        t = by_name[ev["trigger"]]
+        if t.exec:
+            run_exec(folder, t, ev)
+    return evs
+
+
+def run_exec(folder: Folder, t: Trigger, event: dict[str, Any]) -> threading.Thread:
+    """Run the trigger's command with the event JSON on stdin, in a background thread.
+
+    It runs after the event is safely written, in the folder's root with OK_ROOT set, so
+    the command may call `ok` (it waits for this process to release the graph).
+    """
+    def work() -> None:
+        error = None
+        try:
+            proc = subprocess.run(t.exec or "", shell=True, input=json.dumps(event) + "\n",
+                                  text=True, capture_output=True, timeout=t.timeout,
+                                  cwd=folder.root, env={**os.environ, "OK_ROOT": str(folder.root),
+                                                        "OK_TRIGGER": t.name,
+                                                        "OK_EVENT_ID": event["id"]})
+            if proc.returncode != 0:
+                last = (proc.stderr.strip().splitlines() or [""])[-1][:300]
+                error = f"exit status {proc.returncode}" + (f": {last}" if last else "")
+        except subprocess.TimeoutExpired:
+            error = f"timed out after {t.timeout:g} s"
+        except OSError as e:
+            error = str(e)
+        if error:
+            print(f"warning: trigger {t.name}: command failed ({error})", file=sys.stderr)
+            folder.log_op("trigger.exec_failed", trigger=t.name, event=event["id"], error=error)
+            events.emit(folder, "trigger_exec_failed", trigger=t.name, event=event["id"],
+                        error=error)
+
+    th = threading.Thread(target=work, name=f"ok-trigger-{t.name}", daemon=False)
+    th.start()
+    _pending.append(th)
+    return th
+
+
+def wait_pending(timeout: float | None = None) -> None:
+    """Wait for trigger commands still running (the interpreter also waits at exit)."""
+    while _pending:
+        _pending.pop().join(timeout)
