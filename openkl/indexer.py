@@ -348,3 +348,13 @@ def status(folder: Folder) -> dict[str, Any]:
         out["in_sync"] = False
     out["lock"] = folder.lock_state()
     return out
+
+
+def _check_triggers(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
+    # semantic triggers see only what was just indexed (imported lazily: most folders have none)
+    from .triggers import check
+
+    check(folder, g, doc_ids, note_ids)
+
+
+post_index_hooks.append(_check_triggers)
