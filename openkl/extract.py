@@ -91,6 +91,25 @@ def extract_bytes(data: bytes, name: str, where: str | None = None) -> Extracted
     return Extracted(text=text, media_type=media, title=title_of(text, Path(name).stem))
 
 
+_META_LINE = re.compile(r"^\s*(?:#+\s*)?[\w-]+:\s.*$|^\s*$")
+
+
+def _drop_head_block(text: str) -> str:
+    """Drop the `---` block of <head> metadata that kreuzberg puts before html→markdown output.
+
+    The metadata (title, description) is kept in the mapping entry instead.
+    """
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return text
+    i = 1
+    while i < len(lines) and _META_LINE.match(lines[i]) and lines[i].strip() != "---":
+        i += 1
+    if i < len(lines) and lines[i].strip() == "---":
+        i += 1
+    return "\n".join(lines[i:])
+
+
 def _kreuzberg(data: bytes, mime: str, name: str, where: str) -> Extracted:
     try:
         from kreuzberg import ExtractionConfig, extract_bytes_sync
@@ -107,8 +126,7 @@ def _kreuzberg(data: bytes, mime: str, name: str, where: str) -> Extracted:
     text = res.content or ""
     meta = dict(res.metadata or {})
     title = str(meta.get("title") or "").strip()
-    # kreuzberg's html→markdown prepends the <head> metadata; the title is kept in mapping
-    text = re.sub(r"\A-{3}\s*\n(?:\s*#*\s*[\w:-]+:.*\n)+?\s*(?:-{3}\s*\n)?", "", text)
+    text = _drop_head_block(text)
     text = normalize_text(text)
     if not text.strip():
         raise BadInput(f"{where}: no text could be extracted",

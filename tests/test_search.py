@@ -1,0 +1,76 @@
+"""Search: modes, scopes, filters, explain, dedup, output shapes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import run_ok
+
+
+def test_modes_and_explain(example_kf: Path) -> None:
+    for mode in ("hybrid", "fts", "vector"):
+        hits = run_ok("search", "reciprocal rank fusion", "--mode", mode, "--json",
+                      "--explain").json()
+        assert "retrieval-augmented" in hits[0]["path"], mode
+        sig = hits[0]["signals"]
+        if mode == "hybrid":
+            assert set(sig) == {"fts", "vector"}
+        else:
+            assert set(sig) == {mode}
+        for s in sig.values():
+            assert s["rank"] >= 1 and isinstance(s["score"], float)
+        assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+        assert all(a["score"] >= b["score"] for a, b in zip(hits, hits[1:], strict=False))
+
+
+def test_one_hit_per_document_unless_asked(example_kf: Path) -> None:
+    hits = run_ok("search", "Kùzu database", "--json", "-k", "10").json()
+    docs = [h["doc_id"] for h in hits]
+    assert len(docs) == len(set(docs))
+    many = run_ok("search", "Kùzu database", "--json", "-k", "10", "--per-doc", "3").json()
+    assert len(many) > len(hits) or len(many) == 10
+
+
+def test_scopes_and_filters(example_kf: Path) -> None:
+    mem = run_ok("search", "writer", "--in", "mem", "--json").json()
+    assert mem and all(h["type"] == "memory" for h in mem)
+    store = run_ok("search", "writer", "--in", "store", "--json").json()
+    assert store and all(h["type"] == "chunk" for h in store)
+    tagged = run_ok("search", "writer", "--tag", "kuzu", "--json").json()
+    assert [h["type"] for h in tagged] == ["memory"]
+    assert run_ok("search", "writer", "--tag", "nope", "--json").json() == []
+    assert run_ok("search", "writer", "--topic", "design", "--json").json()
+    paths = run_ok("search", "writer", "--path", "*write-ahead*", "--json").json()
+    assert paths and all("write-ahead" in h["path"] for h in paths)
+    assert run_ok("search", "writer", "--since", "2999-01-01", "--json").json() == []
+
+
+def test_plain_output_and_bad_arguments(example_kf: Path) -> None:
+    r = run_ok("search", "Lovelace", "-k", "2")
+    assert r.code == 0
+    first = r.out.splitlines()[0].split("\t")
+    assert first[0] == "1" and "#char" in first[2]
+    r = run_ok("search", "x", "--mode", "magic")
+    assert r.code == 2 and "unknown mode" in r.err
+    r = run_ok("search", "   ")
+    assert r.code == 2 and "empty" in r.err
+    r = run_ok("search", "-", "--json", input="Babbage analytical engine\n")
+    assert "ada-lovelace" in r.json()[0]["path"]
+
+
+def test_show_query_prints_cypher_to_stderr(example_kf: Path) -> None:
+    r = run_ok("search", "Lovelace", "--show-query", "--json")
+    assert r.code == 0 and "QUERY_FTS_INDEX" in r.err and "array_cosine_similarity" in r.err
+    assert r.json()
+
+
+def test_grep_with_rg_and_fallback(example_kf: Path) -> None:
+    a = run_ok("grep", "Babbage", "--json").json()
+    b = run_ok("grep", "Babbage", "--json", "--no-rg").json()
+    assert a == b and a and all("ada-lovelace" in h["path"] for h in a)
+    assert a[0]["match"] == "Babbage"
+    assert run_ok("grep", "babbage", "-i", "--in", "store", "--json").json() == a
+    r = run_ok("grep", "no-such-word-anywhere")
+    assert r.code == 1 and r.out == ""
+    r = run_ok("grep", "(unclosed")
+    assert r.code == 1 and "invalid pattern" in r.err
