@@ -258,6 +258,7 @@ def grep_cmd(
 
 
 def _register() -> None:
+    from . import cite as cite_cli
     from . import graph as graph_cli
     from . import mem as mem_cli
     from . import store as store_cli
@@ -265,6 +266,7 @@ def _register() -> None:
     app.add_typer(mem_cli.app, name="mem")
     app.add_typer(store_cli.app, name="store")
     app.add_typer(graph_cli.app, name="graph")
+    app.add_typer(cite_cli.app, name="cite")
 
 
 _register()

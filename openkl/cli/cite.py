@@ -1,0 +1,232 @@
+"""`ok cite …`: citations that can be checked against the files later."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from .. import citations as cit
+from ..errors import BadInput, UsageError
+from . import output
+from .common import TagsOpt, folder, split_labels, writing
+from .output import JsonOpt, emit
+
+app = typer.Typer(help="Citations: make, verify and open them, even after files change.",
+                  no_args_is_help=True)
+
+
+def _items(f: Any, refs: list[str]) -> list[str | dict[str, Any]]:
+    """Ids, cite-object files and `-` (stdin) as one list, all parsed before any work."""
+    out: list[str | dict[str, Any]] = []
+    for ref in refs:
+        if ref == "-":
+            out += cit.parse_input(f, output.read_stdin_text(), "stdin")
+        elif cit.is_ref(ref):
+            out.append(ref)
+        elif Path(ref).is_file() and ref.endswith((".json", ".jsonl")):
+            try:
+                text = Path(ref).read_text(encoding="utf-8")
+            except UnicodeDecodeError as e:
+                raise BadInput(f"{ref} is not valid UTF-8", "pass a JSON file") from e
+            out += cit.parse_input(f, text, ref)
+        else:
+            out.append(ref)
+    return out
+
+
+def _where(c: dict[str, Any]) -> str:
+    return f"{c['path']}:{c['loc']['start']}-{c['loc']['end']}"
+
+
+def _snippet(text: str, width: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+@app.command()
+def make(
+    refs: list[str] = typer.Argument(..., help="Search-hit/chunk ids (<doc>#char<s>-<e>), doc "
+                                               "ids, memory ids, a PATH, or `-` for stdin."),
+    lines: str = typer.Option(None, "--lines", help="Lines a-b of one PATH or id (1-based)."),
+    chars: str = typer.Option(None, "--chars", help="Chars a-b of one PATH or id (end excl.)."),
+    persist: bool = typer.Option(False, "--persist", help="Write citations/<id>.json."),
+    tags: list[str] = TagsOpt,
+    retention_class: str = typer.Option(None, "--retention-class",
+                                        help="standard (default), keep (gc never removes it) "
+                                             "or ephemeral (gc removes it once it fails)."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Make citations (printed; --persist keeps them in citations/)."""
+    f = folder()
+    items = _items(f, refs)
+    if (lines or chars) and len(items) != 1:
+        raise UsageError("--lines/--chars need exactly one PATH or id")
+    if (tags or retention_class) and not persist:
+        raise UsageError("--tags and --retention-class only apply with --persist")
+    if retention_class and retention_class not in cit.RETENTION_CLASSES:
+        raise UsageError(f"unknown retention class {retention_class!r}",
+                         "use one of: " + ", ".join(cit.RETENTION_CLASSES))
+    if not items:
+        raise BadInput("nothing to cite: stdin was empty", "pipe ids or cite objects in")
+    files = cit.Files(f)
+    cites = []
+    for it in items:
+        if isinstance(it, dict) and not cit.CITE_ID.match(it["id"]) and cit.is_ref(it["id"]):
+            it = it["id"]  # a search hit: cite what it points at, as it is now
+        cites.append(it if isinstance(it, dict) else
+                     cit.make(f, it, lines=lines, chars=chars, files=files))
+    if persist:
+        with writing(f, "ok cite make"):
+            cites = [cit.persist(f, c, split_labels(tags), retention_class) for c in cites]
+            f.log_op("cite.make", ids=[c["id"] for c in cites])
+    else:
+        for c in cites:
+            cit.remember(f, c)
+    emit(cites, json_, plain=lambda cs: "\n".join(
+        f"{c['id']}\t{_where(c)}\t{_snippet(c['quote'])}" for c in cs))
+
+
+@app.command()
+def verify(
+    refs: list[str] = typer.Argument(None, help="Citation ids, other ids, cite-object JSON "
+                                                "files, or `-` (JSON or ids on stdin)."),
+    all_: bool = typer.Option(False, "--all", help="Verify every persisted citation."),
+    update: bool = typer.Option(False, "--update",
+                                help="Rewrite persisted citations that moved to their new place."),
+    min_similarity: float = typer.Option(None, "--min-similarity",
+                                         help="Fuzzy matches below this are missing "
+                                              "(default cite.min_similarity, 0.7)."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Check citations against the files: verified, moved, changed or missing.
+
+    Exits 0 only when every citation is verified or moved.
+    """
+    f = folder()
+    if not refs and not all_:
+        raise UsageError("nothing to verify", "pass ids, a file, `-`, or --all")
+    if min_similarity is not None and not 0 < min_similarity <= 1:
+        raise UsageError("--min-similarity must be in (0, 1]")
+    items = _items(f, list(refs or []))
+    if all_:
+        items += cit.all_ids(f)
+    if update:
+        with writing(f, "ok cite verify --update"):
+            results = cit.verify_many(f, items, update=True, min_similarity=min_similarity)
+            moved = [r["id"] for r in results if r["updated"]]
+            if moved:
+                f.log_op("cite.update", ids=moved)
+    else:
+        results = cit.verify_many(f, items, min_similarity=min_similarity)
+    emit(results, json_, plain=_plain_results)
+    failed = [r for r in results if r["status"] not in cit.PASSING]
+    if failed:
+        output.info(f"{len(failed)} of {len(results)} citations failed verification")
+        raise typer.Exit(1)
+
+
+def _plain_results(rs: list[dict[str, Any]]) -> str:
+    lines = []
+    for r in rs:
+        where = r["found"] or r["cited"]
+        extra = f"\tsimilarity {r['similarity']:.2f}" if r["status"] == "changed" else ""
+        upd = "\tupdated" if r.get("updated") else ""
+        lines.append(f"{r['status']}\t{r['id']}\t{_where(where)}{extra}{upd}")
+        lines += [f"\t{d}" for d in r["diagnostics"]]
+    return "\n".join(lines)
+
+
+@app.command("open")
+def open_(
+    ref: str = typer.Argument(..., help="Citation id (or chunk/memory id, or `-` for one cite "
+                                        "object on stdin)."),
+    context: int = typer.Option(2, "--context", "-n", help="Lines of context around the span."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Print the cited passage where it is now, with the quote highlighted."""
+    f = folder()
+    items = _items(f, [ref])
+    if len(items) != 1:
+        raise UsageError(f"`ok cite open` shows one citation, got {len(items)}")
+    p = cit.passage(f, items[0], context)
+    if p["status"] == "changed":
+        output.warn(f"{p['id']}: the quote was edited "
+                    f"(similarity {p['verification']['similarity']:.2f}); showing the new text")
+    elif p["status"] == "missing":
+        output.warn(f"{p['id']}: the quote is missing from the files; showing the recorded quote")
+    if output.want_json(json_):
+        emit(p, True)
+    else:
+        where = p["path"] + (f":{p['lines']['start']}-{p['lines']['end']}" if p["lines"] else "")
+        output.info(f"{p['id']}  {where}  ({p['status']})")
+        if output.is_tty():
+            _render_passage(p)
+        else:
+            text, h = p["text"], p["highlight"]
+            sys.stdout.write(text[:h["start"]] + ">>> " + text[h["start"]:h["end"]] + " <<<"
+                             + text[h["end"]:] + "\n")
+    if p["status"] == "missing":
+        raise typer.Exit(1)
+
+
+def _render_passage(p: dict[str, Any]) -> None:
+    from rich.text import Text
+
+    t = Text(p["text"])
+    t.stylize("bold black on yellow", p["highlight"]["start"], p["highlight"]["end"])
+    output.console().print(t)
+
+
+@app.command("list")
+def list_(
+    tag: list[str] = typer.Option(None, "--tag", "-t", help="Only citations with this tag."),
+    doc: str = typer.Option(None, "--doc", help="Only citations of this doc/note (id or path)."),
+    status: str = typer.Option(None, "--status",
+                               help="Only this status (verifies each): verified, moved, "
+                                    "changed, missing."),
+    json_: bool = JsonOpt,
+) -> None:
+    """List persisted citations."""
+    f = folder()
+    if status and status not in cit.STATUSES:
+        raise UsageError(f"unknown status {status!r}", "use one of: " + ", ".join(cit.STATUSES))
+    cites, problems = cit.list_citations(f)
+    for p in problems:
+        output.warn(f"{p['path']}: {p['problem']}")
+    rows = cit.select(f, cites, tags=split_labels(tag), doc=doc)
+    if status:
+        v = cit.Verifier(f)
+        kept = []
+        for c in rows:
+            st = v.verify(c)["status"]
+            if st == status:
+                kept.append({**c, "status": st})
+        rows = kept
+    emit(rows, json_, plain=lambda rs: "\n".join(
+        f"{c['id']}\t{_where(c)}\t{','.join(c.get('tags') or [])}\t{_snippet(c['quote'], 60)}"
+        for c in rs))
+
+
+@app.command()
+def gc(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only report what would go."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Remove transient citations and orphaned ones (their document is gone)."""
+    f = folder()
+    with writing(f, "ok cite gc"):
+        rep = cit.gc(f, dry_run=dry_run)
+        gone = rep["transient"] + rep["orphaned"] + rep["expired"]
+        if gone and not dry_run:
+            f.log_op("cite.gc", transient=rep["transient"], orphaned=rep["orphaned"],
+                     expired=rep["expired"])
+    for p in rep["problems"]:
+        output.warn(f"{p['path']}: {p['problem']}")
+    verb = "would remove" if dry_run else "removed"
+    emit(rep, json_, plain=lambda d: "\n".join(
+        [f"{verb} {k} {i}" for k in ("transient", "orphaned", "expired") for i in d[k]]
+        + [f"{verb} {len(d['transient'])} transient, {len(d['orphaned'])} orphaned, "
+           f"{len(d['expired'])} expired; kept {d['kept']}"]))
