@@ -266,6 +266,12 @@ def _register() -> None:
     app.add_typer(mem_cli.app, name="mem")
     app.add_typer(store_cli.app, name="store")
     app.add_typer(graph_cli.app, name="graph")
+    from . import fresh as fresh_cli
+    from . import trigger as trigger_cli
+
+    app.command("refresh")(fresh_cli.refresh)
+    app.command("events")(fresh_cli.events)
+    app.add_typer(trigger_cli.app, name="trigger")
     app.add_typer(cite_cli.app, name="cite")
 
 

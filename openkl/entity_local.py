@@ -1,0 +1,834 @@
+"""The local entity extractor: deterministic, offline, fast.
+
+It reads one chunk (or memory note) of markdown and returns the entities it can name with a
+type and a confidence, the relationships it can read from sentence patterns ("X is a Y",
+"X uses Y", "Y such as X", "X at Y") and from co-occurrence in a sentence, and the aliases
+a text declares ("write-ahead logging (WAL)").
+
+Signals, strongest first: references (URLs, DOIs, arXiv ids, PEPs), defined acronyms,
+code identifiers, multi-word proper names, technical tokens (SQLite, BM25, Cas9), headings,
+definitional patterns, and finally lower-case noun phrases (weak on their own; they gain
+confidence when repeated or when several documents name them).
+
+The result depends on the text alone, so it is cached by text hash + `VERSION`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+VERSION = "local-3"
+
+# -- vocabulary -----------------------------------------------------------------------------
+STOP = frozenset(["a", "an", "the", "and", "or", "but", "nor", "so", "yet", "of", "in", "on", "at", "to", "for", "from", "by", "with", "without", "about", "into", "onto", "over", "under", "between", "among", "through", "during", "before", "after", "above", "below", "up", "down", "out", "off", "again", "further", "then", "once", "here", "there", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "not", "only", "own", "same", "than", "too", "very", "can", "cannot", "will", "just", "should", "now", "is", "are", "was", "were", "be", "been", "being", "am", "has", "have", "had", "having", "do", "does", "did", "doing", "would", "could", "may", "might", "must", "shall", "it", "its", "itself", "this", "that", "these", "those", "they", "them", "their", "theirs", "themselves", "he", "him", "his", "she", "her", "hers", "herself", "we", "us", "our", "ours", "you", "your", "yours", "i", "me", "my", "mine", "which", "who", "whom", "whose", "what", "whatever", "whichever", "also", "as", "if", "because", "while", "although", "though", "since", "unless", "until", "whether", "one", "ones", "another", "every", "either", "neither", "many", "much", "several", "various", "often", "usually", "always", "never", "sometimes", "later", "instead", "therefore", "thus", "however", "etc", "via", "per", "like", "unlike", "within", "across", "along", "around", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "hundred", "thousand", "dozens", "behind", "beside", "beyond", "inside", "outside", "near", "past", "beneath", "throughout", "despite", "except", "amid", "onto", "against", "toward", "towards", "upon", "even", "still", "already", "almost", "just", "quite", "rather", "really", "far", "well", "both", "together", "whereas", "otherwise", "else", "next", "first", "second", "third", "last", "least", "less", "new", "old"])
+
+# words that start a sentence in capitals but are not names
+COMMON_CAPS = frozenset(["the", "a", "an", "in", "on", "at", "to", "for", "from", "by", "with", "this", "that", "these", "those", "it", "its", "they", "their", "there", "here", "when", "where", "why", "how", "what", "which", "who", "while", "if", "before", "after", "during", "each", "every", "some", "many", "most", "other", "another", "both", "all", "any", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "first", "second", "third", "last", "next", "our", "we", "you", "your", "he", "she", "her", "his", "i", "my", "yes", "no", "not", "also", "as", "so", "but", "and", "or", "however", "instead", "because", "although", "though", "since", "unless", "until", "whether", "like", "unlike", "see", "note", "notes", "today", "yesterday", "tomorrow", "then", "thus", "therefore", "hence", "only", "even", "just", "once", "still", "yet", "why", "what", "let", "use", "using", "used", "make", "makes", "made", "get", "gets", "give", "gives", "given", "take", "takes", "keep", "keeps", "add", "adds", "added", "run", "runs", "run", "set", "sets", "put", "puts", "call", "calls", "called", "find", "finds", "found", "together", "later", "earlier", "often", "usually", "sometimes", "always", "never", "many", "much", "more", "less", "few"])
+
+VERB_BASE = ["accept", "access", "acknowledge", "act", "adapt", "add", "adopt", "affect", "aim", "allow", "analyze", "answer", "appear", "append", "apply", "approve", "argue", "arrange", "ask", "assign", "assume", "attach", "attempt", "avoid", "beat", "become", "begin", "believe", "belong", "block", "break", "bring", "build", "calculate", "call", "cancel", "carry", "catch", "cause", "change", "charge", "check", "choose", "claim", "clean", "clear", "close", "collect", "combine", "come", "commit", "compare", "compile", "complete", "compose", "compress", "compute", "concern", "connect", "consider", "consist", "contain", "continue", "contribute", "control", "convert", "copy", "correct", "cost", "count", "create", "cut", "decide", "declare", "decrease", "define", "delete", "deliver", "demonstrate", "depend", "deploy", "derive", "describe", "design", "destroy", "detect", "determine", "develop", "differ", "direct", "disable", "discover", "display", "distribute", "divide", "document", "dominate", "download", "drive", "drop", "edit", "enable", "encode", "encrypt", "end", "enforce", "enter", "ensure", "establish", "estimate", "evaluate", "examine", "exist", "expand", "expect", "explain", "export", "expose", "extend", "extract", "fail", "feed", "fetch", "fill", "find", "finish", "fit", "flush", "focus", "follow", "force", "form", "fuse", "gain", "generate", "get", "give", "go", "grant", "grow", "guarantee", "handle", "happen", "help", "hide", "hold", "identify", "ignore", "implement", "import", "improve", "include", "increase", "indicate", "influence", "inform", "initiate", "insert", "install", "instruct", "introduce", "invent", "invoke", "involve", "join", "keep", "know", "launch", "lead", "learn", "leave", "let", "lie", "limit", "link", "list", "live", "load", "locate", "look", "lose", "maintain", "make", "manage", "manipulate", "map", "match", "mean", "measure", "meet", "merge", "migrate", "mind", "modify", "monitor", "move", "name", "need", "normalize", "note", "notice", "obtain", "occur", "offer", "open", "operate", "order", "organize", "outperform", "own", "page", "pair", "parse", "pass", "pay", "perform", "permit", "pick", "place", "plan", "play", "point", "popularize", "predict", "prefer", "prepare", "present", "preserve", "prevent", "print", "process", "produce", "program", "promote", "propose", "protect", "prove", "provide", "publish", "pull", "push", "put", "query", "raise", "rank", "reach", "read", "receive", "recognize", "record", "recover", "reduce", "refer", "reflect", "refute", "register", "reject", "release", "rely", "remain", "remember", "remove", "rename", "repair", "repeat", "replace", "replay", "report", "represent", "require", "reset", "resolve", "respond", "restore", "return", "reuse", "reveal", "revert", "review", "reward", "rewrite", "route", "run", "save", "say", "scale", "schedule", "score", "search", "see", "seem", "select", "send", "separate", "serve", "set", "share", "show", "shut", "sign", "solve", "sort", "speak", "specify", "spend", "split", "stall", "start", "stay", "stop", "store", "study", "submit", "succeed", "suggest", "sum", "supply", "support", "survive", "suspend", "switch", "take", "talk", "target", "teach", "tell", "tend", "test", "think", "track", "train", "transfer", "transform", "translate", "treat", "trigger", "try", "turn", "understand", "update", "use", "validate", "verify", "view", "wait", "want", "warn", "watch", "win", "work", "wrap", "write", "yield"]
+
+IRREGULAR = frozenset(["made", "found", "took", "taken", "gave", "given", "wrote", "written", "saw", "seen", "built", "held", "kept", "led", "left", "lost", "meant", "met", "paid", "put", "ran", "said", "sent", "set", "shown", "sold", "spent", "stood", "told", "thought", "understood", "won", "began", "begun", "became", "brought", "bought", "caught", "chose", "chosen", "drew", "drawn", "fell", "felt", "forgot", "forgotten", "got", "gotten", "grew", "grown", "hid", "knew", "known", "lay", "lent", "let", "lit", "rose", "sang", "shot", "shut", "slept", "spoke", "spoken", "spun", "stole", "struck", "taught", "tore", "threw", "thrown", "wore", "woke", "became", "come", "came", "went", "gone", "done", "did", "does", "has", "had", "is", "are", "was", "were", "been", "be", "am"])
+
+
+def _inflect(v: str) -> set[str]:
+    out = {v}
+    if v.endswith("e"):
+        out |= {v + "s", v + "d"}
+    elif v.endswith("y") and v[-2:-1] not in "aeiou":
+        out |= {v[:-1] + "ies", v[:-1] + "ied"}
+    elif v.endswith(("s", "x", "z", "ch", "sh")):
+        out |= {v + "es", v + "ed"}
+    else:
+        out |= {v + "s", v + "ed"}
+        if re.fullmatch(r"[^aeiou]*[aeiou][bdgmnprt]", v) and len(v) <= 4:
+            out.add(v + v[-1] + "ed")
+    return out
+
+
+VERB_FORMS: dict[str, str] = {}
+for _v in VERB_BASE:
+    for _f in _inflect(_v):
+        VERB_FORMS.setdefault(_f, _v)
+VERB_S = frozenset(f for f, b in VERB_FORMS.items() if f != b and f.endswith("s"))
+VERB_ED = frozenset(f for f, b in VERB_FORMS.items() if f != b and f.endswith("d")) | IRREGULAR
+VERB_BASE_SET = frozenset(VERB_BASE)
+
+# modifiers too vague to start a term
+GENERIC_ADJ = frozenset(["new", "old", "newer", "older", "same", "other", "different", "many", "several", "various", "certain", "common", "simple", "first", "last", "next", "previous", "original", "separate", "whole", "entire", "full", "small", "smaller", "large", "larger", "big", "little", "good", "better", "best", "great", "high", "higher", "low", "lower", "long", "short", "main", "major", "minor", "own", "particular", "specific", "general", "typical", "usual", "known", "possible", "important", "exact", "real", "true", "actual", "given", "existing", "additional", "extensive", "fast", "faster", "slow", "slower", "rare", "frequent", "matching", "such", "similar", "entire", "recent", "current", "further", "extra", "whole", "most", "more", "less", "few", "usual", "single", "useful", "main", "key"]) - {"single"}
+
+# heads too vague to be a term on their own or with one modifier
+GENERIC_HEAD = frozenset(["way", "ways", "thing", "things", "part", "parts", "kind", "kinds", "type", "types", "lot", "lots", "number", "numbers", "case", "cases", "time", "times", "problem", "problems", "answer", "answers", "result", "results", "work", "use", "uses", "example", "examples", "one", "ones", "term", "terms", "scale", "mix", "letter", "letters", "question", "questions", "claim", "claims", "step", "steps", "order", "point", "points", "level", "levels", "end", "rest", "idea", "ideas", "fact", "facts", "reason", "reasons", "sort", "matter", "means", "manner", "place", "places", "side", "sides", "area", "areas", "form", "forms", "list", "lists", "task", "person", "people", "thing", "year", "years", "day", "days", "minute", "minutes", "hour", "hours", "second", "seconds", "while", "bit", "bits", "piece", "pieces", "couple", "set", "sets", "million", "millions", "billion", "billions", "thousands", "hundreds", "lot", "others", "something", "anything", "nothing", "everything", "someone", "anyone", "everyone"]) | frozenset([])
+
+ADVERB_EXCEPT = frozenset(["family", "assembly", "supply", "anomaly", "monopoly", "italy", "july", "reply", "ally", "rely", "apply", "multiply", "jelly", "belly", "bully", "holly"])
+
+ORG_WORDS = frozenset(["university", "institute", "institution", "college", "school", "department", "ministry", "agency", "administration", "laboratory", "laboratories", "lab", "labs", "research", "foundation", "society", "association", "council", "committee", "company", "corporation", "corp", "inc", "ltd", "llc", "gmbh", "group", "bank", "hospital", "museum", "library", "academy", "center", "centre", "office", "bureau", "commission", "union", "federation", "organisation", "organization", "consortium"])
+
+FIRST_NAMES = frozenset(["ada", "alan", "albert", "alexander", "alice", "alonzo", "andrew", "angela", "anna", "anne", "barbara", "ben", "benjamin", "bill", "bob", "carl", "carol", "catherine", "charles", "charlotte", "chris", "christopher", "claude", "daniel", "david", "dennis", "diana", "donald", "doug", "douglas", "drew", "edward", "elizabeth", "emily", "emma", "emmanuelle", "eric", "feng", "frank", "fred", "gary", "george", "gordon", "grace", "hannah", "harry", "helen", "henry", "hugh", "isaac", "jack", "jacob", "james", "jane", "jennifer", "jim", "john", "johann", "jon", "jonathan", "joseph", "julia", "karen", "katalin", "kate", "katherine", "ken", "kenneth", "kevin", "larry", "laura", "linus", "lisa", "louis", "luigi", "margaret", "maria", "mark", "martin", "mary", "matthew", "michael", "nancy", "nicholas", "noam", "patrick", "paul", "peter", "rachel", "richard", "robert", "roger", "ruth", "sam", "samuel", "sarah", "scott", "sophie", "stephen", "steve", "steven", "susan", "thomas", "tim", "timothy", "tom", "vladimir", "walter", "william", "yann", "yoshua", "zhang", "li", "wei", "ming", "jun", "hiroshi", "yuki", "ahmed", "mohammed", "fatima", "ana", "carlos", "jose", "juan", "luis", "marie", "pierre", "jean", "hans", "klaus", "ingrid", "olga", "ivan", "dmitri", "sergey", "guido", "ken", "dennis", "ken", "brian", "barbara", "tim", "yann", "geoffrey", "demis", "ilya", "andrej", "fei", "sundar", "satya", "larry", "sergey", "augustus", "isabella", "lord"])
+
+HONORIFICS = frozenset(["mr", "mrs", "ms", "dr", "prof", "professor", "sir", "lady", "lord", "dame", "president", "king", "queen", "saint", "st"])
+
+# common nouns that complete a proper name: "Turing machine", "Linux kernel"
+COMPOUND_HEADS = frozenset(["machine", "machines", "test", "kernel", "library", "engine", "protocol", "algorithm", "model", "language", "prize", "award", "theorem", "conjecture", "principle", "effect", "law", "equation", "distribution", "transform", "method", "framework", "database", "server", "client", "format", "api", "project", "module", "package", "system", "editor", "compiler", "interpreter", "runtime", "platform", "cluster", "network", "standard", "specification", "spec", "benchmark", "dataset", "corpus", "paradigm", "architecture", "index", "notation", "syndrome", "disease", "virus", "vaccine", "therapy"])
+
+_ADJ_SUFFIX = ("able", "ible", "ous", "ful", "less", "ical", "ic")
+
+TRAILING_ADJ = frozenset(["alone", "fast", "trivial", "possible", "available", "enough", "together", "back", "apart", "trustworthy"])
+
+DETERMINERS = frozenset(["a", "an", "the", "each", "every", "this", "that", "its", "their", "our", "your", "his", "her", "no", "any", "some"])
+
+NAME_CONNECTORS = frozenset(["of", "for", "de", "del", "della", "der", "van", "von", "da", "di", "du", "la", "le", "and", "the"])
+
+REL_VERBS: dict[str, str] = {
+    "use": "uses", "using": "uses", "rely": "uses", "build": "built_on",
+    "cause": "causes", "trigger": "triggers", "implement": "implements", "store": "stores",
+    "combine": "combines", "introduce": "introduced", "invent": "created", "create": "created",
+    "develop": "developed", "design": "designed", "propose": "proposed", "found": "founded",
+    "support": "supports", "require": "requires", "need": "requires", "contain": "contains",
+    "include": "includes", "produce": "produces", "generate": "produces",
+    "replace": "replaces", "extend": "extends", "encode": "encodes", "measure": "measures",
+    "outperform": "outperforms", "beat": "outperforms", "initiate": "initiates",
+    "publish": "published", "receive": "received", "track": "tracks", "deliver": "delivers",
+    "grant": "granted", "own": "owns", "manage": "manages", "study": "studied",
+    "work": "works_with", "compress": "compresses", "schedule": "schedules",
+    "run": "runs", "direct": "directs", "wrap": "wraps", "train": "trains",
+    "popularize": "popularized", "translate": "translated", "adapt": "adapted",
+    "describe": "describes", "approve": "approved", "break": "breaks", "help": "helps",
+    "replay": "replays", "point": "points_to", "record": "records", "collect": "collects",
+    "teach": "taught", "protect": "protects", "depend": "depends_on",
+}
+_IRREG_BASE = {"built": "build", "found": "find", "taught": "teach", "ran": "run",
+               "broke": "break", "broken": "break", "held": "hold", "made": "make",
+               "kept": "keep", "led": "lead", "wrote": "write", "written": "write"}
+
+TYPES = ("Person", "Organization", "Concept", "Code", "Reference")
+
+# -- regexes --------------------------------------------------------------------------------
+_URL = re.compile(r"\bhttps?://[^\s<>()\[\]\"'`]+[^\s<>()\[\]\"'`.,;:!?]")
+_DOI = re.compile(r"\b(?:doi:\s*)?(10\.\d{4,9}/[^\s\"'<>`]+[^\s\"'<>`.,;:)\]])", re.I)
+_ARXIV = re.compile(r"\barXiv:\s*(\d{4}\.\d{4,5}(?:v\d+)?)|\barxiv\.org/abs/(\d{4}\.\d{4,5})",
+                    re.I)
+_PEP = re.compile(r"\b(PEP|RFC|ISO|IEEE)[ -](\d{2,5})\b")
+_CODE = re.compile(r"`([^`\n]{1,60})`")
+_FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.M | re.S)
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+_TOKEN = re.compile(r"[\w][\w'’.@+&/-]*[\w+]|[\w]|[^\w\s]", re.U)
+_SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_])|\n\s*\n|\n(?=[-*+] |\d+\. )")
+_ACRONYM = re.compile(r"^[A-Z][A-Z0-9&]*[A-Z0-9]$")
+_TECH = re.compile(r"^(?=.*[A-Za-z])(?!.*-[a-z]+$)(?:[A-Za-z]+[A-Z][\w-]*|[A-Za-z]+\d[\w.-]*|\d+[A-Za-z][\w-]*"
+                   r"|[A-Z][\w]*-[A-Z0-9][\w-]*|[A-Za-z]+[.@+#][\w.@+#]+)$")
+_IDENT = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+(?:\(\))?$|^[a-z]+_[a-z_0-9]+(?:\(\))?$"
+                    r"|^[A-Za-z_]\w*\(\)$")
+_VERSION = re.compile(r"^v?\d+(?:\.\d+)+[a-z]?$")
+_YEARS = re.compile(r"^\s*\(\s*(?:c\.\s*)?\d{3,4}\s*[–-]\s*\d{2,4}\s*\)")
+
+
+_VOCAB: frozenset[str] | None = None
+
+
+def _vocab() -> frozenset[str]:
+    """Whole words of the default embedding model's WordPiece vocabulary (a common-word list).
+
+    A word that the vocabulary has to split into pieces (zlib, coroutine, pseudouridine) is
+    rare in general text, which makes it a good candidate for a technical term.
+    """
+    global _VOCAB
+    if _VOCAB is None:
+        import json
+
+        words: set[str] = set()
+        try:
+            from .embeddings import default_model_files
+
+            _, tok = default_model_files()
+            vocab = json.loads(tok.read_text(encoding="utf-8"))["model"]["vocab"]
+            words = {w for w in vocab if w.isalpha()}
+        except Exception:  # noqa: BLE001 - without the list every word counts as common
+            words = set()
+        _VOCAB = frozenset(words)
+    return _VOCAB
+
+
+def is_rare(word: str) -> bool:
+    w = word.lower()
+    v = _vocab()
+    if not v or not w.isalpha() or len(w) < 4:
+        return False
+    return w not in v and singular(w) not in v and VERB_FORMS.get(w, w) not in v \
+        and w.rstrip("s") not in v
+
+
+# -- keys -----------------------------------------------------------------------------------
+def _strip_accents(s: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", s) if not unicodedata.combining(c))
+
+
+def singular(word: str) -> str:
+    """A careful singular of one lower-case word (leaves non-plurals alone)."""
+    w = word
+    if len(w) <= 3 or not w.isalpha() or w.endswith(("ss", "us", "is", "ics", "ous", "sis")):
+        return w
+    if w.endswith("ies") and len(w) > 4:
+        return w[:-3] + "y"
+    if w.endswith(("sses", "shes", "ches", "xes", "zzes")):
+        return w[:-2]
+    if w.endswith("s") and not w.endswith(("as", "os", "ys", "'s")):
+        return w[:-1]
+    return w
+
+
+def key_of(name: str) -> str:
+    """The normalized name entities are merged by: case, accents, punctuation, plurals."""
+    s = _strip_accents(unicodedata.normalize("NFKC", name)).casefold().strip()
+    s = re.sub(r"^(?:the|a|an)\s+", "", s)
+    s = s.replace("’", "'")
+    s = re.sub(r"'s\b", "", s)
+    s = re.sub(r"[-_‐‑–—:,;!?\"'`()\[\]{}*]+", " ", s)
+    s = re.sub(r"(?<!\w)\.|\.(?!\w)", " ", s)
+    s = " ".join(s.split())
+    if not re.search(r"\w", s):
+        return ""
+    words = s.split(" ")
+    raw_words = name.split()
+    proper = len(raw_words) > 1 and raw_words[-1][:1].isupper()
+    if words[-1].isalpha() and not proper and not re.search(r"[.@/()]", s):
+        words[-1] = singular(words[-1])
+    return " ".join(words)
+
+
+def entity_id(key: str) -> str:
+    """The graph id of an entity: its key with spaces as hyphens (keys never hold hyphens)."""
+    return key.replace(" ", "-")
+
+
+# -- data -----------------------------------------------------------------------------------
+@dataclass
+class Mention:
+    key: str
+    name: str
+    type: str
+    conf: float
+    start: int
+    end: int
+    natural: bool = True  # capitalization is the author's, not the sentence's
+
+
+@dataclass
+class Result:
+    mentions: list[Mention] = field(default_factory=list)
+    relations: list[tuple[str, str, str, float, int]] = field(default_factory=list)
+    aliases: list[tuple[str, str]] = field(default_factory=list)
+    defs: dict[str, tuple[str, float, int]] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "m": [[m.key, m.name, m.type, round(m.conf, 4), m.start, m.end, int(m.natural)]
+                  for m in self.mentions],
+            "r": [list(r) for r in self.relations],
+            "a": [list(a) for a in self.aliases],
+            "d": {k: list(v) for k, v in sorted(self.defs.items())},
+        }
+
+
+@dataclass
+class Tok:
+    text: str
+    start: int
+    end: int
+    low: str
+    initial: bool = False
+
+
+# -- the extractor --------------------------------------------------------------------------
+class _Doc:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.mask = bytearray(len(text))  # 1 where a strong span already matched
+        self.res = Result()
+        self.lower_words: set[str] = set()
+        self.inner_caps: set[str] = set()
+        self.person_last: dict[str, str] = {}
+
+    def add(self, name: str, typ: str, conf: float, start: int, end: int,
+            natural: bool = True) -> Mention | None:
+        name = name.strip()
+        k = key_of(name)
+        if not k or len(k) < 2 or k in STOP or k.isdigit() or len(name) > 80:
+            return None
+        m = Mention(k, name, typ, conf, start, end, natural)
+        self.res.mentions.append(m)
+        return m
+
+    def masked(self, s: int, e: int) -> bool:
+        return any(self.mask[s:e])
+
+    def set_mask(self, s: int, e: int) -> None:
+        self.mask[s:e] = b"\x01" * (e - s)
+
+
+def extract(text: str) -> Result:
+    """Entities, relations and aliases of one chunk of markdown or plain text."""
+    d = _Doc(text)
+    _references(d)
+    _code(d)
+    segs = _segments(text, d)
+    for s, e, is_heading in segs:
+        for t in _tokens(text, s, e):
+            if d.masked(t.start, t.end) or not _is_word(t):
+                continue
+            if not _is_cap(t):
+                d.lower_words.add(t.low)
+            elif not t.initial and not is_heading:
+                d.inner_caps.add(t.text)
+    for s, e, is_heading in segs:
+        _sentence(d, s, e, is_heading)
+    _finish(d)
+    return d.res
+
+
+def _references(d: _Doc) -> None:
+    t = d.text
+    for m in _URL.finditer(t):
+        d.add(m.group(0), "Reference", 0.9, m.start(), m.end())
+        d.set_mask(m.start(), m.end())
+    for m in _ARXIV.finditer(t):
+        if not d.masked(m.start(), m.end()):
+            d.add("arXiv:" + (m.group(1) or m.group(2)), "Reference", 0.9, m.start(), m.end())
+            d.set_mask(m.start(), m.end())
+    for m in _DOI.finditer(t):
+        if not d.masked(m.start(), m.end()):
+            d.add("doi:" + m.group(1), "Reference", 0.9, m.start(), m.end())
+            d.set_mask(m.start(), m.end())
+    for m in _PEP.finditer(t):
+        if not d.masked(m.start(), m.end()):
+            d.add(f"{m.group(1)} {m.group(2)}", "Reference", 0.85, m.start(), m.end())
+            d.set_mask(m.start(), m.end())
+
+
+def _code(d: _Doc) -> None:
+    t = d.text
+    for m in _FENCE.finditer(t):
+        body = m.group(0)
+        for dm in re.finditer(r"^\s*(?:def|class|function|func|fn)\s+([A-Za-z_]\w*)", body, re.M):
+            s = m.start() + dm.start(1)
+            d.add(dm.group(1), "Code", 0.7, s, s + len(dm.group(1)))
+        d.set_mask(m.start(), m.end())
+    for m in _CODE.finditer(t):
+        inner = m.group(1).strip()
+        if d.masked(m.start(), m.end()):
+            continue
+        d.set_mask(m.start(), m.end())
+        if not inner or len(inner.split()) > 4 or not re.search(r"[A-Za-z]", inner):
+            continue
+        name = re.sub(r"\(.+\)$", "()", inner)
+        d.add(name, "Code", 0.8, m.start(), m.end())
+
+
+def _segments(text: str, d: _Doc) -> list[tuple[int, int, bool]]:
+    """Sentences and headings as (start, end, is_heading), skipping masked code blocks."""
+    out: list[tuple[int, int, bool]] = []
+    pos = 0
+    lines = text.split("\n")
+    offs = []
+    o = 0
+    for ln in lines:
+        offs.append(o)
+        o += len(ln) + 1
+    heads: list[tuple[int, int]] = []
+    for i, ln in enumerate(lines):
+        hm = _HEADING.match(ln)
+        s = offs[i]
+        if hm:
+            heads.append((s + hm.start(2), s + hm.end(2)))
+        elif (i == 0 and ln.strip() and len(ln.split()) <= 8 and not ln.rstrip().endswith(
+                (".", ":", ",", ";", "?", "!")) and (len(lines) == 1 or not lines[1].strip())):
+            heads.append((s + len(ln) - len(ln.lstrip()), s + len(ln.rstrip())))
+    for hs, he in heads:
+        if pos < hs:
+            out += _sentences(text, pos, _line_start(text, hs))
+        out.append((hs, he, True))
+        pos = he
+    out += _sentences(text, pos, len(text))
+    return [(s, e, h) for s, e, h in out if e > s and not d.masked(s, min(e, s + 1))]
+
+
+def _line_start(text: str, i: int) -> int:
+    j = text.rfind("\n", 0, i)
+    return j + 1 if j >= 0 else 0
+
+
+def _sentences(text: str, s: int, e: int) -> list[tuple[int, int, bool]]:
+    out = []
+    cur = s
+    for m in _SENT_END.finditer(text, s, e):
+        if m.start() > cur:
+            out.append((cur, m.start(), False))
+        cur = m.end()
+    if cur < e:
+        out.append((cur, e, False))
+    return [(a, b, h) for a, b, h in out if text[a:b].strip()]
+
+
+def _tokens(text: str, s: int, e: int) -> list[Tok]:
+    toks = []
+    for m in _TOKEN.finditer(text, s, e):
+        w = m.group(0)
+        toks.append(Tok(w, m.start(), m.end(), w.lower()))
+    for t in toks:
+        if t.text[0].isalnum():
+            t.initial = True
+            break
+    return toks
+
+
+def _is_cap(t: Tok) -> bool:
+    return t.text[0].isupper() and any(c.isalpha() for c in t.text)
+
+
+def _is_word(t: Tok) -> bool:
+    return t.text[0].isalnum() and any(c.isalpha() for c in t.text)
+
+
+def _sentence(d: _Doc, s: int, e: int, heading: bool) -> None:
+    text = d.text
+    toks = [t for t in _tokens(text, s, e) if not d.masked(t.start, t.end)]
+    if not toks:
+        return
+    for t in toks:
+        if _is_word(t) and not _is_cap(t):
+            d.lower_words.add(t.low)
+    spans: list[tuple[int, int, Mention]] = []  # token index ranges of strong mentions
+    _acronym_defs(d, toks, spans)
+    _names(d, toks, spans, heading)
+    _phrases(d, toks, spans, heading)
+    _patterns(d, toks, spans, s, heading)
+
+
+def _taken(spans: list[tuple[int, int, Mention]], i: int, j: int) -> bool:
+    return any(a < j and i < b for a, b, _ in spans)
+
+
+def _acronym_defs(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]]) -> None:
+    """`Long form (LF)`: the long form is an entity and LF its alias."""
+    for i in range(1, len(toks) - 2):
+        if toks[i].text != "(" or toks[i + 2].text != ")":
+            continue
+        acr = toks[i + 1].text
+        if not (_ACRONYM.match(acr) or re.fullmatch(r"[A-Z][A-Za-z&]*[A-Z]s?", acr)):
+            continue
+        letters = [c for c in acr if c.isupper()]
+        # walk back over words, matching initials (hyphen parts count as words)
+        j = i - 1
+        got: list[str] = []
+        while j >= 0 and len(got) < len(letters) + 3 and _is_word(toks[j]):
+            got.insert(0, toks[j].text)
+            initials = "".join(p[0].upper() for w in got for p in re.split(r"[-/]", w) if p
+                               if p.lower() not in ("and", "of", "the", "for", "or", "in"))
+            if initials == "".join(letters) or initials.replace("&", "") == "".join(letters):
+                break
+            j -= 1
+        else:
+            continue
+        if j < 0 or not got:
+            continue
+        initials = "".join(p[0].upper() for w in got for p in re.split(r"[-/]", w) if p
+                           if p.lower() not in ("and", "of", "the", "for", "or", "in"))
+        if initials != "".join(letters):
+            continue
+        start, end = toks[j].start, toks[i - 1].end
+        long_name = d.text[start:end]
+        caps = toks[j].initial and not any(_is_cap(t) for t in toks[j + 1:i])
+        typ = _type_of_name(long_name.split())
+        m = d.add(long_name, typ, 0.9, start, end, natural=not caps)
+        if m is None:
+            continue
+        spans.append((j, i, m))
+        short = d.add(acr, typ, 0.85, toks[i + 1].start, toks[i + 1].end)
+        if short:
+            d.res.aliases.append((short.key, m.key))
+            short.key = m.key
+            spans.append((i + 1, i + 2, short))
+
+
+def _type_of_name(words: list[str]) -> str:
+    low = [w.lower().strip(".,") for w in words]
+    if any(w in ORG_WORDS for w in low):
+        return "Organization"
+    if len(words) >= 2 and (low[0] in FIRST_NAMES or low[0] in HONORIFICS) and all(
+            w[:1].isupper() for w in words if w.lower() not in NAME_CONNECTORS) \
+            and len(words) <= 4:
+        return "Person"
+    return "Concept"
+
+
+def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
+           heading: bool) -> None:
+    """Runs of capitalized words, acronyms and technical tokens."""
+    n = len(toks)
+    i = 0
+    while i < n:
+        t = toks[i]
+        if not _is_word(t) or not (_is_cap(t) or _TECH.match(t.text) or _IDENT.match(t.text)):
+            i += 1
+            continue
+        j = i + 1
+        while j < n:
+            u = toks[j]
+            if _is_word(u) and (_is_cap(u) or (_TECH.match(u.text) and u.text[0].isupper())):
+                j += 1
+                continue
+            if (u.low in NAME_CONNECTORS and j + 1 < n and _is_cap(toks[j + 1])
+                    and u.low not in ("and", "the") and j > i):
+                j += 2
+                continue
+            if (u.low == "in" and toks[j - 1].low in ("prize", "award", "medal")
+                    and j + 1 < n and _is_cap(toks[j + 1])):
+                j += 2
+                continue
+            if (u.low == "or" and j + 1 < n and _is_cap(toks[j + 1])
+                    and any(x.low == "prize" for x in toks[i:j])):
+                j += 2
+                continue
+            if (u.low == "and" and j + 1 < n and _is_cap(toks[j + 1]) and j + 2 < n
+                    and _is_cap(toks[j + 2]) and any(x.low in ORG_WORDS or x.low == "code"
+                                                    for x in toks[j + 1:j + 4])):
+                j += 2
+                continue
+            break
+        if j < n and j > i:
+            u = toks[j]
+            if u.low in COMPOUND_HEADS and u.start == toks[j - 1].end + 1 and not (
+                    j + 1 < n and _is_word(toks[j + 1])
+                                                 and toks[j + 1].low in COMPOUND_HEADS) or _VERSION.match(u.text) and u.start == toks[j - 1].end + 1:
+                j += 1
+        _name_run(d, toks, i, j, spans, heading)
+        i = j
+
+
+def _name_run(d: _Doc, toks: list[Tok], i: int, j: int,
+              spans: list[tuple[int, int, Mention]], heading: bool) -> None:
+    # drop sentence-initial common words ("The", "In", "Her") and trailing connectors
+    while i < j and (toks[i].low in COMMON_CAPS or toks[i].low in STOP) and (
+            toks[i].initial or heading or toks[i].low in ("the", "a", "an")):
+        i += 1
+    while j > i and toks[j - 1].low in NAME_CONNECTORS:
+        j -= 1
+    if i >= j or _taken(spans, i, j):
+        return
+    words = toks[i:j]
+    first = words[0]
+    single = len(words) == 1
+    if not (_is_cap(first) or _TECH.match(first.text) or _IDENT.match(first.text)):
+        return
+    tech = bool(_TECH.match(first.text) or _ACRONYM.match(first.text) or _IDENT.match(first.text))
+    compound = len(words) > 1 and words[-1].text[0].islower()
+    if compound and len(words) == 2 and words[0].initial and words[0].low in d.lower_words:
+        return
+    if single and not tech:
+        if heading:
+            return  # headings get their own phrase treatment
+        if first.initial:
+            # a capitalized first word is a name only if the text capitalizes it elsewhere
+            if first.low in d.lower_words or first.text not in d.inner_caps:
+                return
+        else:
+            d.inner_caps.add(first.text)
+    if single and len(first.text) < 2:
+        return
+    if first.initial and not single and not tech and not compound and not heading \
+            and first.low in d.lower_words:
+        # "Dense retrieval" style: a common word capitalized by position; leave it to phrases
+        if not all(_is_cap(w) for w in words[1:]):
+            return
+        i += 1
+        words = toks[i:j]
+        if len(words) == 1 and not _TECH.match(words[0].text) and not _ACRONYM.match(
+                words[0].text):
+            d.inner_caps.add(words[0].text)
+    for w in words:
+        if not w.initial:
+            d.inner_caps.add(w.text)
+    start, end = words[0].start, words[-1].end
+    name = d.text[start:end]
+    wl = [w.text for w in words]
+    if _IDENT.match(name):
+        typ, conf = "Code", 0.75
+    elif compound:
+        typ, conf = "Concept", 0.75
+    elif len(words) > 1:
+        typ = _type_of_name(wl)
+        conf = 0.85 if typ == "Person" else 0.8
+    elif _ACRONYM.match(name):
+        typ, conf = "Concept", 0.7 if len(name) > 2 else 0.6
+    elif tech:
+        typ, conf = "Concept", 0.75
+    else:
+        typ, conf = "Concept", 0.6
+        if name.lower() in d.person_last:
+            typ, conf = "Person", 0.7
+    nxt = d.text[end:end + 20]
+    if typ != "Organization" and len(words) in (2, 3) and _YEARS.match(nxt):
+        typ, conf = "Person", 0.9
+    m = d.add(name, typ, conf, start, end)
+    if m is None:
+        return
+    if typ == "Person" and len(words) >= 2:
+        last = words[-1].text.lower()
+        d.person_last.setdefault(last, m.key)
+    elif single and typ == "Person" and name.lower() in d.person_last:
+        full = d.person_last[name.lower()]
+        if full != m.key:
+            d.res.aliases.append((m.key, full))
+            m.key = full
+    spans.append((i, j, m))
+
+
+def _noun_like(t: Tok, prev: Tok | None, nxt: Tok | None = None) -> bool:
+    """Could `t` be part of a noun phrase, given the token before it?"""
+    w = t.low
+    if not _is_word(t) or w in STOP or w.isdigit() or len(w) < 2:
+        return False
+    if re.fullmatch(r"[\d.,/]+", w):
+        return False
+    if w.endswith("ly") and w not in ADVERB_EXCEPT and len(w) > 4:
+        return False
+    if w in IRREGULAR:
+        return False
+    prev_content = prev is not None and _is_word(prev) and prev.low not in STOP
+    if w in VERB_S and prev_content and prev.low not in VERB_S and prev.low not in VERB_ED \
+            and nxt is not None and _is_word(nxt):
+        return False
+    if w in VERB_ED and prev_content:
+        return False
+    if w in VERB_BASE_SET and prev is not None and (
+            prev.low in ("to", "can", "cannot", "will", "would", "should", "may", "might",
+                         "must", "they", "we", "you", "i", "not", "does", "do", "did", "it",
+                         "them", "him", "her", "us", "me", "let", "lets", "help", "helps",
+                         "that", "which", "who")
+            or (prev_content and prev.low.endswith("s") and not prev.low.endswith("ss"))
+            or (prev_content and (prev.low in VERB_ED or prev.low in VERB_S
+                                  or (_is_cap(prev) and not prev.initial)))):
+        return False
+    if w in ("using", "including", "following", "according", "given", "based"):
+        return False
+    if w.endswith("ing") and prev_content and prev.low.endswith("s") and not \
+            prev.low.endswith("ss") and _ing_base(w) in VERB_BASE_SET:
+        return False
+    return not (w.endswith("ing") and prev is not None and prev.low in (
+        "is", "are", "was", "were", "be", "been", "being", "am", "by"))
+
+
+def _ing_base(w: str) -> str:
+    stem = w[:-3]
+    for cand in (stem, stem + "e", stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else stem):
+        if cand in VERB_BASE_SET:
+            return cand
+    return stem
+
+
+def _phrases(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
+             heading: bool) -> None:
+    """Lower-case noun phrases between function words, verbs and punctuation."""
+    n = len(toks)
+    i = 0
+    while i < n:
+        prev = toks[i - 1] if i else None
+        t = toks[i]
+        if _taken(spans, i, i + 1) or not _noun_like(t, prev, toks[i + 1] if i + 1 < n else None) \
+                or (_is_cap(t) and not (
+                t.initial or heading)):
+            i += 1
+            continue
+        j = i + 1
+        while j < n and not _taken(spans, j, j + 1) and _noun_like(
+                toks[j], toks[j - 1], toks[j + 1] if j + 1 < n else None) and (
+                not _is_cap(toks[j]) or heading or _TECH.match(toks[j].text)):
+            j += 1
+        if j - i == 1 and j < n and toks[i].low not in GENERIC_ADJ and not _is_cap(toks[i]):
+            hit = [sp for sp in spans if sp[0] == j and sp[1] == j + 1 and sp[2].key
+                   and _ACRONYM.match(toks[j].text) and sp[2].type == "Concept"]
+            if hit:
+                m = hit[0][2]
+                name = d.text[toks[i].start:toks[j].end]
+                m.key, m.name, m.start, m.conf = key_of(name), name, toks[i].start, 0.6
+                spans.remove(hit[0])
+                spans.append((i, j + 1, m))
+                i = j + 1
+                continue
+        _phrase_run(d, toks, i, j, spans, heading)
+        i = j
+
+
+def _phrase_run(d: _Doc, toks: list[Tok], i: int, j: int,
+                spans: list[tuple[int, int, Mention]], heading: bool) -> None:
+    while i < j and (toks[i].low in GENERIC_ADJ or toks[i].low.endswith("ly")
+                     or toks[i].low in VERB_ED or toks[i].low in VERB_S
+                     or (j - i > 1 and not heading and toks[i].low.endswith("ing")
+                         and _ing_base(toks[i].low) in VERB_BASE_SET)):
+        i += 1
+    nxt = toks[j] if j < len(toks) else None
+    while j > i and (toks[j - 1].low.endswith(_ADJ_SUFFIX) or toks[j - 1].low in TRAILING_ADJ
+                     or (j - i > 1 and toks[j - 1].low.endswith("ed"))
+                     or (toks[j - 1].low in VERB_BASE_SET and j - i > 1 and nxt is not None
+                         and nxt.low in ("as", "to", "the", "a", "an"))):
+        j -= 1
+    if j - i > 4:  # long runs are rarely one term: keep the last three words
+        i = j - 3
+    if i >= j:
+        return
+    words = toks[i:j]
+    head = words[-1].low
+    if head in GENERIC_HEAD and len(words) <= 2:
+        return
+    if len(words) == 1:
+        w = words[0]
+        before = toks[i - 1].low if i else ""
+        after = toks[j] if j < len(toks) else None
+        verbish = (head in VERB_FORMS and before not in DETERMINERS) or (
+            after is not None and (after.low.endswith("ly") or after.low in DETERMINERS))
+        if head in GENERIC_HEAD or len(head) < 4 or verbish or head in GENERIC_ADJ \
+                or (not heading and head.endswith(("ed", "ing"))) \
+                or not w.text.replace("-", "").isalpha():
+            spans.append((i, j, Mention("", w.text, "", 0.0, 0, 0)))
+            return
+        # single words are weak unless a heading or the rarity of the word speaks for them
+        conf = 0.55 if heading else 0.5 if is_rare(head) and "-" not in head else 0.3
+    else:
+        conf = 0.6 if heading else 0.4
+    start, end = words[0].start, words[-1].end
+    name = d.text[start:end]
+    natural = not (words[0].initial and _is_cap(words[0]))
+    if not natural and words[0].text[1:] == words[0].text[1:].lower() \
+            and not _is_cap_word_elsewhere(d, words[0]):
+        name = name[0].lower() + name[1:]
+    m = d.add(name, "Concept", conf, start, end, natural=natural)
+    if m is not None:
+        spans.append((i, j, m))
+
+
+def _is_cap_word_elsewhere(d: _Doc, t: Tok) -> bool:
+    return t.text in d.inner_caps
+
+
+_ISA = re.compile(r"^(?:is|are|was|were)\s+(?:a|an|the)?\s*$", re.I)
+
+
+def _patterns(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
+              sent_start: int, heading: bool) -> None:
+    """Typed relations from verbs between neighbouring mentions; co-occurrence otherwise."""
+    ms = sorted([(a, b, m) for a, b, m in spans if m.key], key=lambda x: (x[0], x[1]))
+    if heading:
+        return
+    typed: set[tuple[str, str]] = set()
+    # single words become entities when a pattern names them ("X is a Y", "such as X")
+    for idx, (a, b, m) in enumerate(ms):
+        if idx + 1 >= len(ms):
+            break
+        a2, b2, m2 = ms[idx + 1]
+        gap = toks[b:a2]
+        if not gap or len(gap) > 7 or any(g.text in (";", ":", "(", ")") for g in gap):
+            continue
+        if m.key == m2.key:
+            continue
+        gap_low = [g.low for g in gap]
+        if any(_is_word(g) and g.low not in STOP and g.low not in VERB_FORMS
+               and g.low not in _IRREG_BASE and not g.low.endswith("ly")
+               and g.low not in ("named", "after", "based", "built", "part", "such", "using",
+                                 "together", "used", "depends", "worked")
+               for g in gap):
+            continue
+        rel = _rel_type(gap_low)
+        if rel is None:
+            continue
+        src, dst = (m, m2)
+        if rel == "is_a?":
+            if m.natural and m.name[:1].isupper() and not m2.name[:1].isupper():
+                rel = "is_a"
+            else:
+                continue
+        if rel == "such_as":
+            src, dst, rel = m2, m, "is_a"
+        elif rel == "is_a":
+            _define(d, m, toks, a, sent_start)
+        elif rel.startswith("~"):
+            src, dst, rel = m2, m, rel[1:]
+        d.res.relations.append((src.key, dst.key, rel, 0.6, sent_start))
+        typed.add((src.key, dst.key))
+    # definitions of lower-case subjects: "A blob holds …" is weak; "X is a Y" is strong
+    for a, b, m in ms:
+        rest = toks[b:b + 3]
+        if rest and rest[0].low in ("is", "are") and len(rest) > 1 and rest[1].low in (
+                "a", "an", "the") and m.key not in d.res.defs:
+            _define(d, m, toks, a, sent_start)
+    keys = sorted({m.key for _, _, m in ms})
+    if 2 <= len(keys) <= 12:
+        for x in range(len(keys)):
+            for y in range(x + 1, len(keys)):
+                p, q = keys[x], keys[y]
+                if (p, q) not in typed and (q, p) not in typed:
+                    d.res.relations.append((p, q, "related_to", 0.3, sent_start))
+
+
+def _define(d: _Doc, m: Mention, toks: list[Tok], a: int, sent_start: int) -> None:
+    sent_end = toks[-1].end
+    sentence = " ".join(d.text[sent_start:sent_end].split())
+    if len(sentence) > 400:
+        sentence = sentence[:399] + "…"
+    if m.key not in d.res.defs:
+        d.res.defs[m.key] = (sentence, 0.7, sent_start)
+    m.conf = max(m.conf, 0.7)
+
+
+def _rel_type(gap: list[str]) -> str | None:
+    g = " ".join(gap)
+    if g in ("such as", "including", ", such as", ", including"):
+        return "such_as"
+    if _ISA.match(g):
+        return "is_a"
+    if g in (", a", ", an", ", the"):
+        return "is_a?"
+    if g in ("at", ", at", "of the", "at the"):
+        return "affiliated_with" if g.startswith(("at", ",")) else None
+    if g.endswith("named after"):
+        return "named_after"
+    if "worked with" in g or "together with" in g or g.endswith("with") and "work" in g:
+        return "works_with"
+    if re.search(r"\b(?:is|are|was|were) (?:used|caused|created|developed|designed|introduced"
+                 r"|invented|built|produced|generated|triggered|tracked|managed) by\b", g):
+        verb = re.search(r"(used|caused|created|developed|designed|introduced|invented|built"
+                         r"|produced|generated|triggered|tracked|managed) by", g)
+        assert verb
+        base = _IRREG_BASE.get(verb.group(1)) or VERB_FORMS.get(verb.group(1), verb.group(1))
+        return "~" + REL_VERBS.get(base, base)
+    if "based on" in g or "built on" in g:
+        return "based_on"
+    if "part of" in g:
+        return "part_of"
+    if "depends on" in g or "depend on" in g:
+        return "depends_on"
+    for w in gap:
+        base = _IRREG_BASE.get(w) or VERB_FORMS.get(w)
+        if base and base in REL_VERBS and (w != base or w in ("use", "need", "run")):
+            return REL_VERBS[base]
+    return None
+
+
+def _finish(d: _Doc) -> None:
+    """Resolve surnames to full person names; drop duplicate spans."""
+    for m in d.res.mentions:
+        low = m.name.lower()
+        if m.type in ("Concept", "Person") and " " not in m.name and low in d.person_last:
+            full = d.person_last[low]
+            if full != m.key:
+                d.res.aliases.append((m.key, full))
+                for r_i, r in enumerate(d.res.relations):
+                    src, dst = r[0], r[1]
+                    if src == m.key or dst == m.key:
+                        d.res.relations[r_i] = (full if src == m.key else src,
+                                                full if dst == m.key else dst, *r[2:])
+                m.key, m.type = full, "Person"
+    d.res.mentions.sort(key=lambda m: (m.start, m.end, m.key))
+    d.res.relations = sorted({r for r in d.res.relations if r[0] != r[1]})
+    d.res.aliases = sorted(set(d.res.aliases))
