@@ -52,3 +52,31 @@ def _tsv(rows: list[dict[str, Any]]) -> str:
         return ""
     cols = list(rows[0])
     return "\n".join(["\t".join(cols)] + ["\t".join(str(r[c]) for c in cols) for r in rows])
+
+
+@app.command()
+def lineage(
+    ref: str = typer.Argument(..., help="A note id, chunk id or document id/path."),
+    depth: int = typer.Option(5, "--depth", help="How many hops to walk."),
+    direction: str = typer.Option("both", "--direction",
+                                  help="up (where it came from), down (what came of it), both."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Walk DERIVED_FROM and SUPERSEDES: a note's sources, a document's versions."""
+    from ..indexer import open_graph
+    from ..lineage import lineage as walk
+
+    f = folder()
+    with open_graph(f) as g:
+        data = walk(f, g, ref, depth=depth, direction=direction)
+
+    def plain(d: dict[str, Any]) -> str:
+        r = d["root"]
+        lines = [f"{r['kind']} {r['id']}  {r.get('path') or r.get('title') or ''}"]
+        for n in d["nodes"]:
+            state = "" if n.get("current", True) else "  (old version)"
+            lines.append(f"{'  ' * n['depth']}{n['rel']} {n['kind']} {n['id']}  "
+                         f"{n.get('path') or n.get('title') or ''}{state}")
+        return "\n".join(lines)
+
+    emit(data, json_, plain=plain)

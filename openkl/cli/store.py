@@ -14,6 +14,10 @@ from .output import JsonOpt, emit
 app = typer.Typer(help="Documents: originals in store/sources, text in store/normalized.",
                   no_args_is_help=True)
 
+RefreshOpt = typer.Option(None, "--refresh", help="Refresh policy: an interval such as 6h, 1d, 7d.")
+CronOpt = typer.Option(None, "--cron", help="Refresh on a cron schedule (UTC), e.g. \"0 6 * * *\"; "
+                       "wins over --refresh.")
+
 
 def report_ingest(rep: Any, json_: bool) -> None:
     """Print an ingest report; exit 1 when anything was skipped."""
@@ -34,19 +38,27 @@ def ingest(
     glob: list[str] = typer.Option(None, "--glob", "-g", help="Only files matching (repeatable)."),
     no_recursive: bool = typer.Option(False, "--no-recursive", help="Do not descend into dirs."),
     name: str = typer.Option(None, "--name", help="File name for stdin input."),
+    every: str = RefreshOpt,
+    cron: str = CronOpt,
     json_: bool = JsonOpt,
 ) -> None:
     """Ingest documents: text/markdown as-is; pdf, html, docx, pptx, xlsx via kreuzberg."""
+    from ..refresh import make_policy, set_policy
     from ..store import IngestReport, ingest_paths, ingest_stdin
 
     f = folder()
+    policy = make_policy(every, cron)
     with writing(f, "ok store ingest"):
         if paths == ["-"]:
+            if policy:
+                raise typer.BadParameter("stdin input cannot be refreshed: drop --refresh/--cron")
             rep = ingest_stdin(f, sys.stdin.buffer.read(), name)
         elif "-" in paths:
             raise typer.BadParameter("`-` (stdin) cannot be mixed with paths")
         else:
-            rep = ingest_paths(f, paths, glob=glob, recursive=not no_recursive)
+            rep = ingest_paths(f, paths, glob=glob, recursive=not no_recursive, policy=policy)
+            if policy and rep.unchanged:
+                set_policy(f, [u["id"] for u in rep.unchanged], policy)
     assert isinstance(rep, IngestReport)
     report_ingest(rep, json_)
 
@@ -88,3 +100,127 @@ def remove(doc: str = typer.Argument(..., help="Doc id, id prefix or path."),
         entry = do_remove(f, doc, keep_source=keep_source)
     emit({"removed": entry["id"], "path": entry["path"]}, json_,
          plain=lambda d: f"removed {d['removed']}  {d['path']}")
+
+
+def _fetched(rep: Any, json_: bool) -> None:
+    """Report a fetch-and-ingest; pages that could not be fetched are warnings, not failures."""
+    for s in rep.skipped:
+        output.warn(f"skipped {s['path']}: {s['reason']}")
+    emit(rep.as_dict(), json_, plain=lambda d: "\n".join(
+        [f"added {a['id']}  {a['path']}" for a in d["added"]]
+        + [f"unchanged {u['id']}  {u['path']}" for u in d["unchanged"]]
+        + [f"{len(d['added'])} added, {len(d['unchanged'])} unchanged, "
+           f"{len(d['skipped'])} skipped, {d['chunks']} chunks"]))
+    if not rep.added and not rep.unchanged:
+        raise typer.Exit(1)
+
+
+@app.command()
+def web(
+    url: str = typer.Argument(..., help="The page to fetch (http or https)."),
+    depth: int = typer.Option(0, "--depth", "-d", help="Follow links this many hops away."),
+    same_host: bool = typer.Option(True, "--same-host/--any-host",
+                                   help="Follow links only on the start page's host."),
+    include: list[str] = typer.Option(None, "--include", help="Follow only links matching "
+                                      "this glob (URL or path; repeatable)."),
+    exclude: list[str] = typer.Option(None, "--exclude", help="Never follow links matching "
+                                      "this glob (repeatable)."),
+    max_pages: int = typer.Option(None, "--max-pages", help="Stop after this many pages "
+                                  "(default 50)."),
+    every: str = RefreshOpt,
+    cron: str = CronOpt,
+    json_: bool = JsonOpt,
+) -> None:
+    """Fetch web pages (main content as markdown), politely: robots.txt, a delay per host."""
+    from ..refresh import make_policy
+    from ..sources import fetch_web, ingest_batch
+
+    f = folder()
+    policy = make_policy(every, cron)
+    batch = fetch_web(f, url, depth=depth, same_host=same_host, include=include or None,
+                      exclude=exclude or None, max_pages=max_pages)
+    with writing(f, "ok store web"):
+        rep = ingest_batch(f, batch, policy=policy)
+    _fetched(rep, json_)
+
+
+@app.command()
+def arxiv(
+    ids: list[str] = typer.Argument(..., help="arXiv ids, e.g. 2401.01234 or 2401.01234v2."),
+    every: str = RefreshOpt,
+    cron: str = CronOpt,
+    json_: bool = JsonOpt,
+) -> None:
+    """Store arXiv papers: metadata from the arXiv API, text from the PDF.
+
+    An id without a version follows the latest version on refresh; with one, it stays put.
+    """
+    from ..refresh import make_policy
+    from ..sources import fetch_arxiv, ingest_batch
+
+    f = folder()
+    policy = make_policy(every, cron)
+    batch = fetch_arxiv(f, ids)
+    with writing(f, "ok store arxiv"):
+        rep = ingest_batch(f, batch, policy=policy)
+    _fetched(rep, json_)
+
+
+@app.command()
+def repo(
+    target: str = typer.Argument(..., help="A local repository path or a git URL."),
+    include: list[str] = typer.Option(None, "--include", "-g", help="Only files matching this "
+                                      "glob (repeatable); default: every supported text file."),
+    branch: str = typer.Option(None, "--branch", "-b", help="Branch or tag to read."),
+    every: str = RefreshOpt,
+    cron: str = CronOpt,
+    json_: bool = JsonOpt,
+) -> None:
+    """Store the files of a repository (respects .gitignore; URLs are cloned under .ok/cache)."""
+    from ..refresh import make_policy
+    from ..sources import fetch_repo, ingest_batch
+
+    f = folder()
+    policy = make_policy(every, cron)
+    batch = fetch_repo(f, target, include=include or None, branch=branch)
+    with writing(f, "ok store repo"):
+        rep = ingest_batch(f, batch, policy=policy)
+    _fetched(rep, json_)
+
+
+@app.command()
+def history(doc: str = typer.Argument(..., help="Doc id (any version), prefix or path."),
+            json_: bool = JsonOpt) -> None:
+    """Every version of a document, newest first, with drift from the version before."""
+    from ..refresh import history as doc_history
+
+    rows = doc_history(folder(), doc)
+
+    def plain(rs: list[dict[str, Any]]) -> str:
+        return "\n".join(
+            f"{r['id']}\t{'current' if r['current'] else 'old'}\t{r['ingested_at'] or ''}\t"
+            + ("-" if r["drift"] is None else f"drift {r['drift']:.4f}") for r in rs)
+
+    emit(rows, json_, plain=plain)
+
+
+@app.command()
+def policy(
+    docs: list[str] = typer.Argument(..., help="Doc ids, prefixes or paths."),
+    every: str = RefreshOpt,
+    cron: str = CronOpt,
+    clear: bool = typer.Option(False, "--clear", help="Remove the refresh policy."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Set or clear the refresh policy of stored documents."""
+    from ..refresh import make_policy, set_policy
+
+    pol = make_policy(every, cron)
+    if bool(pol) == clear:
+        raise typer.BadParameter("pass --refresh and/or --cron, or --clear")
+    f = folder()
+    with writing(f, "ok store policy"):
+        rows = set_policy(f, docs, None if clear else pol)
+    emit(rows, json_, plain=lambda rs: "\n".join(
+        f"{r['id']}\t{r['path']}\t{r['refresh'] or '-'}\tnext {r['next_due'] or '-'}"
+        for r in rs))

@@ -1,0 +1,101 @@
+"""`ok refresh` and `ok events`: keeping sources fresh, and what happened."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import typer
+
+from . import output
+from .common import folder
+from .output import JsonOpt, emit
+
+
+def refresh(
+    docs: list[str] = typer.Argument(None, help="Documents to refresh now (ids or paths)."),
+    due: bool = typer.Option(False, "--due", help="Sources whose policy says so (the default)."),
+    all_: bool = typer.Option(False, "--all", help="Every source that can be re-read."),
+    drift_threshold: float = typer.Option(
+        None, "--drift-threshold", help="Drift above which a `drifted` event is written "
+        "(default: refresh.drift_threshold, 0.1)."),
+    dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Only list what is due."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Re-fetch sources and store what changed as new versions. Safe to run from cron.
+
+    Web pages are asked with ETag/Last-Modified, arXiv papers by version, repositories and
+    files are re-read. Exits 1 when a source could not be refreshed.
+    """
+    from ..refresh import refresh as do_refresh
+
+    if drift_threshold is not None and not 0.0 <= drift_threshold <= 2.0:
+        raise typer.BadParameter("--drift-threshold must be between 0 and 2")
+    rep = do_refresh(folder(), refs=docs or None, due=due, all_=all_,
+                     drift_threshold=drift_threshold, dry_run=dry_run)
+    for f in rep.failed:
+        output.warn(f"could not refresh {f['id']}: {f['error']}")
+    emit(rep.as_dict(), json_, plain=_plain_refresh)
+    if rep.failed:
+        raise typer.Exit(1)
+
+
+def _plain_refresh(d: dict[str, Any]) -> str:
+    if d["dry_run"]:
+        return "\n".join(f"due {r['id']}\t{r['kind'] or '-'}\t{r['path']}" for r in d["due"]) \
+            or "Nothing is due."
+    if not d["due"]:
+        return "Nothing is due."
+    lines = [f"changed {c['id']} -> {c['new']}  {c['path']}"
+             + ("" if c["drift"] is None else f"  (drift {c['drift']:.4f})") for c in d["changed"]]
+    lines += [f"added {a['id']}  {a['path']}" for a in d["added"]]
+    lines += [f"skipped {s['id']}: {s['reason']}" for s in d["skipped"]]
+    lines.append(f"{len(d['due'])} checked, {len(d['changed'])} changed, "
+                 f"{len(d['unchanged'])} unchanged, {len(d['failed'])} failed")
+    return "\n".join(lines)
+
+
+def _event_line(ev: dict[str, Any]) -> str:
+    about = ev.get("doc") or ev.get("note") or ev.get("trigger") or ""
+    rest = {k: v for k, v in ev.items()
+            if k not in ("id", "ts", "type", "doc", "source", "quote") and v is not None}
+    detail = " ".join(f"{k}={v}" for k, v in rest.items() if not isinstance(v, dict | list))
+    return f"{ev['ts']}\t{ev['type']}\t{about}\t{detail}"
+
+
+def events(
+    since: str = typer.Option(None, "--since", help="ISO date/time, or a span: 30m, 12h, 7d."),
+    type_: list[str] = typer.Option(None, "--type", "-t", help="Only these types (repeatable, "
+                                    "or comma-separated)."),
+    doc: str = typer.Option(None, "--doc", help="Only events about this doc or note id."),
+    limit: int = typer.Option(0, "--limit", "-n", help="Only the newest N."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events."),
+    timeout: float = typer.Option(None, "--timeout", help="With --follow: stop after N seconds."),
+    json_: bool = JsonOpt,
+) -> None:
+    """The event log (events/YYYY-MM.jsonl): ingested, refreshed, drifted, trigger_fired…"""
+    from ..events import follow as follow_events
+    from ..events import parse_since, read
+    from .common import split_labels
+
+    f = folder()
+    types = split_labels(type_)
+    rows = read(f, since=parse_since(since), types=types, doc=doc, limit=limit or None)
+    if not follow:
+        emit(rows, json_, plain=lambda rs: "\n".join(_event_line(e) for e in rs))
+        return
+    as_json = output.want_json(json_)
+    for ev in rows:
+        _print_event(ev, as_json)
+    try:
+        for ev in follow_events(f, types=types, doc=doc, timeout=timeout):
+            _print_event(ev, as_json)
+    except KeyboardInterrupt:
+        pass
+
+
+def _print_event(ev: dict[str, Any], as_json: bool) -> None:
+    # one JSON object per line while following, so `jq` can consume the stream
+    sys.stdout.write((json.dumps(ev, ensure_ascii=False) if as_json else _event_line(ev)) + "\n")
+    sys.stdout.flush()
