@@ -205,6 +205,9 @@ def _plain_hits(hits: list[dict[str, Any]]) -> str:
     lines = []
     for h in hits:
         lines.append(f"{h['rank']}\t{h['score']:.4f}\t{h['id']}\t{h['path']}")
+        if h.get("signals"):
+            lines.append("\t" + "  ".join(f"{n}={s['score']:.4f} (rank {s['rank']})"
+                                          for n, s in h["signals"].items()))
         lines.append(f"\t{_snippet(h['quote'])}")
     return "\n".join(lines) if hits else ""
 
@@ -272,6 +275,13 @@ def _register() -> None:
     app.command("refresh")(fresh_cli.refresh)
     app.command("events")(fresh_cli.events)
     app.add_typer(trigger_cli.app, name="trigger")
+    from . import ask as ask_cli
+    from . import distill as distill_cli
+    from . import mcp as mcp_cli
+
+    app.command("ask")(ask_cli.ask)
+    app.command("mcp")(mcp_cli.mcp)
+    app.add_typer(distill_cli.app, name="distill")
     app.add_typer(cite_cli.app, name="cite")
 
 
