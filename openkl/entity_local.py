@@ -20,7 +20,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-VERSION = "local-3"
+VERSION = "local-4"
 
 # -- vocabulary -----------------------------------------------------------------------------
 STOP = frozenset(["a", "an", "the", "and", "or", "but", "nor", "so", "yet", "of", "in", "on", "at", "to", "for", "from", "by", "with", "without", "about", "into", "onto", "over", "under", "between", "among", "through", "during", "before", "after", "above", "below", "up", "down", "out", "off", "again", "further", "then", "once", "here", "there", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "not", "only", "own", "same", "than", "too", "very", "can", "cannot", "will", "just", "should", "now", "is", "are", "was", "were", "be", "been", "being", "am", "has", "have", "had", "having", "do", "does", "did", "doing", "would", "could", "may", "might", "must", "shall", "it", "its", "itself", "this", "that", "these", "those", "they", "them", "their", "theirs", "themselves", "he", "him", "his", "she", "her", "hers", "herself", "we", "us", "our", "ours", "you", "your", "yours", "i", "me", "my", "mine", "which", "who", "whom", "whose", "what", "whatever", "whichever", "also", "as", "if", "because", "while", "although", "though", "since", "unless", "until", "whether", "one", "ones", "another", "every", "either", "neither", "many", "much", "several", "various", "often", "usually", "always", "never", "sometimes", "later", "instead", "therefore", "thus", "however", "etc", "via", "per", "like", "unlike", "within", "across", "along", "around", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "hundred", "thousand", "dozens", "behind", "beside", "beyond", "inside", "outside", "near", "past", "beneath", "throughout", "despite", "except", "amid", "onto", "against", "toward", "towards", "upon", "even", "still", "already", "almost", "just", "quite", "rather", "really", "far", "well", "both", "together", "whereas", "otherwise", "else", "next", "first", "second", "third", "last", "least", "less", "new", "old"])
@@ -76,6 +76,8 @@ COMPOUND_HEADS = frozenset(["machine", "machines", "test", "kernel", "library", 
 _ADJ_SUFFIX = ("able", "ible", "ous", "ful", "less", "ical", "ic")
 
 TRAILING_ADJ = frozenset(["alone", "fast", "trivial", "possible", "available", "enough", "together", "back", "apart", "trustworthy"])
+
+NOT_PERSON_LAST = frozenset(["day", "prize", "award", "act", "law", "week", "year", "medal", "conference", "lecture", "building", "street", "theorem", "machine", "test"])
 
 DETERMINERS = frozenset(["a", "an", "the", "each", "every", "this", "that", "its", "their", "our", "your", "his", "her", "no", "any", "some"])
 
@@ -253,7 +255,7 @@ class _Doc:
 
     def add(self, name: str, typ: str, conf: float, start: int, end: int,
             natural: bool = True) -> Mention | None:
-        name = name.strip()
+        name = " ".join(name.split())
         k = key_of(name)
         if not k or len(k) < 2 or k in STOP or k.isdigit() or len(name) > 80:
             return None
@@ -448,7 +450,6 @@ def _acronym_defs(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]
         short = d.add(acr, typ, 0.85, toks[i + 1].start, toks[i + 1].end)
         if short:
             d.res.aliases.append((short.key, m.key))
-            short.key = m.key
             spans.append((i + 1, i + 2, short))
 
 
@@ -456,7 +457,8 @@ def _type_of_name(words: list[str]) -> str:
     low = [w.lower().strip(".,") for w in words]
     if any(w in ORG_WORDS for w in low):
         return "Organization"
-    if len(words) >= 2 and (low[0] in FIRST_NAMES or low[0] in HONORIFICS) and all(
+    if len(words) >= 2 and low[-1] not in NOT_PERSON_LAST and (
+            low[0] in FIRST_NAMES or low[0] in HONORIFICS) and all(
             w[:1].isupper() for w in words if w.lower() not in NAME_CONNECTORS) \
             and len(words) <= 4:
         return "Person"
@@ -581,7 +583,6 @@ def _name_run(d: _Doc, toks: list[Tok], i: int, j: int,
         full = d.person_last[name.lower()]
         if full != m.key:
             d.res.aliases.append((m.key, full))
-            m.key = full
     spans.append((i, j, m))
 
 
@@ -823,12 +824,7 @@ def _finish(d: _Doc) -> None:
             full = d.person_last[low]
             if full != m.key:
                 d.res.aliases.append((m.key, full))
-                for r_i, r in enumerate(d.res.relations):
-                    src, dst = r[0], r[1]
-                    if src == m.key or dst == m.key:
-                        d.res.relations[r_i] = (full if src == m.key else src,
-                                                full if dst == m.key else dst, *r[2:])
-                m.key, m.type = full, "Person"
+                m.type = "Person"
     d.res.mentions.sort(key=lambda m: (m.start, m.end, m.key))
     d.res.relations = sorted({r for r in d.res.relations if r[0] != r[1]})
     d.res.aliases = sorted(set(d.res.aliases))

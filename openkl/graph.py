@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import IndexMismatch, LockBusy, OkError, ReadOnlyViolation
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 DB_FILE = "graph.kz"
 
 
@@ -34,7 +34,10 @@ def schema(dim: int) -> list[str]:
         f" body_start INT64, body_end INT64, vec FLOAT[{dim}])",
         "CREATE NODE TABLE IF NOT EXISTS Entity(id STRING PRIMARY KEY, name STRING, type STRING,"
         " description STRING, confidence DOUBLE, aliases STRING[], docs STRING[],"
-        " verified BOOLEAN, source_kind STRING)",
+        " verified BOOLEAN, source_kind STRING, canonical BOOLEAN, ext_id STRING, extra STRING)",
+        # per chunk/note entity extraction results, consolidated into Entity and RELATED
+        "CREATE NODE TABLE IF NOT EXISTS Extraction(id STRING PRIMARY KEY, owner STRING,"
+        " base INT64, keys STRING[], aliases STRING[], data STRING)",
         "CREATE NODE TABLE IF NOT EXISTS Topic(id STRING PRIMARY KEY, name STRING)",
         "CREATE REL TABLE IF NOT EXISTS HAS_CHUNK(FROM Doc TO Chunk)",
         "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Chunk TO Entity, FROM MemoryNote TO Entity,"
@@ -43,7 +46,8 @@ def schema(dim: int) -> list[str]:
         " FROM MemoryNote TO Doc)",
         "CREATE REL TABLE IF NOT EXISTS HAS_TOPIC(FROM MemoryNote TO Topic)",
         "CREATE REL TABLE IF NOT EXISTS RELATED(FROM Entity TO Entity, type STRING,"
-        " confidence DOUBLE, evidence STRING)",
+        " confidence DOUBLE, evidence STRING, docs STRING[], verified BOOLEAN,"
+        " source_kind STRING, description STRING, ext_id STRING, extra STRING)",
         "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Doc TO Doc, drift DOUBLE, ts STRING)",
     ]
 

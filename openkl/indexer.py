@@ -252,6 +252,10 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         rep.chunks_added = index_docs(folder, g, [(d, files[d]) for d in rep.docs_added], entries)
         index_notes(folder, g, [notes[n] for n in rep.notes_added + rep.notes_updated])
         _sync_versions(g, entries)
+        # approved backfeed items and imported bundles are files too
+        from .entities import sync_canonical
+
+        sync_canonical(folder, g)
         _sync_mapping(folder, entries, files, rep)
     return rep
 
@@ -358,3 +362,19 @@ def _check_triggers(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list
 
 
 post_index_hooks.append(_check_triggers)
+
+
+def _extract_entities(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
+    from .entities import on_indexed
+
+    on_indexed(folder, g, doc_ids, note_ids)
+
+
+def _forget_entities(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
+    from .entities import on_removing
+
+    on_removing(folder, g, doc_ids, note_ids)
+
+
+post_index_hooks.insert(0, _extract_entities)
+pre_remove_hooks.insert(0, _forget_entities)

@@ -1,0 +1,261 @@
+"""Backfeed: proposed entities and relationships, reviewed by a person before they count.
+
+Each item is one JSON file under `aks/backfeed/<id>.json` (canonical, versioned with the
+folder). `flag` queues an item as pending; `approve` marks it approved and absorbs it into
+the entity graph with `verified=true` and `source_kind=backfeed`; `reject` records why.
+Approved items are read again by every consolidation, so they survive `ok index --rebuild`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from .entity_local import key_of
+from .errors import BadInput, NotFound, UsageError
+from .folder import Folder, atomic_write, iso
+
+STATUSES = ("pending", "approved", "rejected")
+_ENTITY_KEYS = {"name", "type", "description", "confidence", "aliases", "properties"}
+_REL_KEYS = {"from", "to", "type", "confidence", "description"}
+
+
+def backfeed_dir(folder: Folder) -> Path:
+    return folder.root / "aks" / "backfeed"
+
+
+def _fail(where: str, problem: str) -> BadInput:
+    return BadInput(f"backfeed item {where}: {problem}",
+                    'expected {"entities": [{"name": …, "type": …}], "relationships": '
+                    '[{"from": …, "to": …, "type": …}]}')
+
+
+def parse(text: str) -> dict[str, Any]:
+    """Validate a proposed item (JSON text); errors name the JSON path."""
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise BadInput(f"backfeed input is not valid JSON: {e}",
+                       "pass a JSON object on stdin or with --file") from e
+    if not isinstance(data, dict):
+        raise _fail("$", "must be a JSON object")
+    unknown = set(data) - {"entities", "relationships", "content", "origin", "flagged_by",
+                           "source_run_id", "stack_id"}
+    if unknown:
+        raise _fail(f"$.{sorted(unknown)[0]}", "unknown field")
+    ents = data.get("entities", [])
+    rels = data.get("relationships", [])
+    if not isinstance(ents, list):
+        raise _fail("$.entities", "must be an array")
+    if not isinstance(rels, list):
+        raise _fail("$.relationships", "must be an array")
+    if not ents and not rels:
+        raise _fail("$", "proposes no entities and no relationships")
+    out_e = []
+    for i, e in enumerate(ents):
+        where = f"$.entities[{i}]"
+        if not isinstance(e, dict):
+            raise _fail(where, "must be an object")
+        if set(e) - _ENTITY_KEYS:
+            raise _fail(f"{where}.{sorted(set(e) - _ENTITY_KEYS)[0]}", "unknown field")
+        if not isinstance(e.get("name"), str) or not key_of(e["name"]):
+            raise _fail(f"{where}.name", "must be a non-empty name")
+        item = {"name": e["name"].strip(), "type": str(e.get("type") or "Concept")}
+        if e.get("description") is not None:
+            item["description"] = str(e["description"])
+        if e.get("confidence") is not None:
+            item["confidence"] = _conf(e["confidence"], f"{where}.confidence")
+        if e.get("aliases") is not None:
+            if not isinstance(e["aliases"], list) or not all(isinstance(a, str) for a in e["aliases"]):
+                raise _fail(f"{where}.aliases", "must be an array of strings")
+            item["aliases"] = [a.strip() for a in e["aliases"] if a.strip()]
+        if e.get("properties") is not None:
+            if not isinstance(e["properties"], dict):
+                raise _fail(f"{where}.properties", "must be an object")
+            item["properties"] = e["properties"]
+        out_e.append(item)
+    out_r = []
+    for i, r in enumerate(rels):
+        where = f"$.relationships[{i}]"
+        if not isinstance(r, dict):
+            raise _fail(where, "must be an object")
+        if set(r) - _REL_KEYS:
+            raise _fail(f"{where}.{sorted(set(r) - _REL_KEYS)[0]}", "unknown field")
+        for f in ("from", "to", "type"):
+            if not isinstance(r.get(f), str) or not r[f].strip():
+                raise _fail(f"{where}.{f}", "must be a non-empty string")
+        item = {"from": r["from"].strip(), "to": r["to"].strip(), "type": r["type"].strip()}
+        if key_of(item["from"]) == key_of(item["to"]):
+            raise _fail(where, "relates an entity to itself")
+        if r.get("confidence") is not None:
+            item["confidence"] = _conf(r["confidence"], f"{where}.confidence")
+        if r.get("description") is not None:
+            item["description"] = str(r["description"])
+        out_r.append(item)
+    item = {"entities": out_e, "relationships": out_r,
+            "content": str(data.get("content") or ""),
+            "origin": data.get("origin") if data.get("origin") in ("run", "direct") else "direct",
+            "flagged_by": data.get("flagged_by"), "source_run_id": data.get("source_run_id")}
+    return item
+
+
+def _conf(v: Any, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= float(v) <= 1.0:
+        raise _fail(where, "must be a number between 0 and 1")
+    return float(v)
+
+
+def item_id(item: dict[str, Any]) -> str:
+    payload = json.dumps({"entities": item["entities"], "relationships": item["relationships"]},
+                         sort_keys=True, ensure_ascii=False)
+    return "bf-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+def _path(folder: Folder, iid: str) -> Path:
+    return backfeed_dir(folder) / f"{iid}.json"
+
+
+def _save(folder: Folder, item: dict[str, Any]) -> None:
+    atomic_write(_path(folder, item["id"]),
+                 json.dumps(item, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def load_all(folder: Folder) -> list[dict[str, Any]]:
+    d = backfeed_dir(folder)
+    out = []
+    if not d.exists():
+        return out
+    for p in sorted(d.glob("bf-*.json")):
+        try:
+            item = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise BadInput(f"{folder.rel(p)} is not valid JSON",
+                           "fix the file or move it out of aks/backfeed/") from e
+        out.append(item)
+    return out
+
+
+def get(folder: Folder, iid: str) -> dict[str, Any]:
+    p = _path(folder, iid)
+    if not p.exists():
+        hits = [i for i in load_all(folder) if i["id"].startswith(iid)]
+        if len(hits) == 1:
+            return hits[0]
+        raise NotFound(f"no backfeed item {iid}", "list items with `ok backfeed queue`")
+    return json.loads(p.read_text(encoding="utf-8"))
+
+
+def known_names(folder: Folder) -> set[str] | None:
+    """Keys of entities in the graph (None when there is no graph to ask)."""
+    from .indexer import open_graph
+
+    try:
+        with open_graph(folder) as g:
+            rows = g.query("MATCH (e:Entity) RETURN e.id AS id, e.aliases AS a")
+    except Exception:  # noqa: BLE001 - no index yet: nothing to check against
+        return None
+    out = set()
+    for r in rows:
+        out.add(r["id"].replace("-", " "))
+        out.update(key_of(a) for a in r["a"] or [])
+    return out
+
+
+def check_endpoints(item: dict[str, Any], known: set[str] | None) -> None:
+    """Every relationship must join entities the item proposes or the graph already has."""
+    if known is None:
+        known = set()
+    have = known | {key_of(e["name"]) for e in item["entities"]} | {
+        key_of(a) for e in item["entities"] for a in e.get("aliases", [])}
+    for i, r in enumerate(item["relationships"]):
+        for end in ("from", "to"):
+            if key_of(r[end]) not in have:
+                raise BadInput(f"backfeed item $.relationships[{i}].{end}: unknown entity "
+                               f"{r[end]!r}", "propose it in `entities` too, or check the name "
+                               "with `ok graph entities`")
+
+
+def flag(folder: Folder, text: str) -> tuple[dict[str, Any], bool]:
+    """Queue a proposal; returns (item, created). The same proposal twice is one item."""
+    item = parse(text)
+    check_endpoints(item, known_names(folder))
+    iid = item_id(item)
+    p = _path(folder, iid)
+    if p.exists():
+        return json.loads(p.read_text(encoding="utf-8")), False
+    item = {"id": iid, "status": "pending", "created_at": iso(), "decided_at": None,
+            "reason": None, **item}
+    _save(folder, item)
+    folder.log_op("backfeed.flag", id=iid, entities=len(item["entities"]),
+                  relationships=len(item["relationships"]))
+    return item, True
+
+
+def queue(folder: Folder, status: str | None = "pending") -> list[dict[str, Any]]:
+    if status not in (None, "all", *STATUSES):
+        raise UsageError(f"unknown status {status!r}", "use pending, approved, rejected or all")
+    items = load_all(folder)
+    if status and status != "all":
+        items = [i for i in items if i.get("status") == status]
+    return sorted(items, key=lambda i: (i.get("created_at") or "", i["id"]))
+
+
+def decide(folder: Folder, iid: str, approve: bool, reason: str | None = None) -> dict[str, Any]:
+    """Approve (absorb into the graph) or reject a pending item."""
+    item = get(folder, iid)
+    if item.get("status") != "pending":
+        raise BadInput(f"backfeed item {item['id']} is already {item.get('status')}",
+                       "flag a new item to change it")
+    if approve:
+        check_endpoints(item, known_names(folder))
+    elif not (reason or "").strip():
+        raise UsageError("a rejection needs a reason", "pass --reason TEXT")
+    item["status"] = "approved" if approve else "rejected"
+    item["decided_at"] = iso()
+    item["reason"] = reason
+    _save(folder, item)
+    folder.log_op("backfeed.approve" if approve else "backfeed.reject", id=item["id"],
+                  reason=reason)
+    if approve:
+        absorb(folder, item)
+    return item
+
+
+def absorb(folder: Folder, item: dict[str, Any]) -> None:
+    """Consolidate the entities an approved item touches (the caller holds the writer lock)."""
+    from .entities import consolidate
+    from .indexer import open_graph
+
+    keys = {key_of(e["name"]) for e in item["entities"]}
+    keys |= {key_of(a) for e in item["entities"] for a in e.get("aliases", [])}
+    keys |= {key_of(r[end]) for r in item["relationships"] for end in ("from", "to")}
+    with open_graph(folder, write=True) as g:
+        consolidate(folder, g, keys)
+
+
+def contributions(folder: Folder) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """Entities and relationships of approved items, for consolidation; plus a digest."""
+    ents: list[dict[str, Any]] = []
+    rels: list[dict[str, Any]] = []
+    h = hashlib.sha256()
+    for item in load_all(folder):
+        if item.get("status") != "approved":
+            continue
+        h.update(json.dumps(item, sort_keys=True).encode())
+        for e in item.get("entities", []):
+            ents.append({
+                "key": key_of(e["name"]), "name": e["name"], "type": e.get("type") or "Concept",
+                "description": e.get("description") or "",
+                "confidence": e.get("confidence"), "verified": True, "source_kind": "backfeed",
+                "aliases": e.get("aliases", []),
+                "alias_keys": [key_of(a) for a in e.get("aliases", [])],
+                "extra": {"properties": e["properties"]} if e.get("properties") else {},
+                "origin": item["id"], "docs": []})
+        for r in item.get("relationships", []):
+            rels.append({"src": key_of(r["from"]), "dst": key_of(r["to"]), "type": r["type"],
+                         "confidence": r.get("confidence"), "verified": True,
+                         "source_kind": "backfeed", "description": r.get("description") or "",
+                         "evidence": item["id"], "docs": []})
+    return ents, rels, h.hexdigest()

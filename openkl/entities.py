@@ -1,0 +1,658 @@
+"""The entity graph: extraction at index time, consolidation, and the read surface.
+
+Every chunk and memory note is run through an extractor (local by default, an LLM when
+`entities.extractor: llm`); results are cached by text hash + extractor id under
+`.ok/cache/` and stored per chunk in the graph (`Extraction`). Entities and their
+relationships are *consolidated* from those rows plus the canonical files under `aks/`
+(approved backfeed items, imported bundles):
+
+- one entity per normalized name (case, accents, punctuation, plurals, declared aliases);
+- confidence is a noisy-OR over independent sources (documents, notes, canonical items), so
+  it grows as more sources name the entity; repeated mentions in one source count a little;
+- every entity keeps its contributing documents (and, through MENTIONS, its chunks).
+
+Consolidation is a pure function of those inputs, applied to the entities a change
+touches, so incremental updates, removals, `ok sync` and `ok index --rebuild` agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .entity_local import TYPES, entity_id, key_of
+from .errors import NotFound, UsageError
+from .folder import Folder
+from .graph import Graph
+
+REPEAT = 0.8  # each further mention in the same source removes 20% of the remaining doubt
+MAX_CONF = 0.99
+TYPE_ORDER = {t: i for i, t in enumerate(TYPES)}
+SOURCE_RANK = {"backfeed": 0, "manual": 1, "connector": 2, "document": 3}
+
+
+def min_confidence(folder: Folder) -> float:
+    """The default confidence floor for listing entities and walking relationships."""
+    return float(folder.setting("entities.min_confidence", 0.4))
+
+
+# -- extraction with a cache ----------------------------------------------------------------
+class ExtractionCache:
+    """Extraction results by (extractor id, sha256 of the text), in SQLite under .ok/cache/."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS ext (key TEXT PRIMARY KEY, data TEXT)")
+        return self._db
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        keys = list(keys)
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            q = f"SELECT key, data FROM ext WHERE key IN ({','.join('?' * len(part))})"
+            out.update(dict(self.db.execute(q, part)))
+        return out
+
+    def put_many(self, items: Iterable[tuple[str, str]]) -> None:
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO ext VALUES (?, ?)", list(items))
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+def extractor_id(folder: Folder) -> str:
+    """Which extractor results in this folder come from (part of every cache key)."""
+    from . import entity_local
+
+    if str(folder.setting("entities.extractor", "local")) == "llm":
+        from . import entity_llm
+
+        return entity_llm.extractor_id(folder)
+    return entity_local.VERSION
+
+
+def extract_texts(folder: Folder, texts: Sequence[str]) -> list[dict[str, Any]]:
+    """Extraction results (JSON-able dicts) for texts, from the cache where possible."""
+    from . import entity_local
+
+    ident = extractor_id(folder)
+    keys = [f"{ident}:{hashlib.sha256(t.encode('utf-8')).hexdigest()}" for t in texts]
+    cache = ExtractionCache(folder.cache_dir / "entities.sqlite")
+    try:
+        found = cache.get_many(sorted(set(keys)))
+        todo = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
+        if todo:
+            if ident == entity_local.VERSION:
+                fresh = [(k, json.dumps(entity_local.extract(t).as_json(), ensure_ascii=False))
+                         for k, t in todo]
+            else:
+                from . import entity_llm
+
+                fresh = entity_llm.extract_many(folder, todo)
+            cache.put_many(fresh)
+            found.update(dict(fresh))
+    finally:
+        cache.close()
+    return [json.loads(found[k]) for k in keys]
+
+
+# -- index hooks ----------------------------------------------------------------------------
+def on_indexed(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
+    """After docs/notes were loaded: extract their chunks and consolidate what they touch."""
+    rows: list[dict[str, Any]] = []
+    if doc_ids:
+        rows += g.query("MATCH (c:Chunk) WHERE c.doc_id IN $ids RETURN c.id AS id,"
+                        " c.doc_id AS owner, c.span_start AS base, c.text AS text ORDER BY c.id",
+                        {"ids": list(doc_ids)})
+    if note_ids:
+        rows += g.query("MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id,"
+                        " m.id AS owner, 0 AS base, m.text AS text ORDER BY m.id",
+                        {"ids": list(note_ids)})
+    if not rows:
+        return
+    results = extract_texts(folder, [r["text"] for r in rows])
+    ids = [r["id"] for r in rows]
+    g.query("MATCH (x:Extraction) WHERE x.id IN $ids DELETE x", {"ids": ids})
+    keys_col, alias_col = [], []
+    touched: set[str] = set()
+    for res in results:
+        ks = sorted({m[0] for m in res["m"]} | {k for r in res["r"] for k in r[:2]})
+        al = sorted(f"{s}\t{long}" for s, long in res["a"])
+        keys_col.append(ks)
+        alias_col.append(al)
+        touched.update(ks)
+        touched.update(k for s, long in res["a"] for k in (s, long))
+    import pyarrow as pa
+
+    g.copy_rows("Extraction", {
+        "id": ids, "owner": [r["owner"] for r in rows], "base": [int(r["base"]) for r in rows],
+        "keys": keys_col, "aliases": alias_col,
+        "data": [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in results],
+    }, types={"base": pa.int64(), "keys": pa.list_(pa.string()),
+              "aliases": pa.list_(pa.string())})
+    consolidate(folder, g, touched)
+    g.set_meta("entities.extractor", extractor_id(folder))
+
+
+def on_removing(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
+    """Before docs/notes leave the graph: drop their extractions and re-consolidate."""
+    owners = list(doc_ids) + list(note_ids)
+    if not owners:
+        return
+    rows = g.query("MATCH (x:Extraction) WHERE x.owner IN $o RETURN x.keys AS keys,"
+                   " x.aliases AS aliases", {"o": owners})
+    if not rows:
+        return
+    touched: set[str] = set()
+    for r in rows:
+        touched.update(r["keys"] or [])
+        for a in r["aliases"] or []:
+            touched.update(a.split("\t"))
+    g.query("MATCH (x:Extraction) WHERE x.owner IN $o DELETE x", {"o": owners})
+    consolidate(folder, g, touched)
+
+
+def sync_canonical(folder: Folder, g: Graph) -> bool:
+    """Re-consolidate when the canonical files (backfeed, imports) changed; True if it did."""
+    canon = Canonical.load(folder)
+    stamp = canon.stamp
+    if g.meta().get("entities.canonical") == stamp:
+        return False
+    old = {r["id"].replace("-", " ") for r in g.query(
+        "MATCH (e:Entity) WHERE e.canonical RETURN e.id AS id")}
+    consolidate(folder, g, old | canon.keys(), canon=canon)
+    return True
+
+
+# -- canonical contributions ----------------------------------------------------------------
+@dataclass
+class Canonical:
+    """Entities and relationships from the folder's canonical files (backfeed, imports)."""
+
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    relations: list[dict[str, Any]] = field(default_factory=list)
+    stamp: str = ""
+
+    @classmethod
+    def load(cls, folder: Folder) -> Canonical:
+        from . import aks, backfeed
+
+        c = cls()
+        h = hashlib.sha256()
+        for part in (backfeed.contributions(folder), aks.contributions(folder)):
+            ents, rels, digest = part
+            c.entities += ents
+            c.relations += rels
+            h.update(digest.encode())
+        c.stamp = h.hexdigest()[:16]
+        return c
+
+    def keys(self) -> set[str]:
+        out = {e["key"] for e in self.entities}
+        out |= {k for r in self.relations for k in (r["src"], r["dst"])}
+        out |= {a for e in self.entities for a in e.get("alias_keys", [])}
+        return out
+
+
+# -- consolidation --------------------------------------------------------------------------
+def _noisy_or(values: Iterable[float]) -> float:
+    doubt = 1.0
+    for v in values:
+        doubt *= 1.0 - max(0.0, min(1.0, v))
+    return 1.0 - doubt
+
+
+def _source_conf(confs: list[float]) -> float:
+    """One source's confidence: its best mention, nudged up by repeats."""
+    best = max(confs)
+    return 1.0 - (1.0 - best) * REPEAT ** (len(confs) - 1)
+
+
+def _alias_map(rows: list[dict[str, Any]], canon: Canonical) -> dict[str, str]:
+    """short key → long key, decided by how many sources declare it (ties: by name)."""
+    votes: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for r in rows:
+        for a in r["aliases"] or []:
+            s, long = a.split("\t")
+            if s != long:
+                votes[s][long].add(r["owner"])
+    for e in canon.entities:
+        for a in e.get("alias_keys", []):
+            if a != e["key"]:
+                votes[a][e["key"]].add("canonical")
+    out = {s: sorted(c.items(), key=lambda kv: (-len(kv[1]), kv[0]))[0][0]
+           for s, c in votes.items()}
+    # canonical names are never aliases of something else
+    for e in canon.entities:
+        out.pop(e["key"], None)
+    return out
+
+
+def _resolver(amap: dict[str, str]) -> Any:
+    def resolve(k: str) -> str:
+        seen = {k}
+        while k in amap and amap[k] not in seen:
+            k = amap[k]
+            seen.add(k)
+        return k
+    return resolve
+
+
+def consolidate(folder: Folder, g: Graph, touched: Iterable[str],
+                canon: Canonical | None = None) -> dict[str, int]:
+    """Recompute the entities named by `touched` keys (and their relationships) from scratch."""
+    canon = canon or Canonical.load(folder)
+    rows = g.query("MATCH (x:Extraction) RETURN x.id AS id, x.owner AS owner, x.base AS base,"
+                   " x.keys AS keys, x.aliases AS aliases")
+    resolve = _resolver(_alias_map(rows, canon))
+    touched = set(touched)
+    affected = touched | {resolve(k) for k in touched}
+    gather = [r["id"] for r in rows if any(resolve(k) in affected for k in r["keys"] or [])]
+    data: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(gather), 2000):
+        for r in g.query("MATCH (x:Extraction) WHERE x.id IN $ids RETURN x.id AS id,"
+                         " x.owner AS owner, x.base AS base, x.data AS data",
+                         {"ids": gather[i:i + 2000]}):
+            data[r["id"]] = r
+    ents, mentions, rels = _aggregate(data, affected, resolve, canon)
+    _write(g, affected, ents, mentions, rels)
+    g.set_meta("entities.canonical", canon.stamp)
+    return {"entities": len(ents), "relations": len(rels)}
+
+
+def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any,
+               canon: Canonical) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], float],
+                                          dict[tuple[str, str, str], dict[str, Any]]]:
+    # entity key → owner → {abs position: conf}
+    conf: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    forms: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
+    types: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    alias_names: dict[str, set[str]] = defaultdict(set)
+    defs: dict[str, list[tuple[float, str, int, str]]] = defaultdict(list)
+    mentions: dict[tuple[str, str], float] = {}
+    rel: dict[tuple[str, str, str], dict[str, dict[int, tuple[float, str]]]] = defaultdict(
+        lambda: defaultdict(dict))
+    for xid in sorted(data):
+        row = data[xid]
+        owner, base = row["owner"], int(row["base"])
+        res = json.loads(row["data"])
+        for raw, name, typ, c, start, _end, natural in res["m"]:
+            k = resolve(raw)
+            if k not in affected:
+                continue
+            pos = base + int(start)
+            slot = conf[k][owner]
+            slot[pos] = max(slot.get(pos, 0.0), float(c))
+            f = forms[k][name]
+            f[0] += int(raw == k)  # the entity's own name beats its aliases
+            f[1] += int(natural)
+            f[2] += 1
+            if typ:
+                types[k][typ] += float(c)
+            if raw != k:
+                alias_names[k].add(name)
+            mk = (xid, k)
+            mentions[mk] = max(mentions.get(mk, 0.0), float(c))
+        for raw, (sentence, c, pos) in res.get("d", {}).items():
+            k = resolve(raw)
+            if k in affected:
+                defs[k].append((-float(c), owner, base + int(pos), sentence))
+        for src, dst, typ, c, pos in res["r"]:
+            a, b = resolve(src), resolve(dst)
+            if a == b or (a not in affected and b not in affected):
+                continue
+            if typ == "related_to" and a > b:
+                a, b = b, a
+            slot = rel[(a, b, typ)][owner]
+            p = base + int(pos)
+            prev = slot.get(p)
+            if prev is None or float(c) > prev[0]:
+                slot[p] = (float(c), xid)
+    canon_ents: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in canon.entities:
+        if e["key"] in affected:
+            canon_ents[e["key"]].append(e)
+    ents: dict[str, dict[str, Any]] = {}
+    for k in sorted(set(conf) | set(canon_ents)):
+        ents[k] = _entity(k, conf.get(k, {}), forms.get(k, {}), types.get(k, {}),
+                          alias_names.get(k, set()), defs.get(k, []), canon_ents.get(k, []))
+    rels: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for (a, b, typ), owners in rel.items():
+        per = [_source_conf([c for c, _ in slot.values()]) for _, slot in sorted(owners.items())]
+        best = sorted(((-c, x) for slot in owners.values() for c, x in slot.values()))[0]
+        rels[(a, b, typ)] = {"confidence": _noisy_or(per), "evidence": best[1],
+                             "docs": sorted(owners), "verified": False,
+                             "source_kind": "document", "description": "", "ext_id": "",
+                             "extra": ""}
+    for r in canon.relations:
+        a, b = resolve(r["src"]), resolve(r["dst"])
+        if a == b or (a not in affected and b not in affected):
+            continue
+        cur = rels.get((a, b, r["type"]))
+        c = float(r.get("confidence") if r.get("confidence") is not None else 0.9)
+        if cur is None:
+            rels[(a, b, r["type"])] = {
+                "confidence": c, "evidence": r.get("evidence", ""), "docs": sorted(r.get("docs", [])),
+                "verified": bool(r.get("verified")), "source_kind": r.get("source_kind") or "manual",
+                "description": r.get("description") or "", "ext_id": r.get("ext_id") or "",
+                "extra": json.dumps(r["extra"], sort_keys=True) if r.get("extra") else ""}
+        else:
+            cur["confidence"] = _noisy_or([cur["confidence"], c])
+            cur["verified"] = cur["verified"] or bool(r.get("verified"))
+            cur["docs"] = sorted(set(cur["docs"]) | set(r.get("docs", [])))
+            cur["description"] = cur["description"] or r.get("description") or ""
+            cur["ext_id"] = cur["ext_id"] or r.get("ext_id") or ""
+            if SOURCE_RANK.get(r.get("source_kind") or "", 9) < SOURCE_RANK.get(
+                    cur["source_kind"], 9):
+                cur["source_kind"] = r.get("source_kind")
+    # a typed relationship says more than co-occurrence: drop the weaker edge of a pair
+    typed_pairs = {frozenset((a, b)) for a, b, t in rels if t != "related_to"}
+    for key in [k for k in rels if k[2] == "related_to" and frozenset(k[:2]) in typed_pairs]:
+        del rels[key]
+    for v in rels.values():
+        v["confidence"] = round(min(MAX_CONF if not v["verified"] else 1.0, v["confidence"]), 4)
+    return ents, mentions, rels
+
+
+def _entity(k: str, conf: dict[str, dict[int, float]], forms: dict[str, list[int]],
+            types: dict[str, float], alias_names: set[str],
+            defs: list[tuple[float, str, int, str]], canon: list[dict[str, Any]]) -> dict[str, Any]:
+    per = [_source_conf(list(slot.values())) for _, slot in sorted(conf.items())]
+    canon = sorted(canon, key=lambda e: (not e.get("verified"), SOURCE_RANK.get(
+        e.get("source_kind") or "", 9), e.get("origin", "")))
+    per += [float(e["confidence"]) if e.get("confidence") is not None else 0.9 for e in canon]
+    confidence = _noisy_or(per)
+    verified = any(e.get("verified") for e in canon)
+    if forms:
+        name = sorted(forms.items(), key=lambda kv: (-kv[1][0], -kv[1][1], -kv[1][2],
+                                                     kv[0]))[0][0]
+    else:
+        name = ""
+    typ = sorted(types.items(), key=lambda kv: (-kv[1], TYPE_ORDER.get(kv[0], 99), kv[0]))[0][0] \
+        if types else "Concept"
+    desc = sorted(defs)[0][3] if defs else ""
+    aliases = set(alias_names)
+    source_kind = "document"
+    ext_id, extra = "", {}
+    docs = set(conf)
+    for e in reversed(canon):  # the first (verified, best ranked) item wins
+        name = e.get("name") or name
+        typ = e.get("type") or typ
+        desc = e.get("description") or desc
+        ext_id = e.get("ext_id") or ext_id
+        extra = {**extra, **(e.get("extra") or {})}
+        aliases |= set(e.get("aliases") or [])
+        docs |= set(e.get("docs") or [])
+    if canon:
+        best = canon[0].get("source_kind") or "manual"
+        source_kind = best if not conf or SOURCE_RANK.get(best, 9) < SOURCE_RANK["document"] \
+            else "document"
+    aliases.discard(name)
+    aliases = {a for a in aliases if key_of(a) != key_of(name) or a.lower() != name.lower()}
+    return {"id": entity_id(k), "name": name or k, "type": typ, "description": desc,
+            "confidence": round(min(1.0 if verified else MAX_CONF, confidence), 4),
+            "aliases": sorted(aliases), "docs": sorted(docs), "verified": verified,
+            "source_kind": source_kind, "canonical": bool(canon), "ext_id": ext_id,
+            "extra": json.dumps(extra, sort_keys=True, ensure_ascii=False) if extra else ""}
+
+
+def _write(g: Graph, affected: set[str], ents: dict[str, dict[str, Any]],
+           mentions: dict[tuple[str, str], float],
+           rels: dict[tuple[str, str, str], dict[str, Any]]) -> None:
+    import pyarrow as pa
+
+    ids = sorted(entity_id(k) for k in affected)
+    for i in range(0, len(ids), 5000):
+        g.query("MATCH (e:Entity) WHERE e.id IN $ids DETACH DELETE e", {"ids": ids[i:i + 5000]})
+    if ents:
+        cols = ("id", "name", "type", "description", "confidence", "aliases", "docs", "verified",
+                "source_kind", "canonical", "ext_id", "extra")
+        vals = [ents[k] for k in sorted(ents)]
+        g.copy_rows("Entity", {c: [v[c] for v in vals] for c in cols},
+                    types={"aliases": pa.list_(pa.string()), "docs": pa.list_(pa.string()),
+                           "confidence": pa.float64()})
+    present = {e["id"] for e in ents.values()}
+    outside = sorted({entity_id(k) for a, b, _ in rels for k in (a, b)} - present)
+    if outside:
+        present |= {r["id"] for r in g.query("MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id",
+                                             {"ids": outside})}
+    by_table: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
+    for (xid, k), c in sorted(mentions.items()):
+        eid = entity_id(k)
+        if eid in present:
+            by_table["Chunk" if "#" in xid else "MemoryNote"].append((xid, eid, c))
+    for table, items in sorted(by_table.items()):
+        g.copy_rows("MENTIONS", {"from": [a for a, _, _ in items], "to": [b for _, b, _ in items],
+                                 "confidence": [c for _, _, c in items]},
+                    types={"confidence": pa.float64()}, rel_from_to=(table, "Entity"))
+    items = [(entity_id(a), entity_id(b), t, v) for (a, b, t), v in sorted(rels.items())
+             if entity_id(a) in present and entity_id(b) in present]
+    if items:
+        g.copy_rows("RELATED", {
+            "from": [a for a, _, _, _ in items], "to": [b for _, b, _, _ in items],
+            "type": [t for _, _, t, _ in items],
+            "confidence": [v["confidence"] for *_, v in items],
+            "evidence": [v["evidence"] for *_, v in items],
+            "docs": [v["docs"] for *_, v in items],
+            "verified": [v["verified"] for *_, v in items],
+            "source_kind": [v["source_kind"] for *_, v in items],
+            "description": [v["description"] for *_, v in items],
+            "ext_id": [v["ext_id"] for *_, v in items],
+            "extra": [v["extra"] for *_, v in items],
+        }, types={"confidence": pa.float64(), "docs": pa.list_(pa.string())})
+
+
+# -- reading --------------------------------------------------------------------------------
+ENTITY_COLS = ("e.id AS id, e.name AS name, e.type AS type, e.description AS description,"
+               " e.confidence AS confidence, e.aliases AS aliases, e.docs AS docs,"
+               " e.verified AS verified, e.source_kind AS source_kind, e.ext_id AS ext_id,"
+               " e.extra AS extra")
+
+
+def _entity_row(r: dict[str, Any]) -> dict[str, Any]:
+    out = {k: r[k] for k in ("id", "name", "type", "description", "confidence", "verified",
+                             "source_kind")}
+    out["aliases"] = list(r.get("aliases") or [])
+    out["docs"] = list(r.get("docs") or [])
+    return out
+
+
+def list_entities(g: Graph, *, type: str | None = None, min_confidence: float = 0.0,
+                  doc: str | None = None, limit: int | None = None,
+                  query: str | None = None) -> list[dict[str, Any]]:
+    """Entities, most confident first (ties by name)."""
+    where = ["e.confidence >= $mc"]
+    params: dict[str, Any] = {"mc": float(min_confidence)}
+    if type:
+        where.append("lower(e.type) = lower($t)")
+        params["t"] = type
+    if doc:
+        where.append("list_contains(e.docs, $d)")
+        params["d"] = doc
+    rows = g.query(f"MATCH (e:Entity) WHERE {' AND '.join(where)} RETURN {ENTITY_COLS},"
+                   " COUNT {MATCH (x)-[:MENTIONS]->(e)} AS mentions"
+                   " ORDER BY e.confidence DESC, e.name, e.id", params)
+    out = []
+    for r in rows:
+        if query and query.lower() not in r["name"].lower():
+            continue
+        row = _entity_row(r)
+        row["mentions"] = int(r["mentions"])
+        out.append(row)
+    return out[:limit] if limit else out
+
+
+def find_entity(g: Graph, name: str) -> dict[str, Any]:
+    """An entity by name, alias or id; NotFound suggests near names."""
+    k = key_of(name)
+    if not k:
+        raise UsageError("the entity name is empty", "pass a name, e.g. `ok graph entity Kùzu`")
+    rows = g.query(f"MATCH (e:Entity) WHERE e.id = $id OR e.id = $raw RETURN {ENTITY_COLS}",
+                   {"id": entity_id(k), "raw": name})
+    if not rows:
+        rows = g.query(f"MATCH (e:Entity) WHERE list_contains(e.aliases, $n) RETURN {ENTITY_COLS}"
+                       " ORDER BY e.confidence DESC, e.id LIMIT 1", {"n": name})
+    if not rows:
+        near = g.query("MATCH (e:Entity) WHERE e.id CONTAINS $p RETURN e.name AS name"
+                       " ORDER BY e.confidence DESC, e.name LIMIT 5", {"p": entity_id(k)})
+        hint = ("did you mean: " + ", ".join(r["name"] for r in near)) if near else \
+            "list entities with `ok graph entities`"
+        raise NotFound(f"no entity named {name!r}", hint)
+    return _entity_row(rows[0])
+
+
+def relationships(g: Graph, eid: str, min_confidence: float = 0.0,
+                  rel: str | None = None) -> list[dict[str, Any]]:
+    """Relationships touching an entity, both directions, most confident first."""
+    rows = g.query(
+        "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE (a.id = $id OR b.id = $id)"
+        " AND r.confidence >= $mc RETURN a.id AS from_id, a.name AS from_name, b.id AS to_id,"
+        " b.name AS to_name, r.type AS type, r.confidence AS confidence, r.evidence AS evidence,"
+        " r.docs AS docs, r.verified AS verified, r.source_kind AS source_kind,"
+        " r.description AS description ORDER BY r.confidence DESC, r.type, a.id, b.id",
+        {"id": eid, "mc": float(min_confidence)})
+    out = []
+    for r in rows:
+        if rel and r["type"] != rel:
+            continue
+        out.append({**r, "docs": list(r["docs"] or []),
+                    "direction": "out" if r["from_id"] == eid else "in"})
+    return out
+
+
+def sources(folder: Folder, g: Graph, doc_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Titles and paths of contributing documents and notes (and bundle documents)."""
+    from . import aks
+
+    local = [d for d in doc_ids if not d.startswith("aks:")]
+    rows = {r["id"]: r for r in g.query(
+        "MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.title AS title, d.path AS path,"
+        " d.source AS source", {"ids": local})}
+    notes = {r["id"]: r for r in g.query(
+        "MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id, m.path AS path,"
+        " m.text AS text", {"ids": local})}
+    bundle_docs = aks.imported_documents(folder) if len(local) < len(doc_ids) else {}
+    out = []
+    for d in doc_ids:
+        if d in rows:
+            out.append({"id": d, "kind": "doc", "title": rows[d]["title"], "path": rows[d]["path"]})
+        elif d in notes:
+            first = (notes[d]["text"].splitlines() or [""])[0][:80]
+            out.append({"id": d, "kind": "memory", "title": first, "path": notes[d]["path"]})
+        elif d.startswith("aks:"):
+            info = bundle_docs.get(d[4:], {})
+            out.append({"id": d, "kind": "bundle", "title": info.get("filename") or d[4:],
+                        "path": info.get("bundle") or ""})
+        else:
+            out.append({"id": d, "kind": "missing", "title": "", "path": ""})
+    return out
+
+
+def evidence_cites(folder: Folder, g: Graph, eid: str, limit: int = 5) -> list[dict[str, Any]]:
+    """Cite objects for the chunks and notes that mention an entity, strongest first."""
+    from .search import chunk_cite, note_cite
+
+    rows = g.query("MATCH (c:Chunk)-[m:MENTIONS]->(e:Entity {id: $id}) RETURN c.id AS id,"
+                   " m.confidence AS c ORDER BY m.confidence DESC, c.id LIMIT $k",
+                   {"id": eid, "k": limit})
+    nrows = g.query("MATCH (n:MemoryNote)-[m:MENTIONS]->(e:Entity {id: $id}) RETURN n.id AS id,"
+                    " m.confidence AS c ORDER BY m.confidence DESC, n.id LIMIT $k",
+                    {"id": eid, "k": limit})
+    files: dict[str, str | None] = {}
+    chunks = g.chunks_by_id([r["id"] for r in rows])
+    notes = g.notes_by_id([r["id"] for r in nrows])
+    out = [chunk_cite(folder, chunks[r["id"]], files) for r in rows if r["id"] in chunks]
+    out += [note_cite(folder, notes[r["id"]], files) for r in nrows if r["id"] in notes]
+    return out[:limit]
+
+
+def entity_detail(folder: Folder, g: Graph, name: str, min_confidence: float = 0.0,
+                  cites: int = 3) -> dict[str, Any]:
+    """`ok graph entity NAME`: the entity, its relationships, sources and evidence."""
+    e = find_entity(g, name)
+    e["relationships"] = relationships(g, e["id"], min_confidence)
+    e["sources"] = sources(folder, g, e["docs"])
+    e["mentions"] = evidence_cites(folder, g, e["id"], cites) if cites else []
+    return e
+
+
+def traverse(g: Graph, name: str, depth: int = 2, rel: str | None = None,
+             min_confidence: float = 0.0, limit: int = 200) -> dict[str, Any]:
+    """Breadth-first walk from an entity over RELATED (both directions), with each path."""
+    if depth < 0:
+        raise UsageError("--depth must be 0 or more")
+    start = find_entity(g, name)
+    seen = {start["id"]: 0}
+    paths: dict[str, list[dict[str, Any]]] = {start["id"]: []}
+    steps: list[dict[str, Any]] = []
+    frontier = [start["id"]]
+    names = {start["id"]: start["name"]}
+    for d in range(1, depth + 1):
+        if not frontier or len(steps) >= limit:
+            break
+        rows = g.query(
+            "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE (a.id IN $f OR b.id IN $f)"
+            " AND r.confidence >= $mc AND a.confidence >= $mc AND b.confidence >= $mc"
+            " RETURN a.id AS a, a.name AS an, b.id AS b, b.name AS bn, r.type AS type,"
+            " r.confidence AS confidence, r.evidence AS evidence"
+            " ORDER BY r.confidence DESC, a.id, b.id, r.type",
+            {"f": frontier, "mc": float(min_confidence)})
+        nxt: list[str] = []
+        fset = set(frontier)
+        for r in rows:
+            if rel and r["type"] != rel:
+                continue
+            for here, there, there_name, direction in ((r["a"], r["b"], r["bn"], "out"),
+                                                        (r["b"], r["a"], r["an"], "in")):
+                if here not in fset or there in seen:
+                    continue
+                names[there] = there_name
+                seen[there] = d
+                hop = {"from": names[here], "from_id": here, "to": there_name, "to_id": there,
+                       "type": r["type"], "direction": direction,
+                       "confidence": r["confidence"], "evidence": r["evidence"]}
+                paths[there] = paths[here] + [hop]
+                steps.append({"entity": there_name, "id": there, "depth": d, "via": hop,
+                              "path": [start["name"]] + [h["to"] for h in paths[there]],
+                              "hops": paths[there]})
+                nxt.append(there)
+                if len(steps) >= limit:
+                    break
+            if len(steps) >= limit:
+                break
+        frontier = nxt
+    return {"start": start, "depth": depth, "rel": rel, "min_confidence": min_confidence,
+            "steps": steps, "truncated": len(steps) >= limit}
+
+
+def graph_version(g: Graph, eid: str) -> str:
+    """A hash of an entity, its relationships and its documents: pages cache by it."""
+    e = g.query(f"MATCH (e:Entity {{id: $id}}) RETURN {ENTITY_COLS}", {"id": eid})
+    rels = relationships(g, eid)
+    docs = e[0]["docs"] if e else []
+    doc_rows = g.query("MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.sha256 AS sha,"
+                       " d.path AS path, d.title AS title ORDER BY d.id", {"ids": list(docs)})
+    payload = {
+        "entity": {k: (sorted(v) if isinstance(v, list) else v) for k, v in (e[0] if e else {}).items()},
+        "relations": sorted(json.dumps(r, sort_keys=True, default=str) for r in rels),
+        "docs": [json.dumps(r, sort_keys=True) for r in doc_rows],
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
