@@ -41,10 +41,34 @@ def _node(g: Any, kind: str, nid: str) -> dict[str, Any] | None:
     return None
 
 
-def _neighbours(g: Any, kind: str, nid: str, direction: str) -> list[tuple[str, str, str]]:
+def _note_sources(folder: Folder, g: Any, nid: str) -> list[tuple[str, str, str]]:
+    """What a note says it was derived from (its `derived_from` frontmatter is canonical; a
+    chunk of a version that was since replaced resolves to that version's document)."""
+    from . import notes as notes_mod
+    from .errors import OkError
+
+    try:
+        refs = notes_mod.find(folder, nid).extra.get("derived_from") or []
+    except OkError:
+        return []
+    out = []
+    for ref in refs if isinstance(refs, list) else [refs]:
+        ref = str(ref)
+        if "#" in ref and _node(g, "chunk", ref):
+            out.append(("DERIVED_FROM", "chunk", ref))
+        elif _node(g, "doc", ref.split("#", 1)[0]):
+            out.append(("DERIVED_FROM", "doc", ref.split("#", 1)[0]))
+    return out
+
+
+def _neighbours(folder: Folder, g: Any, kind: str, nid: str, direction: str
+                ) -> list[tuple[str, str, str]]:
     """(relationship, kind, id) of the next nodes."""
     out: list[tuple[str, str, str]] = []
     up, down = direction in ("up", "both"), direction in ("down", "both")
+    if kind == "doc" and direction == "newer":
+        return [("SUPERSEDED_BY", "doc", r["id"]) for r in g.query(
+            "MATCH (n:Doc)-[:SUPERSEDES]->(:Doc {id: $id}) RETURN n.id AS id", {"id": nid})]
     if kind == "memory" and up:
         out += [("DERIVED_FROM", "chunk", r["id"]) for r in g.query(
             "MATCH (:MemoryNote {id: $id})-[:DERIVED_FROM]->(c:Chunk) RETURN c.id AS id",
@@ -52,6 +76,7 @@ def _neighbours(g: Any, kind: str, nid: str, direction: str) -> list[tuple[str, 
         out += [("DERIVED_FROM", "doc", r["id"]) for r in g.query(
             "MATCH (:MemoryNote {id: $id})-[:DERIVED_FROM]->(d:Doc) RETURN d.id AS id",
             {"id": nid})]
+        out += _note_sources(folder, g, nid)
     if kind == "chunk":
         if up:
             out += [("PART_OF", "doc", r["id"]) for r in g.query(
@@ -64,6 +89,11 @@ def _neighbours(g: Any, kind: str, nid: str, direction: str) -> list[tuple[str, 
         if up:
             out += [("SUPERSEDES", "doc", r["id"]) for r in g.query(
                 "MATCH (:Doc {id: $id})-[:SUPERSEDES]->(o:Doc) RETURN o.id AS id", {"id": nid})]
+        if up and not down:
+            # provenance that reached an old version also names what replaced it
+            out += [("SUPERSEDED_BY", "doc", r["id"]) for r in g.query(
+                "MATCH (n:Doc)-[:SUPERSEDES]->(d:Doc {id: $id}) WHERE NOT d.current"
+                " RETURN n.id AS id", {"id": nid})]
         if down:
             out += [("SUPERSEDED_BY", "doc", r["id"]) for r in g.query(
                 "MATCH (n:Doc)-[:SUPERSEDES]->(:Doc {id: $id}) RETURN n.id AS id", {"id": nid})]
@@ -98,6 +128,12 @@ def _start(folder: Folder, g: Any, ref: str) -> tuple[str, str]:
                        ) from None
 
 
+def _next_way(rel: str, way: str) -> str:
+    if rel == "SUPERSEDED_BY" and way in ("up", "newer"):
+        return "newer"  # from an old version only on to newer ones
+    return "up" if rel in _UP else "down"
+
+
 def lineage(folder: Folder, g: Any, ref: str, depth: int = 5, direction: str = "both"
             ) -> dict[str, Any]:
     """The lineage of a note, chunk or document, breadth first up to `depth` hops."""
@@ -115,7 +151,7 @@ def lineage(folder: Folder, g: Any, ref: str, depth: int = 5, direction: str = "
     for level in range(1, depth + 1):
         nxt = []
         for k, i, way in frontier:
-            for rel, k2, i2 in _neighbours(g, k, i, way):
+            for rel, k2, i2 in _neighbours(folder, g, k, i, way):
                 edges.append({"from": i, "rel": rel, "to": i2})
                 if (k2, i2) in seen:
                     continue
@@ -124,7 +160,7 @@ def lineage(folder: Folder, g: Any, ref: str, depth: int = 5, direction: str = "
                 nodes.append({**node, "depth": level, "via": i, "rel": rel})
                 # provenance keeps going up and descendants keep going down: no zig-zag
                 # from a note to its chunk to every other note derived from that chunk
-                nxt.append((k2, i2, "up" if rel in _UP else "down"))
+                nxt.append((k2, i2, _next_way(rel, way)))
         frontier = nxt
         if not frontier:
             break
