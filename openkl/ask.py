@@ -1,0 +1,241 @@
+"""`ok ask`: answer a question from the folder, every claim marked [N] with its cite object.
+
+Retrieval is the hybrid search of `ok search`. With an LLM configured (any OpenAI-compatible
+endpoint), the passages are numbered and the model answers from them only, marking what it
+uses; markers that name no passage are dropped, so every [N] left maps to a citation. Without
+an LLM the answer is extractive: the retrieved passages are split into sentences, each
+sentence is scored against the question (embedding similarity, word overlap and the rank of
+its passage), and the best few are quoted, each cited by its exact character span.
+
+Either way the answer says plainly when the folder does not hold enough to answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import indexer
+from .errors import UsageError
+from .folder import Folder
+from .graph import Graph
+from .search import search
+
+INSUFFICIENT = "The knowledge folder does not hold enough to answer this."
+MARKER = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+PASSAGE_CHARS = 1600
+
+SYSTEM_PROMPT = """\
+You answer questions using only the numbered passages from the user's knowledge folder.
+Rules:
+- Use only facts stated in the passages. No outside knowledge, no guesses.
+- After every sentence that states a fact, cite the passage(s) it comes from as [N] \
+(for example [2] or [1][3]). Cite only passage numbers that exist.
+- If the passages do not answer the question, reply with a single line that starts with \
+"INSUFFICIENT:" and says what is missing. If they answer only part of it, answer that part \
+and say what is missing.
+- Be concise: a few sentences, no preamble."""
+
+# weights of the extractive sentence score (tuned on the SciFact train split: bench/ask_eval.py)
+W_SIM, W_LEX, W_RANK = 0.5, 0.2, 0.3
+MIN_SIMILARITY = 0.3  # below this best sentence similarity the folder "does not say"
+
+_STOP = frozenset(["a", "an", "and", "are", "as", "at", "be", "been", "being", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "may", "might", "more", "most", "no", "not", "of", "on", "or", "our", "should", "so", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your"])
+# a unit runs to a blank line or to a line that starts a heading, list item or table row
+_UNIT = re.compile(r"\S(?:.|\n(?![ \t]*\n)(?![ \t]*(?:[#|>*+-]|\d+[.)])\s))*")
+_BOUND = re.compile(r"(?<=[.!?])(?<!\b[A-Z][a-z]\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bal\.)"
+                    r"(?<=[^\s])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+def _words(text: str) -> set[str]:
+    return {w[:6] for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def sentences(text: str, base: int = 0, min_chars: int = 20) -> list[tuple[int, int, str]]:
+    """Sentences of `text` as (start, end, sentence), offsets shifted by `base`.
+
+    Paragraphs may be hard-wrapped; a blank line, a heading, a list item or a table row
+    starts a new unit. Headings and table rules are not sentences; short fragments are
+    skipped.
+    """
+    out = []
+    for u in _UNIT.finditer(text):
+        us, ue = u.start(), u.end()
+        unit = text[us:ue]
+        if unit.lstrip().startswith(("#", "|")):
+            continue
+        pos = 0
+        for piece in [*_BOUND.split(unit)]:
+            i = unit.find(piece, pos)
+            pos = i + len(piece)
+            lead = len(piece) - len(piece.lstrip(" \t\n*->+"))
+            lead += len(re.match(r"(\d+[.)]\s+)?", piece[lead:]).group(0))  # type: ignore[union-attr]
+            frag = piece[lead:].rstrip()
+            if len(frag) < min_chars or not re.search(r"[A-Za-z]{3}", frag):
+                continue
+            s0 = us + i + lead
+            out.append((base + s0, base + s0 + len(frag), frag))
+    return out
+
+
+def confidence(sim: float) -> tuple[float, str]:
+    """Map a cosine similarity of the evidence to the question to 0..1 and HIGH/MEDIUM/LOW."""
+    c = float(min(1.0, max(0.0, (sim - 0.15) / 0.5)))
+    return round(c, 3), "HIGH" if c >= 0.66 else "MEDIUM" if c >= 0.33 else "LOW"
+
+
+def ask(folder: Folder, g: Graph, question: str, *, k: int = 8, scope: str = "all",
+        llm: Any = None, on_token: Callable[[str], None] | None = None,
+        embedder: Any = None, max_sentences: int = 3) -> dict[str, Any]:
+    """Answer `question`: {question, answer, citations (each with `n`), confidence,
+    confidence_label, insufficient, mode, model, retrieved}."""
+    if not question.strip():
+        raise UsageError("the question is empty", "ask something")
+    emb = embedder or indexer.embedder(folder)
+    hits = search(folder, g, question, k=k, scope=scope, embedder=emb,
+                  per_doc=int(folder.setting("search.per_doc", 1)))
+    qvec = emb.embed_query(question)
+    if llm is not None:
+        out = _llm_answer(question, hits, qvec, emb, llm, on_token)
+    else:
+        out = _extractive(folder, question, hits, qvec, emb, max_sentences)
+    return {"question": question, **out, "retrieved": len(hits)}
+
+
+def _insufficient(mode: str, model: str | None) -> dict[str, Any]:
+    return {"answer": INSUFFICIENT, "citations": [], "confidence": 0.0,
+            "confidence_label": "LOW", "insufficient": True, "mode": mode, "model": model}
+
+
+# -- extractive --------------------------------------------------------------------------
+def _extractive(folder: Folder, question: str, hits: list[dict[str, Any]], qvec: np.ndarray,
+                emb: Any, max_sentences: int) -> dict[str, Any]:
+    if not hits:
+        return _insufficient("extractive", None)
+    cands: list[tuple[int, int, int, str]] = []  # (hit index, start, end, sentence)
+    for i, h in enumerate(hits):
+        base = int(h["loc"]["start"])
+        for s, e, sent in sentences(h["quote"], base):
+            cands.append((i, s, e, sent))
+    if not cands:
+        return _insufficient("extractive", None)
+    sims = emb.embed([c[3] for c in cands]) @ qvec
+    qwords = _words(question)
+    top = max(float(h.get("score") or 0.0) for h in hits) or 1.0
+    scored = []
+    for (i, s, e, sent), sim in zip(cands, sims, strict=True):
+        lex = len(qwords & _words(sent)) / len(qwords) if qwords else 0.0
+        prior = float(hits[i].get("score") or 0.0) / top
+        scored.append((W_SIM * float(sim) + W_LEX * lex + W_RANK * prior, float(sim), i, s, e))
+    scored.sort(key=lambda x: (-x[0], x[2], x[3]))
+    best = scored[0]
+    chosen = [best]
+    for cand in scored[1:]:
+        if len(chosen) >= max_sentences:
+            break
+        if cand[0] < 0.8 * best[0] or cand[1] < MIN_SIMILARITY:
+            break
+        if any(c[2] == cand[2] and abs(c[3] - cand[3]) < 1 for c in chosen):
+            continue
+        chosen.append(cand)
+    insufficient = best[1] < MIN_SIMILARITY
+    if insufficient:
+        chosen = [best]
+    cites = []
+    parts = []
+    for n, (_, _, i, s, e) in enumerate(chosen, 1):
+        cite = span_cite(folder, hits[i], s, e)
+        cite["n"] = n
+        cites.append(cite)
+        parts.append(f"{_flat(cite['quote'])} [{n}]")
+    answer = " ".join(parts)
+    if insufficient:
+        answer = f"{INSUFFICIENT} The closest passage: {answer}"
+    conf, label = confidence(float(np.mean([c[1] for c in chosen])))
+    if insufficient:
+        conf, label = min(conf, 0.2), "LOW"
+    return {"answer": answer, "citations": cites, "confidence": conf, "confidence_label": label,
+            "insufficient": insufficient, "mode": "extractive", "model": None}
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def span_cite(folder: Folder, hit: dict[str, Any], start: int, end: int) -> dict[str, Any]:
+    """The cite object of a sentence inside a search hit (same file, narrower span)."""
+    from .search import _context, _file_text
+
+    text = _file_text(folder, hit["path"], {})
+    quote = text[start:end] if text is not None else ""
+    cite = {k: v for k, v in hit.items() if k not in ("score", "rank", "signals")}
+    cite.update({"loc": {"kind": "char", "start": start, "end": end}, "quote": quote,
+                 "context": _context(text, start, end, quote)})
+    return cite
+
+
+# -- with an LLM ---------------------------------------------------------------------------
+def passages_prompt(hits: list[dict[str, Any]]) -> str:
+    """The retrieved passages, numbered from 1, as the model sees them."""
+    blocks = []
+    for n, h in enumerate(hits, 1):
+        head = h.get("title") or h["path"]
+        text = h["quote"] if len(h["quote"]) <= PASSAGE_CHARS else h["quote"][:PASSAGE_CHARS] + "…"
+        blocks.append(f"[{n}] ({head} — {h['path']})\n{text.strip()}")
+    return "\n\n".join(blocks)
+
+
+def markers(text: str) -> list[int]:
+    """Passage numbers cited in `text`, in order of first appearance."""
+    seen: list[int] = []
+    for m in MARKER.finditer(text):
+        for part in re.split(r"[,;]", m.group(1)):
+            n = int(part)
+            if n not in seen:
+                seen.append(n)
+    return seen
+
+
+def keep_markers(text: str, valid: set[int]) -> str:
+    """Drop [N] markers that name no passage (so every marker left maps to a citation)."""
+    def fix(m: re.Match[str]) -> str:
+        nums = [p.strip() for p in re.split(r"[,;]", m.group(1)) if int(p) in valid]
+        return f"[{', '.join(nums)}]" if nums else ""
+    return re.sub(r"[ \t]+([.,;:])", r"\1", MARKER.sub(fix, text)).strip()
+
+
+def _llm_answer(question: str, hits: list[dict[str, Any]], qvec: np.ndarray, emb: Any,
+                cfg: Any, on_token: Callable[[str], None] | None) -> dict[str, Any]:
+    from .llm import ChatClient
+
+    if not hits:
+        return _insufficient("llm", cfg.label)
+    messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": f"Passages:\n\n{passages_prompt(hits)}\n\n"
+                                            f"Question: {question}"}]
+    client = ChatClient(cfg)
+    text = client.chat(messages, stream=on_token is not None, on_token=on_token).strip()
+    if text.upper().startswith("INSUFFICIENT"):
+        reason = text.split(":", 1)[1].strip() if ":" in text else ""
+        out = _insufficient("llm", cfg.label)
+        out["answer"] = f"{INSUFFICIENT} {reason}".strip()
+        return out
+    valid = set(range(1, len(hits) + 1))
+    cited = [n for n in markers(text) if n in valid]
+    answer = keep_markers(text, valid)
+    cites = []
+    for n in sorted(cited):
+        cite = {k: v for k, v in hits[n - 1].items() if k not in ("score", "rank", "signals")}
+        cite["n"] = n
+        cites.append(cite)
+    if cites:
+        vecs = emb.embed([c["quote"] for c in cites])
+        conf, label = confidence(float(np.mean(vecs @ qvec)))
+    else:
+        conf, label = 0.0, "LOW"  # an answer that cites nothing is not grounded
+    return {"answer": answer, "citations": cites, "confidence": conf, "confidence_label": label,
+            "insufficient": False, "mode": "llm", "model": cfg.label,
+            **({} if cites else {"ungrounded": True})}

@@ -1,0 +1,67 @@
+"""`ok ask`: a question answered from the folder, with [N] citations."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from . import output
+from .common import folder
+from .output import JsonOpt, emit
+
+
+def ask(
+    question: str = typer.Argument(..., help="The question (`-` reads it from stdin)."),
+    k: int = typer.Option(8, "-k", "--limit", help="Passages to retrieve."),
+    scope: str = typer.Option("all", "--in", help="all, mem or store."),
+    no_llm: bool = typer.Option(False, "--no-llm", help="Extractive answer even when an LLM "
+                                "is configured."),
+    no_stream: bool = typer.Option(False, "--no-stream", help="Do not stream the answer."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Answer a question from notes and documents; every [N] maps to a cite object.
+
+    With an LLM configured (llm.base_url, llm.model; key from llm.api_key_env) the answer is
+    grounded in the retrieved passages; without one it is made of the best matching
+    sentences, each cited. Says so when the folder does not hold the answer."""
+    from ..ask import ask as do_ask
+    from ..indexer import open_graph
+    from ..llm import config_from
+
+    if question == "-":
+        question = output.read_stdin_text().strip()
+    f = folder()
+    llm = None if no_llm else config_from(f, required=False)  # bad settings fail here, early
+    streaming = (llm is not None and not no_stream and not output.want_json(json_)
+                 and output.is_tty())
+    streamed: list[str] = []
+
+    def on_token(tok: str) -> None:
+        streamed.append(tok)
+        sys.stdout.write(tok)
+        sys.stdout.flush()
+
+    with open_graph(f) as g:
+        res = do_ask(f, g, question, k=k, scope=scope, llm=llm,
+                     on_token=on_token if streaming else None)
+    if streamed:
+        sys.stdout.write("\n")
+        if res["answer"] != "".join(streamed).strip():
+            sys.stdout.write(f"\n{res['answer']}\n")
+        sys.stdout.write(_sources(res) + "\n")
+        return
+    emit(res, json_, plain=lambda r: f"{r['answer']}\n{_sources(r)}")
+
+
+def _sources(r: dict[str, Any]) -> str:
+    lines = [""]
+    for c in r["citations"]:
+        loc = c["loc"]
+        quote = " ".join(c["quote"].split())
+        quote = quote if len(quote) <= 100 else quote[:99] + "…"
+        lines.append(f"[{c['n']}] {c['path']}:{loc['start']}-{loc['end']}  {quote}")
+    model = r.get("model") or "extractive (no LLM)"
+    lines.append(f"confidence: {r['confidence']:.2f} ({r['confidence_label']}) · {model}")
+    return "\n".join(lines)

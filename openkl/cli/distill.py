@@ -1,0 +1,100 @@
+"""`ok distill …`: memory notes distilled from cited passages."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from . import output
+from .common import TagsOpt, TopicsOpt, folder, split_labels, writing
+from .output import JsonOpt, emit
+
+app = typer.Typer(help="Distill passages into memory notes that cite their sources.",
+                  no_args_is_help=True)
+
+
+@app.command()
+def prompts(json_: bool = JsonOpt) -> None:
+    """List the distillation prompts."""
+    from ..distill import list_prompts
+
+    emit(list_prompts(), json_,
+         plain=lambda ps: "\n".join(f"{p['name']}\t{p['description']}" for p in ps))
+
+
+@app.command("get-prompt")
+def get_prompt(name: str = typer.Argument(..., help="Prompt name (see `ok distill prompts`)."),
+               text: str = typer.Option(None, "--text", help="Material to append (`-` reads "
+                                        "stdin)."),
+               json_: bool = JsonOpt) -> None:
+    """Print a prompt, ready to paste into any model (optionally with the material)."""
+    from ..distill import get_prompt as get
+
+    p = get(name)
+    material = output.read_stdin_text() if text == "-" else text
+    body = p.render(material) if material is not None else p.text()
+    emit({"name": p.name, "title": p.title, "description": p.description, "prompt": body},
+         json_, plain=lambda d: d["prompt"])
+
+
+@app.command()
+def create(
+    text: str = typer.Argument(..., help="The memory's text; [N] refers to the N-th CITE_ID "
+                               "(`-` reads stdin)."),
+    cite_ids: list[str] = typer.Argument(..., help="Ids it rests on: chunk ids, note ids, doc "
+                                         "ids or persisted citation ids."),
+    tags: list[str] = TagsOpt,
+    topics: list[str] = TopicsOpt,
+    json_: bool = JsonOpt,
+) -> None:
+    """Write a memory note that cites its sources (DERIVED_FROM edges to them)."""
+    from ..distill import create as do_create
+
+    f = folder()
+    body = output.read_stdin_text() if text == "-" else text
+    with writing(f, "ok distill create"):
+        note, cites = do_create(f, body, cite_ids, tags=split_labels(tags),
+                                topics=split_labels(topics))
+    data = {**note.as_dict(f), "citations": [{**c, "n": i} for i, c in enumerate(cites, 1)]}
+    emit(data, json_, plain=lambda d: d["id"])
+
+
+@app.command()
+def run(
+    prompt: str = typer.Argument(..., help="Prompt name (see `ok distill prompts`)."),
+    query: str = typer.Option(..., "--query", "-q", help="What to distill (searched first)."),
+    k: int = typer.Option(8, "-k", "--limit", help="Passages to give the model."),
+    scope: str = typer.Option("all", "--in", help="all, mem or store."),
+    tags: list[str] = TagsOpt,
+    topics: list[str] = TopicsOpt,
+    json_: bool = JsonOpt,
+) -> None:
+    """Search, distill the passages with the configured LLM, save a cited memory note."""
+    from ..distill import get_prompt as get
+    from ..distill import run as do_run
+    from ..llm import config_from
+
+    f = folder()
+    get(prompt)
+    llm = config_from(f, required=True)
+    streaming = not output.want_json(json_) and output.is_tty()
+
+    def on_token(tok: str) -> None:
+        sys.stderr.write(tok)
+        sys.stderr.flush()
+
+    with writing(f, "ok distill run"):
+        res = do_run(f, prompt, query, llm=llm, k=k, tags=split_labels(tags),
+                     topics=split_labels(topics), scope=scope,
+                     on_token=on_token if streaming else None)
+    if streaming:
+        sys.stderr.write("\n")
+    if res["note"] is None:
+        output.warn(f"nothing distilled: {res.get('reason')}")
+    emit(res, json_, plain=_plain_run)
+
+
+def _plain_run(r: dict[str, Any]) -> str:
+    return r["note"]["id"] if r["note"] else ""

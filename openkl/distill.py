@@ -1,0 +1,233 @@
+"""Distillation: turning passages into memory notes that say where they came from.
+
+`create` writes a note whose frontmatter lists its citations (`citations:`, the cite ids in
+the order the body's [N] markers use) and the chunks or docs they quote (`derived_from:`), so
+the graph gets `DERIVED_FROM` edges on every rebuild. `run` does the whole loop with the
+configured LLM: search → one of the prompts below over the numbered passages → a note citing
+the passages the model used.
+
+The prompts are ours, kept short and strict: use only the material, mark the source of
+every line, say nothing rather than guess.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import indexer
+from . import notes as notes_mod
+from .errors import BadInput, NotFound, UsageError
+from .folder import Folder
+from .graph import Graph
+
+_RULES = """\
+Rules:
+- Use only what the material says. Do not add outside knowledge or guesses.
+- When the material is numbered passages ([1], [2], …), end every line with the number(s)
+  of the passage(s) it rests on, like [2] or [1][3].
+- If the material holds nothing for this task, reply with the single line: NOTHING
+- No preamble and no closing remarks; output only the result."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    title: str
+    description: str
+    task: str
+    output: str
+
+    def text(self) -> str:
+        """The full instructions (what `ok distill get-prompt` prints)."""
+        return f"{self.task}\n\n{_RULES}\n\nOutput format:\n{self.output}\n"
+
+    def render(self, material: str) -> str:
+        """The instructions followed by the material to work on."""
+        body = material.strip() or "(paste the material here)"
+        return f"{self.text()}\nMaterial:\n\n{body}\n"
+
+
+PROMPTS: dict[str, Prompt] = {p.name: p for p in (
+    Prompt(
+        "extract-facts", "Extract facts",
+        "Atomic, checkable facts stated in the material, one per line, each cited.",
+        "Extract the facts the material states: one self-contained claim per line, specific "
+        "enough to check later (names, numbers, dates, conditions), with no pronouns that need "
+        "the surrounding text to make sense. Merge duplicates; keep qualifiers such as "
+        "\"in mice\" or \"since 2019\".",
+        "- <fact> [N]\n- <fact> [N]"),
+    Prompt(
+        "identify-patterns", "Identify patterns",
+        "Recurring themes, trends or tensions across several passages.",
+        "Identify patterns that recur across the material: themes that several passages share, "
+        "trends, repeated causes and effects, and places where passages disagree. A pattern "
+        "needs support from at least two passages; name them all.",
+        "- **<pattern>**: <one or two sentences> [N][M]"),
+    Prompt(
+        "summarize-insights", "Summarize insights",
+        "A short summary of what matters in the material and why.",
+        "Summarize the material for someone who will not read it: what it establishes, what "
+        "follows from it, and what stays open. Prefer the non-obvious over the obvious.",
+        "A title line, then 3-7 bullet points:\n# <title>\n- <insight> [N]"),
+    Prompt(
+        "extract-relationships", "Extract relationships",
+        "Typed relationships between named things (X --type--> Y), each cited.",
+        "Extract relationships between the named things in the material (people, "
+        "organizations, methods, systems, genes, places, concepts). Use short lowercase verb "
+        "types such as uses, part_of, causes, inhibits, created_by, located_in, depends_on. "
+        "Only relationships the material states; give a confidence from 0 to 1.",
+        "- <subject> --<type>--> <object> (confidence <0-1>) [N]"),
+    Prompt(
+        "extract-entities", "Extract entities",
+        "Named entities with a type and a one-line description, each cited.",
+        "Extract the named entities in the material: people, organizations, places, products, "
+        "software, methods, chemicals, genes, diseases, concepts with a proper name. Use the "
+        "most complete name as written; list other spellings as aliases.",
+        "- <name> (<type>): <one-line description> [N]\n  aliases: <a>, <b> (only if any)"),
+    Prompt(
+        "memory-synthesis", "Memory synthesis",
+        "One durable memory note that merges what the material says about a subject.",
+        "Write one memory note that a future reader (or agent) can rely on without the "
+        "sources: what is known about the subject, the key facts with their conditions, how "
+        "the pieces relate, and what is uncertain or contradicted. Keep it under 200 words.",
+        "A first line that states the subject, then short paragraphs or bullets, every "
+        "sentence cited [N]."),
+)}
+
+
+def get_prompt(name: str) -> Prompt:
+    if name not in PROMPTS:
+        raise NotFound(f"no distillation prompt named {name!r}",
+                       "one of: " + ", ".join(PROMPTS))
+    return PROMPTS[name]
+
+
+def list_prompts() -> list[dict[str, str]]:
+    return [{"name": p.name, "title": p.title, "description": p.description}
+            for p in PROMPTS.values()]
+
+
+# -- cites -------------------------------------------------------------------------------
+def resolve_cites(folder: Folder, g: Graph, refs: list[str]) -> list[dict[str, Any]]:
+    """Cite objects for ids: a chunk id (`<doc>#charS-E`), a memory id, a doc id, or a
+    persisted citation id (`citations/<id>.json`)."""
+    from .search import chunk_cite, note_cite
+
+    out = []
+    for ref in refs:
+        ref = ref.strip()
+        if not ref:
+            continue
+        cite: dict[str, Any] | None = None
+        path = folder.citations_dir / f"{ref}.json"
+        if re.fullmatch(r"[\w.-]+", ref) and path.is_file():
+            import json
+
+            cite = json.loads(path.read_text(encoding="utf-8"))
+        elif "#" in ref:
+            row = g.chunks_by_id([ref]).get(ref)
+            cite = chunk_cite(folder, row) if row else None
+        elif notes_mod.NOTE_ID.match(ref):
+            row = g.notes_by_id([ref]).get(ref)
+            cite = note_cite(folder, row) if row else None
+        else:
+            cite = _doc_cite(folder, g, ref)
+        if cite is None:
+            raise NotFound(f"no chunk, note, document or citation with id {ref!r}",
+                           "use ids from `ok search --json` (the `id` field) or `ok cite list`")
+        out.append(cite)
+    return out
+
+
+def _doc_cite(folder: Folder, g: Graph, ref: str) -> dict[str, Any] | None:
+    """A whole-document cite: its first chunk stands for it."""
+    from .search import chunk_cite
+
+    rows = g.query("MATCH (d:Doc)-[:HAS_CHUNK]->(c:Chunk) WHERE d.id = $id OR d.path = $id "
+                   "RETURN c.id AS id ORDER BY c.ord LIMIT 1", {"id": ref})
+    if not rows:
+        return None
+    row = g.chunks_by_id([rows[0]["id"]])[rows[0]["id"]]
+    return chunk_cite(folder, row)
+
+
+def _owner(cite: dict[str, Any]) -> str:
+    """What a cite points at in the graph: the chunk id, else the doc id."""
+    if cite.get("type") == "chunk" and "#" in str(cite.get("id", "")):
+        return str(cite["id"])
+    return str(cite.get("doc_id") or cite.get("id"))
+
+
+# -- create / run ------------------------------------------------------------------------
+def create(folder: Folder, text: str, cite_ids: list[str], *, tags: list[str] | None = None,
+           topics: list[str] | None = None, extra: dict[str, Any] | None = None
+           ) -> tuple[notes_mod.Note, list[dict[str, Any]]]:
+    """Write a distilled memory citing `cite_ids` and index it. The caller holds the writer
+    lock. Returns the note and the cite objects, in the order of its [N] markers."""
+    if not cite_ids:
+        raise UsageError("a distilled memory needs at least one citation",
+                         "pass the ids of the passages it rests on (from `ok search --json`)")
+    with indexer.open_graph(folder, write=True) as g:
+        cites = resolve_cites(folder, g, cite_ids)
+        for n in markers_in(text):
+            if n > len(cites):
+                raise BadInput(f"the text cites [{n}] but only {len(cites)} citation(s) were given",
+                               "[N] refers to the N-th CITE_ID")
+        meta = {"kind": "distilled", "citations": [c["id"] for c in cites],
+                "derived_from": list(dict.fromkeys(_owner(c) for c in cites)),
+                **(extra or {})}
+        note = notes_mod.add(folder, text, tags, topics, extra=meta)
+        indexer.index_notes(folder, g, [note])
+    assert note.path is not None
+    folder.log_op("distill.create", ids=[note.id], path=folder.rel(note.path),
+                  citations=meta["citations"])
+    return note, cites
+
+
+def markers_in(text: str) -> list[int]:
+    from .ask import markers
+
+    return markers(text)
+
+
+def run(folder: Folder, prompt: str, query: str, *, llm: Any, k: int = 8,
+        tags: list[str] | None = None, topics: list[str] | None = None,
+        scope: str = "all", on_token: Callable[[str], None] | None = None
+        ) -> dict[str, Any]:
+    """search → prompt over the numbered passages → a memory citing what the model used.
+
+    The caller holds the writer lock. Returns {note, citations, prompt, query, model};
+    `note` is None when the model found nothing to distill.
+    """
+    from .ask import keep_markers, markers, passages_prompt
+    from .llm import ChatClient
+    from .search import search
+
+    p = get_prompt(prompt)
+    with indexer.open_graph(folder) as g:
+        hits = search(folder, g, query, k=k, scope=scope, embedder=indexer.embedder(folder))
+    base = {"prompt": p.name, "query": query, "model": llm.label}
+    if not hits:
+        return {**base, "note": None, "citations": [], "reason": "the search found nothing"}
+    material = passages_prompt(hits)
+    messages = [{"role": "system", "content": p.text()},
+                {"role": "user", "content": f"Subject: {query}\n\nMaterial:\n\n{material}"}]
+    text = ChatClient(llm).chat(messages, stream=on_token is not None, on_token=on_token).strip()
+    if not text or text.upper().startswith("NOTHING"):
+        return {**base, "note": None, "citations": [], "reason": "the model found nothing"}
+    valid = set(range(1, len(hits) + 1))
+    used = [n for n in markers(text) if n in valid] or sorted(valid)
+    # renumber so that [i] in the note is its i-th citation
+    renum = {old: i for i, old in enumerate(used, 1)}
+    body = re.sub(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]",
+                  lambda m: "".join(f"[{renum[int(x)]}]" for x in re.split(r"[,;]", m.group(1))
+                                    if int(x) in renum),
+                  keep_markers(text, valid))
+    ids = [hits[n - 1]["id"] for n in used]
+    note, cites = create(folder, body, ids, tags=tags, topics=topics,
+                         extra={"prompt": p.name, "query": query, "model": llm.model})
+    return {**base, "note": note.as_dict(folder),
+            "citations": [{**c, "n": i} for i, c in enumerate(cites, 1)]}

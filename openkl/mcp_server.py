@@ -1,0 +1,593 @@
+"""`ok mcp`: the knowledge folder as an MCP server for agents (stdio, official `mcp` SDK).
+
+One server serves one or more folders ("stacks", named by their config `domain`). Every tool
+calls the same library functions as the CLI, and opens the graph for the length of one call
+only: Kùzu lets one read-write opener lock out every other process, so a server that kept the
+database open would stop `ok mem add` or `ok store ingest` in a shell. What stays warm is the
+embedding model (`embedder_for` caches it per process), which is the slow part of a query.
+
+Every tool is capped: results per call (`mcp.max_k`), bytes per result (`mcp.max_bytes`;
+longer results are cut and say so in `truncated`/`marker`), and seconds per call
+(`mcp.timeout`, per tool in `mcp.timeouts`; a call over its cap returns an error and its
+graph query is interrupted). Write tools take the folder's writer lock like the CLI does, and
+`--read-only` (or `mcp.read_only`) leaves them out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from . import grep as grep_mod
+from . import indexer
+from . import notes as notes_mod
+from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError
+from .folder import Folder, open_folder
+
+SERVER_NAME = "openkl"
+MARKER = "[truncated: {shown} of {total} {what} shown; the result exceeded the {cap}-byte cap " \
+         "(mcp.max_bytes){hint}]"
+FS_SKIP = (".ok/kuzu", ".ok/cache", ".ok/lock")
+
+INSTRUCTIONS = """\
+openkl knowledge folders: memory notes and collected documents, searchable and citable.
+A good loop: `search` (or `sh_grep` for exact strings) → read what matters (`fs_read`, or the
+ok:// resources) → `cite_make` for the passages you rely on → `mem_add` what you learned, or
+`ask` for a cited answer. Every search hit is a cite object (type, id, path, loc, quote) that
+`cite_verify` can check later. Results are capped; narrow the query or page with offsets.
+Use `list_stacks` to see the folders served; pass `stack` to pick one (default: the first)."""
+
+
+@dataclass
+class Stack:
+    """One served knowledge folder."""
+
+    name: str
+    folder: Folder
+    # one graph opener at a time per folder in this process (Kùzu's file lock is per process)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def cap(self, name: str, default: Any) -> Any:
+        return self.folder.setting(f"mcp.{name}", default)
+
+    def timeout(self, tool: str) -> float:
+        per = self.folder.setting(f"mcp.timeouts.{tool}")
+        return float(per if per is not None else self.cap("timeout", 30.0))
+
+
+class ToolTimeout(OkError):
+    """A tool ran past its time cap."""
+
+
+def _json_size(data: Any) -> int:
+    return len(json.dumps(data, ensure_ascii=False, default=str).encode("utf-8"))
+
+
+def limit(result: dict[str, Any], cap: int) -> dict[str, Any]:
+    """Cut a result to `cap` bytes of JSON, saying so: list results lose items from the end,
+    text results lose text from the end; both keep valid JSON."""
+    if _json_size(result) <= cap:
+        return result
+    out = dict(result)
+    if isinstance(out.get("results"), list):
+        items = out["results"]
+        total = len(items)
+        lo, hi = 0, total
+        while lo < hi:  # the most items that fit
+            mid = (lo + hi + 1) // 2
+            out["results"] = items[:mid]
+            out["truncated"] = True
+            out["marker"] = MARKER.format(shown=mid, total=total, what="results", cap=cap,
+                                          hint="; ask for fewer (k) or narrow the query")
+            if _json_size(out) <= cap:
+                lo = mid
+            else:
+                hi = mid - 1
+        out["results"] = items[:lo]
+        out["marker"] = MARKER.format(shown=lo, total=total, what="results", cap=cap,
+                                      hint="; ask for fewer (k) or narrow the query")
+        if _json_size(out) <= cap:
+            return out
+    if isinstance(out.get("text"), str):
+        raw = out["text"].encode("utf-8")
+        marker = MARKER.format(shown=len(raw), total=len(raw), what="bytes", cap=cap, hint="")
+        out.update({"text": "", "truncated": True, "marker": marker})
+        room = cap - _json_size(out) - len(marker) - 8
+        cut = raw[:max(0, room)].decode("utf-8", errors="ignore")
+        # JSON escapes can make text longer than its bytes; shrink until it fits
+        while cut and _json_size({**out, "text": cut + "\n" + marker}) > cap:
+            cut = cut[: int(len(cut) * 0.9)]
+        out["marker"] = MARKER.format(shown=len(cut.encode("utf-8")), total=len(raw),
+                                      what="bytes", cap=cap, hint="")
+        out["text"] = cut + "\n" + out["marker"]
+        return out
+    text = json.dumps(result, ensure_ascii=False, default=str)
+    cut = text.encode("utf-8")[: max(0, cap - 300)].decode("utf-8", errors="ignore")
+    return {"truncated": True, "partial_json": cut,
+            "marker": MARKER.format(shown=len(cut.encode()), total=len(text.encode()),
+                                    what="bytes", cap=cap, hint="")}
+
+
+def safe_path(folder: Folder, rel: str) -> Path:
+    """A path inside the folder, or `BadInput`: no NUL bytes, no absolute paths, no `..`,
+    and no symlink that leads out of the folder (the resolved path must stay inside)."""
+    if "\x00" in rel:
+        raise BadInput("path contains a NUL byte", "pass a plain relative path")
+    rel = rel.strip() or "."
+    if rel.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", rel) or Path(rel).is_absolute():
+        raise BadInput(f"absolute path {rel!r} refused", "pass a path relative to the folder root")
+    if ".." in PurePosixPath(rel.replace("\\", "/")).parts:
+        raise BadInput(f"path {rel!r} climbs out with `..`",
+                       "pass a path relative to the folder root")
+    return folder.inside(rel)
+
+
+class KnowledgeServer:
+    """The tools, resources and prompts over a set of stacks; `build()` makes the MCPServer.
+
+    The tool methods are plain functions (arguments in, JSON-able dict out) so that the
+    server and tests call the same code.
+    """
+
+    def __init__(self, roots: list[str | Path] | None = None, read_only: bool = False) -> None:
+        folders = [open_folder(r) for r in (roots or [None])]  # type: ignore[list-item]
+        self.stacks: dict[str, Stack] = {}
+        for f in folders:
+            name = str(f.setting("domain") or f.root.name)
+            if name in self.stacks:
+                if self.stacks[name].folder.root == f.root:
+                    continue
+                raise BadInput(f"two folders are both named {name!r} "
+                               f"({self.stacks[name].folder.root} and {f.root})",
+                               "set a distinct `domain:` in one folder's .ok/config.yml")
+            self.stacks[name] = Stack(name, f)
+        first = next(iter(self.stacks.values())).folder
+        self.read_only = read_only or bool(first.setting("mcp.read_only", False))
+
+    # -- plumbing -------------------------------------------------------------------------
+    def stack(self, name: str | None = None) -> Stack:
+        if not name:
+            return next(iter(self.stacks.values()))
+        if name not in self.stacks:
+            raise NotFound(f"no stack named {name!r}",
+                           "call list_stacks; stacks: " + ", ".join(self.stacks))
+        return self.stacks[name]
+
+    def _k(self, st: Stack, k: int | None) -> int:
+        k = int(k or st.folder.setting("search.k", 10))
+        if k < 1:
+            raise UsageError("k must be at least 1")
+        return min(k, int(st.cap("max_k", 50)))
+
+    def _read_graph(self, st: Stack, tool: str) -> Any:
+        """Open the graph read-only for one call, with the tool's time cap on its queries."""
+
+        @contextlib.contextmanager
+        def cm() -> Any:
+            with _held(st.lock, st.timeout(tool), tool), indexer.open_graph(st.folder) as g:
+                g.set_timeout(st.timeout(tool))
+                yield g
+        return cm()
+
+    def warm(self) -> None:
+        """Load the embedding model now, so the first query does not pay for it."""
+        for st in self.stacks.values():
+            indexer.embedder(st.folder).embed_query("warm up")
+
+    # -- tools: discovery and search ------------------------------------------------------
+    def list_stacks(self) -> dict[str, Any]:
+        """The knowledge folders this server serves, with what each holds."""
+        out = []
+        for st in self.stacks.values():
+            row: dict[str, Any] = {"name": st.name, "root": str(st.folder.root),
+                                   "read_only": self.read_only}
+            try:
+                with self._read_graph(st, "list_stacks") as g:
+                    c = g.counts()
+                row.update({"docs": c.get("Doc", 0), "chunks": c.get("Chunk", 0),
+                            "notes": c.get("MemoryNote", 0), "entities": c.get("Entity", 0)})
+            except OkError as e:
+                row["error"] = str(e)
+            out.append(row)
+        return {"results": out}
+
+    def _search(self, tool: str, query: str, k: int | None, scope: str, mode: str | None,
+                tags: list[str] | None, topics: list[str] | None, path: str | None,
+                stack: str | None) -> dict[str, Any]:
+        from .search import Filters, search
+
+        st = self.stack(stack)
+        f = st.folder
+        kk = self._k(st, k)
+        flt = Filters(tags=notes_mod.clean_labels(tags), topics=notes_mod.clean_labels(topics),
+                      path=path)
+        emb = indexer.embedder(f)
+        with self._read_graph(st, tool) as g:
+            hits = search(f, g, query, k=kk, mode=mode or str(f.setting("search.mode", "hybrid")),
+                          scope=scope, filters=flt,
+                          per_doc=int(f.setting("search.per_doc", 1)), embedder=emb)
+        return {"stack": st.name, "query": query, "k": kk, "results": hits}
+
+    def search(self, query: Annotated[str, Field(description="What to look for (words or a question).")],
+               k: Annotated[int | None, Field(description="Number of hits (capped by mcp.max_k).")] = None,
+               scope: Annotated[str, Field(description="all, mem (notes) or store (documents).")] = "all",
+               mode: Annotated[str | None, Field(description="hybrid (default), vector or fts.")] = None,
+               tags: Annotated[list[str] | None, Field(description="Only notes with all these tags.")] = None,
+               topics: Annotated[list[str] | None, Field(description="Only notes with all these topics.")] = None,
+               path: Annotated[str | None, Field(description="Only paths matching this glob.")] = None,
+               stack: Annotated[str | None, Field(description="Stack name (default: the first).")] = None,
+               ) -> dict[str, Any]:
+        """Hybrid (BM25 + vector) search over memory notes and documents. Each hit is a cite
+        object: type, id, path, loc (char span), quote, context, source, score, rank."""
+        return self._search("search", query, k, scope, mode, tags, topics, path, stack)
+
+    def mem_search(self, query: Annotated[str, Field(description="What to look for.")],
+                   k: Annotated[int | None, Field(description="Number of hits (capped).")] = None,
+                   tags: Annotated[list[str] | None, Field(description="Only notes with these tags.")] = None,
+                   topics: Annotated[list[str] | None, Field(description="Only notes with these topics.")] = None,
+                   stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                   ) -> dict[str, Any]:
+        """Search memory notes only (hybrid). Hits are cite objects of type `memory`."""
+        return self._search("mem_search", query, k, "mem", None, tags, topics, None, stack)
+
+    def store_search(self, query: Annotated[str, Field(description="What to look for.")],
+                     k: Annotated[int | None, Field(description="Number of hits (capped).")] = None,
+                     path: Annotated[str | None, Field(description="Only documents whose path matches this glob.")] = None,
+                     stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                     ) -> dict[str, Any]:
+        """Search collected documents only (hybrid). Hits are cite objects of type `chunk`."""
+        return self._search("store_search", query, k, "store", None, None, None, path, stack)
+
+    # -- tools: writes --------------------------------------------------------------------
+    def mem_add(self, text: Annotated[str, Field(description="The note's text (markdown).")],
+                tags: Annotated[list[str] | None, Field(description="Tags.")] = None,
+                topics: Annotated[list[str] | None, Field(description="Topics.")] = None,
+                stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                ) -> dict[str, Any]:
+        """Write a memory note (a markdown file under memories/by_date/) and index it.
+        Returns the note with its id (m-YYYYMMDD-xxxx) and path."""
+        st = self.stack(stack)
+        f = st.folder
+        with f.write_lock("mcp mem_add"), _held(st.lock, st.timeout("mem_add"), "mem_add"):
+            note = notes_mod.add(f, text, notes_mod.clean_labels(tags),
+                                 notes_mod.clean_labels(topics))
+            indexer.index_note(f, note)
+            f.log_op("mem.add", ids=[note.id], path=f.rel(note.path), via="mcp")  # type: ignore[arg-type]
+        return {"stack": st.name, **note.as_dict(f)}
+
+    def store_ingest(self, paths: Annotated[list[str] | None, Field(description="Files or directories inside the folder (e.g. store/sources/x.pdf), relative to its root.")] = None,
+                     text: Annotated[str | None, Field(description="Text to ingest as a new document (instead of paths).")] = None,
+                     name: Annotated[str | None, Field(description="File name for `text`, e.g. notes.md.")] = None,
+                     stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                     ) -> dict[str, Any]:
+        """Ingest documents: files already inside the folder (pdf, html, docx, md, txt, …), or
+        the given text. Unchanged content is a no-op; changed content supersedes the old
+        version (kept for citations)."""
+        from .store import ingest_paths, ingest_stdin
+
+        st = self.stack(stack)
+        f = st.folder
+        if bool(paths) == (text is not None):
+            raise UsageError("pass either `paths` or `text`")
+        resolved = [str(safe_path(f, p)) for p in paths or []]
+        with f.write_lock("mcp store_ingest"), _held(st.lock, st.timeout("store_ingest"),
+                                                      "store_ingest"):
+            if text is not None:
+                rep = ingest_stdin(f, text.encode("utf-8"), name)
+            else:
+                rep = ingest_paths(f, resolved)
+        return {"stack": st.name, **rep.as_dict()}
+
+    # -- tools: graph ---------------------------------------------------------------------
+    def graph_cypher(self, query: Annotated[str, Field(description="A read-only Cypher query.")],
+                     params: Annotated[dict[str, Any] | None, Field(description="Query parameters ($name).")] = None,
+                     stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                     ) -> dict[str, Any]:
+        """Run a read-only Cypher query against the derived graph (Doc, Chunk, MemoryNote,
+        Entity, Topic; HAS_CHUNK, MENTIONS, DERIVED_FROM, HAS_TOPIC, RELATED, SUPERSEDES).
+        Writes are refused. Rows are capped by mcp.cypher_max_rows."""
+        st = self.stack(stack)
+        cap = int(st.cap("cypher_max_rows", 500))
+        try:
+            with self._read_graph(st, "graph_cypher") as g:
+                rows = g.query(query, params or {})
+        except ReadOnlyViolation as e:
+            raise ReadOnlyViolation("graph_cypher is read-only; this query writes",
+                                    "use mem_add / store_ingest to change the folder") from e
+        out: dict[str, Any] = {"stack": st.name, "count": len(rows),
+                               "results": json.loads(json.dumps(rows[:cap], default=str))}
+        if len(rows) > cap:
+            out["truncated"] = True
+            out["marker"] = f"[truncated: {cap} of {len(rows)} rows shown (mcp.cypher_max_rows)]"
+        return out
+
+    # -- tools: answers -------------------------------------------------------------------
+    def ask(self, question: Annotated[str, Field(description="The question.")],
+            k: Annotated[int | None, Field(description="Passages to retrieve (capped).")] = None,
+            scope: Annotated[str, Field(description="all, mem or store.")] = "all",
+            stack: Annotated[str | None, Field(description="Stack name.")] = None,
+            ) -> dict[str, Any]:
+        """Answer a question from the folder with [N] markers; `citations` holds the cite
+        object of every [N] (its `n`). Uses the configured LLM, else an extractive answer of
+        the best matching sentences. Says so when the folder does not hold the answer."""
+        from .ask import ask as do_ask
+        from .llm import config_from
+
+        st = self.stack(stack)
+        f = st.folder
+        llm = config_from(f, required=False)
+        with self._read_graph(st, "ask") as g:
+            return {"stack": st.name, **do_ask(f, g, question, k=self._k(st, k or 8),
+                                               scope=scope, llm=llm)}
+
+    # -- tools: files ---------------------------------------------------------------------
+    def fs_list(self, path: Annotated[str, Field(description="Directory relative to the folder root.")] = ".",
+                stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                ) -> dict[str, Any]:
+        """List a directory inside the knowledge folder (never outside it)."""
+        st = self.stack(stack)
+        f = st.folder
+        d = safe_path(f, path)
+        if not d.is_dir():
+            raise BadInput(f"{path} is not a directory", "use fs_read for files")
+        cap = int(st.cap("fs_max_entries", 500))
+        entries = sorted(d.iterdir(), key=lambda p: p.name)
+        rows = []
+        for p in entries[:cap]:
+            rel = (d / p.name).relative_to(f.root).as_posix()
+            row: dict[str, Any] = {"name": p.name, "path": rel}
+            if p.is_symlink():
+                target = p.resolve()
+                inside = target == f.root or f.root in target.parents
+                row["type"] = "link" if inside else "link-outside"
+                if inside:
+                    row["target"] = f.rel(target)
+            elif p.is_dir():
+                row["type"] = "dir"
+            else:
+                row["type"] = "file"
+                row["size"] = p.stat().st_size
+            rows.append(row)
+        out: dict[str, Any] = {"stack": st.name, "path": f.rel(d) if d != f.root else ".",
+                               "results": rows}
+        if len(entries) > cap:
+            out["truncated"] = True
+            out["marker"] = (f"[truncated: {cap} of {len(entries)} entries shown "
+                             "(mcp.fs_max_entries)]")
+        return out
+
+    def fs_read(self, path: Annotated[str, Field(description="File relative to the folder root.")],
+                offset: Annotated[int, Field(description="Byte offset to start at.")] = 0,
+                max_bytes: Annotated[int | None, Field(description="At most this many bytes (capped by mcp.max_bytes).")] = None,
+                stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                ) -> dict[str, Any]:
+        """Read a text file inside the knowledge folder (notes, normalized docs, config,
+        citations). Long files come back in pieces: `next_offset` says where to go on."""
+        st = self.stack(stack)
+        f = st.folder
+        p = safe_path(f, path)
+        rel = f.rel(p)
+        if any(rel == s or rel.startswith(s + "/") for s in FS_SKIP):
+            raise BadInput(f"{rel} is derived binary state", "read the files, not the index")
+        if not p.is_file():
+            raise NotFound(f"no file {path} in the folder", "use fs_list to see what is there")
+        cap = int(st.cap("max_bytes", 100000)) - 1000
+        want = min(int(max_bytes or cap), cap)
+        size = p.stat().st_size
+        offset = max(0, int(offset))
+        with open(p, "rb") as fh:
+            head = fh.read(8192)
+            if b"\x00" in head:
+                raise BadInput(f"{rel} is a binary file",
+                               "read its normalized text under store/normalized/")
+            fh.seek(offset)
+            raw = fh.read(want + 4)
+        chunk = raw[:want]
+        text = chunk.decode("utf-8", errors="ignore")
+        used = len(text.encode("utf-8"))
+        end = offset + used
+        out: dict[str, Any] = {"stack": st.name, "path": rel, "size": size, "offset": offset,
+                               "text": text}
+        if end < size:
+            out["truncated"] = True
+            out["next_offset"] = end
+            out["marker"] = (f"[truncated: bytes {offset}-{end} of {size} shown; call fs_read "
+                             f"with offset={end} to continue]")
+            out["text"] = text + "\n" + out["marker"]
+        return out
+
+    def sh_grep(self, pattern: Annotated[str, Field(description="Regular expression (ripgrep syntax), or plain text with fixed=true.")],
+                scope: Annotated[str, Field(description="all, mem or store.")] = "all",
+                ignore_case: Annotated[bool, Field(description="Case-insensitive.")] = False,
+                fixed: Annotated[bool, Field(description="Pattern is plain text.")] = False,
+                max_count: Annotated[int | None, Field(description="Stop after this many matches (capped by mcp.grep_max).")] = None,
+                stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                ) -> dict[str, Any]:
+        """Grep memory notes and normalized documents (ripgrep): exact strings, names, ids.
+        Matches are {path, line, column, text, match}."""
+        st = self.stack(stack)
+        cap = int(st.cap("grep_max", 200))
+        n = min(int(max_count or cap), cap)
+        hits = grep_mod.grep(st.folder, pattern, scope=scope, ignore_case=ignore_case,
+                             fixed=fixed, max_count=n + 1)
+        out: dict[str, Any] = {"stack": st.name, "pattern": pattern, "results": hits[:n]}
+        if len(hits) > n:
+            out["truncated"] = True
+            out["marker"] = f"[truncated: stopped after {n} matches (max_count, mcp.grep_max)]"
+        return out
+
+    # -- resources --------------------------------------------------------------------------
+    def read_note(self, stack: str, note_id: str) -> str:
+        st = self.stack(stack)
+        note = notes_mod.find(st.folder, note_id)
+        assert note.path is not None
+        return note.path.read_text(encoding="utf-8")
+
+    def read_doc(self, stack: str, doc_id: str) -> str:
+        from .store import read_doc
+
+        _, text = read_doc(self.stack(stack).folder, doc_id)
+        return text
+
+    # -- the MCP server -------------------------------------------------------------------
+    def tool_specs(self) -> list[tuple[Callable[..., dict[str, Any]], dict[str, bool]]]:
+        """(method, annotations) for every tool this server offers, writes last."""
+        ro = {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True,
+              "open_world_hint": False}
+        specs: list[tuple[Callable[..., dict[str, Any]], dict[str, bool]]] = [
+            (self.list_stacks, ro), (self.search, ro), (self.mem_search, ro),
+            (self.store_search, ro), (self.graph_cypher, ro),
+            (self.ask, {**ro, "open_world_hint": True}),
+            (self.fs_list, ro), (self.fs_read, ro), (self.sh_grep, ro),
+        ]
+        if not self.read_only:
+            specs += [
+                (self.mem_add, {"read_only_hint": False, "destructive_hint": False,
+                                "idempotent_hint": False, "open_world_hint": False}),
+                (self.store_ingest, {"read_only_hint": False, "destructive_hint": False,
+                                     "idempotent_hint": True, "open_world_hint": False}),
+            ]
+        return specs
+
+    def call(self, name: str, fn: Callable[..., dict[str, Any]], kwargs: dict[str, Any]
+             ) -> dict[str, Any]:
+        """Run a tool with its caps applied (in the calling thread; `build` adds the timer)."""
+        st = self.stack(kwargs.get("stack"))
+        return limit(fn(**kwargs), int(st.cap("max_bytes", 100000)))
+
+    def build(self) -> Any:
+        """The `MCPServer` with every tool, resource and prompt registered."""
+        from mcp.server.mcpserver import MCPServer
+        from mcp.types import ToolAnnotations
+
+        from . import distill
+
+        server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING",
+                           version=_version())
+        for fn, ann in self.tool_specs():
+            name = fn.__name__
+            server.add_tool(self._timed(name, fn), name=name,
+                            description=_describe(fn),
+                            annotations=ToolAnnotations(title=name.replace("_", " "), **ann))
+
+        @server.resource("ok://{stack}/memory/{note_id}", name="memory note",
+                         description="A memory note file (YAML frontmatter + markdown body).",
+                         mime_type="text/markdown")
+        def _note(stack: str, note_id: str) -> str:
+            return self._resource(self.read_note, stack, note_id)
+
+        @server.resource("ok://{stack}/doc/{doc_id}", name="document",
+                         description="A document's normalized text (.ok.md), by doc id.",
+                         mime_type="text/markdown")
+        def _doc(stack: str, doc_id: str) -> str:
+            return self._resource(self.read_doc, stack, doc_id)
+
+        @server.resource("ok://stacks", name="stacks", mime_type="application/json",
+                         description="The knowledge folders this server serves.")
+        def _stacks() -> str:
+            return json.dumps(self.list_stacks()["results"], indent=2)
+
+        for p in distill.PROMPTS.values():
+            server.prompt(name=p.name, title=p.title, description=p.description)(
+                _prompt_fn(p))
+        return server
+
+    def _resource(self, fn: Callable[..., str], *args: str) -> str:
+        from mcp.server.mcpserver.exceptions import ResourceError
+
+        try:
+            return fn(*args)
+        except OkError as e:
+            raise ResourceError(str(e)) from e
+
+    def _timed(self, name: str, fn: Callable[..., dict[str, Any]]) -> Callable[..., Any]:
+        """Wrap a tool: run it on a worker thread under its time cap; typed errors become
+        tool errors the agent can read."""
+        import anyio
+        import anyio.to_thread
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        async def run(**kwargs: Any) -> dict[str, Any]:
+            cap = 0.0
+            try:
+                st = self.stack(kwargs.get("stack"))
+                cap = st.timeout(name)
+                with anyio.fail_after(cap):
+                    return await anyio.to_thread.run_sync(
+                        functools.partial(self.call, name, fn, kwargs), abandon_on_cancel=True)
+            except TimeoutError:
+                raise ToolError(f"{name} exceeded its time cap of {cap:g}s "
+                                f"(hint: narrow the request, or raise mcp.timeouts.{name})") from None
+            except OkError as e:
+                if "interrupted" in str(e).lower():
+                    raise ToolError(f"{name} exceeded its time cap of {cap:g}s "
+                                    f"(hint: narrow the request, or raise mcp.timeouts.{name})"
+                                    ) from None
+                raise ToolError(str(e)) from e
+
+        sig = inspect.signature(fn, eval_str=True)
+        run.__signature__ = sig.replace(return_annotation=dict[str, Any])  # type: ignore[attr-defined]
+        run.__name__ = name
+        run.__doc__ = fn.__doc__
+        return run
+
+
+@contextlib.contextmanager
+def _held(lock: threading.Lock, timeout: float, what: str) -> Iterator[None]:
+    """Hold `lock`, waiting at most `timeout` seconds (a call past its cap still holds it)."""
+    if not lock.acquire(timeout=max(0.01, timeout)):
+        raise ToolTimeout(f"{what} waited {timeout:g}s for an earlier call on this folder",
+                          "retry in a moment")
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _describe(fn: Callable[..., Any]) -> str:
+    """A tool's docstring with its hard-wrapped lines joined (paragraphs kept)."""
+    doc = inspect.getdoc(fn) or fn.__name__
+    return "\n\n".join(" ".join(par.split()) for par in doc.split("\n\n"))
+
+
+def _prompt_fn(p: Any) -> Callable[..., str]:
+    def render(text: Annotated[str, Field(description="The material to work on (notes, passages, a document).")] = "",
+               ) -> str:
+        return p.render(text)
+
+    render.__name__ = p.name.replace("-", "_")
+    render.__doc__ = p.description
+    return render
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("openkl")
+    except Exception:  # pragma: no cover - running from a source tree
+        return "0"
+
+
+def serve(roots: list[str | Path] | None = None, read_only: bool = False) -> None:
+    """Serve over stdio until the client goes away."""
+    ks = KnowledgeServer(roots, read_only=read_only)
+    server = ks.build()
+    threading.Thread(target=_warm_quietly, args=(ks,), daemon=True).start()
+    server.run("stdio")
+
+
+def _warm_quietly(ks: KnowledgeServer) -> None:
+    # a broken model shows up on the first real call, with its message
+    with contextlib.suppress(Exception):
+        ks.warm()

@@ -1,0 +1,170 @@
+"""`ok ask`: extractive answers without an LLM, grounded answers with a local chat server."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import run_ok
+from openai_stub import chat_server
+
+from openkl.ask import keep_markers, markers, sentences
+
+MARK = re.compile(r"\[(\d+)\]")
+
+
+def _check_markers(res: dict) -> None:
+    """Every [N] in the answer names a citation carrying that `n`, and each quote is the
+    text at its span."""
+    ns = {c["n"] for c in res["citations"]}
+    used = {int(n) for n in MARK.findall(res["answer"])}
+    assert used and used <= ns
+
+
+def _quote_at_span(root: Path, cite: dict) -> None:
+    text = (root / cite["path"]).read_text(encoding="utf-8")
+    assert text[cite["loc"]["start"]:cite["loc"]["end"]] == cite["quote"]
+
+
+def test_extractive_answer_cites_sentences(example_kf: Path) -> None:
+    r = run_ok("ask", "who wrote the first computer program", "--json")
+    assert r.code == 0, r.err
+    res = r.json()
+    assert res["mode"] == "extractive" and res["model"] is None
+    assert not res["insufficient"]
+    assert res["confidence_label"] in ("HIGH", "MEDIUM")
+    first = res["citations"][0]
+    assert first["n"] == 1 and "ada-lovelace" in first["path"]
+    assert "first computer program" in first["quote"]
+    _check_markers(res)
+    for c in res["citations"]:
+        _quote_at_span(example_kf, c)
+        assert set(c) >= {"type", "id", "path", "sha256", "loc", "quote", "context", "source"}
+
+
+def test_extractive_answer_from_a_note(example_kf: Path) -> None:
+    r = run_ok("ask", "why does the MCP server open the graph per call?", "--json")
+    res = r.json()
+    assert res["citations"][0]["type"] == "memory"
+    _quote_at_span(example_kf, res["citations"][0])
+
+
+def test_says_when_the_folder_does_not_know(example_kf: Path) -> None:
+    r = run_ok("ask", "what is the population of Lima in 1950?", "--json")
+    assert r.code == 0, r.err
+    res = r.json()
+    assert res["insufficient"] is True
+    assert res["answer"].startswith("The knowledge folder does not hold enough")
+    assert res["confidence_label"] == "LOW"
+
+
+def test_plain_output_lists_sources(example_kf: Path) -> None:
+    r = run_ok("ask", "how are two ranked lists fused?")
+    assert r.code == 0, r.err
+    assert "reciprocal rank" in r.out
+    assert "\n[1] store/normalized/docs/retrieval-augmented-generation.ok.md:" in r.out
+    assert "extractive (no LLM)" in r.out
+
+
+def test_empty_question_is_a_usage_error(example_kf: Path) -> None:
+    r = run_ok("ask", "  ")
+    assert r.code == 2 and "question is empty" in r.err
+
+
+def test_sentences_keep_offsets() -> None:
+    text = ("# Title\n\nFirst sentence is here, wrapped\nover two lines. Second one follows "
+            "right after it!\n\n- A list item that is long enough\n| a | b |\n")
+    got = sentences(text, base=100)
+    assert [s for _, _, s in got] == ["First sentence is here, wrapped\nover two lines.",
+                                      "Second one follows right after it!",
+                                      "A list item that is long enough"]
+    for s, e, sent in got:
+        assert text[s - 100:e - 100] == sent
+
+
+def test_markers_parse_and_drop_unknown_numbers() -> None:
+    assert markers("a [2] b [1, 3] c [2][4]") == [2, 1, 3, 4]
+    assert keep_markers("A [1]. B [9]. C [2, 9].", {1, 2}) == "A [1]. B. C [2]."
+
+
+# -- with an LLM ---------------------------------------------------------------------------
+def _llm_env(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv("OK_LLM_BASE_URL", url)
+    monkeypatch.setenv("OK_LLM_MODEL", "stub-model")
+    monkeypatch.setenv("OK_LLM_RETRIES", "0")
+
+
+def test_llm_answer_is_grounded_and_cited(example_kf: Path, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    reply = ("Ada Lovelace wrote it, in her Note G [1]. She worked with Babbage [1][7].")
+    with chat_server([reply]) as stub:
+        _llm_env(monkeypatch, stub.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-logged")
+        r = run_ok("ask", "who wrote the first computer program", "--json", "-k", "3")
+    assert r.code == 0, r.err
+    res = r.json()
+    assert res["mode"] == "llm" and res["model"].startswith("stub-model @ http://127.0.0.1:")
+    assert "[7]" not in res["answer"] and res["answer"].count("[1]") == 2
+    assert [c["n"] for c in res["citations"]] == [1]
+    assert "ada-lovelace" in res["citations"][0]["path"]
+    _check_markers(res)
+    # the model saw numbered passages and the question, under the grounding rules
+    req = stub.requests[0]
+    assert req["model"] == "stub-model" and not req.get("stream")
+    system, user = req["messages"][0]["content"], req["messages"][1]["content"]
+    assert "only the numbered passages" in system and "INSUFFICIENT" in system
+    assert user.startswith("Passages:\n\n[1] (") and user.rstrip().endswith(
+        "Question: who wrote the first computer program")
+    assert stub.headers[0]["Authorization"] == "Bearer sk-test-not-logged"
+    assert "sk-test" not in (example_kf / ".ok" / "ops.log").read_text()
+
+
+def test_llm_streams_tokens(example_kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from openkl.ask import ask
+    from openkl.folder import Folder
+    from openkl.indexer import open_graph
+    from openkl.llm import config_from
+
+    reply = "Write-ahead logging writes changes to a log before the data files [1]."
+    with chat_server([reply], chunk=5) as stub:
+        _llm_env(monkeypatch, stub.url)
+        f = Folder(example_kf)
+        tokens: list[str] = []
+        with open_graph(f) as g:
+            res = ask(f, g, "what is write-ahead logging?", k=3, llm=config_from(f),
+                      on_token=tokens.append)
+    assert stub.requests[0]["stream"] is True
+    assert len(tokens) > 5 and "".join(tokens) == reply
+    assert res["answer"] == reply and res["citations"][0]["n"] == 1
+    assert "write-ahead-logging" in res["citations"][0]["path"]
+
+
+def test_llm_insufficient(example_kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with chat_server(["INSUFFICIENT: the passages do not mention Lima."]) as stub:
+        _llm_env(monkeypatch, stub.url)
+        r = run_ok("ask", "what is the population of Lima?", "--json")
+    res = r.json()
+    assert res["insufficient"] is True and res["citations"] == []
+    assert res["answer"].endswith("the passages do not mention Lima.")
+
+
+def test_llm_settings_checked_before_any_work(example_kf: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OK_LLM_BASE_URL", "https://llm.example.invalid/v1")
+    monkeypatch.setenv("OK_LLM_MODEL", "m")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    r = run_ok("ask", "anything")
+    assert r.code == 1
+    assert "OPENAI_API_KEY is not set" in r.err and r.out == ""
+    # --no-llm answers anyway
+    assert run_ok("ask", "anything at all about Lovelace", "--no-llm").code == 0
+
+
+def test_llm_unreachable_is_one_line_error(example_kf: Path, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    with chat_server(["x"]) as stub:
+        url = stub.url
+    _llm_env(monkeypatch, url)  # the server is gone now
+    r = run_ok("ask", "who wrote the first computer program")
+    assert r.code == 1 and r.err.startswith("Error: cannot reach the LLM endpoint")

@@ -1,0 +1,289 @@
+"""`ok mcp` driven by the real MCP client over stdio (the server runs as `ok mcp`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import OK_BIN, run_cli, run_ok
+
+from openkl.errors import BadInput
+from openkl.folder import Folder
+from openkl.mcp_server import limit, safe_path
+
+READ_TOOLS = {"list_stacks", "search", "mem_search", "store_search", "graph_cypher", "ask",
+              "fs_list", "fs_read", "sh_grep"}
+WRITE_TOOLS = {"mem_add", "store_ingest"}
+
+
+def serve(roots: list[Path], fn: Callable[[Any], Awaitable[Any]], *extra: str,
+          env: dict[str, str] | None = None) -> Any:
+    """Spawn `ok mcp --root …` and run `fn(client)` against it."""
+    from mcp import Client, StdioServerParameters
+
+    args = ["mcp", *[a for r in roots for a in ("--root", str(r))], *extra]
+    params = StdioServerParameters(command=OK_BIN, args=args,
+                                   env={**os.environ, **(env or {})})
+
+    async def main() -> Any:
+        async with Client(params, read_timeout_seconds=120) as client:
+            return await fn(client)
+
+    try:
+        return anyio.run(main)
+    except BaseExceptionGroup as eg:  # show the test's own failure, not the task-group wrapping
+        leaf: BaseException = eg
+        while isinstance(leaf, BaseExceptionGroup):
+            leaf = leaf.exceptions[0]
+        raise leaf from None
+
+
+async def call(client: Any, tool: str, **args: Any) -> dict[str, Any]:
+    r = await client.call_tool(tool, args)
+    assert not r.is_error, r.content[0].text
+    return json.loads(r.content[0].text)
+
+
+async def fail(client: Any, tool: str, **args: Any) -> str:
+    r = await client.call_tool(tool, args)
+    assert r.is_error, r.content[0].text[:300]
+    return r.content[0].text
+
+
+def test_lists_tools_resources_and_prompts(example_kf: Path) -> None:
+    async def go(c: Any) -> None:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        assert set(tools) >= READ_TOOLS | WRITE_TOOLS
+        for name in READ_TOOLS:
+            a = tools[name].annotations
+            assert a.read_only_hint is True and a.destructive_hint is False, name
+            assert tools[name].description
+        for name in WRITE_TOOLS:
+            assert tools[name].annotations.read_only_hint is False
+            assert tools[name].annotations.destructive_hint is False
+        schema = tools["search"].input_schema
+        assert schema["required"] == ["query"]
+        assert {"query", "k", "scope", "stack"} <= set(schema["properties"])
+        assert "cite object" in tools["search"].description
+
+        templates = {t.uri_template for t in (await c.list_resource_templates()).resource_templates}
+        assert {"ok://{stack}/memory/{note_id}", "ok://{stack}/doc/{doc_id}"} <= templates
+        note = run_ok("mem", "list", "--json").json()[0]
+        res = await c.read_resource(f"ok://kf/memory/{note['id']}")
+        assert res.contents[0].text.startswith("---\nid: " + note["id"])
+        doc = next(d for d in run_ok("store", "list", "--json").json()
+                   if "ada-lovelace" in d["path"])
+        res = await c.read_resource(f"ok://kf/doc/{doc['id']}")
+        assert res.contents[0].text.startswith("# Ada Lovelace")
+
+        prompts = {p.name for p in (await c.list_prompts()).prompts}
+        assert prompts == {"extract-facts", "identify-patterns", "summarize-insights",
+                           "extract-relationships", "extract-entities", "memory-synthesis"}
+        got = await c.get_prompt("extract-facts", {"text": "Kùzu is embedded."})
+        text = got.messages[0].content.text
+        assert "Extract the facts" in text and text.rstrip().endswith("Kùzu is embedded.")
+
+    serve([example_kf], go)
+
+
+def test_read_only_server_has_no_write_tools(example_kf: Path) -> None:
+    async def go(c: Any) -> set[str]:
+        return {t.name for t in (await c.list_tools()).tools}
+
+    names = serve([example_kf], go, "--read-only")
+    assert names >= READ_TOOLS and not names & WRITE_TOOLS
+
+
+def test_calls_every_tool(example_kf: Path) -> None:
+    async def go(c: Any) -> None:
+        stacks = (await call(c, "list_stacks"))["results"]
+        assert [(s["name"], s["docs"], s["notes"]) for s in stacks] == [("kf", 5, 1)]
+
+        hits = (await call(c, "search", query="who wrote the first computer program", k=3))
+        assert hits["k"] == 3 and "ada-lovelace" in hits["results"][0]["path"]
+        assert {"type", "id", "path", "loc", "quote", "sha256"} <= set(hits["results"][0])
+
+        mem = (await call(c, "mem_search", query="graph per call"))["results"]
+        assert mem and all(h["type"] == "memory" for h in mem)
+        store = (await call(c, "store_search", query="graph per call", k=2))["results"]
+        assert store and all(h["type"] == "chunk" for h in store)
+
+        rows = (await call(c, "graph_cypher", query="MATCH (d:Doc) RETURN count(*) AS n"))
+        assert rows["results"] == [{"n": 5}]
+        err = await fail(c, "graph_cypher", query="CREATE (:Topic {id: 'x', name: 'x'})")
+        assert "read-only" in err
+
+        ans = await call(c, "ask", question="who wrote the first computer program")
+        assert "[1]" in ans["answer"] and ans["citations"][0]["n"] == 1
+        assert "ada-lovelace" in ans["citations"][0]["path"]
+
+        ls = (await call(c, "fs_list", path="store/normalized/docs"))["results"]
+        assert {e["name"] for e in ls} >= {"ada-lovelace.html.ok.md", "write-ahead-logging.ok.md"}
+        doc = await call(c, "fs_read", path="store/normalized/docs/write-ahead-logging.ok.md")
+        assert doc["text"].startswith("# Write-ahead logging") and "truncated" not in doc
+
+        g = (await call(c, "sh_grep", pattern="Babbage", scope="store"))["results"]
+        assert g and all(m["match"] == "Babbage" for m in g)
+
+        note = await call(c, "mem_add", text="The staging server is called heron.",
+                          tags=["infra"])
+        assert note["id"].startswith("m-") and (example_kf / note["path"]).is_file()
+        found = (await call(c, "mem_search", query="what is the staging server called"))
+        assert found["results"][0]["id"] == note["id"]
+
+        ing = await call(c, "store_ingest", text="Quokkas live on Rottnest Island.",
+                         name="quokka.md")
+        assert len(ing["added"]) == 1
+        hits = (await call(c, "store_search", query="where do quokkas live", k=1))["results"]
+        assert hits[0]["id"].startswith(ing["added"][0]["id"])
+        # ingest of a file already inside the folder; paths outside are refused
+        (example_kf / "inbox").mkdir()
+        (example_kf / "inbox" / "otters.md").write_text("Sea otters hold hands while asleep.\n")
+        ing = await call(c, "store_ingest", paths=["inbox/otters.md"])
+        assert ing["added"][0]["path"].endswith("otters.ok.md")
+        assert "absolute path" in await fail(c, "store_ingest", paths=["/etc/hostname"])
+
+    serve([example_kf], go)
+    log = (example_kf / ".ok" / "ops.log").read_text()
+    assert '"op": "mem.add"' in log and '"via": "mcp"' in log
+
+
+def test_cli_writes_while_the_server_runs(example_kf: Path) -> None:
+    """The server holds no lock between calls: `ok mem add` and `ok store ingest` work from a
+    shell, and the server's next call sees what they wrote."""
+    async def go(c: Any) -> None:
+        await call(c, "search", query="anything at all")
+        t = time.monotonic()
+        r = await anyio.to_thread.run_sync(lambda: run_cli(
+            "mem", "add", "The backup window opens at 02:00 UTC.", "--tags", "ops"))
+        assert r.code == 0, r.err
+        assert time.monotonic() - t < 20
+        nid = r.out.strip()
+        hits = (await call(c, "mem_search", query="when does the backup window open"))
+        assert hits["results"][0]["id"] == nid
+
+        src = example_kf.parent / "walrus.txt"
+        src.write_text("Walruses use their tusks to haul out onto ice.\n")
+        r = await anyio.to_thread.run_sync(lambda: run_cli("store", "ingest", str(src)))
+        assert r.code == 0, r.err
+        hits = (await call(c, "store_search", query="what do walruses use tusks for", k=1))
+        assert "walrus" in hits["results"][0]["path"]
+
+    serve([example_kf], go, env={"OK_ROOT": str(example_kf)})
+
+
+def test_files_stay_inside_the_folder(example_kf: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("top secret\n")
+    (example_kf / "link-out").symlink_to(outside)
+    (example_kf / "secret-link.txt").symlink_to(outside / "secret.txt")
+    (example_kf / "inside-link.md").symlink_to(
+        example_kf / "store" / "normalized" / "docs" / "crispr-gene-editing.ok.md")
+
+    async def go(c: Any) -> None:
+        for p in ("../outside/secret.txt", "store/../../outside/secret.txt", "..",
+                  "memories/../.."):
+            assert "climbs out" in await fail(c, "fs_read", path=p)
+        for p in ("/etc/passwd", str(outside / "secret.txt"), str(example_kf / ".gitignore"),
+                  "~/x"):
+            assert "absolute path" in await fail(c, "fs_read", path=p)
+        assert "outside the knowledge folder" in await fail(c, "fs_read", path="secret-link.txt")
+        assert "outside the knowledge folder" in await fail(c, "fs_list", path="link-out")
+        assert "outside the knowledge folder" in await fail(c, "fs_read",
+                                                            path="link-out/secret.txt")
+        assert "NUL" in await fail(c, "fs_read", path="store/x\x00.md")
+        assert "climbs out" in await fail(c, "fs_list", path="../")
+        assert "derived binary state" in await fail(c, "fs_read", path=".ok/kuzu/graph.kz")
+        # what is inside is fine, including a link that stays inside
+        ok = await call(c, "fs_read", path="inside-link.md")
+        assert ok["path"].endswith("crispr-gene-editing.ok.md")
+        top = {e["name"]: e for e in (await call(c, "fs_list"))["results"]}
+        assert top["link-out"]["type"] == "link-outside" and "target" not in top["link-out"]
+        assert top["inside-link.md"]["type"] == "link"
+
+    serve([example_kf], go)
+
+
+def test_oversized_results_are_truncated_with_a_marker(example_kf: Path) -> None:
+    big = example_kf / "memories" / "big.md"
+    big.write_text("".join(f"line {i}: lorem ipsum dolor sit amet\n" for i in range(2000)))
+
+    async def go(c: Any) -> None:
+        hits = await call(c, "search", query="computer program graph logging", k=10)
+        assert hits["truncated"] is True and len(hits["results"]) < 10
+        assert hits["marker"].startswith("[truncated: ") and "mcp.max_bytes" in hits["marker"]
+        assert len(json.dumps(hits).encode()) <= 4000
+
+        part = await call(c, "fs_read", path="memories/big.md")
+        assert part["truncated"] is True and part["text"].startswith("line 0: lorem")
+        assert part["text"].rstrip().endswith(f"offset={part['next_offset']} to continue]")
+        rest = await call(c, "fs_read", path="memories/big.md", offset=part["next_offset"])
+        joined = part["text"][: part["text"].rindex("\n[truncated")] + rest["text"]
+        assert joined.startswith(big.read_text()[: len(joined) - 200])
+
+    serve([example_kf], go, env={"OK_MCP_MAX_BYTES": "4000"})
+
+
+def test_a_tool_over_its_time_cap_returns_an_error(example_kf: Path) -> None:
+    slow = ("UNWIND range(1, 2000) AS a UNWIND range(1, 2000) AS b UNWIND range(1, 2000) AS c "
+            "RETURN sum(a * b + c) AS s")
+
+    async def go(c: Any) -> None:
+        t = time.monotonic()
+        err = await fail(c, "graph_cypher", query=slow)
+        assert time.monotonic() - t < 15
+        assert "exceeded its time cap of 1s" in err
+        # the server is still usable, and released the graph
+        rows = await call(c, "graph_cypher", query="MATCH (d:Doc) RETURN count(*) AS n")
+        assert rows["results"] == [{"n": 5}]
+        r = await anyio.to_thread.run_sync(lambda: run_cli("mem", "add", "after the timeout"))
+        assert r.code == 0, r.err
+
+    serve([example_kf], go, env={"OK_MCP_TIMEOUTS_GRAPH_CYPHER": "1",
+                                 "OK_ROOT": str(example_kf)})
+
+
+def test_several_stacks(example_kf: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    assert run_ok("init", str(other), "--domain", "lab").code == 0
+    assert run_ok("--root", str(other), "mem", "add", "The centrifuge in room 4 is broken.").code == 0
+
+    async def go(c: Any) -> None:
+        names = [s["name"] for s in (await call(c, "list_stacks"))["results"]]
+        assert names == ["kf", "lab"]
+        hits = await call(c, "search", query="centrifuge", stack="lab")
+        assert hits["stack"] == "lab" and "centrifuge" in hits["results"][0]["quote"]
+        hits = await call(c, "search", query="centrifuge")
+        assert hits["stack"] == "kf"
+        assert "no stack named 'nope'" in await fail(c, "search", query="x", stack="nope")
+
+    serve([example_kf, other], go)
+
+
+# -- the caps and confinement themselves, without a server ----------------------------------
+def test_limit_keeps_valid_json() -> None:
+    res = {"results": [{"quote": "x" * 500, "n": i} for i in range(20)]}
+    out = limit(res, 3000)
+    assert 0 < len(out["results"]) < 20 and out["truncated"] is True
+    assert len(json.dumps(out).encode()) <= 3000
+    assert limit(res, 10**6) is res
+    txt = limit({"path": "a", "text": "é" * 5000}, 2000)
+    assert txt["truncated"] and len(json.dumps(txt, ensure_ascii=False).encode()) <= 2000
+    other = limit({"blob": "y" * 5000}, 1000)
+    assert other["truncated"] and "partial_json" in other
+
+
+def test_safe_path_rules(kf: Path) -> None:
+    f = Folder(kf)
+    assert safe_path(f, "memories") == kf / "memories"
+    assert safe_path(f, "") == kf
+    for bad in ("../x", "/etc", "a/../../b", "x\x00y", "C:/Windows", "\\\\server\\x"):
+        with pytest.raises(BadInput):
+            safe_path(f, bad)
