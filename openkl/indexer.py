@@ -249,6 +249,8 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
                           rep.notes_removed + rep.notes_updated)
         for mv in rep.docs_moved:
             g.set_doc_path(mv["id"], mv["to"])
+        # the mapping first, so new docs are indexed with their recorded ingest time
+        _sync_mapping(folder, entries, files, rep)
         rep.chunks_added = index_docs(folder, g, [(d, files[d]) for d in rep.docs_added], entries)
         index_notes(folder, g, [notes[n] for n in rep.notes_added + rep.notes_updated])
         _sync_versions(g, entries)
@@ -256,7 +258,6 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         from .entities import sync_canonical
 
         sync_canonical(folder, g)
-        _sync_mapping(folder, entries, files, rep)
     return rep
 
 
