@@ -107,8 +107,9 @@ def extract_texts(folder: Folder, texts: Sequence[str]) -> list[dict[str, Any]]:
                 from . import entity_llm
 
                 fresh = entity_llm.extract_many(folder, todo)
-            cache.put_many(fresh)
-            found.update(dict(fresh))
+            # fallback results stand in for this run only; the LLM is asked again next time
+            cache.put_many([(k, v) for k, v in fresh if not k.startswith("fallback:")])
+            found.update({k.removeprefix("fallback:"): v for k, v in fresh})
     finally:
         cache.close()
     return [json.loads(found[k]) for k in keys]
@@ -470,6 +471,8 @@ ENTITY_COLS = ("e.id AS id, e.name AS name, e.type AS type, e.description AS des
 def _entity_row(r: dict[str, Any]) -> dict[str, Any]:
     out = {k: r[k] for k in ("id", "name", "type", "description", "confidence", "verified",
                              "source_kind")}
+    if r.get("ext_id"):
+        out["ext_id"] = r["ext_id"]
     out["aliases"] = list(r.get("aliases") or [])
     out["docs"] = list(r.get("docs") or [])
     return out

@@ -20,7 +20,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-VERSION = "local-4"
+VERSION = "local-5"
 
 # -- vocabulary -----------------------------------------------------------------------------
 STOP = frozenset(["a", "an", "the", "and", "or", "but", "nor", "so", "yet", "of", "in", "on", "at", "to", "for", "from", "by", "with", "without", "about", "into", "onto", "over", "under", "between", "among", "through", "during", "before", "after", "above", "below", "up", "down", "out", "off", "again", "further", "then", "once", "here", "there", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "not", "only", "own", "same", "than", "too", "very", "can", "cannot", "will", "just", "should", "now", "is", "are", "was", "were", "be", "been", "being", "am", "has", "have", "had", "having", "do", "does", "did", "doing", "would", "could", "may", "might", "must", "shall", "it", "its", "itself", "this", "that", "these", "those", "they", "them", "their", "theirs", "themselves", "he", "him", "his", "she", "her", "hers", "herself", "we", "us", "our", "ours", "you", "your", "yours", "i", "me", "my", "mine", "which", "who", "whom", "whose", "what", "whatever", "whichever", "also", "as", "if", "because", "while", "although", "though", "since", "unless", "until", "whether", "one", "ones", "another", "every", "either", "neither", "many", "much", "several", "various", "often", "usually", "always", "never", "sometimes", "later", "instead", "therefore", "thus", "however", "etc", "via", "per", "like", "unlike", "within", "across", "along", "around", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "hundred", "thousand", "dozens", "behind", "beside", "beyond", "inside", "outside", "near", "past", "beneath", "throughout", "despite", "except", "amid", "onto", "against", "toward", "towards", "upon", "even", "still", "already", "almost", "just", "quite", "rather", "really", "far", "well", "both", "together", "whereas", "otherwise", "else", "next", "first", "second", "third", "last", "least", "less", "new", "old"])
@@ -702,7 +702,8 @@ def _phrase_run(d: _Doc, toks: list[Tok], i: int, j: int,
     name = d.text[start:end]
     natural = not (words[0].initial and _is_cap(words[0]))
     if not natural and words[0].text[1:] == words[0].text[1:].lower() \
-            and not _is_cap_word_elsewhere(d, words[0]):
+            and not _is_cap_word_elsewhere(d, words[0]) \
+            and not is_rare(_strip_accents(words[0].text)):
         name = name[0].lower() + name[1:]
     m = d.add(name, "Concept", conf, start, end, natural=natural)
     if m is not None:

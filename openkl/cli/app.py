@@ -283,6 +283,13 @@ def _register() -> None:
     app.command("mcp")(mcp_cli.mcp)
     app.add_typer(distill_cli.app, name="distill")
     app.add_typer(cite_cli.app, name="cite")
+    from . import backfeed as backfeed_cli
+    from . import bundle as bundle_cli
+    from . import context as context_cli
+
+    app.command("context")(context_cli.context)
+    app.add_typer(bundle_cli.app, name="bundle")
+    app.add_typer(backfeed_cli.app, name="backfeed")
 
 
 _register()

@@ -80,3 +80,184 @@ def lineage(
         return "\n".join(lines)
 
     emit(data, json_, plain=plain)
+
+
+# -- entities -------------------------------------------------------------------------------
+def _min_conf(f: Any, value: float | None) -> float:
+    from ..entities import min_confidence
+
+    return min_confidence(f) if value is None else value
+
+
+@app.command()
+def entities(
+    type_: str = typer.Option(None, "--type", help="Only this type (Person, Concept, …)."),
+    min_confidence: float = typer.Option(None, "--min-confidence",
+                                         help="Confidence floor (default entities.min_confidence, 0.4)."),
+    doc: str = typer.Option(None, "--doc", help="Only entities from this document (id, prefix or path)."),
+    name: str = typer.Option(None, "--name", help="Only names containing this text."),
+    limit: int = typer.Option(0, "--limit", "-n", help="At most this many."),
+    json_: bool = JsonOpt,
+) -> None:
+    """List compiled entities, most confident first."""
+    from ..entities import list_entities
+    from ..indexer import open_graph
+
+    f = folder()
+    doc_id = None
+    if doc:
+        from ..store import resolve
+
+        doc_id = resolve(f, doc)["id"]
+    with open_graph(f) as g:
+        rows = list_entities(g, type=type_, min_confidence=_min_conf(f, min_confidence),
+                             doc=doc_id, limit=limit or None, query=name)
+    emit(rows, json_, plain=lambda rs: "\n".join(
+        f"{r['confidence']:.2f}\t{r['type']}\t{r['name']}\t{len(r['docs'])} docs"
+        + ("\tverified" if r["verified"] else "") for r in rs))
+
+
+@app.command()
+def entity(
+    name: str = typer.Argument(..., help="Entity name, alias or id."),
+    min_confidence: float = typer.Option(0.0, "--min-confidence",
+                                         help="Only relationships at least this confident."),
+    json_: bool = JsonOpt,
+) -> None:
+    """One entity: type, confidence, aliases, relationships, sources and mentions."""
+    from ..entities import entity_detail
+    from ..indexer import open_graph
+
+    f = folder()
+    with open_graph(f) as g:
+        data = entity_detail(f, g, name, min_confidence=min_confidence)
+
+    def plain(d: dict[str, Any]) -> str:
+        lines = [f"{d['name']}  ({d['type']}, confidence {d['confidence']:.2f}"
+                 + (", verified" if d["verified"] else "") + ")"]
+        if d["aliases"]:
+            lines.append("aliases: " + ", ".join(d["aliases"]))
+        if d["description"]:
+            lines.append(d["description"])
+        for r in d["relationships"]:
+            arrow = f"-{r['type']}-> {r['to_name']}" if r["direction"] == "out" else \
+                f"<-{r['type']}- {r['from_name']}"
+            lines.append(f"  {arrow}  ({r['confidence']:.2f})")
+        for s in d["sources"]:
+            lines.append(f"  source: {s['id']}  {s['path'] or s['title']}")
+        return "\n".join(lines)
+
+    emit(data, json_, plain=plain)
+
+
+@app.command()
+def traverse(
+    name: str = typer.Argument(..., help="Entity to start from."),
+    depth: int = typer.Option(2, "--depth", "-d", help="How many hops."),
+    rel: str = typer.Option(None, "--rel", help="Follow only this relationship type."),
+    min_confidence: float = typer.Option(None, "--min-confidence",
+                                         help="Confidence floor for entities and relationships."),
+    limit: int = typer.Option(200, "--limit", help="Stop after this many entities."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Breadth-first walk over relationships, with the path of every step."""
+    from ..entities import traverse as walk
+    from ..indexer import open_graph
+
+    f = folder()
+    with open_graph(f) as g:
+        data = walk(g, name, depth=depth, rel=rel, min_confidence=_min_conf(f, min_confidence),
+                    limit=limit)
+
+    def plain(d: dict[str, Any]) -> str:
+        lines = [d["start"]["name"]]
+        for s in d["steps"]:
+            v = s["via"]
+            arrow = f"-{v['type']}->" if v["direction"] == "out" else f"<-{v['type']}-"
+            lines.append(f"{'  ' * s['depth']}{arrow} {s['entity']}  ({v['confidence']:.2f})"
+                         f"  path: {' > '.join(s['path'])}")
+        return "\n".join(lines)
+
+    emit(data, json_, plain=plain)
+
+
+@app.command()
+def page(
+    name: str = typer.Argument(None, help="Entity name (omit with --all)."),
+    all_: bool = typer.Option(False, "--all", help="Write every page into graph/pages/."),
+    min_confidence: float = typer.Option(None, "--min-confidence",
+                                         help="With --all: only entities this confident."),
+    force: bool = typer.Option(False, "--force", help="Regenerate even if cached."),
+    json_: bool = JsonOpt,
+) -> None:
+    """A markdown page for an entity, built from the graph (cached by graph version)."""
+    from ..indexer import open_graph
+    from ..pages import page as make_page
+    from ..pages import write_all
+
+    f = folder()
+    if all_:
+        with writing(f, "ok graph page --all"), open_graph(f) as g:
+            data = write_all(f, g, min_confidence=_min_conf(f, min_confidence))
+            f.log_op("graph.pages", dir=data["dir"], pages=data["pages"])
+        emit(data, json_, plain=lambda d: f"{d['pages']} pages in {d['dir']} "
+                                          f"({d['regenerated']} regenerated, {d['cached']} cached)")
+        return
+    if not name:
+        raise typer.BadParameter("give an entity name, or --all")
+    with open_graph(f) as g:
+        data = make_page(f, g, name, force=force)
+    emit(data, json_, plain=lambda d: d["markdown"])
+
+
+@app.command()
+def export(
+    format_: str = typer.Option("aks", "--format", help="aks, graphml or csv."),
+    out: str = typer.Option(None, "--out", "-o",
+                            help="File or directory (default graph/); `-` prints to stdout."),
+    min_confidence: float = typer.Option(None, "--min-confidence", help="Only entities this confident."),
+    type_: str = typer.Option(None, "--type", help="Only entities of this type."),
+    max_entities: int = typer.Option(None, "--max-entities", help="At most this many (most confident)."),
+    verified_only: bool = typer.Option(False, "--verified-only", help="Only verified entities."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Export the entity graph: an AKS bundle (JSON), GraphML or CSV."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from ..aks import csv_tables, domain_slug, graphml
+    from ..aks import export as make_bundle
+    from ..errors import UsageError
+    from ..folder import atomic_write
+    from ..indexer import open_graph
+
+    if format_ not in ("aks", "graphml", "csv"):
+        raise UsageError(f"unknown format {format_!r}", "use aks, graphml or csv")
+    f = folder()
+    with open_graph(f) as g:
+        bundle = make_bundle(f, g, min_confidence=min_confidence, entity_type=type_,
+                             max_entities=max_entities, verified_only=verified_only)
+    files: dict[str, str]
+    slug = domain_slug(f)
+    if format_ == "aks":
+        files = {f"{slug}.aks.json": json.dumps(bundle, indent=2, ensure_ascii=False) + "\n"}
+    elif format_ == "graphml":
+        files = {f"{slug}.graphml": graphml(bundle)}
+    else:
+        files = csv_tables(bundle)
+    if out == "-":
+        for text in files.values():
+            sys.stdout.write(text)
+        return
+    target = Path(out) if out else f.graph_dir
+    written = []
+    for fname, text in files.items():
+        p = target if (out and len(files) == 1 and not target.is_dir()
+                       and target.suffix) else target / fname
+        atomic_write(p, text)
+        written.append(str(p))
+    f.log_op("graph.export", format=format_, files=written)
+    emit({"format": format_, "files": written, "entities": bundle["entity_count"],
+          "relationships": bundle["relationship_count"]}, json_,
+         plain=lambda d: "\n".join(d["files"]))

@@ -1,0 +1,89 @@
+"""`ok backfeed …`: proposed entities and relationships, reviewed before they count."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from .common import folder, writing
+from .output import JsonOpt, emit, read_stdin_text
+
+app = typer.Typer(help="Human-reviewed writeback: flag, queue, approve, reject.",
+                  no_args_is_help=True)
+
+
+def _line(i: dict[str, Any]) -> str:
+    ents = ", ".join(e["name"] for e in i["entities"])
+    rels = ", ".join(f"{r['from']} -{r['type']}-> {r['to']}" for r in i["relationships"])
+    return f"{i['id']}\t{i['status']}\t{ents}" + (f"\t{rels}" if rels else "")
+
+
+@app.command()
+def flag(
+    file: str = typer.Option("-", "--file", "-f", help="JSON file with the proposal (default stdin)."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Queue a proposal: {"entities": [{name, type, …}], "relationships": [{from, to, type}]}."""
+    from pathlib import Path
+
+    from ..backfeed import flag as do_flag
+    from ..errors import BadInput
+
+    if file == "-":
+        text = read_stdin_text()
+    else:
+        p = Path(file).expanduser()
+        if not p.is_file():
+            raise BadInput(f"no file at {file}", "pass a JSON file, or pipe JSON to stdin")
+        text = p.read_text(encoding="utf-8")
+    f = folder()
+    with writing(f, "ok backfeed flag"):
+        item, created = do_flag(f, text)
+    emit({**item, "created": created}, json_,
+         plain=lambda d: d["id"] + ("" if d["created"] else "\t(already queued)"))
+
+
+@app.command()
+def queue(
+    status: str = typer.Option("pending", "--status", help="pending, approved, rejected or all."),
+    json_: bool = JsonOpt,
+) -> None:
+    """List backfeed items."""
+    from ..backfeed import queue as q
+
+    emit(q(folder(), status), json_, plain=lambda items: "\n".join(_line(i) for i in items))
+
+
+@app.command()
+def show(item_id: str = typer.Argument(...), json_: bool = JsonOpt) -> None:
+    """One backfeed item."""
+    from ..backfeed import get
+
+    emit(get(folder(), item_id), json_, plain=_line)
+
+
+@app.command()
+def approve(item_id: str = typer.Argument(...), json_: bool = JsonOpt) -> None:
+    """Approve an item: absorb it with verified=true, source_kind=backfeed."""
+    from ..backfeed import decide
+
+    f = folder()
+    with writing(f, "ok backfeed approve"):
+        item = decide(f, item_id, approve=True)
+    emit(item, json_, plain=lambda i: f"approved {i['id']}")
+
+
+@app.command()
+def reject(
+    item_id: str = typer.Argument(...),
+    reason: str = typer.Option(..., "--reason", help="Why it is rejected (kept in the item)."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Reject an item (it stays in the folder, marked rejected, with the reason)."""
+    from ..backfeed import decide
+
+    f = folder()
+    with writing(f, "ok backfeed reject"):
+        item = decide(f, item_id, approve=False, reason=reason)
+    emit(item, json_, plain=lambda i: f"rejected {i['id']}")

@@ -1,0 +1,46 @@
+"""`ok context QUERY`: the entity subgraph relevant to a question."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from .common import folder
+from .output import JsonOpt, emit, read_stdin_text, warn
+
+
+def context(
+    query: str = typer.Argument(..., help="A question or topic (`-` reads stdin)."),
+    k: int = typer.Option(8, "-k", help="Passages to retrieve."),
+    max_entities: int = typer.Option(12, "--max-entities", help="Entities to return."),
+    min_confidence: float = typer.Option(None, "--min-confidence",
+                                         help="Confidence floor (default entities.min_confidence)."),
+    llm: bool = typer.Option(None, "--llm/--no-llm",
+                             help="Use the configured LLM to pick entities (default: if configured)."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Hybrid retrieval → relevant entities, relationships, sources, reasoning, confidence."""
+    from ..context import context as run
+    from ..indexer import embedder, open_graph
+
+    if query == "-":
+        query = read_stdin_text().strip()
+    f = folder()
+    with open_graph(f) as g:
+        data = run(f, g, query, k=k, max_entities=max_entities, min_conf=min_confidence,
+                   use_llm=llm, embedder=embedder(f))
+    for w in data["warnings"]:
+        warn(w)
+
+    def plain(d: dict[str, Any]) -> str:
+        lines = [f"confidence: {d['confidence']} ({d['method']})", d["reasoning"], ""]
+        for e in d["entities"]:
+            lines.append(f"{e['confidence']:.2f}\t{e['type']}\t{e['name']}")
+        if d["relationships"]:
+            lines.append("")
+        for r in d["relationships"]:
+            lines.append(f"{r['from_name']} -{r['type']}-> {r['to_name']} ({r['confidence']:.2f})")
+        return "\n".join(lines)
+
+    emit(data, json_, plain=plain)

@@ -1,0 +1,172 @@
+"""`ok context QUERY`: hybrid retrieval → the entity subgraph that answers it.
+
+Stage 1 finds passages (the hybrid search of `ok search`). Stage 2 picks the entities that
+matter: with an LLM configured, it is asked which of the candidate entities are relevant
+(names it returns are checked against the graph); otherwise a deterministic ranking scores
+entities by how strongly the retrieved passages mention them and how well their names match
+the query. The answer is compiled structure — entities, their relationships, the source
+passages — with the reasoning and a HIGH/MEDIUM/LOW confidence.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from .entities import ENTITY_COLS, _entity_row, min_confidence
+from .entity_local import STOP, key_of
+from .folder import Folder
+from .graph import Graph
+
+PROMPT_VERSION = "context-1"
+
+
+def _query_terms(query: str) -> list[str]:
+    words = key_of(query).split()
+    return [w for w in words if w not in STOP and len(w) >= 3]
+
+
+def context(folder: Folder, g: Graph, query: str, *, k: int = 8, max_entities: int = 12,
+            min_conf: float | None = None, use_llm: bool | None = None,
+            embedder: Any = None) -> dict[str, Any]:
+    """The entity subgraph relevant to `query` (see module doc). Read-only."""
+    from .errors import UsageError
+    from .search import search
+
+    if not query.strip():
+        raise UsageError("the query is empty", "ask something, e.g. `ok context 'what is WAL?'`")
+    floor = min_confidence(folder) if min_conf is None else min_conf
+    warnings: list[str] = []
+    hits = search(folder, g, query, k=k, per_doc=2, embedder=embedder)
+    scores: dict[str, float] = defaultdict(float)
+    why: dict[str, list[str]] = defaultdict(list)
+    if hits:
+        ids = [h["id"] for h in hits]
+        rank = {h["id"]: h for h in hits}
+        rows = g.query("MATCH (x)-[m:MENTIONS]->(e:Entity) WHERE x.id IN $ids AND"
+                       " e.confidence >= $mc RETURN x.id AS x, e.id AS e, m.confidence AS c",
+                       {"ids": ids, "mc": floor})
+        for r in rows:
+            h = rank[r["x"]]
+            w = (1.0 / h["rank"]) * float(r["c"])
+            scores[r["e"]] += w
+            label = h.get("title") or h["path"]
+            if label not in why[r["e"]]:
+                why[r["e"]].append(label)
+    terms = _query_terms(query)
+    named: set[str] = set()
+    for t in terms:
+        for r in g.query("MATCH (e:Entity) WHERE e.confidence >= $mc AND (e.id = $t OR"
+                         " e.id STARTS WITH $p OR e.id ENDS WITH $s OR e.id CONTAINS $c OR"
+                         " list_contains(e.aliases, $raw)) RETURN e.id AS id",
+                         {"mc": floor, "t": t, "p": t + "-", "s": "-" + t, "c": "-" + t + "-",
+                          "raw": t.upper()}):
+            scores[r["id"]] += 0.5
+            named.add(r["id"])
+    if not scores:
+        return _answer(query, [], [], hits, "No passages or entity names matched the query.",
+                       "LOW", "ranked", warnings)
+    ent_rows = {r["id"]: r for r in g.query(
+        f"MATCH (e:Entity) WHERE e.id IN $ids RETURN {ENTITY_COLS}", {"ids": list(scores)})}
+    ranked = sorted(scores, key=lambda e: (-(scores[e] * (0.5 + ent_rows[e]["confidence"])), e))
+    method = "ranked"
+    reasoning = ""
+    llm_conf = None
+    want_llm = use_llm if use_llm is not None else bool(folder.setting("llm.base_url"))
+    if want_llm:
+        try:
+            chosen, reasoning, llm_conf = _ask_llm(folder, g, query, hits, ranked[:40], ent_rows)
+            if chosen:
+                ranked = chosen
+                method = "llm"
+        except Exception as e:  # noqa: BLE001 - the ranking below always works
+            warnings.append(f"LLM unavailable, used the deterministic ranking: {e}")
+    top = ranked[:max_entities]
+    ents = []
+    for eid in top:
+        row = _entity_row(ent_rows[eid])
+        row["score"] = round(scores.get(eid, 0.0), 4)
+        row["why"] = (["named in the query"] if eid in named else []) + [
+            f"mentioned in {w}" for w in why.get(eid, [])[:3]]
+        ents.append(row)
+    sel = [e["id"] for e in ents]
+    rels = g.query(
+        "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id IN $ids AND b.id IN $ids"
+        " AND r.confidence >= $mc RETURN a.id AS from_id, a.name AS from_name, r.type AS type,"
+        " b.id AS to_id, b.name AS to_name, r.confidence AS confidence, r.evidence AS evidence"
+        " ORDER BY r.confidence DESC, a.id, b.id, r.type", {"ids": sel, "mc": floor})
+    if method == "ranked":
+        reasoning = _reasoning(ents, hits, named)
+        label = _label(ents, hits, named)
+    else:
+        label = llm_conf or _label(ents, hits, named)
+    return _answer(query, ents, rels, hits, reasoning, label, method, warnings)
+
+
+def _label(ents: list[dict[str, Any]], hits: list[dict[str, Any]], named: set[str]) -> str:
+    if not ents:
+        return "LOW"
+    top = ents[0]
+    strong = top["confidence"] >= 0.7 and (top["id"] in named or len(top["why"]) >= 2)
+    if strong and len(hits) >= 1:
+        return "HIGH"
+    return "MEDIUM" if top["confidence"] >= 0.5 or top["id"] in named else "LOW"
+
+
+def _reasoning(ents: list[dict[str, Any]], hits: list[dict[str, Any]], named: set[str]) -> str:
+    if not ents:
+        return "No entity in the graph is mentioned by the passages that match the query."
+    parts = [f"{len(hits)} passage(s) matched the query"]
+    if hits:
+        parts[0] += " (best: " + (hits[0].get("title") or hits[0]["path"]) + ")"
+    n = [e["name"] for e in ents if e["id"] in named]
+    if n:
+        parts.append("the query names " + ", ".join(n[:5]))
+    parts.append("entities are ranked by how strongly those passages mention them: "
+                 + ", ".join(e["name"] for e in ents[:5]))
+    return "; ".join(parts) + "."
+
+
+def _answer(query: str, ents: list[dict[str, Any]], rels: list[dict[str, Any]],
+            hits: list[dict[str, Any]], reasoning: str, label: str, method: str,
+            warnings: list[str]) -> dict[str, Any]:
+    return {"query": query, "entities": ents, "relationships": rels,
+            "sources": [{k: h[k] for k in ("type", "id", "path", "title", "loc", "quote", "score")
+                         if k in h} for h in hits],
+            "reasoning": reasoning, "confidence": label, "method": method, "warnings": warnings}
+
+
+def _ask_llm(folder: Folder, g: Graph, query: str, hits: list[dict[str, Any]],
+             candidates: list[str], rows: dict[str, dict[str, Any]]
+             ) -> tuple[list[str], str, str | None]:
+    from .llm import ChatClient, LLMError, config_from
+
+    cfg = config_from(folder)
+    assert cfg is not None
+    catalog = {rows[e]["name"]: e for e in candidates}
+    passages = "\n\n".join(f"[{i + 1}] {h['quote'][:800]}" for i, h in enumerate(hits[:6]))
+    msgs = [
+        {"role": "system", "content": "You select entities from a knowledge graph that are "
+         "relevant to a question. Answer with JSON only: {\"entities\": [names from the list], "
+         "\"reasoning\": \"one or two sentences\", \"confidence\": \"HIGH|MEDIUM|LOW\"}."},
+        {"role": "user", "content": f"Question: {query}\n\nPassages:\n{passages}\n\n"
+         f"Known entities:\n" + "\n".join(f"- {n}" for n in catalog)},
+    ]
+
+    def check(data: Any) -> tuple[list[str], str, str | None]:
+        if not isinstance(data, dict) or not isinstance(data.get("entities"), list):
+            raise ValueError("expected {\"entities\": [...]}")
+        chosen = []
+        for n in data["entities"]:
+            if isinstance(n, str) and n in catalog and catalog[n] not in chosen:
+                chosen.append(catalog[n])
+        conf = data.get("confidence")
+        conf = conf if conf in ("HIGH", "MEDIUM", "LOW") else None
+        return chosen, str(data.get("reasoning") or ""), conf
+
+    try:
+        return ChatClient(cfg).chat_json(msgs, check)
+    except LLMError:
+        raise
+    except (ValueError, TypeError) as e:  # pragma: no cover - chat_json wraps these
+        raise LLMError(f"the LLM returned invalid JSON: {e}") from e

@@ -1,0 +1,125 @@
+"""Entity pages: markdown built from the compiled graph, cached by a graph-version hash.
+
+A page shows what the graph knows about one entity — description, relationships, and the
+sources that contributed, with a citation (chunk span and quote) for each. The cache key
+is a hash of the entity, its relationships (with the neighbours' names) and its
+documents, so a page is regenerated exactly when one of those changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from .entities import entity_detail, find_entity, graph_version, list_entities
+from .folder import Folder, atomic_write, iso
+from .graph import Graph
+
+
+def _cache_path(folder: Folder, eid: str) -> Path:
+    h = hashlib.sha256(eid.encode()).hexdigest()[:20]
+    return folder.cache_dir / "pages" / f"{h}.json"
+
+
+def confidence_label(c: float) -> str:
+    return "HIGH" if c >= 0.75 else "MEDIUM" if c >= 0.5 else "LOW"
+
+
+def page(folder: Folder, g: Graph, name: str, *, force: bool = False) -> dict[str, Any]:
+    """The page of one entity: {entity_name, markdown, generated_at, graph_version, cached, …}."""
+    from .aks import entity_uuid
+
+    e = find_entity(g, name)
+    version = graph_version(g, e["id"])
+    cp = _cache_path(folder, e["id"])
+    if not force and cp.exists():
+        try:
+            cached = json.loads(cp.read_text(encoding="utf-8"))
+            if cached.get("graph_version") == version:
+                return {**cached, "cached": True}
+        except ValueError:
+            pass
+    detail = entity_detail(folder, g, e["id"], cites=20)
+    out = {"entity_name": e["name"], "markdown": render(detail), "generated_at": iso(),
+           "source_entity_id": e.get("ext_id") or entity_uuid(e["id"]), "entity_id": e["id"],
+           "graph_version": version, "source_type": "compiled"}
+    atomic_write(cp, json.dumps(out, ensure_ascii=False, sort_keys=True))
+    return {**out, "cached": False}
+
+
+def _link(name: str, eid: str) -> str:
+    return f"[{name}]({eid}.md)"
+
+
+def render(d: dict[str, Any]) -> str:
+    lines = [f"# {d['name']}", ""]
+    meta = [f"*{d['type']}*", f"confidence {d['confidence']:.2f} ({confidence_label(d['confidence'])})"]
+    if d["verified"]:
+        meta.append("verified")
+    meta.append(f"{len(d['docs'])} source{'s' if len(d['docs']) != 1 else ''}")
+    lines += [" · ".join(meta), ""]
+    if d["aliases"]:
+        lines += ["Also known as: " + ", ".join(d["aliases"]), ""]
+    lines += [d["description"] or "_No description was compiled for this entity yet._", ""]
+    if d["relationships"]:
+        lines += ["## Relationships", ""]
+        for r in d["relationships"]:
+            if r["direction"] == "out":
+                lines.append(f"- {r['type'].replace('_', ' ')} → {_link(r['to_name'], r['to_id'])}"
+                             f" ({r['confidence']:.2f})")
+            else:
+                lines.append(f"- ← {_link(r['from_name'], r['from_id'])} "
+                             f"{r['type'].replace('_', ' ')} this ({r['confidence']:.2f})")
+        lines.append("")
+    if d["sources"]:
+        lines += ["## Sources", ""]
+        quotes: dict[str, dict[str, Any]] = {}
+        for c in d["mentions"]:
+            quotes.setdefault(c["doc_id"], c)
+        for i, s in enumerate(d["sources"], 1):
+            title = s["title"] or s["path"] or s["id"]
+            where = f" — `{s['path']}`" if s["path"] else ""
+            lines.append(f"{i}. {title}{where} ({s['kind']} {s['id']})")
+            c = quotes.get(s["id"])
+            if c:
+                quote = _sentence_with(c["quote"], d["name"], d["aliases"])
+                lines.append(f"   > {quote}")
+                lines.append(f"   — cite: `{c['id']}` ({c['path']}, chars "
+                             f"{c['loc']['start']}–{c['loc']['end']})")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _sentence_with(text: str, name: str, aliases: list[str], width: int = 280) -> str:
+    import re
+
+    flat = " ".join(text.split())
+    for n in [name, *aliases]:
+        i = flat.lower().find(n.lower())
+        if i >= 0:
+            start = max(flat.rfind(". ", 0, i) + 2, 0) if flat.rfind(". ", 0, i) >= 0 else 0
+            m = re.search(r"[.!?](\s|$)", flat[i:])
+            end = i + m.end() if m else len(flat)
+            s = flat[start:end].strip()
+            return s if len(s) <= width else s[: width - 1] + "…"
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def write_all(folder: Folder, g: Graph, min_confidence: float = 0.0,
+              out_dir: Path | None = None) -> dict[str, Any]:
+    """Every page (at or above a confidence) into graph/pages/, plus an index."""
+    out_dir = out_dir or folder.graph_dir / "pages"
+    ents = list_entities(g, min_confidence=min_confidence)
+    regenerated = cached = 0
+    index = ["# Entities", ""]
+    for e in sorted(ents, key=lambda e: (e["name"].lower(), e["id"])):
+        p = page(folder, g, e["id"])
+        cached += p["cached"]
+        regenerated += not p["cached"]
+        atomic_write(out_dir / f"{e['id']}.md", p["markdown"])
+        index.append(f"- {_link(e['name'], e['id'])} — {e['type']}, {e['confidence']:.2f}")
+    atomic_write(out_dir / "index.md", "\n".join(index) + "\n")
+    return {"dir": folder.rel(out_dir), "pages": len(ents), "regenerated": regenerated,
+            "cached": cached}
