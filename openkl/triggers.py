@@ -11,9 +11,11 @@ logged and recorded as a `trigger_exec_failed` event, never losing the `trigger_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -249,16 +251,22 @@ def run_exec(folder: Folder, t: Trigger, event: dict[str, Any]) -> threading.Thr
     def work() -> None:
         error = None
         try:
-            proc = subprocess.run(t.exec or "", shell=True, input=json.dumps(event) + "\n",
-                                  text=True, capture_output=True, timeout=t.timeout,
-                                  cwd=folder.root, env={**os.environ, "OK_ROOT": str(folder.root),
-                                                        "OK_TRIGGER": t.name,
-                                                        "OK_EVENT_ID": event["id"]})
-            if proc.returncode != 0:
-                last = (proc.stderr.strip().splitlines() or [""])[-1][:300]
-                error = f"exit status {proc.returncode}" + (f": {last}" if last else "")
-        except subprocess.TimeoutExpired:
-            error = f"timed out after {t.timeout:g} s"
+            # its own process group, so a timeout also stops whatever the shell started
+            proc = subprocess.Popen(t.exec or "", shell=True, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    cwd=folder.root, start_new_session=True,
+                                    env={**os.environ, "OK_ROOT": str(folder.root),
+                                         "OK_TRIGGER": t.name, "OK_EVENT_ID": event["id"]})
+            try:
+                _, err = proc.communicate(json.dumps(event) + "\n", timeout=t.timeout)
+                if proc.returncode != 0:
+                    last = (err.strip().splitlines() or [""])[-1][:300]
+                    error = f"exit status {proc.returncode}" + (f": {last}" if last else "")
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                error = f"timed out after {t.timeout:g} s"
         except OSError as e:
             error = str(e)
         if error:
