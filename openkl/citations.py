@@ -691,7 +691,7 @@ def _align(text: str, tt: list[tuple[str, int, int]], a: int, b: int,
                                                 + (len(qwords) - last.b - last.size))))
     best: tuple[int, int, float] | None = None
     lead, trail = quote[:qt[0][1]], quote[qt[-1][2]:]
-    for ws, we in spans:
+    for n, (ws, we) in enumerate(sorted(spans, key=lambda x: x[0] - x[1])):
         if we <= ws:
             continue
         s, e = tt[a + ws][1], tt[a + we - 1][2]
@@ -700,7 +700,9 @@ def _align(text: str, tt: list[tuple[str, int, int]], a: int, b: int,
         if trail and text[e:e + len(trail)] == trail:
             e += len(trail)
         sim = similarity(text[s:e], quote)
-        if best is None or sim > best[2]:
+        # the widest span keeps the words that replaced the quote's own; a narrower one must
+        # be clearly closer to win (a ratio favours dropping a replaced word by a hair)
+        if best is None or sim > best[2] + (0.05 if n else 0.0):
             best = (s, e, sim)
     return best
 
@@ -782,6 +784,22 @@ class Verifier:
                 return self._newer(cite) or Target(orig, "same")
         return Target(orig, "same") if orig else self._newer(cite)
 
+    def _elsewhere(self, cite: dict[str, Any]) -> Target | None:
+        """When the cited doc is gone entirely (say renamed and edited, then synced): a doc
+        that holds the exact quote, preferring one from the same source."""
+        src = cite.get("source") or {}
+        by_src = {d for d, e in self.files.entries.items()
+                  if e.get("current", True) and src and e.get("source") == src}
+        docs = sorted(self.files.by_hash().items(), key=lambda kv: (kv[0] not in by_src, kv[1]))
+        for _did, rel in docs:
+            if versions_dir(self.folder) in (self.folder.root / rel).parents:
+                continue
+            ft = self.files.read(rel)
+            if ft is not None and cite["quote"] in ft.text:
+                return Target(ft, "elsewhere", [f"the cited document is gone; {rel} holds the "
+                                                "exact quote"])
+        return None
+
     def verify(self, cite: dict[str, Any]) -> dict[str, Any]:
         """Check one (validated) cite object; returns the status record."""
         quote = cite["quote"]
@@ -793,6 +811,8 @@ class Verifier:
                       "loc": {"kind": "char", "start": s0, "end": e0}},
             "found": None, "similarity": 0.0, "changes": [], "diagnostics": []}
         target = self._target(cite)
+        if target is None and cite["type"] != "memory":
+            target = self._elsewhere(cite)
         if target is None:
             what = "note" if cite["type"] == "memory" else "document"
             res["reason"] = f"{what}_gone"
@@ -818,7 +838,12 @@ class Verifier:
                 self._archived(cite, res)
                 return res
             s, e, sim = fz
+        if target.relation == "elsewhere" and at is None:
+            res["reason"] = "document_gone"
+            return res
         changes = []
+        if target.relation == "elsewhere":
+            changes.append("document")
         if ft.path != cite["path"]:
             changes.append("path")
             res["diagnostics"].append(f"now at {ft.path} (was {cite['path']})")
