@@ -76,6 +76,32 @@ def _validate(t: Trigger, where: str) -> Trigger:
     return t
 
 
+# parsed trigger files by path, keyed on (mtime, size): checks after every write stay cheap
+_parsed: dict[Path, tuple[tuple[int, int], Trigger | str]] = {}
+
+
+def _read(folder: Folder, p: Path) -> Trigger | str:
+    st = p.stat()
+    stamp = (st.st_mtime_ns, st.st_size)
+    hit = _parsed.get(p)
+    if hit and hit[0] == stamp:
+        return hit[1]
+    where = folder.rel(p)
+    result: Trigger | str
+    try:
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = yaml.load(p.read_text(encoding="utf-8"), Loader=loader) or {}  # noqa: S506
+        if not isinstance(data, dict):
+            raise BadInput(f"{where}: not a YAML mapping", "fix or remove the file")
+        known = {k: data[k] for k in Trigger.__dataclass_fields__ if k in data}
+        known.setdefault("name", p.stem)
+        result = _validate(Trigger(**known), where)
+    except (yaml.YAMLError, BadInput, TypeError, ValueError) as e:
+        result = e.message if isinstance(e, BadInput) else f"{where}: {e}"
+    _parsed[p] = (stamp, result)
+    return result
+
+
 def load(folder: Folder) -> tuple[list[Trigger], list[str]]:
     """All triggers, and problems with files that could not be read."""
     d = triggers_dir(folder)
@@ -84,16 +110,15 @@ def load(folder: Folder) -> tuple[list[Trigger], list[str]]:
     if not d.is_dir():
         return out, problems
     for p in sorted(d.glob("*.yml")):
-        where = folder.rel(p)
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-            if not isinstance(data, dict):
-                raise BadInput(f"{where}: not a YAML mapping", "fix or remove the file")
-            known = {k: data[k] for k in Trigger.__dataclass_fields__ if k in data}
-            known.setdefault("name", p.stem)
-            out.append(_validate(Trigger(**known), where))
-        except (yaml.YAMLError, BadInput, TypeError, ValueError) as e:
-            problems.append(e.message if isinstance(e, BadInput) else f"{where}: {e}")
+            t = _read(folder, p)
+        except OSError as e:  # removed while we looked
+            problems.append(f"{folder.rel(p)}: {e.strerror or e}")
+            continue
+        if isinstance(t, Trigger):
+            out.append(t)
+        else:
+            problems.append(t)
     return out, problems
 
 
