@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import indexer
+from .citations import Files, make
 from .errors import UsageError
 from .folder import Folder
 from .graph import Graph
@@ -89,9 +90,13 @@ def confidence(sim: float) -> tuple[float, str]:
 
 def ask(folder: Folder, g: Graph, question: str, *, k: int = 8, scope: str = "all",
         llm: Any = None, on_token: Callable[[str], None] | None = None,
-        embedder: Any = None, max_sentences: int = 3) -> dict[str, Any]:
+        embedder: Any = None, max_sentences: int = 3, remember: bool = False
+        ) -> dict[str, Any]:
     """Answer `question`: {question, answer, citations (each with `n`), confidence,
-    confidence_label, insufficient, mode, model, retrieved}."""
+    confidence_label, insufficient, mode, model, retrieved}.
+
+    Citations are made by `citations.make`, so `ok cite verify` checks them; `remember`
+    keeps them where `ok cite open ID` finds them."""
     if not question.strip():
         raise UsageError("the question is empty", "ask something")
     emb = embedder or indexer.embedder(folder)
@@ -99,9 +104,14 @@ def ask(folder: Folder, g: Graph, question: str, *, k: int = 8, scope: str = "al
                   per_doc=int(folder.setting("search.per_doc", 1)))
     qvec = emb.embed_query(question)
     if llm is not None:
-        out = _llm_answer(question, hits, qvec, emb, llm, on_token)
+        out = _llm_answer(folder, question, hits, qvec, emb, llm, on_token)
     else:
         out = _extractive(folder, question, hits, qvec, emb, max_sentences)
+    if remember:
+        from .citations import remember as keep
+
+        for c in out["citations"]:
+            keep(folder, {k: v for k, v in c.items() if k != "n"})
     return {"question": question, **out, "retrieved": len(hits)}
 
 
@@ -138,16 +148,18 @@ def _extractive(folder: Folder, question: str, hits: list[dict[str, Any]], qvec:
             break
         if cand[0] < 0.8 * best[0] or cand[1] < MIN_SIMILARITY:
             break
-        if any(c[2] == cand[2] and abs(c[3] - cand[3]) < 1 for c in chosen):
-            continue
+        if any(hits[c[2]]["doc_id"] == hits[cand[2]]["doc_id"] and c[3] == cand[3]
+               for c in chosen):
+            continue  # the same sentence seen through two overlapping chunks
         chosen.append(cand)
     insufficient = best[1] < MIN_SIMILARITY
     if insufficient:
         chosen = [best]
+    files = Files(folder)
     cites = []
     parts = []
     for n, (_, _, i, s, e) in enumerate(chosen, 1):
-        cite = span_cite(folder, hits[i], s, e)
+        cite = make(folder, f"{hits[i]['doc_id']}#char{s}-{e}", files=files)
         cite["n"] = n
         cites.append(cite)
         parts.append(f"{_flat(cite['quote'])} [{n}]")
@@ -163,18 +175,6 @@ def _extractive(folder: Folder, question: str, hits: list[dict[str, Any]], qvec:
 
 def _flat(text: str) -> str:
     return " ".join(text.split())
-
-
-def span_cite(folder: Folder, hit: dict[str, Any], start: int, end: int) -> dict[str, Any]:
-    """The cite object of a sentence inside a search hit (same file, narrower span)."""
-    from .search import _context, _file_text
-
-    text = _file_text(folder, hit["path"], {})
-    quote = text[start:end] if text is not None else ""
-    cite = {k: v for k, v in hit.items() if k not in ("score", "rank", "signals")}
-    cite.update({"loc": {"kind": "char", "start": start, "end": end}, "quote": quote,
-                 "context": _context(text, start, end, quote)})
-    return cite
 
 
 # -- with an LLM ---------------------------------------------------------------------------
@@ -207,7 +207,7 @@ def keep_markers(text: str, valid: set[int]) -> str:
     return re.sub(r"[ \t]+([.,;:])", r"\1", MARKER.sub(fix, text)).strip()
 
 
-def _llm_answer(question: str, hits: list[dict[str, Any]], qvec: np.ndarray, emb: Any,
+def _llm_answer(folder: Folder, question: str, hits: list[dict[str, Any]], qvec: np.ndarray, emb: Any,
                 cfg: Any, on_token: Callable[[str], None] | None) -> dict[str, Any]:
     from .llm import ChatClient
 
@@ -226,9 +226,10 @@ def _llm_answer(question: str, hits: list[dict[str, Any]], qvec: np.ndarray, emb
     valid = set(range(1, len(hits) + 1))
     cited = [n for n in markers(text) if n in valid]
     answer = keep_markers(text, valid)
+    files = Files(folder)
     cites = []
     for n in sorted(cited):
-        cite = {k: v for k, v in hits[n - 1].items() if k not in ("score", "rank", "signals")}
+        cite = make(folder, hits[n - 1]["id"], files=files)
         cite["n"] = n
         cites.append(cite)
     if cites:

@@ -21,7 +21,6 @@ from . import indexer
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, UsageError
 from .folder import Folder
-from .graph import Graph
 
 _RULES = """\
 Rules:
@@ -111,54 +110,10 @@ def list_prompts() -> list[dict[str, str]]:
 
 
 # -- cites -------------------------------------------------------------------------------
-def resolve_cites(folder: Folder, g: Graph, refs: list[str]) -> list[dict[str, Any]]:
-    """Cite objects for ids: a chunk id (`<doc>#charS-E`), a memory id, a doc id, or a
-    persisted citation id (`citations/<id>.json`)."""
-    from .search import chunk_cite, note_cite
-
-    out = []
-    for ref in refs:
-        ref = ref.strip()
-        if not ref:
-            continue
-        cite: dict[str, Any] | None = None
-        path = folder.citations_dir / f"{ref}.json"
-        if re.fullmatch(r"[\w.-]+", ref) and path.is_file():
-            import json
-
-            cite = json.loads(path.read_text(encoding="utf-8"))
-        elif "#" in ref:
-            row = g.chunks_by_id([ref]).get(ref)
-            cite = chunk_cite(folder, row) if row else None
-        elif notes_mod.NOTE_ID.match(ref):
-            row = g.notes_by_id([ref]).get(ref)
-            cite = note_cite(folder, row) if row else None
-        else:
-            cite = _doc_cite(folder, g, ref)
-        if cite is None:
-            raise NotFound(f"no chunk, note, document or citation with id {ref!r}",
-                           "use ids from `ok search --json` (the `id` field) or `ok cite list`")
-        out.append(cite)
-    return out
-
-
-def _doc_cite(folder: Folder, g: Graph, ref: str) -> dict[str, Any] | None:
-    """A whole-document cite: its first chunk stands for it."""
-    from .search import chunk_cite
-
-    rows = g.query("MATCH (d:Doc)-[:HAS_CHUNK]->(c:Chunk) WHERE d.id = $id OR d.path = $id "
-                   "RETURN c.id AS id ORDER BY c.ord LIMIT 1", {"id": ref})
-    if not rows:
-        return None
-    row = g.chunks_by_id([rows[0]["id"]])[rows[0]["id"]]
-    return chunk_cite(folder, row)
-
-
 def _owner(cite: dict[str, Any]) -> str:
-    """What a cite points at in the graph: the chunk id, else the doc id."""
-    if cite.get("type") == "chunk" and "#" in str(cite.get("id", "")):
-        return str(cite["id"])
-    return str(cite.get("doc_id") or cite.get("id"))
+    """What a citation points at in the graph: the chunk (or span) it names, else its doc."""
+    ref = str(cite.get("ref") or "")
+    return ref if "#char" in ref and not ref.startswith("m-") else str(cite["doc_id"])
 
 
 # -- create / run ------------------------------------------------------------------------
@@ -167,20 +122,24 @@ def create(folder: Folder, text: str, cite_ids: list[str], *, tags: list[str] | 
            ) -> tuple[notes_mod.Note, list[dict[str, Any]]]:
     """Write a distilled memory citing `cite_ids` and index it. The caller holds the writer
     lock. Returns the note and the cite objects, in the order of its [N] markers."""
+    from . import citations as cit
+
     if not cite_ids:
         raise UsageError("a distilled memory needs at least one citation",
                          "pass the ids of the passages it rests on (from `ok search --json`)")
-    with indexer.open_graph(folder, write=True) as g:
-        cites = resolve_cites(folder, g, cite_ids)
-        for n in markers_in(text):
-            if n > len(cites):
-                raise BadInput(f"the text cites [{n}] but only {len(cites)} citation(s) were given",
-                               "[N] refers to the N-th CITE_ID")
-        meta = {"kind": "distilled", "citations": [c["id"] for c in cites],
-                "derived_from": list(dict.fromkeys(_owner(c) for c in cites)),
-                **(extra or {})}
-        note = notes_mod.add(folder, text, tags, topics, extra=meta)
-        indexer.index_notes(folder, g, [note])
+    if not text.strip():
+        raise BadInput("the memory's text is empty", "pass the distilled text")
+    files = cit.Files(folder)
+    cites = [cit.resolve(folder, ref.strip(), files) for ref in cite_ids]  # all, before writing
+    for n in markers_in(text):
+        if not 1 <= n <= len(cites):
+            raise BadInput(f"the text cites [{n}] but {len(cites)} citation(s) were given",
+                           "[N] refers to the N-th CITE_ID")
+    cites = [cit.persist(folder, c) for c in cites]
+    meta = {"kind": "distilled", "citations": [c["id"] for c in cites],
+            "derived_from": list(dict.fromkeys(_owner(c) for c in cites)), **(extra or {})}
+    note = notes_mod.add(folder, text, tags, topics, extra=meta)
+    indexer.index_note(folder, note)
     assert note.path is not None
     folder.log_op("distill.create", ids=[note.id], path=folder.rel(note.path),
                   citations=meta["citations"])

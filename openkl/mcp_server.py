@@ -311,6 +311,101 @@ class KnowledgeServer:
             out["marker"] = f"[truncated: {cap} of {len(rows)} rows shown (mcp.cypher_max_rows)]"
         return out
 
+    # -- tools: citations -----------------------------------------------------------------
+    def cite_make(self, refs: Annotated[list[str], Field(description="Search-hit/chunk ids (<doc>#char<s>-<e>), doc ids, memory ids, or paths inside the folder.")],
+                  lines: Annotated[str | None, Field(description="Lines a-b (1-based) of a single ref.")] = None,
+                  chars: Annotated[str | None, Field(description="Chars a-b (end exclusive) of a single ref.")] = None,
+                  persist: Annotated[bool, Field(description="Write citations/<id>.json (off on a read-only server).")] = False,
+                  tags: Annotated[list[str] | None, Field(description="Tags for persisted citations.")] = None,
+                  stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                  ) -> dict[str, Any]:
+        """Make citations: cite objects with a deterministic id (c-…), the exact quote, its
+        char span and context, as the files are now. Transient unless `persist`."""
+        from . import citations as cit
+
+        st = self.stack(stack)
+        f = st.folder
+        if not refs:
+            raise UsageError("nothing to cite", "pass ids from search, or paths")
+        if (lines or chars) and len(refs) != 1:
+            raise UsageError("lines/chars need exactly one ref")
+        if persist and self.read_only:
+            raise ReadOnlyViolation("this server is read-only, so citations cannot be persisted",
+                                    "call cite_make without persist")
+        files = cit.Files(f)
+        cites = [cit.make(f, r, lines=lines, chars=chars, files=files, cwd=f.root)
+                 for r in refs]
+        if persist:
+            with f.write_lock("mcp cite_make"):
+                cites = [cit.persist(f, c, notes_mod.clean_labels(tags)) for c in cites]
+                f.log_op("cite.make", ids=[c["id"] for c in cites], via="mcp")
+        else:
+            for c in cites:
+                cit.remember(f, c)
+        return {"stack": st.name, "results": cites}
+
+    def cite_verify(self, items: Annotated[list[str | dict[str, Any]], Field(description="Citation ids (c-…), other ids, or cite objects as returned by search/cite_make/ask.")],
+                    stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                    ) -> dict[str, Any]:
+        """Check citations against the files: verified (quote at its span, hash matches),
+        moved (found elsewhere or in a newer version), changed (only a close match, with
+        similarity) or missing. `ok` is true when every one is verified or moved."""
+        from . import citations as cit
+
+        st = self.stack(stack)
+        if not items:
+            raise UsageError("nothing to verify", "pass citation ids or cite objects")
+        results = cit.verify_many(st.folder, [x if isinstance(x, dict) else str(x)
+                                              for x in items])
+        return {"stack": st.name, "ok": all(r["status"] in cit.PASSING for r in results),
+                "results": results}
+
+    # -- tools: entity graph ----------------------------------------------------------------
+    def entities(self, name: Annotated[str | None, Field(description="One entity (name, alias or id): its relationships, sources and evidence.")] = None,
+                 type: Annotated[str | None, Field(description="Only this entity type.")] = None,
+                 query: Annotated[str | None, Field(description="Only names containing this text.")] = None,
+                 min_confidence: Annotated[float, Field(description="Minimum confidence 0..1.")] = 0.0,
+                 limit: Annotated[int | None, Field(description="At most this many (capped by mcp.max_k).")] = None,
+                 stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                 ) -> dict[str, Any]:
+        """Entities of the graph (names, terms, people, systems …) with type, confidence,
+        aliases and contributing documents, most confident first; or, with `name`, one
+        entity in detail."""
+        from . import entities as ent
+
+        st = self.stack(stack)
+        with self._read_graph(st, "entities") as g:
+            if name:
+                return {"stack": st.name, **ent.entity_detail(st.folder, g, name,
+                                                              min_confidence)}
+            rows = ent.list_entities(g, type=type, min_confidence=min_confidence,
+                                     query=query, limit=self._k(st, limit or 50))
+        return {"stack": st.name, "results": rows}
+
+    def traverse(self, name: Annotated[str, Field(description="Start entity (name, alias or id).")],
+                 depth: Annotated[int, Field(description="Hops to walk (1-4).")] = 2,
+                 rel: Annotated[str | None, Field(description="Only this relationship type.")] = None,
+                 min_confidence: Annotated[float, Field(description="Minimum confidence 0..1.")] = 0.0,
+                 stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                 ) -> dict[str, Any]:
+        """Walk the entity graph from an entity over typed relationships (both directions),
+        breadth first; each step carries its path and the evidence of every hop."""
+        from . import entities as ent
+
+        st = self.stack(stack)
+        if not 0 <= depth <= 4:
+            raise UsageError("depth must be between 0 and 4")
+        cap = int(st.cap("max_k", 50)) * 4
+        with self._read_graph(st, "traverse") as g:
+            res = ent.traverse(g, name, depth=depth, rel=rel, min_confidence=min_confidence,
+                               limit=cap)
+        out = {"stack": st.name, "start": res["start"], "depth": depth, "rel": rel,
+               "results": res["steps"]}
+        if res["truncated"]:
+            out["truncated"] = True
+            out["marker"] = f"[truncated: stopped after {cap} steps; lower depth or set rel]"
+        return out
+
     # -- tools: answers -------------------------------------------------------------------
     def ask(self, question: Annotated[str, Field(description="The question.")],
             k: Annotated[int | None, Field(description="Passages to retrieve (capped).")] = None,
@@ -328,7 +423,7 @@ class KnowledgeServer:
         llm = config_from(f, required=False)
         with self._read_graph(st, "ask") as g:
             return {"stack": st.name, **do_ask(f, g, question, k=self._k(st, k or 8),
-                                               scope=scope, llm=llm)}
+                                               scope=scope, llm=llm, remember=True)}
 
     # -- tools: files ---------------------------------------------------------------------
     def fs_list(self, path: Annotated[str, Field(description="Directory relative to the folder root.")] = ".",
@@ -446,9 +541,13 @@ class KnowledgeServer:
               "open_world_hint": False}
         specs: list[tuple[Callable[..., dict[str, Any]], dict[str, bool]]] = [
             (self.list_stacks, ro), (self.search, ro), (self.mem_search, ro),
-            (self.store_search, ro), (self.graph_cypher, ro),
+            (self.store_search, ro), (self.cite_verify, ro), (self.graph_cypher, ro),
+            (self.entities, ro), (self.traverse, ro),
             (self.ask, {**ro, "open_world_hint": True}),
             (self.fs_list, ro), (self.fs_read, ro), (self.sh_grep, ro),
+            # writes only when asked to persist (refused on a read-only server)
+            (self.cite_make, {"read_only_hint": self.read_only, "destructive_hint": False,
+                              "idempotent_hint": True, "open_world_hint": False}),
         ]
         if not self.read_only:
             specs += [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -41,6 +42,18 @@ def test_extractive_answer_cites_sentences(example_kf: Path) -> None:
     for c in res["citations"]:
         _quote_at_span(example_kf, c)
         assert set(c) >= {"type", "id", "path", "sha256", "loc", "quote", "context", "source"}
+    _verify(res)
+    # transient citations can be opened right away
+    r = run_ok("cite", "open", first["id"])
+    assert r.code == 0 and ">>> It is often called the first computer program" in r.out
+
+
+def _verify(res: dict) -> None:
+    """`ok cite verify` accepts every citation of the answer."""
+    r = run_ok("cite", "verify", "-", "--json", input=json.dumps(res["citations"]))
+    assert r.code == 0, r.err
+    assert {v["status"] for v in r.json()} == {"verified"}
+    assert len(r.json()) == len(res["citations"])
 
 
 def test_extractive_answer_from_a_note(example_kf: Path) -> None:
@@ -48,6 +61,7 @@ def test_extractive_answer_from_a_note(example_kf: Path) -> None:
     res = r.json()
     assert res["citations"][0]["type"] == "memory"
     _quote_at_span(example_kf, res["citations"][0])
+    _verify(res)
 
 
 def test_says_when_the_folder_does_not_know(example_kf: Path) -> None:
@@ -109,6 +123,7 @@ def test_llm_answer_is_grounded_and_cited(example_kf: Path, monkeypatch: pytest.
     assert [c["n"] for c in res["citations"]] == [1]
     assert "ada-lovelace" in res["citations"][0]["path"]
     _check_markers(res)
+    _verify(res)
     # the model saw numbered passages and the question, under the grounding rules
     req = stub.requests[0]
     assert req["model"] == "stub-model" and not req.get("stream")

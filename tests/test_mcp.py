@@ -17,8 +17,8 @@ from openkl.errors import BadInput
 from openkl.folder import Folder
 from openkl.mcp_server import limit, safe_path
 
-READ_TOOLS = {"list_stacks", "search", "mem_search", "store_search", "graph_cypher", "ask",
-              "fs_list", "fs_read", "sh_grep"}
+READ_TOOLS = {"list_stacks", "search", "mem_search", "store_search", "cite_verify",
+              "graph_cypher", "entities", "traverse", "ask", "fs_list", "fs_read", "sh_grep"}
 WRITE_TOOLS = {"mem_add", "store_ingest"}
 
 
@@ -59,7 +59,6 @@ async def fail(client: Any, tool: str, **args: Any) -> str:
 def test_lists_tools_resources_and_prompts(example_kf: Path) -> None:
     async def go(c: Any) -> None:
         tools = {t.name: t for t in (await c.list_tools()).tools}
-        assert set(tools) >= READ_TOOLS | WRITE_TOOLS
         for name in READ_TOOLS:
             a = tools[name].annotations
             assert a.read_only_hint is True and a.destructive_hint is False, name
@@ -94,10 +93,18 @@ def test_lists_tools_resources_and_prompts(example_kf: Path) -> None:
 
 def test_read_only_server_has_no_write_tools(example_kf: Path) -> None:
     async def go(c: Any) -> set[str]:
-        return {t.name for t in (await c.list_tools()).tools}
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        assert tools["cite_make"].annotations.read_only_hint is True
+        hit = (await call(c, "search", query="Babbage", k=1))["results"][0]
+        made = (await call(c, "cite_make", refs=[hit["id"]]))["results"][0]
+        assert made["id"].startswith("c-")
+        err = await fail(c, "cite_make", refs=[hit["id"]], persist=True)
+        assert "read-only" in err
+        return set(tools)
 
     names = serve([example_kf], go, "--read-only")
-    assert names >= READ_TOOLS and not names & WRITE_TOOLS
+    assert names == READ_TOOLS | {"cite_make"}
+    assert not list((example_kf / "citations").glob("*.json"))
 
 
 def test_calls_every_tool(example_kf: Path) -> None:
@@ -122,6 +129,29 @@ def test_calls_every_tool(example_kf: Path) -> None:
         ans = await call(c, "ask", question="who wrote the first computer program")
         assert "[1]" in ans["answer"] and ans["citations"][0]["n"] == 1
         assert "ada-lovelace" in ans["citations"][0]["path"]
+        ver = await call(c, "cite_verify", items=ans["citations"])
+        assert ver["ok"] and {r["status"] for r in ver["results"]} == {"verified"}
+
+        made = (await call(c, "cite_make", refs=[hits["results"][0]["id"]], persist=True,
+                           tags=["mcp"]))["results"][0]
+        assert made["id"].startswith("c-") and made["quote"] == hits["results"][0]["quote"]
+        assert (example_kf / "citations" / f"{made['id']}.json").is_file()
+        span = (await call(c, "cite_make", refs=["store/normalized/docs/ada-lovelace.html.ok.md"],
+                           lines="1-1"))["results"][0]
+        assert span["quote"] == "# Ada Lovelace and the Analytical Engine"
+        ver = await call(c, "cite_verify", items=[made["id"], span])
+        assert ver["ok"] and len(ver["results"]) == 2
+        assert "outside the knowledge folder" in await fail(c, "cite_make", refs=["/etc/passwd"])
+
+        ents = (await call(c, "entities", type="Person"))["results"]
+        names = [e["name"] for e in ents]
+        assert "Ada Lovelace" in names and all(e["type"] == "Person" for e in ents)
+        one = await call(c, "entities", name="Ada Lovelace")
+        assert one["name"] == "Ada Lovelace" and one["relationships"]
+        walk = await call(c, "traverse", name="Ada Lovelace", depth=1)
+        assert walk["start"]["name"] == "Ada Lovelace"
+        assert "Charles Babbage" in [s["entity"] for s in walk["results"]]
+        assert "no entity named" in await fail(c, "traverse", name="Nobody Atall")
 
         ls = (await call(c, "fs_list", path="store/normalized/docs"))["results"]
         assert {e["name"] for e in ls} >= {"ada-lovelace.html.ok.md", "write-ahead-logging.ok.md"}

@@ -45,7 +45,7 @@ def ask(
 
     with open_graph(f) as g:
         res = do_ask(f, g, question, k=k, scope=scope, llm=llm,
-                     on_token=on_token if streaming else None)
+                     on_token=on_token if streaming else None, remember=True)
     if streamed:
         sys.stdout.write("\n")
         if res["answer"] != "".join(streamed).strip():
