@@ -110,19 +110,26 @@ def search(folder: Folder, g: Graph, query: str, *, k: int = 10, mode: str = "hy
     qvec = embedder.embed_query(query) if mode != "fts" and embedder is not None else None
     n_cand = max(50, k * 5) * (4 if filters.active else 1)
     hits = retrieve(g, query, qvec, k, mode, scope, fusion or Fusion.from_folder(folder), n_cand)
-    chunk_rows = g.chunks_by_id([h["id"] for h in hits if h["table"] == "Chunk"])
-    note_rows = g.notes_by_id([h["id"] for h in hits if h["table"] == "MemoryNote"])
-    results: list[dict[str, Any]] = []
+    # one pass of per-document capping on ids alone (a chunk id starts with its doc id); rows
+    # are fetched only for what can be shown, or for every survivor when filters need them
+    picked: list[dict[str, Any]] = []
     per: dict[str, int] = {}
-    files: dict[str, str | None] = {}
     for h in hits:
-        row = chunk_rows.get(h["id"]) if h["table"] == "Chunk" else note_rows.get(h["id"])
-        if row is None or not _passes(row, h["table"], filters):
-            continue
-        owner = row["doc_id"] if h["table"] == "Chunk" else row["id"]
+        owner = h["id"].split("#", 1)[0]
         if per.get(owner, 0) >= per_doc:
             continue
         per[owner] = per.get(owner, 0) + 1
+        picked.append(h)
+        if not filters.active and len(picked) >= k:
+            break
+    chunk_rows = g.chunks_by_id([h["id"] for h in picked if h["table"] == "Chunk"])
+    note_rows = g.notes_by_id([h["id"] for h in picked if h["table"] == "MemoryNote"])
+    results: list[dict[str, Any]] = []
+    files: dict[str, str | None] = {}
+    for h in picked:
+        row = chunk_rows.get(h["id"]) if h["table"] == "Chunk" else note_rows.get(h["id"])
+        if row is None or not _passes(row, h["table"], filters):
+            continue
         cite = (chunk_cite(folder, row, files) if h["table"] == "Chunk"
                 else note_cite(folder, row, files))
         cite["score"] = round(h["score"], 6)
