@@ -43,9 +43,11 @@ def context(folder: Folder, g: Graph, query: str, *, k: int = 8, max_entities: i
     if hits:
         ids = [h["id"] for h in hits]
         rank = {h["id"]: h for h in hits}
-        rows = g.query("MATCH (x)-[m:MENTIONS]->(e:Entity) WHERE x.id IN $ids AND"
-                       " e.confidence >= $mc RETURN x.id AS x, e.id AS e, m.confidence AS c",
-                       {"ids": ids, "mc": floor})
+        rows = []
+        for table in ("Chunk", "MemoryNote"):  # one label per query: mixed-label reads are unsafe
+            rows += g.query(f"MATCH (x:{table})-[m:MENTIONS]->(e:Entity) WHERE x.id IN $ids AND"
+                            " e.confidence >= $mc RETURN x.id AS x, e.id AS e, m.confidence AS c"
+                            " ORDER BY x.id, e.id", {"ids": ids, "mc": floor})
         for r in rows:
             h = rank[r["x"]]
             w = (1.0 / h["rank"]) * float(r["c"])

@@ -491,7 +491,8 @@ def list_entities(g: Graph, *, type: str | None = None, min_confidence: float = 
         where.append("list_contains(e.docs, $d)")
         params["d"] = doc
     rows = g.query(f"MATCH (e:Entity) WHERE {' AND '.join(where)} RETURN {ENTITY_COLS},"
-                   " COUNT {MATCH (x)-[:MENTIONS]->(e)} AS mentions"
+                   " COUNT {MATCH (:Chunk)-[:MENTIONS]->(e)} + COUNT {MATCH (:MemoryNote)"
+                   "-[:MENTIONS]->(e)} AS mentions"
                    " ORDER BY e.confidence DESC, e.name, e.id", params)
     out = []
     for r in rows:
@@ -511,8 +512,11 @@ def find_entity(g: Graph, name: str) -> dict[str, Any]:
     rows = g.query(f"MATCH (e:Entity) WHERE e.id = $id OR e.id = $raw RETURN {ENTITY_COLS}",
                    {"id": entity_id(k), "raw": name})
     if not rows:
-        rows = g.query(f"MATCH (e:Entity) WHERE list_contains(e.aliases, $n) RETURN {ENTITY_COLS}"
-                       " ORDER BY e.confidence DESC, e.id LIMIT 1", {"n": name})
+        hits = [r["id"] for r in g.query(
+            "MATCH (e:Entity) WHERE size(e.aliases) > 0 RETURN e.id AS id, e.aliases AS a"
+            " ORDER BY e.confidence DESC, e.id") if any(key_of(x) == k for x in r["a"])]
+        if hits:
+            rows = g.query(f"MATCH (e:Entity {{id: $id}}) RETURN {ENTITY_COLS}", {"id": hits[0]})
     if not rows:
         near = g.query("MATCH (e:Entity) WHERE e.id CONTAINS $p RETURN e.name AS name"
                        " ORDER BY e.confidence DESC, e.name LIMIT 5", {"p": entity_id(k)})

@@ -1,0 +1,203 @@
+"""The entity graph on real documents: extraction quality, consolidation, traverse, context,
+pages, and rebuild determinism."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES, REPO, run_ok
+
+sys.path.insert(0, str(REPO / "tests" / "gold"))
+
+
+def _entities(*args: str) -> list[dict]:
+    r = run_ok("graph", "entities", "--json", *args)
+    assert r.code == 0, r.err
+    return r.json()
+
+
+def test_example_entities_are_the_ones_a_reader_would_name(example_kf: Path) -> None:
+    ents = {e["name"]: e for e in _entities()}
+    for name in ("Ada Lovelace", "Charles Babbage", "Analytical Engine", "Write-ahead logging",
+                 "SQLite", "PostgreSQL", "Retrieval-augmented generation", "BM25",
+                 "reciprocal rank fusion", "Jennifer Doudna", "Broad Institute", "Cas9"):
+        assert name in ents, name
+    assert ents["Ada Lovelace"]["type"] == "Person"
+    assert ents["Broad Institute"]["type"] == "Organization"
+    assert "WAL" in ents["Write-ahead logging"]["aliases"]
+    assert "RAG" in ents["Retrieval-augmented generation"]["aliases"]
+    # two documents name SQLite: it is one entity with both, and more confident than one source
+    assert len(ents["SQLite"]["docs"]) == 2
+    assert ents["SQLite"]["confidence"] > 0.75
+    assert all(e["confidence"] >= 0.4 for e in ents.values())
+    people = _entities("--type", "person")
+    assert {e["type"] for e in people} == {"Person"}
+
+
+def test_entity_detail_and_unknown_entity(example_kf: Path) -> None:
+    r = run_ok("graph", "entity", "wal", "--json")  # by alias, any case
+    assert r.code == 0, r.err
+    d = r.json()
+    assert d["name"] == "Write-ahead logging"
+    assert d["sources"] and d["sources"][0]["path"].endswith("write-ahead-logging.ok.md")
+    assert d["mentions"] and "log" in d["mentions"][0]["quote"].lower()
+    assert any(r["from_name"] == "SQLite" and r["type"] == "uses" for r in d["relationships"])
+    r = run_ok("graph", "entity", "Flux Capacitor")
+    assert r.code == 1 and "no entity named 'Flux Capacitor'" in r.err
+
+
+def test_traverse_gives_the_path_of_each_step(example_kf: Path) -> None:
+    r = run_ok("graph", "traverse", "Ada Lovelace", "--depth", "2", "--json",
+               "--min-confidence", "0")
+    assert r.code == 0, r.err
+    d = r.json()
+    steps = {s["entity"]: s for s in d["steps"]}
+    assert "Charles Babbage" in steps and steps["Charles Babbage"]["depth"] == 1
+    for s in d["steps"]:
+        assert s["path"][0] == "Ada Lovelace" and s["path"][-1] == s["entity"]
+        assert len(s["hops"]) == s["depth"] == len(s["path"]) - 1
+    assert max(s["depth"] for s in d["steps"]) == 2
+    r = run_ok("graph", "traverse", "Ada Lovelace", "--rel", "works_with", "--json")
+    assert {s["via"]["type"] for s in r.json()["steps"]} == {"works_with"}
+    r = run_ok("graph", "traverse", "Ada Lovelace", "--depth", "1")
+    assert r.code == 0 and "Charles Babbage" in r.out
+
+
+def test_context_returns_a_subgraph_with_reasoning(example_kf: Path) -> None:
+    r = run_ok("context", "how does write-ahead logging make databases durable", "--json")
+    assert r.code == 0, r.err
+    d = r.json()
+    names = [e["name"] for e in d["entities"]]
+    assert "Write-ahead logging" in names[:3]
+    assert d["confidence"] in ("HIGH", "MEDIUM", "LOW") and d["confidence"] != "LOW"
+    assert d["method"] == "ranked" and d["reasoning"]
+    assert d["sources"][0]["path"].endswith("write-ahead-logging.ok.md")
+    assert all(r["from_id"] in {e["id"] for e in d["entities"]} for r in d["relationships"])
+    r = run_ok("context", "zebra migration patterns", "--json")
+    assert r.code == 0 and r.json()["confidence"] in ("LOW", "MEDIUM")
+
+
+def test_consolidation_follows_removal_and_reingest(example_kf: Path) -> None:
+    before = {e["id"]: e for e in _entities("--min-confidence", "0")}
+    r = run_ok("store", "remove", "kuzu-embedded-graphs.ok.md")
+    assert r.code == 0, r.err
+    after = {e["id"]: e for e in _entities("--min-confidence", "0")}
+    assert "neo4j" not in after and "cypher" not in after
+    # the example note still names Kùzu: the entity stays, with the note as its only source
+    assert len(before["kuzu"]["docs"]) == 2 and after["kuzu"]["docs"] == [
+        d for d in before["kuzu"]["docs"] if d.startswith("m-")]
+    assert len(after["sqlite"]["docs"]) == 1 and after["sqlite"]["confidence"] < \
+        before["sqlite"]["confidence"]
+    # no orphans: every entity still has a source, every mention a live chunk
+    r = run_ok("graph", "cypher", "MATCH (e:Entity) WHERE size(e.docs) = 0 RETURN count(e) AS n",
+               "--json")
+    assert r.json()[0]["n"] == 0
+    r = run_ok("store", "ingest", str(EXAMPLES / "kuzu-embedded-graphs.md"))
+    assert r.code == 0, r.err
+    again = {e["id"]: e for e in _entities("--min-confidence", "0")}
+    assert again == before  # no double counts after re-ingest
+    r = run_ok("store", "ingest", str(EXAMPLES))  # unchanged content: a no-op
+    assert {e["id"]: e for e in _entities("--min-confidence", "0")} == before
+
+
+def test_memory_notes_contribute_and_edits_update(example_kf: Path) -> None:
+    r = run_ok("mem", "add", "Grace Hopper wrote the first compiler for the Harvard Mark I.",
+               "--json")
+    assert r.code == 0, r.err
+    nid = r.json()["id"]
+    ents = {e["name"]: e for e in _entities()}
+    assert nid in ents["Grace Hopper"]["docs"]
+    assert run_ok("mem", "delete", nid).code == 0
+    assert "Grace Hopper" not in {e["name"] for e in _entities("--min-confidence", "0")}
+
+
+def _export(root: Path) -> dict:
+    r = run_ok("--root", str(root), "graph", "export", "--format", "aks", "--out", "-")
+    assert r.code == 0, r.err
+    return json.loads(r.out)
+
+
+def test_rebuild_is_deterministic(example_kf: Path) -> None:
+    before = _export(example_kf)
+    rows = run_ok("graph", "cypher", "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id, b.id,"
+                  " r.type, r.confidence, r.evidence ORDER BY a.id, b.id, r.type", "--json").json()
+    r = run_ok("index", "--rebuild")
+    assert r.code == 0, r.err
+    after = _export(example_kf)
+    before.pop("compiled_at"), after.pop("compiled_at")
+    assert json.dumps(before, sort_keys=True) == json.dumps(after, sort_keys=True)
+    assert rows == run_ok("graph", "cypher", "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN "
+                          "a.id, b.id, r.type, r.confidence, r.evidence ORDER BY a.id, b.id, "
+                          "r.type", "--json").json()
+
+
+def test_page_is_cached_until_its_neighbourhood_changes(example_kf: Path, tmp_path: Path) -> None:
+    r = run_ok("graph", "page", "SQLite", "--json")
+    assert r.code == 0, r.err
+    p1 = r.json()
+    assert not p1["cached"] and p1["markdown"].startswith("# SQLite")
+    assert "## Relationships" in p1["markdown"] and "## Sources" in p1["markdown"]
+    assert "cite: `" in p1["markdown"]
+    assert run_ok("graph", "page", "SQLite", "--json").json()["cached"]
+    # an unrelated document leaves the page alone
+    (tmp_path / "bees.md").write_text("# Honey bees\n\nHoney bees store nectar in combs.\n")
+    assert run_ok("store", "ingest", str(tmp_path / "bees.md")).code == 0
+    p2 = run_ok("graph", "page", "SQLite", "--json").json()
+    assert p2["cached"] and p2["graph_version"] == p1["graph_version"]
+    # a new relationship to a neighbour regenerates it
+    (tmp_path / "litestream.md").write_text(
+        "# Litestream\n\nLitestream uses SQLite and streams its WAL to object storage.\n")
+    assert run_ok("store", "ingest", str(tmp_path / "litestream.md")).code == 0
+    p3 = run_ok("graph", "page", "SQLite", "--json").json()
+    assert not p3["cached"] and p3["graph_version"] != p1["graph_version"]
+    assert "Litestream" in p3["markdown"]
+    r = run_ok("graph", "page", "--all", "--json")
+    assert r.code == 0, r.err
+    assert (example_kf / "graph" / "pages" / "sqlite.md").exists()
+    assert (example_kf / "graph" / "pages" / "index.md").exists()
+
+
+def test_gold_set_quality(kf: Path) -> None:
+    from evaluate import DOCS, evaluate
+
+    from openkl.folder import open_folder
+    from openkl.indexer import open_graph
+
+    r = run_ok("store", "ingest", str(DOCS))
+    assert r.code == 0, r.err
+    f = open_folder(kf)
+    with open_graph(f) as g:
+        score = evaluate(f, g)
+    assert score["entity_recall"] >= 0.7, score
+    assert score["entity_precision"] >= 0.6, score
+
+
+def test_extraction_cache_is_used_on_rebuild(example_kf: Path) -> None:
+    cache = example_kf / ".ok" / "cache" / "entities.sqlite"
+    assert cache.exists()
+    import sqlite3
+
+    n = sqlite3.connect(cache).execute("SELECT count(*) FROM ext").fetchone()[0]
+    assert n > 0
+    shutil.rmtree(example_kf / ".ok" / "kuzu")
+    assert run_ok("index").code == 0
+    assert sqlite3.connect(cache).execute("SELECT count(*) FROM ext").fetchone()[0] == n
+
+
+@pytest.mark.parametrize("text,expect", [
+    ("Write-ahead logging (WAL) keeps data safe.", ("Write-ahead logging", "WAL")),
+    ("See arXiv:2005.11401 and https://example.org/a.html for details.",
+     ("arXiv:2005.11401", "https://example.org/a.html")),
+    ("Call `asyncio.gather()` to wait for tasks.", ("asyncio.gather()",)),
+])
+def test_local_extractor_signals(text: str, expect: tuple[str, ...]) -> None:
+    from openkl.entity_local import extract, key_of
+
+    res = extract(text)
+    keys = {m.key for m in res.mentions}
+    assert {key_of(x) for x in expect} <= keys
+    assert {m.name for m in res.mentions} >= set(expect)
