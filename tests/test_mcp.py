@@ -270,14 +270,11 @@ def test_a_tool_over_its_time_cap_returns_an_error(example_kf: Path) -> None:
         err = await fail(c, "graph_cypher", query=slow)
         assert time.monotonic() - t < 15
         assert "exceeded its time cap of 1s" in err
-        # the server is still usable, and released the graph
+        # the interrupted query released the graph: the server answers the next call
         rows = await call(c, "graph_cypher", query="MATCH (d:Doc) RETURN count(*) AS n")
         assert rows["results"] == [{"n": 5}]
-        r = await anyio.to_thread.run_sync(lambda: run_cli("mem", "add", "after the timeout"))
-        assert r.code == 0, r.err
 
-    serve([example_kf], go, env={"OK_MCP_TIMEOUTS_GRAPH_CYPHER": "1",
-                                 "OK_ROOT": str(example_kf)})
+    serve([example_kf], go, env={"OK_MCP_TIMEOUTS_GRAPH_CYPHER": "1"})
 
 
 def test_several_stacks(example_kf: Path, tmp_path: Path) -> None:
