@@ -160,7 +160,11 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
         if index:
             with indexer.open_graph(folder, write=True) as g:
                 old = [a["supersedes"] for a in rep.added if a.get("supersedes")]
-                indexer.remove_from_graph(folder, g, old, [])
+                # content that returns to an earlier version has that version's id, still
+                # in the graph as an old Doc node: it is replaced, not duplicated
+                in_graph = g.docs()
+                back = [a["id"] for a in rep.added if a["id"] in in_graph]
+                indexer.remove_from_graph(folder, g, old + back, [])
                 rep.chunks = indexer.index_docs(folder, g, new_items, entries)
                 indexer._sync_versions(g, entries)
     return rep

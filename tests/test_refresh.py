@@ -279,3 +279,24 @@ def test_cron_errors(expr: str, message: str) -> None:
     with pytest.raises(BadInput) as e:
         parse_cron(expr)
     assert message in e.value.message
+
+
+def test_content_that_returns_to_an_earlier_version(kf: Path, site: Site,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    at(monkeypatch)
+    first = run_ok("store", "web", site.url("/tides"), "--json").json()["added"][0]["id"]
+    _page(site, NEW)
+    second = run_ok("refresh", first, "--json").json()["changed"][0]["new"]
+    _page(site, OLD)  # the page is put back as it was
+    r = run_ok("refresh", second, "--json")
+    assert r.code == 0, r.err
+    assert r.json()["changed"][0]["new"] == first
+    entries = load_mapping(Folder(kf))
+    assert entries[first]["current"] is True and entries[second]["superseded_by"] == first
+    assert [h["id"] for h in run_ok("store", "history", first, "--json").json()] == [
+        first, second]
+    hits = run_ok("search", "gullwing gulls nest", "--json").json()
+    assert hits and {h["doc_id"] for h in hits} == {first}
+    docs = run_ok("graph", "cypher", "MATCH (d:Doc) RETURN d.id AS id, d.current AS cur "
+                  "ORDER BY cur DESC", "--json").json()
+    assert docs == [{"id": first, "cur": True}, {"id": second, "cur": False}]
