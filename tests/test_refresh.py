@@ -300,3 +300,19 @@ def test_content_that_returns_to_an_earlier_version(kf: Path, site: Site,
     docs = run_ok("graph", "cypher", "MATCH (d:Doc) RETURN d.id AS id, d.current AS cur "
                   "ORDER BY cur DESC", "--json").json()
     assert docs == [{"id": first, "cur": True}, {"id": second, "cur": False}]
+
+
+def test_plain_ingest_of_an_edited_file_records_drift(kf: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "quay.md"
+    src.write_text("# Quay\n\nThe quay is built of granite blocks.\n")
+    old = run_ok("store", "ingest", str(src), "--json").json()["added"][0]["id"]
+    src.write_text("# Quay\n\nThe quay is built of granite blocks and oak piles.\n")
+    monkeypatch.setenv("OK_REFRESH_DRIFT_THRESHOLD", "0.0")  # any change counts
+    r = run_ok("store", "ingest", str(src), "--json")
+    assert r.code == 0, r.err
+    [added] = r.json()["added"]
+    assert added["supersedes"] == old and 0 < added["drift"] < 0.2
+    evs = run_ok("events", "--doc", added["id"], "--json").json()
+    assert [e["type"] for e in evs] == ["ingested", "drifted"]
+    assert evs[1]["threshold"] == 0.0 and evs[1]["previous"] == old

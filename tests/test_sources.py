@@ -247,3 +247,29 @@ def test_repo_bad_targets(kf: Path, tmp_path: Path) -> None:
     r = run_ok("store", "repo", str(repo), "--include", "*.rs")
     assert r.code == 1 and "no files to store match --include" in r.err
     _nothing_written(kf)
+
+
+def test_polite_delay_and_crawl_delay(site: Site) -> None:
+    import time
+
+    from openkl.sources import WebClient
+
+    with WebClient(delay=0.3, max_bytes=1 << 20) as c:
+        t = time.monotonic()
+        for p in ("/", "/keepers", "/lamps.html"):
+            c.get(site.url(p))
+        assert time.monotonic() - t >= 0.6  # three requests to one host, 0.3 s apart
+    site.pages["/robots.txt"] = Page(b"User-agent: *\nCrawl-delay: 1\n", "text/plain")
+    with WebClient(delay=0, max_bytes=1 << 20) as c:
+        t = time.monotonic()
+        c.get(site.url("/"))
+        c.get(site.url("/keepers"))
+        assert time.monotonic() - t >= 1.0  # the site's Crawl-delay wins over ours
+
+
+def test_restoring_a_web_page_updates_its_policy(kf: Path, site: Site) -> None:
+    doc = run_ok("store", "web", site.url("/keepers"), "--json").json()["added"][0]["id"]
+    assert load_mapping(Folder(kf))[doc].get("refresh") is None
+    r = run_ok("store", "web", site.url("/keepers"), "--cron", "@daily", "--json")
+    assert r.code == 0 and [u["id"] for u in r.json()["unchanged"]] == [doc]
+    assert load_mapping(Folder(kf))[doc]["refresh"] == {"cron": "@daily"}
