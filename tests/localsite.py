@@ -71,8 +71,10 @@ class Site:
                 if page is None:
                     page = Page(b"<html><body>no such page</body></html>", status=404)
                 tag = '"' + hashlib.sha256(page.body).hexdigest()[:16] + '"'
-                if (page.status == 200 and page.etag
-                        and self.headers.get("If-None-Match") == tag):
+                modified = page.headers.get("Last-Modified")
+                if page.status == 200 and (
+                        (page.etag and self.headers.get("If-None-Match") == tag)
+                        or (modified and self.headers.get("If-Modified-Since") == modified)):
                     site.not_modified[path] = site.not_modified.get(path, 0) + 1
                     self.send_response(304)
                     self.send_header("ETag", tag)

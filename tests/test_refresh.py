@@ -316,3 +316,16 @@ def test_plain_ingest_of_an_edited_file_records_drift(kf: Path, tmp_path: Path,
     evs = run_ok("events", "--doc", added["id"], "--json").json()
     assert [e["type"] for e in evs] == ["ingested", "drifted"]
     assert evs[1]["threshold"] == 0.0 and evs[1]["previous"] == old
+
+
+def test_last_modified_and_refresh_all(kf: Path, site: Site,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    stamp = "Sat, 10 Jan 2026 07:00:00 GMT"
+    site.pages["/plain.txt"] = Page(b"Slack water comes between the tides.\n", "text/plain",
+                                    etag=False, headers={"Last-Modified": stamp})
+    doc = run_ok("store", "web", site.url("/plain.txt"), "--json").json()["added"][0]["id"]
+    assert load_mapping(Folder(kf))[doc]["fetch"]["last_modified"] == stamp
+    assert [d["id"] for d in run_ok("refresh", "--all", "-n", "--json").json()["due"]] == [doc]
+    r = run_ok("refresh", "--all", "--json")
+    assert r.code == 0 and r.json()["unchanged"] == [doc]
+    assert site.not_modified["/plain.txt"] == 1
