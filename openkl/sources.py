@@ -769,3 +769,4 @@ def record_fetch(folder: Folder, batch: Batch, rep: store.IngestReport,
         changed = True
     if changed:
         mapping_mod.save(folder, entries)
+        folder.log_op("store.fetch", sources=len(batch.cands), policy=policy)
