@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from openkl import indexer  # noqa: E402
+from openkl.errors import IndexMismatch  # noqa: E402
 from openkl.folder import Folder  # noqa: E402
 from openkl.search import Fusion, search  # noqa: E402
 from openkl.store import ingest_paths  # noqa: E402
@@ -43,9 +44,16 @@ def build_folder() -> Folder:
     t = time.time()
     with folder.write_lock("bench"):
         rep = ingest_paths(folder, [str(corpus_dir)])
-    if rep.added:
-        print(f"ingested {len(rep.added)} docs, {rep.chunks} chunks in {time.time() - t:.1f}s",
-              file=sys.stderr)
+        if rep.added:
+            print(f"ingested {len(rep.added)} docs, {rep.chunks} chunks in "
+                  f"{time.time() - t:.1f}s", file=sys.stderr)
+        try:
+            with indexer.open_graph(folder):
+                pass
+        except IndexMismatch:
+            t = time.time()
+            indexer.sync(folder, rebuild=True)  # schema changed: rebuild (embeddings are cached)
+            print(f"rebuilt the index in {time.time() - t:.1f}s", file=sys.stderr)
     return folder
 
 
