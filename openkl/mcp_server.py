@@ -79,23 +79,23 @@ def limit(result: dict[str, Any], cap: int) -> dict[str, Any]:
     if _json_size(result) <= cap:
         return result
     out = dict(result)
-    if isinstance(out.get("results"), list):
-        items = out["results"]
-        total = len(items)
-        lo, hi = 0, total
-        while lo < hi:  # the most items that fit
-            mid = (lo + hi + 1) // 2
-            out["results"] = items[:mid]
+    lists = [k for k, v in out.items() if isinstance(v, list) and v]
+    if lists:
+        totals = {k: len(out[k]) for k in lists}
+
+        def mark() -> None:
+            cut = [k for k in lists if len(out[k]) < totals[k]]
             out["truncated"] = True
-            out["marker"] = MARKER.format(shown=mid, total=total, what="results", cap=cap,
-                                          hint="; ask for fewer (k) or narrow the query")
-            if _json_size(out) <= cap:
-                lo = mid
-            else:
-                hi = mid - 1
-        out["results"] = items[:lo]
-        out["marker"] = MARKER.format(shown=lo, total=total, what="results", cap=cap,
-                                      hint="; ask for fewer (k) or narrow the query")
+            out["marker"] = MARKER.format(
+                shown=", ".join(f"{len(out[k])}" for k in cut),
+                total=", ".join(f"{totals[k]}" for k in cut),
+                what=", ".join(cut), cap=cap, hint="; ask for fewer (k) or narrow the query")
+
+        while _json_size(out) > cap and any(out[k] for k in lists):
+            # shorten the biggest list by a tenth (at least one item), from the end
+            k = max((k for k in lists if out[k]), key=lambda k: _json_size(out[k]))
+            out[k] = out[k][: len(out[k]) - max(1, len(out[k]) // 10)]
+            mark()
         if _json_size(out) <= cap:
             return out
     if isinstance(out.get("text"), str):
@@ -406,6 +406,26 @@ class KnowledgeServer:
             out["marker"] = f"[truncated: stopped after {cap} steps; lower depth or set rel]"
         return out
 
+    def context(self, query: Annotated[str, Field(description="A question or topic.")],
+                k: Annotated[int | None, Field(description="Passages to retrieve (capped).")] = None,
+                max_entities: Annotated[int, Field(description="Entities to return (capped).")] = 12,
+                min_confidence: Annotated[float | None, Field(description="Entity confidence floor (default: entities.min_confidence).")] = None,
+                stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                ) -> dict[str, Any]:
+        """Hybrid retrieval, then the entity subgraph relevant to the query: entities (with
+        why each matters), the relationships between them, the source passages, the
+        reasoning and a HIGH/MEDIUM/LOW confidence. Uses the LLM to pick entities when one is
+        configured."""
+        from .context import context as run
+
+        st = self.stack(stack)
+        f = st.folder
+        with self._read_graph(st, "context") as g:
+            data = run(f, g, query, k=self._k(st, k or 8),
+                       max_entities=self._k(st, max_entities), min_conf=min_confidence,
+                       embedder=indexer.embedder(f))
+        return {"stack": st.name, **data}
+
     # -- tools: answers -------------------------------------------------------------------
     def ask(self, question: Annotated[str, Field(description="The question.")],
             k: Annotated[int | None, Field(description="Passages to retrieve (capped).")] = None,
@@ -542,7 +562,7 @@ class KnowledgeServer:
         specs: list[tuple[Callable[..., dict[str, Any]], dict[str, bool]]] = [
             (self.list_stacks, ro), (self.search, ro), (self.mem_search, ro),
             (self.store_search, ro), (self.cite_verify, ro), (self.graph_cypher, ro),
-            (self.entities, ro), (self.traverse, ro),
+            (self.entities, ro), (self.traverse, ro), (self.context, {**ro, "open_world_hint": True}),
             (self.ask, {**ro, "open_world_hint": True}),
             (self.fs_list, ro), (self.fs_read, ro), (self.sh_grep, ro),
             # writes only when asked to persist (refused on a read-only server)

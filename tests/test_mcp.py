@@ -18,7 +18,8 @@ from openkl.folder import Folder
 from openkl.mcp_server import limit, safe_path
 
 READ_TOOLS = {"list_stacks", "search", "mem_search", "store_search", "cite_verify",
-              "graph_cypher", "entities", "traverse", "ask", "fs_list", "fs_read", "sh_grep"}
+              "graph_cypher", "entities", "traverse", "context", "ask", "fs_list", "fs_read",
+              "sh_grep"}
 WRITE_TOOLS = {"mem_add", "store_ingest"}
 
 
@@ -152,6 +153,10 @@ def test_calls_every_tool(example_kf: Path) -> None:
         assert walk["start"]["name"] == "Ada Lovelace"
         assert "Charles Babbage" in [s["entity"] for s in walk["results"]]
         assert "no entity named" in await fail(c, "traverse", name="Nobody Atall")
+        ctx = await call(c, "context", query="Who worked with Charles Babbage?")
+        assert ctx["confidence"] in ("HIGH", "MEDIUM", "LOW") and ctx["reasoning"]
+        assert "Charles Babbage" in [e["name"] for e in ctx["entities"]]
+        assert any("ada-lovelace" in s["path"] for s in ctx["sources"])
 
         ls = (await call(c, "fs_list", path="store/normalized/docs"))["results"]
         assert {e["name"] for e in ls} >= {"ada-lovelace.html.ok.md", "write-ahead-logging.ok.md"}
@@ -303,6 +308,10 @@ def test_limit_keeps_valid_json() -> None:
     assert limit(res, 10**6) is res
     txt = limit({"path": "a", "text": "é" * 5000}, 2000)
     assert txt["truncated"] and len(json.dumps(txt, ensure_ascii=False).encode()) <= 2000
+    two = limit({"entities": [{"d": "e" * 300}] * 10, "sources": [{"q": "s" * 300}] * 30,
+                 "reasoning": "r"}, 4000)
+    assert two["truncated"] and two["reasoning"] == "r" and len(json.dumps(two)) <= 4000
+    assert two["entities"] and len(two["sources"]) < 30 and "sources" in two["marker"]
     other = limit({"blob": "y" * 5000}, 1000)
     assert other["truncated"] and "partial_json" in other
 
