@@ -130,7 +130,7 @@ def export(folder: Folder, g: Graph, *, min_confidence: float | None = None,
         extra = json.loads(r["extra"]) if r.get("extra") else {}
         eu = r["ext_id"] or uid("entity", r["id"])
         uuids[r["id"]] = eu
-        docs = [u for u in (doc_uuid(d) for d in r["docs"] or []) if u]
+        docs = sorted({u for u in (doc_uuid(d) for d in r["docs"] or []) if u})
         seen = [doc_rows[d]["created_at"] for d in r["docs"] or [] if d in doc_rows] + [
             note_rows[d]["ts"] for d in r["docs"] or [] if d in note_rows]
         props = dict(extra.get("properties") or {})
@@ -163,7 +163,7 @@ def export(folder: Folder, g: Graph, *, min_confidence: float | None = None,
             continue
         extra = json.loads(r["extra"]) if r.get("extra") else {}
         fu, tu = uuids[r["a"]], uuids[r["b"]]
-        docs = [u for u in (doc_uuid(d) for d in r["docs"] or []) if u]
+        docs = sorted({u for u in (doc_uuid(d) for d in r["docs"] or []) if u})
         rels.append({
             "id": r["ext_id"] or uid("rel", f"{fu}:{r['type']}:{tu}"),
             "from_entity_id": fu, "to_entity_id": tu, "type": r["type"],

@@ -180,6 +180,8 @@ def sync_canonical(folder: Folder, g: Graph) -> bool:
     old = {r["id"].replace("-", " ") for r in g.query(
         "MATCH (e:Entity) WHERE e.canonical RETURN e.id AS id")}
     consolidate(folder, g, old | canon.keys(), canon=canon)
+    # only a full pass over the canonical keys may stamp them as applied
+    g.set_meta("entities.canonical", stamp)
     return True
 
 
@@ -275,7 +277,6 @@ def consolidate(folder: Folder, g: Graph, touched: Iterable[str],
             data[r["id"]] = r
     ents, mentions, rels = _aggregate(data, affected, resolve, canon)
     _write(g, affected, ents, mentions, rels)
-    g.set_meta("entities.canonical", canon.stamp)
     return {"entities": len(ents), "relations": len(rels)}
 
 
