@@ -109,11 +109,12 @@ class WebClient:
             f = self._get(origin + "/robots.txt", robots=False, accept_any=True, quiet=True)
         except FetchError:
             f = None
-        if f is None or f.status in (404, 410) or 400 <= f.status < 500 and f.status not in (
-                401, 403):
-            rp.allow_all = True
+        # as urllib.robotparser reads it: a missing robots.txt allows everything, a refused
+        # or failing one allows nothing
+        if f is None or (400 <= f.status < 500 and f.status not in (401, 403)):
+            rp.parse([])
         elif f.status in (401, 403) or f.status >= 500:
-            rp.disallow_all = True
+            rp.parse(["User-agent: *", "Disallow: /"])
         else:
             rp.parse(f.data.decode("utf-8", errors="replace").splitlines())
         self._robots[origin] = rp

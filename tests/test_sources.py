@@ -273,3 +273,12 @@ def test_restoring_a_web_page_updates_its_policy(kf: Path, site: Site) -> None:
     r = run_ok("store", "web", site.url("/keepers"), "--cron", "@daily", "--json")
     assert r.code == 0 and [u["id"] for u in r.json()["unchanged"]] == [doc]
     assert load_mapping(Folder(kf))[doc]["refresh"] == {"cron": "@daily"}
+
+
+def test_failing_robots_txt_means_no_crawling(kf: Path, site: Site) -> None:
+    site.pages["/robots.txt"] = Page(b"oops", status=503)
+    r = run_ok("store", "web", site.url("/"))
+    assert r.code == 1 and "disallowed by the site's robots.txt" in r.err
+    _nothing_written(kf)
+    site.pages.pop("/robots.txt")  # none at all (404): everything may be fetched
+    assert run_ok("store", "web", site.url("/keepers")).code == 0
