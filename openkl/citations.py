@@ -257,11 +257,12 @@ def _doc_cite(folder: Folder, files: Files, ft: FileText, start: int, end: int,
     from .search import chunk_cite
 
     title, source = _doc_meta(files, ft.doc_id, ft)
-    row = {"id": f"{ft.doc_id}#char{start}-{end}", "doc_id": ft.doc_id, "path": ft.path,
+    chunk = f"{ft.doc_id}#char{start}-{end}"
+    row = {"id": chunk, "doc_id": ft.doc_id, "path": ft.path,
            "sha256": ft.sha256, "title": title, "start": start, "end": end,
            "text": ft.text[start:end], "source": json.dumps(source)}
     cite = chunk_cite(folder, row, {ft.path: ft.text})
-    return _finish(cite, "doc" if whole else "chunk", ft.doc_id if whole else row["id"])
+    return _finish(cite, "doc" if whole else "chunk", ft.doc_id if whole else chunk)
 
 
 def _note_cite(folder: Folder, files: Files, ft: FileText, note_id: str, start: int, end: int,
@@ -523,7 +524,7 @@ def check(folder: Folder, obj: Any, where: str) -> dict[str, Any]:
     out.update({"type": type_, "doc_id": doc_id, "path": folder.rel(full),
                 "loc": {"kind": "char", "start": s, "end": e}})
     out["id"] = str(obj.get("id") or cite_id(doc_id, s, e))
-    ctx = obj.get("context") if isinstance(obj.get("context"), dict) else {}
+    ctx: dict[str, Any] = obj["context"] if isinstance(obj.get("context"), dict) else {}
     out["context"] = {"pre": str(ctx.get("pre") or ""), "post": str(ctx.get("post") or "")}
     return out
 
@@ -553,7 +554,7 @@ def parse_input(folder: Folder, text: str, where: str) -> list[str | dict[str, A
         if line[0] in "[{\"":
             try:
                 data = json.loads(line)
-            except ValueError as e:
+            except json.JSONDecodeError as e:
                 raise BadInput(f"{where} line {n} is not valid JSON ({e.msg})",
                                "pass one cite object per line, a JSON array, or one id per "
                                "line") from e
@@ -765,9 +766,9 @@ class Verifier:
                 return Target(ft, "newer", notes)
         # not linked (yet): a file edited in place at the cited path, or at its mapped path
         paths = [cite["path"]]
-        e = entries.get(cite["doc_id"])
-        if e and e.get("current", True) and e.get("path") not in (None, cite["path"]):
-            paths.append(e["path"])
+        cur = entries.get(cite["doc_id"])
+        if cur and cur.get("current", True) and cur.get("path") not in (None, cite["path"]):
+            paths.append(cur["path"])
         for rel in paths:
             ft = self.files.read(rel)
             if ft is not None:

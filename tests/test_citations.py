@@ -127,6 +127,13 @@ def test_untouched_is_verified(tidal: dict) -> None:
     assert code == 0
     assert res["status"] == "verified" and res["changes"] == [] and res["similarity"] == 1.0
     assert res["found"]["loc"] == c["loc"]
+    # a cite-object file works as well as an id; so does a JSON-lines file of them
+    code, [res] = _verify(str(tidal["root"] / "citations" / f"{c['id']}.json"))
+    assert code == 0 and res["status"] == "verified" and res["persisted"]
+    lines = tidal["root"].parent / "cites.jsonl"
+    lines.write_text(json.dumps(c) + "\n" + json.dumps(c) + "\n")
+    code, results = _verify(str(lines))
+    assert code == 0 and [x["status"] for x in results] == ["verified", "verified"]
 
 
 def test_text_inserted_before_is_moved_with_exact_span(tidal: dict) -> None:
