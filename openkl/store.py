@@ -279,5 +279,9 @@ def read_doc(folder: Folder, ref: str) -> tuple[dict[str, Any], str]:
     entry = resolve(folder, ref, include_old=True)
     path = folder.root / entry["path"]
     if not path.exists():
+        if entry.get("superseded_by"):
+            raise NotFound(f"version {entry['id']} was replaced by {entry['superseded_by']} "
+                           "and its text was not kept (it was edited in place)",
+                           f"show the current version: `ok store show {entry['superseded_by']}`")
         raise OkError(f"{entry['path']} is missing on disk", "run `ok sync`")
     return entry, path.read_text(encoding="utf-8")

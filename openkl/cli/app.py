@@ -319,6 +319,15 @@ def run(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise
+    except Exception as e:  # a bug, not bad input: say so in one line, keep the traceback
+        if state.debug:
+            raise
+        first = (str(e).splitlines() or [""])[0][:300]
+        print(f"Error: unexpected {type(e).__name__}: {first} (hint: rerun with --debug for "
+              "the traceback, and please report it)", file=sys.stderr)
+        return 1
 
 
 def main() -> None:
