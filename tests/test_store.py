@@ -129,3 +129,17 @@ def test_changed_source_supersedes_old_version(kf: Path, tmp_path: Path) -> None
     assert rows == [{"new": new["id"], "old": old, "cur": False}]
     hits = run_ok("search", "backups nightly", "--json").json()
     assert [h["doc_id"] for h in hits] == [new["id"]]
+
+
+def test_version_replaced_by_a_hand_edit(kf: Path, tmp_path: Path) -> None:
+    f = tmp_path / "rules.md"
+    f.write_text("# Rules\n\nRule one: be kind.\n")
+    old = run_ok("store", "ingest", str(f), "--json").json()["added"][0]
+    target = kf / old["path"]
+    target.write_text(target.read_text().replace("be kind", "be brief"))
+    rep = run_ok("sync", "--json").json()
+    new_id = rep["docs_added"][0]
+    r = run_ok("store", "show", old["id"])
+    assert r.code == 1
+    assert f"replaced by {new_id}" in r.err and f"ok store show {new_id}" in r.err
+    assert "be brief" in run_ok("store", "show", new_id).out
