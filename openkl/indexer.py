@@ -127,15 +127,36 @@ def embed_all(emb: Embedder, texts: list[str], what: str = "embedding") -> np.nd
     return out
 
 
-def index_docs(folder: Folder, g: Graph, items: list[tuple[str, str]],
-               entries: dict[str, dict[str, Any]] | None = None) -> int:
-    """Load docs (id, relative path) into the graph; returns the number of chunks."""
-    if not items:
-        return 0
+@dataclass
+class PreparedDocs:
+    """Rows and vectors of docs, computed before the graph is opened."""
+
+    docs: list[dict[str, Any]]
+    chunks: list[dict[str, Any]]
+    vecs: np.ndarray
+
+
+def prepare_docs(folder: Folder, items: list[tuple[str, str]],
+                 entries: dict[str, dict[str, Any]] | None = None) -> PreparedDocs:
+    """Chunk and embed docs without touching the graph.
+
+    Embedding is the slow part of indexing; doing it before the graph is opened keeps the
+    graph free for readers (and the MCP server) meanwhile.
+    """
     emb = embedder(folder)
     entries = entries if entries is not None else mapping_mod.load(folder)
     docs, chunks = build_doc_rows(folder, emb, items, entries)
-    vecs = embed_all(emb, [c["text"] for c in chunks])
+    return PreparedDocs(docs, chunks, embed_all(emb, [c["text"] for c in chunks]))
+
+
+def index_docs(folder: Folder, g: Graph, items: list[tuple[str, str]],
+               entries: dict[str, dict[str, Any]] | None = None,
+               prepared: PreparedDocs | None = None) -> int:
+    """Load docs (id, relative path) into the graph; returns the number of chunks."""
+    if not items:
+        return 0
+    p = prepared or prepare_docs(folder, items, entries)
+    docs, chunks, vecs = p.docs, p.chunks, p.vecs
     g.add_docs(docs, chunks, vecs)
     for hook in post_index_hooks:
         hook(folder, g, [d["id"] for d in docs], [])
@@ -239,26 +260,48 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
     """Bring the graph in line with the files. The caller holds the writer lock."""
     if rebuild:
         Graph.destroy(folder.kuzu_dir)
+    _remove_stale_temp_files(folder)
     with open_graph(folder, write=True) as g:
         state, rep = plan(folder, g)
-        rep.rebuilt = rebuild
-        files, notes = state["files"], state["notes"]
-        entries = mapping_mod.load(folder)
-        _link_edits(folder, entries, rep, files)
+    rep.rebuilt = rebuild
+    files, notes = state["files"], state["notes"]
+    entries = mapping_mod.load(folder)
+    _link_edits(folder, entries, rep, files)
+    # the mapping first, so new docs are indexed with their recorded ingest time
+    _sync_mapping(folder, entries, files, rep)
+    # embed before reopening the graph: readers are not locked out during the slow part
+    items = [(d, files[d]) for d in rep.docs_added]
+    prepared = prepare_docs(folder, items, entries) if items else None
+    changed_notes = [notes[n] for n in rep.notes_added + rep.notes_updated]
+    embed_all(embedder(folder), [n.body for n in changed_notes], "embedding notes")
+    with open_graph(folder, write=True) as g:
         remove_from_graph(folder, g, rep.docs_removed,
                           rep.notes_removed + rep.notes_updated)
         for mv in rep.docs_moved:
             g.set_doc_path(mv["id"], mv["to"])
-        # the mapping first, so new docs are indexed with their recorded ingest time
-        _sync_mapping(folder, entries, files, rep)
-        rep.chunks_added = index_docs(folder, g, [(d, files[d]) for d in rep.docs_added], entries)
-        index_notes(folder, g, [notes[n] for n in rep.notes_added + rep.notes_updated])
+        rep.chunks_added = index_docs(folder, g, items, entries, prepared)
+        index_notes(folder, g, changed_notes)
         _sync_versions(g, entries)
         # approved backfeed items and imported bundles are files too
         from .entities import sync_canonical
 
         sync_canonical(folder, g)
     return rep
+
+
+def _remove_stale_temp_files(folder: Folder) -> None:
+    """Drop half-written `atomic_write` temp files left by a killed process.
+
+    Only called under the writer lock, so no live writer can own them.
+    """
+    for base in (folder.store_dir, folder.memories_dir, folder.citations_dir,
+                 folder.ok_dir / "versions"):
+        if base.exists():
+            for tmp in base.rglob(".*.tmp"):
+                if tmp.is_file():
+                    tmp.unlink()
+    for tmp in folder.ok_dir.glob(".*.tmp"):
+        tmp.unlink()
 
 
 def _link_edits(folder: Folder, entries: dict[str, dict[str, Any]], rep: SyncReport,

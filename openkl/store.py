@@ -158,6 +158,7 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
         folder.log_op("store.ingest", ids=[a["id"] for a in rep.added],
                       paths=[a["path"] for a in rep.added])
         if index:
+            prepared = indexer.prepare_docs(folder, new_items, entries)  # slow part, graph free
             with indexer.open_graph(folder, write=True) as g:
                 old = [a["supersedes"] for a in rep.added if a.get("supersedes")]
                 # content that returns to an earlier version has that version's id, still
@@ -165,7 +166,7 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
                 in_graph = g.docs()
                 back = [a["id"] for a in rep.added if a["id"] in in_graph]
                 indexer.remove_from_graph(folder, g, old + back, [])
-                rep.chunks = indexer.index_docs(folder, g, new_items, entries)
+                rep.chunks = indexer.index_docs(folder, g, new_items, entries, prepared)
                 indexer._sync_versions(g, entries)
     return rep
 
