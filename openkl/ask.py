@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,8 +41,11 @@ Rules:
 and say what is missing.
 - Be concise: a few sentences, no preamble."""
 
-# weights of the extractive sentence score (tuned on the SciFact train split: bench/ask_eval.py)
-W_SIM, W_LEX, W_RANK = 0.5, 0.2, 0.3
+# weights of the extractive sentence score, tuned on 300 SciFact train claims
+# (bench/ask_eval.py --tune): word overlap adds nothing once similarity and rank are in
+W_SIM, W_LEX, W_RANK = 0.7, 0.0, 0.3
+SENTENCE_HITS = 5  # sentences come from this many best passages
+MAX_CANDIDATES = 40  # and at most this many are embedded
 MIN_SIMILARITY = 0.3  # below this best sentence similarity the folder "does not say"
 
 _STOP = frozenset(["a", "an", "and", "are", "as", "at", "be", "been", "being", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "may", "might", "more", "most", "no", "not", "of", "on", "or", "our", "should", "so", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your"])
@@ -121,52 +125,75 @@ def _insufficient(mode: str, model: str | None) -> dict[str, Any]:
 
 
 # -- extractive --------------------------------------------------------------------------
-def _extractive(folder: Folder, question: str, hits: list[dict[str, Any]], qvec: np.ndarray,
-                emb: Any, max_sentences: int) -> dict[str, Any]:
-    if not hits:
-        return _insufficient("extractive", None)
-    cands: list[tuple[int, int, int, str]] = []  # (hit index, start, end, sentence)
-    for i, h in enumerate(hits):
-        base = int(h["loc"]["start"])
-        for s, e, sent in sentences(h["quote"], base):
-            cands.append((i, s, e, sent))
-    if not cands:
-        return _insufficient("extractive", None)
-    sims = emb.embed([c[3] for c in cands]) @ qvec
+@dataclass
+class Candidate:
+    """A sentence of a retrieved passage with the signals that score it."""
+
+    hit: int  # index into the hits
+    start: int
+    end: int
+    text: str
+    lex: float  # share of the question's content words it contains
+    prior: float  # its passage's search score, relative to the best passage
+    sim: float = 0.0  # cosine similarity to the question
+
+    @property
+    def score(self) -> float:
+        return W_SIM * self.sim + W_LEX * self.lex + W_RANK * self.prior
+
+
+def candidates(question: str, hits: list[dict[str, Any]], qvec: np.ndarray, emb: Any,
+               max_hits: int = SENTENCE_HITS, max_cands: int = MAX_CANDIDATES
+               ) -> list[Candidate]:
+    """Sentences of the best `max_hits` passages, best first. Only the `max_cands` most
+    promising by words and rank are embedded: embedding is what an answer costs."""
     qwords = _words(question)
     top = max(float(h.get("score") or 0.0) for h in hits) or 1.0
-    scored = []
-    for (i, s, e, sent), sim in zip(cands, sims, strict=True):
-        lex = len(qwords & _words(sent)) / len(qwords) if qwords else 0.0
-        prior = float(hits[i].get("score") or 0.0) / top
-        scored.append((W_SIM * float(sim) + W_LEX * lex + W_RANK * prior, float(sim), i, s, e))
-    scored.sort(key=lambda x: (-x[0], x[2], x[3]))
-    best = scored[0]
+    out: list[Candidate] = []
+    for i, h in enumerate(hits[:max_hits]):
+        prior = float(h.get("score") or 0.0) / top
+        for s, e, sent in sentences(h["quote"], int(h["loc"]["start"])):
+            lex = len(qwords & _words(sent)) / len(qwords) if qwords else 0.0
+            out.append(Candidate(i, s, e, sent, lex, prior))
+    out.sort(key=lambda c: -(c.lex + c.prior))
+    out = out[:max_cands]
+    if out:
+        for c, sim in zip(out, emb.embed([c.text for c in out]) @ qvec, strict=True):
+            c.sim = float(sim)
+    out.sort(key=lambda c: (-c.score, c.hit, c.start))
+    return out
+
+
+def _extractive(folder: Folder, question: str, hits: list[dict[str, Any]], qvec: np.ndarray,
+                emb: Any, max_sentences: int) -> dict[str, Any]:
+    cands = candidates(question, hits, qvec, emb) if hits else []
+    if not cands:
+        return _insufficient("extractive", None)
+    best = cands[0]
     chosen = [best]
-    for cand in scored[1:]:
-        if len(chosen) >= max_sentences:
+    for cand in cands[1:]:
+        if len(chosen) >= max_sentences or cand.score < 0.8 * best.score \
+                or cand.sim < MIN_SIMILARITY:
             break
-        if cand[0] < 0.8 * best[0] or cand[1] < MIN_SIMILARITY:
-            break
-        if any(hits[c[2]]["doc_id"] == hits[cand[2]]["doc_id"] and c[3] == cand[3]
+        if any(hits[c.hit]["doc_id"] == hits[cand.hit]["doc_id"] and c.start == cand.start
                for c in chosen):
             continue  # the same sentence seen through two overlapping chunks
         chosen.append(cand)
-    insufficient = best[1] < MIN_SIMILARITY
+    insufficient = best.sim < MIN_SIMILARITY
     if insufficient:
         chosen = [best]
     files = Files(folder)
     cites = []
     parts = []
-    for n, (_, _, i, s, e) in enumerate(chosen, 1):
-        cite = make(folder, f"{hits[i]['doc_id']}#char{s}-{e}", files=files)
+    for n, c in enumerate(chosen, 1):
+        cite = make(folder, f"{hits[c.hit]['doc_id']}#char{c.start}-{c.end}", files=files)
         cite["n"] = n
         cites.append(cite)
         parts.append(f"{_flat(cite['quote'])} [{n}]")
     answer = " ".join(parts)
     if insufficient:
         answer = f"{INSUFFICIENT} The closest passage: {answer}"
-    conf, label = confidence(float(np.mean([c[1] for c in chosen])))
+    conf, label = confidence(float(np.mean([c.sim for c in chosen])))
     if insufficient:
         conf, label = min(conf, 0.2), "LOW"
     return {"answer": answer, "citations": cites, "confidence": conf, "confidence_label": label,
