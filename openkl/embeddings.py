@@ -130,21 +130,11 @@ class Embedder:
         with self._lock:
             if self._impl is not None:
                 return self._impl
-            from fastembed import TextEmbedding
-
             if self.model_id == DEFAULT_MODEL_ID:
-                from fastembed.common.model_description import ModelSource, PoolingType
-
-                path = _prepare_default_dir()
-                known = {m["model"] for m in TextEmbedding.list_supported_models()}
-                if self.model_id not in known:
-                    TextEmbedding.add_custom_model(
-                        model=self.model_id, pooling=PoolingType.MEAN, normalization=True,
-                        sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
-                        dim=DEFAULT_DIM, model_file="model.onnx")
-                self._impl = TextEmbedding(self.model_id, specific_model_path=str(path),
-                                           threads=self.threads)
+                self._impl = MiniLMOnnx(_prepare_default_dir(), self.threads)
             else:
+                from fastembed import TextEmbedding
+
                 cache = user_cache_dir() / "fastembed"
                 try:
                     self._impl = TextEmbedding(self.model_id, cache_dir=str(cache),
@@ -210,6 +200,55 @@ class Embedder:
             return len(texts)
         keys = {self.key(t) for t in texts}
         return len(keys) - len(self.cache.get_many(list(keys), self.dim))
+
+
+def fastembed_default(threads: int | None = None) -> Any:
+    """The default model loaded through fastembed (the reference `MiniLMOnnx` matches)."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    path = _prepare_default_dir()
+    if DEFAULT_MODEL_ID not in {m["model"] for m in TextEmbedding.list_supported_models()}:
+        TextEmbedding.add_custom_model(
+            model=DEFAULT_MODEL_ID, pooling=PoolingType.MEAN, normalization=True,
+            sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
+            dim=DEFAULT_DIM, model_file="model.onnx")
+    return TextEmbedding(DEFAULT_MODEL_ID, specific_model_path=str(path), threads=threads)
+
+
+class MiniLMOnnx:
+    """The default model run directly on onnxruntime: what fastembed does for a mean-pooled
+    BERT model (truncate to 256 tokens, pad, run, mean-pool over the attention mask,
+    L2-normalize), without fastembed's import cost (~0.9 s on every `ok search`).
+    Vectors equal fastembed's (tested)."""
+
+    def __init__(self, model_dir: Path, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        opts = ort.SessionOptions()
+        if threads:
+            opts.intra_op_num_threads = threads
+        self.session = ort.InferenceSession(str(model_dir / "model.onnx"), opts,
+                                            providers=["CPUExecutionProvider"])
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=DEFAULT_MAX_TOKENS)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
+    def embed(self, texts: list[str], batch_size: int = 32) -> Any:
+        for i in range(0, len(texts), batch_size):
+            enc = self.tokenizer.encode_batch(texts[i:i + batch_size])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self.inputs:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            hidden = self.session.run(None, feed)[0]
+            m = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            yield from pooled / np.clip(norms, 1e-12, None)
 
 
 class EmbeddingCache:

@@ -1,0 +1,70 @@
+"""The offline default embedder, its cache, and chunking in model tokens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openkl.chunking import chunk_text
+from openkl.embeddings import DEFAULT_MODEL_ID, Embedder, fastembed_default
+
+TEXTS = ["hello world", "Kùzu keeps one writer at a time. " * 40, "ünïcödé and emoji 🚀",
+         "short"]
+
+
+def test_default_model_matches_fastembed() -> None:
+    ours = Embedder()._embed_raw(TEXTS)
+    ref = np.array(list(fastembed_default().embed(TEXTS)), dtype=np.float32)
+    assert ours.shape == (4, 384)
+    assert np.abs(ours - ref).max() < 1e-4
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    # semantically close sentences are closer than unrelated ones
+    a, b, c = Embedder()._embed_raw(["a cat sits on the mat", "a kitten rests on a rug",
+                                     "quarterly tax filing deadline"])
+    assert a @ b > a @ c + 0.2
+
+
+def test_cache_embeds_each_text_once(tmp_path: Path) -> None:
+    emb = Embedder(cache_dir=tmp_path)
+    assert emb.identity == f"{DEFAULT_MODEL_ID}:384"
+    first = emb.embed(["alpha", "beta", "alpha"])
+    assert emb.missing(["alpha", "beta", "gamma"]) == 1
+    again = Embedder(cache_dir=tmp_path).embed(["beta", "alpha"])
+    assert np.array_equal(again, first[[1, 0]])
+    assert np.array_equal(first[0], first[2])
+
+
+def test_chunks_are_spans_within_the_token_budget() -> None:
+    tok = Embedder().tokenizer
+    text = (Path(__file__).parent.parent / "examples/docs/retrieval-augmented-generation.md"
+            ).read_text() * 4
+    chunks = chunk_text(text, tok, max_tokens=64, overlap=16)
+    assert len(chunks) > 5
+    for c in chunks:
+        assert text[c.start:c.end] == c.text
+        assert len(tok.encode(c.text, add_special_tokens=True).ids) <= 64
+        assert c.start == 0 or not text[c.start - 1].isalnum()
+        assert c.end == len(text) or not text[c.end].isalnum()
+    # neighbours overlap and together they cover the text
+    for a, b in zip(chunks, chunks[1:], strict=False):
+        assert b.start <= a.end and b.start > a.start
+    assert chunks[0].start == 0 and chunks[-1].end == len(text.rstrip())
+
+
+def test_headings_are_preferred_cut_points() -> None:
+    tok = Embedder().tokenizer
+    para = "Sentence about storage engines and their logs. " * 20  # ~180 tokens
+    text = f"# One\n\n{para}\n\n# Two\n\n{para}\n\n# Three\n\n{para}\n"
+    chunks = chunk_text(text, tok, max_tokens=256, overlap=0)
+    assert [c.text.split("\n")[0] for c in chunks] == ["# One", "# Two", "# Three"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=3000))
+def test_chunking_never_loses_or_invents_text(text: str) -> None:
+    tok = Embedder().tokenizer
+    for c in chunk_text(text, tok, max_tokens=48, overlap=12):
+        assert c.text == text[c.start:c.end] and c.text.strip() == c.text and c.text
