@@ -88,7 +88,7 @@ def sentences(text: str, base: int = 0, min_chars: int = 20) -> list[tuple[int, 
 
 def confidence(sim: float) -> tuple[float, str]:
     """Map a cosine similarity of the evidence to the question to 0..1 and HIGH/MEDIUM/LOW."""
-    c = float(min(1.0, max(0.0, (sim - 0.15) / 0.5)))
+    c = float(min(1.0, max(0.0, (sim - 0.2) / 0.6)))
     return round(c, 3), "HIGH" if c >= 0.66 else "MEDIUM" if c >= 0.33 else "LOW"
 
 
