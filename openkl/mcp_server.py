@@ -21,7 +21,7 @@ import inspect
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
@@ -139,8 +139,9 @@ class KnowledgeServer:
     server and tests call the same code.
     """
 
-    def __init__(self, roots: list[str | Path] | None = None, read_only: bool = False) -> None:
-        folders = [open_folder(r) for r in (roots or [None])]  # type: ignore[list-item]
+    def __init__(self, roots: Sequence[str | Path | None] | None = None,
+                 read_only: bool = False) -> None:
+        folders = [open_folder(r) for r in (roots or [None])]
         self.stacks: dict[str, Stack] = {}
         for f in folders:
             name = str(f.setting("domain") or f.root.name)
@@ -596,7 +597,7 @@ class KnowledgeServer:
         for fn, ann in self.tool_specs():
             name = fn.__name__
             server.add_tool(self._timed(name, fn), name=name,
-                            description=_describe(fn),
+                            description=describe(fn),
                             annotations=ToolAnnotations(title=name.replace("_", " "), **ann))
 
         @server.resource("ok://{stack}/memory/{note_id}", name="memory note",
@@ -673,7 +674,7 @@ def _held(lock: threading.Lock, timeout: float, what: str) -> Iterator[None]:
         lock.release()
 
 
-def _describe(fn: Callable[..., Any]) -> str:
+def describe(fn: Callable[..., Any]) -> str:
     """A tool's docstring with its hard-wrapped lines joined (paragraphs kept)."""
     doc = inspect.getdoc(fn) or fn.__name__
     return "\n\n".join(" ".join(par.split()) for par in doc.split("\n\n"))
@@ -698,7 +699,7 @@ def _version() -> str:
         return "0"
 
 
-def serve(roots: list[str | Path] | None = None, read_only: bool = False) -> None:
+def serve(roots: Sequence[str | Path | None] | None = None, read_only: bool = False) -> None:
     """Serve over stdio until the client goes away."""
     ks = KnowledgeServer(roots, read_only=read_only)
     server = ks.build()

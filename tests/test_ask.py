@@ -155,6 +155,39 @@ def test_llm_streams_tokens(example_kf: Path, monkeypatch: pytest.MonkeyPatch) -
     assert "write-ahead-logging" in res["citations"][0]["path"]
 
 
+def test_cli_streams_the_answer_to_a_terminal(example_kf: Path) -> None:
+    import os
+    import pty
+    import subprocess
+
+    from conftest import OK_BIN
+
+    reply = "Write-ahead logging appends each change to a log first [1]."
+    with chat_server([reply], chunk=4) as stub:
+        env = {**os.environ, "OK_LLM_BASE_URL": stub.url, "OK_LLM_MODEL": "stub-model",
+               "OK_LLM_RETRIES": "0"}
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([OK_BIN, "ask", "what is write-ahead logging?", "-k", "3"],
+                                stdout=slave, stderr=subprocess.PIPE, env=env)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # the terminal closed
+                break
+            if not data:
+                break
+            out += data
+        os.close(master)
+        assert proc.wait(timeout=120) == 0, proc.stderr.read().decode() if proc.stderr else ""
+    text = out.decode().replace("\r\n", "\n")
+    assert stub.requests[0]["stream"] is True
+    assert text.startswith(reply + "\n")
+    assert "\n[1] store/normalized/docs/write-ahead-logging.ok.md:" in text
+    assert "· stub-model @ http://127.0.0.1:" in text
+
+
 def test_llm_insufficient(example_kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with chat_server(["INSUFFICIENT: the passages do not mention Lima."]) as stub:
         _llm_env(monkeypatch, stub.url)

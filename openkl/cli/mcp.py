@@ -17,15 +17,14 @@ def mcp(
                                     "exit instead of serving."),
 ) -> None:
     """Serve the folder(s) over MCP on stdin/stdout (register it with your agent's client)."""
-    from ..mcp_server import KnowledgeServer, serve
+    from ..mcp_server import KnowledgeServer, describe, serve
 
-    chosen = list(roots or []) or [state.root]
+    chosen: list[str | None] = list(roots or []) or [state.root]
     if list_tools:
         from .output import emit_json
 
-        ks = KnowledgeServer(chosen, read_only=read_only)  # type: ignore[arg-type]
-        emit_json([{"name": fn.__name__, "annotations": ann,
-                    "description": (fn.__doc__ or "").split("\n")[0]}
+        ks = KnowledgeServer(chosen, read_only=read_only)
+        emit_json([{"name": fn.__name__, "annotations": ann, "description": describe(fn)}
                    for fn, ann in ks.tool_specs()])
         return
-    serve(chosen, read_only=read_only)  # type: ignore[arg-type]
+    serve(chosen, read_only=read_only)
