@@ -180,6 +180,13 @@ class KnowledgeServer:
                 yield g
         return cm()
 
+    @contextlib.contextmanager
+    def _writing(self, st: Stack, tool: str) -> Iterator[None]:
+        """The folder's writer lock, like the CLI takes it. This process's own calls queue on
+        the stack lock first: the writer lock is re-entrant per folder, not per thread."""
+        with _held(st.lock, st.timeout(tool), tool), st.folder.write_lock(f"ok mcp {tool}"):
+            yield
+
     def warm(self) -> None:
         """Load the embedding model now, so the first query does not pay for it."""
         for st in self.stacks.values():
@@ -259,7 +266,7 @@ class KnowledgeServer:
         Returns the note with its id (m-YYYYMMDD-xxxx) and path."""
         st = self.stack(stack)
         f = st.folder
-        with f.write_lock("mcp mem_add"), _held(st.lock, st.timeout("mem_add"), "mem_add"):
+        with self._writing(st, "mem_add"):
             note = notes_mod.add(f, text, notes_mod.clean_labels(tags),
                                  notes_mod.clean_labels(topics))
             indexer.index_note(f, note)
@@ -281,8 +288,7 @@ class KnowledgeServer:
         if bool(paths) == (text is not None):
             raise UsageError("pass either `paths` or `text`")
         resolved = [str(safe_path(f, p)) for p in paths or []]
-        with f.write_lock("mcp store_ingest"), _held(st.lock, st.timeout("store_ingest"),
-                                                      "store_ingest"):
+        with self._writing(st, "store_ingest"):
             if text is not None:
                 rep = ingest_stdin(f, text.encode("utf-8"), name)
             else:
@@ -337,7 +343,7 @@ class KnowledgeServer:
         cites = [cit.make(f, r, lines=lines, chars=chars, files=files, cwd=f.root)
                  for r in refs]
         if persist:
-            with f.write_lock("mcp cite_make"):
+            with self._writing(st, "cite_make"):
                 cites = [cit.persist(f, c, notes_mod.clean_labels(tags)) for c in cites]
                 f.log_op("cite.make", ids=[c["id"] for c in cites], via="mcp")
         else:

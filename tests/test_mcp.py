@@ -210,6 +210,19 @@ def test_cli_writes_while_the_server_runs(example_kf: Path) -> None:
         hits = (await call(c, "store_search", query="what do walruses use tusks for", k=1))
         assert "walrus" in hits["results"][0]["path"]
 
+        # calls that arrive together are queued, not interleaved
+        ids: list[str] = []
+
+        async def add(i: int) -> None:
+            ids.append((await call(c, "mem_add", text=f"Parallel note number {i}."))["id"])
+
+        async with anyio.create_task_group() as tg:
+            for i in range(4):
+                tg.start_soon(add, i)
+        rows = (await call(c, "graph_cypher", query="MATCH (m:MemoryNote) WHERE m.text "
+                           "STARTS WITH 'Parallel note' RETURN m.id AS id"))["results"]
+        assert sorted(r["id"] for r in rows) == sorted(ids) and len(set(ids)) == 4
+
     serve([example_kf], go, env={"OK_ROOT": str(example_kf)})
 
 
