@@ -158,8 +158,8 @@ def run(folder: Folder, prompt: str, query: str, *, llm: Any, k: int = 8,
         ) -> dict[str, Any]:
     """search → prompt over the numbered passages → a memory citing what the model used.
 
-    The caller holds the writer lock. Returns {note, citations, prompt, query, model};
-    `note` is None when the model found nothing to distill.
+    The writer lock is taken only to write the note, not while the model thinks. Returns
+    {note, citations, prompt, query, model}; `note` is None when the model found nothing.
     """
     from .ask import keep_markers, markers, passages_prompt
     from .llm import ChatClient
@@ -186,7 +186,8 @@ def run(folder: Folder, prompt: str, query: str, *, llm: Any, k: int = 8,
                                     if int(x) in renum),
                   keep_markers(text, valid))
     ids = [hits[n - 1]["id"] for n in used]
-    note, cites = create(folder, body, ids, tags=tags, topics=topics,
-                         extra={"prompt": p.name, "query": query, "model": llm.model})
+    with folder.write_lock("ok distill run"):
+        note, cites = create(folder, body, ids, tags=tags, topics=topics,
+                             extra={"prompt": p.name, "query": query, "model": llm.model})
     return {**base, "note": note.as_dict(folder),
             "citations": [{**c, "n": i} for i, c in enumerate(cites, 1)]}

@@ -85,10 +85,9 @@ def run(
         sys.stderr.write(tok)
         sys.stderr.flush()
 
-    with writing(f, "ok distill run"):
-        res = do_run(f, prompt, query, llm=llm, k=k, tags=split_labels(tags),
-                     topics=split_labels(topics), scope=scope,
-                     on_token=on_token if streaming else None)
+    res = do_run(f, prompt, query, llm=llm, k=k, tags=split_labels(tags),
+                 topics=split_labels(topics), scope=scope,
+                 on_token=on_token if streaming else None)
     if streaming:
         sys.stderr.write("\n")
     if res["note"] is None:
