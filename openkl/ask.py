@@ -100,12 +100,28 @@ def ask(folder: Folder, g: Graph, question: str, *, k: int = 8, scope: str = "al
     confidence_label, insufficient, mode, model, retrieved}.
 
     Citations are made by `citations.make`, so `ok cite verify` checks them; `remember`
-    keeps them where `ok cite open ID` finds them."""
+    keeps them where `ok cite open ID` finds them. Callers that may wait on an LLM should
+    call `retrieve` with the graph open and `answer` after closing it, as the CLI does."""
+    hits = retrieve(folder, g, question, k=k, scope=scope, embedder=embedder)
+    return answer(folder, question, hits, llm=llm, on_token=on_token, embedder=embedder,
+                  max_sentences=max_sentences, remember=remember)
+
+
+def retrieve(folder: Folder, g: Graph, question: str, *, k: int = 8, scope: str = "all",
+             embedder: Any = None) -> list[dict[str, Any]]:
+    """The passages an answer may use (the hybrid search of `ok search`)."""
     if not question.strip():
         raise UsageError("the question is empty", "ask something")
-    emb = embedder or indexer.embedder(folder)
-    hits = search(folder, g, question, k=k, scope=scope, embedder=emb,
+    return search(folder, g, question, k=k, scope=scope,
+                  embedder=embedder or indexer.embedder(folder),
                   per_doc=int(folder.setting("search.per_doc", 1)))
+
+
+def answer(folder: Folder, question: str, hits: list[dict[str, Any]], *, llm: Any = None,
+           on_token: Callable[[str], None] | None = None, embedder: Any = None,
+           max_sentences: int = 3, remember: bool = False) -> dict[str, Any]:
+    """Answer from retrieved passages; needs the files, not the graph."""
+    emb = embedder or indexer.embedder(folder)
     qvec = emb.embed_query(question)
     if llm is not None:
         out = _llm_answer(folder, question, hits, qvec, emb, llm, on_token)

@@ -442,15 +442,17 @@ class KnowledgeServer:
         """Answer a question from the folder with [N] markers; `citations` holds the cite
         object of every [N] (its `n`). Uses the configured LLM, else an extractive answer of
         the best matching sentences. Says so when the folder does not hold the answer."""
-        from .ask import ask as do_ask
+        from .ask import answer, retrieve
         from .llm import config_from
 
         st = self.stack(stack)
         f = st.folder
         llm = config_from(f, required=False)
-        with self._read_graph(st, "ask") as g:
-            return {"stack": st.name, **do_ask(f, g, question, k=self._k(st, k or 8),
-                                               scope=scope, llm=llm, remember=True)}
+        emb = indexer.embedder(f)
+        with self._read_graph(st, "ask") as g:  # not held while the LLM answers
+            hits = retrieve(f, g, question, k=self._k(st, k or 8), scope=scope, embedder=emb)
+        return {"stack": st.name, **answer(f, question, hits, llm=llm, embedder=emb,
+                                           remember=True)}
 
     # -- tools: files ---------------------------------------------------------------------
     def fs_list(self, path: Annotated[str, Field(description="Directory relative to the folder root.")] = ".",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,8 +16,9 @@ from typing import Any
 
 
 class ChatStub:
-    def __init__(self, replies: list[str], chunk: int = 7) -> None:
+    def __init__(self, replies: list[str], chunk: int = 7, delay: float = 0.0) -> None:
         self.replies = list(replies)
+        self.delay = delay  # seconds to think before answering
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.chunk = chunk
@@ -27,9 +29,9 @@ class ChatStub:
 
 
 @contextmanager
-def chat_server(replies: list[str], chunk: int = 7) -> Iterator[ChatStub]:
+def chat_server(replies: list[str], chunk: int = 7, delay: float = 0.0) -> Iterator[ChatStub]:
     """Serve on 127.0.0.1 (a free port); `stub.url` is the base URL ending in /v1."""
-    stub = ChatStub(replies, chunk)
+    stub = ChatStub(replies, chunk, delay)
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
@@ -43,6 +45,7 @@ def chat_server(replies: list[str], chunk: int = 7) -> Iterator[ChatStub]:
             stub.requests.append(body)
             stub.headers.append(dict(self.headers))
             reply = stub.next_reply()
+            time.sleep(stub.delay)
             if body.get("stream"):
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")

@@ -188,6 +188,33 @@ def test_cli_streams_the_answer_to_a_terminal(example_kf: Path) -> None:
     assert "· stub-model @ http://127.0.0.1:" in text
 
 
+def test_graph_is_closed_while_the_llm_answers(example_kf: Path) -> None:
+    """A slow model must not keep writers out: `ok mem add` runs while `ok ask` waits."""
+    import os
+    import threading
+    import time
+
+    from conftest import run_cli
+
+    with chat_server(["Lovelace wrote it [1]."], delay=6) as stub:
+        env = {"OK_LLM_BASE_URL": stub.url, "OK_LLM_MODEL": "stub-model",
+               "OK_LLM_RETRIES": "0", "OK_ROOT": os.environ["OK_ROOT"]}
+        asked: dict = {}
+        t = threading.Thread(target=lambda: asked.update(r=run_cli(
+            "ask", "who wrote the first computer program", "--json", env=env)))
+        t.start()
+        deadline = time.monotonic() + 60
+        while not stub.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert stub.requests, "ok ask never reached the model"
+        added = run_cli("mem", "add", "Written while the model was thinking.",
+                        env={**env, "OK_LOCK_TIMEOUT": "2"})
+        t.join(60)
+    assert added.code == 0, added.err
+    assert asked["r"].code == 0, asked["r"].err
+    assert asked["r"].json()["citations"][0]["n"] == 1
+
+
 def test_llm_insufficient(example_kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with chat_server(["INSUFFICIENT: the passages do not mention Lima."]) as stub:
         _llm_env(monkeypatch, stub.url)

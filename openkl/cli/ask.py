@@ -26,8 +26,8 @@ def ask(
     With an LLM configured (llm.base_url, llm.model; key from llm.api_key_env) the answer is
     grounded in the retrieved passages; without one it is made of the best matching
     sentences, each cited. Says so when the folder does not hold the answer."""
-    from ..ask import ask as do_ask
-    from ..indexer import open_graph
+    from ..ask import answer, retrieve
+    from ..indexer import embedder, open_graph
     from ..llm import config_from
 
     if question == "-":
@@ -43,9 +43,11 @@ def ask(
         sys.stdout.write(tok)
         sys.stdout.flush()
 
-    with open_graph(f) as g:
-        res = do_ask(f, g, question, k=k, scope=scope, llm=llm,
-                     on_token=on_token if streaming else None, remember=True)
+    emb = embedder(f)
+    with open_graph(f) as g:  # closed before the model answers, so writers are not kept out
+        hits = retrieve(f, g, question, k=k, scope=scope, embedder=emb)
+    res = answer(f, question, hits, llm=llm, on_token=on_token if streaming else None,
+                 embedder=emb, remember=True)
     if streamed:
         sys.stdout.write("\n")
         if res["answer"] != "".join(streamed).strip():
