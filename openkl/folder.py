@@ -37,6 +37,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "llm": {"base_url": None, "model": None, "api_key_env": "OPENAI_API_KEY", "timeout": 60.0,
             "retries": 2},
     "ingest": {"max_file_mb": 64},
+    "graph": {"buffer_pool_mb": 512},
     # caps for `ok mcp`: results per call, bytes per result, seconds per call (per tool)
     "mcp": {"max_k": 50, "max_bytes": 100000, "timeout": 30.0,
             "timeouts": {"ask": 120.0, "store_ingest": 300.0, "context": 60.0},

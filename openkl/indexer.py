@@ -49,7 +49,8 @@ def open_graph(folder: Folder, write: bool = False, check: bool = True) -> Itera
     ident = emb.identity if write else _cheap_identity(folder, emb)
     with Graph.open(folder.kuzu_dir, write=write, embedder_identity=ident,
                     dim=emb.dim if write else None,
-                    timeout=float(folder.setting("lock_timeout", 30.0)), check=check) as g:
+                    timeout=float(folder.setting("lock_timeout", 30.0)), check=check,
+                    buffer_pool_mb=int(folder.setting("graph.buffer_pool_mb", 512))) as g:
         yield g
 
 
@@ -199,11 +200,21 @@ def link_derived(g: Graph, notes: list[notes_mod.Note]) -> None:
 
 
 def index_note(folder: Folder, note: notes_mod.Note, replace: bool = False) -> None:
-    """Index one note (replacing its old version); the caller holds the writer lock."""
-    with open_graph(folder, write=True) as g:
-        if replace:
-            remove_from_graph(folder, g, [], [note.id])
-        index_notes(folder, g, [note])
+    """Index one note (replacing its old version); the caller holds the writer lock.
+
+    The note file is already written; if the graph cannot be updated the error says so and
+    how to catch up, since the note itself is safe.
+    """
+    embed_all(embedder(folder), [note.body], "embedding notes")  # before the graph is opened
+    try:
+        with open_graph(folder, write=True) as g:
+            if replace:
+                remove_from_graph(folder, g, [], [note.id])
+            index_notes(folder, g, [note])
+    except OkError as e:
+        where = folder.rel(note.path) if note.path else note.id
+        raise type(e)(f"note {note.id} is saved in {where} but not indexed: {e.message}",
+                      "run `ok sync` when the graph is free") from e
 
 
 def remove_from_graph(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
@@ -280,8 +291,9 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         for mv in rep.docs_moved:
             g.set_doc_path(mv["id"], mv["to"])
         rep.chunks_added = index_docs(folder, g, items, entries, prepared)
-        index_notes(folder, g, changed_notes)
+        # old versions before notes, so a note citing an old version can link to it
         _sync_versions(g, entries)
+        index_notes(folder, g, changed_notes)
         # approved backfeed items and imported bundles are files too
         from .entities import sync_canonical
 

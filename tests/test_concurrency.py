@@ -123,3 +123,33 @@ def test_help_is_fast_and_light() -> None:
     r2 = run_cli("--help")
     assert r2.code == 0 and "Usage" in r2.out
     assert time.monotonic() - t < 1.0
+
+
+HOLD_GRAPH = """
+import sys, time
+from pathlib import Path
+from openkl.graph import Graph
+with Graph.open(Path(sys.argv[1]) / ".ok" / "kuzu", write=False, check=False):
+    print("open", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_note_written_while_the_graph_is_busy_is_kept_and_synced_later(
+        kf: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OK_LOCK_TIMEOUT", "1")
+    reader = subprocess.Popen([sys.executable, "-c", HOLD_GRAPH, str(kf), "30"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "open"
+        r = run_ok("mem", "add", "written while a reader had the graph")
+        assert r.code == 1
+        assert "is saved in memories/by_date/" in r.err and "ok sync" in r.err
+        assert len(r.err.strip().splitlines()) == 1
+    finally:
+        reader.kill()
+        reader.wait()
+    assert len(list(kf.glob("memories/by_date/*/*/*.md"))) == 1
+    assert run_ok("sync", "--json").json()["notes_added"]
+    hits = run_ok("search", "reader had the graph", "--json").json()
+    assert hits and hits[0]["type"] == "memory"
