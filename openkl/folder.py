@@ -16,6 +16,7 @@ import os
 import socket
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,6 +118,7 @@ class Folder:
         self.lock_path = self.ok_dir / "lock"
         self._config: dict[str, Any] | None = None
         self.tee: Path | None = None
+        self._held = threading.local()  # writer-lock nesting depth, per thread
 
     # -- layout -----------------------------------------------------------------
     @classmethod
@@ -207,15 +209,17 @@ class Folder:
     def write_lock(self, what: str, timeout: float | None = None) -> Iterator[None]:
         """Hold the folder's single writer lock; wait up to `timeout` s, then name the holder.
 
-        The lock is an flock, so a killed process releases it; a re-entrant call inside a
-        held lock is a no-op.
+        The lock is an flock, so a killed process releases it. A nested call in the thread
+        that holds it is a no-op; another thread of the same process waits like another
+        process would (each call opens its own file description, and flock locks those).
         """
-        if getattr(self, "_lock_depth", 0):
-            self._lock_depth += 1
+        held = self._held.__dict__
+        if held.get("depth", 0):
+            held["depth"] += 1
             try:
                 yield
             finally:
-                self._lock_depth -= 1
+                held["depth"] -= 1
             return
         timeout = float(self.setting("lock_timeout", 30.0) if timeout is None else timeout)
         self.ok_dir.mkdir(parents=True, exist_ok=True)
@@ -240,11 +244,11 @@ class Folder:
                     "since": iso()}
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(info).encode(), 0)
-            self._lock_depth = 1
+            held["depth"] = 1
             try:
                 yield
             finally:
-                self._lock_depth = 0
+                held["depth"] = 0
                 os.ftruncate(fd, 0)
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:

@@ -153,3 +153,26 @@ def test_note_written_while_the_graph_is_busy_is_kept_and_synced_later(
     assert run_ok("sync", "--json").json()["notes_added"]
     hits = run_ok("search", "reader had the graph", "--json").json()
     assert hits and hits[0]["type"] == "memory"
+
+
+def test_writer_lock_nests_in_a_thread_and_excludes_other_threads(kf: Path) -> None:
+    import threading
+
+    from openkl.folder import Folder
+
+    f = Folder(kf)
+    order: list[str] = []
+    with f.write_lock("outer"):
+        with f.write_lock("inner"):  # same thread: no deadlock
+            order.append("nested")
+
+        def other() -> None:
+            with f.write_lock("other thread", timeout=10):
+                order.append("other")
+
+        t = threading.Thread(target=other)
+        t.start()
+        time.sleep(0.5)
+        order.append("outer done")  # the other thread must still be waiting
+    t.join(timeout=10)
+    assert order == ["nested", "outer done", "other"]
