@@ -74,7 +74,7 @@ def retrieve(g: Graph, query: str, qvec: Any, k: int, mode: str, scope: str,
             norm = (score - low) / (top - low) if top > low else 1.0
             signals.setdefault(key, {})[name] = {"score": round(score, 6), "rank": rank,
                                                  "norm": norm}
-    out = []
+    out: list[dict[str, Any]] = []
     for (table, cid), sig in signals.items():
         if mode == "fts":
             fused = sig["fts"]["score"]

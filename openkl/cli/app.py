@@ -19,12 +19,33 @@ from . import output
 from .common import folder, split_labels, writing
 from .output import JsonOpt, emit, state
 
+
+def _plain_metavar(self: Any, ctx: Any) -> str:
+    """`--root ROOT`, `QUERY`: upper-case names instead of `<str>` type labels in help."""
+    if self.type_descriptor.is_choice:
+        return _typed_metavar(self, ctx)
+    return (self.name or "value").upper()
+
+
+_typed_metavar = typer.core._TyperParameter.display_type
+typer.core._TyperParameter.display_type = _plain_metavar  # type: ignore[method-assign]
+
 app = typer.Typer(
     name="ok",
     help="openkl: a local-first knowledge layer. Notes and documents as plain files; "
          "hybrid search, a graph, and citations anyone can verify.\n\n"
          "Start with `ok init`, add notes with `ok mem add`, documents with "
          "`ok store ingest`, then `ok search`.",
+    epilog="""A first session:
+
+\b
+  ok init ~/kb && cd ~/kb
+  ok store ingest ~/papers --glob '*.pdf'
+  ok mem add "Retries need jitter, or they synchronize" --tags infra
+  ok search "retry storms"
+  ok cite verify --all
+
+Run `ok COMMAND --help` for each command's options and examples.""",
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
@@ -35,10 +56,11 @@ app = typer.Typer(
 
 @app.callback()
 def _root(
-    root: str = typer.Option(None, "--root", "-C", envvar="OK_ROOT",
+    root: str = typer.Option(None, "--root", "-C", envvar="OK_ROOT", metavar="DIR",
                              help="Knowledge folder (default: nearest parent with .ok/)."),
     json_: bool = typer.Option(False, "--json", help="JSON output for every command."),
-    tee: str = typer.Option(None, "--tee", help="Also append ops-log lines to this file."),
+    tee: str = typer.Option(None, "--tee", metavar="FILE",
+                            help="Also append ops-log lines to this file."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
 ) -> None:
@@ -157,18 +179,37 @@ def doctor(json_: bool = JsonOpt) -> None:
 
 
 # -- search ------------------------------------------------------------------------------
-@app.command()
+SEARCH_EXAMPLES = """Examples:
+
+\b
+  ok search "write-ahead logging"                # notes and documents together
+  ok search "deadline" --in mem --tag work -k 5   # notes tagged work
+  ok search "BM25" --mode fts --explain           # keyword only, with scores
+  ok search "gene editing" --json | jq -r '.[].id' | ok cite make - --persist
+"""
+
+
+@app.command(epilog=SEARCH_EXAMPLES)
 def search(
     query: str = typer.Argument(..., help="What to look for (`-` reads it from stdin)."),
-    k: int = typer.Option(None, "-k", "--limit", help="Number of results (default 10)."),
-    scope: str = typer.Option("all", "--in", help="Where to search: all, mem or store."),
-    mode: str = typer.Option(None, "--mode", help="hybrid (default), vector or fts."),
-    tags: list[str] = typer.Option(None, "--tag", "-t", help="Only notes with this tag."),
-    topics: list[str] = typer.Option(None, "--topic", help="Only notes with this topic."),
-    path: str = typer.Option(None, "--path", help="Only paths matching this glob."),
-    since: str = typer.Option(None, "--since", help="Only items dated on/after (ISO date)."),
-    until: str = typer.Option(None, "--until", help="Only items dated on/before (ISO date)."),
-    per_doc: int = typer.Option(None, "--per-doc", help="Hits per document (default 1)."),
+    k: int | None = typer.Option(None, "-k", "--limit", metavar="N",
+                                 help="Number of results (default 10)."),
+    scope: str = typer.Option("all", "--in", metavar="all|mem|store",
+                              help="Where to search."),
+    mode: str | None = typer.Option(None, "--mode", metavar="hybrid|vector|fts",
+                                    help="Ranking signals (default hybrid)."),
+    tags: list[str] | None = typer.Option(None, "--tag", "-t", metavar="TAG",
+                                          help="Only notes with this tag (repeatable)."),
+    topics: list[str] | None = typer.Option(None, "--topic", metavar="TOPIC",
+                                            help="Only notes with this topic (repeatable)."),
+    path: str | None = typer.Option(None, "--path", metavar="GLOB",
+                                    help="Only paths matching this glob."),
+    since: str | None = typer.Option(None, "--since", metavar="DATE",
+                                     help="Only items dated on/after (ISO date)."),
+    until: str | None = typer.Option(None, "--until", metavar="DATE",
+                                     help="Only items dated on/before (ISO date)."),
+    per_doc: int | None = typer.Option(None, "--per-doc", metavar="N",
+                                       help="Hits per document (default 1)."),
     explain: bool = typer.Option(False, "--explain", help="Per-signal scores and ranks."),
     show_query: bool = typer.Option(False, "--show-query", help="Print the Cypher run (stderr)."),
     json_: bool = JsonOpt,
@@ -191,7 +232,7 @@ def search(
                          filters=flt, per_doc=per_doc or int(f.setting("search.per_doc", 1)),
                          explain=explain, embedder=embedder(f))
         if show_query:
-            for q in g.trace:
+            for q in g.trace or []:
                 output.info(q)
     emit(hits, json_, render=lambda h: _render_hits(h, query, explain), plain=_plain_hits)
 
@@ -239,10 +280,15 @@ def _render_hits(hits: list[dict[str, Any]], query: str, explain: bool) -> None:
     output.console().print(table)
 
 
-@app.command("grep")
+@app.command("grep", epilog="""Examples:
+
+\b
+  ok grep -i "analytical engine"
+  ok grep "TODO|FIXME" --in mem --json | jq -r '.[].path' | sort -u
+""")
 def grep_cmd(
     pattern: str = typer.Argument(..., help="Regular expression (ripgrep syntax)."),
-    scope: str = typer.Option("all", "--in", help="all, mem or store."),
+    scope: str = typer.Option("all", "--in", metavar="all|mem|store", help="Where to grep."),
     ignore_case: bool = typer.Option(False, "-i", "--ignore-case"),
     fixed: bool = typer.Option(False, "-F", "--fixed-strings", help="Pattern is plain text."),
     max_count: int = typer.Option(1000, "--max", help="Stop after this many matches."),

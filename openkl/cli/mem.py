@@ -37,6 +37,7 @@ def add(
     with writing(f, "ok mem add"):
         note = notes_mod.add(f, body, split_labels(tags), split_labels(topics))
         _index_note(f, note)
+        assert note.path is not None
         f.log_op("mem.add", ids=[note.id], path=f.rel(note.path))
     emit(note.as_dict(f), json_, plain=lambda d: d["id"])
 
@@ -51,8 +52,8 @@ def list_(
     """List notes, newest first."""
     f = folder()
     notes, problems = notes_mod.scan(f)
-    for p, m in problems:
-        output.warn(m)
+    for _, problem in problems:
+        output.warn(problem)
     want_tags, want_topics = set(split_labels(tag)), set(split_labels(topic))
     rows = [n.as_dict(f) for n in sorted(notes.values(), key=lambda n: (n.ts, n.id), reverse=True)
             if want_tags <= set(n.tags) and want_topics <= set(n.topics)]
