@@ -45,7 +45,7 @@ def collect(split: str = "train") -> list[dict]:
     name = "queries_train.jsonl" if split == "train" else "queries.jsonl"
     out = []
     with Graph.open(folder.kuzu_dir, write=False, check=False) as g:
-        for line in open(DATA / name):
+        for line in (DATA / name).read_text().splitlines():
             q = json.loads(line)
             out.append({"qid": str(q["_id"]),
                         "fts": g.fts("Chunk", _fts_query(q["text"]), N_CAND),

@@ -31,8 +31,8 @@ def main() -> None:
     db = kuzu.Database(str(tmp / "graph.kz"))
     conn = kuzu.Connection(db)
     n = conn.execute("MATCH (c:Chunk) RETURN count(c)").get_next()[0]
-    queries = [json.loads(x)["text"] for x in
-               open(HERE.parent.parent / "shared/bench/scifact/queries.jsonl")][:100]
+    qfile = HERE.parent.parent / "shared/bench/scifact/queries.jsonl"
+    queries = [json.loads(x)["text"] for x in qfile.read_text().splitlines()][:100]
     emb = Embedder()
     qv = [emb.embed_query(q).tolist() for q in queries]
 

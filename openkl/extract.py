@@ -72,10 +72,9 @@ def extract_bytes(data: bytes, name: str, where: str | None = None) -> Extracted
         raise BadInput(f"{where}: empty file, nothing to index", "add content or leave it out")
     if suffix in KREUZBERG_MIME:
         return _kreuzberg(data, KREUZBERG_MIME[suffix], name, where)
-    if suffix and suffix not in TEXT_SUFFIXES:
-        if _looks_binary(data):
-            raise BadInput(f"{where}: unsupported binary file type '{suffix}'",
-                           "supported: text, markdown, " + ", ".join(sorted(KREUZBERG_MIME)))
+    if suffix and suffix not in TEXT_SUFFIXES and _looks_binary(data):
+        raise BadInput(f"{where}: unsupported binary file type '{suffix}'",
+                       "supported: text, markdown, " + ", ".join(sorted(KREUZBERG_MIME)))
     if _looks_binary(data):
         raise BadInput(f"{where}: binary content in a text file",
                        "pass text, markdown or a document type kreuzberg reads")
