@@ -76,7 +76,8 @@ def test_reader_during_a_writer_does_not_corrupt(example_kf: Path, monkeypatch) 
 def test_killed_ingest_is_repaired_by_sync(kf: Path, tmp_path: Path) -> None:
     src = tmp_path / "many"
     src.mkdir()
-    words = "river delta sediment tide estuary marsh heron reed current silt".split()
+    words = ["river", "delta", "sediment", "tide", "estuary", "marsh", "heron", "reed",
+             "current", "silt"]
     for i in range(120):
         body = " ".join(words[(i + j) % len(words)] for j in range(400))
         tag = "mark" + chr(97 + i % 26) + chr(97 + i // 26)  # letters only: one FTS token
