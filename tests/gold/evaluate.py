@@ -16,12 +16,16 @@ GOLD = Path(__file__).parent / "gold.json"
 DOCS = Path(__file__).parent / "docs"
 
 
-def evaluate(folder: Any, g: Any, min_confidence: float = 0.4) -> dict[str, Any]:
+HELDOUT = Path(__file__).parent / "heldout"
+
+
+def evaluate(folder: Any, g: Any, min_confidence: float = 0.4,
+             gold_path: Path = GOLD) -> dict[str, Any]:
     from openkl import mapping
     from openkl.entities import list_entities
     from openkl.entity_local import key_of
 
-    gold = {k: v for k, v in json.loads(GOLD.read_text()).items() if not k.startswith("_")}
+    gold = {k: v for k, v in json.loads(gold_path.read_text()).items() if not k.startswith("_")}
     by_name = {Path(e.get("origin") or e["path"]).name: e["id"]
                for e in mapping.load(folder).values() if e.get("current", True)}
     tot = {"gold": 0, "found": 0, "extracted": 0, "correct": 0, "rel_gold": 0, "rel_found": 0,
