@@ -286,6 +286,9 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
     changed_notes = [notes[n] for n in rep.notes_added + rep.notes_updated]
     embed_all(embedder(folder), [n.body for n in changed_notes], "embedding notes")
     with open_graph(folder, write=True) as g:
+        from .lineage import derived_notes, relink
+
+        derived = derived_notes(g, rep.docs_removed)
         remove_from_graph(folder, g, rep.docs_removed,
                           rep.notes_removed + rep.notes_updated)
         for mv in rep.docs_moved:
@@ -294,6 +297,7 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         # old versions before notes, so a note citing an old version can link to it
         _sync_versions(g, entries)
         index_notes(folder, g, changed_notes)
+        relink(folder, g, [n for n in derived if n in notes])  # notes left as they were
         # approved backfeed items and imported bundles are files too
         from .entities import sync_canonical
 

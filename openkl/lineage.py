@@ -165,3 +165,42 @@ def lineage(folder: Folder, g: Any, ref: str, depth: int = 5, direction: str = "
         if not frontier:
             break
     return {"root": root, "nodes": nodes, "edges": edges}
+
+
+# -- keeping DERIVED_FROM edges in step with new versions --------------------------------------
+def derived_notes(g: Any, doc_ids: list[str]) -> list[str]:
+    """Notes with a `DERIVED_FROM` edge into these documents or their chunks.
+
+    Called before the documents leave the graph, so `relink` can restore those edges once
+    the new versions (and the old versions' Doc nodes) are in place.
+    """
+    if not doc_ids:
+        return []
+    rows = g.query("MATCH (m:MemoryNote)-[:DERIVED_FROM]->(c:Chunk) WHERE c.doc_id IN $ids"
+                   " RETURN DISTINCT m.id AS id", {"ids": list(doc_ids)})
+    rows += g.query("MATCH (m:MemoryNote)-[:DERIVED_FROM]->(d:Doc) WHERE d.id IN $ids"
+                    " RETURN DISTINCT m.id AS id", {"ids": list(doc_ids)})
+    return sorted({r["id"] for r in rows})
+
+
+def relink(folder: Folder, g: Any, note_ids: list[str]) -> None:
+    """Re-derive the `DERIVED_FROM` edges of notes from their files (`derived_from` is
+    canonical), exactly as `ok index --rebuild` would."""
+    from . import notes as notes_mod
+    from .errors import OkError
+    from .indexer import link_derived
+
+    if not note_ids:
+        return
+    paths = g.notes()
+    notes = []
+    for nid in note_ids:
+        if nid not in paths:
+            continue
+        try:
+            notes.append(notes_mod.read_note(folder.root / paths[nid]["path"], folder))
+        except (OkError, OSError):
+            continue
+    g.query("MATCH (m:MemoryNote)-[r:DERIVED_FROM]->() WHERE m.id IN $ids DELETE r",
+            {"ids": [n.id for n in notes]})
+    link_derived(g, notes)

@@ -20,6 +20,7 @@ from . import mapping as mapping_mod
 from .errors import BadInput, NotFound, OkError
 from .extract import Extracted, extract_bytes, supported
 from .folder import Folder, atomic_write, iso
+from .progress import progress
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", ".ok", ".tox"}
 
@@ -135,21 +136,10 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
     entries = mapping_mod.load(folder)
     paths = mapping_mod.by_path(entries)
     new_items: list[tuple[str, str]] = []
-    for cand in cands:
-        try:
-            ext = extract_bytes(cand.extract_data or cand.data, cand.rel, where=cand.origin)
-        except BadInput as e:
-            rep.skipped.append({"path": cand.origin, "reason": e.message
-                                + (f" (hint: {e.hint})" if e.hint else "")})
-            continue
-        did, entry = _write_doc(folder, cand, ext, entries, paths, policy)
-        if entry is None:
-            rep.unchanged.append({"id": did, "path": entries[did]["path"], "origin": cand.origin})
-            continue
-        new_items.append((did, entry["path"]))
-        rep.added.append({"id": did, "path": entry["path"], "origin": cand.origin,
-                          "title": entry.get("title", ""),
-                          **({"supersedes": entry["supersedes"]} if entry.get("supersedes") else {})})
+    with progress("reading", len(cands) if len(cands) > 1 else 0) as advance:
+        for cand in cands:
+            advance(1)
+            _take(folder, cand, rep, entries, paths, policy, new_items)
     if new_items:
         mapping_mod.save(folder, entries)
         from .refresh import after_ingest  # drift of changed docs, and their events
@@ -165,10 +155,34 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
                 # in the graph as an old Doc node: it is replaced, not duplicated
                 in_graph = g.docs()
                 back = [a["id"] for a in rep.added if a["id"] in in_graph]
+                from .lineage import derived_notes, relink
+
+                derived = derived_notes(g, old + back)
                 indexer.remove_from_graph(folder, g, old + back, [])
                 rep.chunks = indexer.index_docs(folder, g, new_items, entries, prepared)
                 indexer._sync_versions(g, entries)
+                relink(folder, g, derived)  # notes derived from a replaced version keep it
     return rep
+
+
+def _take(folder: Folder, cand: Candidate, rep: IngestReport,
+          entries: dict[str, dict[str, Any]], paths: dict[str, dict[str, Any]],
+          policy: dict[str, Any] | None, new_items: list[tuple[str, str]]) -> None:
+    """Extract one candidate and write its files; record the outcome in `rep`."""
+    try:
+        ext = extract_bytes(cand.extract_data or cand.data, cand.rel, where=cand.origin)
+    except BadInput as e:
+        rep.skipped.append({"path": cand.origin, "reason": e.message
+                            + (f" (hint: {e.hint})" if e.hint else "")})
+        return
+    did, entry = _write_doc(folder, cand, ext, entries, paths, policy)
+    if entry is None:
+        rep.unchanged.append({"id": did, "path": entries[did]["path"], "origin": cand.origin})
+        return
+    new_items.append((did, entry["path"]))
+    rep.added.append({"id": did, "path": entry["path"], "origin": cand.origin,
+                      "title": entry.get("title", ""),
+                      **({"supersedes": entry["supersedes"]} if entry.get("supersedes") else {})})
 
 
 def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,

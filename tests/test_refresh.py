@@ -329,3 +329,58 @@ def test_last_modified_and_refresh_all(kf: Path, site: Site,
     r = run_ok("refresh", "--all", "--json")
     assert r.code == 0 and r.json()["unchanged"] == [doc]
     assert site.not_modified["/plain.txt"] == 1
+
+
+def _derived_edges() -> list[tuple[str, str]]:
+    rows = run_ok("graph", "cypher", "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(x) "
+                  "RETURN m.id AS note, x.id AS src ORDER BY note, src", "--json").json()
+    return [(r["note"], r["src"]) for r in rows]
+
+
+def test_derived_from_edges_survive_a_new_version(kf: Path, tmp_path: Path) -> None:
+    """A note derived from a document keeps its edge when the document gets a new version
+    (by re-ingest or by an edit picked up by `ok sync`): the graph matches a rebuild."""
+    src = tmp_path / "tides.md"
+    src.write_text("# Tides\n\n" + "\n\n".join(OLD) + "\n")
+    r = run_ok("store", "ingest", str(src), "--json")
+    assert r.code == 0, r.err
+    doc = r.json()["added"][0]["id"]
+    chunk = run_ok("graph", "cypher", "MATCH (c:Chunk) RETURN c.id AS id ORDER BY c.ord LIMIT 1",
+                   "--json").json()[0]["id"]
+    for nid, ref in (("m-20260110-dc01", chunk), ("m-20260110-dd01", doc)):
+        note = kf / f"memories/by_date/2026-01/10/{nid}.md"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(f"---\nid: {nid}\nts: 2026-01-10T08:00:00Z\n"
+                        f"derived_from: ['{ref}']\n---\nGulls nest on the breakwater.\n")
+    assert run_ok("sync").code == 0
+    assert _derived_edges() == [("m-20260110-dc01", chunk), ("m-20260110-dd01", doc)]
+
+    # a new version by re-ingest: both notes now point at the old version's document
+    src.write_text("# Tides\n\n" + "\n\n".join(NEW) + "\n")
+    assert run_ok("store", "ingest", str(src)).code == 0
+    after = _derived_edges()
+    assert after == [("m-20260110-dc01", doc), ("m-20260110-dd01", doc)]
+    # an edit in place, picked up by sync, of a version a third note derives from
+    doc2 = run_ok("store", "list", "--json").json()[0]["id"]
+    chunk2 = run_ok("graph", "cypher", "MATCH (c:Chunk) WHERE c.doc_id = $d RETURN c.id AS id"
+                    " ORDER BY c.ord LIMIT 1", "-p", f"d={doc2}", "--json").json()[0]["id"]
+    note = kf / "memories/by_date/2026-01/10/m-20260110-dn01.md"
+    note.write_text(f"---\nid: m-20260110-dn01\nts: 2026-01-10T08:00:00Z\n"
+                    f"derived_from: ['{chunk2}']\n---\nMarmalade.\n")
+    assert run_ok("sync").code == 0
+    assert ("m-20260110-dn01", chunk2) in _derived_edges()
+    norm = next((kf / "store/normalized").rglob("tides*.ok.md"))
+    norm.write_text(norm.read_text() + "\nOne more line about jars.\n")
+    assert run_ok("sync").code == 0
+    after = _derived_edges()
+    assert run_ok("index", "--rebuild").code == 0
+    assert after == _derived_edges() == [("m-20260110-dc01", doc), ("m-20260110-dd01", doc),
+                                         ("m-20260110-dn01", doc2)]
+    (kf / "memories/by_date/2026-01/10/m-20260110-dn01.md").unlink()
+    assert run_ok("sync").code == 0
+    # returning to the first text brings its chunks back: the chunk edge returns too
+    src.write_text("# Tides\n\n" + "\n\n".join(OLD) + "\n")
+    assert run_ok("store", "ingest", str(src)).code == 0
+    after = _derived_edges()
+    assert run_ok("index", "--rebuild").code == 0
+    assert after == _derived_edges() == [("m-20260110-dc01", chunk), ("m-20260110-dd01", doc)]
