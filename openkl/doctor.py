@@ -49,6 +49,11 @@ def run_checks(root: str | None) -> list[dict[str, Any]]:
                               "in sync with the files" if st["in_sync"] else "stale: " + ", ".join(
                                   f"{len(v)} {k}" for k, v in st["stale"].items()),
                               "run `ok sync`"))
+            if st.get("extractor_mismatch"):
+                m = st["extractor_mismatch"]
+                out.append(_check("entities", False, f"extracted by {m['graph']}, but the "
+                                  f"configured extractor is {m['config']}",
+                                  "run `ok index --rebuild` to extract again"))
             for p in st.get("problems", []):
                 out.append(_check("file", False, f"{p['path']}: {p['problem']}",
                                   "fix or remove the file, then `ok sync`"))

@@ -150,7 +150,23 @@ def on_indexed(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]
     }, types={"base": pa.int64(), "keys": pa.list_(pa.string()),
               "aliases": pa.list_(pa.string())})
     consolidate(folder, g, touched)
-    g.set_meta("entities.extractor", extractor_id(folder))
+    ident = extractor_id(folder)
+    stamped = g.meta().get("entities.extractor")
+    # a different extractor's results are still in the graph: keep their stamp, so the
+    # mismatch stays visible (`ok status`, `ok doctor`) until `ok index --rebuild`
+    if stamped != ident and (stamped is None or not g.query(
+            "MATCH (x:Extraction) WHERE NOT x.id IN $ids RETURN x.id LIMIT 1", {"ids": ids})):
+        g.set_meta("entities.extractor", ident)
+
+
+def extractor_mismatch(folder: Folder, g: Graph) -> dict[str, str] | None:
+    """The graph's entities came from another extractor (or version) than the configured
+    one: {"graph": stamped id, "config": configured id}, else None."""
+    stamped = g.meta().get("entities.extractor")
+    ident = extractor_id(folder)
+    if stamped is None or stamped == ident:
+        return None
+    return {"graph": stamped, "config": ident}
 
 
 def on_removing(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:

@@ -407,6 +407,9 @@ def status(folder: Folder) -> dict[str, Any]:
                             if k.startswith(("docs_", "notes_")) and v}
             out["problems"] = rep.problems
             out["in_sync"] = not rep.changed
+            from .entities import extractor_mismatch
+
+            out["extractor_mismatch"] = extractor_mismatch(folder, g)
     except OkError as e:
         out["error"] = str(e)
         out["in_sync"] = False

@@ -116,3 +116,22 @@ def test_context_uses_the_llm_and_checks_its_names(example_kf: Path, llm,
     s.reply = "nope"
     d = run_ok("context", "how does SQLite stay durable", "--json").json()
     assert d["method"] == "ranked" and d["warnings"]
+
+
+def test_switching_the_extractor_is_reported_until_a_rebuild(kf: Path, llm) -> None:
+    assert run_ok("mem", "add", "Grace Hopper led the design of COBOL.").code == 0
+    st = run_ok("status", "--json").json()
+    assert st["extractor_mismatch"] is None
+    s = llm(json.dumps(GOOD))  # the folder now asks for the LLM extractor
+    assert run_ok("mem", "add", "Grace Hopper taught at Vassar.").code == 0
+    st = run_ok("status", "--json").json()
+    assert st["extractor_mismatch"]["graph"].startswith("local-")
+    assert st["extractor_mismatch"]["config"].endswith(":stub")
+    assert "run `ok index --rebuild`" in run_ok("status").out
+    r = run_ok("doctor", "--json")
+    [check] = [c for c in r.json() if c["check"] == "entities"]
+    assert r.code == 1 and not check["ok"] and "ok index --rebuild" in check["fix"]
+    assert run_ok("index", "--rebuild").code == 0
+    assert len(s.requests) == 2  # the first note extracted by the LLM too (the second is cached)
+    assert run_ok("status", "--json").json()["extractor_mismatch"] is None
+    assert not [c for c in run_ok("doctor", "--json").json() if c["check"] == "entities"]

@@ -158,6 +158,10 @@ def status(json_: bool = JsonOpt) -> None:
             lines.append("in sync" if d["in_sync"] else "stale: " + ", ".join(
                 f"{len(v)} {k.replace('_', ' ')}" for k, v in d["stale"].items())
                 + " (run `ok sync`)")
+            if d.get("extractor_mismatch"):
+                m = d["extractor_mismatch"]
+                lines.append(f"entities: extracted by {m['graph']}, configured {m['config']}"
+                             " (run `ok index --rebuild`)")
         if d["lock"]:
             lines.append(f"writer lock held by pid {d['lock'].get('pid')} ({d['lock'].get('what')})")
         return "\n".join(lines)
