@@ -198,3 +198,29 @@ def note_cite(folder: Folder, row: dict[str, Any], cache: dict[str, str | None] 
             "context": _context(text, s, e, row["text"]), "source": {"path": row["path"]},
             "created_at": row.get("ts") or "", "tags": list(row.get("tags") or []),
             "topics": list(row.get("topics") or [])}
+
+
+def snippet(text: str, query: str = "", width: int = 240) -> str:
+    """A one-line excerpt of `text`, about `width` characters, around the densest run of
+    query words (word starts match, so "program" finds "programmer")."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    terms = {w[:6] for w in re.findall(r"\w{3,}", query.lower())}
+    words = [(m.start(), m.group(0).lower()) for m in re.finditer(r"\w+", flat)]
+    hits = [pos for pos, w in words if terms and w[:6] in terms]
+    start = 0
+    if hits:
+        best = -1
+        for pos in hits:
+            lo = max(0, pos - width // 5)
+            covered = {w[:6] for p, w in words if lo <= p < lo + width and w[:6] in terms}
+            if len(covered) > best:
+                best, start = len(covered), lo
+        start = min(start, max(0, len(flat) - width))
+        if start:
+            start = flat.find(" ", start) + 1 or start
+    end = start + width
+    if end < len(flat):
+        end = flat.rfind(" ", start, end) if flat.rfind(" ", start, end) > start else end
+    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")

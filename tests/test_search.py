@@ -74,3 +74,16 @@ def test_grep_with_rg_and_fallback(example_kf: Path) -> None:
     assert r.code == 1 and r.out == ""
     r = run_ok("grep", "(unclosed")
     assert r.code == 1 and "invalid pattern" in r.err
+
+
+def test_snippet_centres_on_the_query_words() -> None:
+    from openkl.search import snippet
+
+    text = ("Filler sentence about nothing in particular. " * 20
+            + "The first computer program computed Bernoulli numbers. "
+            + "More filler follows here. " * 20)
+    s = snippet(text, "first computer program", 120)
+    assert "first computer program" in s
+    assert s.startswith("…") and s.endswith("…") and len(s) <= 122
+    assert snippet("short text", "anything") == "short text"
+    assert snippet(text, "", 50).startswith("Filler sentence")

@@ -238,22 +238,20 @@ def search(
         if show_query:
             for q in g.trace or []:
                 output.info(q)
-    emit(hits, json_, render=lambda h: _render_hits(h, query, explain), plain=_plain_hits)
+    emit(hits, json_, render=lambda h: _render_hits(h, query, explain),
+         plain=lambda h: _plain_hits(h, query))
 
 
-def _snippet(text: str, width: int = 240) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+def _plain_hits(hits: list[dict[str, Any]], query: str = "") -> str:
+    from ..search import snippet
 
-
-def _plain_hits(hits: list[dict[str, Any]]) -> str:
     lines = []
     for h in hits:
         lines.append(f"{h['rank']}\t{h['score']:.4f}\t{h['id']}\t{h['path']}")
         if h.get("signals"):
             lines.append("\t" + "  ".join(f"{n}={s['score']:.4f} (rank {s['rank']})"
                                           for n, s in h["signals"].items()))
-        lines.append(f"\t{_snippet(h['quote'])}")
+        lines.append(f"\t{snippet(h['quote'], query)}")
     return "\n".join(lines) if hits else ""
 
 
@@ -263,6 +261,8 @@ def _render_hits(hits: list[dict[str, Any]], query: str, explain: bool) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from ..search import snippet
+
     if not hits:
         output.console(stderr=True).print("no results")
         return
@@ -270,17 +270,17 @@ def _render_hits(hits: list[dict[str, Any]], query: str, explain: bool) -> None:
     table = Table(show_lines=True, expand=True)
     table.add_column("#", justify="right", width=3)
     table.add_column("score", width=7)
-    table.add_column("where", ratio=1)
+    table.add_column("where", ratio=1, overflow="fold")
     table.add_column("passage", ratio=3)
     for h in hits:
-        snippet = Text(_snippet(h["quote"], 320))
+        text = Text(snippet(h["quote"], query, 320))
         for w in words:
-            snippet.highlight_words([w], style="bold yellow", case_sensitive=False)
+            text.highlight_words([w], style="bold yellow", case_sensitive=False)
         where = f"{h['title'] or h['path']}\n[dim]{h['id']}[/dim]"
         if explain and h.get("signals"):
             where += "\n" + " ".join(f"{n}:{s['score']:.3f}#{s['rank']}"
                                      for n, s in h["signals"].items())
-        table.add_row(str(h["rank"]), f"{h['score']:.3f}", where, snippet)
+        table.add_row(str(h["rank"]), f"{h['score']:.3f}", where, text)
     output.console().print(table)
 
 
