@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .cache import SqliteCache
 from .errors import OkError
 
 DEFAULT_MODEL = "default"
@@ -251,21 +251,10 @@ class MiniLMOnnx:
             yield from pooled / np.clip(norms, 1e-12, None)
 
 
-class EmbeddingCache:
-    """Vectors by content key in SQLite (safe with concurrent readers, one writer)."""
+class EmbeddingCache(SqliteCache):
+    """Vectors by content key."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._db: sqlite3.Connection | None = None
-
-    @property
-    def db(self) -> sqlite3.Connection:
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS vec (key TEXT PRIMARY KEY, v BLOB)")
-        return self._db
+    ddl = "CREATE TABLE IF NOT EXISTS vec (key TEXT PRIMARY KEY, v BLOB)"
 
     def get_many(self, keys: Sequence[str], dim: int) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
