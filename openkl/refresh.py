@@ -339,6 +339,7 @@ class RefreshReport:
     changed: list[dict[str, Any]] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     added: list[dict[str, Any]] = field(default_factory=list)  # new files of a repository
+    removed: list[dict[str, Any]] = field(default_factory=list)  # files deleted upstream
     failed: list[dict[str, str]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     dry_run: bool = False
@@ -496,12 +497,16 @@ def _fetch_arxiv(folder: Folder, client: Any, targets: list[dict[str, Any]], bat
 
 def _fetch_repo(folder: Folder, repo: str, branch: str, members: list[dict[str, Any]],
                 batch: Any, owners: dict[str, str], rep: RefreshReport) -> None:
-    """A repository refreshes as a whole: one update of the checkout, every file re-read
-    (new files are added; files gone upstream are reported, not deleted)."""
+    """A repository refreshes as a whole: one update of the checkout, every file re-read.
+
+    New files are added; documents whose file is gone from the working tree are removed
+    (`_apply`, with a `removed` event). Members stored with different --include globs are
+    re-read with all of them.
+    """
     from . import sources
 
-    include = next((m["fetch"]["include"] for m in members
-                    if (m.get("fetch") or {}).get("include")), None)
+    globs = [(m.get("fetch") or {}).get("include") or [] for m in members]
+    include = sorted({g for gs in globs for g in gs}) if all(globs) else None
     try:
         b = sources.fetch_repo(folder, repo, include=include, branch=branch or None)
     except OkError as err:
@@ -515,8 +520,15 @@ def _fetch_repo(folder: Folder, repo: str, branch: str, members: list[dict[str, 
         if c.source.get("file") in by_file:
             owners[c.origin] = by_file[c.source["file"]]
     present = {c.source.get("file") for c in b.cands}
-    rep.skipped += [{"id": m["id"], "reason": "no longer in the repository"}
-                    for m in members if m["source"].get("file") not in present]
+    for m in members:
+        file = m["source"].get("file")
+        if file in present:
+            continue
+        if b.tree is not None and file and not (b.tree / file).exists():
+            rep.removed.append({"id": m["id"], "path": m["path"], "reason": "deleted upstream"})
+        else:
+            rep.skipped.append({"id": m["id"], "reason": "not re-read (outside --include, or "
+                                "no longer a file the repository source takes)"})
 
 
 def _apply(folder: Folder, batch: Any, owners: dict[str, str],
@@ -553,6 +565,12 @@ def _apply(folder: Folder, batch: Any, owners: dict[str, str],
     for u in ing.unchanged:
         if owners.get(u["origin"]):
             rep.unchanged.append(owners[u["origin"]])
+    if rep.removed:
+        from .store import remove
+
+        for r in rep.removed:
+            remove(folder, r["id"], reason=r["reason"])
+        entries = mapping_mod.load(folder)
     for s in ing.skipped + batch.skipped:
         rep.failed.append({"id": owners.get(s["path"], s["path"]), "error": s["reason"]})
     for f in rep.failed:
@@ -564,7 +582,7 @@ def _apply(folder: Folder, batch: Any, owners: dict[str, str],
         mapping_mod.save(folder, entries)
     events.emit_many(folder, out)
     folder.log_op("refresh", checked=len(rep.due), changed=[c["new"] for c in rep.changed],
-                  failed=[f["id"] for f in rep.failed])
+                  removed=[r["id"] for r in rep.removed], failed=[f["id"] for f in rep.failed])
 
 
 def set_policy(folder: Folder, refs: list[str], policy: dict[str, Any] | None

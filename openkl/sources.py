@@ -64,6 +64,7 @@ class Batch:
     cands: list[store.Candidate] = field(default_factory=list)
     fetch: dict[str, dict[str, Any]] = field(default_factory=dict)  # origin -> entry["fetch"]
     skipped: list[dict[str, str]] = field(default_factory=list)
+    tree: Path | None = None  # a repository's working tree, when the batch came from one
 
 
 # -- HTTP ---------------------------------------------------------------------------------
@@ -716,7 +717,7 @@ def fetch_repo(folder: Folder, target: str, include: list[str] | None = None,
                        "check --include, or pass --include '*.ext' for other file types")
     max_bytes = int(float(folder.setting("ingest.max_file_mb", 64)) * 1024 * 1024)
     name = repo_name(canonical)
-    batch = Batch()
+    batch = Batch(tree=tree)
     info = {"kind": "repo", "commit": commit, "include": list(include or []),
             **({"branch": branch} if branch else {})}
     for rel in files:

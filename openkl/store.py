@@ -267,7 +267,8 @@ def list_docs(folder: Folder, all_versions: bool = False) -> list[dict[str, Any]
             if all_versions or e.get("current", True)]
 
 
-def remove(folder: Folder, ref: str, keep_source: bool = False) -> dict[str, Any]:
+def remove(folder: Folder, ref: str, keep_source: bool = False,
+           reason: str | None = None) -> dict[str, Any]:
     """Delete a document's normalized file (and original), its mapping entry and graph nodes."""
     entry = resolve(folder, ref)
     entries = mapping_mod.load(folder)
@@ -286,7 +287,8 @@ def remove(folder: Folder, ref: str, keep_source: bool = False) -> dict[str, Any
     with indexer.open_graph(folder, write=True) as g:
         indexer.remove_from_graph(folder, g, [entry["id"]], [])
     folder.log_op("store.remove", ids=[entry["id"]], paths=[entry["path"]])
-    events.emit(folder, "removed", doc=entry["id"], path=entry["path"], source=entry.get("source"))
+    events.emit(folder, "removed", doc=entry["id"], path=entry["path"], source=entry.get("source"),
+                **({"reason": reason} if reason else {}))
     return entry
 
 

@@ -238,6 +238,33 @@ def test_repo_clone_branch_and_refresh(kf: Path, tmp_path: Path) -> None:
     assert [a["path"] for a in out["added"]] == ["store/normalized/repos/upstream/docs/new.ok.md"]
 
 
+
+def test_repo_refresh_removes_files_deleted_upstream(kf: Path, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "harbour", REPO_FILES)
+    r = run_ok("store", "repo", str(repo), "--json")
+    assert r.code == 0, r.err
+    r = run_ok("store", "repo", str(repo), "--include", "*.png", "--json")
+    assert r.code == 0, r.err  # a second include: its file is no deletion candidate
+    docs = {a["path"].rsplit("/", 1)[1]: a["id"] for a in run_ok("store", "list", "--json").json()}
+    guide, tides = docs["guide.ok.md"], docs["tides.py.ok.md"]
+    (repo / "docs/guide.md").unlink()
+    git(repo, "commit", "-qam", "drop the guide")
+    r = run_ok("refresh", "--all", "--json")
+    assert r.code == 0, r.err
+    out = r.json()
+    assert out["removed"] == [{"id": guide, "path": "store/normalized/repos/harbour/docs/"
+                               "guide.ok.md", "reason": "deleted upstream"}]
+    assert guide not in load_mapping(Folder(kf)) and tides in load_mapping(Folder(kf))
+    assert not (kf / "store/normalized/repos/harbour/docs/guide.ok.md").exists()
+    assert run_ok("search", "moor a boat safely", "--mode", "fts", "--json").json() == []
+    [ev] = run_ok("events", "--type", "removed", "--json").json()
+    assert ev["doc"] == guide and ev["reason"] == "deleted upstream"
+    # the graph agrees with a rebuild
+    before = run_ok("status", "--json").json()
+    assert before["in_sync"] and run_ok("index", "--rebuild").code == 0
+    assert run_ok("status", "--json").json()["counts"] == before["counts"]
+
+
 def test_repo_bad_targets(kf: Path, tmp_path: Path) -> None:
     r = run_ok("store", "repo", str(tmp_path / "nope"))
     assert r.code == 1 and "no such directory" in r.err

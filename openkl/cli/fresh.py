@@ -50,9 +50,11 @@ def _plain_refresh(d: dict[str, Any]) -> str:
     lines = [f"changed {c['id']} -> {c['new']}  {c['path']}"
              + ("" if c["drift"] is None else f"  (drift {c['drift']:.4f})") for c in d["changed"]]
     lines += [f"added {a['id']}  {a['path']}" for a in d["added"]]
+    lines += [f"removed {r['id']}  {r['path']}  ({r['reason']})" for r in d["removed"]]
     lines += [f"skipped {s['id']}: {s['reason']}" for s in d["skipped"]]
     lines.append(f"{len(d['due'])} checked, {len(d['changed'])} changed, "
-                 f"{len(d['unchanged'])} unchanged, {len(d['failed'])} failed")
+                 f"{len(d['unchanged'])} unchanged, {len(d['removed'])} removed, "
+                 f"{len(d['failed'])} failed")
     return "\n".join(lines)
 
 
