@@ -532,8 +532,10 @@ def check(folder: Folder, obj: Any, where: str) -> dict[str, Any]:
 def parse_input(folder: Folder, text: str, where: str) -> list[str | dict[str, Any]]:
     """Items from stdin or a file: a JSON array or object, JSON lines, or one id per line.
 
-    Lines that are not JSON contribute their first field, so the plain output of
-    `ok cite make`, `ok cite list` or `ok search` pipes straight in.
+    Lines that are not JSON contribute their first field that is an id, so the plain output
+    of `ok cite make`, `ok cite list`, `ok cite verify` or `ok search` pipes straight in;
+    lines that start with a tab continue the line before (snippets, diagnostics) and are
+    skipped.
     """
     stripped = text.strip()
     if not stripped:
@@ -547,9 +549,9 @@ def parse_input(folder: Folder, text: str, where: str) -> list[str | dict[str, A
             items = data if isinstance(data, list) else [data]
             return [_item(folder, x, f"{where} item {i}") for i, x in enumerate(items, 1)]
     out: list[str | dict[str, Any]] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line:
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or raw.startswith("\t"):
             continue
         if line[0] in "[{\"":
             try:
@@ -561,9 +563,10 @@ def parse_input(folder: Folder, text: str, where: str) -> list[str | dict[str, A
             for x in data if isinstance(data, list) else [data]:
                 out.append(_item(folder, x, f"{where} line {n}"))
             continue
-        token = line.split()[0]
-        if not is_ref(token):
-            raise BadInput(f"{where} line {n}: {token!r} is neither an id nor JSON",
+        fields = [line.split()[0], *(f.strip() for f in line.split("\t"))]
+        token = next((t for t in fields if is_ref(t)), None)
+        if token is None:
+            raise BadInput(f"{where} line {n}: {line.split()[0]!r} is neither an id nor JSON",
                            "pass ids (c-…, <doc>#char…, m-…) or cite objects")
         out.append(token)
     return out

@@ -323,6 +323,20 @@ def test_search_hits_pipe_straight_into_verify(example_kf: Path) -> None:
     assert r.code == 0 and all(c["id"].startswith("c-") for c in r.json())
 
 
+def test_plain_search_and_verify_output_pipe_in(example_kf: Path) -> None:
+    plain = run_ok("search", "gene editing", "-k", "3").out  # rank, score, id, path + snippet
+    hits = run_ok("search", "gene editing", "-k", "3", "--json").json()
+    r = run_ok("cite", "make", "-", "--persist", input=plain)
+    assert r.code == 0, r.err
+    made = [line.split("\t")[0] for line in r.out.splitlines()]
+    assert len(made) == len(hits) == 3
+    r = run_ok("cite", "verify", "--all")  # status, id, where + tab-indented diagnostics
+    assert r.code == 0
+    r = run_ok("cite", "verify", "-", "--json", input=r.out)
+    assert r.code == 0, r.err
+    assert sorted(x["id"] for x in r.json()) == sorted(made)
+
+
 # -- list, open, gc --------------------------------------------------------------------------
 def test_list_filters_and_status(tidal: dict) -> None:
     a = _cite_quote(tidal)
