@@ -246,7 +246,7 @@ def ingest_stdin(folder: Folder, data: bytes, name: str | None = None) -> Ingest
 
 
 def resolve(folder: Folder, ref: str, include_old: bool = False) -> dict[str, Any]:
-    """A mapping entry by doc id, id prefix, or path (normalized or source)."""
+    """A mapping entry by doc id, id prefix, path (normalized or source), URL or arXiv id."""
     entries = mapping_mod.load(folder)
     if ref in entries:
         return entries[ref]
@@ -255,6 +255,9 @@ def resolve(folder: Folder, ref: str, include_old: bool = False) -> dict[str, An
                 d.startswith(ref) or e.get("path") == ref
                 or (e.get("source") or {}).get("path") == ref
                 or e.get("path", "").endswith("/" + ref))]
+    if not hits:  # a web page by its URL, a paper by its arXiv id: the current version
+        hits = [e for e in entries.values() if e.get("current", True) and ref in (
+            (e.get("source") or {}).get("url"), (e.get("source") or {}).get("arxiv"))]
     if len(hits) == 1:
         return hits[0]
     if not hits:

@@ -172,6 +172,9 @@ def test_arxiv_refresh_follows_new_versions(kf: Path, arxiv_site: ArxivFeed) -> 
     assert len(changed) == 1 and changed[0]["id"] == old
     e = load_mapping(Folder(kf))[changed[0]["new"]]
     assert e["supersedes"] == old and e["fetch"]["version"] == "v2"
+    # a paper is named by its arXiv id too: the current version
+    hist = run_ok("store", "history", "2401.00001", "--json").json()
+    assert [h["id"] for h in hist] == [changed[0]["new"], old]
 
 
 # -- repositories ----------------------------------------------------------------------------------
@@ -300,6 +303,13 @@ def test_restoring_a_web_page_updates_its_policy(kf: Path, site: Site) -> None:
     r = run_ok("store", "web", site.url("/keepers"), "--cron", "@daily", "--json")
     assert r.code == 0 and [u["id"] for u in r.json()["unchanged"]] == [doc]
     assert load_mapping(Folder(kf))[doc]["refresh"] == {"cron": "@daily"}
+    # a page is named by its URL in every command that takes a document
+    r = run_ok("store", "policy", site.url("/keepers"), "--refresh", "1d", "--json")
+    assert r.code == 0 and r.json()[0]["id"] == doc
+    r = run_ok("refresh", site.url("/keepers"), "--json")
+    assert r.code == 0 and r.json()["unchanged"] == [doc]
+    r = run_ok("store", "show", site.url("/nowhere"))
+    assert r.code == 1 and "no document matches" in r.err
 
 
 def test_failing_robots_txt_means_no_crawling(kf: Path, site: Site) -> None:
