@@ -18,6 +18,9 @@ from .folder import Folder, atomic_write, iso
 from .graph import Graph
 
 
+RENDER = "2"  # bump when `render` changes, so cached pages are rebuilt
+
+
 def _cache_path(folder: Folder, eid: str) -> Path:
     h = hashlib.sha256(eid.encode()).hexdigest()[:20]
     return folder.cache_dir / "pages" / f"{h}.json"
@@ -37,14 +40,14 @@ def page(folder: Folder, g: Graph, name: str, *, force: bool = False) -> dict[st
     if not force and cp.exists():
         try:
             cached = json.loads(cp.read_text(encoding="utf-8"))
-            if cached.get("graph_version") == version:
+            if cached.get("graph_version") == version and cached.get("render") == RENDER:
                 return {**cached, "cached": True}
         except ValueError:
             pass
     detail = entity_detail(folder, g, e["id"], cites=20)
     out = {"entity_name": e["name"], "markdown": render(detail), "generated_at": iso(),
            "source_entity_id": e.get("ext_id") or entity_uuid(e["id"]), "entity_id": e["id"],
-           "graph_version": version, "source_type": "compiled"}
+           "graph_version": version, "source_type": "compiled", "render": RENDER}
     atomic_write(cp, json.dumps(out, ensure_ascii=False, sort_keys=True))
     return {**out, "cached": False}
 
@@ -62,7 +65,8 @@ def render(d: dict[str, Any]) -> str:
     lines += [" · ".join(meta), ""]
     if d["aliases"]:
         lines += ["Also known as: " + ", ".join(d["aliases"]), ""]
-    lines += [d["description"] or "_No description was compiled for this entity yet._", ""]
+    desc = d["description"] or _defining_sentence(d["mentions"], d["name"], d["aliases"])
+    lines += [desc or "_No description was compiled for this entity yet._", ""]
     if d["relationships"]:
         lines += ["## Relationships", ""]
         for r in d["relationships"]:
@@ -90,6 +94,24 @@ def render(d: dict[str, Any]) -> str:
                              f"{c['loc']['start']}–{c['loc']['end']})")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _defining_sentence(mentions: list[dict[str, Any]], name: str, aliases: list[str],
+                       width: int = 280) -> str:
+    """A sentence of the sources that says what the entity is ("X (…) is a …", "X was …"),
+    as the page's description when none was compiled; "" if no source says it."""
+    import re
+
+    names = "|".join(re.escape(n) for n in sorted([name, *aliases], key=len, reverse=True))
+    defining = re.compile(rf"^(?:the |an? )?(?:{names})\b(?:\s*\([^)]{{0,80}}\))?,?"
+                          r"\s+(?:is|was|are|were|refers to|means)\s", re.IGNORECASE)
+    for c in mentions:
+        text = "\n".join(ln for ln in (c.get("quote") or "").splitlines()
+                         if not ln.lstrip().startswith("#"))  # headings are no sentences
+        for sent in re.split(r"(?<=[.!?])\s+(?=[A-Z(])", " ".join(text.split())):
+            if defining.match(sent):
+                return sent if len(sent) <= width else sent[: width - 1] + "…"
+    return ""
 
 
 def _sentence_with(text: str, name: str, aliases: list[str], width: int = 280) -> str:

@@ -161,6 +161,16 @@ def test_page_is_cached_until_its_neighbourhood_changes(example_kf: Path, tmp_pa
     assert (example_kf / "graph" / "pages" / "index.md").exists()
 
 
+def test_page_describes_the_entity_from_a_defining_sentence(example_kf: Path) -> None:
+    md = run_ok("graph", "page", "Write-ahead logging").out
+    assert md.split("\n")[6] == ("Write-ahead logging (WAL) is a technique databases use to "
+                                 "provide atomicity and durability.")
+    md = run_ok("graph", "page", "Ada Lovelace").out
+    assert "\nAda Lovelace (1815–1852) was an English mathematician and writer.\n" in md
+    # no source says what it is: the page says so instead of guessing
+    assert "_No description was compiled" in run_ok("graph", "page", "Charles Babbage").out
+
+
 def test_gold_set_quality(kf: Path) -> None:
     from evaluate import DOCS, evaluate
 
