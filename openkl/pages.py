@@ -17,7 +17,6 @@ from .entities import entity_detail, find_entity, graph_version, list_entities
 from .folder import Folder, atomic_write, iso
 from .graph import Graph
 
-
 RENDER = "2"  # bump when `render` changes, so cached pages are rebuilt
 
 
