@@ -314,6 +314,14 @@ class Graph:
             " d.title AS title", {"ids": sorted({r["doc_id"] for r in rows})})}
         return {r["id"]: {**r, **docs[r["doc_id"]]} for r in rows if r["doc_id"] in docs}
 
+    def vectors(self, table: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """Stored vectors of chunks or notes, by id."""
+        if not ids:
+            return {}
+        rows = self.query(f"UNWIND $ids AS i MATCH (n:{table} {{id: i}}) RETURN n.id AS id,"
+                          " n.vec AS vec", {"ids": list(ids)})
+        return {r["id"]: r["vec"] for r in rows}
+
     def notes_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         if not ids:
             return {}

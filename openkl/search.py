@@ -93,9 +93,13 @@ def retrieve(g: Graph, query: str, qvec: Any, k: int, mode: str, scope: str,
 
 def search(folder: Folder, g: Graph, query: str, *, k: int = 10, mode: str = "hybrid",
            scope: str = "all", filters: Filters | None = None, per_doc: int = 1,
-           explain: bool = False, embedder: Any = None, fusion: Fusion | None = None
-           ) -> list[dict[str, Any]]:
-    """Search the folder; returns up to `k` cite objects, best first."""
+           explain: bool = False, embedder: Any = None, fusion: Fusion | None = None,
+           diversity: float = 0.0) -> list[dict[str, Any]]:
+    """Search the folder; returns up to `k` cite objects, best first.
+
+    `diversity` in (0, 1] re-ranks the top candidates by maximal marginal relevance: each
+    next hit trades relevance against similarity to the hits already chosen.
+    """
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}", "use one of: " + ", ".join(MODES))
     if scope not in SCOPES:
@@ -104,6 +108,8 @@ def search(folder: Folder, g: Graph, query: str, *, k: int = 10, mode: str = "hy
         raise UsageError("the query is empty", "pass some words to search for")
     if k < 1:
         raise UsageError("-k must be at least 1")
+    if not 0.0 <= diversity <= 1.0:
+        raise UsageError(f"diversity {diversity} is out of range", "use a value from 0 to 1")
     filters = filters or Filters()
     if filters.tags or filters.topics:
         scope = "mem" if scope in ("all", "mem") else scope
@@ -120,8 +126,12 @@ def search(folder: Folder, g: Graph, query: str, *, k: int = 10, mode: str = "hy
             continue
         per[owner] = per.get(owner, 0) + 1
         picked.append(h)
-        if not filters.active and len(picked) >= k:
+        if not filters.active and len(picked) >= (k * 4 if diversity else k):
             break
+    if diversity and len(picked) > 1:
+        if qvec is None and embedder is not None:
+            qvec = embedder.embed_query(query)
+        picked = _mmr(g, picked, qvec, k if not filters.active else len(picked), diversity)
     chunk_rows = g.chunks_by_id([h["id"] for h in picked if h["table"] == "Chunk"])
     note_rows = g.notes_by_id([h["id"] for h in picked if h["table"] == "MemoryNote"])
     results: list[dict[str, Any]] = []
@@ -141,6 +151,32 @@ def search(folder: Folder, g: Graph, query: str, *, k: int = 10, mode: str = "hy
         if len(results) >= k:
             break
     return results
+
+
+def _mmr(g: Graph, cands: list[dict[str, Any]], qvec: Any, k: int, diversity: float
+         ) -> list[dict[str, Any]]:
+    """Maximal marginal relevance: the best hit first, then each next one by
+    `(1 - diversity) * cos(query, hit) - diversity * max cos(hit, chosen)`."""
+    import numpy as np
+
+    vecs: dict[str, Any] = {}
+    for table in ("Chunk", "MemoryNote"):
+        ids = [c["id"] for c in cands if c["table"] == table]
+        vecs.update(g.vectors(table, ids))
+    cands = [c for c in cands if c["id"] in vecs]
+    if not cands:
+        return cands
+    mat = np.array([vecs[c["id"]] for c in cands], dtype=np.float32)
+    rel = mat @ np.asarray(qvec, dtype=np.float32) if qvec is not None else np.zeros(len(cands))
+    chosen: list[int] = [0]
+    best_sim = mat @ mat[0]
+    while len(chosen) < min(k, len(cands)):
+        score = (1 - diversity) * rel - diversity * np.maximum(best_sim, 0.0)
+        score[chosen] = -np.inf
+        i = int(np.argmax(score))
+        chosen.append(i)
+        best_sim = np.maximum(best_sim, mat @ mat[i])
+    return [cands[i] for i in chosen]
 
 
 def _passes(row: dict[str, Any], table: str, f: Filters) -> bool:

@@ -87,3 +87,24 @@ def test_snippet_centres_on_the_query_words() -> None:
     assert s.startswith("…") and s.endswith("…") and len(s) <= 122
     assert snippet("short text", "anything") == "short text"
     assert snippet(text, "", 50).startswith("Filler sentence")
+
+
+def test_diverse_prefers_hits_that_differ(kf: Path, tmp_path: Path) -> None:
+    src = tmp_path / "dupes"
+    src.mkdir()
+    base = ("Tide pools form on rocky shores when the sea retreats at low tide, leaving "
+            "water trapped among the rocks where anemones, crabs and snails live.")
+    for i, tail in enumerate(["", " Sea stars too.", " Limpets cling on.", " Barnacles feed."]):
+        (src / f"pool{i}.md").write_text(f"# Tide pools {i}\n\n{base}{tail}\n")
+    (src / "zonation.md").write_text(
+        "# Zonation\n\nRocky shores are divided into zones by how long each stays under water "
+        "between high tide and low tide; each zone hosts different species.\n")
+    assert run_ok("store", "ingest", str(src)).code == 0
+    plain = run_ok("search", "life on rocky shores at low tide", "-k", "3", "--json").json()
+    diverse = run_ok("search", "life on rocky shores at low tide", "-k", "3", "--json",
+                     "--diverse").json()
+    assert all("pool" in h["path"] for h in plain)
+    assert any("zonation" in h["path"] for h in diverse)
+    assert diverse[0]["id"] == plain[0]["id"]  # the best hit stays first
+    r = run_ok("search", "x", "--diverse", "--json")
+    assert r.code == 0

@@ -214,6 +214,8 @@ def search(
                                      help="Only items dated on/before (ISO date)."),
     per_doc: int | None = typer.Option(None, "--per-doc", metavar="N",
                                        help="Hits per document (default 1)."),
+    diverse: bool = typer.Option(False, "--diverse",
+                                 help="Prefer hits that differ from each other (MMR)."),
     explain: bool = typer.Option(False, "--explain", help="Per-signal scores and ranks."),
     show_query: bool = typer.Option(False, "--show-query", help="Print the Cypher run (stderr)."),
     json_: bool = JsonOpt,
@@ -234,7 +236,8 @@ def search(
         hits = do_search(f, g, query, k=k if k is not None else int(f.setting("search.k", 10)),
                          mode=mode or str(f.setting("search.mode", "hybrid")), scope=scope,
                          filters=flt, per_doc=per_doc or int(f.setting("search.per_doc", 1)),
-                         explain=explain, embedder=embedder(f))
+                         explain=explain, embedder=embedder(f),
+                         diversity=float(f.setting("search.diversity", 0.3)) if diverse else 0.0)
         if show_query:
             for q in g.trace or []:
                 output.info(q)

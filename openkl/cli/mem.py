@@ -90,8 +90,8 @@ def search(
     from .app import search as root_search
 
     root_search(query=query, k=k, scope="mem", mode=mode, tags=tags, topics=topics, path=None,
-                since=None, until=None, per_doc=None, explain=explain, show_query=False,
-                json_=json_)
+                since=None, until=None, per_doc=None, diverse=False, explain=explain,
+                show_query=False, json_=json_)
 
 
 @app.command()
