@@ -711,8 +711,12 @@ def serve(roots: Sequence[str | Path | None] | None = None, read_only: bool = Fa
     """Serve over stdio until the client goes away."""
     ks = KnowledgeServer(roots, read_only=read_only)
     server = ks.build()
-    threading.Thread(target=_warm_quietly, args=(ks,), daemon=True).start()
+    warming = threading.Thread(target=_warm_quietly, args=(ks,), daemon=True)
+    warming.start()
     server.run("stdio")
+    # a client that leaves while the model is still loading must not take the process down
+    # in the middle of onnxruntime's set-up (it aborts: "terminate called …", exit 134)
+    warming.join(timeout=60)
 
 
 def _warm_quietly(ks: KnowledgeServer) -> None:

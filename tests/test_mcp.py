@@ -336,3 +336,28 @@ def test_safe_path_rules(kf: Path) -> None:
     for bad in ("../x", "/etc", "a/../../b", "x\x00y", "C:/Windows", "\\\\server\\x"):
         with pytest.raises(BadInput):
             safe_path(f, bad)
+
+
+@pytest.mark.slow
+def test_client_leaving_during_warm_up_exits_cleanly(example_kf: Path) -> None:
+    """A client may go away while the server still loads the embedding model: the server
+    must exit 0, not abort inside onnxruntime's set-up. The window is narrow and depends on
+    the machine, so the client leaves at many moments across the warm-up."""
+    import subprocess
+
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}) + "\n"
+    codes = {}
+    for i in range(24):
+        delay = 0.4 + i * 0.08
+        p = subprocess.Popen([OK_BIN, "mcp", "--root", str(example_kf)], stdin=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        assert p.stdin is not None and p.stderr is not None
+        p.stdin.write(init.encode())
+        p.stdin.flush()
+        time.sleep(delay)
+        p.stdin.close()
+        codes[round(delay, 2)] = (p.wait(timeout=60), p.stderr.read().decode()[-200:])
+        p.stderr.close()
+    assert {d: c for d, c in codes.items() if c[0] != 0} == {}
