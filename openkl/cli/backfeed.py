@@ -24,7 +24,15 @@ def flag(
     file: str = typer.Option("-", "--file", "-f", help="JSON file with the proposal (default stdin)."),
     json_: bool = JsonOpt,
 ) -> None:
-    """Queue a proposal: {"entities": [{name, type, …}], "relationships": [{from, to, type}]}."""
+    """Queue a proposal: {"entities": [{name, type, …}], "relationships": [{from, to, type}]}.
+
+    Examples:
+
+    \b
+      echo '{"relationships": [{"from": "Litestream", "to": "SQLite", "type": "uses"}]}' | ok backfeed flag
+      ok backfeed flag -f proposal.json
+      ok backfeed queue --status pending && ok backfeed approve <id>
+    """
     from pathlib import Path
 
     from ..backfeed import flag as do_flag

@@ -29,7 +29,14 @@ def import_(
     path: str = typer.Argument(..., help="Bundle file (`-` reads stdin)."),
     json_: bool = JsonOpt,
 ) -> None:
-    """Load an AKS bundle into the folder (kept under aks/imports/, survives rebuilds)."""
+    """Load an AKS bundle into the folder (kept under aks/imports/, survives rebuilds).
+
+    Examples:
+
+    \b
+      ok bundle import team.aks.json
+      curl -s https://example.org/kb.aks.json | ok bundle import -
+    """
     from ..aks import import_bundle
 
     text, where = _read(path)

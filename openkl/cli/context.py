@@ -20,7 +20,14 @@ def context(
                              help="Use the configured LLM to pick entities (default: if configured)."),
     json_: bool = JsonOpt,
 ) -> None:
-    """Hybrid retrieval → relevant entities, relationships, sources, reasoning, confidence."""
+    """Hybrid retrieval → relevant entities, relationships, sources, reasoning, confidence.
+
+    Examples:
+
+    \b
+      ok context "how does SQLite survive a crash"
+      ok context "who worked with Babbage" --json | jq .entities
+    """
     from ..context import context as run
     from ..indexer import embedder, open_graph
 

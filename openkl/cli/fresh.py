@@ -14,7 +14,7 @@ from .output import JsonOpt, emit
 
 
 def refresh(
-    docs: list[str] = typer.Argument(None, help="Documents to refresh now (ids or paths)."),
+    docs: list[str] = typer.Argument(None, help="Documents to refresh now (ids, paths, URLs or arXiv ids)."),
     due: bool = typer.Option(False, "--due", help="Sources whose policy says so (the default)."),
     all_: bool = typer.Option(False, "--all", help="Every source that can be re-read."),
     drift_threshold: float = typer.Option(
@@ -27,6 +27,14 @@ def refresh(
 
     Web pages are asked with ETag/Last-Modified, arXiv papers by version, repositories and
     files are re-read. Exits 1 when a source could not be refreshed.
+
+    Examples:
+
+    \b
+      ok refresh                         # whatever is due (cheap when nothing is)
+      ok refresh -n                      # only list what is due
+      ok refresh https://example.org/guide --drift-threshold 0.2
+      15 * * * *  cd ~/kb && ok refresh  # crontab: every hour
     """
     from ..refresh import refresh as do_refresh
 
@@ -68,7 +76,7 @@ def _event_line(ev: dict[str, Any]) -> str:
 
 def events(
     since: str = typer.Option(None, "--since", help="ISO date/time, or a span: 30m, 12h, 7d."),
-    type_: list[str] = typer.Option(None, "--type", "-t", help="Only these types (repeatable, "
+    type_: list[str] = typer.Option(None, "--type", "-t", metavar="TYPE", help="Only these types (repeatable, "
                                     "or comma-separated)."),
     doc: str = typer.Option(None, "--doc", help="Only events about this doc or note id."),
     limit: int = typer.Option(0, "--limit", "-n", help="Only the newest N."),
@@ -76,7 +84,15 @@ def events(
     timeout: float = typer.Option(None, "--timeout", help="With --follow: stop after N seconds."),
     json_: bool = JsonOpt,
 ) -> None:
-    """The event log (events/YYYY-MM.jsonl): ingested, refreshed, drifted, trigger_fired…"""
+    """The event log (events/YYYY-MM.jsonl): ingested, refreshed, drifted, trigger_fired…
+
+    Examples:
+
+    \b
+      ok events --since 1d
+      ok events -t drifted,removed --json
+      ok events --follow | grep trigger_fired
+    """
     from ..events import follow as follow_events
     from ..events import parse_since, read
     from .common import split_labels

@@ -62,7 +62,14 @@ def lineage(
                                   help="up (where it came from), down (what came of it), both."),
     json_: bool = JsonOpt,
 ) -> None:
-    """Walk DERIVED_FROM and SUPERSEDES: a note's sources, a document's versions."""
+    """Walk DERIVED_FROM and SUPERSEDES: a note's sources, a document's versions.
+
+    Examples:
+
+    \b
+      ok graph lineage m-20260110-ab12            # the passages a note came from
+      ok graph lineage ee43fb66 --direction down  # newer versions, notes derived from it
+    """
     from ..indexer import open_graph
     from ..lineage import lineage as walk
 
@@ -91,7 +98,8 @@ def _min_conf(f: Any, value: float | None) -> float:
 
 @app.command()
 def entities(
-    type_: str = typer.Option(None, "--type", help="Only this type (Person, Concept, …)."),
+    type_: str = typer.Option(None, "--type", metavar="TYPE",
+                      help="Only this type (Person, Concept, …)."),
     min_confidence: float = typer.Option(None, "--min-confidence",
                                          help="Confidence floor (default entities.min_confidence, 0.4)."),
     doc: str = typer.Option(None, "--doc", help="Only entities from this document (id, prefix or path)."),
@@ -99,7 +107,15 @@ def entities(
     limit: int = typer.Option(0, "--limit", "-n", help="At most this many."),
     json_: bool = JsonOpt,
 ) -> None:
-    """List compiled entities, most confident first."""
+    """List compiled entities, most confident first.
+
+    Examples:
+
+    \b
+      ok graph entities -n 20                      # the 20 most confident
+      ok graph entities --type Person
+      ok graph entities --doc docs/crispr-gene-editing.md --min-confidence 0.6
+    """
     from ..entities import list_entities
     from ..indexer import open_graph
 
@@ -124,7 +140,14 @@ def entity(
                                          help="Only relationships at least this confident."),
     json_: bool = JsonOpt,
 ) -> None:
-    """One entity: type, confidence, aliases, relationships, sources and mentions."""
+    """One entity: type, confidence, aliases, relationships, sources and mentions.
+
+    Examples:
+
+    \b
+      ok graph entity "Ada Lovelace"
+      ok graph entity wal --json | jq '.relationships'
+    """
     from ..entities import entity_detail
     from ..indexer import open_graph
 
@@ -160,7 +183,14 @@ def traverse(
     limit: int = typer.Option(200, "--limit", help="Stop after this many entities."),
     json_: bool = JsonOpt,
 ) -> None:
-    """Breadth-first walk over relationships, with the path of every step."""
+    """Breadth-first walk over relationships, with the path of every step.
+
+    Examples:
+
+    \b
+      ok graph traverse SQLite --depth 2
+      ok graph traverse "Ada Lovelace" --rel works_with --min-confidence 0
+    """
     from ..entities import traverse as walk
     from ..indexer import open_graph
 
@@ -190,7 +220,14 @@ def page(
     force: bool = typer.Option(False, "--force", help="Regenerate even if cached."),
     json_: bool = JsonOpt,
 ) -> None:
-    """A markdown page for an entity, built from the graph (cached by graph version)."""
+    """A markdown page for an entity, built from the graph (cached by graph version).
+
+    Examples:
+
+    \b
+      ok graph page "Write-ahead logging"
+      ok graph page --all            # graph/pages/*.md and an index
+    """
     from ..indexer import open_graph
     from ..pages import page as make_page
     from ..pages import write_all
@@ -212,16 +249,26 @@ def page(
 
 @app.command()
 def export(
-    format_: str = typer.Option("aks", "--format", help="aks, graphml or csv."),
+    format_: str = typer.Option("aks", "--format", metavar="aks|graphml|csv",
+                         help="What to write."),
     out: str = typer.Option(None, "--out", "-o",
                             help="File or directory (default graph/); `-` prints to stdout."),
     min_confidence: float = typer.Option(None, "--min-confidence", help="Only entities this confident."),
-    type_: str = typer.Option(None, "--type", help="Only entities of this type."),
+    type_: str = typer.Option(None, "--type", metavar="TYPE",
+                      help="Only entities of this type."),
     max_entities: int = typer.Option(None, "--max-entities", help="At most this many (most confident)."),
     verified_only: bool = typer.Option(False, "--verified-only", help="Only verified entities."),
     json_: bool = JsonOpt,
 ) -> None:
-    """Export the entity graph: an AKS bundle (JSON), GraphML or CSV."""
+    """Export the entity graph: an AKS bundle (JSON), GraphML or CSV.
+
+    Examples:
+
+    \b
+      ok graph export                                  # graph/<folder>.aks.json
+      ok graph export --format graphml -o - > kb.graphml
+      ok graph export --min-confidence 0.6 --max-entities 500 -o team.aks.json
+    """
     import json
     import sys
     from pathlib import Path

@@ -131,7 +131,14 @@ def web(
     cron: str = CronOpt,
     json_: bool = JsonOpt,
 ) -> None:
-    """Fetch web pages (main content as markdown), politely: robots.txt, a delay per host."""
+    """Fetch web pages (main content as markdown), politely: robots.txt, a delay per host.
+
+    Examples:
+
+    \b
+      ok store web https://example.org/guide --refresh 1d
+      ok store web https://example.org/docs/ --depth 2 --include '/docs/*' --max-pages 100
+    """
     from ..refresh import make_policy
     from ..sources import fetch_web, ingest_batch
 
@@ -154,6 +161,12 @@ def arxiv(
     """Store arXiv papers: metadata from the arXiv API, text from the PDF.
 
     An id without a version follows the latest version on refresh; with one, it stays put.
+
+    Examples:
+
+    \b
+      ok store arxiv 1706.03762 2005.11401 --refresh 7d
+      ok store arxiv 2005.11401v2               # this version only
     """
     from ..refresh import make_policy
     from ..sources import fetch_arxiv, ingest_batch
@@ -176,7 +189,14 @@ def repo(
     cron: str = CronOpt,
     json_: bool = JsonOpt,
 ) -> None:
-    """Store the files of a repository (respects .gitignore; URLs are cloned under .ok/cache)."""
+    """Store the files of a repository (respects .gitignore; URLs are cloned under .ok/cache).
+
+    Examples:
+
+    \b
+      ok store repo ~/src/project --include '*.md' --include '*.py'
+      ok store repo https://github.com/org/repo.git --branch main --refresh 7d
+    """
     from ..refresh import make_policy
     from ..sources import fetch_repo, ingest_batch
 
@@ -191,7 +211,14 @@ def repo(
 @app.command()
 def history(doc: str = typer.Argument(..., help="Doc id (any version), prefix or path."),
             json_: bool = JsonOpt) -> None:
-    """Every version of a document, newest first, with drift from the version before."""
+    """Every version of a document, newest first, with drift from the version before.
+
+    Examples:
+
+    \b
+      ok store history https://example.org/guide
+      ok store history ee43fb66 --json
+    """
     from ..refresh import history as doc_history
 
     rows = doc_history(folder(), doc)
@@ -212,7 +239,15 @@ def policy(
     clear: bool = typer.Option(False, "--clear", help="Remove the refresh policy."),
     json_: bool = JsonOpt,
 ) -> None:
-    """Set or clear the refresh policy of stored documents."""
+    """Set or clear the refresh policy of stored documents.
+
+    Examples:
+
+    \b
+      ok store policy https://example.org/guide --refresh 6h
+      ok store policy 2401.00001 --cron "0 6 * * 1"
+      ok store policy ee43fb66 --clear
+    """
     from ..refresh import make_policy, set_policy
 
     pol = make_policy(every, cron)

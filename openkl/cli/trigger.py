@@ -20,14 +20,21 @@ def add(
     example: str = typer.Option(..., "--example", "-e", help="Text that new knowledge is "
                                 "compared with (`-` reads stdin)."),
     threshold: float = typer.Option(0.8, "--threshold", help="Cosine similarity to fire at."),
-    exec_: str = typer.Option(None, "--exec", help="Shell command run with the event JSON on "
+    exec_: str = typer.Option(None, "--exec", metavar="CMD", help="Shell command run with the event JSON on "
                               "stdin."),
     scope: str = typer.Option("all", "--in", help="What to watch: all, mem or store."),
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds the command may run."),
     replace: bool = typer.Option(False, "--replace", help="Overwrite a trigger of that name."),
     json_: bool = JsonOpt,
 ) -> None:
-    """Add a trigger (a file in triggers/). It checks only what is indexed from now on."""
+    """Add a trigger (a file in triggers/). It checks only what is indexed from now on.
+
+    Examples:
+
+    \b
+      ok trigger add gene-editing -e "CRISPR base editing in human cells" --threshold 0.6
+      ok trigger add papers -e "retrieval benchmarks" --in store --exec 'jq -r .path >> new.txt'
+    """
     from ..triggers import add as do_add
 
     if example == "-":
