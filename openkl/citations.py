@@ -187,6 +187,19 @@ class Files:
         return self._notes.get(note_id)
 
 
+def supersede_chain(entries: dict[str, dict[str, Any]], doc_id: str) -> list[str]:
+    """The ids of the versions that replaced `doc_id`, oldest first (empty when current)."""
+    did, chain, seen = doc_id, [], {doc_id}
+    while (entries.get(did) or {}).get("superseded_by"):
+        nxt = entries[did]["superseded_by"]
+        if nxt in seen:
+            break
+        seen.add(nxt)
+        chain.append(nxt)
+        did = nxt
+    return chain
+
+
 def versions_dir(folder: Folder) -> Path:
     return folder.ok_dir / "versions"
 
@@ -325,9 +338,16 @@ def make(folder: Folder, ref: str, *, lines: str | None = None, chars: str | Non
         return _span_of_note(folder, files, ft, owner, span, lines, chars)
     ft = files.doc(owner)
     if ft is None:
-        if owner in files.entries:
+        entry = files.entries.get(owner)
+        if entry and entry.get("superseded_by"):
+            newest = supersede_chain(files.entries, owner)[-1]
+            raise NotFound(f"document {owner} was replaced by {newest} and the text of the old "
+                           "version was not kept (it was edited in place)",
+                           f"cite the current version: `ok cite make {newest} --lines …`, or "
+                           "search again for fresh ids")
+        if entry:
             raise BadInput(f"document {owner} changed on disk since it was indexed "
-                           f"({files.entries[owner].get('path')})",
+                           f"({entry.get('path')})",
                            "run `ok sync`, then search again for fresh ids")
         raise NotFound(f"no document with id {owner}", "list documents with `ok store list`")
     return _span_of_doc(folder, files, ft, span, lines, chars)
@@ -749,15 +769,9 @@ class Verifier:
             ft = self.files.read(rel, "memory") if rel else None
             return Target(ft, "newer", ["note edited"]) if ft else None
         entries = self.files.entries
-        did, chain, seen = cite["doc_id"], [], {cite["doc_id"]}
-        while (entries.get(did) or {}).get("superseded_by"):
-            nxt = entries[did]["superseded_by"]
-            if nxt in seen:
-                break
-            seen.add(nxt)
-            chain.append(nxt)
-            did = nxt
+        chain = supersede_chain(entries, cite["doc_id"])
         if chain:
+            did = chain[-1]
             notes = ["superseded by " + " -> ".join(chain)]
             e = entries.get(did) or {}
             ft = self.files.doc(did)

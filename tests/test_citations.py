@@ -448,6 +448,18 @@ def test_chunk_id_of_a_doc_changed_since_indexing(tidal: dict) -> None:
     assert "run `ok sync`" in r.err
 
 
+def test_chunk_id_of_a_version_replaced_by_a_hand_edit(tidal: dict) -> None:
+    tidal["doc"].write_text("Rewritten by hand.\n")
+    assert run_ok("sync").code == 0  # the old text was never kept: nothing to cite from
+    [new] = [e["id"] for e in map(json.loads, (tidal["root"] / ".ok/mapping.jsonl")
+                                  .read_text().splitlines())
+             if e.get("current", True) and e["path"] == tidal["rel"]]
+    r = run_ok("cite", "make", f"{tidal['id']}#char0-5")
+    assert r.code == 1 and len(r.err.strip().splitlines()) == 1
+    assert f"replaced by {new}" in r.err and "not kept" in r.err
+    assert f"ok cite make {new}" in r.err and "ok sync" not in r.err
+
+
 def test_corrupt_citation_file_is_reported(tidal: dict) -> None:
     c = _cite_quote(tidal)
     p = tidal["root"] / "citations" / f"{c['id']}.json"
