@@ -26,6 +26,10 @@ KREUZBERG_MIME = {
     ".eml": "message/rfc822",
 }
 MARKDOWN_LIKE = {".md", ".markdown", ".mdown"}
+IMAGE_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
+              ".tif": "image/tiff", ".tiff": "image/tiff", ".bmp": "image/bmp",
+              ".webp": "image/webp", ".gif": "image/gif"}
+OCR_HINT = "install tesseract (Debian: apt-get install tesseract-ocr-eng)"
 
 
 @dataclass
@@ -36,9 +40,21 @@ class Extracted:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def supported(path: Path) -> bool:
+def supported(path: Path, ocr: bool = False) -> bool:
     s = path.suffix.lower()
-    return s in TEXT_SUFFIXES or s in KREUZBERG_MIME
+    return s in TEXT_SUFFIXES or s in KREUZBERG_MIME or (ocr and s in IMAGE_MIME)
+
+
+def ocr_available() -> bool:
+    import shutil
+
+    return shutil.which("tesseract") is not None
+
+
+def require_ocr() -> None:
+    """Fail before any work when OCR was asked for but cannot run."""
+    if not ocr_available():
+        raise BadInput("OCR was asked for, but tesseract is not installed", OCR_HINT)
 
 
 def normalize_text(text: str) -> str:
@@ -64,14 +80,25 @@ def _looks_binary(data: bytes) -> bool:
     return b"\x00" in data[:8192]
 
 
-def extract_bytes(data: bytes, name: str, where: str | None = None) -> Extracted:
-    """Extract text from the bytes of a file called `name`; `BadInput` with the reason if not."""
+def extract_bytes(data: bytes, name: str, where: str | None = None,
+                  ocr: bool = False) -> Extracted:
+    """Extract text from the bytes of a file called `name`; `BadInput` with the reason if not.
+
+    OCR (tesseract, through kreuzberg) runs only when `ocr` is set: for images, and for the
+    pages of a PDF that have no text layer.
+    """
     where = where or name
     suffix = Path(name).suffix.lower()
     if not data.strip():
         raise BadInput(f"{where}: empty file, nothing to index", "add content or leave it out")
     if suffix in KREUZBERG_MIME:
-        return _kreuzberg(data, KREUZBERG_MIME[suffix], name, where)
+        return _kreuzberg(data, KREUZBERG_MIME[suffix], name, where, ocr)
+    if suffix in IMAGE_MIME:
+        if not ocr:
+            raise BadInput(f"{where}: an image; its text can only be read with OCR",
+                           "pass --ocr (needs tesseract)")
+        require_ocr()
+        return _kreuzberg(data, IMAGE_MIME[suffix], name, where, ocr)
     if suffix and suffix not in TEXT_SUFFIXES and _looks_binary(data):
         raise BadInput(f"{where}: unsupported binary file type '{suffix}'",
                        "supported: text, markdown, " + ", ".join(sorted(KREUZBERG_MIME)))
@@ -109,15 +136,17 @@ def _drop_head_block(text: str) -> str:
     return "\n".join(lines[i:])
 
 
-def _kreuzberg(data: bytes, mime: str, name: str, where: str) -> Extracted:
+def _kreuzberg(data: bytes, mime: str, name: str, where: str, ocr: bool = False) -> Extracted:
     try:
-        from kreuzberg import ExtractionConfig, extract_bytes_sync
+        from kreuzberg import ExtractionConfig, OcrConfig, extract_bytes_sync
     except ImportError as e:  # pragma: no cover - kreuzberg is a hard dependency
         raise BadInput(f"{where}: kreuzberg is not installed", "uv sync") from e
     fmt = "markdown" if mime in ("text/html", "application/xhtml+xml") else "plain"
+    opts: dict[str, Any] = ({"ocr": OcrConfig(backend="tesseract", language="eng")} if ocr
+                            else {"disable_ocr": True})
     try:
         res = extract_bytes_sync(data, mime, config=ExtractionConfig(use_cache=False,
-                                                                     output_format=fmt))
+                                                                     output_format=fmt, **opts))
     except Exception as e:  # kreuzberg raises its own error family
         first = (str(e).splitlines() or ["unreadable"])[0][:200]
         raise BadInput(f"{where}: cannot extract text ({first})",
@@ -129,7 +158,8 @@ def _kreuzberg(data: bytes, mime: str, name: str, where: str) -> Extracted:
     text = normalize_text(text)
     if not text.strip():
         raise BadInput(f"{where}: no text could be extracted",
-                       "a scanned PDF needs OCR (tesseract), which is not set up")
+                       "a scanned document needs OCR: pass --ocr" if not ocr
+                       else "the OCR found no text either")
     keep = {k: v for k, v in meta.items()
             if k in ("title", "authors", "page_count", "created_at", "language", "subject")
             and isinstance(v, str | int | float | list)}

@@ -18,7 +18,7 @@ from typing import Any
 from . import events, indexer
 from . import mapping as mapping_mod
 from .errors import BadInput, NotFound, OkError
-from .extract import Extracted, extract_bytes, supported
+from .extract import Extracted, extract_bytes, require_ocr, supported
 from .folder import Folder, atomic_write, iso
 from .progress import progress
 
@@ -64,7 +64,8 @@ def normalized_rel(rel: str) -> str:
 
 
 def collect(folder: Folder, paths: list[str], glob: list[str] | None = None,
-            recursive: bool = True) -> tuple[list[Candidate], list[dict[str, str]]]:
+            recursive: bool = True, ocr: bool = False
+            ) -> tuple[list[Candidate], list[dict[str, str]]]:
     """Expand files and directories into candidates; report paths that cannot be read."""
     cands: list[Candidate] = []
     skipped: list[dict[str, str]] = []
@@ -82,7 +83,7 @@ def collect(folder: Folder, paths: list[str], glob: list[str] | None = None,
                 files = [f for f in files if any(fnmatch.fnmatch(f.relative_to(base).as_posix(), g)
                                                  or fnmatch.fnmatch(f.name, g) for g in glob)]
             else:
-                files = [f for f in files if supported(f)]
+                files = [f for f in files if supported(f, ocr)]
             prefix = base.name if base != folder.sources_dir else ""
         else:
             files, base, prefix = [p], p.parent, ""
@@ -126,7 +127,7 @@ def _walk(d: Path, recursive: bool) -> list[Path]:
 
 def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None = None,
            index: bool = True, policy: dict[str, Any] | None = None,
-           drift_threshold: float | None = None) -> IngestReport:
+           drift_threshold: float | None = None, ocr: bool = False) -> IngestReport:
     """Write originals, normalized docs and mapping entries, then index the new docs.
 
     The caller holds the writer lock. Files are written before the graph, so an
@@ -139,7 +140,7 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
     with progress("reading", len(cands) if len(cands) > 1 else 0) as advance:
         for cand in cands:
             advance(1)
-            _take(folder, cand, rep, entries, paths, policy, new_items)
+            _take(folder, cand, rep, entries, paths, policy, new_items, ocr)
     if new_items:
         mapping_mod.save(folder, entries)
         from .refresh import after_ingest  # drift of changed docs, and their events
@@ -167,10 +168,12 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
 
 def _take(folder: Folder, cand: Candidate, rep: IngestReport,
           entries: dict[str, dict[str, Any]], paths: dict[str, dict[str, Any]],
-          policy: dict[str, Any] | None, new_items: list[tuple[str, str]]) -> None:
+          policy: dict[str, Any] | None, new_items: list[tuple[str, str]],
+          ocr: bool = False) -> None:
     """Extract one candidate and write its files; record the outcome in `rep`."""
     try:
-        ext = extract_bytes(cand.extract_data or cand.data, cand.rel, where=cand.origin)
+        ext = extract_bytes(cand.extract_data or cand.data, cand.rel, where=cand.origin,
+                            ocr=ocr)
     except BadInput as e:
         rep.skipped.append({"path": cand.origin, "reason": e.message
                             + (f" (hint: {e.hint})" if e.hint else "")})
@@ -230,10 +233,13 @@ def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
 
 
 def ingest_paths(folder: Folder, paths: list[str], glob: list[str] | None = None,
-                 recursive: bool = True, policy: dict[str, Any] | None = None) -> IngestReport:
-    cands, skipped = collect(folder, paths, glob, recursive)
+                 recursive: bool = True, policy: dict[str, Any] | None = None,
+                 ocr: bool = False) -> IngestReport:
+    if ocr:
+        require_ocr()
+    cands, skipped = collect(folder, paths, glob, recursive, ocr)
     rep = IngestReport(skipped=skipped)
-    return ingest(folder, cands, rep, policy=policy)
+    return ingest(folder, cands, rep, policy=policy, ocr=ocr)
 
 
 def ingest_stdin(folder: Folder, data: bytes, name: str | None = None) -> IngestReport:

@@ -67,3 +67,19 @@ def make_docx(paragraphs: list[str]) -> bytes:
         for name, content in files.items():
             z.writestr(name, content)
     return buf.getvalue()
+
+
+def make_png(text: str) -> bytes:
+    """A PNG image showing `text` in large dark letters (for OCR)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("RGB", (60 + 24 * len(text), 160), "white")
+    draw = ImageDraw.Draw(img)
+    try:
+        font = ImageFont.truetype("DejaVuSans.ttf", 40)
+    except OSError:
+        font = ImageFont.load_default(size=40)
+    draw.text((30, 50), text, fill="black", font=font)
+    buf = io.BytesIO()
+    img.save(buf, "PNG")
+    return buf.getvalue()

@@ -71,7 +71,7 @@ def test_bad_files_are_skipped_without_stopping_the_batch(kf: Path, tmp_path: Pa
     (src / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
     (src / "blob.txt").write_bytes(b"\x00\x01\x02\x03binary")
     (src / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
-    (src / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (src / "blob.bin").write_bytes(b"\x7fELF\x00\x00\x01")
     r = run_ok("store", "ingest", str(src), "--glob", "*", str(tmp_path / "missing.md"), "--json")
     assert r.code == 1
     rep = r.json()
@@ -81,7 +81,7 @@ def test_bad_files_are_skipped_without_stopping_the_batch(kf: Path, tmp_path: Pa
     assert "not valid UTF-8" in reasons["latin1.txt"] and "iconv" in reasons["latin1.txt"]
     assert "binary" in reasons["blob.txt"]
     assert "cannot extract text" in reasons["broken.pdf"]
-    assert "unsupported binary file type '.png'" in reasons["image.png"]
+    assert "unsupported binary file type '.bin'" in reasons["blob.bin"]
     assert "no such file" in reasons["missing.md"]
     assert all(line.startswith("warning: skipped") for line in r.err.strip().splitlines())
     # nothing of the skipped files was written
@@ -143,3 +143,32 @@ def test_version_replaced_by_a_hand_edit(kf: Path, tmp_path: Path) -> None:
     assert r.code == 1
     assert f"replaced by {new_id}" in r.err and f"ok store show {new_id}" in r.err
     assert "be brief" in run_ok("store", "show", new_id).out
+
+
+def test_images_need_ocr_and_ocr_reads_them(kf: Path, tmp_path: Path) -> None:
+    from docgen import make_png
+
+    from openkl.extract import ocr_available
+
+    img = tmp_path / "sign.png"
+    img.write_bytes(make_png("Lighthouses guide ships at night"))
+    r = run_ok("store", "ingest", str(img), "--json")
+    assert r.code == 1
+    assert "pass --ocr" in r.json()["skipped"][0]["reason"]
+    assert ocr_available(), "tesseract is part of the test environment (.ci/run installs it)"
+    r = run_ok("store", "ingest", str(img), "--ocr", "--json")
+    assert r.code == 0, r.err
+    doc = r.json()["added"][0]
+    assert "lighthouses guide ships" in (kf / doc["path"]).read_text().lower()
+    hits = run_ok("search", "lighthouse ships", "--json", "-k", "1").json()
+    assert hits[0]["doc_id"] == doc["id"]
+
+
+def test_ocr_without_tesseract_is_refused_before_any_work(kf: Path, tmp_path: Path,
+                                                          monkeypatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no tesseract on PATH
+    (tmp_path / "a.md").write_text("text\n")
+    r = run_ok("store", "ingest", str(tmp_path / "a.md"), "--ocr")
+    assert r.code == 1
+    assert "tesseract is not installed" in r.err and "apt-get install" in r.err
+    assert not list((kf / "store/normalized").rglob("*.ok.md"))

@@ -38,6 +38,8 @@ def ingest(
     glob: list[str] = typer.Option(None, "--glob", "-g", help="Only files matching (repeatable)."),
     no_recursive: bool = typer.Option(False, "--no-recursive", help="Do not descend into dirs."),
     name: str = typer.Option(None, "--name", help="File name for stdin input."),
+    ocr: bool = typer.Option(False, "--ocr", help="Read images and scanned PDF pages with "
+                             "OCR (needs tesseract)."),
     every: str = RefreshOpt,
     cron: str = CronOpt,
     json_: bool = JsonOpt,
@@ -56,7 +58,8 @@ def ingest(
         elif "-" in paths:
             raise typer.BadParameter("`-` (stdin) cannot be mixed with paths")
         else:
-            rep = ingest_paths(f, paths, glob=glob, recursive=not no_recursive, policy=policy)
+            rep = ingest_paths(f, paths, glob=glob, recursive=not no_recursive, policy=policy,
+                               ocr=ocr)
             if policy and rep.unchanged:
                 set_policy(f, [u["id"] for u in rep.unchanged], policy)
     assert isinstance(rep, IngestReport)
