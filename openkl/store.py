@@ -73,7 +73,12 @@ def collect(folder: Folder, paths: list[str], glob: list[str] | None = None,
     for raw in paths:
         p = Path(raw).expanduser()
         if not p.exists():
-            skipped.append({"path": raw, "reason": "no such file or directory"})
+            reason = "no such file or directory"
+            if raw.startswith(("http://", "https://")):
+                reason = "is a URL, not a file (hint: fetch it with `ok store web URL`)"
+            elif raw.lower().startswith("arxiv:"):
+                reason = "is an arXiv id (hint: use `ok store arxiv ID`)"
+            skipped.append({"path": raw, "reason": reason})
             continue
         p = p.resolve()
         if p.is_dir():

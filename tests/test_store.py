@@ -72,7 +72,8 @@ def test_bad_files_are_skipped_without_stopping_the_batch(kf: Path, tmp_path: Pa
     (src / "blob.txt").write_bytes(b"\x00\x01\x02\x03binary")
     (src / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     (src / "blob.bin").write_bytes(b"\x7fELF\x00\x00\x01")
-    r = run_ok("store", "ingest", str(src), "--glob", "*", str(tmp_path / "missing.md"), "--json")
+    r = run_ok("store", "ingest", str(src), "--glob", "*", str(tmp_path / "missing.md"),
+               "https://example.org/page", "--json")
     assert r.code == 1
     rep = r.json()
     assert [Path(a["path"]).name for a in rep["added"]] == ["good.ok.md"]
@@ -83,6 +84,7 @@ def test_bad_files_are_skipped_without_stopping_the_batch(kf: Path, tmp_path: Pa
     assert "cannot extract text" in reasons["broken.pdf"]
     assert "unsupported binary file type '.bin'" in reasons["blob.bin"]
     assert "no such file" in reasons["missing.md"]
+    assert "ok store web" in reasons["page"]
     assert all(line.startswith("warning: skipped") for line in r.err.strip().splitlines())
     # nothing of the skipped files was written
     assert sorted(p.name for p in (kf / "store/sources").rglob("*") if p.is_file()) == ["good.md"]
