@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -36,7 +37,7 @@ def passages(n: int) -> list[str]:
     paras = []
     for p in SOURCES:
         paras += [x.strip() for x in p.read_text().split("\n\n") if len(x.strip()) > 200]
-    out = []
+    out: list[str] = []
     i = 0
     while len(out) < n:
         a, b = paras[i % len(paras)], paras[(i * 7 + 3) % len(paras)]
@@ -87,7 +88,7 @@ def ingest_share(docs: int) -> dict[str, float]:
                 "slowdown_vs_without": round(spent["entities"] / (total - spent["entities"]), 3)}
 
 
-def gold(heldout: bool = False) -> dict[str, object]:
+def gold(heldout: bool = False) -> dict[float, Any]:
     """Scores on the tuning gold set, or on the held-out set never used for tuning."""
     from evaluate import DOCS, GOLD, HELDOUT, evaluate
 
@@ -106,7 +107,7 @@ def main() -> None:
     ap.add_argument("--ingest-docs", type=int, default=300)
     ap.add_argument("--gold", action="store_true")
     a = ap.parse_args()
-    out: dict[str, object] = {"throughput": throughput(a.chunks)}
+    out: dict[str, Any] = {"throughput": throughput(a.chunks)}
     print(json.dumps(out["throughput"]), file=sys.stderr)
     if a.ingest_docs:
         out["ingest"] = ingest_share(a.ingest_docs)

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -120,7 +121,8 @@ def bench_triggers(n_chunks: int, n_triggers: int, runs: int) -> dict:
     vecs[hot] = examples[hot % len(examples)] + 0.01 * vecs[hot]  # ~1% of chunks match
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     per_doc = 10
-    docs, chunks = [], []
+    docs: list[dict[str, Any]] = []
+    chunks: list[dict[str, Any]] = []
     for d in range(n_chunks // per_doc):
         did = f"{d:016x}"
         docs.append({"id": did, "path": f"store/normalized/{d}.ok.md", "sha256": "0" * 64,

@@ -80,7 +80,8 @@ def export(folder: Folder, g: Graph, *, min_confidence: float | None = None,
     """The folder's entity graph as an AKS bundle (validated before it is returned)."""
     from .entities import ENTITY_COLS
 
-    where, params = [], {}
+    where: list[str] = []
+    params: dict[str, Any] = {}
     if min_confidence is not None:
         where.append("e.confidence >= $mc")
         params["mc"] = float(min_confidence)

@@ -54,27 +54,27 @@ def parse(text: str) -> dict[str, Any]:
     if not ents and not rels:
         raise _fail("$", "proposes no entities and no relationships")
     out_e = []
-    for i, e in enumerate(ents):
+    for i, ent in enumerate(ents):
         where = f"$.entities[{i}]"
-        if not isinstance(e, dict):
+        if not isinstance(ent, dict):
             raise _fail(where, "must be an object")
-        if set(e) - _ENTITY_KEYS:
-            raise _fail(f"{where}.{sorted(set(e) - _ENTITY_KEYS)[0]}", "unknown field")
-        if not isinstance(e.get("name"), str) or not key_of(e["name"]):
+        if set(ent) - _ENTITY_KEYS:
+            raise _fail(f"{where}.{sorted(set(ent) - _ENTITY_KEYS)[0]}", "unknown field")
+        if not isinstance(ent.get("name"), str) or not key_of(ent["name"]):
             raise _fail(f"{where}.name", "must be a non-empty name")
-        item = {"name": e["name"].strip(), "type": str(e.get("type") or "Concept")}
-        if e.get("description") is not None:
-            item["description"] = str(e["description"])
-        if e.get("confidence") is not None:
-            item["confidence"] = _conf(e["confidence"], f"{where}.confidence")
-        if e.get("aliases") is not None:
-            if not isinstance(e["aliases"], list) or not all(isinstance(a, str) for a in e["aliases"]):
+        item = {"name": ent["name"].strip(), "type": str(ent.get("type") or "Concept")}
+        if ent.get("description") is not None:
+            item["description"] = str(ent["description"])
+        if ent.get("confidence") is not None:
+            item["confidence"] = _conf(ent["confidence"], f"{where}.confidence")
+        if ent.get("aliases") is not None:
+            if not isinstance(ent["aliases"], list) or not all(isinstance(a, str) for a in ent["aliases"]):
                 raise _fail(f"{where}.aliases", "must be an array of strings")
-            item["aliases"] = [a.strip() for a in e["aliases"] if a.strip()]
-        if e.get("properties") is not None:
-            if not isinstance(e["properties"], dict):
+            item["aliases"] = [a.strip() for a in ent["aliases"] if a.strip()]
+        if ent.get("properties") is not None:
+            if not isinstance(ent["properties"], dict):
                 raise _fail(f"{where}.properties", "must be an object")
-            item["properties"] = e["properties"]
+            item["properties"] = ent["properties"]
         out_e.append(item)
     out_r = []
     for i, r in enumerate(rels):
@@ -124,7 +124,7 @@ def _save(folder: Folder, item: dict[str, Any]) -> None:
 
 def load_all(folder: Folder) -> list[dict[str, Any]]:
     d = backfeed_dir(folder)
-    out = []
+    out: list[dict[str, Any]] = []
     if not d.exists():
         return out
     for p in sorted(d.glob("bf-*.json")):

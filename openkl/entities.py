@@ -339,11 +339,11 @@ def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any
                 continue
             if typ == "related_to" and a > b:
                 a, b = b, a
-            slot = rel[(a, b, typ)][owner]
+            rslot = rel[(a, b, typ)][owner]
             p = base + int(pos)
-            prev = slot.get(p)
+            prev = rslot.get(p)
             if prev is None or float(c) > prev[0]:
-                slot[p] = (float(c), xid)
+                rslot[p] = (float(c), xid)
     canon_ents: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in canon.entities:
         if e["key"] in affected:
@@ -365,7 +365,8 @@ def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any
         if a == b or (a not in affected and b not in affected):
             continue
         cur = rels.get((a, b, r["type"]))
-        c = float(r.get("confidence") if r.get("confidence") is not None else 0.9)
+        rc = r.get("confidence")
+        c = float(rc) if rc is not None else 0.9
         if cur is None:
             rels[(a, b, r["type"])] = {
                 "confidence": c, "evidence": r.get("evidence", ""), "docs": sorted(r.get("docs", [])),
@@ -409,7 +410,7 @@ def _entity(k: str, conf: dict[str, dict[int, float]], forms: dict[str, list[int
     desc = sorted(defs)[0][3] if defs else ""
     aliases = set(alias_names)
     source_kind = "document"
-    ext_id, extra = "", {}
+    ext_id, extra = "", dict[str, Any]()
     docs = set(conf)
     for e in reversed(canon):  # the first (verified, best ranked) item wins
         name = e.get("name") or name
@@ -461,20 +462,20 @@ def _write(g: Graph, affected: set[str], ents: dict[str, dict[str, Any]],
         g.copy_rows("MENTIONS", {"from": [a for a, _, _ in items], "to": [b for _, b, _ in items],
                                  "confidence": [c for _, _, c in items]},
                     types={"confidence": pa.float64()}, rel_from_to=(table, "Entity"))
-    items = [(entity_id(a), entity_id(b), t, v) for (a, b, t), v in sorted(rels.items())
-             if entity_id(a) in present and entity_id(b) in present]
-    if items:
+    ritems = [(entity_id(a), entity_id(b), t, v) for (a, b, t), v in sorted(rels.items())
+              if entity_id(a) in present and entity_id(b) in present]
+    if ritems:
         g.copy_rows("RELATED", {
-            "from": [a for a, _, _, _ in items], "to": [b for _, b, _, _ in items],
-            "type": [t for _, _, t, _ in items],
-            "confidence": [v["confidence"] for *_, v in items],
-            "evidence": [v["evidence"] for *_, v in items],
-            "docs": [v["docs"] for *_, v in items],
-            "verified": [v["verified"] for *_, v in items],
-            "source_kind": [v["source_kind"] for *_, v in items],
-            "description": [v["description"] for *_, v in items],
-            "ext_id": [v["ext_id"] for *_, v in items],
-            "extra": [v["extra"] for *_, v in items],
+            "from": [a for a, _, _, _ in ritems], "to": [b for _, b, _, _ in ritems],
+            "type": [t for _, _, t, _ in ritems],
+            "confidence": [v["confidence"] for *_, v in ritems],
+            "evidence": [v["evidence"] for *_, v in ritems],
+            "docs": [v["docs"] for *_, v in ritems],
+            "verified": [v["verified"] for *_, v in ritems],
+            "source_kind": [v["source_kind"] for *_, v in ritems],
+            "description": [v["description"] for *_, v in ritems],
+            "ext_id": [v["ext_id"] for *_, v in ritems],
+            "extra": [v["extra"] for *_, v in ritems],
         }, types={"confidence": pa.float64(), "docs": pa.list_(pa.string())})
 
 

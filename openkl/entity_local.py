@@ -597,8 +597,9 @@ def _noun_like(t: Tok, prev: Tok | None, nxt: Tok | None = None) -> bool:
         return False
     if w in IRREGULAR:
         return False
-    prev_content = prev is not None and _is_word(prev) and prev.low not in STOP
-    if w in VERB_S and prev_content and prev.low not in VERB_S and prev.low not in VERB_ED \
+    plow = prev.low if prev is not None else ""
+    prev_content = prev is not None and _is_word(prev) and plow not in STOP
+    if w in VERB_S and prev_content and plow not in VERB_S and plow not in VERB_ED \
             and nxt is not None and _is_word(nxt):
         return False
     if w in VERB_ED and prev_content:
@@ -608,14 +609,14 @@ def _noun_like(t: Tok, prev: Tok | None, nxt: Tok | None = None) -> bool:
                          "must", "they", "we", "you", "i", "not", "does", "do", "did", "it",
                          "them", "him", "her", "us", "me", "let", "lets", "help", "helps",
                          "that", "which", "who")
-            or (prev_content and prev.low.endswith("s") and not prev.low.endswith("ss"))
-            or (prev_content and (prev.low in VERB_ED or prev.low in VERB_S
+            or (prev_content and plow.endswith("s") and not plow.endswith("ss"))
+            or (prev_content and (plow in VERB_ED or plow in VERB_S
                                   or (_is_cap(prev) and not prev.initial)))):
         return False
     if w in ("using", "including", "following", "according", "given", "based"):
         return False
-    if w.endswith("ing") and prev_content and prev.low.endswith("s") and not \
-            prev.low.endswith("ss") and _ing_base(w) in VERB_BASE_SET:
+    if w.endswith("ing") and prev_content and plow.endswith("s") and not \
+            plow.endswith("ss") and _ing_base(w) in VERB_BASE_SET:
         return False
     return not (w.endswith("ing") and prev is not None and prev.low in (
         "is", "are", "was", "were", "be", "been", "being", "am", "by"))
@@ -811,9 +812,9 @@ def _rel_type(gap: list[str]) -> str | None:
     if "depends on" in g or "depend on" in g:
         return "depends_on"
     for w in gap:
-        base = _IRREG_BASE.get(w) or VERB_FORMS.get(w)
-        if base and base in REL_VERBS and (w != base or w in ("use", "need", "run")):
-            return REL_VERBS[base]
+        wbase = _IRREG_BASE.get(w) or VERB_FORMS.get(w)
+        if wbase and wbase in REL_VERBS and (w != wbase or w in ("use", "need", "run")):
+            return REL_VERBS[wbase]
     return None
 
 
