@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -38,6 +38,12 @@ SERVER_NAME = "openkl"
 MARKER = "[truncated: {shown} of {total} {what} shown; the result exceeded the {cap}-byte cap " \
          "(mcp.max_bytes){hint}]"
 FS_SKIP = (".ok/kuzu", ".ok/cache", ".ok/lock")
+
+# arguments many tools share (the JSON schema an agent sees comes from these)
+StackArg = Annotated[str | None, Field(
+    description="Stack name from list_stacks (default: the first stack).")]
+ScopeArg = Annotated[Literal["all", "mem", "store"], Field(
+    description="Where to look: all, mem (memory notes) or store (documents).")]
 
 INSTRUCTIONS = """\
 openkl knowledge folders: memory notes and collected documents, searchable and citable.
@@ -227,31 +233,31 @@ class KnowledgeServer:
         return {"stack": st.name, "query": query, "k": kk, "results": hits}
 
     def search(self, query: Annotated[str, Field(description="What to look for (words or a question).")],
-               k: Annotated[int | None, Field(description="Number of hits (capped by mcp.max_k).")] = None,
-               scope: Annotated[str, Field(description="all, mem (notes) or store (documents).")] = "all",
-               mode: Annotated[str | None, Field(description="hybrid (default), vector or fts.")] = None,
+               k: Annotated[int | None, Field(ge=1, description="Number of hits (capped by mcp.max_k).")] = None,
+               scope: ScopeArg = "all",
+               mode: Annotated[Literal["hybrid", "vector", "fts"] | None, Field(description="Ranking signals: hybrid (default), vector or fts.")] = None,
                tags: Annotated[list[str] | None, Field(description="Only notes with all these tags.")] = None,
                topics: Annotated[list[str] | None, Field(description="Only notes with all these topics.")] = None,
                path: Annotated[str | None, Field(description="Only paths matching this glob.")] = None,
-               stack: Annotated[str | None, Field(description="Stack name (default: the first).")] = None,
+               stack: StackArg = None,
                ) -> dict[str, Any]:
         """Hybrid (BM25 + vector) search over memory notes and documents. Each hit is a cite
         object: type, id, path, loc (char span), quote, context, source, score, rank."""
         return self._search("search", query, k, scope, mode, tags, topics, path, stack)
 
     def mem_search(self, query: Annotated[str, Field(description="What to look for.")],
-                   k: Annotated[int | None, Field(description="Number of hits (capped).")] = None,
+                   k: Annotated[int | None, Field(ge=1, description="Number of hits (capped by mcp.max_k).")] = None,
                    tags: Annotated[list[str] | None, Field(description="Only notes with these tags.")] = None,
                    topics: Annotated[list[str] | None, Field(description="Only notes with these topics.")] = None,
-                   stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                   stack: StackArg = None,
                    ) -> dict[str, Any]:
         """Search memory notes only (hybrid). Hits are cite objects of type `memory`."""
         return self._search("mem_search", query, k, "mem", None, tags, topics, None, stack)
 
     def store_search(self, query: Annotated[str, Field(description="What to look for.")],
-                     k: Annotated[int | None, Field(description="Number of hits (capped).")] = None,
+                     k: Annotated[int | None, Field(ge=1, description="Number of hits (capped by mcp.max_k).")] = None,
                      path: Annotated[str | None, Field(description="Only documents whose path matches this glob.")] = None,
-                     stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                     stack: StackArg = None,
                      ) -> dict[str, Any]:
         """Search collected documents only (hybrid). Hits are cite objects of type `chunk`."""
         return self._search("store_search", query, k, "store", None, None, None, path, stack)
@@ -260,7 +266,7 @@ class KnowledgeServer:
     def mem_add(self, text: Annotated[str, Field(description="The note's text (markdown).")],
                 tags: Annotated[list[str] | None, Field(description="Tags.")] = None,
                 topics: Annotated[list[str] | None, Field(description="Topics.")] = None,
-                stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                stack: StackArg = None,
                 ) -> dict[str, Any]:
         """Write a memory note (a markdown file under memories/by_date/) and index it.
         Returns the note with its id (m-YYYYMMDD-xxxx) and path."""
@@ -276,7 +282,7 @@ class KnowledgeServer:
     def store_ingest(self, paths: Annotated[list[str] | None, Field(description="Files or directories inside the folder (e.g. store/sources/x.pdf), relative to its root.")] = None,
                      text: Annotated[str | None, Field(description="Text to ingest as a new document (instead of paths).")] = None,
                      name: Annotated[str | None, Field(description="File name for `text`, e.g. notes.md.")] = None,
-                     stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                     stack: StackArg = None,
                      ) -> dict[str, Any]:
         """Ingest documents: files already inside the folder (pdf, html, docx, md, txt, …), or
         the given text. Unchanged content is a no-op; changed content supersedes the old
@@ -298,7 +304,7 @@ class KnowledgeServer:
     # -- tools: graph ---------------------------------------------------------------------
     def graph_cypher(self, query: Annotated[str, Field(description="A read-only Cypher query.")],
                      params: Annotated[dict[str, Any] | None, Field(description="Query parameters ($name).")] = None,
-                     stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                     stack: StackArg = None,
                      ) -> dict[str, Any]:
         """Run a read-only Cypher query against the derived graph (Doc, Chunk, MemoryNote,
         Entity, Topic; HAS_CHUNK, MENTIONS, DERIVED_FROM, HAS_TOPIC, RELATED, SUPERSEDES).
@@ -324,7 +330,7 @@ class KnowledgeServer:
                   chars: Annotated[str | None, Field(description="Chars a-b (end exclusive) of a single ref.")] = None,
                   persist: Annotated[bool, Field(description="Write citations/<id>.json (off on a read-only server).")] = False,
                   tags: Annotated[list[str] | None, Field(description="Tags for persisted citations.")] = None,
-                  stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                  stack: StackArg = None,
                   ) -> dict[str, Any]:
         """Make citations: cite objects with a deterministic id (c-…), the exact quote, its
         char span and context, as the files are now. Transient unless `persist`."""
@@ -352,7 +358,7 @@ class KnowledgeServer:
         return {"stack": st.name, "results": cites}
 
     def cite_verify(self, items: Annotated[list[str | dict[str, Any]], Field(description="Citation ids (c-…), other ids, or cite objects as returned by search/cite_make/ask.")],
-                    stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                    stack: StackArg = None,
                     ) -> dict[str, Any]:
         """Check citations against the files: verified (quote at its span, hash matches),
         moved (found elsewhere or in a newer version), changed (only a close match, with
@@ -371,9 +377,9 @@ class KnowledgeServer:
     def entities(self, name: Annotated[str | None, Field(description="One entity (name, alias or id): its relationships, sources and evidence.")] = None,
                  type: Annotated[str | None, Field(description="Only this entity type.")] = None,
                  query: Annotated[str | None, Field(description="Only names containing this text.")] = None,
-                 min_confidence: Annotated[float, Field(description="Minimum confidence 0..1.")] = 0.0,
-                 limit: Annotated[int | None, Field(description="At most this many (capped by mcp.max_k).")] = None,
-                 stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                 min_confidence: Annotated[float, Field(ge=0, le=1, description="Minimum confidence 0..1.")] = 0.0,
+                 limit: Annotated[int | None, Field(ge=1, description="At most this many (default 50, capped by mcp.max_k).")] = None,
+                 stack: StackArg = None,
                  ) -> dict[str, Any]:
         """Entities of the graph (names, terms, people, systems …) with type, confidence,
         aliases and contributing documents, most confident first; or, with `name`, one
@@ -390,10 +396,10 @@ class KnowledgeServer:
         return {"stack": st.name, "results": rows}
 
     def traverse(self, name: Annotated[str, Field(description="Start entity (name, alias or id).")],
-                 depth: Annotated[int, Field(description="Hops to walk (1-4).")] = 2,
+                 depth: Annotated[int, Field(ge=0, le=4, description="Hops to walk (0-4).")] = 2,
                  rel: Annotated[str | None, Field(description="Only this relationship type.")] = None,
-                 min_confidence: Annotated[float, Field(description="Minimum confidence 0..1.")] = 0.0,
-                 stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                 min_confidence: Annotated[float, Field(ge=0, le=1, description="Minimum confidence 0..1.")] = 0.0,
+                 stack: StackArg = None,
                  ) -> dict[str, Any]:
         """Walk the entity graph from an entity over typed relationships (both directions),
         breadth first; each step carries its path and the evidence of every hop."""
@@ -414,10 +420,10 @@ class KnowledgeServer:
         return out
 
     def context(self, query: Annotated[str, Field(description="A question or topic.")],
-                k: Annotated[int | None, Field(description="Passages to retrieve (capped).")] = None,
-                max_entities: Annotated[int, Field(description="Entities to return (capped).")] = 12,
-                min_confidence: Annotated[float | None, Field(description="Entity confidence floor (default: entities.min_confidence).")] = None,
-                stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                k: Annotated[int | None, Field(ge=1, description="Passages to retrieve (default 8, capped by mcp.max_k).")] = None,
+                max_entities: Annotated[int, Field(ge=1, description="Entities to return (capped by mcp.max_k).")] = 12,
+                min_confidence: Annotated[float | None, Field(ge=0, le=1, description="Entity confidence floor 0..1 (default: entities.min_confidence).")] = None,
+                stack: StackArg = None,
                 ) -> dict[str, Any]:
         """Hybrid retrieval, then the entity subgraph relevant to the query: entities (with
         why each matters), the relationships between them, the source passages, the
@@ -435,9 +441,9 @@ class KnowledgeServer:
 
     # -- tools: answers -------------------------------------------------------------------
     def ask(self, question: Annotated[str, Field(description="The question.")],
-            k: Annotated[int | None, Field(description="Passages to retrieve (capped).")] = None,
-            scope: Annotated[str, Field(description="all, mem or store.")] = "all",
-            stack: Annotated[str | None, Field(description="Stack name.")] = None,
+            k: Annotated[int | None, Field(ge=1, description="Passages to retrieve (default 8, capped by mcp.max_k).")] = None,
+            scope: ScopeArg = "all",
+            stack: StackArg = None,
             ) -> dict[str, Any]:
         """Answer a question from the folder with [N] markers; `citations` holds the cite
         object of every [N] (its `n`). Uses the configured LLM, else an extractive answer of
@@ -456,7 +462,7 @@ class KnowledgeServer:
 
     # -- tools: files ---------------------------------------------------------------------
     def fs_list(self, path: Annotated[str, Field(description="Directory relative to the folder root.")] = ".",
-                stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                stack: StackArg = None,
                 ) -> dict[str, Any]:
         """List a directory inside the knowledge folder (never outside it)."""
         st = self.stack(stack)
@@ -491,9 +497,9 @@ class KnowledgeServer:
         return out
 
     def fs_read(self, path: Annotated[str, Field(description="File relative to the folder root.")],
-                offset: Annotated[int, Field(description="Byte offset to start at.")] = 0,
-                max_bytes: Annotated[int | None, Field(description="At most this many bytes (capped by mcp.max_bytes).")] = None,
-                stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                offset: Annotated[int, Field(ge=0, description="Byte offset to start at (next_offset of the previous piece).")] = 0,
+                max_bytes: Annotated[int | None, Field(ge=1, description="At most this many bytes (capped by mcp.max_bytes).")] = None,
+                stack: StackArg = None,
                 ) -> dict[str, Any]:
         """Read a text file inside the knowledge folder (notes, normalized docs, config,
         citations). Long files come back in pieces: `next_offset` says where to go on."""
@@ -531,11 +537,11 @@ class KnowledgeServer:
         return out
 
     def sh_grep(self, pattern: Annotated[str, Field(description="Regular expression (ripgrep syntax), or plain text with fixed=true.")],
-                scope: Annotated[str, Field(description="all, mem or store.")] = "all",
+                scope: ScopeArg = "all",
                 ignore_case: Annotated[bool, Field(description="Case-insensitive.")] = False,
                 fixed: Annotated[bool, Field(description="Pattern is plain text.")] = False,
-                max_count: Annotated[int | None, Field(description="Stop after this many matches (capped by mcp.grep_max).")] = None,
-                stack: Annotated[str | None, Field(description="Stack name.")] = None,
+                max_count: Annotated[int | None, Field(ge=1, description="Stop after this many matches (capped by mcp.grep_max).")] = None,
+                stack: StackArg = None,
                 ) -> dict[str, Any]:
         """Grep memory notes and normalized documents (ripgrep): exact strings, names, ids.
         Matches are {path, line, column, text, match}."""

@@ -71,6 +71,22 @@ def test_lists_tools_resources_and_prompts(example_kf: Path) -> None:
         assert schema["required"] == ["query"]
         assert {"query", "k", "scope", "stack"} <= set(schema["properties"])
         assert "cite object" in tools["search"].description
+        # choices and bounds are in the schemas, so a client can check a call before it is made
+        props = {name: t.input_schema["properties"] for name, t in tools.items()}
+        for name in ("search", "ask", "sh_grep"):
+            assert props[name]["scope"]["enum"] == ["all", "mem", "store"], name
+        assert {"hybrid", "vector", "fts"} <= set(json.dumps(props["search"]["mode"]).split('"'))
+        for name in ("search", "mem_search", "store_search", "ask", "context"):
+            assert '"minimum": 1' in json.dumps(props[name]["k"]), name
+        assert (props["traverse"]["depth"]["minimum"], props["traverse"]["depth"]["maximum"]) \
+            == (0, 4)
+        assert "list_stacks" in json.dumps(props["search"]["stack"])
+        for tool, args in (("ask", {"question": "who", "k": 0}),
+                           ("search", {"query": "x", "scope": "docs"}),
+                           ("traverse", {"name": "SQLite", "depth": 9}),
+                           ("fs_read", {"path": "x", "offset": -1})):
+            err = await fail(c, tool, **args)
+            assert "validation error" in err, (tool, err)
 
         templates = {t.uri_template for t in (await c.list_resource_templates()).resource_templates}
         assert {"ok://{stack}/memory/{note_id}", "ok://{stack}/doc/{doc_id}"} <= templates
