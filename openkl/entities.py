@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from .cache import SqliteCache
 from .entity_local import TYPES, entity_id, key_of
 from .errors import NotFound, UsageError
 from .folder import Folder
@@ -43,21 +42,10 @@ def min_confidence(folder: Folder) -> float:
 
 
 # -- extraction with a cache ----------------------------------------------------------------
-class ExtractionCache:
-    """Extraction results by (extractor id, sha256 of the text), in SQLite under .ok/cache/."""
+class ExtractionCache(SqliteCache):
+    """Extraction results by (extractor id, sha256 of the text)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._db: sqlite3.Connection | None = None
-
-    @property
-    def db(self) -> sqlite3.Connection:
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS ext (key TEXT PRIMARY KEY, data TEXT)")
-        return self._db
+    ddl = "CREATE TABLE IF NOT EXISTS ext (key TEXT PRIMARY KEY, data TEXT)"
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         out: dict[str, str] = {}
