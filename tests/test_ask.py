@@ -243,3 +243,15 @@ def test_llm_unreachable_is_one_line_error(example_kf: Path, monkeypatch: pytest
     _llm_env(monkeypatch, url)  # the server is gone now
     r = run_ok("ask", "who wrote the first computer program")
     assert r.code == 1 and r.err.startswith("Error: cannot reach the LLM endpoint")
+
+
+@pytest.mark.parametrize("cmd", [("ask",), ("mcp",), ("cite", "make"), ("cite", "verify"),
+                                 ("cite", "open"), ("cite", "list"), ("cite", "gc"),
+                                 ("distill", "prompts"), ("distill", "get-prompt"),
+                                 ("distill", "create"), ("distill", "run")])
+def test_help_teaches_with_examples(cmd: tuple[str, ...]) -> None:
+    r = run_ok(*cmd, "--help")
+    assert r.code == 0
+    examples = r.out.split("Examples", 1)[1].splitlines()
+    assert any(line.strip().startswith("ok " + cmd[0]) for line in examples), r.out
+    assert "_CLASS" not in r.out and "_SIMILARITY" not in r.out  # metavars say what to write

@@ -14,8 +14,9 @@ from .output import JsonOpt, emit
 
 def ask(
     question: str = typer.Argument(..., help="The question (`-` reads it from stdin)."),
-    k: int = typer.Option(8, "-k", "--limit", help="Passages to retrieve."),
-    scope: str = typer.Option("all", "--in", help="all, mem or store."),
+    k: int = typer.Option(8, "-k", "--limit", metavar="N", help="Passages to retrieve."),
+    scope: str = typer.Option("all", "--in", metavar="all|mem|store",
+                             help="Where to look: notes, documents or both."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Extractive answer even when an LLM "
                                 "is configured."),
     no_stream: bool = typer.Option(False, "--no-stream", help="Do not stream the answer."),
@@ -25,7 +26,15 @@ def ask(
 
     With an LLM configured (llm.base_url, llm.model; key from llm.api_key_env) the answer is
     grounded in the retrieved passages; without one it is made of the best matching
-    sentences, each cited. Says so when the folder does not hold the answer."""
+    sentences, each cited. Says so when the folder does not hold the answer.
+
+    Examples:
+
+    \b
+      ok ask "what happens to committed transactions when the process crashes?"
+      ok ask "who was Ada Lovelace?" --in store -k 4 --json | jq -r .answer
+      ok ask "what is WAL?" --json | jq '.citations' | ok cite verify -
+    """
     from ..ask import answer, retrieve
     from ..indexer import embedder, open_graph
     from ..llm import config_from

@@ -46,15 +46,22 @@ def _snippet(text: str, width: int = 80) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-@app.command()
+@app.command(epilog="""Examples:
+
+\b
+  ok cite make store/normalized/docs/write-ahead-logging.ok.md --lines 3-5
+  ok cite make ee43fb66e85b241f#char0-1079 --persist --tags wal   # a search hit
+  ok search "gene editing" --json | jq -r '.[].id' | ok cite make - --persist
+""")
 def make(
     refs: list[str] = typer.Argument(..., help="Search-hit/chunk ids (<doc>#char<s>-<e>), doc "
                                                "ids, memory ids, a PATH, or `-` for stdin."),
-    lines: str = typer.Option(None, "--lines", help="Lines a-b of one PATH or id (1-based)."),
-    chars: str = typer.Option(None, "--chars", help="Chars a-b of one PATH or id (end excl.)."),
+    lines: str = typer.Option(None, "--lines", metavar="A-B", help="Lines a-b of one PATH or id (1-based)."),
+    chars: str = typer.Option(None, "--chars", metavar="A-B", help="Chars a-b of one PATH or id (end excl.)."),
     persist: bool = typer.Option(False, "--persist", help="Write citations/<id>.json."),
     tags: list[str] = TagsOpt,
     retention_class: str = typer.Option(None, "--retention-class",
+                                        metavar="standard|keep|ephemeral",
                                         help="standard (default), keep (gc never removes it) "
                                              "or ephemeral (gc removes it once it fails)."),
     json_: bool = JsonOpt,
@@ -89,14 +96,20 @@ def make(
         f"{c['id']}\t{_where(c)}\t{_snippet(c['quote'])}" for c in cs))
 
 
-@app.command()
+@app.command(epilog="""Examples:
+
+\b
+  ok cite verify --all                        # every persisted citation
+  ok cite verify --all --update               # follow moved quotes to their new place
+  ok ask "what is WAL?" --json | jq '.citations' | ok cite verify -
+""")
 def verify(
     refs: list[str] = typer.Argument(None, help="Citation ids, other ids, cite-object JSON "
                                                 "files, or `-` (JSON or ids on stdin)."),
     all_: bool = typer.Option(False, "--all", help="Verify every persisted citation."),
     update: bool = typer.Option(False, "--update",
                                 help="Rewrite persisted citations that moved to their new place."),
-    min_similarity: float = typer.Option(None, "--min-similarity",
+    min_similarity: float = typer.Option(None, "--min-similarity", metavar="0..1",
                                          help="Fuzzy matches below this are missing "
                                               "(default cite.min_similarity, 0.7)."),
     json_: bool = JsonOpt,
@@ -139,11 +152,16 @@ def _plain_results(rs: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-@app.command("open")
+@app.command("open", epilog="""Examples:
+
+\b
+  ok cite open c-2b78d9272c9d171e              # the passage, quote marked >>> <<< when piped
+  ok cite open c-2b78d9272c9d171e --context 5 --json | jq -r .text
+""")
 def open_(
     ref: str = typer.Argument(..., help="Citation id (or chunk/memory id, or `-` for one cite "
                                         "object on stdin)."),
-    context: int = typer.Option(2, "--context", "-n", help="Lines of context around the span."),
+    context: int = typer.Option(2, "--context", "-n", metavar="N", help="Lines of context around the span."),
     json_: bool = JsonOpt,
 ) -> None:
     """Print the cited passage where it is now, with the quote highlighted."""
@@ -180,11 +198,16 @@ def _render_passage(p: dict[str, Any]) -> None:
     output.console().print(t)
 
 
-@app.command("list")
+@app.command("list", epilog="""Examples:
+
+\b
+  ok cite list --tag wal
+  ok cite list --status changed --json | jq -r '.[].id'   # what needs a look
+""")
 def list_(
     tag: list[str] = typer.Option(None, "--tag", "-t", help="Only citations with this tag."),
-    doc: str = typer.Option(None, "--doc", help="Only citations of this doc/note (id or path)."),
-    status: str = typer.Option(None, "--status",
+    doc: str = typer.Option(None, "--doc", metavar="ID|PATH", help="Only citations of this doc/note (id or path)."),
+    status: str = typer.Option(None, "--status", metavar="STATUS",
                                help="Only this status (verifies each): verified, moved, "
                                     "changed, missing."),
     json_: bool = JsonOpt,
@@ -210,7 +233,12 @@ def list_(
         for c in rs))
 
 
-@app.command()
+@app.command(epilog="""Examples:
+
+\b
+  ok cite gc --dry-run                        # what would go, nothing removed
+  ok cite gc --json | jq '.orphaned'
+""")
 def gc(
     dry_run: bool = typer.Option(False, "--dry-run", help="Only report what would go."),
     json_: bool = JsonOpt,

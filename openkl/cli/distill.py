@@ -15,7 +15,12 @@ app = typer.Typer(help="Distill passages into memory notes that cite their sourc
                   no_args_is_help=True)
 
 
-@app.command()
+@app.command(epilog="""Examples:
+
+\b
+  ok distill prompts
+  ok distill prompts --json | jq -r '.[].name'
+""")
 def prompts(json_: bool = JsonOpt) -> None:
     """List the distillation prompts."""
     from ..distill import list_prompts
@@ -24,7 +29,12 @@ def prompts(json_: bool = JsonOpt) -> None:
          plain=lambda ps: "\n".join(f"{p['name']}\t{p['description']}" for p in ps))
 
 
-@app.command("get-prompt")
+@app.command("get-prompt", epilog="""Examples:
+
+\b
+  ok distill get-prompt extract-facts                     # the instructions alone
+  ok search "wal" -k 3 | ok distill get-prompt summarize-insights --text -
+""")
 def get_prompt(name: str = typer.Argument(..., help="Prompt name (see `ok distill prompts`)."),
                text: str = typer.Option(None, "--text", help="Material to append (`-` reads "
                                         "stdin)."),
@@ -39,7 +49,13 @@ def get_prompt(name: str = typer.Argument(..., help="Prompt name (see `ok distil
          json_, plain=lambda d: d["prompt"])
 
 
-@app.command()
+@app.command(epilog="""Examples:
+
+\b
+  ok distill create "WAL flushes the log before the data files [1]." c-2b78d9272c9d171e
+  ok distill create "Recovery replays the log [1]; one writer at a time [2]." \\
+      ee43fb66e85b241f#char0-1079 m-20261130-ab9s --tags wal --json
+""")
 def create(
     text: str = typer.Argument(..., help="The memory's text; [N] refers to the N-th CITE_ID "
                                "(`-` reads stdin)."),
@@ -61,12 +77,18 @@ def create(
     emit(data, json_, plain=lambda d: d["id"])
 
 
-@app.command()
+@app.command(epilog="""Examples (an LLM must be configured: llm.base_url, llm.model):
+
+\b
+  ok distill run extract-facts --query "write-ahead logging"
+  ok distill run memory-synthesis -q "CRISPR" -k 5 --tags crispr --json | jq .note.id
+""")
 def run(
     prompt: str = typer.Argument(..., help="Prompt name (see `ok distill prompts`)."),
     query: str = typer.Option(..., "--query", "-q", help="What to distill (searched first)."),
-    k: int = typer.Option(8, "-k", "--limit", help="Passages to give the model."),
-    scope: str = typer.Option("all", "--in", help="all, mem or store."),
+    k: int = typer.Option(8, "-k", "--limit", metavar="N", help="Passages to give the model."),
+    scope: str = typer.Option("all", "--in", metavar="all|mem|store",
+                             help="Where to look: notes, documents or both."),
     tags: list[str] = TagsOpt,
     topics: list[str] = TopicsOpt,
     json_: bool = JsonOpt,

@@ -16,7 +16,19 @@ def mcp(
     list_tools: bool = typer.Option(False, "--list-tools", help="Print the tools as JSON and "
                                     "exit instead of serving."),
 ) -> None:
-    """Serve the folder(s) over MCP on stdin/stdout (register it with your agent's client)."""
+    """Serve the folder(s) over MCP on stdin/stdout (register it with your agent's client).
+
+    A client starts it itself; in its MCP configuration:
+
+    \b
+      {"mcpServers": {"openkl": {"command": "ok", "args": ["mcp", "--root", "/path/to/kb"]}}}
+
+    Examples:
+
+    \b
+      ok mcp --list-tools | jq -r '.[].name'      # what an agent will see
+      ok mcp --root ~/kb --root ~/work-kb --read-only
+    """
     from ..mcp_server import KnowledgeServer, describe, serve
 
     chosen: list[str | None] = list(roots or []) or [state.root]
