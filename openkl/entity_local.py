@@ -20,7 +20,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-VERSION = "local-5"
+VERSION = "local-6"
 
 # -- vocabulary -----------------------------------------------------------------------------
 STOP = frozenset(["a", "an", "the", "and", "or", "but", "nor", "so", "yet", "of", "in", "on", "at", "to", "for", "from", "by", "with", "without", "about", "into", "onto", "over", "under", "between", "among", "through", "during", "before", "after", "above", "below", "up", "down", "out", "off", "again", "further", "then", "once", "here", "there", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "not", "only", "own", "same", "than", "too", "very", "can", "cannot", "will", "just", "should", "now", "is", "are", "was", "were", "be", "been", "being", "am", "has", "have", "had", "having", "do", "does", "did", "doing", "would", "could", "may", "might", "must", "shall", "it", "its", "itself", "this", "that", "these", "those", "they", "them", "their", "theirs", "themselves", "he", "him", "his", "she", "her", "hers", "herself", "we", "us", "our", "ours", "you", "your", "yours", "i", "me", "my", "mine", "which", "who", "whom", "whose", "what", "whatever", "whichever", "also", "as", "if", "because", "while", "although", "though", "since", "unless", "until", "whether", "one", "ones", "another", "every", "either", "neither", "many", "much", "several", "various", "often", "usually", "always", "never", "sometimes", "later", "instead", "therefore", "thus", "however", "etc", "via", "per", "like", "unlike", "within", "across", "along", "around", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "hundred", "thousand", "dozens", "behind", "beside", "beyond", "inside", "outside", "near", "past", "beneath", "throughout", "despite", "except", "amid", "onto", "against", "toward", "towards", "upon", "even", "still", "already", "almost", "just", "quite", "rather", "really", "far", "well", "both", "together", "whereas", "otherwise", "else", "next", "first", "second", "third", "last", "least", "less", "new", "old"])
@@ -805,6 +805,13 @@ def _rel_type(gap: list[str]) -> str | None:
         assert verb
         base = _IRREG_BASE.get(verb.group(1)) or VERB_FORMS.get(verb.group(1), verb.group(1))
         return "~" + REL_VERBS.get(base, base)
+    if len(gap) > 1 and gap[0] == "," and gap[1] in VERB_ED and gap[1] not in ("based", "built"):
+        # a participle clause is passive: "X, developed by Y" is Y's work; "X, developed
+        # for Y" names no agent at all
+        if len(gap) > 2 and gap[2] == "by":
+            base = _IRREG_BASE.get(gap[1]) or VERB_FORMS.get(gap[1], gap[1])
+            return "~" + REL_VERBS.get(base, base)
+        return None
     if "based on" in g or "built on" in g:
         return "based_on"
     if "part of" in g:

@@ -211,3 +211,19 @@ def test_local_extractor_signals(text: str, expect: tuple[str, ...]) -> None:
     keys = {m.key for m in res.mentions}
     assert {key_of(x) for x in expect} <= keys
     assert {m.name for m in res.mentions} >= set(expect)
+
+
+@pytest.mark.parametrize("text,expect", [
+    # a participle clause after a comma is passive: not "Ada developed the Department"
+    ("The programming language Ada, developed for the United States Department of Defense, "
+     "is named after her.", set()),
+    ("Linux, developed by Linus Torvalds, is everywhere.",
+     {("linus torvalds", "linux", "developed")}),
+    ("Kùzu implements Cypher.", {("kuzu", "cypher", "implements")}),
+])
+def test_local_relationship_direction(text: str, expect: set[tuple[str, str, str]]) -> None:
+    from openkl.entity_local import extract
+
+    res = extract(text)
+    typed = {(a, b, t) for a, b, t, *_ in res.relations if t != "related_to"}
+    assert typed == expect
