@@ -613,6 +613,15 @@ def traverse(g: Graph, name: str, depth: int = 2, rel: str | None = None,
     if depth < 0:
         raise UsageError("--depth must be 0 or more")
     start = find_entity(g, name)
+    if rel:
+        types = [r["t"] for r in g.query("MATCH ()-[r:RELATED]->() RETURN r.type AS t,"
+                                          " count(*) AS n ORDER BY n DESC, t")]
+        match = [t for t in types if t.lower() == rel.strip().lower().replace(" ", "_")]
+        if not match:
+            raise UsageError(f"no relationship has type {rel!r}",
+                             "most common types here: " + ", ".join(types[:12])
+                             + (", …" if len(types) > 12 else ""))
+        rel = match[0]
     seen = {start["id"]: 0}
     paths: dict[str, list[dict[str, Any]]] = {start["id"]: []}
     steps: list[dict[str, Any]] = []

@@ -65,6 +65,12 @@ def test_traverse_gives_the_path_of_each_step(example_kf: Path) -> None:
     assert {s["via"]["type"] for s in r.json()["steps"]} == {"works_with"}
     r = run_ok("graph", "traverse", "Ada Lovelace", "--depth", "1")
     assert r.code == 0 and "Charles Babbage" in r.out
+    # a relationship type is matched the way people type it; an unknown one says which exist
+    r = run_ok("graph", "traverse", "Ada Lovelace", "--rel", "Works With", "--json")
+    assert [s["entity"] for s in r.json()["steps"]] == ["Charles Babbage"]
+    r = run_ok("graph", "traverse", "Ada Lovelace", "--rel", "married_to")
+    assert r.code == 2 and "no relationship has type 'married_to'" in r.err
+    assert "related_to" in r.err and len(r.err.strip().splitlines()) == 1
 
 
 def test_context_returns_a_subgraph_with_reasoning(example_kf: Path) -> None:
