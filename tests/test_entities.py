@@ -36,6 +36,10 @@ def test_example_entities_are_the_ones_a_reader_would_name(example_kf: Path) -> 
     assert all(e["confidence"] >= 0.4 for e in ents.values())
     people = _entities("--type", "person")
     assert {e["type"] for e in people} == {"Person"}
+    lines = run_ok("graph", "entities", "--name", "sqlite").out.splitlines()
+    assert lines[0].split("\t")[1:] == ["Concept", "SQLite", "2 docs"]
+    line = run_ok("graph", "entities", "--name", "Ada Lovelace", "-n", "1").out.strip()
+    assert line.split("\t")[1:] == ["Person", "Ada Lovelace", "1 doc"]
 
 
 def test_entity_detail_and_unknown_entity(example_kf: Path) -> None:

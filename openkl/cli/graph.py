@@ -129,7 +129,7 @@ def entities(
         rows = list_entities(g, type=type_, min_confidence=_min_conf(f, min_confidence),
                              doc=doc_id, limit=limit or None, query=name)
     emit(rows, json_, plain=lambda rs: "\n".join(
-        f"{r['confidence']:.2f}\t{r['type']}\t{r['name']}\t{len(r['docs'])} docs"
+        f"{r['confidence']:.2f}\t{r['type']}\t{r['name']}\t{len(r['docs'])} doc{'s' if len(r['docs']) != 1 else ''}"
         + ("\tverified" if r["verified"] else "") for r in rs))
 
 
