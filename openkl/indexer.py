@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,15 +187,24 @@ def index_notes(folder: Folder, g: Graph, notes: list[notes_mod.Note]) -> None:
 def link_derived(g: Graph, notes: list[notes_mod.Note]) -> None:
     """`DERIVED_FROM` edges from a note's `derived_from` frontmatter (chunk or doc ids).
 
-    A chunk that no longer exists (its doc was re-chunked) falls back to its doc.
+    A span that is not a chunk of its own (a sentence, `--lines`) links to the chunks it
+    overlaps; a chunk that no longer exists (its doc was re-chunked) falls back to its doc.
     """
     for n in notes:
         for ref in n.extra.get("derived_from") or []:
             ref = str(ref)
-            if "#" in ref and g.query("MATCH (c:Chunk {id: $c}) RETURN c.id AS id", {"c": ref}):
+            chunks = [ref] if "#" in ref and g.query(
+                "MATCH (c:Chunk {id: $c}) RETURN c.id AS id", {"c": ref}) else []
+            span = re.fullmatch(r"([0-9a-f]{16})#char(\d+)-(\d+)", ref)
+            if span and not chunks:
+                chunks = [r["id"] for r in g.query(
+                    "MATCH (c:Chunk) WHERE c.doc_id = $d AND c.span_start < $e "
+                    "AND c.span_end > $s RETURN c.id AS id",
+                    {"d": span[1], "s": int(span[2]), "e": int(span[3])})]
+            for c in chunks:
                 g.query("MATCH (m:MemoryNote {id: $m}), (c:Chunk {id: $c}) "
-                        "MERGE (m)-[:DERIVED_FROM]->(c)", {"m": n.id, "c": ref})
-            else:
+                        "MERGE (m)-[:DERIVED_FROM]->(c)", {"m": n.id, "c": c})
+            if not chunks:
                 g.query("MATCH (m:MemoryNote {id: $m}), (d:Doc {id: $d}) "
                         "MERGE (m)-[:DERIVED_FROM]->(d)", {"m": n.id, "d": ref.split("#")[0]})
 

@@ -88,6 +88,26 @@ def test_create_mentions_entities(example_kf: Path) -> None:
     assert {"Ada Lovelace", "Charles Babbage"} <= names
 
 
+def test_a_cited_sentence_links_to_the_chunk_that_holds_it(example_kf: Path) -> None:
+    ans = run_ok("ask", "what happens to committed transactions when the process crashes?",
+                 "--json").json()
+    [cite] = ans["citations"]  # one sentence: a span inside a chunk, not a chunk of its own
+    s, e = cite["loc"]["start"], cite["loc"]["end"]
+    chunks = run_ok("graph", "cypher", "MATCH (c:Chunk) WHERE c.doc_id = $d AND "
+                    "c.span_start <= $s AND c.span_end >= $e RETURN c.id AS id",
+                    "-p", f"d={cite['doc_id']}", "-p", f"s={s}", "-p", f"e={e}",
+                    "--json").json()
+    assert chunks and cite["ref"] not in {c["id"] for c in chunks}
+    r = run_ok("distill", "create", "Recovery replays the log [1].", cite["id"], "--json")
+    assert r.code == 0, r.err
+    note = r.json()
+    assert note["derived_from"] == [cite["ref"]]
+    assert set(_derived(note["id"])) >= {c["id"] for c in chunks}
+    assert cite["doc_id"] not in _derived(note["id"])  # the chunk, not the whole document
+    assert run_ok("index", "--rebuild").code == 0
+    assert set(_derived(note["id"])) >= {c["id"] for c in chunks}
+
+
 def test_create_accepts_persisted_citations_notes_and_docs(example_kf: Path) -> None:
     hit = _hit("CRISPR Cas9")
     cid = run_ok("cite", "make", hit["id"], "--persist", "--json").json()[0]["id"]
