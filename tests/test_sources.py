@@ -244,10 +244,10 @@ def test_repo_clone_branch_and_refresh(kf: Path, tmp_path: Path) -> None:
 
 def test_repo_refresh_removes_files_deleted_upstream(kf: Path, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "harbour", REPO_FILES)
-    r = run_ok("store", "repo", str(repo), "--json")
+    r = run_ok("store", "repo", str(repo), "--include", "*.md", "--json")
     assert r.code == 0, r.err
-    r = run_ok("store", "repo", str(repo), "--include", "*.png", "--json")
-    assert r.code == 0, r.err  # a second include: its file is no deletion candidate
+    r = run_ok("store", "repo", str(repo), "--include", "*.py", "--json")
+    assert r.code == 0, r.err  # a second include: its files are no deletion candidates
     docs = {a["path"].rsplit("/", 1)[1]: a["id"] for a in run_ok("store", "list", "--json").json()}
     guide, tides = docs["guide.ok.md"], docs["tides.py.ok.md"]
     (repo / "docs/guide.md").unlink()
@@ -257,6 +257,7 @@ def test_repo_refresh_removes_files_deleted_upstream(kf: Path, tmp_path: Path) -
     out = r.json()
     assert out["removed"] == [{"id": guide, "path": "store/normalized/repos/harbour/docs/"
                                "guide.ok.md", "reason": "deleted upstream"}]
+    assert out["skipped"] == [] and tides in out["unchanged"]  # re-read with both includes
     assert guide not in load_mapping(Folder(kf)) and tides in load_mapping(Folder(kf))
     assert not (kf / "store/normalized/repos/harbour/docs/guide.ok.md").exists()
     assert run_ok("search", "moor a boat safely", "--mode", "fts", "--json").json() == []
