@@ -3,8 +3,8 @@
     .venv/bin/python bench/mcp_latency.py [--calls 200] [--cli-calls 20] [--k 10]
 
 Builds (once) a ~10k-chunk knowledge folder from the SciFact corpus under
-bench/.work/mcp-10k (the embedding and entity caches of bench/scifact.py's folder are
-copied when present, so nothing is embedded twice), then:
+bench/.work/mcp-10k, from the corpus files of bench/scifact.py (built first when missing)
+and with copies of its embedding and entity caches, so nothing is embedded twice; then:
 
 - starts `ok mcp --root <folder>` over stdio with the real MCP client, warms it with a few
   calls, and times `--calls` `search` calls (SciFact test claims, in order) end to end;
@@ -54,14 +54,11 @@ def _copy_sqlite(src: Path, dst: Path) -> None:
 
 def build_folder() -> Folder:
     root = WORK / "mcp-10k"
-    corpus = WORK / "mcp-10k-corpus"
-    if not corpus.exists():
-        corpus.mkdir(parents=True)
-        with open(DATA / "corpus.jsonl") as f:
-            for line in f:
-                d = json.loads(line)
-                (corpus / f"{d['_id']}.txt").write_text(
-                    f"{d.get('title', '').strip()}\n\n{d.get('text', '').strip()}\n")
+    corpus = WORK / "scifact-corpus" / "corpus"
+    if not corpus.exists() or not (WORK / "scifact").exists():
+        import scifact  # bench/scifact.py writes the corpus and fills the caches copied below
+
+        scifact.build_folder()
     folder = Folder.init(root, domain="scifact10k")
     for name in ("embeddings.sqlite", "entities.sqlite"):
         _copy_sqlite(WORK / "scifact" / ".ok" / "cache" / name, folder.cache_dir / name)

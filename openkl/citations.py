@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from . import mapping as mapping_mod
+from .chunking import _strip as _strip_span  # whitespace trimmed off a span
 from .errors import BadInput, NotFound, UsageError
 from .folder import Folder, atomic_write, iso
 
@@ -243,14 +244,6 @@ def _check_span(text: str, start: int, end: int, where: str, what: str) -> None:
     if not text[start:end].strip():
         raise BadInput(f"{what} {start}-{end} of {where} holds only whitespace",
                        "cite a span with some text in it")
-
-
-def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 def _context(text: str, start: int, end: int) -> dict[str, str]:
@@ -601,15 +594,6 @@ def _item(folder: Folder, x: Any, where: str) -> str | dict[str, Any]:
 
 
 # -- finding quotes ------------------------------------------------------------------------------
-def _common_suffix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(reversed(a), reversed(b), strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def _common_prefix(a: str, b: str) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
@@ -617,6 +601,10 @@ def _common_prefix(a: str, b: str) -> int:
             break
         n += 1
     return n
+
+
+def _common_suffix(a: str, b: str) -> int:
+    return _common_prefix(a[::-1], b[::-1])
 
 
 def find_exact(text: str, quote: str, hint: int = 0, pre: str = "", post: str = "",
