@@ -205,7 +205,7 @@ def _extractive(folder: Folder, question: str, hits: list[dict[str, Any]], qvec:
         cite = make(folder, f"{hits[c.hit]['doc_id']}#char{c.start}-{c.end}", files=files)
         cite["n"] = n
         cites.append(cite)
-        parts.append(f"{_flat(cite['quote'])} [{n}]")
+        parts.append(f"{_flat(unmarked(cite['quote']))} [{n}]")
     answer = " ".join(parts)
     if insufficient:
         answer = f"{INSUFFICIENT} The closest passage: {answer}"
@@ -220,13 +220,20 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+def unmarked(text: str) -> str:
+    """`text` without [N] markers of its own (a distilled note cites its sources that way;
+    in an answer or a prompt they would read as the answer's own citations)."""
+    return keep_markers(text, set())
+
+
 # -- with an LLM ---------------------------------------------------------------------------
 def passages_prompt(hits: list[dict[str, Any]]) -> str:
     """The retrieved passages, numbered from 1, as the model sees them."""
     blocks = []
     for n, h in enumerate(hits, 1):
         head = h.get("title") or h["path"]
-        text = h["quote"] if len(h["quote"]) <= PASSAGE_CHARS else h["quote"][:PASSAGE_CHARS] + "…"
+        quote = unmarked(h["quote"])
+        text = quote if len(quote) <= PASSAGE_CHARS else quote[:PASSAGE_CHARS] + "…"
         blocks.append(f"[{n}] ({head} — {h['path']})\n{text.strip()}")
     return "\n\n".join(blocks)
 

@@ -48,6 +48,25 @@ def test_extractive_answer_cites_sentences(example_kf: Path) -> None:
     assert r.code == 0 and ">>> It is often called the first computer program" in r.out
 
 
+def test_markers_inside_a_distilled_note_do_not_leak_into_answers(example_kf: Path) -> None:
+    from openkl.ask import passages_prompt
+
+    hit = run_ok("search", "write-ahead logging", "--in", "store", "-k", "1", "--json").json()[0]
+    r = run_ok("distill", "create", "WAL flushes the log before the data files [1].",
+               hit["id"], "--json")
+    assert r.code == 0, r.err
+    res = run_ok("ask", "what does WAL flush before the data files?", "--in", "mem",
+                 "--json").json()
+    [cite] = res["citations"]
+    assert cite["quote"] == "WAL flushes the log before the data files [1]."  # exact, as cited
+    # one marker per quoted sentence: the note's own [1] is not the answer's [1]
+    assert res["answer"] == "WAL flushes the log before the data files. [1]"
+    _check_markers(res)
+    _verify(res)
+    # a model is shown the passage without the note's markers, too
+    assert "[1]" not in passages_prompt([cite]).split("\n", 1)[1]
+
+
 def _verify(res: dict) -> None:
     """`ok cite verify` accepts every citation of the answer."""
     r = run_ok("cite", "verify", "-", "--json", input=json.dumps(res["citations"]))
