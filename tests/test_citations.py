@@ -441,6 +441,19 @@ def test_bad_input(tidal: dict, args: tuple, stdin: str | None, needle: str) -> 
     assert _state(tidal["root"]) == before
 
 
+@pytest.mark.parametrize("cmd", ["make", "verify"])
+@pytest.mark.parametrize("stdin", ["", "[]", "\n\n"])
+def test_an_empty_pipe_is_an_error_not_a_pass(tidal: dict, cmd: str, stdin: str) -> None:
+    r = run_ok("cite", cmd, "-", input=stdin)
+    assert r.code == 1 and r.out == ""
+    assert r.err.startswith("Error: nothing to") and "held no ids" in r.err
+
+
+def test_verify_all_with_no_citations_says_so(tidal: dict) -> None:
+    r = run_ok("cite", "verify", "--all", "--json")
+    assert r.code == 0 and r.json() == [] and "no persisted citations" in r.err
+
+
 def test_chunk_id_of_a_doc_changed_since_indexing(tidal: dict) -> None:
     tidal["doc"].write_text("Rewritten by hand.\n")
     r = run_ok("cite", "make", f"{tidal['id']}#char0-5")

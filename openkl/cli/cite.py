@@ -77,7 +77,8 @@ def make(
         raise UsageError(f"unknown retention class {retention_class!r}",
                          "use one of: " + ", ".join(cit.RETENTION_CLASSES))
     if not items:
-        raise BadInput("nothing to cite: stdin was empty", "pipe ids or cite objects in")
+        raise BadInput("nothing to cite: the input held no ids or cite objects",
+                       "check the command that feeds it")
     files = cit.Files(f)
     cites = []
     for it in items:
@@ -124,8 +125,13 @@ def verify(
     if min_similarity is not None and not 0 < min_similarity <= 1:
         raise UsageError("--min-similarity must be in (0, 1]")
     items = _items(f, list(refs or []))
+    if refs and not items:  # an empty pipe verifies nothing: that is not a pass
+        raise BadInput("nothing to verify: the input held no ids or cite objects",
+                       "check the command that feeds it")
     if all_:
         items += cit.all_ids(f)
+        if not items:
+            output.info("no persisted citations to verify")
     if update:
         with writing(f, "ok cite verify --update"):
             results = cit.verify_many(f, items, update=True, min_similarity=min_similarity)
