@@ -96,10 +96,17 @@ class Graph:
                                    buffer_pool_size=buffer_pool_mb << 20)
                 break
             except RuntimeError as e:
-                if not _is_lock_error(e):
+                # a writer that is closing (or was killed) leaves a write-ahead log that
+                # only a read-write opener can replay: transient while it closes, and
+                # repaired by the next writer (`ok sync`) if it was killed
+                replay = "replay" in str(e).lower()
+                if not (_is_lock_error(e) or replay):
                     raise OkError(f"cannot open the graph at {path}: {e}".splitlines()[0],
                                   "run `ok index --rebuild` to recreate it from the files") from e
                 if time.monotonic() >= deadline:
+                    if replay:
+                        raise OkError("the graph has an unfinished write that a reader cannot "
+                                      "replay", "run `ok sync`, which completes it") from e
                     raise LockBusy("the graph is in use by another process",
                                    "wait for the other `ok` command to finish") from e
                 time.sleep(0.1)

@@ -178,3 +178,25 @@ def test_writer_lock_nests_in_a_thread_and_excludes_other_threads(kf: Path) -> N
         order.append("outer done")  # the other thread must still be waiting
     t.join(timeout=10)
     assert order == ["nested", "outer done", "other"]
+
+
+def test_readers_keep_working_through_a_stream_of_writes(example_kf: Path, monkeypatch) -> None:
+    """Many short writers and readers interleaved: every read succeeds (readers wait out a
+    writer, including the moment it closes and its log is being checkpointed)."""
+    monkeypatch.setenv("OK_LOCK_TIMEOUT", "60")
+    script = ("for i in 1 2 3 4 5 6; do "
+              f"{OK_BIN} mem add \"stream note $i about lighthouses\" >/dev/null || exit 1; done")
+    writer = subprocess.Popen(["bash", "-c", script], env={**os.environ},
+                              stderr=subprocess.PIPE, text=True)
+    reads = []
+    try:
+        while writer.poll() is None and len(reads) < 40:
+            reads.append(run_cli("search", "Lovelace", "--json", "-k", "1"))
+    finally:
+        _, err = writer.communicate(timeout=180)
+    assert writer.returncode == 0, err
+    assert reads
+    for r in reads:
+        assert r.code == 0, r.err
+        assert "ada-lovelace" in r.json()[0]["path"]
+    assert len(run_ok("mem", "list", "--json").json()) == 7
