@@ -11,7 +11,7 @@ import contextlib
 import importlib.util  # noqa: F401  (kuzu's query preparation needs importlib.util loaded)
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,8 @@ class Graph:
     @contextlib.contextmanager
     def open(cls, kuzu_dir: Path, *, write: bool, embedder_identity: str | None = None,
              dim: int | None = None, timeout: float = 30.0,
-             check: bool = True, buffer_pool_mb: int = 512) -> Iterator[Graph]:
+             check: bool = True, buffer_pool_mb: int = 512,
+             recover: Callable[[], bool] | None = None) -> Iterator[Graph]:
         """Open the graph. Writers must already hold the folder's writer lock.
 
         A writer creates the schema on first use. Both wait up to `timeout` seconds for
@@ -88,6 +89,7 @@ class Graph:
             raise OkError("the folder has no index yet", "run `ok index` to build it")
         kuzu_dir.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + timeout
+        started = time.monotonic()
         while True:
             try:
                 # Kùzu's default pool is 80% of RAM, which costs ~20 ms per open; every
@@ -103,6 +105,11 @@ class Graph:
                 if not (_is_lock_error(e) or replay):
                     raise OkError(f"cannot open the graph at {path}: {e}".splitlines()[0],
                                   "run `ok index --rebuild` to recreate it from the files") from e
+                # no writer after a grace period: it was killed mid-checkpoint; `recover`
+                # replays the log as a brief writer, if no one else is writing
+                if replay and recover and time.monotonic() - started > 1.0 and recover():
+                    recover = None
+                    continue
                 if time.monotonic() >= deadline:
                     if replay:
                         raise OkError("the graph has an unfinished write that a reader cannot "

@@ -51,8 +51,22 @@ def open_graph(folder: Folder, write: bool = False, check: bool = True) -> Itera
     with Graph.open(folder.kuzu_dir, write=write, embedder_identity=ident,
                     dim=emb.dim if write else None,
                     timeout=float(folder.setting("lock_timeout", 30.0)), check=check,
-                    buffer_pool_mb=int(folder.setting("graph.buffer_pool_mb", 512))) as g:
+                    buffer_pool_mb=int(folder.setting("graph.buffer_pool_mb", 512)),
+                    recover=None if write else lambda: _replay_log(folder)) as g:
         yield g
+
+
+def _replay_log(folder: Folder) -> bool:
+    """Complete a killed writer's checkpoint by opening the graph read-write for a moment.
+
+    Only when no one holds the writer lock; returns whether it did.
+    """
+    try:
+        with folder.write_lock("replaying the graph log", timeout=0), \
+                Graph.open(folder.kuzu_dir, write=True, check=False, timeout=2.0):
+            return True
+    except OkError:  # a writer is active (it will finish the job), or the open failed
+        return False
 
 
 def _cheap_identity(folder: Folder, emb: Embedder) -> str | None:
