@@ -34,7 +34,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "embedding": {"model": "default", "batch_size": 32},
     "chunking": {"max_tokens": 256, "overlap": 64},
     "search": {"k": 10, "mode": "hybrid", "per_doc": 1, "vector_index": "exact",
-               "fusion": "wsum", "vector_weight": 0.5, "rrf_k": 60, "diversity": 0.3},
+               "fusion": "wsum", "vector_weight": 0.5, "rrf_k": 60, "diversity": 0.5},
     "lock_timeout": 30.0,
     "llm": {"base_url": None, "model": None, "api_key_env": "OPENAI_API_KEY", "timeout": 60.0,
             "retries": 2},

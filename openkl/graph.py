@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import IndexMismatch, LockBusy, OkError, ReadOnlyViolation
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 DB_FILE = "graph.kz"
 
 
@@ -28,9 +28,9 @@ def schema(dim: int) -> list[str]:
         "CREATE NODE TABLE IF NOT EXISTS Doc(id STRING PRIMARY KEY, path STRING, sha256 STRING,"
         " title STRING, source STRING, created_at STRING, chars INT64, current BOOLEAN)",
         f"CREATE NODE TABLE IF NOT EXISTS Chunk(id STRING PRIMARY KEY, doc_id STRING, text STRING,"
-        f" span_start INT64, span_end INT64, ord INT64, current BOOLEAN, vec FLOAT[{dim}])",
+        f" fts STRING, span_start INT64, span_end INT64, ord INT64, current BOOLEAN, vec FLOAT[{dim}])",
         f"CREATE NODE TABLE IF NOT EXISTS MemoryNote(id STRING PRIMARY KEY, path STRING,"
-        f" sha256 STRING, text STRING, ts STRING, tags STRING[], topics STRING[],"
+        f" sha256 STRING, text STRING, fts STRING, ts STRING, tags STRING[], topics STRING[],"
         f" body_start INT64, body_end INT64, vec FLOAT[{dim}])",
         "CREATE NODE TABLE IF NOT EXISTS Entity(id STRING PRIMARY KEY, name STRING, type STRING,"
         " description STRING, confidence DOUBLE, aliases STRING[], docs STRING[],"
@@ -52,7 +52,13 @@ def schema(dim: int) -> list[str]:
     ]
 
 
-FTS_INDEXES = (("Chunk", "chunk_fts", "text"), ("MemoryNote", "note_fts", "text"))
+# BM25 runs over `fts`, the text with every run of whitespace made one space: Kùzu's FTS
+# tokenizer splits on spaces only, so "and\ndurability" would otherwise be one token
+FTS_INDEXES = (("Chunk", "chunk_fts", "fts"), ("MemoryNote", "note_fts", "fts"))
+
+
+def fts_text(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _is_lock_error(e: Exception) -> bool:
@@ -239,7 +245,9 @@ class Graph:
             vec_arr = pa.FixedSizeListArray.from_arrays(flat, dim)
             self.copy_rows("Chunk", {
                 "id": [c["id"] for c in chunks], "doc_id": [c["doc_id"] for c in chunks],
-                "text": [c["text"] for c in chunks], "span_start": [c["start"] for c in chunks],
+                "text": [c["text"] for c in chunks],
+                "fts": [fts_text(c["text"]) for c in chunks],
+                "span_start": [c["start"] for c in chunks],
                 "span_end": [c["end"] for c in chunks], "ord": [c["ord"] for c in chunks],
                 "current": [c.get("current", True) for c in chunks], "vec": vec_arr,
             }, types={"span_start": pa.int64(), "span_end": pa.int64(), "ord": pa.int64()})
@@ -269,7 +277,7 @@ class Graph:
         self.copy_rows("MemoryNote", {
             "id": [n["id"] for n in notes], "path": [n["path"] for n in notes],
             "sha256": [n["sha256"] for n in notes], "text": [n["text"] for n in notes],
-            "ts": [n["ts"] for n in notes],
+            "fts": [fts_text(n["text"]) for n in notes], "ts": [n["ts"] for n in notes],
             "tags": [list(n["tags"]) for n in notes], "topics": [list(n["topics"]) for n in notes],
             "body_start": [n["body_start"] for n in notes],
             "body_end": [n["body_end"] for n in notes],

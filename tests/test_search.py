@@ -100,11 +100,23 @@ def test_diverse_prefers_hits_that_differ(kf: Path, tmp_path: Path) -> None:
         "# Zonation\n\nRocky shores are divided into zones by how long each stays under water "
         "between high tide and low tide; each zone hosts different species.\n")
     assert run_ok("store", "ingest", str(src)).code == 0
-    plain = run_ok("search", "life on rocky shores at low tide", "-k", "3", "--json").json()
-    diverse = run_ok("search", "life on rocky shores at low tide", "-k", "3", "--json",
+    plain = run_ok("search", "rocky shore tide pools", "-k", "3", "--json").json()
+    diverse = run_ok("search", "rocky shore tide pools", "-k", "3", "--json",
                      "--diverse").json()
     assert all("pool" in h["path"] for h in plain)
     assert any("zonation" in h["path"] for h in diverse)
     assert diverse[0]["id"] == plain[0]["id"]  # the best hit stays first
     r = run_ok("search", "x", "--diverse", "--json")
     assert r.code == 0
+
+
+def test_words_after_line_breaks_are_found_by_keyword_search(kf: Path, tmp_path: Path) -> None:
+    doc = tmp_path / "wal.md"
+    doc.write_text("# Logs\n\nA log gives atomicity and\ndurability.\tTabs\tseparate\r\nwords too.\n")
+    assert run_ok("store", "ingest", str(doc)).code == 0
+    for word in ("durability", "tabs", "separate", "words", "logs"):
+        hits = run_ok("search", word, "--mode", "fts", "--json").json()
+        assert hits and hits[0]["path"].endswith("wal.ok.md"), word
+    run_ok("mem", "add", "first line\nsecond-line zebrafish")
+    hits = run_ok("search", "zebrafish", "--mode", "fts", "--in", "mem", "--json").json()
+    assert hits and hits[0]["type"] == "memory"

@@ -237,7 +237,7 @@ def search(
                          mode=mode or str(f.setting("search.mode", "hybrid")), scope=scope,
                          filters=flt, per_doc=per_doc or int(f.setting("search.per_doc", 1)),
                          explain=explain, embedder=embedder(f),
-                         diversity=float(f.setting("search.diversity", 0.3)) if diverse else 0.0)
+                         diversity=float(f.setting("search.diversity", 0.5)) if diverse else 0.0)
         if show_query:
             for q in g.trace or []:
                 output.info(q)
