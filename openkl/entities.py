@@ -31,6 +31,9 @@ from .folder import Folder
 from .graph import Graph
 
 REPEAT = 0.8  # each further mention in the same source removes 20% of the remaining doubt
+REPEAT_FLOOR = 0.5  # ... but repeating itself can at most halve a source's doubt
+WEAK = 0.35  # mentions below this are weak evidence (a common word); an entity only they
+# name stays below the listing floor however often and wherever it is repeated
 MAX_CONF = 0.99
 TYPE_ORDER = {t: i for i, t in enumerate(TYPES)}
 SOURCE_RANK = {"backfeed": 0, "manual": 1, "connector": 2, "document": 3}
@@ -228,9 +231,10 @@ def _noisy_or(values: Iterable[float]) -> float:
 
 
 def _source_conf(confs: list[float]) -> float:
-    """One source's confidence: its best mention, nudged up by repeats."""
+    """One source's confidence: its best mention, nudged up by repeats (a source that says the
+    same thing twenty times is not twenty sources: repeats at most halve its doubt)."""
     best = max(confs)
-    return 1.0 - (1.0 - best) * REPEAT ** (len(confs) - 1)
+    return 1.0 - (1.0 - best) * max(REPEAT_FLOOR, REPEAT ** (len(confs) - 1))
 
 
 def _alias_map(rows: list[dict[str, Any]], canon: Canonical) -> dict[str, str]:
@@ -387,6 +391,10 @@ def _entity(k: str, conf: dict[str, dict[int, float]], forms: dict[str, list[int
         e.get("source_kind") or "", 9), e.get("origin", "")))
     per += [float(e["confidence"]) if e.get("confidence") is not None else 0.9 for e in canon]
     confidence = _noisy_or(per)
+    if not canon and conf and max(max(slot.values()) for slot in conf.values()) < WEAK:
+        # only weak mentions (a common word, never defined, titled or named): repetition
+        # across sources does not make it an entity
+        confidence = min(confidence, max(max(slot.values()) for slot in conf.values()))
     verified = any(e.get("verified") for e in canon)
     if forms:
         name = sorted(forms.items(), key=lambda kv: (-kv[1][0], -kv[1][1], -kv[1][2],

@@ -20,10 +20,10 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-VERSION = "local-6"
+VERSION = "local-7"
 
 # -- vocabulary -----------------------------------------------------------------------------
-STOP = frozenset(["a", "an", "the", "and", "or", "but", "nor", "so", "yet", "of", "in", "on", "at", "to", "for", "from", "by", "with", "without", "about", "into", "onto", "over", "under", "between", "among", "through", "during", "before", "after", "above", "below", "up", "down", "out", "off", "again", "further", "then", "once", "here", "there", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "not", "only", "own", "same", "than", "too", "very", "can", "cannot", "will", "just", "should", "now", "is", "are", "was", "were", "be", "been", "being", "am", "has", "have", "had", "having", "do", "does", "did", "doing", "would", "could", "may", "might", "must", "shall", "it", "its", "itself", "this", "that", "these", "those", "they", "them", "their", "theirs", "themselves", "he", "him", "his", "she", "her", "hers", "herself", "we", "us", "our", "ours", "you", "your", "yours", "i", "me", "my", "mine", "which", "who", "whom", "whose", "what", "whatever", "whichever", "also", "as", "if", "because", "while", "although", "though", "since", "unless", "until", "whether", "one", "ones", "another", "every", "either", "neither", "many", "much", "several", "various", "often", "usually", "always", "never", "sometimes", "later", "instead", "therefore", "thus", "however", "etc", "via", "per", "like", "unlike", "within", "across", "along", "around", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "hundred", "thousand", "dozens", "behind", "beside", "beyond", "inside", "outside", "near", "past", "beneath", "throughout", "despite", "except", "amid", "onto", "against", "toward", "towards", "upon", "even", "still", "already", "almost", "just", "quite", "rather", "really", "far", "well", "both", "together", "whereas", "otherwise", "else", "next", "first", "second", "third", "last", "least", "less", "new", "old"])
+STOP = frozenset(["a", "an", "the", "and", "or", "but", "nor", "so", "yet", "of", "in", "on", "at", "to", "for", "from", "by", "with", "without", "about", "into", "onto", "over", "under", "between", "among", "through", "during", "before", "after", "above", "below", "up", "down", "out", "off", "again", "further", "then", "once", "here", "there", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "not", "only", "own", "same", "than", "too", "very", "can", "cannot", "will", "just", "should", "now", "is", "are", "was", "were", "be", "been", "being", "am", "has", "have", "had", "having", "do", "does", "did", "doing", "would", "could", "may", "might", "must", "shall", "it", "its", "itself", "this", "that", "these", "those", "they", "them", "their", "theirs", "themselves", "he", "him", "his", "she", "her", "hers", "herself", "we", "us", "our", "ours", "you", "your", "yours", "i", "me", "my", "mine", "which", "who", "whom", "whose", "what", "whatever", "whichever", "also", "as", "if", "because", "while", "although", "though", "since", "unless", "until", "whether", "one", "ones", "another", "every", "either", "neither", "many", "much", "several", "various", "often", "usually", "always", "never", "sometimes", "later", "instead", "therefore", "thus", "however", "etc", "via", "per", "like", "unlike", "within", "across", "along", "around", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "hundred", "thousand", "dozens", "behind", "beside", "beyond", "inside", "outside", "near", "past", "beneath", "throughout", "despite", "except", "amid", "onto", "against", "toward", "towards", "upon", "even", "still", "already", "almost", "just", "quite", "rather", "really", "far", "well", "both", "together", "whereas", "otherwise", "else", "next", "first", "second", "third", "last", "least", "less", "new", "old", "please", "e.g.", "i.e.", "etc."])
 
 # words that start a sentence in capitals but are not names
 COMMON_CAPS = frozenset(["the", "a", "an", "in", "on", "at", "to", "for", "from", "by", "with", "this", "that", "these", "those", "it", "its", "they", "their", "there", "here", "when", "where", "why", "how", "what", "which", "who", "while", "if", "before", "after", "during", "each", "every", "some", "many", "most", "other", "another", "both", "all", "any", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "first", "second", "third", "last", "next", "our", "we", "you", "your", "he", "she", "her", "his", "i", "my", "yes", "no", "not", "also", "as", "so", "but", "and", "or", "however", "instead", "because", "although", "though", "since", "unless", "until", "whether", "like", "unlike", "see", "note", "notes", "today", "yesterday", "tomorrow", "then", "thus", "therefore", "hence", "only", "even", "just", "once", "still", "yet", "why", "what", "let", "use", "using", "used", "make", "makes", "made", "get", "gets", "give", "gives", "given", "take", "takes", "keep", "keeps", "add", "adds", "added", "run", "runs", "run", "set", "sets", "put", "puts", "call", "calls", "called", "find", "finds", "found", "together", "later", "earlier", "often", "usually", "sometimes", "always", "never", "many", "much", "more", "less", "few"])
@@ -107,16 +107,54 @@ _IRREG_BASE = {"built": "build", "found": "find", "taught": "teach", "ran": "run
 
 TYPES = ("Person", "Organization", "Concept", "Code", "Reference")
 
+# dates are not entities (here): month and day names
+CALENDAR = frozenset(["january", "february", "march", "april", "june", "july", "august",
+                      "september", "october", "november", "december", "monday", "tuesday",
+                      "wednesday", "thursday", "friday", "saturday", "sunday", "jan", "feb",
+                      "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"])
+
+# primitive types and literals of programming languages: vocabulary, not entities
+CODE_WORDS = frozenset(["void", "const", "char", "int", "unsigned", "signed", "long", "short",
+                        "float", "double", "bool", "boolean", "struct", "enum", "static",
+                        "extern", "size_t", "ssize_t", "uint8_t", "uint16_t", "uint32_t",
+                        "uint64_t", "int8_t", "int16_t", "int32_t", "int64_t", "null", "nil",
+                        "none", "true", "false", "str", "string", "self", "return", "stdin",
+                        "stdout", "stderr", "printf", "fprintf", "malloc", "free", "sizeof"])
+
+# subjects and modals: the word after them is a verb ("you allocate", "would harm")
+SUBJECT_OR_MODAL = frozenset(["to", "can", "cannot", "could", "will", "would", "should", "may",
+                              "might", "must", "shall", "they", "we", "you", "i", "not", "does",
+                              "do", "did", "don't", "doesn't", "didn't", "won't", "can't"])
+
+# a line that starts with one of these and a colon is a field label ("Returns:", "Note:")
+_LABEL = re.compile(r"(?:^[ \t]*(?:[-*+][ \t]+)?|(?<=[.!?] ))([A-Z][a-z]+(?: [a-z]+){0,2}):(?=[ \t\n])",
+                    re.M)
+LABELS = frozenset(["returns", "return", "output", "outputs", "input", "inputs", "parameters",
+                    "params", "arguments", "args", "example", "examples", "note", "notes",
+                    "warning", "see", "function", "keywords", "options", "usage", "description",
+                    "summary", "type", "default", "raises", "throws", "yields", "attendees",
+                    "abstract", "background", "methods", "results", "conclusion", "conclusions",
+                    "objective", "syntax", "synopsis", "value", "values", "since", "status"])
+
+# heads that name the kind of thing a rare word is: "the uvloop project" is uvloop
+KIND_HEADS = frozenset(["project", "library", "package", "module", "tool", "crate", "plugin",
+                        "extension"])
+QUANTITY = frozenset(["million", "millions", "billion", "billions", "thousand", "thousands",
+                      "hundred", "hundreds", "percent", "dozen", "trillion"])
+_EPITHET = re.compile(r"^[a-z]{4,}(?:us|um|is|ae|ii|i|a|or|ans|ens|genes|oides|ensis)$")
+
 # -- regexes --------------------------------------------------------------------------------
 _URL = re.compile(r"\bhttps?://[^\s<>()\[\]\"'`]+[^\s<>()\[\]\"'`.,;:!?]")
 _DOI = re.compile(r"\b(?:doi:\s*)?(10\.\d{4,9}/[^\s\"'<>`]+[^\s\"'<>`.,;:)\]])", re.I)
 _ARXIV = re.compile(r"\barXiv:\s*(\d{4}\.\d{4,5}(?:v\d+)?)|\barxiv\.org/abs/(\d{4}\.\d{4,5})",
                     re.I)
 _PEP = re.compile(r"\b(PEP|RFC|ISO|IEEE)[ -](\d{2,5})\b")
-_CODE = re.compile(r"`([^`\n]{1,60})`")
+_CODE = re.compile(r"`([^`\n]{1,200})`")
+_CALL = re.compile(r"([A-Za-z_][\w.]*[A-Za-z_0-9])\s*\(")
 _FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.M | re.S)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
-_TOKEN = re.compile(r"[\w][\w'’.@+&/-]*[\w+]|[\w]|[^\w\s]", re.U)
+_TOKEN = re.compile(r"(?:[A-Za-z]\.){2,}(?![\w])|[\w][\w'’.@+&/-]*[\w+]|[\w]|[^\w\s]", re.U)
+_ABBREV_END = re.compile(r"(?:\b(?:[A-Za-z]\.){2,}|\b(?:Dr|Mr|Mrs|Ms|Prof|St|vs|Fig|No|Inc|Ltd|Corp|Jr|Sr)\.)$")
 _SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_])|\n\s*\n|\n(?=[-*+] |\d+\. )")
 _ACRONYM = re.compile(r"^[A-Z][A-Z0-9&]*[A-Z0-9]$")
 _TECH = re.compile(r"^(?=.*[A-Za-z])(?!.*-[a-z]+$)(?:[A-Za-z]+[A-Z][\w-]*|[A-Za-z]+\d[\w.-]*|\d+[A-Za-z][\w-]*"
@@ -252,6 +290,7 @@ class _Doc:
         self.lower_words: set[str] = set()
         self.inner_caps: set[str] = set()
         self.person_last: dict[str, str] = {}
+        self.lower_singular: set[str] = set()
 
     def add(self, name: str, typ: str, conf: float, start: int, end: int,
             natural: bool = True) -> Mention | None:
@@ -284,6 +323,7 @@ def extract(text: str) -> Result:
                 d.lower_words.add(t.low)
             elif not t.initial and not is_heading:
                 d.inner_caps.add(t.text)
+    d.lower_singular = {singular(w) for w in d.lower_words}
     for s, e, is_heading in segs:
         _sentence(d, s, e, is_heading)
     _finish(d)
@@ -311,6 +351,13 @@ def _references(d: _Doc) -> None:
 
 def _code(d: _Doc) -> None:
     t = d.text
+    marks = list(re.finditer(r"^(```|~~~)([^\n]*)$", t, re.M))
+    if len(marks) % 2:
+        # a chunk cut inside a code block: a bare first fence closes a block begun earlier
+        if not marks[0].group(2).strip():
+            d.set_mask(0, marks[0].end())
+        else:
+            d.set_mask(marks[-1].start(), len(t))
     for m in _FENCE.finditer(t):
         body = m.group(0)
         for dm in re.finditer(r"^\s*(?:def|class|function|func|fn)\s+([A-Za-z_]\w*)", body, re.M):
@@ -322,10 +369,25 @@ def _code(d: _Doc) -> None:
         if d.masked(m.start(), m.end()):
             continue
         d.set_mask(m.start(), m.end())
-        if not inner or len(inner.split()) > 4 or not re.search(r"[A-Za-z]", inner):
+        if not inner or not re.search(r"[A-Za-z]", inner):
+            continue
+        if len(inner.split()) > 4 or re.search(r"[=<>;{}*,]", inner):
+            # a signature or an expression names the functions it declares or calls
+            for cm in _CALL.finditer(m.group(1)):
+                if cm.group(1).lower() not in CODE_WORDS:
+                    s = m.start(1) + cm.start(1)
+                    d.add(cm.group(1) + "()", "Code", 0.8, s, s + len(cm.group(1)))
+            continue
+        if inner.lower() in CODE_WORDS:
             continue
         name = re.sub(r"\(.+\)$", "()", inner)
         d.add(name, "Code", 0.8, m.start(), m.end())
+    for m in _LABEL.finditer(t):
+        w = m.group(1)
+        first = w.split()[0].lower()
+        if not d.masked(m.start(1), m.end(1)) and first not in FIRST_NAMES and (
+                first in LABELS or not is_rare(first)):
+            d.set_mask(m.start(1), m.end(1) + 1)
 
 
 def _segments(text: str, d: _Doc) -> list[tuple[int, int, bool]]:
@@ -353,7 +415,9 @@ def _segments(text: str, d: _Doc) -> list[tuple[int, int, bool]]:
         out.append((hs, he, True))
         pos = he
     out += _sentences(text, pos, len(text))
-    return [(s, e, h) for s, e, h in out if e > s and not d.masked(s, min(e, s + 1))]
+    # skip what code blocks fill entirely; a sentence may still start with a code span
+    return [(s, e, h) for s, e, h in out if e > s and not all(
+        d.mask[i] for i in range(s, e) if not text[i].isspace())]
 
 
 def _line_start(text: str, i: int) -> int:
@@ -365,6 +429,8 @@ def _sentences(text: str, s: int, e: int) -> list[tuple[int, int, bool]]:
     out = []
     cur = s
     for m in _SENT_END.finditer(text, s, e):
+        if m.group(0)[:1] != "\n" and _ABBREV_END.search(text, max(cur, m.start() - 8), m.start()):
+            continue  # "U.S. Department", "Dr. Smith": an abbreviation, not a sentence end
         if m.start() > cur:
             out.append((cur, m.start(), False))
         cur = m.end()
@@ -472,7 +538,8 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
     i = 0
     while i < n:
         t = toks[i]
-        if not _is_word(t) or not (_is_cap(t) or _TECH.match(t.text) or _IDENT.match(t.text)):
+        if not _is_word(t) or not (_is_cap(t) or _TECH.match(t.text) or _IDENT.match(t.text)) \
+                or t.low in ("e.g.", "i.e.", "etc."):
             i += 1
             continue
         j = i + 1
@@ -481,6 +548,14 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
             if _is_word(u) and (_is_cap(u) or (_TECH.match(u.text) and u.text[0].isupper())):
                 j += 1
                 continue
+            if _is_word(u) and _TECH.match(u.text) and _TECH.match(toks[j - 1].text) \
+                    and any(c.isupper() for c in u.text) and u.start == toks[j - 1].end + 1:
+                j += 1  # "16S rRNA"
+                continue
+            if j == i + 1 and not _ACRONYM.match(t.text) and u.start == t.end + 1 \
+                    and _EPITHET.match(u.text) and is_rare(u.text) and is_rare(t.low):
+                j += 1  # a binomial name: "Streptococcus pyogenes", "Sorghum bicolor"
+                break
             if (u.low in NAME_CONNECTORS and j + 1 < n and _is_cap(toks[j + 1])
                     and u.low not in ("and", "the") and j > i):
                 j += 2
@@ -537,7 +612,7 @@ def _name_run(d: _Doc, toks: list[Tok], i: int, j: int,
                 return
         else:
             d.inner_caps.add(first.text)
-    if single and len(first.text) < 2:
+    if single and (len(first.text) < 2 or first.low in CALENDAR or first.low in CODE_WORDS):
         return
     if first.initial and not single and not tech and not compound and not heading \
             and first.low in d.lower_words:
@@ -562,6 +637,11 @@ def _name_run(d: _Doc, toks: list[Tok], i: int, j: int,
     elif len(words) > 1:
         typ = _type_of_name(wl)
         conf = 0.85 if typ == "Person" else 0.8
+    elif single and name.isalpha() and name.isupper() and len(name) > 3 \
+            and singular(first.low) in d.lower_singular and not is_rare(first.low):
+        # "VALUE", "FILE": a common word this text also writes in lower case is that word,
+        # shouted for emphasis or as a placeholder, not an acronym
+        typ, conf = "Concept", 0.3
     elif _ACRONYM.match(name):
         typ, conf = "Concept", 0.7 if len(name) > 2 else 0.6
     elif tech:
@@ -599,6 +679,12 @@ def _noun_like(t: Tok, prev: Tok | None, nxt: Tok | None = None) -> bool:
         return False
     plow = prev.low if prev is not None else ""
     prev_content = prev is not None and _is_word(prev) and plow not in STOP
+    if plow in SUBJECT_OR_MODAL and plow != "to" and not w.endswith("s"):
+        return False  # "you allocate", "would harm": a verb
+    if prev_content and w.endswith("s") and not w.endswith(("ss", "us", "is")) \
+            and not plow.endswith("s") and nxt is not None and nxt.low in (
+                "the", "a", "an", "its", "their", "his", "her", "our"):
+        return False  # "the decision secures the port": a verb between subject and object
     if w in VERB_S and prev_content and plow not in VERB_S and plow not in VERB_ED \
             and nxt is not None and _is_word(nxt):
         return False
@@ -666,6 +752,8 @@ def _phrases(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
 def _phrase_run(d: _Doc, toks: list[Tok], i: int, j: int,
                 spans: list[tuple[int, int, Mention]], heading: bool) -> None:
     while i < j and (toks[i].low in GENERIC_ADJ or toks[i].low.endswith("ly")
+                     or toks[i].low in QUANTITY
+                     or (j - i > 1 and toks[i].initial and toks[i].low.endswith("ing"))
                      or toks[i].low in VERB_ED or toks[i].low in VERB_S
                      or (j - i > 1 and not heading and toks[i].low.endswith("ing")
                          and _ing_base(toks[i].low) in VERB_BASE_SET)):
@@ -682,6 +770,10 @@ def _phrase_run(d: _Doc, toks: list[Tok], i: int, j: int,
         return
     words = toks[i:j]
     head = words[-1].low
+    if len(words) == 2 and head in KIND_HEADS and is_rare(words[0].low):
+        j -= 1  # "the uvloop project" names uvloop
+        words = toks[i:j]
+        head = words[-1].low
     if head in GENERIC_HEAD and len(words) <= 2:
         return
     if len(words) == 1:
@@ -696,9 +788,12 @@ def _phrase_run(d: _Doc, toks: list[Tok], i: int, j: int,
             spans.append((i, j, Mention("", w.text, "", 0.0, 0, 0)))
             return
         # single words are weak unless a heading or the rarity of the word speaks for them
-        conf = 0.55 if heading else 0.5 if is_rare(head) and "-" not in head else 0.3
+        rare = is_rare(head) and "-" not in head
+        conf = 0.55 if heading and rare else 0.5 if rare else 0.3
     else:
-        conf = 0.6 if heading else 0.4
+        # a heading of common words ("Action items", "Blocking code") is a section label
+        # until the text uses it as a term elsewhere
+        conf = (0.6 if any(is_rare(w.low) for w in words) else 0.35) if heading else 0.4
     start, end = words[0].start, words[-1].end
     name = d.text[start:end]
     natural = not (words[0].initial and _is_cap(words[0]))
@@ -781,6 +876,8 @@ def _define(d: _Doc, m: Mention, toks: list[Tok], a: int, sent_start: int) -> No
         sentence = sentence[:399] + "…"
     if m.key not in d.res.defs:
         d.res.defs[m.key] = (sentence, 0.7, sent_start)
+    if m.conf < 0.35 and a and toks[a - 1].low not in ("a", "an"):
+        return  # "the file is an XML file" speaks of one file; "a commit is a …" defines commits
     m.conf = max(m.conf, 0.7)
 
 

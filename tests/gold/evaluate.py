@@ -17,6 +17,7 @@ DOCS = Path(__file__).parent / "docs"
 
 
 HELDOUT = Path(__file__).parent / "heldout"
+DEV = Path(__file__).parent / "dev"  # the development set for tuning, next to gold.json
 
 
 def evaluate(folder: Any, g: Any, min_confidence: float = 0.4,
