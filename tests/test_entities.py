@@ -237,3 +237,68 @@ def test_local_relationship_direction(text: str, expect: set[tuple[str, str, str
     res = extract(text)
     typed = {(a, b, t) for a, b, t, *_ in res.relations if t != "related_to"}
     assert typed == expect
+
+
+def test_dev_set_quality(kf: Path) -> None:
+    from evaluate import DEV, evaluate
+
+    from openkl.folder import open_folder
+    from openkl.indexer import open_graph
+
+    r = run_ok("store", "ingest", str(DEV / "docs"))
+    assert r.code == 0, r.err
+    f = open_folder(kf)
+    with open_graph(f) as g:
+        score = evaluate(f, g, 0.4, DEV / "gold.json")
+    assert score["entity_recall"] >= 0.7, score
+    assert score["entity_precision"] >= 0.6, score
+
+
+API_REFERENCE = """# libfoo reference
+
+## foo_open
+
+Function: `int foo_open(const char* path, int flags)`
+
+Opens the file at `path` and returns a handle. The function reads the header of the file and
+checks its version. Each file holds a header, a data section and an index of every record.
+
+Parameters:
+
+- path: name of the file.
+- flags: `FOO_READ` or `FOO_WRITE`.
+
+Returns: a handle, or `NULL` on error. The VALUE of errno tells which error occurred.
+
+Note: the data of a file is read lazily; the value of each record is read on first use.
+
+## foo_read
+
+Function: `size_t foo_read(int handle, void* buf, size_t len)`
+
+Reads up to `len` bytes of data from the file into `buf`.
+
+Returns: the number of bytes read, or 0 at the end of the file. On error the value is -1.
+
+Output: the data in `buf`. Example: read the header of a file before its data. Note: the
+version of the file decides the layout of the data section.
+"""
+
+
+def test_api_reference_labels_and_common_words_are_not_entities(kf: Path) -> None:
+    """Section labels (Returns, Note, Output, Example, Function, Parameters), primitive types
+    and common words repeated many times (file, data, value, bytes) stay below the floor;
+    the functions and constants the reference documents do not."""
+    from openkl.entity_local import key_of
+
+    (kf.parent / "ref").mkdir()
+    (kf.parent / "ref" / "libfoo.md").write_text(API_REFERENCE)
+    r = run_ok("store", "ingest", str(kf.parent / "ref" / "libfoo.md"))
+    assert r.code == 0, r.err
+    listed = {key_of(e["name"]) for e in _entities("--min-confidence", "0.4")}
+    for word in ("returns", "note", "output", "example", "function", "parameters", "file",
+                 "data", "value", "byte", "header", "record", "version", "error", "null",
+                 "size_t", "void", "const char", "int"):
+        assert word not in listed, word
+    for name in ("foo_open()", "foo_read()", "FOO_READ", "FOO_WRITE", "errno"):
+        assert key_of(name) in listed, (name, sorted(listed))
