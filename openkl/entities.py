@@ -234,7 +234,8 @@ def _source_conf(confs: list[float]) -> float:
     """One source's confidence: its best mention, nudged up by repeats (a source that says the
     same thing twenty times is not twenty sources: repeats at most halve its doubt)."""
     best = max(confs)
-    return 1.0 - (1.0 - best) * max(REPEAT_FLOOR, REPEAT ** (len(confs) - 1))
+    strong = sum(c >= WEAK for c in confs)  # repeating a common word is no evidence
+    return 1.0 - (1.0 - best) * max(REPEAT_FLOOR, REPEAT ** max(0, strong - 1))
 
 
 def _alias_map(rows: list[dict[str, Any]], canon: Canonical) -> dict[str, str]:

@@ -553,7 +553,7 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
                 j += 1  # "16S rRNA"
                 continue
             if j == i + 1 and not _ACRONYM.match(t.text) and u.start == t.end + 1 \
-                    and _EPITHET.match(u.text) and is_rare(u.text) and is_rare(t.low):
+                    and _EPITHET.match(u.text) and is_rare(u.text):
                 j += 1  # a binomial name: "Streptococcus pyogenes", "Sorghum bicolor"
                 break
             if (u.low in NAME_CONNECTORS and j + 1 < n and _is_cap(toks[j + 1])
@@ -637,10 +637,12 @@ def _name_run(d: _Doc, toks: list[Tok], i: int, j: int,
     elif len(words) > 1:
         typ = _type_of_name(wl)
         conf = 0.85 if typ == "Person" else 0.8
-    elif single and name.isalpha() and name.isupper() and len(name) > 3 \
-            and singular(first.low) in d.lower_singular and not is_rare(first.low):
+    elif single and name.isalpha() and (name.isupper() and len(name) > 3 or _line_initial(
+            d.text, start)) and singular(first.low) in d.lower_singular \
+            and not is_rare(first.low) and first.low not in d.person_last:
         # "VALUE", "FILE": a common word this text also writes in lower case is that word,
-        # shouted for emphasis or as a placeholder, not an acronym
+        # shouted for emphasis or as a placeholder, not an acronym; so is a capitalized one
+        # that starts a line (a title or a label in extracted text)
         typ, conf = "Concept", 0.3
     elif _ACRONYM.match(name):
         typ, conf = "Concept", 0.7 if len(name) > 2 else 0.6
@@ -664,6 +666,11 @@ def _name_run(d: _Doc, toks: list[Tok], i: int, j: int,
         if full != m.key:
             d.res.aliases.append((m.key, full))
     spans.append((i, j, m))
+
+
+def _line_initial(text: str, i: int) -> bool:
+    j = text.rfind("\n", 0, i) + 1
+    return not text[j:i].strip(" \t-*+>#0123456789.")
 
 
 def _noun_like(t: Tok, prev: Tok | None, nxt: Tok | None = None) -> bool:
@@ -760,6 +767,8 @@ def _phrase_run(d: _Doc, toks: list[Tok], i: int, j: int,
         i += 1
     nxt = toks[j] if j < len(toks) else None
     while j > i and (toks[j - 1].low.endswith(_ADJ_SUFFIX) or toks[j - 1].low in TRAILING_ADJ
+                     or (j - i > 1 and toks[j - 1].low.endswith("ing")
+                         and _ing_base(toks[j - 1].low) in VERB_BASE_SET)
                      or (j - i > 1 and toks[j - 1].low.endswith("ed"))
                      or (toks[j - 1].low in VERB_BASE_SET and j - i > 1 and nxt is not None
                          and nxt.low in ("as", "to", "the", "a", "an"))):
@@ -831,6 +840,12 @@ def _patterns(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
         if m.key == m2.key:
             continue
         gap_low = [g.low for g in gap]
+        if _is_role_of(d, m, m2, gap, toks, ms, idx):
+            # "Anja Hoffmann, chief executive of the Port Authority": she works there
+            m3 = ms[idx + 2][2]
+            d.res.relations.append((m.key, m3.key, "affiliated_with", 0.6, sent_start))
+            typed.add((m.key, m3.key))
+            continue
         if any(_is_word(g) and g.low not in STOP and g.low not in VERB_FORMS
                and g.low not in _IRREG_BASE and not g.low.endswith("ly")
                and g.low not in ("named", "after", "based", "built", "part", "such", "using",
@@ -867,6 +882,21 @@ def _patterns(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
                 p, q = keys[x], keys[y]
                 if (p, q) not in typed and (q, p) not in typed:
                     d.res.relations.append((p, q, "related_to", 0.3, sent_start))
+
+
+def _is_role_of(d: _Doc, m: Mention, m2: Mention, gap: list[Tok], toks: list[Tok],
+                ms: list[tuple[int, int, Mention]], idx: int) -> bool:
+    """`Name, the head of Org`, `Name, chief executive of Org`: an appositive role."""
+    words = m.name.split()
+    if not (2 <= len(words) <= 4 and all(w[:1].isupper() for w in words)) or m.type not in (
+            "Person", "Concept") or idx + 2 >= len(ms):
+        return False
+    if [g.low for g in gap] not in ([","], [",", "the"], [",", "a"]) or not m2.name.islower() \
+            or len(m2.name.split()) > 3:
+        return False
+    b2, a3, m3 = ms[idx + 1][1], ms[idx + 2][0], ms[idx + 2][2]
+    return [g.low for g in toks[b2:a3]] in (["of"], ["of", "the"], ["at"], ["at", "the"]) \
+        and m3.name[:1].isupper()
 
 
 def _define(d: _Doc, m: Mention, toks: list[Tok], a: int, sent_start: int) -> None:
