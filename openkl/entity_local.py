@@ -127,7 +127,7 @@ SUBJECT_OR_MODAL = frozenset(["to", "can", "cannot", "could", "will", "would", "
                               "do", "did", "don't", "doesn't", "didn't", "won't", "can't"])
 
 # a line that starts with one of these and a colon is a field label ("Returns:", "Note:")
-_LABEL = re.compile(r"(?:^[ \t]*(?:[-*+][ \t]+)?|(?<=[.!?] ))([A-Z][a-z]+(?: [a-z]+){0,2}):(?=[ \t\n])",
+_LABEL = re.compile(r"(?:^[ \t]*(?:[-*+][ \t]+)?|(?<=[.!?] ))([A-Z][a-z]+(?: [a-z]+){0,2}):(?=[ \t\n]|$)",
                     re.M)
 LABELS = frozenset(["returns", "return", "output", "outputs", "input", "inputs", "parameters",
                     "params", "arguments", "args", "example", "examples", "note", "notes",
