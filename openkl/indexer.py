@@ -54,6 +54,37 @@ def open_graph(folder: Folder, write: bool = False, check: bool = True) -> Itera
                     buffer_pool_mb=int(folder.setting("graph.buffer_pool_mb", 512)),
                     recover=None if write else lambda: _replay_log(folder)) as g:
         yield g
+    if write:
+        _stamp(folder).parent.mkdir(parents=True, exist_ok=True)
+        _stamp(folder).touch()
+
+
+def _stamp(folder: Folder) -> Path:
+    return folder.cache_dir / "graph-written"
+
+
+def files_newer_than_index(folder: Folder) -> bool:
+    """A cheap hint that files changed after the graph was last written (by an editor, git
+    pull …): any note or normalized doc, or a folder holding them, with a newer mtime.
+    `ok status` is the exact check."""
+    import os
+
+    try:
+        since = _stamp(folder).stat().st_mtime
+    except FileNotFoundError:
+        return False
+    todo = [p for p in (folder.normalized_dir, folder.by_date_dir) if p.exists()]
+    while todo:
+        d = todo.pop()
+        if d.stat().st_mtime > since:
+            return True
+        with os.scandir(d) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    todo.append(Path(e.path))
+                elif e.stat(follow_symlinks=False).st_mtime > since:
+                    return True
+    return False
 
 
 def _replay_log(folder: Folder) -> bool:

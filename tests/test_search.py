@@ -120,3 +120,20 @@ def test_words_after_line_breaks_are_found_by_keyword_search(kf: Path, tmp_path:
     run_ok("mem", "add", "first line\nsecond-line zebrafish")
     hits = run_ok("search", "zebrafish", "--mode", "fts", "--in", "mem", "--json").json()
     assert hits and hits[0]["type"] == "memory"
+
+
+def test_search_warns_when_files_changed_behind_its_back(example_kf: Path) -> None:
+    import os
+    import time
+
+    r = run_ok("search", "Lovelace", "--json")
+    assert r.code == 0 and "ok sync" not in r.err
+    note = next(example_kf.glob("memories/by_date/*/*/*.md"))
+    later = time.time() + 5
+    os.utime(note, (later, later))  # as an editor saving the file would
+    r = run_ok("search", "Lovelace", "--json")
+    assert r.code == 0 and r.json()
+    assert "files changed since the index was last updated; run `ok sync`" in r.err
+    assert run_ok("sync").code == 0
+    os.utime(note, (later - 3600, later - 3600))
+    assert "ok sync" not in run_ok("search", "Lovelace", "--json").err

@@ -243,6 +243,10 @@ def search(
                 output.info(q)
     emit(hits, json_, render=lambda h: _render_hits(h, query, explain),
          plain=lambda h: _plain_hits(h, query))
+    from ..indexer import files_newer_than_index
+
+    if files_newer_than_index(f):
+        output.warn("files changed since the index was last updated; run `ok sync`")
 
 
 def _plain_hits(hits: list[dict[str, Any]], query: str = "") -> str:
