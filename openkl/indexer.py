@@ -165,11 +165,14 @@ def embed_all(emb: Embedder, texts: list[str], what: str = "embedding") -> np.nd
     if not texts:
         return np.zeros((0, emb.dim), dtype=np.float32)
     out = np.zeros((len(texts), emb.dim), dtype=np.float32)
+    # shortest first across all blocks, so each model batch holds texts of similar length
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     with progress(what, emb.missing(texts)) as advance:
-        for i in range(0, len(texts), EMBED_BLOCK):
-            block = texts[i:i + EMBED_BLOCK]
+        for i in range(0, len(order), EMBED_BLOCK):
+            idx = order[i:i + EMBED_BLOCK]
+            block = [texts[j] for j in idx]
             todo = emb.missing(block)
-            out[i:i + len(block)] = emb.embed(block)
+            out[idx] = emb.embed(block)
             advance(todo)
     return out
 
