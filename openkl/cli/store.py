@@ -19,8 +19,7 @@ CronOpt = typer.Option(None, "--cron", help="Refresh on a cron schedule (UTC), e
                        "wins over --refresh.")
 
 
-def report_ingest(rep: Any, json_: bool) -> None:
-    """Print an ingest report; exit 1 when anything was skipped."""
+def _print_report(rep: Any, json_: bool) -> None:
     for s in rep.skipped:
         output.warn(f"skipped {s['path']}: {s['reason']}")
     emit(rep.as_dict(), json_, plain=lambda d: "\n".join(
@@ -28,6 +27,11 @@ def report_ingest(rep: Any, json_: bool) -> None:
         + [f"unchanged {u['id']}  {u['path']}" for u in d["unchanged"]]
         + [f"{len(d['added'])} added, {len(d['unchanged'])} unchanged, "
            f"{len(d['skipped'])} skipped, {d['chunks']} chunks"]))
+
+
+def report_ingest(rep: Any, json_: bool) -> None:
+    """Print an ingest report; exit 1 when anything was skipped."""
+    _print_report(rep, json_)
     if rep.skipped:
         raise typer.Exit(1)
 
@@ -107,13 +111,7 @@ def remove(doc: str = typer.Argument(..., help="Doc id, id prefix or path."),
 
 def _fetched(rep: Any, json_: bool) -> None:
     """Report a fetch-and-ingest; pages that could not be fetched are warnings, not failures."""
-    for s in rep.skipped:
-        output.warn(f"skipped {s['path']}: {s['reason']}")
-    emit(rep.as_dict(), json_, plain=lambda d: "\n".join(
-        [f"added {a['id']}  {a['path']}" for a in d["added"]]
-        + [f"unchanged {u['id']}  {u['path']}" for u in d["unchanged"]]
-        + [f"{len(d['added'])} added, {len(d['unchanged'])} unchanged, "
-           f"{len(d['skipped'])} skipped, {d['chunks']} chunks"]))
+    _print_report(rep, json_)
     if not rep.added and not rep.unchanged:
         raise typer.Exit(1)
 
