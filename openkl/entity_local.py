@@ -15,6 +15,7 @@ The result depends on the text alone, so it is cached by text hash + `VERSION`.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -191,6 +192,7 @@ def _vocab() -> frozenset[str]:
     return _VOCAB
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def is_rare(word: str) -> bool:
     w = word.lower()
     v = _vocab()
@@ -205,6 +207,7 @@ def _strip_accents(s: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", s) if not unicodedata.combining(c))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def singular(word: str) -> str:
     """A careful singular of one lower-case word (leaves non-plurals alone)."""
     w = word
@@ -219,21 +222,30 @@ def singular(word: str) -> str:
     return w
 
 
+_KEY_ARTICLE = re.compile(r"^(?:the|a|an)\s+")
+_KEY_POSSESSIVE = re.compile(r"'s\b")
+_KEY_PUNCT = re.compile(r"[-_‐‑–—:,;!?\"'`()\[\]{}*]+")
+_KEY_DOT = re.compile(r"(?<!\w)\.|\.(?!\w)")
+_KEY_WORD = re.compile(r"\w")
+_KEY_NOSING = re.compile(r"[.@/()]")
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def key_of(name: str) -> str:
     """The normalized name entities are merged by: case, accents, punctuation, plurals."""
     s = _strip_accents(unicodedata.normalize("NFKC", name)).casefold().strip()
-    s = re.sub(r"^(?:the|a|an)\s+", "", s)
+    s = _KEY_ARTICLE.sub("", s)
     s = s.replace("’", "'")
-    s = re.sub(r"'s\b", "", s)
-    s = re.sub(r"[-_‐‑–—:,;!?\"'`()\[\]{}*]+", " ", s)
-    s = re.sub(r"(?<!\w)\.|\.(?!\w)", " ", s)
+    s = _KEY_POSSESSIVE.sub("", s)
+    s = _KEY_PUNCT.sub(" ", s)
+    s = _KEY_DOT.sub(" ", s)
     s = " ".join(s.split())
-    if not re.search(r"\w", s):
+    if not _KEY_WORD.search(s):
         return ""
     words = s.split(" ")
     raw_words = name.split()
     proper = len(raw_words) > 1 and raw_words[-1][:1].isupper()
-    if words[-1].isalpha() and not proper and not re.search(r"[.@/()]", s):
+    if words[-1].isalpha() and not proper and not _KEY_NOSING.search(s):
         words[-1] = singular(words[-1])
     return " ".join(words)
 
@@ -272,13 +284,21 @@ class Result:
         }
 
 
-@dataclass
 class Tok:
-    text: str
-    start: int
-    end: int
-    low: str
-    initial: bool = False
+    """One token; its word classes are computed once (they are asked for many times)."""
+
+    __slots__ = ("text", "start", "end", "low", "initial", "word", "cap", "tech")
+
+    def __init__(self, text: str, start: int, end: int, low: str,
+                 initial: bool = False) -> None:
+        self.text, self.start, self.end, self.low, self.initial = text, start, end, low, initial
+        alpha = text.isalpha() or any(c.isalpha() for c in text)
+        c0 = text[0]
+        self.word = alpha and c0.isalnum()  # a word: starts alphanumeric, holds a letter
+        self.cap = alpha and c0.isupper()  # a capitalized word (or symbol run)
+        # only a word can be a technical token (_TECH starts with an ASCII letter or digit
+        # and needs an ASCII letter)
+        self.tech = self.word and _TECH.match(text) is not None
 
 
 # -- the extractor --------------------------------------------------------------------------
@@ -303,7 +323,7 @@ class _Doc:
         return m
 
     def masked(self, s: int, e: int) -> bool:
-        return any(self.mask[s:e])
+        return self.mask.find(1, s, e) >= 0
 
     def set_mask(self, s: int, e: int) -> None:
         self.mask[s:e] = b"\x01" * (e - s)
@@ -315,17 +335,20 @@ def extract(text: str) -> Result:
     _references(d)
     _code(d)
     segs = _segments(text, d)
-    for s, e, is_heading in segs:
-        for t in _tokens(text, s, e):
-            if d.masked(t.start, t.end) or not _is_word(t):
+    # the mask is final once references and code are found: tokenize each segment once
+    seg_toks = [[t for t in _tokens(text, s, e) if not d.masked(t.start, t.end)]
+                if d.masked(s, e) else _tokens(text, s, e) for s, e, _ in segs]
+    for (_, _, is_heading), toks in zip(segs, seg_toks, strict=True):
+        for t in toks:
+            if not t.word:
                 continue
-            if not _is_cap(t):
+            if not t.cap:
                 d.lower_words.add(t.low)
             elif not t.initial and not is_heading:
                 d.inner_caps.add(t.text)
     d.lower_singular = {singular(w) for w in d.lower_words}
-    for s, e, is_heading in segs:
-        _sentence(d, s, e, is_heading)
+    for (s, e, is_heading), toks in zip(segs, seg_toks, strict=True):
+        _sentence(d, s, e, is_heading, toks)
     _finish(d)
     return d.res
 
@@ -443,7 +466,8 @@ def _tokens(text: str, s: int, e: int) -> list[Tok]:
     toks = []
     for m in _TOKEN.finditer(text, s, e):
         w = m.group(0)
-        toks.append(Tok(w, m.start(), m.end(), w.lower()))
+        a, b = m.span()
+        toks.append(Tok(w, a, b, w.lower()))
     for t in toks:
         if t.text[0].isalnum():
             t.initial = True
@@ -451,21 +475,13 @@ def _tokens(text: str, s: int, e: int) -> list[Tok]:
     return toks
 
 
-def _is_cap(t: Tok) -> bool:
-    return t.text[0].isupper() and any(c.isalpha() for c in t.text)
-
-
-def _is_word(t: Tok) -> bool:
-    return t.text[0].isalnum() and any(c.isalpha() for c in t.text)
-
-
-def _sentence(d: _Doc, s: int, e: int, heading: bool) -> None:
-    text = d.text
-    toks = [t for t in _tokens(text, s, e) if not d.masked(t.start, t.end)]
+def _sentence(d: _Doc, s: int, e: int, heading: bool, toks: list[Tok] | None = None) -> None:
+    if toks is None:
+        toks = [t for t in _tokens(d.text, s, e) if not d.masked(t.start, t.end)]
     if not toks:
         return
     for t in toks:
-        if _is_word(t) and not _is_cap(t):
+        if t.word and not t.cap:
             d.lower_words.add(t.low)
     spans: list[tuple[int, int, Mention]] = []  # token index ranges of strong mentions
     _acronym_defs(d, toks, spans)
@@ -475,7 +491,10 @@ def _sentence(d: _Doc, s: int, e: int, heading: bool) -> None:
 
 
 def _taken(spans: list[tuple[int, int, Mention]], i: int, j: int) -> bool:
-    return any(a < j and i < b for a, b, _ in spans)
+    for a, b, _ in spans:  # noqa: SIM110 - a loop is faster than any() over a generator
+        if a < j and i < b:
+            return True
+    return False
 
 
 def _acronym_defs(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]]) -> None:
@@ -490,7 +509,7 @@ def _acronym_defs(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]
         # walk back over words, matching initials (hyphen parts count as words)
         j = i - 1
         got: list[str] = []
-        while j >= 0 and len(got) < len(letters) + 3 and _is_word(toks[j]):
+        while j >= 0 and len(got) < len(letters) + 3 and toks[j].word:
             got.insert(0, toks[j].text)
             initials = "".join(p[0].upper() for w in got for p in re.split(r"[-/]", w) if p
                                if p.lower() not in ("and", "of", "the", "for", "or", "in"))
@@ -507,7 +526,7 @@ def _acronym_defs(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]
             continue
         start, end = toks[j].start, toks[i - 1].end
         long_name = d.text[start:end]
-        caps = toks[j].initial and not any(_is_cap(t) for t in toks[j + 1:i])
+        caps = toks[j].initial and not any(t.cap for t in toks[j + 1:i])
         typ = _type_of_name(long_name.split())
         m = d.add(long_name, typ, 0.9, start, end, natural=not caps)
         if m is None:
@@ -538,17 +557,17 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
     i = 0
     while i < n:
         t = toks[i]
-        if not _is_word(t) or not (_is_cap(t) or _TECH.match(t.text) or _IDENT.match(t.text)) \
+        if not t.word or not (t.cap or t.tech or _IDENT.match(t.text)) \
                 or t.low in ("e.g.", "i.e.", "etc."):
             i += 1
             continue
         j = i + 1
         while j < n:
             u = toks[j]
-            if _is_word(u) and (_is_cap(u) or (_TECH.match(u.text) and u.text[0].isupper())):
+            if u.word and (u.cap or (u.tech and u.text[0].isupper())):
                 j += 1
                 continue
-            if _is_word(u) and _TECH.match(u.text) and _TECH.match(toks[j - 1].text) \
+            if u.word and u.tech and toks[j - 1].tech \
                     and any(c.isupper() for c in u.text) and u.start == toks[j - 1].end + 1:
                 j += 1  # "16S rRNA"
                 continue
@@ -556,20 +575,20 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
                     and _EPITHET.match(u.text) and is_rare(u.text):
                 j += 1  # a binomial name: "Streptococcus pyogenes", "Sorghum bicolor"
                 break
-            if (u.low in NAME_CONNECTORS and j + 1 < n and _is_cap(toks[j + 1])
+            if (u.low in NAME_CONNECTORS and j + 1 < n and toks[j + 1].cap
                     and u.low not in ("and", "the") and j > i):
                 j += 2
                 continue
             if (u.low == "in" and toks[j - 1].low in ("prize", "award", "medal")
-                    and j + 1 < n and _is_cap(toks[j + 1])):
+                    and j + 1 < n and toks[j + 1].cap):
                 j += 2
                 continue
-            if (u.low == "or" and j + 1 < n and _is_cap(toks[j + 1])
+            if (u.low == "or" and j + 1 < n and toks[j + 1].cap
                     and any(x.low == "prize" for x in toks[i:j])):
                 j += 2
                 continue
-            if (u.low == "and" and j + 1 < n and _is_cap(toks[j + 1]) and j + 2 < n
-                    and _is_cap(toks[j + 2]) and any(x.low in ORG_WORDS or x.low == "code"
+            if (u.low == "and" and j + 1 < n and toks[j + 1].cap and j + 2 < n
+                    and toks[j + 2].cap and any(x.low in ORG_WORDS or x.low == "code"
                                                     for x in toks[j + 1:j + 4])):
                 j += 2
                 continue
@@ -577,7 +596,7 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
         if j < n and j > i:
             u = toks[j]
             if u.low in COMPOUND_HEADS and u.start == toks[j - 1].end + 1 and not (
-                    j + 1 < n and _is_word(toks[j + 1])
+                    j + 1 < n and toks[j + 1].word
                                                  and toks[j + 1].low in COMPOUND_HEADS) or _VERSION.match(u.text) and u.start == toks[j - 1].end + 1:
                 j += 1
         _name_run(d, toks, i, j, spans, heading)
@@ -597,9 +616,9 @@ def _name_run(d: _Doc, toks: list[Tok], i: int, j: int,
     words = toks[i:j]
     first = words[0]
     single = len(words) == 1
-    if not (_is_cap(first) or _TECH.match(first.text) or _IDENT.match(first.text)):
+    if not (first.cap or first.tech or _IDENT.match(first.text)):
         return
-    tech = bool(_TECH.match(first.text) or _ACRONYM.match(first.text) or _IDENT.match(first.text))
+    tech = bool(first.tech or _ACRONYM.match(first.text) or _IDENT.match(first.text))
     compound = len(words) > 1 and words[-1].text[0].islower()
     if compound and len(words) == 2 and words[0].initial and words[0].low in d.lower_words:
         return
@@ -617,11 +636,11 @@ def _name_run(d: _Doc, toks: list[Tok], i: int, j: int,
     if first.initial and not single and not tech and not compound and not heading \
             and first.low in d.lower_words:
         # "Dense retrieval" style: a common word capitalized by position; leave it to phrases
-        if not all(_is_cap(w) for w in words[1:]):
+        if not all(w.cap for w in words[1:]):
             return
         i += 1
         words = toks[i:j]
-        if len(words) == 1 and not _TECH.match(words[0].text) and not _ACRONYM.match(
+        if len(words) == 1 and not words[0].tech and not _ACRONYM.match(
                 words[0].text):
             d.inner_caps.add(words[0].text)
     for w in words:
@@ -673,19 +692,22 @@ def _line_initial(text: str, i: int) -> bool:
     return not text[j:i].strip(" \t-*+>#0123456789.")
 
 
+_NUMERIC = re.compile(r"[\d.,/]+")
+
+
 def _noun_like(t: Tok, prev: Tok | None, nxt: Tok | None = None) -> bool:
     """Could `t` be part of a noun phrase, given the token before it?"""
     w = t.low
-    if not _is_word(t) or w in STOP or w.isdigit() or len(w) < 2:
+    if not t.word or w in STOP or w.isdigit() or len(w) < 2:
         return False
-    if re.fullmatch(r"[\d.,/]+", w):
+    if _NUMERIC.fullmatch(w):
         return False
     if w.endswith("ly") and w not in ADVERB_EXCEPT and len(w) > 4:
         return False
     if w in IRREGULAR:
         return False
     plow = prev.low if prev is not None else ""
-    prev_content = prev is not None and _is_word(prev) and plow not in STOP
+    prev_content = prev is not None and prev.word and plow not in STOP
     if plow in SUBJECT_OR_MODAL and plow != "to" and not w.endswith("s"):
         return False  # "you allocate", "would harm": a verb
     if prev_content and w.endswith("s") and not w.endswith(("ss", "us", "is")) \
@@ -693,7 +715,7 @@ def _noun_like(t: Tok, prev: Tok | None, nxt: Tok | None = None) -> bool:
                 "the", "a", "an", "its", "their", "his", "her", "our"):
         return False  # "the decision secures the port": a verb between subject and object
     if w in VERB_S and prev_content and plow not in VERB_S and plow not in VERB_ED \
-            and nxt is not None and _is_word(nxt):
+            and nxt is not None and nxt.word:
         return False
     if w in VERB_ED and prev_content:
         return False
@@ -704,7 +726,7 @@ def _noun_like(t: Tok, prev: Tok | None, nxt: Tok | None = None) -> bool:
                          "that", "which", "who")
             or (prev_content and plow.endswith("s") and not plow.endswith("ss"))
             or (prev_content and (plow in VERB_ED or plow in VERB_S
-                                  or (_is_cap(prev) and not prev.initial)))):
+                                  or (prev.cap and not prev.initial)))):
         return False
     if w in ("using", "including", "following", "according", "given", "based"):
         return False
@@ -732,16 +754,16 @@ def _phrases(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
         prev = toks[i - 1] if i else None
         t = toks[i]
         if _taken(spans, i, i + 1) or not _noun_like(t, prev, toks[i + 1] if i + 1 < n else None) \
-                or (_is_cap(t) and not (
+                or (t.cap and not (
                 t.initial or heading)):
             i += 1
             continue
         j = i + 1
         while j < n and not _taken(spans, j, j + 1) and _noun_like(
                 toks[j], toks[j - 1], toks[j + 1] if j + 1 < n else None) and (
-                not _is_cap(toks[j]) or heading or _TECH.match(toks[j].text)):
+                not toks[j].cap or heading or toks[j].tech):
             j += 1
-        if j - i == 1 and j < n and toks[i].low not in GENERIC_ADJ and not _is_cap(toks[i]):
+        if j - i == 1 and j < n and toks[i].low not in GENERIC_ADJ and not toks[i].cap:
             hit = [sp for sp in spans if sp[0] == j and sp[1] == j + 1 and sp[2].key
                    and _ACRONYM.match(toks[j].text) and sp[2].type == "Concept"]
             if hit:
@@ -805,7 +827,7 @@ def _phrase_run(d: _Doc, toks: list[Tok], i: int, j: int,
         conf = (0.6 if any(is_rare(w.low) for w in words) else 0.35) if heading else 0.4
     start, end = words[0].start, words[-1].end
     name = d.text[start:end]
-    natural = not (words[0].initial and _is_cap(words[0]))
+    natural = not (words[0].initial and words[0].cap)
     if not natural and words[0].text[1:] == words[0].text[1:].lower() \
             and not _is_cap_word_elsewhere(d, words[0]) \
             and not is_rare(_strip_accents(words[0].text)):
@@ -846,7 +868,7 @@ def _patterns(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
             d.res.relations.append((m.key, m3.key, "affiliated_with", 0.6, sent_start))
             typed.add((m.key, m3.key))
             continue
-        if any(_is_word(g) and g.low not in STOP and g.low not in VERB_FORMS
+        if any(g.word and g.low not in STOP and g.low not in VERB_FORMS
                and g.low not in _IRREG_BASE and not g.low.endswith("ly")
                and g.low not in ("named", "after", "based", "built", "part", "such", "using",
                                  "together", "used", "depends", "worked")
