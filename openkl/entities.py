@@ -17,11 +17,14 @@ touches, so incremental updates, removals, `ok sync` and `ok index --rebuild` ag
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from .cache import SqliteCache
@@ -42,6 +45,20 @@ SOURCE_RANK = {"backfeed": 0, "manual": 1, "connector": 2, "document": 3}
 def min_confidence(folder: Folder) -> float:
     """The default confidence floor for listing entities and walking relationships."""
     return float(folder.setting("entities.min_confidence", 0.4))
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Extraction and consolidation build many small, short-lived containers that form no
+    cycles; the cyclic collector would otherwise rescan them (and everything else alive in
+    the process) over and over. Reference counting still frees them as usual."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 # -- extraction with a cache ----------------------------------------------------------------
@@ -87,13 +104,15 @@ def extract_texts(folder: Folder, texts: Sequence[str]) -> list[dict[str, Any]]:
     ident = extractor_id(folder)
     keys = [f"{ident}:{hashlib.sha256(t.encode('utf-8')).hexdigest()}" for t in texts]
     cache = ExtractionCache(folder.cache_dir / "entities.sqlite")
+    made: dict[str, dict[str, Any]] = {}
     try:
         found = cache.get_many(sorted(set(keys)))
         todo = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
         if todo:
             if ident == entity_local.VERSION:
-                fresh = [(k, json.dumps(entity_local.extract(t).as_json(), ensure_ascii=False))
-                         for k, t in todo]
+                with _gc_paused():
+                    made = {k: entity_local.extract(t).as_json() for k, t in todo}
+                fresh = [(k, json.dumps(v, ensure_ascii=False)) for k, v in made.items()]
             else:
                 from . import entity_llm
 
@@ -103,7 +122,8 @@ def extract_texts(folder: Folder, texts: Sequence[str]) -> list[dict[str, Any]]:
             found.update({k.removeprefix("fallback:"): v for k, v in fresh})
     finally:
         cache.close()
-    return [json.loads(found[k]) for k in keys]
+    # a fresh result is the JSON of itself: no need to parse what was just written
+    return [made[k] if k in made else json.loads(found[k]) for k in keys]
 
 
 # -- index hooks ----------------------------------------------------------------------------
@@ -233,8 +253,13 @@ def _noisy_or(values: Iterable[float]) -> float:
 def _source_conf(confs: list[float]) -> float:
     """One source's confidence: its best mention, nudged up by repeats (a source that says the
     same thing twenty times is not twenty sources: repeats at most halve its doubt)."""
+    if len(confs) == 1:  # the common case; the same arithmetic as below with no repeats
+        return 1.0 - (1.0 - confs[0]) * 1.0
     best = max(confs)
-    strong = sum(c >= WEAK for c in confs)  # repeating a common word is no evidence
+    strong = 0  # repeating a common word is no evidence
+    for c in confs:
+        if c >= WEAK:
+            strong += 1
     return 1.0 - (1.0 - best) * max(REPEAT_FLOOR, REPEAT ** max(0, strong - 1))
 
 
@@ -271,6 +296,12 @@ def _resolver(amap: dict[str, str]) -> Any:
 def consolidate(folder: Folder, g: Graph, touched: Iterable[str],
                 canon: Canonical | None = None) -> dict[str, int]:
     """Recompute the entities named by `touched` keys (and their relationships) from scratch."""
+    with _gc_paused():
+        return _consolidate(folder, g, touched, canon)
+
+
+def _consolidate(folder: Folder, g: Graph, touched: Iterable[str],
+                 canon: Canonical | None) -> dict[str, int]:
     canon = canon or Canonical.load(folder)
     rows = g.query("MATCH (x:Extraction) RETURN x.id AS id, x.owner AS owner, x.base AS base,"
                    " x.keys AS keys, x.aliases AS aliases")
@@ -301,33 +332,43 @@ def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any
     mentions: dict[tuple[str, str], float] = {}
     rel: dict[tuple[str, str, str], dict[str, dict[int, tuple[float, str]]]] = defaultdict(
         lambda: defaultdict(dict))
+    resolved: dict[str, str] = {}  # resolve() is pure: ask it once per key
+
+    def res_of(raw: str) -> str:
+        k = resolved.get(raw)
+        if k is None:
+            k = resolved[raw] = resolve(raw)
+        return k
+
+    mentions_get = mentions.get
     for xid in sorted(data):
         row = data[xid]
         owner, base = row["owner"], int(row["base"])
         res = json.loads(row["data"])
         for raw, name, typ, c, start, _end, natural in res["m"]:
-            k = resolve(raw)
+            k = resolved.get(raw) or res_of(raw)
             if k not in affected:
                 continue
+            c = float(c)
             pos = base + int(start)
             slot = conf[k][owner]
-            slot[pos] = max(slot.get(pos, 0.0), float(c))
+            slot[pos] = max(slot.get(pos, 0.0), c)
             f = forms[k][name]
             f[0] += int(raw == k)  # the entity's own name beats its aliases
             f[1] += int(natural)
             f[2] += 1
             if typ:
-                types[k][typ] += float(c)
+                types[k][typ] += c
             if raw != k:
                 alias_names[k].add(name)
             mk = (xid, k)
-            mentions[mk] = max(mentions.get(mk, 0.0), float(c))
+            mentions[mk] = max(mentions_get(mk, 0.0), c)
         for raw, (sentence, c, pos) in res.get("d", {}).items():
-            k = resolve(raw)
+            k = res_of(raw)
             if k in affected:
                 defs[k].append((-float(c), owner, base + int(pos), sentence))
         for src, dst, typ, c, pos in res["r"]:
-            a, b = resolve(src), resolve(dst)
+            a, b = resolved.get(src) or res_of(src), resolved.get(dst) or res_of(dst)
             if a == b or (a not in affected and b not in affected):
                 continue
             if typ == "related_to" and a > b:
@@ -335,8 +376,9 @@ def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any
             rslot = rel[(a, b, typ)][owner]
             p = base + int(pos)
             prev = rslot.get(p)
-            if prev is None or float(c) > prev[0]:
-                rslot[p] = (float(c), xid)
+            c = float(c)
+            if prev is None or c > prev[0]:
+                rslot[p] = (c, xid)
     canon_ents: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in canon.entities:
         if e["key"] in affected:
@@ -347,8 +389,18 @@ def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any
                           alias_names.get(k, set()), defs.get(k, []), canon_ents.get(k, []))
     rels: dict[tuple[str, str, str], dict[str, Any]] = {}
     for (a, b, typ), owners in rel.items():
-        per = [_source_conf([c for c, _ in slot.values()]) for _, slot in sorted(owners.items())]
-        best = sorted(((-c, x) for slot in owners.values() for c, x in slot.values()))[0]
+        if len(owners) == 1:
+            ((_, slot),) = owners.items()
+            if len(slot) == 1:  # one mention in one source: the common case
+                ((c, x),) = slot.values()
+                per, best = [_source_conf([c])], (-c, x)
+            else:
+                per = [_source_conf([c for c, _ in slot.values()])]
+                best = min((-c, x) for c, x in slot.values())
+        else:
+            per = [_source_conf([c for c, _ in slot.values()])
+                   for _, slot in sorted(owners.items())]
+            best = min((-c, x) for slot in owners.values() for c, x in slot.values())
         rels[(a, b, typ)] = {"confidence": _noisy_or(per), "evidence": best[1],
                              "docs": sorted(owners), "verified": False,
                              "source_kind": "document", "description": "", "ext_id": "",
@@ -435,45 +487,60 @@ def _write(g: Graph, affected: set[str], ents: dict[str, dict[str, Any]],
            rels: dict[tuple[str, str, str], dict[str, Any]]) -> None:
     import pyarrow as pa
 
-    ids = sorted(entity_id(k) for k in affected)
+    eid: dict[str, str] = {}  # entity key → graph id, computed once per key
+
+    def eid_of(k: str) -> str:
+        v = eid.get(k)
+        if v is None:
+            v = eid[k] = entity_id(k)
+        return v
+
+    ids = sorted(map(eid_of, affected))
     for i in range(0, len(ids), 5000):
         g.query("MATCH (e:Entity) WHERE e.id IN $ids DETACH DELETE e", {"ids": ids[i:i + 5000]})
     if ents:
         cols = ("id", "name", "type", "description", "confidence", "aliases", "docs", "verified",
                 "source_kind", "canonical", "ext_id", "extra")
         vals = [ents[k] for k in sorted(ents)]
-        g.copy_rows("Entity", {c: [v[c] for v in vals] for c in cols},
+        g.copy_rows("Entity", {c: list(map(itemgetter(c), vals)) for c in cols},
                     types={"aliases": pa.list_(pa.string()), "docs": pa.list_(pa.string()),
                            "confidence": pa.float64()})
     present = {e["id"] for e in ents.values()}
-    outside = sorted({entity_id(k) for a, b, _ in rels for k in (a, b)} - present)
+    outside = sorted({eid_of(k) for a, b, _ in rels for k in (a, b)} - present)
     if outside:
         present |= {r["id"] for r in g.query("MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id",
                                              {"ids": outside})}
-    by_table: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
+    by_table: dict[str, tuple[list[str], list[str], list[float]]] = {}
     for (xid, k), c in sorted(mentions.items()):
-        eid = entity_id(k)
-        if eid in present:
-            by_table["Chunk" if "#" in xid else "MemoryNote"].append((xid, eid, c))
-    for table, items in sorted(by_table.items()):
-        g.copy_rows("MENTIONS", {"from": [a for a, _, _ in items], "to": [b for _, b, _ in items],
-                                 "confidence": [c for _, _, c in items]},
+        e = eid.get(k) or eid_of(k)
+        if e in present:
+            table = "Chunk" if "#" in xid else "MemoryNote"
+            cols3 = by_table.get(table)
+            if cols3 is None:
+                cols3 = by_table[table] = ([], [], [])
+            cols3[0].append(xid)
+            cols3[1].append(e)
+            cols3[2].append(c)
+    for table, (xs, es, cs) in sorted(by_table.items()):
+        g.copy_rows("MENTIONS", {"from": xs, "to": es, "confidence": cs},
                     types={"confidence": pa.float64()}, rel_from_to=(table, "Entity"))
-    ritems = [(entity_id(a), entity_id(b), t, v) for (a, b, t), v in sorted(rels.items())
-              if entity_id(a) in present and entity_id(b) in present]
-    if ritems:
-        g.copy_rows("RELATED", {
-            "from": [a for a, _, _, _ in ritems], "to": [b for _, b, _, _ in ritems],
-            "type": [t for _, _, t, _ in ritems],
-            "confidence": [v["confidence"] for *_, v in ritems],
-            "evidence": [v["evidence"] for *_, v in ritems],
-            "docs": [v["docs"] for *_, v in ritems],
-            "verified": [v["verified"] for *_, v in ritems],
-            "source_kind": [v["source_kind"] for *_, v in ritems],
-            "description": [v["description"] for *_, v in ritems],
-            "ext_id": [v["ext_id"] for *_, v in ritems],
-            "extra": [v["extra"] for *_, v in ritems],
-        }, types={"confidence": pa.float64(), "docs": pa.list_(pa.string())})
+    froms: list[str] = []
+    tos: list[str] = []
+    rtypes: list[str] = []
+    rvals: list[dict[str, Any]] = []
+    for (a, b, t), v in sorted(rels.items()):
+        ea, eb = eid[a], eid[b]
+        if ea in present and eb in present:
+            froms.append(ea)
+            tos.append(eb)
+            rtypes.append(t)
+            rvals.append(v)
+    if rvals:
+        rcols = ("confidence", "evidence", "docs", "verified", "source_kind", "description",
+                 "ext_id", "extra")
+        g.copy_rows("RELATED", {"from": froms, "to": tos, "type": rtypes,
+                                **{c: list(map(itemgetter(c), rvals)) for c in rcols}},
+                    types={"confidence": pa.float64(), "docs": pa.list_(pa.string())})
 
 
 # -- reading --------------------------------------------------------------------------------
