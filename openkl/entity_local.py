@@ -204,6 +204,8 @@ def is_rare(word: str) -> bool:
 
 # -- keys -----------------------------------------------------------------------------------
 def _strip_accents(s: str) -> str:
+    if s.isascii():  # nothing to decompose
+        return s
     return "".join(c for c in unicodedata.normalize("NFKD", s) if not unicodedata.combining(c))
 
 
@@ -287,18 +289,23 @@ class Result:
 class Tok:
     """One token; its word classes are computed once (they are asked for many times)."""
 
-    __slots__ = ("text", "start", "end", "low", "initial", "word", "cap", "tech")
+    __slots__ = ("text", "start", "end", "low", "initial", "word", "cap", "tech", "ident")
 
-    def __init__(self, text: str, start: int, end: int, low: str,
+    def __init__(self, text: str, start: int, end: int, low: str | None = None,
                  initial: bool = False) -> None:
-        self.text, self.start, self.end, self.low, self.initial = text, start, end, low, initial
+        self.text, self.start, self.end, self.initial = text, start, end, initial
+        self.low = text.lower() if low is None else low
         alpha = text.isalpha() or any(c.isalpha() for c in text)
         c0 = text[0]
         self.word = alpha and c0.isalnum()  # a word: starts alphanumeric, holds a letter
         self.cap = alpha and c0.isupper()  # a capitalized word (or symbol run)
         # only a word can be a technical token (_TECH starts with an ASCII letter or digit
-        # and needs an ASCII letter)
-        self.tech = self.word and _TECH.match(text) is not None
+        # and needs an ASCII letter); a plain lower-case word never is one (_TECH needs a
+        # capital, a digit or one of .@+#)
+        self.tech = self.word and not (text.islower() and text.isalpha()) \
+            and _TECH.match(text) is not None
+        # a token holds no parentheses: _IDENT needs a dot or an underscore in it
+        self.ident = ("." in text or "_" in text) and _IDENT.match(text) is not None
 
 
 # -- the extractor --------------------------------------------------------------------------
@@ -463,11 +470,7 @@ def _sentences(text: str, s: int, e: int) -> list[tuple[int, int, bool]]:
 
 
 def _tokens(text: str, s: int, e: int) -> list[Tok]:
-    toks = []
-    for m in _TOKEN.finditer(text, s, e):
-        w = m.group(0)
-        a, b = m.span()
-        toks.append(Tok(w, a, b, w.lower()))
+    toks = [Tok(m.group(), *m.span()) for m in _TOKEN.finditer(text, s, e)]
     for t in toks:
         if t.text[0].isalnum():
             t.initial = True
@@ -557,7 +560,7 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
     i = 0
     while i < n:
         t = toks[i]
-        if not t.word or not (t.cap or t.tech or _IDENT.match(t.text)) \
+        if not t.word or not (t.cap or t.tech or t.ident) \
                 or t.low in ("e.g.", "i.e.", "etc."):
             i += 1
             continue
@@ -616,9 +619,9 @@ def _name_run(d: _Doc, toks: list[Tok], i: int, j: int,
     words = toks[i:j]
     first = words[0]
     single = len(words) == 1
-    if not (first.cap or first.tech or _IDENT.match(first.text)):
+    if not (first.cap or first.tech or first.ident):
         return
-    tech = bool(first.tech or _ACRONYM.match(first.text) or _IDENT.match(first.text))
+    tech = bool(first.tech or _ACRONYM.match(first.text) or first.ident)
     compound = len(words) > 1 and words[-1].text[0].islower()
     if compound and len(words) == 2 and words[0].initial and words[0].low in d.lower_words:
         return
