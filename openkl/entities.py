@@ -390,17 +390,17 @@ def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any
     rels: dict[tuple[str, str, str], dict[str, Any]] = {}
     for (a, b, typ), owners in rel.items():
         if len(owners) == 1:
-            ((_, slot),) = owners.items()
-            if len(slot) == 1:  # one mention in one source: the common case
-                ((c, x),) = slot.values()
+            ((_, by_pos),) = owners.items()
+            if len(by_pos) == 1:  # one mention in one source: the common case
+                ((c, x),) = by_pos.values()
                 per, best = [_source_conf([c])], (-c, x)
             else:
-                per = [_source_conf([c for c, _ in slot.values()])]
-                best = min((-c, x) for c, x in slot.values())
+                per = [_source_conf([c for c, _ in by_pos.values()])]
+                best = min((-c, x) for c, x in by_pos.values())
         else:
-            per = [_source_conf([c for c, _ in slot.values()])
-                   for _, slot in sorted(owners.items())]
-            best = min((-c, x) for slot in owners.values() for c, x in slot.values())
+            per = [_source_conf([c for c, _ in by_pos.values()])
+                   for _, by_pos in sorted(owners.items())]
+            best = min((-c, x) for by_pos in owners.values() for c, x in by_pos.values())
         rels[(a, b, typ)] = {"confidence": _noisy_or(per), "evidence": best[1],
                              "docs": sorted(owners), "verified": False,
                              "source_kind": "document", "description": "", "ext_id": "",
