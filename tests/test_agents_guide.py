@@ -50,4 +50,5 @@ def test_every_command_prints_what_the_guide_shows(tmp_path: Path) -> None:
         if expected:
             got = _trim(r.stdout.split("\n"))
             assert [NOTE_ID.sub("m-ID", x) for x in got] == \
-                [NOTE_ID.sub("m-ID", x) for x in expected], cmd
+                [NOTE_ID.sub("m-ID", x) for x in expected], \
+                f"{cmd}  (if the new output is right: uv run python examples/update_guide.py)"
