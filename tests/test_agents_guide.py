@@ -7,7 +7,6 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
 from conftest import OK_BIN, REPO
 
 GUIDE = REPO / "examples" / "agents.md"
@@ -37,7 +36,6 @@ def _trim(lines: list[str]) -> list[str]:
     return lines
 
 
-@pytest.mark.slow
 def test_every_command_prints_what_the_guide_shows(tmp_path: Path) -> None:
     steps = guide_steps(GUIDE.read_text(encoding="utf-8"))
     assert len(steps) >= 15
