@@ -302,7 +302,8 @@ def grep_cmd(
     scope: str = typer.Option("all", "--in", metavar="all|mem|store", help="Where to grep."),
     ignore_case: bool = typer.Option(False, "-i", "--ignore-case"),
     fixed: bool = typer.Option(False, "-F", "--fixed-strings", help="Pattern is plain text."),
-    max_count: int = typer.Option(1000, "--max", help="Stop after this many matches."),
+    max_count: int = typer.Option(1000, "--max", metavar="N",
+                                  help="Stop after this many matches."),
     no_rg: bool = typer.Option(False, "--no-rg", help="Use the pure-Python matcher."),
     json_: bool = JsonOpt,
 ) -> None:

@@ -79,8 +79,9 @@ def show(note_id: str = typer.Argument(..., help="Note id (or unique prefix)."),
 @app.command()
 def search(
     query: str = typer.Argument(..., help="What to look for."),
-    k: int = typer.Option(10, "-k", "--limit"),
-    mode: str = typer.Option("hybrid", "--mode", help="hybrid, vector or fts."),
+    k: int = typer.Option(10, "-k", "--limit", metavar="N", help="Number of results."),
+    mode: str = typer.Option("hybrid", "--mode", metavar="hybrid|vector|fts",
+                             help="Ranking signals."),
     tags: list[str] = typer.Option(None, "--tag", "-t"),
     topics: list[str] = typer.Option(None, "--topic"),
     explain: bool = typer.Option(False, "--explain"),
