@@ -275,6 +275,23 @@ def index_note(folder: Folder, note: notes_mod.Note, replace: bool = False) -> N
                       "run `ok sync` when the graph is free") from e
 
 
+def replace_docs(folder: Folder, g: Graph, removed: list[str], items: list[tuple[str, str]],
+                 entries: dict[str, dict[str, Any]], prepared: PreparedDocs | None = None,
+                 removed_notes: list[str] | None = None) -> tuple[int, list[str]]:
+    """Take `removed` docs (and notes) out of the graph and load `items`, then link old
+    versions (`SUPERSEDES`). Returns the chunks loaded and the notes that were derived from
+    the removed docs, whose `DERIVED_FROM` edges the caller restores with `lineage.relink`
+    once everything they may point to is in place."""
+    from .lineage import derived_notes
+
+    derived = derived_notes(g, removed)
+    remove_from_graph(folder, g, removed, removed_notes or [])
+    chunks = index_docs(folder, g, items, entries, prepared)
+    # old versions before notes, so a note citing an old version can link to it
+    _sync_versions(g, entries)
+    return chunks, derived
+
+
 def remove_from_graph(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
     for hook in pre_remove_hooks:
         hook(folder, g, doc_ids, note_ids)
@@ -344,16 +361,12 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
     changed_notes = [notes[n] for n in rep.notes_added + rep.notes_updated]
     embed_all(embedder(folder), [n.body for n in changed_notes], "embedding notes")
     with open_graph(folder, write=True) as g:
-        from .lineage import derived_notes, relink
+        from .lineage import relink
 
-        derived = derived_notes(g, rep.docs_removed)
-        remove_from_graph(folder, g, rep.docs_removed,
-                          rep.notes_removed + rep.notes_updated)
         for mv in rep.docs_moved:
             g.set_doc_path(mv["id"], mv["to"])
-        rep.chunks_added = index_docs(folder, g, items, entries, prepared)
-        # old versions before notes, so a note citing an old version can link to it
-        _sync_versions(g, entries)
+        rep.chunks_added, derived = replace_docs(folder, g, rep.docs_removed, items, entries,
+                                                 prepared, rep.notes_removed + rep.notes_updated)
         index_notes(folder, g, changed_notes)
         relink(folder, g, [n for n in derived if n in notes])  # notes left as they were
         # approved backfeed items and imported bundles are files too

@@ -161,12 +161,10 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
                 # in the graph as an old Doc node: it is replaced, not duplicated
                 in_graph = g.docs()
                 back = [a["id"] for a in rep.added if a["id"] in in_graph]
-                from .lineage import derived_notes, relink
+                from .lineage import relink
 
-                derived = derived_notes(g, old + back)
-                indexer.remove_from_graph(folder, g, old + back, [])
-                rep.chunks = indexer.index_docs(folder, g, new_items, entries, prepared)
-                indexer._sync_versions(g, entries)
+                rep.chunks, derived = indexer.replace_docs(folder, g, old + back, new_items,
+                                                           entries, prepared)
                 relink(folder, g, derived)  # notes derived from a replaced version keep it
     return rep
 
