@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
+from . import crash
 from .cache import SqliteCache
 from .entity_local import TYPES, entity_id, key_of
 from .errors import NotFound, UsageError
@@ -160,7 +161,9 @@ def on_indexed(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]
         "data": [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in results],
     }, types={"base": pa.int64(), "keys": pa.list_(pa.string()),
               "aliases": pa.list_(pa.string())})
+    crash.point("entities.extracted")
     consolidate(folder, g, touched)
+    crash.point("entities.consolidated")
     ident = extractor_id(folder)
     stamped = g.meta().get("entities.extractor")
     # a different extractor's results are still in the graph: keep their stamp, so the

@@ -143,6 +143,59 @@ class Graph:
         if kuzu_dir.exists():
             shutil.rmtree(kuzu_dir)
 
+    # A rebuild writes a new database beside the live one and swaps it in with two renames,
+    # so a killed rebuild leaves the old index working. `READY` marks a finished new one.
+    @staticmethod
+    def rebuild_dir(kuzu_dir: Path) -> Path:
+        return kuzu_dir.with_name(kuzu_dir.name + ".rebuild")
+
+    @staticmethod
+    def _old_dir(kuzu_dir: Path) -> Path:
+        return kuzu_dir.with_name(kuzu_dir.name + ".old")
+
+    @classmethod
+    def start_rebuild(cls, kuzu_dir: Path) -> Path:
+        """An empty directory for a new database (a killed rebuild's leftovers go)."""
+        new = cls.rebuild_dir(kuzu_dir)
+        cls.destroy(new)
+        new.mkdir(parents=True)
+        return new
+
+    @classmethod
+    def swap_in(cls, kuzu_dir: Path) -> None:
+        """Make the finished rebuild the live database."""
+        from . import crash
+
+        new = cls.rebuild_dir(kuzu_dir)
+        (new / "READY").touch()
+        crash.point("rebuild.built")
+        old = cls._old_dir(kuzu_dir)
+        cls.destroy(old)
+        if kuzu_dir.exists():
+            kuzu_dir.rename(old)
+        crash.point("rebuild.swapping")
+        cls.finish_swap(kuzu_dir)
+
+    @classmethod
+    def finish_swap(cls, kuzu_dir: Path, writer: bool = True) -> None:
+        """Complete a swap that a killed rebuild left half done; writers also drop the
+        leftovers of rebuilds that never finished."""
+        new = cls.rebuild_dir(kuzu_dir)
+        if (new / "READY").exists():
+            if kuzu_dir.exists():
+                if not writer:
+                    return  # the swap is a writer's to finish; the old index still serves
+                old = cls._old_dir(kuzu_dir)
+                cls.destroy(old)
+                kuzu_dir.rename(old)
+            with contextlib.suppress(FileNotFoundError):  # another process finished it
+                new.rename(kuzu_dir)
+                (kuzu_dir / "READY").unlink()
+        if writer:
+            cls.destroy(cls._old_dir(kuzu_dir))
+            if new.exists() and not (new / "READY").exists():
+                cls.destroy(new)
+
     def _ensure_schema(self, dim: int, embedder_identity: str | None) -> None:
         tables = {r["name"] for r in self.query("CALL show_tables() RETURN name")}
         if "Meta" in tables:
@@ -193,6 +246,27 @@ class Graph:
             while r.has_next():
                 out.append(dict(zip(cols, r.get_next(), strict=True)))
         return out
+
+    # -- transactions -------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside happen together or not at all.
+
+        A process killed inside (or an error) leaves the graph as it was before: Kùzu keeps
+        uncommitted changes out of its write-ahead log, so recovery discards them.
+        """
+        from . import crash
+
+        self.conn.execute("BEGIN TRANSACTION")
+        try:
+            yield
+            crash.point("graph.before-commit")
+        except BaseException:
+            with contextlib.suppress(RuntimeError):
+                self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+        crash.point("graph.committed")
 
     def set_timeout(self, seconds: float) -> None:
         """Abort any query of this connection that runs longer than `seconds`."""
@@ -353,6 +427,22 @@ class Graph:
             " m.topics AS topics, m.body_start AS body_start, m.body_end AS body_end",
             {"ids": list(ids)})
         return {r["id"]: r for r in rows}
+
+    def incomplete(self) -> dict[str, list[str]]:
+        """Documents and notes whose derived parts are missing: a current document with text
+        but no chunks, a chunk or note without its entity extraction. Writes are
+        transactional, so this finds damage from outside (a lost page, a hand-run
+        `--write` query), which `ok sync` repairs by indexing them again."""
+        empty = [r["id"] for r in self.query(
+            "MATCH (d:Doc) WHERE d.current AND d.chars > 0 AND NOT EXISTS "
+            "{ MATCH (d)-[:HAS_CHUNK]->(:Chunk) } RETURN d.id AS id")]
+        extracted = {r["id"] for r in self.query("MATCH (x:Extraction) RETURN x.id AS id")}
+        docs = {r["d"] for r in self.query(
+            "MATCH (d:Doc)-[:HAS_CHUNK]->(c:Chunk) WHERE d.current RETURN d.id AS d, c.id AS c")
+            if r["c"] not in extracted}
+        notes = [r["id"] for r in self.query("MATCH (m:MemoryNote) RETURN m.id AS id")
+                 if r["id"] not in extracted]
+        return {"docs": sorted(docs | set(empty)), "notes": sorted(notes)}
 
     def counts(self) -> dict[str, int]:
         out = {}

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from . import crash
 from . import mapping as mapping_mod
 from . import notes as notes_mod
 from .chunking import chunk_text
@@ -44,16 +45,29 @@ def embedder(folder: Folder) -> Embedder:
 
 
 @contextlib.contextmanager
-def open_graph(folder: Folder, write: bool = False, check: bool = True) -> Iterator[Graph]:
-    """The one way to open the folder's graph. Writers must hold `folder.write_lock`."""
+def open_graph(folder: Folder, write: bool = False, check: bool = True,
+               kuzu_dir: Path | None = None) -> Iterator[Graph]:
+    """The one way to open the folder's graph. Writers must hold `folder.write_lock`.
+
+    A writer's changes form one transaction: a command that fails or is killed half way
+    leaves the graph as it was, and `ok status` sees the files it did write as not indexed.
+    `kuzu_dir` points a rebuild at its new database.
+    """
     emb = embedder(folder)
     ident = emb.identity if write else _cheap_identity(folder, emb)
-    with Graph.open(folder.kuzu_dir, write=write, embedder_identity=ident,
+    if kuzu_dir is None:
+        kuzu_dir = folder.kuzu_dir
+        Graph.finish_swap(kuzu_dir, writer=write)
+    with Graph.open(kuzu_dir, write=write, embedder_identity=ident,
                     dim=emb.dim if write else None,
                     timeout=float(folder.setting("lock_timeout", 30.0)), check=check,
                     buffer_pool_mb=int(folder.setting("graph.buffer_pool_mb", 512)),
                     recover=None if write else lambda: _replay_log(folder)) as g:
-        yield g
+        if write:
+            with g.transaction():
+                yield g
+        else:
+            yield g
     if write:
         _stamp(folder).parent.mkdir(parents=True, exist_ok=True)
         _stamp(folder).touch()
@@ -208,6 +222,7 @@ def index_docs(folder: Folder, g: Graph, items: list[tuple[str, str]],
     p = prepared or prepare_docs(folder, items, entries)
     docs, chunks, vecs = p.docs, p.chunks, p.vecs
     g.add_docs(docs, chunks, vecs)
+    crash.point("graph.docs-loaded")
     for hook in post_index_hooks:
         hook(folder, g, [d["id"] for d in docs], [])
     return len(chunks)
@@ -227,6 +242,7 @@ def index_notes(folder: Folder, g: Graph, notes: list[notes_mod.Note]) -> None:
     rows = [note_row(folder, n) for n in notes]
     vecs = embed_all(emb, [r["text"] for r in rows], "embedding notes")
     g.add_notes(rows, vecs)
+    crash.point("graph.notes-loaded")
     link_derived(g, notes)
     for hook in post_index_hooks:
         hook(folder, g, [], [r["id"] for r in rows])
@@ -299,6 +315,8 @@ def remove_from_graph(folder: Folder, g: Graph, doc_ids: list[str], note_ids: li
         g.remove_doc(d)
     for n in note_ids:
         g.remove_note(n)
+    if doc_ids or note_ids:
+        crash.point("graph.removed")
 
 
 @dataclass
@@ -312,11 +330,14 @@ class SyncReport:
     chunks_added: int = 0
     problems: list[dict[str, str]] = field(default_factory=list)
     rebuilt: bool = False
+    incomplete: list[str] = field(default_factory=list)  # re-indexed: derived parts missing
+    docs_missing: list[str] = field(default_factory=list)  # in the mapping, not on disk
 
     @property
     def changed(self) -> bool:
         return bool(self.docs_added or self.docs_removed or self.docs_moved or self.notes_added
-                    or self.notes_updated or self.notes_removed)
+                    or self.notes_updated or self.notes_removed or self.incomplete
+                    or self.docs_missing)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__} | {"changed": self.changed}
@@ -339,15 +360,29 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
     rep.notes_updated = sorted(n for n in set(notes) & set(gnotes)
                                if notes[n].sha256 != gnotes[n]["sha256"]
                                or folder.rel(notes[n].path) != gnotes[n]["path"])  # type: ignore[arg-type]
+    # documents the mapping records as current but that are not on disk (a writer died
+    # between recording a document and writing it): `sync` drops those entries
+    rep.docs_missing = sorted(d for d, e in mapping_mod.load(folder).items()
+                              if e.get("current", True) and d not in files
+                              and d not in in_graph)
+    # derived parts that are missing are indexed again: out, then in
+    broken = g.incomplete()
+    redo_docs = [d for d in broken["docs"] if d in files and d not in rep.docs_added]
+    redo_notes = [n for n in broken["notes"] if n in notes and n not in rep.notes_updated]
+    rep.incomplete = redo_docs + redo_notes
+    rep.docs_removed = sorted(set(rep.docs_removed) | set(redo_docs))
+    rep.docs_added = sorted(set(rep.docs_added) | set(redo_docs))
+    rep.notes_updated = sorted(set(rep.notes_updated) | set(redo_notes))
     return {"files": files, "notes": notes}, rep
 
 
 def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
     """Bring the graph in line with the files. The caller holds the writer lock."""
-    if rebuild:
-        Graph.destroy(folder.kuzu_dir)
+    # a rebuild fills a new database beside the live one, which keeps serving until the
+    # new one is complete and swapped in
+    target = Graph.start_rebuild(folder.kuzu_dir) if rebuild else None
     _remove_stale_temp_files(folder)
-    with open_graph(folder, write=True) as g:
+    with open_graph(folder, write=True, kuzu_dir=target) as g:
         state, rep = plan(folder, g)
     rep.rebuilt = rebuild
     files, notes = state["files"], state["notes"]
@@ -355,12 +390,13 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
     _link_edits(folder, entries, rep, files)
     # the mapping first, so new docs are indexed with their recorded ingest time
     _sync_mapping(folder, entries, files, rep)
+    crash.point("sync.mapping-saved")
     # embed before reopening the graph: readers are not locked out during the slow part
     items = [(d, files[d]) for d in rep.docs_added]
     prepared = prepare_docs(folder, items, entries) if items else None
     changed_notes = [notes[n] for n in rep.notes_added + rep.notes_updated]
     embed_all(embedder(folder), [n.body for n in changed_notes], "embedding notes")
-    with open_graph(folder, write=True) as g:
+    with open_graph(folder, write=True, kuzu_dir=target) as g:
         from .lineage import relink
 
         for mv in rep.docs_moved:
@@ -373,6 +409,10 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         from .entities import sync_canonical
 
         sync_canonical(folder, g)
+        if target is not None:
+            crash.point("rebuild.loading")
+    if target is not None:
+        Graph.swap_in(folder.kuzu_dir)
     return rep
 
 
@@ -475,7 +515,7 @@ def status(folder: Folder) -> dict[str, Any]:
             out["embedder"] = g.meta().get("embedder")
             _, rep = plan(folder, g)
             out["stale"] = {k: v for k, v in rep.as_dict().items()
-                            if k.startswith(("docs_", "notes_")) and v}
+                            if k.startswith(("docs_", "notes_", "incomplete")) and v}
             out["problems"] = rep.problems
             out["in_sync"] = not rep.changed
             from .entities import extractor_mismatch

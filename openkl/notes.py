@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from . import events
+from . import crash, events
 from .errors import BadInput, NotFound
 from .folder import Folder, atomic_write, iso, utcnow
 
@@ -153,6 +153,7 @@ def add(folder: Folder, text: str, tags: list[str] | None = None,
     note = Note(id=nid, ts=iso(now), body=text.strip("\n"), tags=clean_labels(tags),
                 topics=clean_labels(topics), extra=dict(extra or {}), path=path)
     atomic_write(path, note.to_text())
+    crash.point("note.written")
     events.emit(folder, "mem_added", note=note.id, path=folder.rel(path), tags=note.tags or None)
     return read_note(path, folder)
 
@@ -218,6 +219,7 @@ def update(folder: Folder, note_id: str, text: str | None = None,
     note.extra["updated"] = iso()
     assert note.path is not None
     atomic_write(note.path, note.to_text())
+    crash.point("note.written")
     events.emit(folder, "mem_updated", note=note.id, path=folder.rel(note.path))
     return read_note(note.path, folder)
 
@@ -226,6 +228,7 @@ def delete(folder: Folder, note_id: str) -> Note:
     note = find(folder, note_id)
     assert note.path is not None
     note.path.unlink()
+    crash.point("note.deleted")
     for d in (note.path.parent, note.path.parent.parent):
         if d != folder.by_date_dir and d.exists() and not any(d.iterdir()):
             d.rmdir()

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import events
+from . import crash, events
 from . import mapping as mapping_mod
 from .errors import BadInput, OkError, UsageError
 from .folder import Folder, iso, utcnow
@@ -395,6 +395,7 @@ def refresh(folder: Folder, refs: list[str] | None = None, due: bool = False,
     if dry_run or not targets:
         return rep
     batch, owners, not_modified = _fetch(folder, targets, rep)
+    crash.point("refresh.fetched")
     with folder.write_lock("ok refresh"):
         _apply(folder, batch, owners, not_modified, rep, drift_threshold)
     return rep

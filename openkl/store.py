@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import events, indexer
+from . import crash, events, indexer
 from . import mapping as mapping_mod
 from .errors import BadInput, NotFound, OkError
 from .extract import Extracted, extract_bytes, require_ocr, supported
@@ -148,9 +148,11 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
             _take(folder, cand, rep, entries, paths, policy, new_items, ocr)
     if new_items:
         mapping_mod.save(folder, entries)
+        crash.point("ingest.mapping-saved")
         from .refresh import after_ingest  # drift of changed docs, and their events
 
         after_ingest(folder, entries, rep.added, drift_threshold)
+        crash.point("ingest.events-written")
         folder.log_op("store.ingest", ids=[a["id"] for a in rep.added],
                       paths=[a["path"] for a in rep.added])
         if index:
@@ -200,6 +202,17 @@ def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
     if have and have.get("current", True) and (folder.root / have["path"]).exists():
         if policy and have.get("refresh") != policy:
             have["refresh"] = policy
+        if not have.get("origin"):
+            # found by `ok sync` without its provenance (written by a process that died
+            # before recording it): this ingest knows where it came from
+            if cand.copy_original and not (folder.sources_dir / cand.rel).exists():
+                atomic_write(folder.sources_dir / cand.rel, cand.data)
+            have.update({"source": cand.source, "origin": cand.origin,
+                         "media_type": ext.media_type,
+                         "title": cand.extra.get("title") or ext.title})
+            if ext.meta or cand.extra:
+                have["meta"] = {**ext.meta, **cand.extra}
+            mapping_mod.append(folder, [have])
         return did, None
     norm_rel = "store/normalized/" + normalized_rel(cand.rel)
     previous = paths.get(norm_rel)
@@ -211,6 +224,7 @@ def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
     now = iso()
     if cand.copy_original:
         atomic_write(folder.sources_dir / cand.rel, cand.data)
+        crash.point("ingest.source-written")
     entry: dict[str, Any] = {
         "id": did, "path": norm_rel, "source": cand.source, "origin": cand.origin,
         "media_type": ext.media_type, "title": cand.extra.get("title") or ext.title,
@@ -226,10 +240,15 @@ def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
         keep = versions_dir(folder) / f"{old_id}.ok.md"
         if not keep.exists():
             atomic_write(keep, target.read_bytes())
+            crash.point("ingest.version-kept")
         previous.update({"current": False, "superseded_by": did, "superseded_at": now,
                          "path": folder.rel(keep)})
         entry["supersedes"] = old_id
+    # provenance first: a crash after this line leaves a file the mapping describes, never
+    # a file whose source, title and origin are lost
+    mapping_mod.append(folder, [e for e in (previous, entry) if e])
     atomic_write(target, body)
+    crash.point("ingest.normalized-written")
     entries[did] = entry
     paths[norm_rel] = entry
     return did, entry

@@ -111,7 +111,9 @@ def test_killed_ingest_is_repaired_by_sync(kf: Path, tmp_path: Path) -> None:
     assert not list((kf / "store").rglob("*.tmp"))
 
 
-def test_help_is_fast_and_light() -> None:
+def test_help_is_light() -> None:
+    """`ok --help` imports none of the heavy modules (its speed is measured in
+    bench/refresh.py, not here: a loaded machine must not fail the suite)."""
     code = ("import sys, time; t=time.perf_counter(); sys.argv=['ok','--help'];\n"
             "from openkl.cli.app import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
@@ -121,10 +123,8 @@ def test_help_is_fast_and_light() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     line = [x for x in r.stdout.splitlines() if x.startswith("HEAVY")][0]
     assert line.startswith("HEAVY []"), line
-    t = time.monotonic()
     r2 = run_cli("--help")
     assert r2.code == 0 and "Usage" in r2.out
-    assert time.monotonic() - t < 1.0
 
 
 HOLD_GRAPH = """

@@ -1,0 +1,382 @@
+"""Every writing command killed at every named crash point ends, after the next ordinary
+command, equal to a fresh rebuild from the same files, with nothing lost and an honest status.
+
+A crash is `OK_CRASH_AT=<point>[:<n>]` (see openkl/crash.py): the process ends with
+`os._exit`, as `kill -9` would end it, at the n-th pass through the point.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EXAMPLES, OK_BIN, REPO, run_cli, run_ok
+
+from openkl.crash import CRASH_EXIT, POINTS
+
+NOW = "2026-11-30T12:00:00Z"
+QUERIES = ["Ada Lovelace analytical engine", "CRISPR gene editing", "write-ahead log durability",
+           "lighthouse keepers at night", "writer lock"]
+
+
+def ok_at(root: Path, *args: str, input: str | None = None) -> Any:
+    r = run_ok("--root", str(root), *args, input=input)
+    assert r.code == 0, (args, r.err)
+    return r
+
+
+def snapshot(root: Path) -> dict[str, Any]:
+    """What the derived state answers, timestamps pinned by OK_NOW."""
+    out: dict[str, Any] = {}
+    for q in QUERIES:
+        hits = ok_at(root, "search", q, "-k", "5", "--json").json()
+        out[q] = [(h["id"], round(h["score"], 6), h["path"], h["sha256"]) for h in hits]
+    for name, cypher in {
+        "docs": "MATCH (d:Doc) RETURN d.current AS c, count(*) AS n ORDER BY c",
+        "chunks": "MATCH (c:Chunk) RETURN c.current AS c, count(*) AS n ORDER BY c",
+        "notes": "MATCH (m:MemoryNote) RETURN count(*) AS n",
+        "entities": "MATCH (e:Entity) RETURN count(*) AS n",
+        # listed, not counted: Kùzu's count(*) over a relationship table can be off by the
+        # edges deleted and re-created in one transaction
+        "related": "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id AS src, b.id AS dst,"
+                   " r.type AS t, r.confidence AS c ORDER BY src, dst, t",
+        "mentions": "MATCH (x)-[r:MENTIONS]->(e:Entity) RETURN x.id AS src,"
+                    " e.id AS dst, r.confidence AS c ORDER BY src, dst",
+        "supersedes": "MATCH (a:Doc)-[:SUPERSEDES]->(b:Doc) RETURN a.id AS x, b.id AS y ORDER BY x, y",
+        "extractions": "MATCH (x:Extraction) RETURN count(*) AS n",
+    }.items():
+        out[name] = ok_at(root, "graph", "cypher", cypher, "--json").json()
+    out["aks"] = json.loads(ok_at(root, "graph", "export", "-o", "-").out)
+    out["mapping"] = provenance(root)
+    return out
+
+
+def provenance(root: Path) -> dict[str, Any]:
+    rows = {}
+    for line in (root / ".ok" / "mapping.jsonl").read_text().splitlines():
+        e = json.loads(line)
+        rows[e["id"]] = {k: e.get(k) for k in ("path", "current", "source", "origin", "title",
+                                               "media_type", "superseded_by", "supersedes")}
+    return rows
+
+
+def fresh_rebuild(root: Path, where: Path) -> dict[str, Any]:
+    """The same files, indexed from nothing."""
+    shutil.copytree(root, where, symlinks=True)
+    for d in (where / ".ok").glob("kuzu*"):
+        shutil.rmtree(d)
+    ok_at(where, "index", "--rebuild")
+    return snapshot(where)
+
+
+def note_ids(root: Path) -> set[str]:
+    return {p.stem for p in (root / "memories" / "by_date").rglob("m-*.md")}
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Five documents (ingested from a directory that is gone afterwards, so refresh reads the
+    stored originals) and two notes."""
+    base = tmp_path_factory.mktemp("crash")
+    src = base / "docs"
+    shutil.copytree(EXAMPLES, src)
+    root = base / "kf"
+    old = os.environ.get("OK_NOW")
+    os.environ["OK_NOW"] = NOW
+    try:
+        assert run_ok("init", str(root)).code == 0
+        ok_at(root, "store", "ingest", str(src))
+        ok_at(root, "mem", "add", "The writer lock is an flock, so a killed writer frees it.",
+              "--tags", "kuzu")
+        ok_at(root, "mem", "add", "Lighthouse keepers kept logs of ships passing at night.",
+              "--topics", "sea")
+    finally:
+        if old is None:
+            os.environ.pop("OK_NOW", None)
+        else:
+            os.environ["OK_NOW"] = old
+    shutil.rmtree(src)
+    return root
+
+
+# -- the commands ------------------------------------------------------------------------
+# each prepares a copy of the template and returns the `ok` arguments to run
+
+def _ingest(root: Path, work: Path) -> list[str]:
+    d = work / "docs"
+    d.mkdir()
+    (d / "lighthouses.md").write_text("# Lighthouses\n\nLighthouse keepers tended the lamp at "
+                                      "night. Fresnel lenses focus the beam.\n")
+    (d / "tides.txt").write_text("Tides follow the Moon. Spring tides come at new and full "
+                                 "moon; neap tides at the quarters.\n")
+    # a new version of a document already in the folder (same source name)
+    wal = (EXAMPLES / "write-ahead-logging.md").read_text()
+    (d / "write-ahead-logging.md").write_text(wal + "\n\nCheckpoints bound the log's length.\n")
+    return ["store", "ingest", str(d)]
+
+
+def _mem_add(root: Path, work: Path) -> list[str]:
+    return ["mem", "add", "Ada Lovelace wrote about the Analytical Engine in 1843.",
+            "--tags", "history"]
+
+
+def _first_note(root: Path) -> str:
+    return sorted(note_ids(root))[0]
+
+
+def _mem_update(root: Path, work: Path) -> list[str]:
+    return ["mem", "update", _first_note(root), "--text",
+            "The writer lock is an flock held by Grace Hopper's process."]
+
+
+def _mem_delete(root: Path, work: Path) -> list[str]:
+    return ["mem", "delete", _first_note(root)]
+
+
+def _sync(root: Path, work: Path) -> list[str]:
+    norm = root / "store" / "normalized" / "docs"
+    (norm / "crispr-gene-editing.ok.md").unlink()  # deleted by hand
+    kuzu = norm / "kuzu-embedded-graphs.ok.md"  # edited in place
+    kuzu.write_text(kuzu.read_text() + "\n\nKùzu was written at the University of Waterloo.\n")
+    note = next((root / "memories" / "by_date").rglob(f"{_first_note(root)}.md"))
+    note.write_text(note.read_text().replace("killed writer", "killed writer (Linus Torvalds)"))
+    hand = note.parent / "m-20261130-hand.md"
+    hand.write_text("---\nid: m-20261130-hand\nts: '2026-11-30T12:00:00Z'\ntags: []\n---\n"
+                    "Written by hand: Marie Curie measured radioactivity.\n")
+    return ["sync"]
+
+
+def _rebuild(root: Path, work: Path) -> list[str]:
+    return ["index", "--rebuild"]
+
+
+def _refresh(root: Path, work: Path) -> list[str]:
+    orig = root / "store" / "sources" / "docs" / "retrieval-augmented-generation.md"
+    orig.write_text(orig.read_text() + "\n\nRetrieval cites its sources, like a lighthouse log.\n")
+    return ["refresh", "--all"]
+
+
+def _remove(root: Path, work: Path) -> list[str]:
+    return ["store", "remove", "docs/ada-lovelace.html.ok.md"]
+
+
+COMMANDS: dict[str, tuple[Callable[[Path, Path], list[str]], list[str]]] = {
+    "ingest": (_ingest, ["ingest.source-written", "ingest.source-written:3",
+                         "ingest.version-kept", "ingest.journaled", "ingest.journaled:2",
+                         "ingest.normalized-written", "ingest.normalized-written:3",
+                         "ingest.mapping-saved", "ingest.events-written", "graph.removed",
+                         "graph.docs-loaded", "entities.extracted", "entities.consolidated",
+                         "graph.before-commit", "graph.committed"]),
+    "mem-add": (_mem_add, ["note.written", "graph.notes-loaded", "entities.extracted",
+                           "entities.consolidated", "graph.before-commit", "graph.committed"]),
+    "mem-update": (_mem_update, ["note.written", "graph.removed", "graph.notes-loaded",
+                                 "entities.consolidated", "graph.before-commit"]),
+    "mem-delete": (_mem_delete, ["note.deleted", "graph.removed", "graph.before-commit",
+                                 "graph.committed"]),
+    "sync": (_sync, ["sync.mapping-saved", "graph.removed", "graph.docs-loaded",
+                     "graph.notes-loaded", "entities.extracted", "entities.consolidated",
+                     "entities.consolidated:2", "graph.before-commit:2", "graph.committed:2"]),
+    "rebuild": (_rebuild, ["sync.mapping-saved", "graph.docs-loaded", "entities.consolidated",
+                           "rebuild.loading", "graph.before-commit:2", "rebuild.built",
+                           "rebuild.swapping"]),
+    "refresh": (_refresh, ["refresh.fetched", "ingest.version-kept", "ingest.journaled",
+                           "ingest.normalized-written", "ingest.mapping-saved",
+                           "graph.docs-loaded", "graph.before-commit"]),
+    "remove": (_remove, ["graph.removed", "entities.consolidated", "graph.before-commit"]),
+}
+CASES = [(cmd, pt) for cmd, (_, pts) in COMMANDS.items() for pt in pts]
+
+
+def test_every_point_is_named_and_covered() -> None:
+    """The code passes only listed points, and the crash test reaches each one."""
+    used = set()
+    for p in (REPO / "openkl").rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "point" and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "crash"):
+                arg = node.args[0]
+                assert isinstance(arg, ast.Constant), f"{p}: crash points are named literally"
+                used.add(arg.value)
+    assert used == set(POINTS)
+    assert {pt.partition(":")[0] for _, pt in CASES} == set(POINTS)
+
+
+_uninterrupted: dict[str, dict[str, Any]] = {}
+
+
+def _normalize_origins(prov: dict[str, Any], work: Path) -> dict[str, Any]:
+    return {d: {**e, "origin": (e["origin"] or "").replace(str(work), "<work>")}
+            for d, e in prov.items()}
+
+
+def _prepare(template: Path, work: Path, cmd: str) -> tuple[Path, list[str]]:
+    root = work / "kf"
+    shutil.copytree(template, root, symlinks=True)
+    return root, COMMANDS[cmd][0](root, work)
+
+
+def _without_crash(template: Path, tmp: Path, cmd: str) -> dict[str, Any]:
+    """The mapping the command writes when nothing goes wrong."""
+    if cmd not in _uninterrupted:
+        work = tmp / f"clean-{cmd}"
+        work.mkdir()
+        root, args = _prepare(template, work, cmd)
+        ok_at(root, *args)
+        _uninterrupted[cmd] = _normalize_origins(provenance(root), work)
+    return _uninterrupted[cmd]
+
+
+@pytest.mark.parametrize(("cmd", "point"), CASES, ids=[f"{c}-{p}" for c, p in CASES])
+def test_crash_then_next_command_equals_rebuild(template: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                cmd: str, point: str) -> None:
+    monkeypatch.setenv("OK_NOW", NOW)
+    work = tmp_path / "work"
+    work.mkdir()
+    root, args = _prepare(template, work, cmd)
+    before = note_ids(root)
+    r = run_cli("--root", str(root), *args, env={"OK_CRASH_AT": point, "OK_NOW": NOW})
+    assert r.code == CRASH_EXIT, f"the crash point was not reached: exit {r.code}\n{r.err}"
+    status = run_ok("--root", str(root), "status", "--json").json()
+    reference = fresh_rebuild(root, tmp_path / "reference")
+    if status.get("in_sync"):  # an honest status: in sync means equal to a rebuild
+        assert snapshot(root) == reference
+    ok_at(root, "sync")
+    after = run_ok("--root", str(root), "status", "--json").json()
+    assert after["in_sync"], after
+    assert snapshot(root) == reference
+    # nothing lost: every note is still there (but the one being deleted), and every
+    # document the command wrote carries the provenance an uninterrupted run records
+    lost = before - note_ids(root) - ({_first_note_of(before)} if cmd == "mem-delete" else set())
+    assert not lost
+    clean = _without_crash(template, tmp_path, cmd)
+    got = _normalize_origins(provenance(root), work)
+    for did, e in got.items():
+        if did in clean and e["current"] and clean[did]["current"]:
+            assert e == clean[did], did
+
+
+def _first_note_of(ids: set[str]) -> str:
+    return sorted(ids)[0]
+
+
+def test_killed_rebuild_leaves_the_old_index_serving(template: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a rebuild is unfinished (or was killed), readers use the old index."""
+    monkeypatch.setenv("OK_NOW", NOW)
+    root = tmp_path / "kf"
+    shutil.copytree(template, root, symlinks=True)
+    want = snapshot(root)
+    r = run_cli("--root", str(root), "index", "--rebuild",
+                env={"OK_CRASH_AT": "rebuild.loading", "OK_NOW": NOW})
+    assert r.code == CRASH_EXIT
+    assert (root / ".ok" / "kuzu.rebuild").exists()
+    assert snapshot(root) == want  # a reader, with the unfinished rebuild beside it
+    assert run_ok("--root", str(root), "status", "--json").json()["in_sync"]
+    ok_at(root, "sync")  # the next writer clears the leftovers
+    assert not (root / ".ok" / "kuzu.rebuild").exists()
+    # killed between the two renames: the finished rebuild is taken up by the next command
+    r = run_cli("--root", str(root), "index", "--rebuild",
+                env={"OK_CRASH_AT": "rebuild.swapping", "OK_NOW": NOW})
+    assert r.code == CRASH_EXIT
+    assert not (root / ".ok" / "kuzu").exists()
+    assert snapshot(root) == want
+
+
+def test_ingest_repairs_provenance_that_a_crash_lost(template: Path, tmp_path: Path) -> None:
+    """A folder damaged before provenance was journaled: sync adopted a normalized file with
+    no source; ingesting the same file again records where it came from."""
+    root = tmp_path / "kf"
+    shutil.copytree(template, root, symlinks=True)
+    src = tmp_path / "in" / "lighthouses.md"
+    src.parent.mkdir()
+    src.write_text("# Lighthouses\n\nKeepers trimmed the wick at dusk.\n")
+    ok_at(root, "store", "ingest", str(src))
+    mapping = root / ".ok" / "mapping.jsonl"
+    lines = [json.loads(x) for x in mapping.read_text().splitlines()]
+    for e in lines:
+        if e.get("origin") == str(src):
+            for k in ("origin", "media_type", "title", "meta"):
+                e.pop(k, None)
+            e["source"] = {"path": e["path"]}
+    mapping.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    ok_at(root, "store", "ingest", str(src))
+    entry = next(e for e in provenance(root).values() if e["origin"] == str(src))
+    assert entry["source"] == {"path": "store/sources/lighthouses.md"}
+    assert entry["title"] == "Lighthouses"
+
+
+def test_torn_mapping_append_is_ignored_and_cut(template: Path, tmp_path: Path) -> None:
+    """A journal line cut short by a crash or a full disk is not an error, and the next
+    append starts on a fresh line."""
+    root = tmp_path / "kf"
+    shutil.copytree(template, root, symlinks=True)
+    mapping = root / ".ok" / "mapping.jsonl"
+    whole = mapping.read_text()
+    mapping.write_text(whole + '{"id": "0123456789abcdef", "path": "store/norm')
+    assert ok_at(root, "store", "list", "--json").json()
+    src = tmp_path / "tides.txt"
+    src.write_text("Tides follow the Moon.\n")
+    ok_at(root, "store", "ingest", str(src))
+    assert all(json.loads(x) for x in mapping.read_text().splitlines())
+    assert run_ok("--root", str(root), "status", "--json").json()["in_sync"]
+
+
+def test_sync_reindexes_a_document_whose_entities_are_missing(example_kf: Path) -> None:
+    """Derived parts lost from outside (a hand-run `--write` query) show in status, and sync
+    indexes that document again."""
+    doc = run_ok("store", "list", "--json").json()[0]["id"]
+    r = run_ok("graph", "cypher", "--write", f"MATCH (x:Extraction) WHERE x.owner = '{doc}' "
+               "DELETE x")
+    assert r.code == 0, r.err
+    st = run_ok("status", "--json").json()
+    assert not st["in_sync"] and st["stale"]["incomplete"] == [doc]
+    assert run_ok("doctor").code == 1
+    assert run_ok("sync").code == 0
+    assert run_ok("status", "--json").json()["in_sync"]
+
+
+@pytest.mark.slow
+def test_kill_9_at_random_moments_of_ingest_then_sync(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timing-based version: the process group of a long ingest is killed at random
+    moments; each time `ok sync` brings the folder to what a rebuild gives."""
+    import random
+
+    monkeypatch.setenv("OK_NOW", NOW)
+    rng = random.Random(7)
+    src = tmp_path / "docs"
+    src.mkdir()
+    words = (EXAMPLES / "retrieval-augmented-generation.md").read_text().split()
+    for i in range(150):
+        rng.shuffle(words)
+        (src / f"doc{i:03d}.md").write_text(f"# Document {i}\n\n" + " ".join(words[:120]) + "\n")
+    root = tmp_path / "kf"
+    assert run_ok("init", str(root)).code == 0
+    for attempt, delay in enumerate((0.8, 1.2, 1.6, 2.4, 3.5)):
+        proc = subprocess.Popen([OK_BIN, "--root", str(root), "store", "ingest", str(src)],
+                                start_new_session=True, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL,
+                                env={**os.environ, "OK_NOW": NOW})
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        st = run_ok("--root", str(root), "status", "--json").json()
+        reference = fresh_rebuild(root, tmp_path / f"ref{attempt}")
+        if st.get("in_sync"):
+            assert snapshot(root) == reference
+        ok_at(root, "sync")
+        assert snapshot(root) == reference
+        for e in provenance(root).values():
+            if e["current"]:
+                assert e["origin"] and e["origin"].startswith(str(src)), e
