@@ -45,3 +45,7 @@ class IndexMismatch(OkError):
 
 class ReadOnlyViolation(OkError):
     """A write was attempted through a read-only surface."""
+
+
+class QueryRefused(OkError):
+    """A query that no flag allows: it reaches files or extensions, or is several statements."""

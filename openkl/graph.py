@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import IndexMismatch, LockBusy, OkError, ReadOnlyViolation
+from .errors import BadInput, IndexMismatch, LockBusy, OkError, QueryRefused, ReadOnlyViolation
 
 SCHEMA_VERSION = "3"
 DB_FILE = "graph.kz"
@@ -59,6 +59,137 @@ FTS_INDEXES = (("Chunk", "chunk_fts", "fts"), ("MemoryNote", "note_fts", "fts"))
 
 def fts_text(text: str) -> str:
     return " ".join(text.split())
+
+
+# -- the guard for Cypher from users (CLI and MCP) ---------------------------------------
+# Kùzu runs whatever it parses, read-only database or not: LOAD FROM reads any file, COPY TO
+# and EXPORT DATABASE write anywhere, INSTALL reaches the network. Its Python API does not
+# say whether a prepared statement is read-only, so a small lexer decides, on an allow-list:
+# what a query may start with and which table functions it may CALL. The lexer follows
+# Kùzu's grammar for strings, backtick names and comments, so a keyword inside a literal
+# is data and a keyword hidden by a comment is not missed.
+
+_READ_STARTS = frozenset({"MATCH", "OPTIONAL", "RETURN", "WITH", "UNWIND", "CALL"})
+_WRITE_STARTS = frozenset({"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP",
+                           "ALTER", "COMMENT"})
+_WRITES = frozenset({"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "ALTER"})
+# clauses that reach files, databases or extensions outside the folder's graph
+_OUTSIDE = frozenset({"LOAD", "COPY", "EXPORT", "IMPORT", "INSTALL", "UNINSTALL", "UPDATE",
+                      "FORCE", "ATTACH", "USE"})
+# table functions that scan files; only reachable through CALL or LOAD FROM, both refused,
+# named here so the refusal says why
+_FILE_FUNCTIONS = frozenset({"READ_CSV_SERIAL", "READ_CSV_PARALLEL", "READ_PARQUET",
+                             "READ_NPY", "READ_PANDAS", "JSON_SCAN"})
+# table functions that only read the graph or its catalog; CREATE_FTS_INDEX is not here
+# (its stopwords option reads a file) and neither is `CALL name = value` (settings)
+CALLABLE = frozenset({"SHOW_TABLES", "TABLE_INFO", "SHOW_INDEXES", "SHOW_FUNCTIONS",
+                      "SHOW_SEQUENCES", "SHOW_CONNECTION", "DB_VERSION", "CATALOG_VERSION",
+                      "QUERY_FTS_INDEX", "QUERY_VECTOR_INDEX"})
+
+_FILES_HINT = "query the graph with MATCH … RETURN; files enter the folder through store ingest"
+
+
+def _refused(what: str, hint: str) -> QueryRefused:
+    return QueryRefused(f"Cypher refused: {what}", hint)
+
+
+def _lex(query: str) -> list[list[tuple[str, str]]]:
+    """Split Cypher into statements of (kind, text) tokens: word (upper-cased), param,
+    punct, and literal / name (without their text) for strings and backtick names.
+
+    Comments are dropped. Anything outside them that is not ASCII is refused: a look-alike
+    letter must not pass for a name or keyword.
+    """
+    statements: list[list[tuple[str, str]]] = [[]]
+    i, n = 0, len(query)
+    while i < n:
+        c = query[i]
+        if c in "'\"":
+            j = i + 1
+            while j < n and query[j] != c:
+                j += 2 if query[j] == "\\" else 1
+            if j >= n:
+                raise _refused("an unterminated string literal", f"close the {c} quote")
+            statements[-1].append(("literal", ""))
+            i = j + 1
+        elif c == "`":
+            j = query.find("`", i + 1)
+            while j != -1 and query[j + 1:j + 2] == "`":  # `` inside a name is one backtick
+                j = query.find("`", j + 2)
+            if j == -1:
+                raise _refused("an unterminated `name`", "close the backtick")
+            statements[-1].append(("name", ""))
+            i = j + 1
+        elif query.startswith("/*", i):
+            # as Kùzu's lexer: a `*` that does not close the comment takes the next character
+            j = i + 2
+            while j < n and not query.startswith("*/", j):
+                j += 2 if query[j] == "*" else 1
+            if j >= n:
+                raise _refused("an unterminated /* comment", "close it with */")
+            i = j + 2
+        elif query.startswith("//", i):
+            # ends at CR too: a lone CR does not end Kùzu's comment, so what follows is checked
+            while i < n and query[i] not in "\r\n":
+                i += 1
+        elif c == ";":
+            statements.append([])
+            i += 1
+        elif c.isascii() and (c.isalpha() or c == "_"):
+            j = i
+            while j < n and query[j].isascii() and (query[j].isalnum() or query[j] == "_"):
+                j += 1
+            kind = "param" if i and query[i - 1] == "$" else "word"
+            statements[-1].append((kind, query[i:j].upper()))
+            i = j
+        elif c in " \t\n\r\f\v":
+            i += 1
+        elif not c.isascii():
+            raise _refused(f"the character {c!r} (U+{ord(c):04X}) outside a string literal",
+                           "write Cypher in ASCII; other text goes in quotes or backticks")
+        else:
+            statements[-1].append(("punct", c))
+            i += 1
+    return [s for s in statements if s]
+
+
+def check_cypher(query: str, *, write: bool = False) -> None:
+    """Refuse a user's Cypher unless it is one statement that stays inside the graph.
+
+    Without `write` it must only read (ReadOnlyViolation otherwise). With or without it,
+    anything that reaches files, other databases or extensions is a QueryRefused.
+    """
+    statements = _lex(query)
+    if not statements:
+        raise BadInput("the query is empty", "pass a Cypher query such as "
+                       "`MATCH (d:Doc) RETURN d.title`")
+    if len(statements) > 1:
+        raise _refused("several statements (one is run at a time)",
+                       "remove the `;` between them and run each on its own")
+    tokens = statements[0]
+    for idx, (kind, text) in enumerate(tokens):
+        if kind != "word":
+            continue
+        after = tokens[idx + 1:idx + 3]
+        if text in _OUTSIDE or text in _FILE_FUNCTIONS:
+            raise _refused(f"{text} reaches files, other databases or extensions", _FILES_HINT)
+        if text == "DETACH" and after[:1] != [("word", "DELETE")]:
+            raise _refused("DETACH, other than DETACH DELETE, detaches a database", _FILES_HINT)
+        if text == "CALL":
+            name = after[0][1] if after and after[0][0] == "word" else ""
+            if name not in CALLABLE or after[1:] != [("punct", "(")]:
+                raise _refused(f"CALL {name.lower() or '…'}; only catalog and index functions "
+                               f"may be called ({', '.join(sorted(CALLABLE)).lower()})",
+                               "use MATCH … RETURN for anything else")
+    kind, first = tokens[0]
+    if kind != "word" or first not in _READ_STARTS | _WRITE_STARTS:
+        raise _refused(f"a query may not start with {first}",
+                       "start with MATCH, OPTIONAL MATCH, RETURN, WITH, UNWIND or CALL "
+                       "(CREATE, MERGE, SET, DELETE … with --write)")
+    if not write and (first in _WRITE_STARTS or any(k == "word" and t in _WRITES
+                                                    for k, t in tokens)):
+        raise ReadOnlyViolation("this query writes to the graph, which is opened read-only",
+                                "pass --write if you really mean to change the graph")
 
 
 def _is_lock_error(e: Exception) -> bool:
@@ -267,6 +398,12 @@ class Graph:
             raise
         self.conn.execute("COMMIT")
         crash.point("graph.committed")
+
+    def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a user's Cypher (CLI or MCP) once `check_cypher` lets it through; writes only
+        on a graph opened for writing."""
+        check_cypher(query, write=self.writable)
+        return self.query(query, params)
 
     def set_timeout(self, seconds: float) -> None:
         """Abort any query of this connection that runs longer than `seconds`."""

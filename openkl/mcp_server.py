@@ -308,12 +308,14 @@ class KnowledgeServer:
                      ) -> dict[str, Any]:
         """Run a read-only Cypher query against the derived graph (Doc, Chunk, MemoryNote,
         Entity, Topic; HAS_CHUNK, MENTIONS, DERIVED_FROM, HAS_TOPIC, RELATED, SUPERSEDES).
-        Writes are refused. Rows are capped by mcp.cypher_max_rows."""
+        One statement; writes are refused, and so is anything that reaches files, other
+        databases or extensions (LOAD FROM, COPY, EXPORT, IMPORT, INSTALL, ATTACH). Rows are
+        capped by mcp.cypher_max_rows."""
         st = self.stack(stack)
         cap = int(st.cap("cypher_max_rows", 500))
         try:
             with self._read_graph(st, "graph_cypher") as g:
-                rows = g.query(query, params or {})
+                rows = g.cypher(query, params or {})
         except ReadOnlyViolation as e:
             raise ReadOnlyViolation("graph_cypher is read-only; this query writes",
                                     "use mem_add / store_ingest to change the folder") from e

@@ -15,11 +15,25 @@ app = typer.Typer(help="The derived graph: Cypher, entities, exports.", no_args_
 @app.command()
 def cypher(
     query: str = typer.Argument(..., help="A Cypher query (`-` reads stdin)."),
-    write: bool = typer.Option(False, "--write", help="Allow the query to change the graph."),
+    write: bool = typer.Option(False, "--write", help="Allow the query to change the graph "
+                               "(never files or extensions)."),
     param: list[str] = typer.Option(None, "--param", "-p", help="NAME=VALUE (JSON values ok)."),
     json_: bool = JsonOpt,
 ) -> None:
-    """Run Cypher against the graph (read-only unless --write)."""
+    """Run one Cypher statement (read-only unless --write).
+
+    A query starts with MATCH, OPTIONAL MATCH, RETURN, WITH, UNWIND or CALL of a catalog or
+    index function (show_tables, table_info, query_fts_index, …); --write adds CREATE, MERGE,
+    SET, DELETE, REMOVE, DROP, ALTER. Clauses that reach files, other databases or
+    extensions are refused even with --write: LOAD FROM, COPY, EXPORT/IMPORT DATABASE,
+    INSTALL, LOAD EXTENSION, ATTACH, USE.
+
+    Examples:
+
+    \b
+      ok graph cypher "MATCH (d:Doc) RETURN d.title LIMIT 5"
+      ok graph cypher 'MATCH (d:Doc) WHERE d.title CONTAINS $t RETURN d.id' -p t=Ada
+    """
     import json
 
     from ..indexer import open_graph
@@ -39,11 +53,11 @@ def cypher(
     f = folder()
     if write:
         with writing(f, "ok graph cypher --write"), open_graph(f, write=True) as g:
-            rows = g.query(query, params)
+            rows = g.cypher(query, params)
             f.log_op("graph.cypher", query=query)
     else:
         with open_graph(f) as g:
-            rows = g.query(query, params)
+            rows = g.cypher(query, params)
     emit(rows, json_, plain=_tsv)
 
 
