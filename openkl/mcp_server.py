@@ -298,7 +298,8 @@ class KnowledgeServer:
             if text is not None:
                 rep = ingest_stdin(f, text.encode("utf-8"), name)
             else:
-                rep = ingest_paths(f, resolved)
+                # never out of the folder, whatever a link inside it says
+                rep = ingest_paths(f, resolved, confine=f.root)
         return {"stack": st.name, **rep.as_dict()}
 
     # -- tools: graph ---------------------------------------------------------------------
