@@ -200,7 +200,7 @@ def find(folder: Folder, note_id: str) -> Note:
     if len(hits) == 1:
         return hits[0]
     if not hits:
-        raise NotFound(f"no memory note with id {note_id}", "list ids with `ok mem list`")
+        raise NotFound(f"no memory note with id {shown(note_id)}", "list ids with `ok mem list`")
     raise BadInput(f"id prefix {note_id} matches {len(hits)} notes", "give more of the id")
 
 

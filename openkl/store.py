@@ -357,10 +357,17 @@ def ingest_paths(folder: Folder, paths: list[str], glob: list[str] | None = None
     return ingest(folder, cands, rep, policy=policy, ocr=ocr)
 
 
+# NAME_MAX less room for the `.ok.md` suffix, a disambiguating id and atomic_write's temp name
+MAX_STDIN_NAME = 200
+
+
 def ingest_stdin(folder: Folder, data: bytes, name: str | None = None) -> IngestReport:
     name = name or f"stdin-{hashlib.sha256(data).hexdigest()[:8]}.md"
-    if "/" in name or name.startswith("."):
-        raise BadInput(f"--name {name!r} must be a plain file name", "e.g. --name notes.md")
+    if "/" in name or name.startswith(".") or "\x00" in name or not name.strip():
+        raise BadInput(f"--name '{shown(name)}' must be a plain file name", "e.g. --name notes.md")
+    if len(os.fsencode(name)) > MAX_STDIN_NAME:
+        raise BadInput(f"--name is {len(os.fsencode(name))} bytes long; at most "
+                       f"{MAX_STDIN_NAME} are accepted", "pass a shorter name, e.g. notes.md")
     cand = Candidate(data=data, rel=f"stdin/{name}", origin="-",
                      source={"path": f"store/sources/stdin/{name}"})
     return ingest(folder, [cand])
@@ -382,7 +389,7 @@ def resolve(folder: Folder, ref: str, include_old: bool = False) -> dict[str, An
     if len(hits) == 1:
         return hits[0]
     if not hits:
-        raise NotFound(f"no document matches {ref!r}", "list documents with `ok store list`")
+        raise NotFound(f"no document matches '{shown(ref)}'", "list documents with `ok store list`")
     raise BadInput(f"{ref!r} matches {len(hits)} documents", "give more of the id")
 
 
