@@ -172,9 +172,20 @@ class Folder:
     @classmethod
     def init(cls, root: Path, domain: str | None = None) -> Folder:
         """Create the layout (idempotent: an existing folder keeps its files)."""
-        root = root.resolve()
-        if root.exists() and not root.is_dir():
-            raise BadInput(f"{root} exists and is not a directory", "choose another path")
+        root = root.expanduser().resolve()
+        check_path(root)
+        above = next((p for p in (root, *root.parents) if p.exists()), root)
+        if not above.is_dir():
+            raise BadInput(f"{shown(above)} exists and is not a directory", "choose another path")
+        try:
+            return cls._lay_out(root, domain)
+        except OSError as e:
+            raise BadInput(f"cannot create a knowledge folder at {shown(root)}: "
+                           f"{e.strerror or e}",
+                           "choose a directory you can write to, e.g. `ok init ~/kb`") from None
+
+    @classmethod
+    def _lay_out(cls, root: Path, domain: str | None) -> Folder:
         folder = cls(root)
         for d in (folder.sources_dir, folder.normalized_dir, folder.by_date_dir,
                   folder.topics_dir, folder.citations_dir, folder.graph_dir, folder.kuzu_dir,

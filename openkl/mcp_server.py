@@ -144,17 +144,17 @@ def safe_path(folder: Folder, rel: str) -> Path:
 MAX_ARG = MAX_PATH
 
 
-def check_args(tool: str, args: dict[str, Any]) -> None:
+def check_args(args: dict[str, Any]) -> None:
     """Refuse arguments no tool can use (NUL bytes, ids and paths past any file system's
     limits) with one line naming the argument, before any work is done."""
 
     def walk(name: str, value: Any) -> None:
         if isinstance(value, str):
             if "\x00" in value:
-                raise BadInput(f"{tool}: `{name}` contains a NUL byte",
+                raise BadInput(f"`{name}` contains a NUL byte",
                                "pass text, ids and paths without \\x00")
             if name not in FREE_TEXT and len(value) > MAX_ARG:
-                raise BadInput(f"{tool}: `{name}` is {len(value)} characters long; at most "
+                raise BadInput(f"`{name}` is {len(value)} characters long; at most "
                                f"{MAX_ARG} are accepted", "pass an id from search, a name, "
                                "or a path relative to the folder root")
         elif isinstance(value, dict):
@@ -677,7 +677,7 @@ class KnowledgeServer:
         from mcp.server.mcpserver.exceptions import ResourceError
 
         try:
-            check_args("resource", dict(zip(("stack", "id"), args, strict=False)))
+            check_args(dict(zip(("stack", "id"), args, strict=False)))
             return fn(*args)
         except OkError as e:
             raise ResourceError(str(e)) from e
@@ -695,7 +695,7 @@ class KnowledgeServer:
         async def run(**kwargs: Any) -> dict[str, Any]:
             cap = 0.0
             try:
-                check_args(name, kwargs)
+                check_args(kwargs)
                 st = self.stack(kwargs.get("stack"))
                 cap = st.timeout(name)
                 with anyio.fail_after(cap):
@@ -723,12 +723,26 @@ class KnowledgeServer:
 
 
 def _server_class() -> type[Any]:
-    """`MCPServer`, with arguments that fail the input schema told in one line."""
+    """`MCPServer`, with arguments that fail the input schema, and URIs that match no
+    resource, told in one line."""
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from mcp.server.mcpserver.exceptions import (
+        ResourceNotFoundError,
+        ToolError,
+        UnexpectedToolError,
+    )
     from pydantic import ValidationError
 
     class Server(MCPServer):  # type: ignore[misc]
+        async def read_resource(self, uri: Any, context: Any = None) -> Any:
+            try:
+                return await super().read_resource(uri, context)
+            except ResourceNotFoundError as e:
+                # the SDK's message repeats the whole URI, however long
+                raise ResourceNotFoundError(
+                    f"unknown resource {shown(str(uri), 120)} (hint: read ok://stacks, "
+                    "ok://STACK/doc/ID or ok://STACK/memory/ID, with an id from search)") from e
+
         async def call_tool(self, name: str, arguments: dict[str, Any],
                             context: Any = None) -> Any:
             try:
