@@ -320,7 +320,8 @@ class KnowledgeServer:
                      ) -> dict[str, Any]:
         """Ingest documents: files already inside the folder (pdf, html, docx, md, txt, …), or
         the given text. Unchanged content is a no-op; changed content supersedes the old
-        version (kept for citations)."""
+        version (kept for citations). Symlinks that lead out of the folder are skipped and
+        listed in `skipped`."""
         from .store import ingest_paths, ingest_stdin
 
         st = self.stack(stack)
