@@ -146,28 +146,34 @@ MAX_ARG = MAX_PATH
 
 def check_args(args: dict[str, Any]) -> None:
     """Refuse arguments no tool can use (NUL bytes, ids and paths past any file system's
-    limits) with one line naming the argument, before any work is done."""
+    limits) with one line naming the argument, before any work is done.
 
-    def walk(name: str, value: Any) -> None:
-        if isinstance(value, str):
-            if "\x00" in value:
-                raise BadInput(f"`{name}` contains a NUL byte",
-                               "pass text, ids and paths without \\x00")
-            if name not in FREE_TEXT and len(value) > MAX_ARG:
-                raise BadInput(f"`{name}` is {len(value)} characters long; at most "
-                               f"{MAX_ARG} are accepted", "pass an id from search, a name, "
-                               "or a path relative to the folder root")
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                walk(f"{name}.{k}", v)
-        elif isinstance(value, list | tuple):
-            for i, v in enumerate(value):
-                walk(f"{name}[{i}]", v)
+    Only the arguments themselves, the items of list arguments and the path/id fields of
+    cite objects are looked at: a cite object's quote may be a whole document.
+    """
+
+    def check(name: str, value: Any) -> None:
+        if not isinstance(value, str):
+            return
+        if "\x00" in value:
+            raise BadInput(f"`{name}` contains a NUL byte",
+                           "pass text, ids and paths without \\x00")
+        if name.split("[")[0] not in FREE_TEXT and len(value) > MAX_ARG:
+            raise BadInput(f"`{name}` is {len(value)} characters long; at most "
+                           f"{MAX_ARG} are accepted", "pass an id from search, a name, "
+                           "or a path relative to the folder root")
 
     for k, v in args.items():
-        walk(k, v)
+        for i, item in enumerate(v) if isinstance(v, list) else [(None, v)]:
+            at = k if i is None else f"{k}[{i}]"
+            if isinstance(item, dict):
+                for field_ in ID_FIELDS & set(item):
+                    check(f"{at}.{field_}", item[field_])
+            else:
+                check(at, item)
 
 
+ID_FIELDS = {"id", "doc_id", "path", "ref"}
 # arguments that are prose, not names: long is fine
 FREE_TEXT = {"text", "query", "question", "pattern"}
 

@@ -165,3 +165,16 @@ def test_hostile_argument_gets_one_clear_line(case: Case, answers: Any) -> None:
 def test_hostile_arguments_write_nothing(answers: Any) -> None:
     _, before, after = answers
     assert after == before
+
+
+def test_long_prose_and_long_quotes_are_fine() -> None:
+    from openkl.errors import BadInput
+    from openkl.mcp_server import check_args
+
+    whole_doc = {"type": "doc", "path": "store/normalized/x.ok.md", "quote": "word " * 5000,
+                 "context": {"pre": "", "post": ""}}
+    check_args({"items": [whole_doc], "query": "q" * 10000, "text": "t" * 100000})
+    with pytest.raises(BadInput, match=r"`items\[1\]\.path` contains a NUL"):
+        check_args({"items": [whole_doc, {**whole_doc, "path": "x\x00"}]})
+    with pytest.raises(BadInput, match=r"`refs\[0\]` is 5000 characters long"):
+        check_args({"refs": [LONG]})
