@@ -32,7 +32,7 @@ from . import grep as grep_mod
 from . import indexer
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError
-from .folder import MAX_PATH, Folder, check_path, open_folder, shown
+from .folder import MAX_PATH, NAME_NOT_UTF8, Folder, check_path, is_utf8, open_folder, shown
 
 SERVER_NAME = "openkl"
 MARKER = "[truncated: {shown} of {total} {what} shown; the result exceeded the {cap}-byte cap " \
@@ -518,6 +518,8 @@ class KnowledgeServer:
         for p in entries[:cap]:
             rel = (d / p.name).relative_to(f.root).as_posix()
             row: dict[str, Any] = {"name": p.name, "path": rel}
+            if not is_utf8(p.name):  # JSON cannot carry it; the escaped form cannot be read
+                row.update(name=shown(p.name, 4096), path=shown(rel, 4096), problem=NAME_NOT_UTF8)
             if p.is_symlink():
                 target = p.resolve()
                 inside = target == f.root or f.root in target.parents
@@ -650,8 +652,8 @@ class KnowledgeServer:
 
         from . import distill
 
-        server = _server_class()(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING",
-                           version=_version())
+        server = _server_class()(SERVER_NAME, instructions=INSTRUCTIONS,
+                                 log_level="WARNING", version=_version())
         for fn, ann in self.tool_specs():
             name = fn.__name__
             server.add_tool(self._timed(name, fn), name=name,

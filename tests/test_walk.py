@@ -101,16 +101,18 @@ def test_mcp_ingest_of_a_directory_never_leaves_the_folder(example_kf: Path, tmp
     (example_kf / "notes").mkdir()
     (example_kf / "notes" / "kept.md").write_text("# Kept\n\nLinked from inside, fine.\n")
     (src / "kept.md").symlink_to("../../notes/kept.md")  # elsewhere inside: followed
+    (src / os.fsdecode(b"odd\xffname.md")).write_text("# Odd\n\nA name that is not UTF-8.\n")
 
     async def go(c: Any) -> None:
         for paths in (["."], ["store/sources"], ["citations"]):
             rep = await call(c, "store_ingest", paths=paths)
             for s in rep["skipped"]:
                 assert "/etc/passwd" in s["reason"] or str(outside) in s["reason"] \
-                    or "own files" in s["reason"], s
+                    or "own files" in s["reason"] or "not valid UTF-8" in s["reason"], s
             names = {Path(s["path"]).name for s in rep["skipped"]}
             if paths == ["store/sources"]:
-                assert {"passwd.md", "leak.md", "leakdir", "state.md"} <= names, names
+                assert {"passwd.md", "leak.md", "leakdir", "state.md",
+                        "odd\\xffname.md"} <= names, names
                 assert any("outside the knowledge folder" in s["reason"]
                            for s in rep["skipped"])
                 done = {a["origin"] for a in rep["added"] + rep["unchanged"]}
@@ -122,6 +124,9 @@ def test_mcp_ingest_of_a_directory_never_leaves_the_folder(example_kf: Path, tmp
         assert all(SECRET not in h["quote"] for h in hits)
         listing = json.dumps(await call(c, "fs_list", path="store/normalized"))
         assert "pw.json" not in listing and "leak" not in listing
+        rows = {r["name"]: r for r in (await call(c, "fs_list", path="store/sources"))["results"]}
+        assert "not valid UTF-8" in rows["odd\\xffname.md"]["problem"]
+        assert rows["leak.md"]["type"] == "link-outside" and rows["kept.md"]["type"] == "link"
         tools = {t.name: t for t in (await c.list_tools()).tools}
         assert "follow" not in tools["store_ingest"].input_schema["properties"]
 
