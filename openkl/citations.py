@@ -34,7 +34,7 @@ from typing import Any
 from . import mapping as mapping_mod
 from .chunking import _strip as _strip_span  # whitespace trimmed off a span
 from .errors import BadInput, NotFound, UsageError
-from .folder import Folder, atomic_write, iso
+from .folder import Folder, atomic_write, check_path, iso, shown
 
 TYPES = ("doc", "chunk", "memory")
 STATUSES = ("verified", "moved", "changed", "missing")
@@ -319,7 +319,7 @@ def make(folder: Folder, ref: str, *, lines: str | None = None, chars: str | Non
     elif DOC_ID.match(ref) or NOTE_ID.match(ref):
         owner, span = ref, None
     elif "#char" in ref:
-        raise BadInput(f"{ref!r} is not a valid chunk id",
+        raise BadInput(f"'{shown(ref)}' is not a valid chunk id",
                        "chunk ids look like <16 hex digits>#char<start>-<end>")
     else:
         return _make_from_path(folder, files, ref, lines, chars, cwd)
@@ -393,12 +393,13 @@ def _make_from_path(folder: Folder, files: Files, ref: str, lines: str | None,
                     chars: str | None, cwd: Path | None) -> dict[str, Any]:
     from .notes import parse_note
 
+    check_path(ref, "reference")
     p = Path(ref).expanduser()
     if not p.is_absolute() and (Path(cwd or Path.cwd()) / p).exists():
         p = Path(cwd or Path.cwd()) / p
     full = folder.inside(p)
     if not full.is_file():
-        raise NotFound(f"no such file: {ref}", "pass a normalized doc (store/normalized/…), "
+        raise NotFound(f"no such file: {shown(ref)}", "pass a normalized doc (store/normalized/…), "
                        "a memory note, or an id from `ok search --json`")
     rel = folder.rel(full)
     in_docs = (folder.normalized_dir in full.parents or versions_dir(folder) in full.parents)

@@ -31,7 +31,7 @@ from . import crash
 from .cache import SqliteCache
 from .entity_local import TYPES, entity_id, key_of
 from .errors import NotFound, UsageError
-from .folder import Folder
+from .folder import Folder, shown
 from .graph import Graph
 
 REPEAT = 0.8  # each further mention in the same source removes 20% of the remaining doubt
@@ -607,7 +607,7 @@ def find_entity(g: Graph, name: str) -> dict[str, Any]:
                        " ORDER BY e.confidence DESC, e.name LIMIT 5", {"p": entity_id(k)})
         hint = ("did you mean: " + ", ".join(r["name"] for r in near)) if near else \
             "list entities with `ok graph entities`"
-        raise NotFound(f"no entity named {name!r}", hint)
+        raise NotFound(f"no entity named '{shown(name)}'", hint)
     return _entity_row(rows[0])
 
 

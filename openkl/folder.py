@@ -87,6 +87,53 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         raise
 
 
+# Linux's PATH_MAX and NAME_MAX; deeper than MAX_DEPTH levels is a mistake, not a folder
+MAX_PATH = 4096
+MAX_NAME = 255
+MAX_DEPTH = 128
+
+
+def shown(value: str | Path, limit: int = 120) -> str:
+    """A path or name fit for a one-line message: bytes that are not UTF-8 become `\\xNN`,
+    control characters are escaped and anything past `limit` characters is cut."""
+    raw = os.fsencode(str(value)).decode("utf-8", "backslashreplace")
+    text = raw.encode("unicode_escape").decode("ascii") if not raw.isprintable() else raw
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+NAME_NOT_UTF8 = ("its name is not valid UTF-8 (the mapping and the index need UTF-8), so it is "
+                 "left out (hint: rename it to a UTF-8 name)")
+
+
+def is_utf8(path: str | Path) -> bool:
+    """Whether a path can be written to JSON, the mapping and the graph (all UTF-8)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_path(path: str | Path, what: str = "path") -> None:
+    """Refuse paths no file system would take (NUL, too long, too deep), with the reason."""
+    text = str(path)
+    if "\x00" in text:
+        raise BadInput(f"{what} contains a NUL byte", "pass a plain path without \\x00")
+    size = len(os.fsencode(text))
+    if size > MAX_PATH:
+        raise BadInput(f"{what} is {size} bytes long; paths are at most {MAX_PATH}",
+                       "pass a shorter path, relative to the folder root")
+    parts = [x for x in text.replace("\\", "/").split("/") if x]
+    if len(parts) > MAX_DEPTH:
+        raise BadInput(f"{what} is {len(parts)} directories deep; at most {MAX_DEPTH} are "
+                       "accepted", "pass the path of a real file or directory")
+    long = next((x for x in parts if len(os.fsencode(x)) > MAX_NAME), None)
+    if long is not None:
+        raise BadInput(f"{what} has a name of {len(os.fsencode(long))} bytes "
+                       f"({shown(long, 40)}); names are at most {MAX_NAME}",
+                       "pass the path of a real file or directory")
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for k, v in over.items():
@@ -125,9 +172,20 @@ class Folder:
     @classmethod
     def init(cls, root: Path, domain: str | None = None) -> Folder:
         """Create the layout (idempotent: an existing folder keeps its files)."""
-        root = root.resolve()
-        if root.exists() and not root.is_dir():
-            raise BadInput(f"{root} exists and is not a directory", "choose another path")
+        root = root.expanduser().resolve()
+        check_path(root)
+        above = next((p for p in (root, *root.parents) if p.exists()), root)
+        if not above.is_dir():
+            raise BadInput(f"{shown(above)} exists and is not a directory", "choose another path")
+        try:
+            return cls._lay_out(root, domain)
+        except OSError as e:
+            raise BadInput(f"cannot create a knowledge folder at {shown(root)}: "
+                           f"{e.strerror or e}",
+                           "choose a directory you can write to, e.g. `ok init ~/kb`") from None
+
+    @classmethod
+    def _lay_out(cls, root: Path, domain: str | None) -> Folder:
         folder = cls(root)
         for d in (folder.sources_dir, folder.normalized_dir, folder.by_date_dir,
                   folder.topics_dir, folder.citations_dir, folder.graph_dir, folder.kuzu_dir,
@@ -153,14 +211,17 @@ class Folder:
 
     def inside(self, path: str | Path) -> Path:
         """Resolve `path` (relative to the root or absolute) and refuse anything outside it."""
+        check_path(path)
         p = Path(path)
-        if "\x00" in str(path):
-            raise BadInput("path contains a NUL byte", "pass a plain path")
         full = (p if p.is_absolute() else self.root / p).resolve()
-        if full != self.root and self.root not in full.parents:
-            raise BadInput(f"path {path} is outside the knowledge folder {self.root}",
+        if not self.holds(full):
+            raise BadInput(f"path {shown(path)} is outside the knowledge folder {self.root}",
                            "use a path inside the folder")
         return full
+
+    def holds(self, resolved: Path) -> bool:
+        """Whether a resolved path is the root or lies under it."""
+        return resolved == self.root or self.root in resolved.parents
 
     # -- config -----------------------------------------------------------------
     @property

@@ -5,7 +5,9 @@ Matches come back as {path, line, column, text, match}; the same shape either wa
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadInput, UsageError
-from .folder import Folder
+from .folder import Folder, shown
 
 
 def rg_binary() -> str | None:
@@ -38,6 +40,9 @@ def grep(folder: Folder, pattern: str, *, scope: str = "all", ignore_case: bool 
          fixed: bool = False, max_count: int = 1000, use_rg: bool = True) -> list[dict[str, Any]]:
     if not pattern:
         raise UsageError("the pattern is empty", "pass a regular expression or use -F for text")
+    if "\x00" in pattern:
+        raise BadInput("the pattern contains a NUL byte", "notes and documents are text; "
+                       "search for something else")
     paths = targets(folder, scope)
     if not paths:
         return []
@@ -67,7 +72,9 @@ def _rg(folder: Folder, rg: str, pattern: str, paths: list[Path], ignore_case: b
         d = ev["data"]
         text = d["lines"].get("text", "")
         for sub in d.get("submatches", [])[:1]:
-            out.append({"path": folder.rel(Path(d["path"]["text"])),
+            # rg gives a name that is not UTF-8 as base64 bytes (`ok sync` reports the file)
+            name = d["path"].get("text") or os.fsdecode(base64.b64decode(d["path"]["bytes"]))
+            out.append({"path": shown(folder.rel(Path(name)), 4096),
                         "line": d["line_number"], "column": _col(text, sub["start"]) + 1,
                         "text": text.rstrip("\n"), "match": sub["match"].get("text", "")})
         if len(out) >= max_count:
@@ -92,7 +99,7 @@ def _py(folder: Folder, pattern: str, paths: list[Path], ignore_case: bool, fixe
         for n, line in enumerate(text.splitlines(), 1):
             m = rx.search(line)
             if m:
-                out.append({"path": folder.rel(f), "line": n, "column": m.start() + 1,
+                out.append({"path": shown(folder.rel(f), 4096), "line": n, "column": m.start() + 1,
                             "text": line, "match": m.group(0)})
                 if len(out) >= max_count:
                     return out

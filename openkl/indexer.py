@@ -26,7 +26,7 @@ from .chunking import chunk_text
 from .embeddings import Embedder, embedder_for
 from .errors import OkError
 from .extract import title_of
-from .folder import Folder, iso
+from .folder import NAME_NOT_UTF8, Folder, is_utf8, iso, shown
 from .graph import Graph
 from .progress import progress
 
@@ -131,6 +131,9 @@ def scan_docs(folder: Folder) -> tuple[dict[str, str], list[tuple[str, str]]]:
         return found, problems
     for p in sorted(folder.normalized_dir.rglob(f"*{DOC_SUFFIX}")):
         if not p.is_file() or p.name.startswith("."):
+            continue
+        if not is_utf8(p):
+            problems.append((shown(folder.rel(p), 4096), NAME_NOT_UTF8))
             continue
         data = p.read_bytes()
         rel = folder.rel(p)

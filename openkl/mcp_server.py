@@ -32,7 +32,7 @@ from . import grep as grep_mod
 from . import indexer
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError
-from .folder import Folder, open_folder
+from .folder import MAX_PATH, NAME_NOT_UTF8, Folder, check_path, is_utf8, open_folder, shown
 
 SERVER_NAME = "openkl"
 MARKER = "[truncated: {shown} of {total} {what} shown; the result exceeded the {cap}-byte cap " \
@@ -130,12 +130,52 @@ def safe_path(folder: Folder, rel: str) -> Path:
     if "\x00" in rel:
         raise BadInput("path contains a NUL byte", "pass a plain relative path")
     rel = rel.strip() or "."
+    check_path(rel)
     if rel.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", rel) or Path(rel).is_absolute():
-        raise BadInput(f"absolute path {rel!r} refused", "pass a path relative to the folder root")
+        raise BadInput(f"absolute path '{shown(rel)}' refused",
+                       "pass a path relative to the folder root")
     if ".." in PurePosixPath(rel.replace("\\", "/")).parts:
-        raise BadInput(f"path {rel!r} climbs out with `..`",
+        raise BadInput(f"path '{shown(rel)}' climbs out with `..`",
                        "pass a path relative to the folder root")
     return folder.inside(rel)
+
+
+# what a single string argument may hold: names and ids are short, paths at most PATH_MAX
+MAX_ARG = MAX_PATH
+
+
+def check_args(args: dict[str, Any]) -> None:
+    """Refuse arguments no tool can use (NUL bytes, ids and paths past any file system's
+    limits) with one line naming the argument, before any work is done.
+
+    Only the arguments themselves, the items of list arguments and the path/id fields of
+    cite objects are looked at: a cite object's quote may be a whole document.
+    """
+
+    def check(name: str, value: Any) -> None:
+        if not isinstance(value, str):
+            return
+        if "\x00" in value:
+            raise BadInput(f"`{name}` contains a NUL byte",
+                           "pass text, ids and paths without \\x00")
+        if name.split("[")[0] not in FREE_TEXT and len(value) > MAX_ARG:
+            raise BadInput(f"`{name}` is {len(value)} characters long; at most "
+                           f"{MAX_ARG} are accepted", "pass an id from search, a name, "
+                           "or a path relative to the folder root")
+
+    for k, v in args.items():
+        for i, item in enumerate(v) if isinstance(v, list) else [(None, v)]:
+            at = k if i is None else f"{k}[{i}]"
+            if isinstance(item, dict):
+                for field_ in ID_FIELDS & set(item):
+                    check(f"{at}.{field_}", item[field_])
+            else:
+                check(at, item)
+
+
+ID_FIELDS = {"id", "doc_id", "path", "ref"}
+# arguments that are prose, not names: long is fine
+FREE_TEXT = {"text", "query", "question", "pattern"}
 
 
 class KnowledgeServer:
@@ -286,7 +326,8 @@ class KnowledgeServer:
                      ) -> dict[str, Any]:
         """Ingest documents: files already inside the folder (pdf, html, docx, md, txt, …), or
         the given text. Unchanged content is a no-op; changed content supersedes the old
-        version (kept for citations)."""
+        version (kept for citations). Symlinks that lead out of the folder are skipped and
+        listed in `skipped`."""
         from .store import ingest_paths, ingest_stdin
 
         st = self.stack(stack)
@@ -298,7 +339,8 @@ class KnowledgeServer:
             if text is not None:
                 rep = ingest_stdin(f, text.encode("utf-8"), name)
             else:
-                rep = ingest_paths(f, resolved)
+                # never out of the folder, whatever a link inside it says
+                rep = ingest_paths(f, resolved, confine=f.root)
         return {"stack": st.name, **rep.as_dict()}
 
     # -- tools: graph ---------------------------------------------------------------------
@@ -478,6 +520,8 @@ class KnowledgeServer:
         for p in entries[:cap]:
             rel = (d / p.name).relative_to(f.root).as_posix()
             row: dict[str, Any] = {"name": p.name, "path": rel}
+            if not is_utf8(p.name):  # JSON cannot carry it; the escaped form cannot be read
+                row.update(name=shown(p.name, 4096), path=shown(rel, 4096), problem=NAME_NOT_UTF8)
             if p.is_symlink():
                 target = p.resolve()
                 inside = target == f.root or f.root in target.parents
@@ -517,6 +561,9 @@ class KnowledgeServer:
         want = min(int(max_bytes or cap), cap)
         size = p.stat().st_size
         offset = max(0, int(offset))
+        if offset > size:
+            raise BadInput(f"offset {offset} is past the end of {rel} ({size} bytes)",
+                           f"pass an offset from 0 to {size} (next_offset of the last piece)")
         with open(p, "rb") as fh:
             head = fh.read(8192)
             if b"\x00" in head:
@@ -603,13 +650,12 @@ class KnowledgeServer:
 
     def build(self) -> Any:
         """The `MCPServer` with every tool, resource and prompt registered."""
-        from mcp.server.mcpserver import MCPServer
         from mcp.types import ToolAnnotations
 
         from . import distill
 
-        server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING",
-                           version=_version())
+        server = _server_class()(SERVER_NAME, instructions=INSTRUCTIONS,
+                                 log_level="WARNING", version=_version())
         for fn, ann in self.tool_specs():
             name = fn.__name__
             server.add_tool(self._timed(name, fn), name=name,
@@ -642,9 +688,13 @@ class KnowledgeServer:
         from mcp.server.mcpserver.exceptions import ResourceError
 
         try:
+            check_args(dict(zip(("stack", "id"), args, strict=False)))
             return fn(*args)
         except OkError as e:
             raise ResourceError(str(e)) from e
+        except (OSError, ValueError, OverflowError) as e:
+            raise ResourceError(f"cannot read the resource: {_reason(e)} (hint: use an id "
+                                "from search or list_stacks)") from e
 
     def _timed(self, name: str, fn: Callable[..., dict[str, Any]]) -> Callable[..., Any]:
         """Wrap a tool: run it on a worker thread under its time cap; typed errors become
@@ -656,6 +706,7 @@ class KnowledgeServer:
         async def run(**kwargs: Any) -> dict[str, Any]:
             cap = 0.0
             try:
+                check_args(kwargs)
                 st = self.stack(kwargs.get("stack"))
                 cap = st.timeout(name)
                 with anyio.fail_after(cap):
@@ -670,12 +721,70 @@ class KnowledgeServer:
                                     f"(hint: narrow the request, or raise mcp.timeouts.{name})"
                                     ) from None
                 raise ToolError(str(e)) from e
+            except (OSError, ValueError, OverflowError) as e:
+                # what the system said about an argument no check caught: still one line
+                raise ToolError(f"{name} failed: {_reason(e)} (hint: check the paths, ids "
+                                "and numbers passed)") from e
 
         sig = inspect.signature(fn, eval_str=True)
         run.__signature__ = sig.replace(return_annotation=dict[str, Any])  # type: ignore[attr-defined]
         run.__name__ = name
         run.__doc__ = fn.__doc__
         return run
+
+
+def _server_class() -> type[Any]:
+    """`MCPServer`, with arguments that fail the input schema, and URIs that match no
+    resource, told in one line."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import (
+        ResourceNotFoundError,
+        ToolError,
+        UnexpectedToolError,
+    )
+    from pydantic import ValidationError
+
+    class Server(MCPServer):  # type: ignore[misc]
+        async def read_resource(self, uri: Any, context: Any = None) -> Any:
+            try:
+                return await super().read_resource(uri, context)
+            except ResourceNotFoundError as e:
+                # the SDK's message repeats the whole URI, however long
+                raise ResourceNotFoundError(
+                    f"unknown resource {shown(str(uri), 120)} (hint: read ok://stacks, "
+                    "ok://STACK/doc/ID or ok://STACK/memory/ID, with an id from search)") from e
+
+        async def call_tool(self, name: str, arguments: dict[str, Any],
+                            context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as e:
+                cause = e.__cause__
+                if isinstance(e, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                    raise
+                # the SDK's text spans lines and repeats the caller's values in full
+                raise ToolError(f"Error executing tool {name}: {schema_errors(cause)}") \
+                    from cause
+
+    return Server
+
+
+def schema_errors(e: Any) -> str:
+    """One line for a pydantic `ValidationError` of tool arguments."""
+    parts = []
+    for err in e.errors():
+        where = ".".join(str(x) for x in err.get("loc", ()) if x != "") or "arguments"
+        got = err.get("input")
+        shown_got = "" if isinstance(got, dict) else f" (got {shown(repr(got), 40)})"
+        parts.append(f"`{where}`: {err.get('msg', 'invalid')}{shown_got}")
+    return ("validation error: " + "; ".join(parts)
+            + " (hint: see the tool's input schema for types and bounds)")
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror + (f": {shown(e.filename)}" if e.filename else "")
+    return shown((str(e).splitlines() or [type(e).__name__])[0], 200)
 
 
 @contextlib.contextmanager

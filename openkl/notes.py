@@ -20,7 +20,7 @@ import yaml
 
 from . import crash, events
 from .errors import BadInput, NotFound
-from .folder import Folder, atomic_write, iso, utcnow
+from .folder import NAME_NOT_UTF8, Folder, atomic_write, is_utf8, iso, shown, utcnow
 
 NOTE_ID = re.compile(r"^m-\d{8}-[a-z0-9]{4}$")
 _FM = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
@@ -170,6 +170,9 @@ def scan(folder: Folder) -> tuple[dict[str, Note], list[tuple[str, str]]]:
     notes: dict[str, Note] = {}
     problems: list[tuple[str, str]] = []
     for p in iter_note_files(folder):
+        if not is_utf8(p):
+            problems.append((shown(folder.rel(p), 4096), NAME_NOT_UTF8))
+            continue
         try:
             n = read_note(p, folder)
         except BadInput as e:
@@ -198,7 +201,7 @@ def find(folder: Folder, note_id: str) -> Note:
     if len(hits) == 1:
         return hits[0]
     if not hits:
-        raise NotFound(f"no memory note with id {note_id}", "list ids with `ok mem list`")
+        raise NotFound(f"no memory note with id {shown(note_id)}", "list ids with `ok mem list`")
     raise BadInput(f"id prefix {note_id} matches {len(hits)} notes", "give more of the id")
 
 

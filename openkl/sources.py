@@ -720,9 +720,16 @@ def fetch_repo(folder: Folder, target: str, include: list[str] | None = None,
     batch = Batch(tree=tree)
     info = {"kind": "repo", "commit": commit, "include": list(include or []),
             **({"branch": branch} if branch else {})}
+    top = tree.resolve()
     for rel in files:
         p = tree / rel
         try:
+            real = p.resolve()
+            if real != top and top not in real.parents:
+                # a cloned repository chooses its own links: one to ~/.ssh must not be stored
+                batch.skipped.append({"path": rel, "reason": f"a symlink to {real}, outside "
+                                      "the repository; not stored"})
+                continue
             if p.stat().st_size > max_bytes:
                 batch.skipped.append({"path": rel, "reason": f"larger than the {max_bytes >> 20}"
                                       " MB limit (raise ingest.max_file_mb)"})

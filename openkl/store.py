@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from . import crash, events, indexer
 from . import mapping as mapping_mod
 from .errors import BadInput, NotFound, OkError
 from .extract import Extracted, extract_bytes, require_ocr, supported
-from .folder import Folder, atomic_write, iso
+from .folder import NAME_NOT_UTF8, Folder, atomic_write, is_utf8, iso, shown
 from .progress import progress
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", ".ok", ".tox"}
@@ -64,13 +65,22 @@ def normalized_rel(rel: str) -> str:
 
 
 def collect(folder: Folder, paths: list[str], glob: list[str] | None = None,
-            recursive: bool = True, ocr: bool = False
-            ) -> tuple[list[Candidate], list[dict[str, str]]]:
-    """Expand files and directories into candidates; report paths that cannot be read."""
+            recursive: bool = True, ocr: bool = False, follow: bool = False,
+            confine: Path | None = None) -> tuple[list[Candidate], list[dict[str, str]]]:
+    """Expand files and directories into candidates; report paths that cannot be read.
+
+    Symlinks met while walking a directory are followed only when they stay inside it (or,
+    with `follow`, anywhere); the others are skipped and reported, as rg and fd do. With
+    `confine` (the MCP server passes the folder root) nothing outside it is ever read, and
+    links anywhere inside it are fine.
+    """
     cands: list[Candidate] = []
     skipped: list[dict[str, str]] = []
     max_bytes = int(float(folder.setting("ingest.max_file_mb", 64)) * 1024 * 1024)
     for raw in paths:
+        if not is_utf8(raw):
+            skipped.append({"path": shown(raw, 4096), "reason": NAME_NOT_UTF8})
+            continue
         p = Path(raw).expanduser()
         if not p.exists():
             reason = "no such file or directory"
@@ -83,25 +93,37 @@ def collect(folder: Folder, paths: list[str], glob: list[str] | None = None,
         p = p.resolve()
         if p.is_dir():
             base = p
-            files = _walk(p, recursive)
+            walk = Walk(folder, p, recursive, follow, confine)
+            files = walk.run()
+            skipped += walk.skipped
             if glob:
-                files = [f for f in files if any(fnmatch.fnmatch(f.relative_to(base).as_posix(), g)
-                                                 or fnmatch.fnmatch(f.name, g) for g in glob)]
+                files = [(f, r) for f, r in files
+                         if any(fnmatch.fnmatch(f.relative_to(base).as_posix(), g)
+                                or fnmatch.fnmatch(f.name, g) for g in glob)]
             else:
-                files = [f for f in files if supported(f, ocr)]
+                files = [(f, r) for f, r in files if supported(f, ocr)]
             prefix = base.name if base != folder.sources_dir else ""
         else:
-            files, base, prefix = [p], p.parent, ""
-        for f in files:
-            if _is_derived(folder, f):
+            if _is_derived(folder, p):
+                skipped.append({"path": raw, "reason": "is the folder's own derived state "
+                                "(.ok/ or store/normalized/), not a document"})
+                continue
+            files, base, prefix = [(p, p)], p.parent, ""
+        for f, real in files:
+            if _is_derived(folder, real):
                 continue
             try:
-                size = f.stat().st_size
-                if size > max_bytes:
+                st = real.stat()
+                if not stat.S_ISREG(st.st_mode):
+                    skipped.append({"path": str(f), "reason": "not a regular file (a device, "
+                                    "pipe or socket); only files are ingested"})
+                    continue
+                if st.st_size > max_bytes:
                     skipped.append({"path": str(f), "reason": f"larger than the {max_bytes >> 20} MB "
                                     "limit (raise ingest.max_file_mb)"})
                     continue
-                data = f.read_bytes()
+                # the checked target, not the link: a link swapped meanwhile is not followed
+                data = real.read_bytes()
             except OSError as e:
                 skipped.append({"path": str(f), "reason": f"unreadable: {e.strerror or e}"})
                 continue
@@ -118,16 +140,104 @@ def _is_derived(folder: Folder, f: Path) -> bool:
     return folder.ok_dir in f.parents or folder.normalized_dir in f.parents
 
 
-def _walk(d: Path, recursive: bool) -> list[Path]:
-    out = []
-    for root, dirs, files in os.walk(d):
-        dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not x.startswith("."))
-        for name in sorted(files):
-            if not name.startswith("."):
-                out.append(Path(root) / name)
-        if not recursive:
-            break
-    return out
+def _under(p: Path, top: Path) -> bool:
+    return p == top or top in p.parents
+
+
+class Walk:
+    """The files under a directory, as (path as named, resolved path) pairs, and what was
+    skipped on the way and why.
+
+    Entries are sorted; hidden names and SKIP_DIRS are left out. A symlinked directory
+    whose target lies inside the walked tree is not entered (its files come by their real
+    path), and no directory is entered twice, so link loops end.
+    """
+
+    def __init__(self, folder: Folder, top: Path, recursive: bool = True, follow: bool = False,
+                 confine: Path | None = None) -> None:
+        self.folder, self.top, self.recursive = folder, top.resolve(), recursive
+        self.follow, self.confine = follow, confine
+        self.files: list[tuple[Path, Path]] = []
+        self.skipped: list[dict[str, str]] = []
+        self._seen: set[Path] = set()
+
+    def run(self) -> list[tuple[Path, Path]]:
+        # depth first like os.walk: a directory's files, then its subdirectories in order
+        # (a stack, not recursion: a hostile tree may be deeper than Python's stack)
+        self._seen.add(self.top)
+        todo = [(self.top, self.top)]
+        while todo:
+            subdirs = self._dir(*todo.pop())
+            if self.recursive:
+                todo.extend(reversed(subdirs))
+        return self.files
+
+    def _skip(self, p: Path, reason: str) -> None:
+        self.skipped.append({"path": shown(p, 4096), "reason": reason})
+
+    def _link_target(self, p: Path) -> Path | None:
+        """Where a symlink leads, if it may be followed; otherwise report it and say None."""
+        try:
+            target = p.resolve(strict=True)
+        except (OSError, RuntimeError):
+            # dangling, or a loop the kernel gave up on (ELOOP)
+            self._skip(p, "a symlink that leads nowhere (broken, or a loop); nothing to read")
+            return None
+        if _is_derived(self.folder, target):
+            self._skip(p, f"a symlink to {shown(target)}, among the folder's own files "
+                       "(.ok/ or store/normalized/), not a document")
+            return None
+        if self.confine is not None:
+            if not _under(target, self.confine):
+                self._skip(p, f"a symlink to {shown(target)}, outside the knowledge folder; "
+                           "links out of the folder are not followed here (hint: copy the "
+                           "file into the folder, or run `ok store ingest --follow` in a shell)")
+                return None
+        elif not self.follow and not _under(target, self.top):
+            self._skip(p, f"a symlink to {shown(target)}, outside {shown(self.top)}; not "
+                       "followed (hint: pass --follow to include it, or name it directly)")
+            return None
+        return target
+
+    def _dir(self, named: Path, real: Path) -> list[tuple[Path, Path]]:
+        """List one directory: keep its files, return the subdirectories to enter."""
+        try:
+            entries = sorted(os.scandir(named), key=lambda e: e.name)
+        except OSError as e:
+            self._skip(named, f"unreadable directory: {e.strerror or e}")
+            return []
+        subdirs: list[tuple[Path, Path]] = []
+        for ent in entries:
+            if ent.name.startswith("."):
+                continue
+            p = named / ent.name
+            if not is_utf8(ent.name):
+                self._skip(p, NAME_NOT_UTF8)
+                continue
+            try:
+                link = ent.is_symlink()
+                is_dir = ent.is_dir(follow_symlinks=False)
+            except OSError as err:
+                self._skip(p, f"unreadable: {err.strerror or err}")
+                continue
+            if is_dir and (not self.recursive or ent.name in SKIP_DIRS):
+                continue
+            if link and not self.recursive and p.is_dir():
+                continue
+            target = real / ent.name
+            if link:
+                got = self._link_target(p)
+                if got is None:
+                    continue
+                target, is_dir = got, got.is_dir()
+                if is_dir and (ent.name in SKIP_DIRS or _under(target, self.top)):
+                    continue  # skipped by name, or its files come by their real path
+            if not is_dir:
+                self.files.append((p, target))
+            elif target not in self._seen:  # a second way into a directory (a loop) ends here
+                self._seen.add(target)
+                subdirs.append((p, target))
+        return subdirs
 
 
 def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None = None,
@@ -256,18 +366,27 @@ def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
 
 def ingest_paths(folder: Folder, paths: list[str], glob: list[str] | None = None,
                  recursive: bool = True, policy: dict[str, Any] | None = None,
-                 ocr: bool = False) -> IngestReport:
+                 ocr: bool = False, follow: bool = False,
+                 confine: Path | None = None) -> IngestReport:
+    """Ingest files and directories; see `collect` for which symlinks are followed."""
     if ocr:
         require_ocr()
-    cands, skipped = collect(folder, paths, glob, recursive, ocr)
+    cands, skipped = collect(folder, paths, glob, recursive, ocr, follow, confine)
     rep = IngestReport(skipped=skipped)
     return ingest(folder, cands, rep, policy=policy, ocr=ocr)
 
 
+# NAME_MAX less room for the `.ok.md` suffix, a disambiguating id and atomic_write's temp name
+MAX_STDIN_NAME = 200
+
+
 def ingest_stdin(folder: Folder, data: bytes, name: str | None = None) -> IngestReport:
     name = name or f"stdin-{hashlib.sha256(data).hexdigest()[:8]}.md"
-    if "/" in name or name.startswith("."):
-        raise BadInput(f"--name {name!r} must be a plain file name", "e.g. --name notes.md")
+    if "/" in name or name.startswith(".") or "\x00" in name or not name.strip():
+        raise BadInput(f"--name '{shown(name)}' must be a plain file name", "e.g. --name notes.md")
+    if len(os.fsencode(name)) > MAX_STDIN_NAME:
+        raise BadInput(f"--name is {len(os.fsencode(name))} bytes long; at most "
+                       f"{MAX_STDIN_NAME} are accepted", "pass a shorter name, e.g. notes.md")
     cand = Candidate(data=data, rel=f"stdin/{name}", origin="-",
                      source={"path": f"store/sources/stdin/{name}"})
     return ingest(folder, [cand])
@@ -289,7 +408,7 @@ def resolve(folder: Folder, ref: str, include_old: bool = False) -> dict[str, An
     if len(hits) == 1:
         return hits[0]
     if not hits:
-        raise NotFound(f"no document matches {ref!r}", "list documents with `ok store list`")
+        raise NotFound(f"no document matches '{shown(ref)}'", "list documents with `ok store list`")
     raise BadInput(f"{ref!r} matches {len(hits)} documents", "give more of the id")
 
 

@@ -1,12 +1,15 @@
 """Semantic triggers: named example texts that fire an event when new knowledge is close to them.
 
-A trigger is a file, `triggers/<name>.yml` (name, example, threshold, scope, exec, timeout),
-versioned with the folder. After every index write the new or changed chunks and notes (and
+A trigger is a file, `triggers/<name>.yml` (name, example, threshold, scope, exec, env,
+timeout), versioned with the folder. After every index write the new or changed chunks and notes (and
 only those: the indexer hands us their ids) are compared with each trigger's example by
 cosine similarity; at or above the threshold a `trigger_fired` event is appended, once per
 trigger and document version (or note version). With `exec`, the command then runs with the
 event JSON on stdin, in the background so it can itself call `ok`; a failure or timeout is
 logged and recorded as a `trigger_exec_failed` event, never losing the `trigger_fired` one.
+The command gets a minimal environment (PATH, HOME, locale, OK_ROOT …) plus the variables
+the trigger names in `env`: a file anyone can commit to the folder must not be a way to
+read the API keys of whoever runs `ok`.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,9 @@ from .folder import Folder, atomic_write, iso
 TRIGGERS_DIR = "triggers"
 SCOPES = ("all", "mem", "store")
 NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# what every command gets; none of these carries a secret
+BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 QUOTE_CHARS = 300
 
 _pending: list[threading.Thread] = []
@@ -44,6 +50,7 @@ class Trigger:
     threshold: float = 0.8
     scope: str = "all"
     exec: str | None = None
+    env: list[str] = field(default_factory=list)  # variables passed on to `exec`
     timeout: float = 30.0
     created_at: str = ""
 
@@ -73,6 +80,10 @@ def _validate(t: Trigger, where: str) -> Trigger:
                        "--in mem, store or all")
     if float(t.timeout) <= 0:
         raise BadInput(f"{where}: timeout must be positive", "e.g. --timeout 30")
+    if not isinstance(t.env, list) or not all(isinstance(n, str) and ENV_NAME.match(n)
+                                              for n in t.env):
+        raise BadInput(f"{where}: env must be a list of variable names",
+                       "e.g. --env SLACK_WEBHOOK_URL (letters, digits and _)")
     return t
 
 
@@ -95,6 +106,8 @@ def _read(folder: Folder, p: Path) -> Trigger | str:
             raise BadInput(f"{where}: not a YAML mapping", "fix or remove the file")
         known = {k: data[k] for k in Trigger.__dataclass_fields__ if k in data}
         known.setdefault("name", p.stem)
+        if known.get("env") is None:  # `env:` left empty
+            known.pop("env", None)
         result = _validate(Trigger(**known), where)
     except (yaml.YAMLError, BadInput, TypeError, ValueError) as e:
         result = e.message if isinstance(e, BadInput) else f"{where}: {e}"
@@ -130,11 +143,15 @@ def get(folder: Folder, name: str) -> Trigger:
 
 
 def add(folder: Folder, name: str, example: str, threshold: float = 0.8, scope: str = "all",
-        exec_: str | None = None, timeout: float = 30.0, replace: bool = False) -> Trigger:
+        exec_: str | None = None, timeout: float = 30.0, replace: bool = False,
+        env: list[str] | None = None) -> Trigger:
     """Write `triggers/<name>.yml`. The caller holds the writer lock."""
+    if env and not exec_:
+        raise BadInput("--env names variables for --exec, and there is no --exec",
+                       "add --exec CMD, or drop --env")
     t = _validate(Trigger(name=name, example=example.strip(), threshold=float(threshold),
-                          scope=scope, exec=exec_ or None, timeout=float(timeout),
-                          created_at=iso()), "trigger")
+                          scope=scope, exec=exec_ or None, env=list(dict.fromkeys(env or [])),
+                          timeout=float(timeout), created_at=iso()), "trigger")
     path = _path(folder, name)
     if path.exists() and not replace:
         raise BadInput(f"a trigger named {name!r} already exists",
@@ -280,8 +297,7 @@ def run_exec(folder: Folder, t: Trigger, event: dict[str, Any]) -> threading.Thr
             proc = subprocess.Popen(t.exec or "", shell=True, stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     cwd=folder.root, start_new_session=True,
-                                    env={**os.environ, "OK_ROOT": str(folder.root),
-                                         "OK_TRIGGER": t.name, "OK_EVENT_ID": event["id"]})
+                                    env=exec_env(folder, t, event))
             try:
                 _, err = proc.communicate(json.dumps(event) + "\n", timeout=t.timeout)
                 if proc.returncode != 0:
@@ -304,6 +320,15 @@ def run_exec(folder: Folder, t: Trigger, event: dict[str, Any]) -> threading.Thr
     th.start()
     _pending.append(th)
     return th
+
+
+def exec_env(folder: Folder, t: Trigger, event: dict[str, Any]) -> dict[str, str]:
+    """The environment of a trigger's command: BASE_ENV, the variables the trigger names,
+    and OK_ROOT, OK_TRIGGER and OK_EVENT_ID."""
+    env = {k: os.environ[k] for k in (*BASE_ENV, *t.env) if k in os.environ}
+    env.setdefault("PATH", os.defpath)
+    env.update({"OK_ROOT": str(folder.root), "OK_TRIGGER": t.name, "OK_EVENT_ID": event["id"]})
+    return env
 
 
 def wait_pending(timeout: float | None = None) -> None:

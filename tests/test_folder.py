@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,40 @@ def test_write_commands_append_to_ops_log_and_tee(kf: Path, tmp_path: Path) -> N
     lines = [json.loads(x) for x in (kf / ".ok/ops.log").read_text().splitlines()]
     assert lines[-1]["op"] == "mem.add" and lines[-1]["ids"] == [nid] and lines[-1]["ts"]
     assert json.loads(tee.read_text().splitlines()[-1]) == lines[-1]
+
+
+@pytest.mark.parametrize("where, reason", [
+    ("/proc/nope", "cannot create a knowledge folder at /proc/nope: No such file or directory"),
+    ("/sys/nope", "cannot create a knowledge folder at /sys/nope: Operation not permitted"),
+])
+def test_init_where_nothing_can_be_created(where: str, reason: str) -> None:
+    if not Path(where).parent.is_dir():
+        pytest.skip(f"no {Path(where).parent} here")
+    r = run_ok("init", where)
+    assert r.code == 1 and r.out == ""
+    assert r.err.startswith(f"Error: {reason} (hint: ") and "ok init ~/kb" in r.err, r.err
+    assert r.err.count("\n") == 1 and "unexpected" not in r.err
+
+
+def test_init_on_a_file_or_below_one(tmp_path: Path) -> None:
+    f = tmp_path / "notes.txt"
+    f.write_text("keep me\n")
+    for target in (f, f / "kb", f / "a" / "b"):
+        r = run_ok("init", str(target))
+        assert r.code == 1 and r.err == f"Error: {f} exists and is not a directory " \
+            "(hint: choose another path)\n", r.err
+    assert f.read_text() == "keep me\n"
+
+
+def test_init_in_a_read_only_directory(tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as root: permissions do not stop us")
+        r = run_ok("init", str(ro / "kb"))
+        assert r.code == 1 and "Permission denied" in r.err and "unexpected" not in r.err, r.err
+        assert r.err.startswith(f"Error: cannot create a knowledge folder at {ro / 'kb'}")
+    finally:
+        ro.chmod(0o755)

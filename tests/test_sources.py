@@ -320,3 +320,21 @@ def test_failing_robots_txt_means_no_crawling(kf: Path, site: Site) -> None:
     _nothing_written(kf)
     site.pages.pop("/robots.txt")  # none at all (404): everything may be fetched
     assert run_ok("store", "web", site.url("/keepers")).code == 0
+
+
+def test_repo_links_out_of_the_repository_are_not_stored(kf: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "home" / "id_key.md"
+    secret.parent.mkdir()
+    secret.write_text("# Key\n\nPRIVATE KEY MATERIAL\n")
+    repo = make_repo(tmp_path / "evil", {"README.md": "# Evil\n\nLooks harmless.\n"})
+    (repo / "notes.md").symlink_to(secret)
+    (repo / "docs.md").symlink_to("README.md")  # a link inside is fine
+    r = run_ok("store", "repo", str(repo), "--json")
+    assert r.code == 0 and "outside the repository" in r.err, r.err  # a warning, as for fetches
+    rep = r.json()
+    assert sorted(a["path"] for a in rep["added"]) == ["store/normalized/repos/evil/README.ok.md"]
+    assert [s["path"] for s in rep["skipped"]] == ["notes.md"]
+    assert "outside the repository" in rep["skipped"][0]["reason"]
+    for p in kf.rglob("*"):
+        if p.is_file() and not p.is_relative_to(kf / ".ok"):
+            assert "PRIVATE KEY" not in p.read_text(errors="replace"), p

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
+from conftest import run_cli, run_ok
 
 from openkl import triggers
 
@@ -130,3 +130,48 @@ def test_no_triggers_is_free(kf: Path) -> None:
     assert not (kf / "triggers").exists()
     assert run_ok("trigger", "test", "anything", "--json").json() == []
     assert _fired() == []
+
+
+def test_exec_gets_only_the_environment_it_names(kf: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "env.txt"
+    r = run_ok("trigger", "add", "hook", "--example", LOCKS, "--threshold", "0.5",
+               "--exec", f"env > {out}", "--env", "HOOK_URL", "--env", "HOOK_URL", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["env"] == ["HOOK_URL"]
+    assert "env:\n- HOOK_URL" in (kf / "triggers/hook.yml").read_text()
+    assert "env: HOOK_URL" in run_ok("trigger", "list").out
+    secrets = {"OPENAI_API_KEY": "sk-do-not-leak", "AWS_SECRET_ACCESS_KEY": "aws-do-not-leak",
+               "OK_LLM_API_KEY": "ok-do-not-leak"}
+    # a real `ok` process, whose environment holds keys the command must not see
+    r = run_cli("mem", "add", "Concurrent writers wait for the database write lock",
+                env={**secrets, "HOOK_URL": "https://hooks.example/x", "LANG": "C.UTF-8"})
+    assert r.code == 0, r.err
+    env = dict(line.split("=", 1) for line in _wait_for(out).splitlines() if "=" in line)
+    for name, value in secrets.items():
+        assert name not in env and value not in out.read_text(), name
+    assert env["HOOK_URL"] == "https://hooks.example/x"
+    assert env["OK_ROOT"] == str(kf) and env["OK_TRIGGER"] == "hook"
+    assert env["OK_EVENT_ID"] and env["PATH"] and env["LANG"] == "C.UTF-8"
+    assert set(env) <= {*triggers.BASE_ENV, "HOOK_URL", "OK_ROOT", "OK_TRIGGER", "OK_EVENT_ID",
+                        "PWD", "SHLVL", "_", "OLDPWD"}, set(env)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--env", "HOOK_URL"], "there is no --exec"),
+    (["--exec", "true", "--env", "NOT-A-NAME"], "env must be a list of variable names"),
+    (["--exec", "true", "--env", "A=B"], "env must be a list of variable names"),
+])
+def test_bad_trigger_env(kf: Path, args: list[str], message: str) -> None:
+    r = run_ok("trigger", "add", "t", "--example", LOCKS, *args)
+    assert r.code == 1 and message in r.err, r.err
+    assert not (kf / "triggers" / "t.yml").exists()
+
+
+def test_hand_written_env_must_be_names(kf: Path) -> None:
+    (kf / "triggers").mkdir()
+    (kf / "triggers" / "a.yml").write_text(f"example: {LOCKS}\nexec: env\nenv: HOME\n")
+    (kf / "triggers" / "b.yml").write_text(f"example: {LOCKS}\nexec: env\nenv:\n")
+    r = run_ok("trigger", "list", "--json")
+    assert [t["name"] for t in r.json()] == ["b"] and r.json()[0]["env"] == []
+    assert "triggers/a.yml: env must be a list of variable names" in r.err

@@ -41,6 +41,8 @@ def ingest(
     paths: list[str] = typer.Argument(..., help="Files or directories; `-` reads stdin."),
     glob: list[str] = typer.Option(None, "--glob", "-g", help="Only files matching (repeatable)."),
     no_recursive: bool = typer.Option(False, "--no-recursive", help="Do not descend into dirs."),
+    follow: bool = typer.Option(False, "--follow", "-L", help="Follow symlinks that lead out of "
+                                "a given directory (they are skipped and reported otherwise)."),
     name: str = typer.Option(None, "--name", help="File name for stdin input."),
     ocr: bool = typer.Option(False, "--ocr", help="Read images and scanned PDF pages with "
                              "OCR (needs tesseract)."),
@@ -63,7 +65,7 @@ def ingest(
             raise typer.BadParameter("`-` (stdin) cannot be mixed with paths")
         else:
             rep = ingest_paths(f, paths, glob=glob, recursive=not no_recursive, policy=policy,
-                               ocr=ocr)
+                               ocr=ocr, follow=follow)
             if policy and rep.unchanged:
                 set_policy(f, [u["id"] for u in rep.unchanged], policy)
     assert isinstance(rep, IngestReport)

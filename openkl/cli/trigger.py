@@ -22,6 +22,9 @@ def add(
     threshold: float = typer.Option(0.8, "--threshold", help="Cosine similarity to fire at."),
     exec_: str = typer.Option(None, "--exec", metavar="CMD", help="Shell command run with the event JSON on "
                               "stdin."),
+    env: list[str] = typer.Option(None, "--env", metavar="NAME", help="Pass this environment "
+                                  "variable on to the command (repeatable); it gets only PATH, "
+                                  "HOME, the locale and OK_ROOT otherwise."),
     scope: str = typer.Option("all", "--in", help="What to watch: all, mem or store."),
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds the command may run."),
     replace: bool = typer.Option(False, "--replace", help="Overwrite a trigger of that name."),
@@ -34,6 +37,7 @@ def add(
     \b
       ok trigger add gene-editing -e "CRISPR base editing in human cells" --threshold 0.6
       ok trigger add papers -e "retrieval benchmarks" --in store --exec 'jq -r .path >> new.txt'
+      ok trigger add alerts -e "outage" --exec 'curl -d @- "$HOOK_URL"' --env HOOK_URL
     """
     from ..triggers import add as do_add
 
@@ -42,7 +46,7 @@ def add(
     f = folder()
     with writing(f, "ok trigger add"):
         t = do_add(f, name, example, threshold=threshold, scope=scope, exec_=exec_,
-                   timeout=timeout, replace=replace)
+                   timeout=timeout, replace=replace, env=env)
     emit(t.as_dict(), json_, plain=lambda d: f"added trigger {d['name']}")
 
 
@@ -56,7 +60,8 @@ def list_(json_: bool = JsonOpt) -> None:
         output.warn(p)
     emit([t.as_dict() for t in trigs], json_, plain=lambda rs: "\n".join(
         f"{r['name']}\t{r['threshold']}\t{r['scope']}\t{_short(r['example'])}"
-        + (f"\texec: {r['exec']}" if r["exec"] else "") for r in rs))
+        + (f"\texec: {r['exec']}" if r["exec"] else "")
+        + (f"\tenv: {','.join(r['env'])}" if r.get("env") else "") for r in rs))
 
 
 def _short(text: str, n: int = 60) -> str:
