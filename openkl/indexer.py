@@ -462,10 +462,9 @@ def _link_edits(folder: Folder, entries: dict[str, dict[str, Any]], rep: SyncRep
 def _sync_versions(g: Graph, entries: dict[str, dict[str, Any]]) -> None:
     """Superseded versions from the mapping become non-current Doc nodes with SUPERSEDES."""
     have = g.docs()
-    for did, e in sorted(entries.items()):
-        new = e.get("superseded_by")
-        if e.get("current", True) or not new:
-            continue
+    old = [(did, e) for did, e in sorted(entries.items())
+           if not e.get("current", True) and e.get("superseded_by")]
+    for did, e in old:
         if did not in have:
             g.query("CREATE (:Doc {id: $id, path: $p, sha256: $s, title: $t, source: $src,"
                     " created_at: $c, chars: 0, current: false})",
@@ -474,9 +473,11 @@ def _sync_versions(g: Graph, entries: dict[str, dict[str, Any]]) -> None:
                      "c": e.get("ingested_at", "")})
         elif have[did]["current"]:
             g.query("MATCH (d:Doc {id: $id}) SET d.current = false", {"id": did})
+    # every node first: an edge's newer end may be an old version created just above
+    for did, e in old:
         g.query("MATCH (n:Doc {id: $new}), (o:Doc {id: $old}) WHERE NOT (n)-[:SUPERSEDES]->(o)"
                 " CREATE (n)-[:SUPERSEDES {drift: $drift, ts: $ts}]->(o)",
-                {"new": new, "old": did, "drift": float(e.get("drift") or 0.0),
+                {"new": e["superseded_by"], "old": did, "drift": float(e.get("drift") or 0.0),
                  "ts": e.get("superseded_at") or ""})
 
 
