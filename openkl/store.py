@@ -206,7 +206,10 @@ def _take(folder: Folder, cand: Candidate, rep: IngestReport,
         return
     did, entry = _write_doc(folder, cand, ext, entries, paths, policy)
     if entry is None:
-        rep.unchanged.append({"id": did, "path": entries[did]["path"], "origin": cand.origin})
+        have = entries[did]
+        rep.unchanged.append({"id": did, "path": have["path"], "origin": cand.origin,
+                              **({"current": False, "superseded_by": have["superseded_by"]}
+                                 if not have.get("current", True) else {})})
         return
     new_items.append((did, entry["path"]))
     rep.added.append({"id": did, "path": entry["path"], "origin": cand.origin,
@@ -224,6 +227,8 @@ def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
         if policy and have.get("refresh") != policy:
             have["refresh"] = policy
         return did, None
+    if have and not _revives(entries, have, cand):
+        return did, None  # already kept as an older version of another source's lineage
     norm_rel = "store/normalized/" + normalized_rel(cand.rel)
     previous = paths.get(norm_rel)
     if previous and previous.get("source") != cand.source:
@@ -259,6 +264,22 @@ def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
     entries[did] = entry
     paths[norm_rel] = entry
     return did, entry
+
+
+def _revives(entries: dict[str, dict[str, Any]], old: dict[str, Any], cand: Candidate) -> bool:
+    """Whether content equal to an old version may become current again.
+
+    Only its own source may bring it back (a file edited back to an earlier text). Asked
+    for by another name (`2401.00001v1` while `2401.00001` follows the latest version), it
+    stays history: making it current would leave two current versions and cut the
+    `SUPERSEDES` link between them.
+    """
+    head, seen = old, set()
+    while not head.get("current", True) and head.get("superseded_by") in entries \
+            and head["id"] not in seen:
+        seen.add(head["id"])
+        head = entries[head["superseded_by"]]
+    return head is old or not head.get("current", True) or head.get("source") == cand.source
 
 
 def ingest_paths(folder: Folder, paths: list[str], glob: list[str] | None = None,
