@@ -123,10 +123,10 @@ def doc_id_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def scan_docs(folder: Folder) -> tuple[dict[str, str], list[tuple[str, str]]]:
+def scan_docs(folder: Folder) -> tuple[dict[str, str], list[notes_mod.Problem]]:
     """Normalized docs in the folder: {doc id: relative path}, plus problems found."""
     found: dict[str, str] = {}
-    problems: list[tuple[str, str]] = []
+    problems: list[notes_mod.Problem] = []
     if not folder.normalized_dir.exists():
         return found, problems
     for p in sorted(folder.normalized_dir.rglob(f"*{DOC_SUFFIX}")):
@@ -140,14 +140,25 @@ def scan_docs(folder: Folder) -> tuple[dict[str, str], list[tuple[str, str]]]:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
-            problems.append((rel, "not valid UTF-8; skipped (re-save it as UTF-8)"))
+            problems.append(notes_mod.Problem(rel, "not valid UTF-8 (re-save it as UTF-8)",
+                                              "unreadable"))
             continue
         did = doc_id_of(data)
         if did in found:
-            problems.append((rel, f"same content as {found[did]}; indexed once"))
+            problems.append(notes_mod.Problem(rel, f"same content as {found[did]}; indexed once",
+                                              "same_content"))
             continue
         found[did] = rel
     return found, problems
+
+
+def indexed_note_paths(folder: Folder) -> dict[str, str]:
+    """{note id: path} as the graph has them; empty when the graph cannot be read now."""
+    try:
+        with open_graph(folder, write=False, check=False) as g:
+            return {k: v["path"] for k, v in g.notes().items()}
+    except OkError:
+        return {}
 
 
 def _read_text(folder: Folder, rel: str) -> str:
@@ -342,24 +353,50 @@ class SyncReport:
                     or self.notes_updated or self.notes_removed or self.incomplete
                     or self.docs_missing)
 
+    @property
+    def unreadable(self) -> list[str]:
+        return [p["path"] for p in self.problems if p["kind"] == "unreadable"]
+
+    @property
+    def blocking(self) -> list[dict[str, str]]:
+        """Files whose content is not in the graph as written: the user has to fix them."""
+        return [p for p in self.problems if p["kind"] != "same_content"]
+
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__} | {"changed": self.changed}
+        return ({k: getattr(self, k) for k in self.__dataclass_fields__}
+                | {"changed": self.changed, "unreadable": self.unreadable})
 
 
 def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
-    """What `sync` would do, without doing it."""
+    """What `sync` would do, without doing it.
+
+    A file that cannot be read (broken YAML, invalid UTF-8) is reported, and the version
+    the graph holds for its path stays: an editor's typo must not take knowledge out of
+    search. Its `problem` names the id kept (`kept`); a rebuild has nothing to keep.
+    """
     rep = SyncReport()
     files, problems = scan_docs(folder)
-    notes, note_problems = notes_mod.scan(folder)
-    rep.problems = [{"path": p, "problem": m} for p, m in problems + note_problems]
+    gnotes = g.notes()
+    notes, note_problems = notes_mod.scan(folder, lambda: {k: v["path"] for k, v in gnotes.items()})
     in_graph = {k: v for k, v in g.docs().items() if v["current"]}
+    kept: dict[str, str] = {}  # unreadable path -> id of the version the graph keeps for it
+    broken = {p.path for p in problems + note_problems if p.kind == "unreadable"}
+    for did, d in in_graph.items():
+        if d["path"] in broken and did not in files:
+            files[did] = d["path"]  # as if the file still held that version
+            kept[d["path"]] = did
+    for nid, n in gnotes.items():
+        if n["path"] in broken and nid not in notes:
+            kept[n["path"]] = nid
+    rep.problems = [{"path": p.path, "problem": p.problem, "kind": p.kind,
+                     **({"kept": kept[p.path]} if p.path in kept else {})}
+                    for p in problems + note_problems]
     rep.docs_added = sorted(set(files) - set(in_graph))
     rep.docs_removed = sorted(set(in_graph) - set(files))
     rep.docs_moved = [{"id": d, "from": in_graph[d]["path"], "to": files[d]}
                       for d in sorted(set(files) & set(in_graph)) if files[d] != in_graph[d]["path"]]
-    gnotes = g.notes()
     rep.notes_added = sorted(set(notes) - set(gnotes))
-    rep.notes_removed = sorted(set(gnotes) - set(notes))
+    rep.notes_removed = sorted(set(gnotes) - set(notes) - set(kept.values()))
     rep.notes_updated = sorted(n for n in set(notes) & set(gnotes)
                                if notes[n].sha256 != gnotes[n]["sha256"]
                                or folder.rel(notes[n].path) != gnotes[n]["path"])  # type: ignore[arg-type]
@@ -468,10 +505,9 @@ def _link_edits(folder: Folder, entries: dict[str, dict[str, Any]], rep: SyncRep
 def _sync_versions(g: Graph, entries: dict[str, dict[str, Any]]) -> None:
     """Superseded versions from the mapping become non-current Doc nodes with SUPERSEDES."""
     have = g.docs()
-    for did, e in sorted(entries.items()):
-        new = e.get("superseded_by")
-        if e.get("current", True) or not new:
-            continue
+    old = [(did, e) for did, e in sorted(entries.items())
+           if not e.get("current", True) and e.get("superseded_by")]
+    for did, e in old:
         if did not in have:
             g.query("CREATE (:Doc {id: $id, path: $p, sha256: $s, title: $t, source: $src,"
                     " created_at: $c, chars: 0, current: false})",
@@ -480,9 +516,11 @@ def _sync_versions(g: Graph, entries: dict[str, dict[str, Any]]) -> None:
                      "c": e.get("ingested_at", "")})
         elif have[did]["current"]:
             g.query("MATCH (d:Doc {id: $id}) SET d.current = false", {"id": did})
+    # every node first: an edge's newer end may be an old version created just above
+    for did, e in old:
         g.query("MATCH (n:Doc {id: $new}), (o:Doc {id: $old}) WHERE NOT (n)-[:SUPERSEDES]->(o)"
                 " CREATE (n)-[:SUPERSEDES {drift: $drift, ts: $ts}]->(o)",
-                {"new": new, "old": did, "drift": float(e.get("drift") or 0.0),
+                {"new": e["superseded_by"], "old": did, "drift": float(e.get("drift") or 0.0),
                  "ts": e.get("superseded_at") or ""})
 
 
@@ -520,6 +558,7 @@ def status(folder: Folder) -> dict[str, Any]:
             out["stale"] = {k: v for k, v in rep.as_dict().items()
                             if k.startswith(("docs_", "notes_", "incomplete")) and v}
             out["problems"] = rep.problems
+            out["unreadable"] = rep.unreadable
             out["in_sync"] = not rep.changed
             from .entities import extractor_mismatch
 

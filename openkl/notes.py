@@ -12,9 +12,10 @@ import os
 import re
 import secrets
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -165,25 +166,57 @@ def iter_note_files(folder: Folder) -> list[Path]:
                   if p.is_file() and not p.name.startswith("."))
 
 
-def scan(folder: Folder) -> tuple[dict[str, Note], list[tuple[str, str]]]:
-    """All readable notes by id, plus (path, problem) for notes that cannot be read."""
-    notes: dict[str, Note] = {}
-    problems: list[tuple[str, str]] = []
+class Problem(NamedTuple):
+    """A file that is not indexed as written: `kind` is `unreadable`, `duplicate_id` or
+    `same_content` (the last is informational: the content is indexed once)."""
+
+    path: str
+    problem: str
+    kind: str
+
+
+def scan(folder: Folder, indexed: Callable[[], dict[str, str]] | None = None
+         ) -> tuple[dict[str, Note], list[Problem]]:
+    """All readable notes by id, plus the files that cannot be used.
+
+    When two files carry one id, the established one keeps it: the file indexed under that
+    id (`indexed()` gives {id: path}, asked only when there is such a clash), else the one
+    with the oldest `ts`, else the one named after the id, else the path sorting first. The
+    other is skipped and reported, so a copied note never pushes the original out.
+    """
+    read: list[tuple[str, Note]] = []
+    problems: list[Problem] = []
     for p in iter_note_files(folder):
         if not is_utf8(p):
             problems.append((shown(folder.rel(p), 4096), NAME_NOT_UTF8))
             continue
         try:
-            n = read_note(p, folder)
+            read.append((folder.rel(p), read_note(p, folder)))
         except BadInput as e:
-            problems.append((folder.rel(p), str(e)))
-            continue
-        if n.id in notes:
-            problems.append((folder.rel(p), f"duplicate note id {n.id} (also in "
-                             f"{folder.rel(notes[n.id].path)}); skipped"))  # type: ignore[arg-type]
-            continue
-        notes[n.id] = n
-    return notes, problems
+            problems.append(Problem(folder.rel(p), str(e), "unreadable"))
+    groups: dict[str, list[tuple[str, Note]]] = {}
+    for rel, n in read:
+        groups.setdefault(n.id, []).append((rel, n))
+    known: dict[str, str] = {}
+    asked = False
+    winners: dict[str, str] = {}
+    for nid, group in groups.items():
+        if len(group) > 1:
+            if not asked and indexed is not None:
+                known, asked = indexed(), True
+            indexed_at = known.get(nid)
+
+            def rank(rn: tuple[str, Note], name: str = f"{nid}.md",
+                     at: str | None = indexed_at) -> tuple[bool, str, bool, str]:
+                return (rn[0] != at, rn[1].ts, Path(rn[0]).name != name, rn[0])
+
+            group.sort(key=rank)
+        winners[nid] = group[0][0]
+        for rel, _ in group[1:]:
+            problems.append(Problem(rel, f"duplicate id {nid} already used by {group[0][0]}; "
+                                    "give it a new id", "duplicate_id"))
+    notes = {n.id: n for rel, n in read if winners[n.id] == rel}
+    return notes, sorted(problems)
 
 
 def find(folder: Folder, note_id: str) -> Note:

@@ -554,6 +554,8 @@ def fetch_arxiv(folder: Folder, ids: list[str], client: WebClient | None = None,
         raise BadInput("no arXiv id given", "pass one or more ids, e.g. 2401.01234")
     for raw in ids:
         parse_arxiv_id(raw)  # every id is checked before any network access
+    if known is None:
+        _refuse_older_versions(folder, ids)
     meta = arxiv_lookup(folder, ids)
     batch = Batch()
     own = client is None
@@ -583,6 +585,36 @@ def fetch_arxiv(folder: Folder, ids: list[str], client: WebClient | None = None,
         if own:
             client.__exit__()
     return batch
+
+
+def _version_number(v: Any) -> int:
+    return int(str(v)[1:]) if re.fullmatch(r"v\d+", str(v or "")) else 0
+
+
+def _refuse_older_versions(folder: Folder, ids: list[str]) -> None:
+    """An explicit version older than the current stored one would become a second current
+    copy of the paper beside its successor; it is refused unless the store already keeps
+    it as history (then storing it again is a no-op)."""
+    papers: dict[str, list[dict[str, Any]]] = {}
+    for e in mapping_mod.load(folder).values():
+        if (e.get("source") or {}).get("arxiv"):
+            base, _ = parse_arxiv_id(str(e["source"]["arxiv"]))
+            papers.setdefault(base, []).append(e)
+    for raw in ids:
+        base, version = parse_arxiv_id(raw)
+        if not version:
+            continue
+        stored = {_version_number((e.get("meta") or {}).get("version")): e
+                  for e in papers.get(base, [])}
+        newer = [e for v, e in stored.items()
+                 if v > _version_number(version) and e.get("current", True)]
+        if newer and _version_number(version) not in stored:
+            have = newer[0]
+            raise BadInput(f"arXiv {raw} is older than the stored "
+                           f"{(have.get('meta') or {}).get('version')} of {base} "
+                           f"(document {have['id']})",
+                           f"the versions stored so far are in `ok store history {have['id']}`;"
+                           " an older version cannot join that history afterwards")
 
 
 def _arxiv_fetch(info: dict[str, Any]) -> dict[str, Any]:

@@ -130,7 +130,8 @@ def collect(folder: Folder, paths: list[str], glob: list[str] | None = None,
             in_sources = folder.sources_dir in f.parents
             rel = (f.relative_to(folder.sources_dir).as_posix() if in_sources
                    else "/".join(x for x in (prefix, f.relative_to(base).as_posix()) if x))
-            cands.append(Candidate(data=data, rel=rel, origin=str(f),
+            # resolved, so every way of naming the file gives one origin (and one lineage)
+            cands.append(Candidate(data=data, rel=rel, origin=str(f.resolve()),
                                    source={"path": f"store/sources/{rel}"},
                                    copy_original=not in_sources))
     return cands, skipped
@@ -250,6 +251,7 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
     """
     rep = report or IngestReport()
     entries = mapping_mod.load(folder)
+    _follow_origins(cands, entries)
     paths = mapping_mod.by_path(entries)
     new_items: list[tuple[str, str]] = []
     with progress("reading", len(cands) if len(cands) > 1 else 0) as advance:
@@ -281,6 +283,27 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
     return rep
 
 
+def _follow_origins(cands: list[Candidate], entries: dict[str, dict[str, Any]]) -> None:
+    """A file stored before under another name keeps its place under `store/sources/`.
+
+    `d4/a.md` given alone and as part of `d4` make different names, yet they are one
+    source: identified by the resolved file it came from, its new version supersedes the
+    old one instead of becoming a second current document.
+    """
+    owners: dict[str, dict[str, Any]] = {}
+    for e in sorted(entries.values(), key=lambda e: e.get("ingested_at") or ""):
+        src, origin = (e.get("source") or {}).get("path"), e.get("origin") or ""
+        if e.get("current", True) and src and os.path.isabs(origin):
+            owners[os.path.realpath(origin)] = e
+    for cand in cands:
+        if set(cand.source) != {"path"} or not os.path.isabs(cand.origin):
+            continue
+        owner = owners.get(os.path.realpath(cand.origin))
+        src = str((owner or {}).get("source", {}).get("path", ""))
+        if owner and src != cand.source["path"] and src.startswith("store/sources/"):
+            cand.rel, cand.source = src[len("store/sources/"):], dict(owner["source"])
+
+
 def _take(folder: Folder, cand: Candidate, rep: IngestReport,
           entries: dict[str, dict[str, Any]], paths: dict[str, dict[str, Any]],
           policy: dict[str, Any] | None, new_items: list[tuple[str, str]],
@@ -295,7 +318,10 @@ def _take(folder: Folder, cand: Candidate, rep: IngestReport,
         return
     did, entry = _write_doc(folder, cand, ext, entries, paths, policy)
     if entry is None:
-        rep.unchanged.append({"id": did, "path": entries[did]["path"], "origin": cand.origin})
+        have = entries[did]
+        rep.unchanged.append({"id": did, "path": have["path"], "origin": cand.origin,
+                              **({"current": False, "superseded_by": have["superseded_by"]}
+                                 if not have.get("current", True) else {})})
         return
     new_items.append((did, entry["path"]))
     rep.added.append({"id": did, "path": entry["path"], "origin": cand.origin,
@@ -324,13 +350,18 @@ def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
                 have["meta"] = {**ext.meta, **cand.extra}
             mapping_mod.append(folder, [have])
         return did, None
+    if have and not _revives(entries, have, cand):
+        return did, None  # already kept as an older version of another source's lineage
     norm_rel = "store/normalized/" + normalized_rel(cand.rel)
     previous = paths.get(norm_rel)
     if previous and previous.get("source") != cand.source:
-        # another source already owns that normalized name (a.md vs a.txt): disambiguate
+        # another source already owns that normalized name (a.md vs a.txt): disambiguate,
+        # or continue this source's own disambiguated file
         base = norm_rel[: -len(".ok.md")]
-        norm_rel = f"{base}.{did[:6]}.ok.md"
-        previous = None
+        previous = next((e for p, e in paths.items() if e.get("source") == cand.source
+                         and p.startswith(base + ".") and p.count(".") == base.count(".") + 3),
+                        None)
+        norm_rel = previous["path"] if previous else f"{base}.{did[:6]}.ok.md"
     now = iso()
     if cand.copy_original:
         atomic_write(folder.sources_dir / cand.rel, cand.data)
@@ -362,6 +393,22 @@ def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
     entries[did] = entry
     paths[norm_rel] = entry
     return did, entry
+
+
+def _revives(entries: dict[str, dict[str, Any]], old: dict[str, Any], cand: Candidate) -> bool:
+    """Whether content equal to an old version may become current again.
+
+    Only its own source may bring it back (a file edited back to an earlier text). Asked
+    for by another name (`2401.00001v1` while `2401.00001` follows the latest version), it
+    stays history: making it current would leave two current versions and cut the
+    `SUPERSEDES` link between them.
+    """
+    head, seen = old, set()
+    while not head.get("current", True) and head.get("superseded_by") in entries \
+            and head["id"] not in seen:
+        seen.add(head["id"])
+        head = entries[head["superseded_by"]]
+    return head is old or not head.get("current", True) or head.get("source") == cand.source
 
 
 def ingest_paths(folder: Folder, paths: list[str], glob: list[str] | None = None,

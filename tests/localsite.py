@@ -174,11 +174,13 @@ class ArxivFeed:
 
     def __init__(self, site: Site) -> None:
         self.site = site
-        self.papers: dict[str, Paper] = {}
+        self.papers: dict[str, Paper] = {}  # the latest version of each
+        self.versions: dict[str, Paper] = {}  # every version published, by "<base>v<n>"
         site.feed = self
 
     def publish(self, paper: Paper) -> None:
         self.papers[paper.base] = paper
+        self.versions[f"{paper.base}v{paper.version}"] = paper
         vid = f"{paper.base}v{paper.version}"
         self.site.pages[f"/pdf/{vid}"] = Page(make_pdf(paper.lines), "application/pdf")
 
@@ -187,7 +189,8 @@ class ArxivFeed:
         entries = []
         for i in ids:
             base = i.split("v")[0] if "v" in i.split(".")[-1] else i
-            p = self.papers.get(base)
+            # like arXiv: a versioned id answers with that version, a bare one with the latest
+            p = self.versions.get(i) if base != i else self.papers.get(base)
             if p is None:
                 continue
             vid = f"{p.base}v{p.version}"

@@ -28,9 +28,10 @@ def test_doctor_finds_stale_index_and_bad_files(example_kf: Path) -> None:
     assert "FAIL index: stale: 1 docs_removed" in r.out
     assert "fix: run `ok sync`" in r.out
     assert "m-20260303-zzzz.md" in r.out and "broken YAML" in r.out
-    assert run_ok("sync").code == 0
+    assert run_ok("sync").code == 1  # done, but the broken note is still not indexed
     st = run_ok("status", "--json").json()
     assert st["in_sync"] is True and st["counts"]["Doc"] == 4
+    assert st["unreadable"] == ["memories/by_date/2026-03/03/m-20260303-zzzz.md"]
 
 
 def test_doctor_outside_a_folder(tmp_path: Path) -> None:

@@ -95,7 +95,7 @@ def test_broken_frontmatter_is_reported_and_kept(kf: Path) -> None:
     latin = d / "m-20260201-bad3.md"
     latin.write_bytes(b"---\nid: m-20260201-bad3\n---\ncaf\xe9\n")
     r = run_ok("sync", "--json")
-    assert r.code == 0
+    assert r.code == 1 and "Error: 3 files not indexed as written" in r.err
     problems = {Path(p["path"]).name: p["problem"] for p in r.json()["problems"]}
     assert "broken YAML frontmatter" in problems["m-20260201-bad1.md"]
     assert "not closed" in problems["m-20260201-bad2.md"]

@@ -177,6 +177,51 @@ def test_arxiv_refresh_follows_new_versions(kf: Path, arxiv_site: ArxivFeed) -> 
     assert [h["id"] for h in hist] == [changed[0]["new"], old]
 
 
+
+def test_storing_an_older_arxiv_version_keeps_the_history(kf: Path, arxiv_site: ArxivFeed) -> None:
+    v1 = run_ok("store", "arxiv", "2401.00001", "--json").json()["added"][0]["id"]
+    arxiv_site.publish(Paper("2401.00001", 2, "Tidal Retrieval Models", ["Ada Keeper"],
+                             "Revised.", ["Tidal Retrieval Models",
+                                          "Sparse lexical signals predict the tides better."]))
+    v2 = run_ok("refresh", v1, "--json").json()["changed"][0]["new"]
+    before = (kf / ".ok/mapping.jsonl").read_text()
+    # v1 is in the history already: asking for it by its version stores nothing new
+    r = run_ok("store", "arxiv", "2401.00001v1", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["added"] == []
+    assert r.json()["unchanged"] == [{"id": v1, "path": f".ok/versions/{v1}.ok.md",
+                                      "origin": arxiv_site.site.url("/pdf/2401.00001v1"),
+                                      "current": False, "superseded_by": v2}]
+    assert (kf / ".ok/mapping.jsonl").read_text() == before
+    hist = run_ok("store", "history", "2401.00001", "--json").json()
+    assert [(h["id"], h["current"]) for h in hist] == [(v2, True), (v1, False)]
+    assert [d["id"] for d in run_ok("store", "list", "--json").json()] == [v2]
+    lin = run_ok("graph", "lineage", v2, "--json").json()
+    assert {"from": v2, "rel": "SUPERSEDES", "to": v1} in lin["edges"]
+    hits = run_ok("search", "tides", "--in", "store", "--json").json()
+    assert {h["id"].split("#")[0] for h in hits} == {v2}
+    assert run_ok("status", "--json").json()["in_sync"] is True
+
+
+def test_an_older_arxiv_version_not_stored_is_refused(kf: Path, arxiv_site: ArxivFeed) -> None:
+    arxiv_site.publish(Paper("2401.00001", 2, "Tidal Retrieval Models", ["Ada Keeper"],
+                             "Revised.", ["Tidal Retrieval Models",
+                                          "Sparse lexical signals predict the tides better."]))
+    v2 = run_ok("store", "arxiv", "2401.00001", "--json").json()["added"][0]["id"]
+    before = (kf / ".ok/mapping.jsonl").read_text()
+    hits = dict(arxiv_site.site.hits)
+    r = run_ok("store", "arxiv", "2401.00001v1")
+    assert r.code == 1
+    assert r.err.startswith(f"Error: arXiv 2401.00001v1 is older than the stored v2 of "
+                            f"2401.00001 (document {v2}) (hint: ")
+    assert len(r.err.strip().splitlines()) == 1
+    assert dict(arxiv_site.site.hits) == hits  # refused before any request
+    assert (kf / ".ok/mapping.jsonl").read_text() == before
+    # the current version by its own number is fine
+    r = run_ok("store", "arxiv", "2401.00001v2", "--json")
+    assert r.code == 0 and [u["id"] for u in r.json()["unchanged"]] == [v2]
+
+
 # -- repositories ----------------------------------------------------------------------------------
 REPO_FILES = {
     "README.md": "# Harbour tools\n\nUtilities for harbour masters.\n",

@@ -126,17 +126,37 @@ def sync(json_: bool = JsonOpt) -> None:
 
 def _report_sync(rep: Any, json_: bool) -> None:
     for p in rep.problems:
-        output.warn(f"{p['path']}: {p['problem']}")
+        output.warn(_problem_line(p))
 
     def plain(d: dict[str, Any]) -> str:
-        if not d["changed"]:
-            return "Up to date."
         parts = [f"{len(d[k])} {k.replace('_', ' ')}" for k in
                  ("docs_added", "docs_removed", "docs_moved", "notes_added", "notes_updated",
                   "notes_removed") if d[k]]
-        return ", ".join(parts) + f" ({d['chunks_added']} chunks embedded)."
+        done = (", ".join(parts) + f" ({d['chunks_added']} chunks embedded).") if parts \
+            else "Up to date."
+        if d["unreadable"]:
+            done += f" {len(d['unreadable'])} unreadable (see the warnings)."
+        return done
 
     emit(rep.as_dict(), json_, plain=plain)
+    _fail_on_problems(rep.blocking)
+
+
+def _problem_line(p: dict[str, Any]) -> str:
+    line = f"{p['path']}: {p['problem']}"
+    if p.get("kind") == "unreadable":
+        line += (f"; unreadable, its last indexed version ({p['kept']}) stays searchable"
+                 if p.get("kept") else "; unreadable, not indexed")
+    return line
+
+
+def _fail_on_problems(blocking: list[dict[str, Any]]) -> None:
+    """Files the graph cannot follow are an error, after the rest of the work is done."""
+    if not blocking:
+        return
+    paths = ", ".join(p["path"] for p in blocking[:3]) + (" …" if len(blocking) > 3 else "")
+    raise OkError(f"{len(blocking)} file{'s' if len(blocking) > 1 else ''} not indexed as "
+                  f"written: {paths}", "fix what the warnings name, then run `ok sync`")
 
 
 @app.command()
@@ -158,6 +178,10 @@ def status(json_: bool = JsonOpt) -> None:
             lines.append("in sync" if d["in_sync"] else "stale: " + ", ".join(
                 f"{len(v)} {k.replace('_', ' ')}" for k, v in d["stale"].items())
                 + " (run `ok sync`)")
+            if d["unreadable"]:
+                lines[-1] += f"; {len(d['unreadable'])} unreadable"
+            for p in d["problems"]:
+                lines.append(f"problem: {_problem_line(p)}")
             if d.get("extractor_mismatch"):
                 m = d["extractor_mismatch"]
                 lines.append(f"entities: extracted by {m['graph']}, configured {m['config']}"
@@ -167,6 +191,7 @@ def status(json_: bool = JsonOpt) -> None:
         return "\n".join(lines)
 
     emit(data, json_, plain=plain)
+    _fail_on_problems([p for p in data.get("problems", []) if p.get("kind") != "same_content"])
 
 
 @app.command()

@@ -51,15 +51,23 @@ def list_(
 ) -> None:
     """List notes, newest first."""
     f = folder()
-    notes, problems = notes_mod.scan(f)
-    for _, problem in problems:
-        output.warn(problem)
+    notes, problems = notes_mod.scan(f, lambda: _indexed_note_paths(f))
+    for p in problems:
+        output.warn(p.problem if p.kind == "unreadable" else f"{p.path}: {p.problem}")
     want_tags, want_topics = set(split_labels(tag)), set(split_labels(topic))
     rows = [n.as_dict(f) for n in sorted(notes.values(), key=lambda n: (n.ts, n.id), reverse=True)
             if want_tags <= set(n.tags) and want_topics <= set(n.topics)]
     rows = rows[:limit] if limit else rows
     emit(rows, json_, plain=lambda rs: "\n".join(
         f"{r['id']}\t{r['ts']}\t{','.join(r['tags'])}\t{_first_line(r['text'])}" for r in rs))
+
+
+def _indexed_note_paths(f: Any) -> dict[str, str]:
+    # the graph settles which of two files sharing an id is the established note; it is
+    # opened (and the indexer imported) only when such a clash exists
+    from ..indexer import indexed_note_paths
+
+    return indexed_note_paths(f)
 
 
 def _first_line(text: str) -> str:
