@@ -133,7 +133,8 @@ def scan_docs(folder: Folder) -> tuple[dict[str, str], list[notes_mod.Problem]]:
         if not p.is_file() or p.name.startswith("."):
             continue
         if not is_utf8(p):
-            problems.append((shown(folder.rel(p), 4096), NAME_NOT_UTF8))
+            problems.append(notes_mod.Problem(shown(folder.rel(p), 4096), NAME_NOT_UTF8,
+                                              "unreadable"))
             continue
         data = p.read_bytes()
         rel = folder.rel(p)
@@ -406,9 +407,9 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
                               if e.get("current", True) and d not in files
                               and d not in in_graph)
     # derived parts that are missing are indexed again: out, then in
-    broken = g.incomplete()
-    redo_docs = [d for d in broken["docs"] if d in files and d not in rep.docs_added]
-    redo_notes = [n for n in broken["notes"] if n in notes and n not in rep.notes_updated]
+    damaged = g.incomplete()
+    redo_docs = [d for d in damaged["docs"] if d in files and d not in rep.docs_added]
+    redo_notes = [n for n in damaged["notes"] if n in notes and n not in rep.notes_updated]
     rep.incomplete = redo_docs + redo_notes
     rep.docs_removed = sorted(set(rep.docs_removed) | set(redo_docs))
     rep.docs_added = sorted(set(rep.docs_added) | set(redo_docs))

@@ -188,7 +188,7 @@ def scan(folder: Folder, indexed: Callable[[], dict[str, str]] | None = None
     problems: list[Problem] = []
     for p in iter_note_files(folder):
         if not is_utf8(p):
-            problems.append((shown(folder.rel(p), 4096), NAME_NOT_UTF8))
+            problems.append(Problem(shown(folder.rel(p), 4096), NAME_NOT_UTF8, "unreadable"))
             continue
         try:
             read.append((folder.rel(p), read_note(p, folder)))

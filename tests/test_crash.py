@@ -194,6 +194,22 @@ COMMANDS: dict[str, tuple[Callable[[Path, Path], list[str]], list[str]]] = {
     "remove": (_remove, ["graph.removed", "entities.consolidated", "graph.before-commit"]),
 }
 CASES = [(cmd, pt) for cmd, (_, pts) in COMMANDS.items() for pt in pts]
+# the default suite kills each command at a few points and reaches every point at least
+# once; `-m slow` runs every command at every point
+DEFAULT = {("ingest", "ingest.source-written"), ("ingest", "ingest.version-kept"),
+           ("ingest", "ingest.journaled:2"), ("ingest", "ingest.normalized-written"),
+           ("ingest", "ingest.mapping-saved"), ("ingest", "ingest.events-written"),
+           ("ingest", "graph.docs-loaded"), ("ingest", "entities.extracted"),
+           ("ingest", "graph.committed"), ("mem-add", "note.written"),
+           ("mem-add", "entities.consolidated"), ("mem-update", "graph.removed"),
+           ("mem-delete", "note.deleted"), ("mem-delete", "graph.before-commit"),
+           ("sync", "sync.mapping-saved"), ("sync", "graph.notes-loaded"),
+           ("sync", "graph.before-commit:2"), ("rebuild", "rebuild.built"),
+           ("refresh", "refresh.fetched"), ("refresh", "ingest.normalized-written"),
+           ("remove", "graph.removed")}
+PARAMS = [pytest.param(cmd, pt, id=f"{cmd}-{pt}",
+                       marks=() if (cmd, pt) in DEFAULT else pytest.mark.slow)
+          for cmd, pt in CASES]
 
 
 def test_every_point_is_named_and_covered() -> None:
@@ -209,6 +225,10 @@ def test_every_point_is_named_and_covered() -> None:
                 used.add(arg.value)
     assert used == set(POINTS)
     assert {pt.partition(":")[0] for _, pt in CASES} == set(POINTS)
+    # rebuild.loading and rebuild.swapping have a test of their own below
+    assert DEFAULT <= set(CASES)
+    assert {pt.partition(":")[0] for _, pt in DEFAULT} | {"rebuild.loading",
+                                                          "rebuild.swapping"} == set(POINTS)
 
 
 _uninterrupted: dict[str, dict[str, Any]] = {}
@@ -236,7 +256,7 @@ def _without_crash(template: Path, tmp: Path, cmd: str) -> dict[str, Any]:
     return _uninterrupted[cmd]
 
 
-@pytest.mark.parametrize(("cmd", "point"), CASES, ids=[f"{c}-{p}" for c, p in CASES])
+@pytest.mark.parametrize(("cmd", "point"), PARAMS)
 def test_crash_then_next_command_equals_rebuild(template: Path, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch,
                                                 cmd: str, point: str) -> None:

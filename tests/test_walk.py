@@ -56,7 +56,8 @@ def test_walk_skips_and_reports_links_out_of_the_directory(kf: Path, tree: Path)
     rep = r.json()
     added = sorted(a["path"] for a in rep["added"])
     assert added == ["store/normalized/docs/real.ok.md", "store/normalized/docs/sub/inner.ok.md"]
-    assert [u["origin"] for u in rep["unchanged"]] == [str(tree / "same.md")]
+    # the origin is the file a link resolves to: one file, one lineage
+    assert [u["origin"] for u in rep["unchanged"]] == [str((tree / "same.md").resolve())]
     skipped = _skipped(rep)
     for name in ("secret.md", "passwd.md", "outdir", "loop"):
         assert "outside" in skipped[name] and "--follow" in skipped[name], (name, skipped)
@@ -74,7 +75,8 @@ def test_follow_takes_links_out_and_ends_loops(kf: Path, tree: Path) -> None:
     r = run_ok("store", "ingest", "--follow", str(tree), "--json")
     rep = r.json()
     origins = {a["origin"] for a in rep["added"] + rep["unchanged"]}
-    assert str(tree / "secret.md") in origins and str(tree / "outdir" / "secret.md") in origins
+    assert str((tree / "secret.md").resolve()) in origins
+    assert str((tree / "outdir" / "secret.md").resolve()) in origins
     # the loop back to src/ reaches outside/ once more, but never docs/ again
     assert not any("/loop/docs/" in o for o in origins), origins
     skipped = _skipped(rep)
@@ -82,7 +84,7 @@ def test_follow_takes_links_out_and_ends_loops(kf: Path, tree: Path) -> None:
                                                      else set()), skipped
     assert SECRET in _normalized_text(kf)
     if PASSWD.exists():
-        assert str(tree / "passwd.md") in origins
+        assert str((tree / "passwd.md").resolve()) in origins
 
 
 def test_mcp_ingest_of_a_directory_never_leaves_the_folder(example_kf: Path, tmp_path: Path
@@ -116,7 +118,7 @@ def test_mcp_ingest_of_a_directory_never_leaves_the_folder(example_kf: Path, tmp
                 assert any("outside the knowledge folder" in s["reason"]
                            for s in rep["skipped"])
                 done = {a["origin"] for a in rep["added"] + rep["unchanged"]}
-                assert str(src / "kept.md") in done
+                assert str((src / "kept.md").resolve()) in done
             if paths == ["citations"]:
                 assert names == {"pw.json"}
         assert not (await call(c, "sh_grep", pattern="launch codes|root:x:0"))["results"]
@@ -174,16 +176,16 @@ def test_sync_reports_hand_placed_names_that_are_not_utf8(kf: Path) -> None:
         "---\nid: m-20261201-abcd\n---\nzebra note\n")
     (kf / "memories" / os.fsdecode(b"loose\xfe.md")).write_text("zebra loose\n")
     assert run_ok("mem", "add", "A zebra note with a fine name").code == 0
-    for _ in range(2):  # and again: nothing sticks
+    for _ in range(2):  # and again: nothing sticks (exit 1 says files were left out)
         r = run_ok("sync", "--json")
-        assert r.code == 0, r.err
+        assert r.code == 1 and "2 files not indexed as written" in r.err, r.err
         problems = {p["path"]: p["problem"] for p in r.json()["problems"]}
         assert set(problems) == {"store/normalized/hand\\xff.ok.md",
                                  "memories/by_date/2026-12/01/m-20261201-ab\\xffc.md"}, problems
         assert all("not valid UTF-8" in p for p in problems.values())
         assert "not valid UTF-8" in r.err
     st = run_ok("status", "--json")
-    assert st.code == 0 and st.json()["in_sync"] is True
+    assert st.code == 1 and st.json()["in_sync"] is True
     for extra in ([], ["--no-rg"]):
         r = run_ok("grep", "zebra", "--json", *extra)
         assert r.code == 0, r.err
