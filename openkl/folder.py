@@ -49,6 +49,8 @@ DEFAULT_CONFIG: dict[str, Any] = {
 GITIGNORE = """\
 # Derived by `ok`; rebuilt from the files with `ok index`.
 .ok/kuzu/
+.ok/kuzu.rebuild/
+.ok/kuzu.old/
 .ok/cache/
 .ok/ops.log
 .ok/lock

@@ -192,6 +192,13 @@ def check_cypher(query: str, *, write: bool = False) -> None:
                                 "pass --write if you really mean to change the graph")
 
 
+def _log_pending(db_path: Path) -> bool:
+    try:
+        return db_path.with_name(db_path.name + ".wal").stat().st_size > 0
+    except FileNotFoundError:
+        return False
+
+
 def _is_lock_error(e: Exception) -> bool:
     msg = str(e).lower()
     return "lock" in msg and ("could not set" in msg or "set lock" in msg or "locked" in msg)
@@ -228,6 +235,8 @@ class Graph:
         deadline = time.monotonic() + timeout
         started = time.monotonic()
         while True:
+            # committed work still in the log: opening read-write replays it
+            replaying = write and _log_pending(path)
             try:
                 # Kùzu's default pool is 80% of RAM, which costs ~20 ms per open; every
                 # command (and every MCP call) opens the graph, so keep it modest
@@ -256,6 +265,8 @@ class Graph:
                 time.sleep(0.1)
         conn = kuzu.Connection(db)
         g = cls(db, conn, path, write)
+        if replaying:
+            g._mark_replayed()
         try:
             if write and dim:
                 g._ensure_schema(dim, embedder_identity)
@@ -267,6 +278,18 @@ class Graph:
                 conn.close()
             with contextlib.suppress(Exception):
                 db.close()
+
+    @staticmethod
+    def log_pending(kuzu_dir: Path) -> bool:
+        """Committed work waits in the log (a writer is closing, or was killed)."""
+        return _log_pending(kuzu_dir / DB_FILE)
+
+    def _mark_replayed(self) -> None:
+        """Kùzu 0.11 can lose relationships when it replays a log that a killed process left
+        after its commit (seen with RELATED edges): say so in Meta, so that `ok status` is not
+        "in sync" and `ok sync` derives the entity graph again from the extraction rows."""
+        with contextlib.suppress(OkError):  # a database whose schema never got written
+            self.set_meta("replayed", "1")
 
     @staticmethod
     def destroy(kuzu_dir: Path) -> None:
@@ -398,6 +421,9 @@ class Graph:
             raise
         self.conn.execute("COMMIT")
         crash.point("graph.committed")
+        # checkpoint now, so committed work rarely waits in the log for a replay
+        with contextlib.suppress(RuntimeError):
+            self.conn.execute("CHECKPOINT")
 
     def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a user's Cypher (CLI or MCP) once `check_cypher` lets it through; writes only

@@ -347,12 +347,13 @@ class SyncReport:
     rebuilt: bool = False
     incomplete: list[str] = field(default_factory=list)  # re-indexed: derived parts missing
     docs_missing: list[str] = field(default_factory=list)  # in the mapping, not on disk
+    recovered: list[str] = field(default_factory=list)  # derived anew after a replayed log
 
     @property
     def changed(self) -> bool:
         return bool(self.docs_added or self.docs_removed or self.docs_moved or self.notes_added
                     or self.notes_updated or self.notes_removed or self.incomplete
-                    or self.docs_missing)
+                    or self.docs_missing or self.recovered)
 
     @property
     def unreadable(self) -> list[str]:
@@ -411,6 +412,8 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
     redo_docs = [d for d in damaged["docs"] if d in files and d not in rep.docs_added]
     redo_notes = [n for n in damaged["notes"] if n in notes and n not in rep.notes_updated]
     rep.incomplete = redo_docs + redo_notes
+    if g.meta().get("replayed") == "1":
+        rep.recovered = ["entities"]
     rep.docs_removed = sorted(set(rep.docs_removed) | set(redo_docs))
     rep.docs_added = sorted(set(rep.docs_added) | set(redo_docs))
     rep.notes_updated = sorted(set(rep.notes_updated) | set(redo_notes))
@@ -450,6 +453,11 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         from .entities import sync_canonical
 
         sync_canonical(folder, g)
+        if rep.recovered:
+            from .entities import reconsolidate_all
+
+            reconsolidate_all(folder, g)
+            g.query("MATCH (m:Meta {key: 'replayed'}) DELETE m")
         if target is not None:
             crash.point("rebuild.loading")
     if target is not None:
@@ -557,10 +565,14 @@ def status(folder: Folder) -> dict[str, Any]:
             out["embedder"] = g.meta().get("embedder")
             _, rep = plan(folder, g)
             out["stale"] = {k: v for k, v in rep.as_dict().items()
-                            if k.startswith(("docs_", "notes_", "incomplete")) and v}
+                            if k.startswith(("docs_", "notes_", "incomplete", "recovered")) and v}
             out["problems"] = rep.problems
             out["unreadable"] = rep.unreadable
-            out["in_sync"] = not rep.changed
+            if not rep.recovered and Graph.log_pending(folder.kuzu_dir) \
+                    and folder.lock_state() is None:
+                # a killed writer's log that no writer has replayed yet (see _mark_replayed)
+                out["stale"]["recovered"] = ["entities"]
+            out["in_sync"] = not rep.changed and "recovered" not in out["stale"]
             from .entities import extractor_mismatch
 
             out["extractor_mismatch"] = extractor_mismatch(folder, g)

@@ -132,6 +132,12 @@ def _report_sync(rep: Any, json_: bool) -> None:
         parts = [f"{len(d[k])} {k.replace('_', ' ')}" for k in
                  ("docs_added", "docs_removed", "docs_moved", "notes_added", "notes_updated",
                   "notes_removed") if d[k]]
+        if d["docs_missing"]:
+            parts.append(f"{len(d['docs_missing'])} mapping entries without a file dropped")
+        if d["incomplete"]:
+            parts.append(f"{len(d['incomplete'])} with missing derived parts indexed again")
+        if d["recovered"]:
+            parts.append("entities derived again after a replayed log")
         done = (", ".join(parts) + f" ({d['chunks_added']} chunks embedded).") if parts \
             else "Up to date."
         if d["unreadable"]:
@@ -176,7 +182,7 @@ def status(json_: bool = JsonOpt) -> None:
                          f"entities: {c['Entity']}")
             lines.append(f"embedder: {d['embedder']}")
             lines.append("in sync" if d["in_sync"] else "stale: " + ", ".join(
-                f"{len(v)} {k.replace('_', ' ')}" for k, v in d["stale"].items())
+                _stale_part(k, v) for k, v in d["stale"].items())
                 + " (run `ok sync`)")
             if d["unreadable"]:
                 lines[-1] += f"; {len(d['unreadable'])} unreadable"
@@ -192,6 +198,14 @@ def status(json_: bool = JsonOpt) -> None:
 
     emit(data, json_, plain=plain)
     _fail_on_problems([p for p in data.get("problems", []) if p.get("kind") != "same_content"])
+
+
+def _stale_part(key: str, value: list[str]) -> str:
+    if key == "recovered":
+        return "entities to derive again (the graph replayed a killed writer's log)"
+    if key == "docs_missing":
+        return f"{len(value)} docs recorded but not on disk"
+    return f"{len(value)} {key.replace('_', ' ')}"
 
 
 @app.command()
