@@ -13,6 +13,7 @@ import datetime as dt
 import fcntl
 import json
 import os
+import re
 import socket
 import sys
 import tempfile
@@ -24,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from .errors import BadInput, LockBusy, NotAFolder, OkError
+from .errors import BadInput, LockBusy, NotAFolder, OkError, UsageError
 
 CONFIG_VERSION = 1
 
@@ -68,6 +69,42 @@ def utcnow() -> dt.datetime:
 
 def iso(ts: dt.datetime | None = None) -> str:
     return (ts or utcnow()).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_SPAN = re.compile(r"^(\d+)\s*([smhdw])$")
+_SPAN_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+TIME_FORMS = "use e.g. 2026-01-31, 2026-01-31T08:00:00Z, 90m, 12h, 7d or 2w"
+
+
+def parse_time(value: str | None, option: str = "--since", end_of_day: bool = False
+               ) -> str | None:
+    """An ISO date/time, or a span back from now (`30m`, `12h`, `7d`, `2w`), as UTC ISO.
+
+    A bare date means the start of that day, or its last second with `end_of_day` (so
+    `--until 2026-01-31` includes the 31st). Anything else is a usage error naming `option`.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    m = _SPAN.match(value)
+    if m:
+        try:
+            when = utcnow() - dt.timedelta(seconds=int(m.group(1)) * _SPAN_SECONDS[m.group(2)])
+        except (OverflowError, ValueError):
+            raise UsageError(f"{option} {value!r} reaches back before the year 1",
+                             TIME_FORMS) from None
+    else:
+        try:
+            when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(f"{option} {value!r} is neither a date nor a span",
+                             TIME_FORMS) from None
+        if end_of_day and len(value) == 10:
+            when = when.replace(hour=23, minute=59, second=59)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+    # isoformat pads the year to four digits, so the result compares as a string
+    return when.astimezone(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
@@ -317,4 +354,5 @@ def open_folder(explicit: str | Path | None = None) -> Folder:
     return Folder(find_root(explicit=explicit))
 
 
-__all__ = ["Folder", "OkError", "atomic_write", "find_root", "iso", "open_folder", "utcnow"]
+__all__ = ["Folder", "OkError", "atomic_write", "find_root", "iso", "open_folder", "parse_time",
+           "utcnow"]

@@ -197,7 +197,7 @@ SEARCH_EXAMPLES = """Examples:
 def search(
     query: str = typer.Argument(..., help="What to look for (`-` reads it from stdin)."),
     k: int | None = typer.Option(None, "-k", "--limit", metavar="N",
-                                 help="Number of results (default 10)."),
+                                 help="Number of results (default 10, at most 1000)."),
     scope: str = typer.Option("all", "--in", metavar="all|mem|store",
                               help="Where to search."),
     mode: str | None = typer.Option(None, "--mode", metavar="hybrid|vector|fts",
@@ -208,12 +208,14 @@ def search(
                                             help="Only notes with this topic (repeatable)."),
     path: str | None = typer.Option(None, "--path", metavar="GLOB",
                                     help="Only paths matching this glob."),
-    since: str | None = typer.Option(None, "--since", metavar="DATE",
-                                     help="Only items dated on/after (ISO date)."),
-    until: str | None = typer.Option(None, "--until", metavar="DATE",
-                                     help="Only items dated on/before (ISO date)."),
+    since: str | None = typer.Option(None, "--since", metavar="WHEN",
+                                     help="Only items dated on/after: ISO date/time, or a "
+                                          "span back from now (30m, 12h, 7d, 2w)."),
+    until: str | None = typer.Option(None, "--until", metavar="WHEN",
+                                     help="Only items dated on/before (a date includes that "
+                                          "day; same forms as --since)."),
     per_doc: int | None = typer.Option(None, "--per-doc", metavar="N",
-                                       help="Hits per document (default 1)."),
+                                       help="Hits per document (default 1, at most 1000)."),
     diverse: bool = typer.Option(False, "--diverse",
                                  help="Prefer hits that differ from each other (MMR)."),
     explain: bool = typer.Option(False, "--explain", help="Per-signal scores and ranks."),
@@ -222,20 +224,23 @@ def search(
 ) -> None:
     """Hybrid (BM25 + vector) search over notes and documents; hits are cite objects."""
     from ..indexer import embedder, open_graph
-    from ..search import Filters
+    from ..search import Filters, check_counts
     from ..search import search as do_search
 
     if query == "-":
         query = output.read_stdin_text().strip()
     f = folder()
+    k = k if k is not None else int(f.setting("search.k", 10))
+    per_doc = per_doc if per_doc is not None else int(f.setting("search.per_doc", 1))
+    check_counts(k, per_doc, "-k", "--per-doc")
     flt = Filters(tags=split_labels(tags), topics=split_labels(topics), path=path,
-                  since=since, until=until)
+                  since=since, until=until).normalized("--since", "--until")
     with open_graph(f) as g:
         if show_query:
             g.trace = []
-        hits = do_search(f, g, query, k=k if k is not None else int(f.setting("search.k", 10)),
+        hits = do_search(f, g, query, k=k,
                          mode=mode or str(f.setting("search.mode", "hybrid")), scope=scope,
-                         filters=flt, per_doc=per_doc or int(f.setting("search.per_doc", 1)),
+                         filters=flt, per_doc=per_doc,
                          explain=explain, embedder=embedder(f),
                          diversity=float(f.setting("search.diversity", 0.5)) if diverse else 0.0)
         if show_query:
