@@ -28,6 +28,7 @@ import yaml
 from .errors import BadInput, LockBusy, NotAFolder, OkError, UsageError
 
 CONFIG_VERSION = 1
+LOCK_NOTICE_AFTER = 1.0  # seconds of waiting for the writer lock before saying so
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "version": CONFIG_VERSION,
@@ -262,21 +263,26 @@ class Folder:
         timeout = float(self.setting("lock_timeout", 30.0) if timeout is None else timeout)
         self.ok_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + timeout
-        waited = False
+        started = time.monotonic()
+        deadline = started + timeout
+        told = False
         try:
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break
                 except BlockingIOError:
-                    if time.monotonic() >= deadline:
+                    now = time.monotonic()
+                    if now >= deadline:
                         raise LockBusy(f"the folder is locked by another writer: {self.lock_holder()}",
                                        "wait for it to finish, or raise OK_LOCK_TIMEOUT") from None
-                    if not waited and sys.stderr.isatty():
-                        print(f"waiting for writer lock held by {self.lock_holder()}…",
-                              file=sys.stderr)
-                    waited = True
+                    # said once, and only for a real wait: a writer that finishes within a
+                    # second is not worth a line; a silent 30 s wait looks like a hang
+                    if not told and now - started >= LOCK_NOTICE_AFTER:
+                        print(f"waiting for the writer lock, held by {self.lock_holder()}; "
+                              f"giving up after {timeout:g}s (OK_LOCK_TIMEOUT)…",
+                              file=sys.stderr, flush=True)
+                        told = True
                     time.sleep(0.1)
             info = {"pid": os.getpid(), "host": socket.gethostname(), "what": what,
                     "since": iso()}
