@@ -13,14 +13,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import re
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .folder import Folder, iso, parse_time, utcnow
+from .folder import Folder, append_whole, iso, parse_time, utcnow
 
 EVENTS_DIR = "events"
 _MONTH_FILE = re.compile(r"^(\d{4})-(\d{2})\.jsonl$")
@@ -49,7 +48,7 @@ def emit_many(folder: Folder, items: Iterable[tuple[str, dict[str, Any]]]
               ) -> list[dict[str, Any]]:
     """Append several events with one write.
 
-    Appending (O_APPEND, one `write` of whole lines, then fsync) is what keeps the log
+    Appending (O_APPEND, whole lines or nothing, then fsync) is what keeps the log
     append-only and cheap; rewriting it through a temp file would copy the month's log on
     every event. Callers hold the writer lock, so writers never interleave.
     """
@@ -58,14 +57,7 @@ def emit_many(folder: Folder, items: Iterable[tuple[str, dict[str, Any]]]
     if not evs:
         return []
     data = "".join(json.dumps(e, ensure_ascii=False, default=str) + "\n" for e in evs)
-    path = events_dir(folder) / f"{now:%Y-%m}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, data.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    append_whole(events_dir(folder) / f"{now:%Y-%m}.jsonl", data.encode("utf-8"), fsync=True)
     return evs
 
 

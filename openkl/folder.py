@@ -41,7 +41,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "llm": {"base_url": None, "model": None, "api_key_env": "OPENAI_API_KEY", "timeout": 60.0,
             "retries": 2},
     "ingest": {"max_file_mb": 64},
-    "graph": {"buffer_pool_mb": 512},
+    "graph": {"buffer_pool_mb": 512, "min_free_mb": 64},
     # caps for `ok mcp`: results per call, bytes per result, seconds per call (per tool)
     "mcp": {"max_k": 50, "max_bytes": 100000, "timeout": 30.0,
             "timeouts": {"ask": 120.0, "store_ingest": 300.0, "context": 60.0},
@@ -119,10 +119,43 @@ def atomic_write(path: Path, data: str | bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        _name(e, path)
         raise
+
+
+def append_whole(path: Path, data: bytes, fsync: bool = False) -> None:
+    """Append `data` to `path` entirely or not at all.
+
+    A full disk can take part of a write; the rest of a torn line would glue the next
+    line onto it, so on failure the file is cut back to its old length.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if fsync:
+                os.fsync(fd)
+        except BaseException as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            _name(e, path)
+            raise
+    finally:
+        os.close(fd)
+
+
+def _name(e: BaseException, path: Path) -> None:
+    """Put the file's name on an OSError from write/fsync, which carry none, so the error
+    can say which file (a full disk: which disk)."""
+    if isinstance(e, OSError) and not e.filename:
+        e.filename = str(path)
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -238,9 +271,7 @@ class Folder:
         entry = {"ts": iso(), "op": op, **fields}
         line = json.dumps(entry, ensure_ascii=False, sort_keys=False) + "\n"
         for target in filter(None, (self.ops_log, self.tee)):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "a", encoding="utf-8") as f:
-                f.write(line)
+            append_whole(target, line.encode("utf-8"))
         return entry
 
     # -- writer lock ------------------------------------------------------------
@@ -286,8 +317,12 @@ class Folder:
                     time.sleep(0.1)
             info = {"pid": os.getpid(), "host": socket.gethostname(), "what": what,
                     "since": iso()}
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(info).encode(), 0)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, json.dumps(info).encode(), 0)
+            except OSError as e:
+                _name(e, self.lock_path)
+                raise
             held["depth"] = 1
             try:
                 yield
@@ -360,5 +395,5 @@ def open_folder(explicit: str | Path | None = None) -> Folder:
     return Folder(find_root(explicit=explicit))
 
 
-__all__ = ["Folder", "OkError", "atomic_write", "find_root", "iso", "open_folder", "parse_time",
+__all__ = ["Folder", "OkError", "append_whole", "atomic_write", "find_root", "iso", "open_folder", "parse_time",
            "utcnow"]

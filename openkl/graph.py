@@ -75,6 +75,7 @@ class Graph:
         self.path = path
         self.writable = writable
         self.trace: list[str] | None = None  # when a list, every query is appended to it
+        self._in_tx = False  # inside `transaction()`: nested blocks join the outer one
 
     # -- opening ----------------------------------------------------------------
     @classmethod
@@ -229,10 +230,39 @@ class Graph:
             raise OkError(f"bulk load into {table} failed: {str(e).splitlines()[0]}",
                           "run `ok index --rebuild`") from e
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All of the block's writes, or none: a failure part-way (a full disk) rolls back,
+        so a Doc is never left without its chunks for `sync` to take as indexed."""
+        if self._in_tx:
+            yield
+            return
+        self.conn.execute("BEGIN TRANSACTION")
+        self._in_tx = True
+        try:
+            yield
+        except BaseException:
+            self._in_tx = False
+            with contextlib.suppress(Exception):
+                self.conn.execute("ROLLBACK")
+            raise
+        self._in_tx = False
+        try:
+            self.conn.execute("COMMIT")
+        except RuntimeError as e:
+            with contextlib.suppress(Exception):
+                self.conn.execute("ROLLBACK")
+            raise OkError(f"commit failed: {str(e).splitlines()[0]}", "run `ok sync`") from e
+
     # -- documents and chunks --------------------------------------------------
     def add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]],
                  vecs: Any) -> None:
-        """Insert documents with their chunks and vectors in bulk."""
+        """Insert documents with their chunks and vectors in bulk, in one transaction."""
+        with self.transaction():
+            self._add_docs(docs, chunks, vecs)
+
+    def _add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]],
+                  vecs: Any) -> None:
         import pyarrow as pa
 
         if docs:
@@ -268,10 +298,14 @@ class Graph:
 
     # -- memory notes ------------------------------------------------------------
     def add_notes(self, notes: list[dict[str, Any]], vecs: Any) -> None:
+        """Insert notes with their vectors and topics, in one transaction."""
+        if notes:
+            with self.transaction():
+                self._add_notes(notes, vecs)
+
+    def _add_notes(self, notes: list[dict[str, Any]], vecs: Any) -> None:
         import pyarrow as pa
 
-        if not notes:
-            return
         dim = vecs.shape[1]
         flat = pa.array(vecs.reshape(-1).astype("float32"), type=pa.float32())
         self.copy_rows("MemoryNote", {

@@ -31,7 +31,7 @@ from pydantic import Field
 from . import grep as grep_mod
 from . import indexer
 from . import notes as notes_mod
-from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError
+from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
 from .folder import Folder, open_folder
 
 SERVER_NAME = "openkl"
@@ -671,6 +671,7 @@ class KnowledgeServer:
 
         async def run(**kwargs: Any) -> dict[str, Any]:
             cap = 0.0
+            st: Stack | None = None
             try:
                 st = self.stack(kwargs.get("stack"))
                 cap = st.timeout(name)
@@ -685,7 +686,12 @@ class KnowledgeServer:
                     raise ToolError(f"{name} exceeded its time cap of {cap:g}s "
                                     f"(hint: narrow the request, or raise mcp.timeouts.{name})"
                                     ) from None
-                raise ToolError(str(e)) from e
+                raise ToolError(str(disk_full(e, st.folder.root if st else None) or e)) from e
+            except Exception as e:
+                full = disk_full(e, st.folder.root if st else None)
+                if full is None:
+                    raise
+                raise ToolError(str(full)) from e
 
         sig = inspect.signature(fn, eval_str=True)
         run.__signature__ = sig.replace(return_annotation=dict[str, Any])  # type: ignore[attr-defined]

@@ -369,8 +369,9 @@ def run(argv: list[str] | None = None) -> int:
     except OkError as e:
         if state.debug:
             raise
-        print(f"Error: {e}", file=sys.stderr)
-        return e.exit_code
+        err = _disk_full(e) or e
+        print(f"Error: {err}", file=sys.stderr)
+        return err.exit_code
     except typer.Exit as e:
         return int(e.exit_code or 0)
     except typer.Abort:
@@ -387,10 +388,27 @@ def run(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug, not bad input: say so in one line, keep the traceback
         if state.debug:
             raise
+        full = _disk_full(e)
+        if full is not None:
+            print(f"Error: {full}", file=sys.stderr)
+            return full.exit_code
         first = (str(e).splitlines() or [""])[0][:300]
         print(f"Error: unexpected {type(e).__name__}: {first} (hint: rerun with --debug for "
               "the traceback, and please report it)", file=sys.stderr)
         return 1
+
+
+def _disk_full(e: BaseException) -> OkError | None:
+    """A full disk, wherever it surfaced (the OS, the graph engine, SQLite), as one error."""
+    import contextlib
+
+    from ..errors import disk_full
+    from ..folder import find_root
+
+    root = None
+    with contextlib.suppress(Exception):
+        root = find_root(explicit=state.root)
+    return disk_full(e, root)
 
 
 def main() -> None:
