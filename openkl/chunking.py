@@ -3,7 +3,13 @@
 A chunk is a character span `[start, end)` of the text: the chunk id is
 `<docID>#char<start>-<end>`, so a span always points back into the file. Cut points are
 chosen from markdown headings, blank lines, sentence ends and finally whitespace, in that
-order of preference; never inside a word.
+order of preference; inside a word only when a run of text has no boundary at all.
+
+A run without boundaries (a 5 MB line of base64, a minified file) must still come out in
+chunks the model can read. Most of it is sized by its real tokens; what the tokenizer calls
+one token but spans more than `LONG_TOKEN` characters (WordPiece turns a longer word into a
+single `[UNK]`), or skips entirely (control characters), is counted in stand-in tokens of
+`PIECE` characters.
 """
 
 from __future__ import annotations
@@ -17,6 +23,12 @@ _HEADING = re.compile(r"\n(?=#{1,6} )")
 _PARA = re.compile(r"\n[ \t]*\n")
 _SENT = re.compile(r"(?<=[.!?;:])[\"')\]]*\s+")
 _SPACE = re.compile(r"\s+")
+_PUNCT = re.compile(r"[^\w\s]|_")  # where tokenizers split a word without whitespace
+
+LONG_TOKEN = 100  # characters; WordPiece's longest word before it gives up with [UNK]
+PIECE = 4  # characters per stand-in token inside such a run (English averages ~4.5)
+SEGMENT = 20_000  # long texts are tokenized in pieces about this size, split at whitespace
+WHOLE = 200_000  # texts up to this size are tokenized in one call
 
 
 @dataclass(frozen=True)
@@ -44,8 +56,7 @@ def chunk_text(text: str, tokenizer: Any, max_tokens: int = 256, overlap: int = 
     if not text.strip():
         return []
     budget = max(16, max_tokens - 2)  # room for [CLS]/[SEP]
-    enc = tokenizer.encode(text, add_special_tokens=False)
-    offsets = [o for o in enc.offsets if o[1] > o[0]]
+    offsets = _split_long(text, _token_spans(text, tokenizer))
     if len(offsets) <= budget:
         s, e = _strip(text, 0, len(text))
         return [Chunk(s, e, text[s:e])]
@@ -63,7 +74,7 @@ def chunk_text(text: str, tokenizer: Any, max_tokens: int = 256, overlap: int = 
         else:
             hard_end = offsets[last_tok][0]  # start of the first token that does not fit
             min_end = offsets[first_tok + max(1, budget // 2)][0]
-            end_char = _best_cut(cuts, cut_pos, min_end, hard_end)
+            end_char = _best_cut(text, cuts, cut_pos, min_end, hard_end)
         s, e = _strip(text, start_char, end_char)
         if e > s:
             chunks.append(Chunk(s, e, text[s:e]))
@@ -74,23 +85,91 @@ def chunk_text(text: str, tokenizer: Any, max_tokens: int = 256, overlap: int = 
         back = max(first_tok + 1, next_first - overlap)
         if overlap and back < next_first:
             lo = offsets[back][0]
-            cand = _best_cut(cuts, cut_pos, lo, offsets[next_first - 1][0] if next_first < n else lo,
-                             prefer_early=True)
+            hi = offsets[next_first - 1][0] if next_first < n else lo
+            cand = _best_cut(text, cuts, cut_pos, lo, hi, prefer_early=True)
             back = max(first_tok + 1, bisect.bisect_left(tok_starts, cand))
         first_tok = min(back, next_first) if overlap else next_first
     return chunks
 
 
-def _best_cut(cuts: list[tuple[int, int]], cut_pos: list[int], lo: int, hi: int,
+def _token_spans(text: str, tokenizer: Any) -> list[tuple[int, int]]:
+    """Character spans of the text's tokens, in order (empty ones left out).
+
+    One long string is slow to tokenize and cannot use more than one core, so a long text
+    goes in whitespace-separated segments, one batch. Tokenizers split words at whitespace,
+    so the spans are the same as from one call; only a cut forced inside a run without
+    whitespace can differ at that cut.
+    """
+    if len(text) <= WHOLE:
+        enc = tokenizer.encode(text, add_special_tokens=False)
+        return [o for o in enc.offsets if o[1] > o[0]]
+    starts = [0]
+    while starts[-1] + SEGMENT < len(text):
+        p = starts[-1] + SEGMENT
+        m = _SPACE.search(text, p, p + SEGMENT // 10) or _PUNCT.search(text, p, p + SEGMENT // 10)
+        starts.append(m.end() if m and m.end() < len(text) else p)
+    bounds = list(zip(starts, [*starts[1:], len(text)], strict=True))
+    encs = tokenizer.encode_batch([text[a:b] for a, b in bounds], add_special_tokens=False)
+    return [(a + s, a + e) for (a, _), enc in zip(bounds, encs, strict=True)
+            for s, e in enc.offsets if e > s]
+
+
+def _split_long(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`spans` with every token longer than `LONG_TOKEN` characters, and every stretch of
+    non-space text the tokenizer skipped, cut into stand-in tokens of `PIECE` characters.
+
+    Inside a long token the first and last stand-ins are `LONG_TOKEN + 1` characters: a
+    chunk cut there leaves pieces of the word that are still too long for WordPiece, so
+    they stay one `[UNK]` each when the chunk is embedded and the count stays an upper
+    bound. Text without such runs keeps its spans exactly (and its chunk ids).
+    """
+    ends = [(0, 0), *spans]
+    todo = [i for i, ((_, pe), (s, e)) in enumerate(zip(ends, [*spans, (len(text),) * 2],
+                                                        strict=True))
+            if e - s > LONG_TOKEN or s - pe > LONG_TOKEN]
+    if not todo:
+        return spans
+    out: list[tuple[int, int]] = []
+    edge = LONG_TOKEN + 1
+    done = 0
+    for i in todo:
+        out += spans[done:i]
+        prev = ends[i][1]
+        s, e = spans[i] if i < len(spans) else (len(text), len(text))
+        if s - prev > LONG_TOKEN and not text[prev:s].isspace():
+            out += [(a, min(a + PIECE, s)) for a in range(prev, s, PIECE)]
+        if e - s >= 2 * edge:
+            cuts = [s, *range(s + edge, e - edge + 1, PIECE)]
+            out += list(zip(cuts, [*cuts[1:], e], strict=True))
+        elif e > s:
+            out.append((s, e))
+        done = i + 1
+    out += spans[done:]
+    return out
+
+
+def _best_cut(text: str, cuts: list[tuple[int, int]], cut_pos: list[int], lo: int, hi: int,
               prefer_early: bool = False) -> int:
-    """The strongest boundary in [lo, hi]; the latest (or earliest) of equal strength."""
+    """The strongest boundary in [lo, hi]; the latest (or earliest) of equal strength.
+
+    Without one, `hi`; but when `hi` is inside a word, the last punctuation in [lo, hi]
+    instead, because a chunk cut mid-word tokenizes differently from how it was counted.
+    """
     i, j = bisect.bisect_left(cut_pos, lo), bisect.bisect_right(cut_pos, hi)
     best: tuple[int, int] | None = None
     for pos, strength in cuts[i:j]:
         key = (strength, -pos if prefer_early else pos)
         if best is None or key > (best[1], -best[0] if prefer_early else best[0]):
             best = (pos, strength)
-    return best[0] if best else hi
+    if best:
+        return best[0]
+    if 0 < hi < len(text) and text[hi - 1].isalnum() and text[hi].isalnum():
+        last = None
+        for m in _PUNCT.finditer(text, lo, hi):
+            last = m
+        if last is not None:
+            return last.end()
+    return hi
 
 
 def _strip(text: str, s: int, e: int) -> tuple[int, int]:

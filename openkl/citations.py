@@ -399,6 +399,12 @@ def _make_from_path(folder: Folder, files: Files, ref: str, lines: str | None,
         p = Path(cwd or Path.cwd()) / p
     full = folder.inside(p)
     if not full.is_file():
+        if ref.startswith("c-") and "/" not in ref:
+            raise NotFound(f"no citation with id {ref}",
+                           "list citations with `ok cite list`; ids look like c-<16 hex digits>")
+        if ref.startswith("m-") and "/" not in ref:
+            raise NotFound(f"no memory note with id {ref}",
+                           "list notes with `ok mem list`; ids look like m-YYYYMMDD-xxxx")
         raise NotFound(f"no such file: {shown(ref)}", "pass a normalized doc (store/normalized/…), "
                        "a memory note, or an id from `ok search --json`")
     rel = folder.rel(full)
@@ -443,7 +449,7 @@ def load(folder: Folder, cid: str) -> dict[str, Any]:
     for p in (citation_path(folder, cid), transient_dir(folder) / f"{cid}.json"):
         if p.is_file():
             return _read_json_file(folder, p)
-    raise NotFound(f"no citation {cid}", _HASH_HINT)
+    raise NotFound(f"no citation with id {cid}", _HASH_HINT)
 
 
 def is_persisted(folder: Folder, cid: str) -> bool:

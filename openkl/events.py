@@ -13,20 +13,16 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import re
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput
-from .folder import Folder, iso, utcnow
+from .folder import Folder, append_whole, iso, parse_time, utcnow
 
 EVENTS_DIR = "events"
 _MONTH_FILE = re.compile(r"^(\d{4})-(\d{2})\.jsonl$")
-_RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # fields that name a document or note an event is about (for `--doc`)
 SUBJECT_FIELDS = ("doc", "previous", "new", "note", "item", "doc_id")
 
@@ -52,7 +48,7 @@ def emit_many(folder: Folder, items: Iterable[tuple[str, dict[str, Any]]]
               ) -> list[dict[str, Any]]:
     """Append several events with one write.
 
-    Appending (O_APPEND, one `write` of whole lines, then fsync) is what keeps the log
+    Appending (O_APPEND, whole lines or nothing, then fsync) is what keeps the log
     append-only and cheap; rewriting it through a temp file would copy the month's log on
     every event. Callers hold the writer lock, so writers never interleave.
     """
@@ -61,33 +57,13 @@ def emit_many(folder: Folder, items: Iterable[tuple[str, dict[str, Any]]]
     if not evs:
         return []
     data = "".join(json.dumps(e, ensure_ascii=False, default=str) + "\n" for e in evs)
-    path = events_dir(folder) / f"{now:%Y-%m}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, data.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    append_whole(events_dir(folder) / f"{now:%Y-%m}.jsonl", data.encode("utf-8"), fsync=True)
     return evs
 
 
 def parse_since(value: str | None) -> str | None:
     """`--since`: an ISO date/time, or a span back from now such as `30m`, `2h`, `7d`."""
-    if not value:
-        return None
-    value = value.strip()
-    m = _RELATIVE.match(value)
-    if m:
-        return iso(utcnow() - dt.timedelta(seconds=int(m.group(1)) * _UNITS[m.group(2)]))
-    try:
-        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise BadInput(f"--since {value!r} is neither a date nor a span",
-                       "use e.g. 2026-01-31, 2026-01-31T08:00:00Z, 90m, 12h or 7d") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return iso(when.astimezone(dt.UTC))
+    return parse_time(value or None, "--since")
 
 
 def _files(folder: Folder, since: str | None = None) -> list[Path]:

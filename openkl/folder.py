@@ -13,6 +13,7 @@ import datetime as dt
 import fcntl
 import json
 import os
+import re
 import socket
 import sys
 import tempfile
@@ -24,9 +25,10 @@ from typing import Any
 
 import yaml
 
-from .errors import BadInput, LockBusy, NotAFolder, OkError
+from .errors import BadInput, LockBusy, NotAFolder, OkError, UsageError
 
 CONFIG_VERSION = 1
+LOCK_NOTICE_AFTER = 1.0  # seconds of waiting for the writer lock before saying so
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "version": CONFIG_VERSION,
@@ -39,7 +41,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "llm": {"base_url": None, "model": None, "api_key_env": "OPENAI_API_KEY", "timeout": 60.0,
             "retries": 2},
     "ingest": {"max_file_mb": 64},
-    "graph": {"buffer_pool_mb": 512},
+    "graph": {"buffer_pool_mb": 512, "min_free_mb": 64},
     # caps for `ok mcp`: results per call, bytes per result, seconds per call (per tool)
     "mcp": {"max_k": 50, "max_bytes": 100000, "timeout": 30.0,
             "timeouts": {"ask": 120.0, "store_ingest": 300.0, "context": 60.0},
@@ -72,6 +74,42 @@ def iso(ts: dt.datetime | None = None) -> str:
     return (ts or utcnow()).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_SPAN = re.compile(r"^(\d+)\s*([smhdw])$")
+_SPAN_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+TIME_FORMS = "use e.g. 2026-01-31, 2026-01-31T08:00:00Z, 90m, 12h, 7d or 2w"
+
+
+def parse_time(value: str | None, option: str = "--since", end_of_day: bool = False
+               ) -> str | None:
+    """An ISO date/time, or a span back from now (`30m`, `12h`, `7d`, `2w`), as UTC ISO.
+
+    A bare date means the start of that day, or its last second with `end_of_day` (so
+    `--until 2026-01-31` includes the 31st). Anything else is a usage error naming `option`.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    m = _SPAN.match(value)
+    if m:
+        try:
+            when = utcnow() - dt.timedelta(seconds=int(m.group(1)) * _SPAN_SECONDS[m.group(2)])
+        except (OverflowError, ValueError):
+            raise UsageError(f"{option} {value!r} reaches back before the year 1",
+                             TIME_FORMS) from None
+    else:
+        try:
+            when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(f"{option} {value!r} is neither a date nor a span",
+                             TIME_FORMS) from None
+        if end_of_day and len(value) == 10:
+            when = when.replace(hour=23, minute=59, second=59)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+    # isoformat pads the year to four digits, so the result compares as a string
+    return when.astimezone(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def atomic_write(path: Path, data: str | bytes) -> None:
     """Write a file so that readers see the old or the new content, never half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,9 +121,10 @@ def atomic_write(path: Path, data: str | bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        _name(e, path)
         raise
 
 
@@ -134,6 +173,38 @@ def check_path(path: str | Path, what: str = "path") -> None:
         raise BadInput(f"{what} has a name of {len(os.fsencode(long))} bytes "
                        f"({shown(long, 40)}); names are at most {MAX_NAME}",
                        "pass the path of a real file or directory")
+
+
+def append_whole(path: Path, data: bytes, fsync: bool = False) -> None:
+    """Append `data` to `path` entirely or not at all.
+
+    A full disk can take part of a write; the rest of a torn line would glue the next
+    line onto it, so on failure the file is cut back to its old length.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if fsync:
+                os.fsync(fd)
+        except BaseException as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            _name(e, path)
+            raise
+    finally:
+        os.close(fd)
+
+
+def _name(e: BaseException, path: Path) -> None:
+    """Put the file's name on an OSError from write/fsync, which carry none, so the error
+    can say which file (a full disk: which disk)."""
+    if isinstance(e, OSError) and not e.filename:
+        e.filename = str(path)
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -263,9 +334,7 @@ class Folder:
         entry = {"ts": iso(), "op": op, **fields}
         line = json.dumps(entry, ensure_ascii=False, sort_keys=False) + "\n"
         for target in filter(None, (self.ops_log, self.tee)):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "a", encoding="utf-8") as f:
-                f.write(line)
+            append_whole(target, line.encode("utf-8"))
         return entry
 
     # -- writer lock ------------------------------------------------------------
@@ -288,26 +357,35 @@ class Folder:
         timeout = float(self.setting("lock_timeout", 30.0) if timeout is None else timeout)
         self.ok_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + timeout
-        waited = False
+        started = time.monotonic()
+        deadline = started + timeout
+        told = False
         try:
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break
                 except BlockingIOError:
-                    if time.monotonic() >= deadline:
+                    now = time.monotonic()
+                    if now >= deadline:
                         raise LockBusy(f"the folder is locked by another writer: {self.lock_holder()}",
                                        "wait for it to finish, or raise OK_LOCK_TIMEOUT") from None
-                    if not waited and sys.stderr.isatty():
-                        print(f"waiting for writer lock held by {self.lock_holder()}…",
-                              file=sys.stderr)
-                    waited = True
+                    # said once, and only for a real wait: a writer that finishes within a
+                    # second is not worth a line; a silent 30 s wait looks like a hang
+                    if not told and now - started >= LOCK_NOTICE_AFTER:
+                        print(f"waiting for the writer lock, held by {self.lock_holder()}; "
+                              f"giving up after {timeout:g}s (OK_LOCK_TIMEOUT)…",
+                              file=sys.stderr, flush=True)
+                        told = True
                     time.sleep(0.1)
             info = {"pid": os.getpid(), "host": socket.gethostname(), "what": what,
                     "since": iso()}
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(info).encode(), 0)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, json.dumps(info).encode(), 0)
+            except OSError as e:
+                _name(e, self.lock_path)
+                raise
             held["depth"] = 1
             try:
                 yield
@@ -380,4 +458,5 @@ def open_folder(explicit: str | Path | None = None) -> Folder:
     return Folder(find_root(explicit=explicit))
 
 
-__all__ = ["Folder", "OkError", "atomic_write", "find_root", "iso", "open_folder", "utcnow"]
+__all__ = ["Folder", "OkError", "append_whole", "atomic_write", "find_root", "iso", "open_folder", "parse_time",
+           "utcnow"]

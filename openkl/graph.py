@@ -213,6 +213,7 @@ class Graph:
         self.path = path
         self.writable = writable
         self.trace: list[str] | None = None  # when a list, every query is appended to it
+        self._in_tx = False  # inside `transaction()`: nested blocks join the outer one
 
     # -- opening ----------------------------------------------------------------
     @classmethod
@@ -401,30 +402,6 @@ class Graph:
                 out.append(dict(zip(cols, r.get_next(), strict=True)))
         return out
 
-    # -- transactions -------------------------------------------------------------
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """All writes inside happen together or not at all.
-
-        A process killed inside (or an error) leaves the graph as it was before: Kùzu keeps
-        uncommitted changes out of its write-ahead log, so recovery discards them.
-        """
-        from . import crash
-
-        self.conn.execute("BEGIN TRANSACTION")
-        try:
-            yield
-            crash.point("graph.before-commit")
-        except BaseException:
-            with contextlib.suppress(RuntimeError):
-                self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
-        crash.point("graph.committed")
-        # checkpoint now, so committed work rarely waits in the log for a replay
-        with contextlib.suppress(RuntimeError):
-            self.conn.execute("CHECKPOINT")
-
     def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a user's Cypher (CLI or MCP) once `check_cypher` lets it through; writes only
         on a graph opened for writing."""
@@ -466,10 +443,50 @@ class Graph:
             raise OkError(f"bulk load into {table} failed: {str(e).splitlines()[0]}",
                           "run `ok index --rebuild`") from e
 
+    # -- transactions -------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside happen together or not at all; a nested block joins the outer.
+
+        A process killed inside (or an error, a full disk) leaves the graph as it was before:
+        Kùzu keeps uncommitted changes out of its write-ahead log, so recovery discards them.
+        """
+        from . import crash
+
+        if self._in_tx:
+            yield
+            return
+        self.conn.execute("BEGIN TRANSACTION")
+        self._in_tx = True
+        try:
+            yield
+            crash.point("graph.before-commit")
+        except BaseException:
+            self._in_tx = False
+            with contextlib.suppress(Exception):
+                self.conn.execute("ROLLBACK")
+            raise
+        self._in_tx = False
+        try:
+            self.conn.execute("COMMIT")
+        except RuntimeError as e:
+            with contextlib.suppress(Exception):
+                self.conn.execute("ROLLBACK")
+            raise OkError(f"commit failed: {str(e).splitlines()[0]}", "run `ok sync`") from e
+        crash.point("graph.committed")
+        # checkpoint now, so committed work rarely waits in the log for a replay
+        with contextlib.suppress(RuntimeError):
+            self.conn.execute("CHECKPOINT")
+
     # -- documents and chunks --------------------------------------------------
     def add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]],
                  vecs: Any) -> None:
-        """Insert documents with their chunks and vectors in bulk."""
+        """Insert documents with their chunks and vectors in bulk, in one transaction."""
+        with self.transaction():
+            self._add_docs(docs, chunks, vecs)
+
+    def _add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]],
+                  vecs: Any) -> None:
         import pyarrow as pa
 
         if docs:
@@ -505,10 +522,14 @@ class Graph:
 
     # -- memory notes ------------------------------------------------------------
     def add_notes(self, notes: list[dict[str, Any]], vecs: Any) -> None:
+        """Insert notes with their vectors and topics, in one transaction."""
+        if notes:
+            with self.transaction():
+                self._add_notes(notes, vecs)
+
+    def _add_notes(self, notes: list[dict[str, Any]], vecs: Any) -> None:
         import pyarrow as pa
 
-        if not notes:
-            return
         dim = vecs.shape[1]
         flat = pa.array(vecs.reshape(-1).astype("float32"), type=pa.float32())
         self.copy_rows("MemoryNote", {

@@ -12,6 +12,8 @@ import contextlib
 import hashlib
 import json
 import re
+import shutil
+import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +26,7 @@ from . import mapping as mapping_mod
 from . import notes as notes_mod
 from .chunking import chunk_text
 from .embeddings import Embedder, embedder_for
-from .errors import OkError
+from .errors import DiskFull, OkError
 from .extract import title_of
 from .folder import NAME_NOT_UTF8, Folder, is_utf8, iso, shown
 from .graph import Graph
@@ -53,6 +55,8 @@ def open_graph(folder: Folder, write: bool = False, check: bool = True,
     leaves the graph as it was, and `ok status` sees the files it did write as not indexed.
     `kuzu_dir` points a rebuild at its new database.
     """
+    if write:
+        _room_to_write(folder)
     emb = embedder(folder)
     ident = emb.identity if write else _cheap_identity(folder, emb)
     if kuzu_dir is None:
@@ -71,6 +75,24 @@ def open_graph(folder: Folder, write: bool = False, check: bool = True,
     if write:
         _stamp(folder).parent.mkdir(parents=True, exist_ok=True)
         _stamp(folder).touch()
+
+
+def _room_to_write(folder: Folder) -> None:
+    """Refuse to write the graph on a nearly full disk.
+
+    Kùzu aborts the process or spins when a write or checkpoint runs out of space, which
+    leaves no error to show and can stop a sync from finishing; a clear refusal up front,
+    with the files already saved, leaves the folder for `ok sync` to catch up.
+    """
+    need = float(folder.setting("graph.min_free_mb", 64)) * (1 << 20)
+    where = folder.kuzu_dir if folder.kuzu_dir.exists() else folder.ok_dir
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return
+    if free < need:
+        raise DiskFull(f"the disk is nearly full: the graph needs {need / (1 << 20):g} MB free to "
+                       f"write safely (graph.min_free_mb)", path=where)
 
 
 def _stamp(folder: Folder) -> Path:
@@ -294,16 +316,19 @@ def index_note(folder: Folder, note: notes_mod.Note, replace: bool = False) -> N
     The note file is already written; if the graph cannot be updated the error says so and
     how to catch up, since the note itself is safe.
     """
-    embed_all(embedder(folder), [note.body], "embedding notes")  # before the graph is opened
+    where = folder.rel(note.path) if note.path else note.id
     try:
+        embed_all(embedder(folder), [note.body], "embedding notes")  # before the graph opens
         with open_graph(folder, write=True) as g:
             if replace:
                 remove_from_graph(folder, g, [], [note.id])
             index_notes(folder, g, [note])
     except OkError as e:
-        where = folder.rel(note.path) if note.path else note.id
         raise type(e)(f"note {note.id} is saved in {where} but not indexed: {e.message}",
                       "run `ok sync` when the graph is free") from e
+    except (OSError, sqlite3.Error) as e:  # the embedding cache on a full disk, say
+        raise OkError(f"note {note.id} is saved in {where} but not indexed: {e}",
+                      "run `ok sync` once the cause is fixed") from e
 
 
 def replace_docs(folder: Folder, g: Graph, removed: list[str], items: list[tuple[str, str]],

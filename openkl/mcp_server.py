@@ -31,7 +31,7 @@ from pydantic import Field
 from . import grep as grep_mod
 from . import indexer
 from . import notes as notes_mod
-from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError
+from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
 from .folder import MAX_PATH, NAME_NOT_UTF8, Folder, check_path, is_utf8, open_folder, shown
 
 SERVER_NAME = "openkl"
@@ -44,6 +44,11 @@ StackArg = Annotated[str | None, Field(
     description="Stack name from list_stacks (default: the first stack).")]
 ScopeArg = Annotated[Literal["all", "mem", "store"], Field(
     description="Where to look: all, mem (memory notes) or store (documents).")]
+SinceArg = Annotated[str | None, Field(
+    description="Only items dated on/after: ISO date/time (2026-01-31, 2026-01-31T08:00:00Z) "
+                "or a span back from now (30m, 12h, 7d, 2w).")]
+UntilArg = Annotated[str | None, Field(
+    description="Only items dated on/before (a bare date includes that day; same forms as since).")]
 
 INSTRUCTIONS = """\
 openkl knowledge folders: memory notes and collected documents, searchable and citable.
@@ -211,9 +216,12 @@ class KnowledgeServer:
         return self.stacks[name]
 
     def _k(self, st: Stack, k: int | None) -> int:
-        k = int(k or st.folder.setting("search.k", 10))
+        """`k`, or the folder's default, capped by `mcp.max_k` (a larger k is clamped, not
+        refused: the result says which k was used)."""
+        k = int(st.folder.setting("search.k", 10) if k is None else k)
         if k < 1:
-            raise UsageError("k must be at least 1")
+            raise UsageError(f"k must be at least 1, got {k}",
+                             f"pass 1 to {int(st.cap('max_k', 50))} (mcp.max_k)")
         return min(k, int(st.cap("max_k", 50)))
 
     def _read_graph(self, st: Stack, tool: str) -> Any:
@@ -257,14 +265,15 @@ class KnowledgeServer:
 
     def _search(self, tool: str, query: str, k: int | None, scope: str, mode: str | None,
                 tags: list[str] | None, topics: list[str] | None, path: str | None,
-                stack: str | None) -> dict[str, Any]:
+                stack: str | None, since: str | None = None, until: str | None = None
+                ) -> dict[str, Any]:
         from .search import Filters, search
 
         st = self.stack(stack)
         f = st.folder
         kk = self._k(st, k)
         flt = Filters(tags=notes_mod.clean_labels(tags), topics=notes_mod.clean_labels(topics),
-                      path=path)
+                      path=path, since=since, until=until).normalized()
         emb = indexer.embedder(f)
         with self._read_graph(st, tool) as g:
             hits = search(f, g, query, k=kk, mode=mode or str(f.setting("search.mode", "hybrid")),
@@ -279,28 +288,37 @@ class KnowledgeServer:
                tags: Annotated[list[str] | None, Field(description="Only notes with all these tags.")] = None,
                topics: Annotated[list[str] | None, Field(description="Only notes with all these topics.")] = None,
                path: Annotated[str | None, Field(description="Only paths matching this glob.")] = None,
+               since: SinceArg = None,
+               until: UntilArg = None,
                stack: StackArg = None,
                ) -> dict[str, Any]:
         """Hybrid (BM25 + vector) search over memory notes and documents. Each hit is a cite
         object: type, id, path, loc (char span), quote, context, source, score, rank."""
-        return self._search("search", query, k, scope, mode, tags, topics, path, stack)
+        return self._search("search", query, k, scope, mode, tags, topics, path, stack,
+                            since, until)
 
     def mem_search(self, query: Annotated[str, Field(description="What to look for.")],
                    k: Annotated[int | None, Field(ge=1, description="Number of hits (capped by mcp.max_k).")] = None,
                    tags: Annotated[list[str] | None, Field(description="Only notes with these tags.")] = None,
                    topics: Annotated[list[str] | None, Field(description="Only notes with these topics.")] = None,
+                   since: SinceArg = None,
+                   until: UntilArg = None,
                    stack: StackArg = None,
                    ) -> dict[str, Any]:
         """Search memory notes only (hybrid). Hits are cite objects of type `memory`."""
-        return self._search("mem_search", query, k, "mem", None, tags, topics, None, stack)
+        return self._search("mem_search", query, k, "mem", None, tags, topics, None, stack,
+                            since, until)
 
     def store_search(self, query: Annotated[str, Field(description="What to look for.")],
                      k: Annotated[int | None, Field(ge=1, description="Number of hits (capped by mcp.max_k).")] = None,
                      path: Annotated[str | None, Field(description="Only documents whose path matches this glob.")] = None,
+                     since: SinceArg = None,
+                     until: UntilArg = None,
                      stack: StackArg = None,
                      ) -> dict[str, Any]:
         """Search collected documents only (hybrid). Hits are cite objects of type `chunk`."""
-        return self._search("store_search", query, k, "store", None, None, None, path, stack)
+        return self._search("store_search", query, k, "store", None, None, None, path, stack,
+                            since, until)
 
     # -- tools: writes --------------------------------------------------------------------
     def mem_add(self, text: Annotated[str, Field(description="The note's text (markdown).")],
@@ -705,6 +723,7 @@ class KnowledgeServer:
 
         async def run(**kwargs: Any) -> dict[str, Any]:
             cap = 0.0
+            st: Stack | None = None
             try:
                 check_args(kwargs)
                 st = self.stack(kwargs.get("stack"))
@@ -720,11 +739,16 @@ class KnowledgeServer:
                     raise ToolError(f"{name} exceeded its time cap of {cap:g}s "
                                     f"(hint: narrow the request, or raise mcp.timeouts.{name})"
                                     ) from None
-                raise ToolError(str(e)) from e
-            except (OSError, ValueError, OverflowError) as e:
-                # what the system said about an argument no check caught: still one line
-                raise ToolError(f"{name} failed: {_reason(e)} (hint: check the paths, ids "
-                                "and numbers passed)") from e
+                raise ToolError(str(disk_full(e, st.folder.root if st else None) or e)) from e
+            except Exception as e:
+                full = disk_full(e, st.folder.root if st else None)
+                if full is not None:
+                    raise ToolError(str(full)) from e
+                if isinstance(e, OSError | ValueError | OverflowError):
+                    # what the system said about an argument no check caught: still one line
+                    raise ToolError(f"{name} failed: {_reason(e)} (hint: check the paths, ids "
+                                    "and numbers passed)") from e
+                raise
 
         sig = inspect.signature(fn, eval_str=True)
         run.__signature__ = sig.replace(return_annotation=dict[str, Any])  # type: ignore[attr-defined]

@@ -15,12 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import UsageError
-from .folder import Folder
+from .folder import Folder, parse_time
 from .graph import Graph
 
 MODES = ("hybrid", "vector", "fts")
 SCOPES = ("all", "mem", "store")
 CONTEXT_CHARS = 120
+# beyond this many hits a search is an export, and the candidate pool (k * 5 per signal)
+# would outgrow what the engine takes as a LIMIT
+MAX_K = 1000
+MAX_PER_DOC = 1000
 
 
 @dataclass
@@ -34,6 +38,28 @@ class Filters:
     @property
     def active(self) -> bool:
         return bool(self.tags or self.topics or self.path or self.since or self.until)
+
+    def normalized(self, since_name: str = "since", until_name: str = "until") -> Filters:
+        """These filters with `since`/`until` parsed (dates, times or spans like `7d`) to
+        UTC ISO strings; a bad value is a usage error naming the option."""
+        since = parse_time(self.since, since_name)
+        until = parse_time(self.until, until_name, end_of_day=True)
+        if since and until and since > until:
+            raise UsageError(f"{since_name} {self.since} is later than {until_name} {self.until}",
+                             "swap them, or drop one")
+        return Filters(tags=self.tags, topics=self.topics, path=self.path, since=since,
+                       until=until)
+
+
+def check_counts(k: int, per_doc: int = 1, k_name: str = "k", per_doc_name: str = "per_doc"
+                 ) -> None:
+    """Refuse a result count or per-document cap outside 1..MAX, saying the range."""
+    if not 1 <= k <= MAX_K:
+        raise UsageError(f"{k_name} must be between 1 and {MAX_K}, got {k}",
+                         f"ask for at most {MAX_K} hits, and narrow the query for more")
+    if not 1 <= per_doc <= MAX_PER_DOC:
+        raise UsageError(f"{per_doc_name} must be between 1 and {MAX_PER_DOC}, got {per_doc}",
+                         "1 shows the best passage of each document; more show several")
 
 
 @dataclass
@@ -106,11 +132,11 @@ def search(folder: Folder, g: Graph, query: str, *, k: int = 10, mode: str = "hy
         raise UsageError(f"unknown scope {scope!r}", "use one of: " + ", ".join(SCOPES))
     if not query.strip():
         raise UsageError("the query is empty", "pass some words to search for")
-    if k < 1:
-        raise UsageError("-k must be at least 1")
+    check_counts(k, per_doc)
     if not 0.0 <= diversity <= 1.0:
         raise UsageError(f"diversity {diversity} is out of range", "use a value from 0 to 1")
-    filters = filters or Filters()
+    # idempotent: values the CLI already parsed come back unchanged
+    filters = (filters or Filters()).normalized()
     if filters.tags or filters.topics:
         scope = "mem" if scope in ("all", "mem") else scope
     qvec = embedder.embed_query(query) if mode != "fts" and embedder is not None else None

@@ -73,6 +73,44 @@ def test_export_files_and_formats(example_kf: Path) -> None:
     assert r.code != 0 and "unknown format" in r.err
 
 
+def test_csv_export_never_runs_two_tables_together(example_kf: Path, tmp_path: Path) -> None:
+    """Two CSV tables in one stream read as one table with a second header in the middle:
+    stdout takes one table (or JSON), a directory takes both files."""
+    r = run_ok("graph", "export", "--format", "csv", "-o", "-")
+    assert r.code == 2 and not r.out, r.out[:200]
+    assert "--table entities|relationships" in r.err and "-o DIR" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+    for table, header in (("entities", "id,name,type"), ("relationships", "id,from_id,from"),
+                          ("relations", "id,from_id,from")):
+        r = run_ok("graph", "export", "--format", "csv", "--table", table, "-o", "-")
+        assert r.code == 0, r.err
+        lines = r.out.splitlines()
+        assert lines[0].startswith(header) and len(lines) > 1
+        assert not any(line.startswith("id,") for line in lines[1:])
+    r = run_ok("graph", "export", "--format", "csv", "-o", "-", "--json")
+    data = r.json()
+    assert data["format"] == "csv" and set(data["content"]) == {"entities.csv",
+                                                               "relationships.csv"}
+    assert len(data["rows"]["entities"]) == data["entities"] > 0
+    assert {"id", "name", "type"} <= set(data["rows"]["entities"][0])
+    assert len(data["rows"]["relationships"]) == data["relationships"]
+    r = run_ok("graph", "export", "--format", "graphml", "-o", "-", "--json")
+    assert next(iter(r.json()["content"].values())).startswith("<?xml")
+    out = tmp_path / "exports"
+    r = run_ok("graph", "export", "--format", "csv", "-o", str(out), "--json")
+    assert sorted(Path(p).name for p in r.json()["files"]) == ["entities.csv",
+                                                               "relationships.csv"]
+    assert (out / "entities.csv").read_text().startswith("id,name,type")
+    r = run_ok("graph", "export", "--format", "csv", "-o", str(tmp_path / "one.csv"))
+    assert r.code == 2 and "not a directory" in r.err and not (tmp_path / "one.csv").exists()
+    r = run_ok("graph", "export", "--format", "csv", "--table", "entities", "-o",
+               str(tmp_path / "one.csv"), "--json")
+    assert r.json()["files"] == [str(tmp_path / "one.csv")]
+    assert (tmp_path / "one.csv").read_text().startswith("id,name,type")
+    r = run_ok("graph", "export", "--format", "aks", "--table", "entities")
+    assert r.code == 2 and "--format csv only" in r.err
+
+
 def test_round_trip_into_an_empty_folder(example_kf: Path, tmp_path: Path) -> None:
     bundle = _export()
     path = tmp_path / "b.json"

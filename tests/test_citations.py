@@ -396,7 +396,9 @@ def test_gc_transient_keep_and_ephemeral(tidal: dict) -> None:
 
 # -- bad input: one line, non-zero exit, nothing written ---------------------------------------------
 @pytest.mark.parametrize("args,stdin,needle", [
-    (("cite", "make", "c-0000000000000000"), None, "no citation c-0000000000000000"),
+    (("cite", "make", "c-0000000000000000"), None, "no citation with id c-0000000000000000"),
+    (("cite", "make", "c-0000"), None, "no citation with id c-0000 (hint: list citations "
+                                       "with `ok cite list`"),
     (("cite", "make", "0123456789abcdef#char0-10"), None, "no document with id"),
     (("cite", "make", "m-20200101-zzzz"), None, "no memory note with id"),
     (("cite", "make", "{doc}#char0-999999"), None, "out of range"),
@@ -416,8 +418,12 @@ def test_gc_transient_keep_and_ephemeral(tidal: dict) -> None:
      '{{"type": "chunk", "path": "../../etc/passwd", "sha256": "ab", "quote": "root", '
      '"loc": {{"kind": "char", "start": 0, "end": 4}}}}', "outside the knowledge folder"),
     (("cite", "verify", "c-0000000000000000", "--update"), None, "no citation"),
+    (("cite", "verify", "c-0000"), None, "no citation with id c-0000 (hint: list citations "
+                                         "with `ok cite list`"),
+    (("cite", "verify", "m-0000"), None, "no memory note with id m-0000"),
     (("cite", "verify"), None, "nothing to verify"),
     (("cite", "open", "c-0000000000000000"), None, "no citation"),
+    (("cite", "open", "c-0000"), None, "no citation with id c-0000"),
     (("cite", "list", "--status", "lost"), None, "unknown status"),
 ])
 def test_bad_input(tidal: dict, args: tuple, stdin: str | None, needle: str) -> None:

@@ -49,6 +49,39 @@ def test_second_writer_waits_then_fails_naming_the_holder(kf: Path) -> None:
     assert run_ok("status", "--json").json()["lock"] is None
 
 
+def test_a_waiting_writer_says_who_holds_the_lock(kf: Path) -> None:
+    """After about a second of waiting, once, on stderr (a pipe here, not a terminal): the
+    holder's pid and that it is waiting; then it either gets the lock or names the holder."""
+    env = {"OK_LOCK_TIMEOUT": "3", "OK_ROOT": str(kf)}
+    # a holder that outlasts a slow start of `ok` (it waits for the lock before the heavy
+    # imports), and a timeout that outlasts the holder
+    holder = _hold(kf, 3.5)
+    try:
+        r = run_cli("mem", "add", "waits, says so, then succeeds",
+                    env={**env, "OK_LOCK_TIMEOUT": "20"})
+        assert r.code == 0, r.err
+        lines = r.err.strip().splitlines()
+        assert len(lines) == 1, r.err
+        assert "waiting for the writer lock" in lines[0] and f"pid {holder.pid}" in lines[0]
+        assert "test holder" in lines[0] and "20s" in lines[0]
+    finally:
+        holder.wait()
+    holder = _hold(kf, 30)
+    try:
+        r = run_cli("mem", "add", "gives up", env=env)
+        assert r.code == 1
+        waiting, error = r.err.strip().splitlines()
+        assert "waiting for the writer lock" in waiting and f"pid {holder.pid}" in waiting
+        assert error.startswith("Error: the folder is locked by another writer")
+        assert f"pid {holder.pid}" in error
+    finally:
+        holder.kill()
+        holder.wait()
+    # a writer that gets the lock at once says nothing
+    r = run_cli("mem", "add", "no wait", env=env)
+    assert r.code == 0 and r.err == ""
+
+
 def test_writer_waits_for_a_short_holder(kf: Path) -> None:
     holder = _hold(kf, 1.0)
     try:

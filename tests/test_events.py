@@ -11,7 +11,7 @@ import pytest
 from conftest import OK_BIN, run_ok
 
 from openkl import events
-from openkl.errors import BadInput
+from openkl.errors import UsageError
 from openkl.folder import Folder
 
 
@@ -56,14 +56,14 @@ def test_filters(kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OK_NOW", "2026-03-09T18:00:00Z")
     assert events.parse_since("1d") == "2026-03-08T18:00:00Z"
     assert events.parse_since("2026-03-02") == "2026-03-02T00:00:00Z"
-    with pytest.raises(BadInput):
+    with pytest.raises(UsageError):
         events.parse_since("last tuesday")
     r = run_ok("events", "--since", "2d", "--type", "trigger_fired,drifted", "--json")
     assert r.code == 0 and [e["type"] for e in r.json()] == ["trigger_fired"]
     r = run_ok("events", "--doc", "bbbb2222")
     assert r.code == 0 and r.out.startswith("2026-03-05T12:00:00Z\tdrifted\tbbbb2222")
     r = run_ok("events", "--since", "someday")
-    assert r.code == 1 and "neither a date nor a span" in r.err
+    assert r.code == 2 and "neither a date nor a span" in r.err
 
 
 def test_write_commands_emit_events(kf: Path, tmp_path: Path) -> None:

@@ -311,6 +311,25 @@ def test_a_tool_over_its_time_cap_returns_an_error(example_kf: Path) -> None:
     serve([example_kf], go, env={"OK_MCP_TIMEOUTS_GRAPH_CYPHER": "1"})
 
 
+def test_search_tools_check_their_arguments(example_kf: Path) -> None:
+    """Bad dates are tool errors that say what is accepted; a huge k is clamped to
+    mcp.max_k and the result says so; date spans work as in `ok events --since`."""
+    async def go(c: Any) -> None:
+        for tool in ("search", "mem_search", "store_search"):
+            err = await fail(c, tool, query="writer", since="notadate")
+            assert "since 'notadate' is neither a date nor a span" in err and "7d" in err, err
+            err = await fail(c, tool, query="writer", until="2026-13-45")
+            assert "until '2026-13-45' is neither a date nor a span" in err, err
+            assert "k" in await fail(c, tool, query="writer", k=0)
+            hits = await call(c, tool, query="writer", k=99999999999999999999)
+            assert hits["k"] == 50 and hits["results"]
+        mem = await call(c, "mem_search", query="writer", since="7d")
+        assert mem["results"] and all(h["type"] == "memory" for h in mem["results"])
+        assert (await call(c, "store_search", query="writer", until="2000-01-01"))["results"] == []
+
+    serve([example_kf], go)
+
+
 def test_several_stacks(example_kf: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     assert run_ok("init", str(other), "--domain", "lab").code == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import run_ok
 
 
@@ -43,6 +44,46 @@ def test_scopes_and_filters(example_kf: Path) -> None:
     paths = run_ok("search", "writer", "--path", "*write-ahead*", "--json").json()
     assert paths and all("write-ahead" in h["path"] for h in paths)
     assert run_ok("search", "writer", "--since", "2999-01-01", "--json").json() == []
+
+
+def test_counts_and_dates_are_validated(example_kf: Path) -> None:
+    """Out-of-range counts and unreadable dates are usage errors saying what is accepted,
+    not an engine error or an empty result."""
+    bad = [
+        (["-k", "99999999999999999999"], "-k must be between 1 and 1000"),
+        (["-k", "0"], "-k must be between 1 and 1000"),
+        (["--per-doc", "-5"], "--per-doc must be between 1 and 1000"),
+        (["--since", "notadate"], "--since 'notadate' is neither a date nor a span"),
+        (["--until", "2026-13-45"], "--until '2026-13-45' is neither a date nor a span"),
+        (["--since", "2026-02-01", "--until", "2026-01-01"], "is later than --until"),
+    ]
+    for args in (["search", "writer"], ["mem", "search", "writer"]):
+        for extra, message in bad:
+            if args[0] == "mem" and extra[0] == "--per-doc":
+                continue
+            r = run_ok(*args, *extra)
+            assert r.code == 2, (args, extra, r.err)
+            assert r.err.startswith("Error: ") and message in r.err, r.err
+            assert len(r.err.strip().splitlines()) == 1 and not r.out
+            if "date" in message:
+                assert "7d" in r.err and "2026-01-31" in r.err
+
+
+def test_since_and_until_take_the_events_forms(example_kf: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--since 7d`, `24h`, dates and times, as `ok events --since` takes them; a bare
+    `--until` date includes that day."""
+    note = run_ok("search", "writer", "--in", "mem", "--json").json()[0]
+    day = note["created_at"][:10]
+    for args in (["--since", "7d"], ["--since", "24h"], ["--since", day], ["--until", day],
+                 ["--since", note["created_at"], "--until", note["created_at"]]):
+        hits = run_ok("search", "writer", "--in", "mem", "--json", *args).json()
+        assert [h["id"] for h in hits] == [note["id"]], args
+        hits = run_ok("mem", "search", "writer", "--json", *args).json()
+        assert [h["id"] for h in hits] == [note["id"]], args
+    monkeypatch.setenv("OK_NOW", "2999-01-01T00:00:00Z")
+    assert run_ok("search", "writer", "--since", "7d", "--json").json() == []
+    assert run_ok("search", "writer", "--until", "2000-01-01", "--json").json() == []
 
 
 def test_plain_output_and_bad_arguments(example_kf: Path) -> None:

@@ -236,7 +236,7 @@ SEARCH_EXAMPLES = """Examples:
 def search(
     query: str = typer.Argument(..., help="What to look for (`-` reads it from stdin)."),
     k: int | None = typer.Option(None, "-k", "--limit", metavar="N",
-                                 help="Number of results (default 10)."),
+                                 help="Number of results (default 10, at most 1000)."),
     scope: str = typer.Option("all", "--in", metavar="all|mem|store",
                               help="Where to search."),
     mode: str | None = typer.Option(None, "--mode", metavar="hybrid|vector|fts",
@@ -247,12 +247,14 @@ def search(
                                             help="Only notes with this topic (repeatable)."),
     path: str | None = typer.Option(None, "--path", metavar="GLOB",
                                     help="Only paths matching this glob."),
-    since: str | None = typer.Option(None, "--since", metavar="DATE",
-                                     help="Only items dated on/after (ISO date)."),
-    until: str | None = typer.Option(None, "--until", metavar="DATE",
-                                     help="Only items dated on/before (ISO date)."),
+    since: str | None = typer.Option(None, "--since", metavar="WHEN",
+                                     help="Only items dated on/after: ISO date/time, or a "
+                                          "span back from now (30m, 12h, 7d, 2w)."),
+    until: str | None = typer.Option(None, "--until", metavar="WHEN",
+                                     help="Only items dated on/before (a date includes that "
+                                          "day; same forms as --since)."),
     per_doc: int | None = typer.Option(None, "--per-doc", metavar="N",
-                                       help="Hits per document (default 1)."),
+                                       help="Hits per document (default 1, at most 1000)."),
     diverse: bool = typer.Option(False, "--diverse",
                                  help="Prefer hits that differ from each other (MMR)."),
     explain: bool = typer.Option(False, "--explain", help="Per-signal scores and ranks."),
@@ -261,20 +263,23 @@ def search(
 ) -> None:
     """Hybrid (BM25 + vector) search over notes and documents; hits are cite objects."""
     from ..indexer import embedder, open_graph
-    from ..search import Filters
+    from ..search import Filters, check_counts
     from ..search import search as do_search
 
     if query == "-":
         query = output.read_stdin_text().strip()
     f = folder()
+    k = k if k is not None else int(f.setting("search.k", 10))
+    per_doc = per_doc if per_doc is not None else int(f.setting("search.per_doc", 1))
+    check_counts(k, per_doc, "-k", "--per-doc")
     flt = Filters(tags=split_labels(tags), topics=split_labels(topics), path=path,
-                  since=since, until=until)
+                  since=since, until=until).normalized("--since", "--until")
     with open_graph(f) as g:
         if show_query:
             g.trace = []
-        hits = do_search(f, g, query, k=k if k is not None else int(f.setting("search.k", 10)),
+        hits = do_search(f, g, query, k=k,
                          mode=mode or str(f.setting("search.mode", "hybrid")), scope=scope,
-                         filters=flt, per_doc=per_doc or int(f.setting("search.per_doc", 1)),
+                         filters=flt, per_doc=per_doc,
                          explain=explain, embedder=embedder(f),
                          diversity=float(f.setting("search.diversity", 0.5)) if diverse else 0.0)
         if show_query:
@@ -403,8 +408,9 @@ def run(argv: list[str] | None = None) -> int:
     except OkError as e:
         if state.debug:
             raise
-        print(f"Error: {e}", file=sys.stderr)
-        return e.exit_code
+        err = _disk_full(e) or e
+        print(f"Error: {err}", file=sys.stderr)
+        return err.exit_code
     except typer.Exit as e:
         return int(e.exit_code or 0)
     except typer.Abort:
@@ -421,10 +427,27 @@ def run(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug, not bad input: say so in one line, keep the traceback
         if state.debug:
             raise
+        full = _disk_full(e)
+        if full is not None:
+            print(f"Error: {full}", file=sys.stderr)
+            return full.exit_code
         first = (str(e).splitlines() or [""])[0][:300]
         print(f"Error: unexpected {type(e).__name__}: {first} (hint: rerun with --debug for "
               "the traceback, and please report it)", file=sys.stderr)
         return 1
+
+
+def _disk_full(e: BaseException) -> OkError | None:
+    """A full disk, wherever it surfaced (the OS, the graph engine, SQLite), as one error."""
+    import contextlib
+
+    from ..errors import disk_full
+    from ..folder import find_root
+
+    root = None
+    with contextlib.suppress(Exception):
+        root = find_root(explicit=state.root)
+    return disk_full(e, root)
 
 
 def main() -> None:

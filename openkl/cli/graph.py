@@ -266,7 +266,11 @@ def export(
     format_: str = typer.Option("aks", "--format", metavar="aks|graphml|csv",
                          help="What to write."),
     out: str = typer.Option(None, "--out", "-o",
-                            help="File or directory (default graph/); `-` prints to stdout."),
+                            help="File or directory (default graph/); `-` prints to stdout. "
+                                 "CSV is two tables: a directory gets both files; a file or "
+                                 "`-` needs --table."),
+    table: str = typer.Option(None, "--table", metavar="entities|relationships",
+                              help="With --format csv: only this table."),
     min_confidence: float = typer.Option(None, "--min-confidence", help="Only entities this confident."),
     type_: str = typer.Option(None, "--type", metavar="TYPE",
                       help="Only entities of this type."),
@@ -276,11 +280,16 @@ def export(
 ) -> None:
     """Export the entity graph: an AKS bundle (JSON), GraphML or CSV.
 
+    With `-o -` and --json, GraphML and CSV come wrapped in one JSON object (`content` by
+    file name; for CSV also `rows` by table); an AKS bundle is JSON already.
+
     Examples:
 
     \b
       ok graph export                                  # graph/<folder>.aks.json
       ok graph export --format graphml -o - > kb.graphml
+      ok graph export --format csv -o exports/         # entities.csv, relationships.csv
+      ok graph export --format csv --table entities -o - | head
       ok graph export --min-confidence 0.6 --max-entities 500 -o team.aks.json
     """
     import json
@@ -292,9 +301,29 @@ def export(
     from ..errors import UsageError
     from ..folder import atomic_write
     from ..indexer import open_graph
+    from .output import want_json
 
     if format_ not in ("aks", "graphml", "csv"):
         raise UsageError(f"unknown format {format_!r}", "use aks, graphml or csv")
+    tables = {"entities": "entities.csv", "relationships": "relationships.csv",
+              "relations": "relationships.csv"}
+    if table is not None and format_ != "csv":
+        raise UsageError("--table applies to --format csv only", "drop --table")
+    if table is not None and table not in tables:
+        raise UsageError(f"unknown table {table!r}", "use --table entities or --table relationships")
+    as_json = want_json(json_)
+    target = Path(out) if out and out != "-" else None
+    if format_ == "csv" and table is None:
+        # two tables in one stream would read as one CSV with a second header in the middle
+        if out == "-" and not as_json:
+            raise UsageError("--format csv is two tables (entities, relationships) and cannot "
+                             "go to stdout together",
+                             "pick one with --table entities|relationships, pass -o DIR for "
+                             "both files, or add --json")
+        if target is not None and not target.is_dir() and (target.suffix or target.exists()):
+            raise UsageError(f"--format csv writes two files, and {out} is not a directory",
+                             "pass -o DIR for both files, or --table entities|relationships "
+                             "for one")
     f = folder()
     with open_graph(f) as g:
         bundle = make_bundle(f, g, min_confidence=min_confidence, entity_type=type_,
@@ -307,11 +336,24 @@ def export(
         files = {f"{slug}.graphml": graphml(bundle)}
     else:
         files = csv_tables(bundle)
+        if table is not None:
+            files = {tables[table]: files[tables[table]]}
+    counts = {"entities": bundle["entity_count"], "relationships": bundle["relationship_count"]}
     if out == "-":
-        for text in files.values():
-            sys.stdout.write(text)
+        if format_ == "aks" or not as_json:
+            for text in files.values():
+                sys.stdout.write(text)
+            return
+        data: dict[str, Any] = {"format": format_, **counts, "content": files}
+        if format_ == "csv":
+            import csv
+            import io
+
+            data["rows"] = {name.removesuffix(".csv"): list(csv.DictReader(io.StringIO(text)))
+                            for name, text in files.items()}
+        emit(data, True)
         return
-    target = Path(out) if out else f.graph_dir
+    target = target or f.graph_dir
     written = []
     for fname, text in files.items():
         p = target if (out and len(files) == 1 and not target.is_dir()
@@ -319,6 +361,5 @@ def export(
         atomic_write(p, text)
         written.append(str(p))
     f.log_op("graph.export", format=format_, files=written)
-    emit({"format": format_, "files": written, "entities": bundle["entity_count"],
-          "relationships": bundle["relationship_count"]}, json_,
+    emit({"format": format_, "files": written, **counts}, json_,
          plain=lambda d: "\n".join(d["files"]))

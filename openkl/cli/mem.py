@@ -87,11 +87,17 @@ def show(note_id: str = typer.Argument(..., help="Note id (or unique prefix)."),
 @app.command()
 def search(
     query: str = typer.Argument(..., help="What to look for."),
-    k: int = typer.Option(10, "-k", "--limit", metavar="N", help="Number of results."),
+    k: int = typer.Option(10, "-k", "--limit", metavar="N",
+                          help="Number of results (at most 1000)."),
     mode: str = typer.Option("hybrid", "--mode", metavar="hybrid|vector|fts",
                              help="Ranking signals."),
     tags: list[str] = typer.Option(None, "--tag", "-t"),
     topics: list[str] = typer.Option(None, "--topic"),
+    since: str = typer.Option(None, "--since", metavar="WHEN",
+                              help="Only notes dated on/after: ISO date/time, or a span back "
+                                   "from now (30m, 12h, 7d, 2w)."),
+    until: str = typer.Option(None, "--until", metavar="WHEN",
+                              help="Only notes dated on/before (same forms as --since)."),
     explain: bool = typer.Option(False, "--explain"),
     json_: bool = JsonOpt,
 ) -> None:
@@ -99,7 +105,7 @@ def search(
     from .app import search as root_search
 
     root_search(query=query, k=k, scope="mem", mode=mode, tags=tags, topics=topics, path=None,
-                since=None, until=None, per_doc=None, diverse=False, explain=explain,
+                since=since, until=until, per_doc=None, diverse=False, explain=explain,
                 show_query=False, json_=json_)
 
 
