@@ -202,21 +202,6 @@ def on_removing(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str
     crash.point("entities.consolidated")
 
 
-def reconsolidate_all(folder: Folder, g: Graph) -> dict[str, int]:
-    """Derive every entity, mention and relationship again from the extraction rows (after
-    a replayed log, which can lose relationships)."""
-    g.query("MATCH (e:Entity) DETACH DELETE e")
-    keys: set[str] = set()
-    for r in g.query("MATCH (x:Extraction) RETURN x.keys AS keys, x.aliases AS aliases"):
-        keys.update(r["keys"] or [])
-        for a in r["aliases"] or []:
-            keys.update(a.split("\t"))
-    canon = Canonical.load(folder)
-    out = consolidate(folder, g, keys | canon.keys(), canon=canon)
-    g.set_meta("entities.canonical", canon.stamp)
-    return out
-
-
 def sync_canonical(folder: Folder, g: Graph) -> bool:
     """Re-consolidate when the canonical files (backfeed, imports) changed; True if it did."""
     canon = Canonical.load(folder)

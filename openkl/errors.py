@@ -45,6 +45,11 @@ class LockBusy(OkError):
     """Another process holds the writer lock (or the graph) longer than we may wait."""
 
 
+class GraphUnrecoverable(OkError):
+    """The derived graph cannot be opened (its engine crashes replaying a killed writer's
+    log); the files are intact and a rebuild recreates it."""
+
+
 class IndexMismatch(OkError):
     """The derived graph was built with another schema or embedder."""
 

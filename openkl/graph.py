@@ -15,7 +15,15 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput, IndexMismatch, LockBusy, OkError, QueryRefused, ReadOnlyViolation
+from .errors import (
+    BadInput,
+    GraphUnrecoverable,
+    IndexMismatch,
+    LockBusy,
+    OkError,
+    QueryRefused,
+    ReadOnlyViolation,
+)
 
 SCHEMA_VERSION = "3"
 DB_FILE = "graph.kz"
@@ -199,6 +207,34 @@ def _log_pending(db_path: Path) -> bool:
         return False
 
 
+_REPLAY = """
+import sys
+from pathlib import Path
+from openkl.graph import Graph
+try:
+    with Graph.open(Path(sys.argv[1]), write=True, check=False, timeout=0.5,
+                    buffer_pool_mb=int(sys.argv[2]), probe=False):
+        pass
+except Exception:
+    sys.exit(3)
+"""
+
+
+def _replay_in_child(kuzu_dir: Path, buffer_pool_mb: int) -> int:
+    """Replay a killed writer's log in a child process: Kùzu 0.11 can crash the process
+    that replays some logs, and then every later open would crash too. The exit code: 0
+    replayed (and marked, see `_mark_replayed`), 3 busy or failed, negative when the engine
+    died on it."""
+    import subprocess
+    import sys
+
+    try:
+        return subprocess.run([sys.executable, "-c", _REPLAY, str(kuzu_dir), str(buffer_pool_mb)],
+                              capture_output=True, timeout=600).returncode
+    except (OSError, subprocess.TimeoutExpired):
+        return 3
+
+
 def _is_lock_error(e: Exception) -> bool:
     msg = str(e).lower()
     return "lock" in msg and ("could not set" in msg or "set lock" in msg or "locked" in msg)
@@ -221,7 +257,8 @@ class Graph:
     def open(cls, kuzu_dir: Path, *, write: bool, embedder_identity: str | None = None,
              dim: int | None = None, timeout: float = 30.0,
              check: bool = True, buffer_pool_mb: int = 512,
-             recover: Callable[[], bool] | None = None) -> Iterator[Graph]:
+             recover: Callable[[], bool] | None = None, probe: bool = True
+             ) -> Iterator[Graph]:
         """Open the graph. Writers must already hold the folder's writer lock.
 
         A writer creates the schema on first use. Both wait up to `timeout` seconds for
@@ -233,6 +270,10 @@ class Graph:
         if not write and not path.exists():
             raise OkError("the folder has no index yet", "run `ok index` to build it")
         kuzu_dir.mkdir(parents=True, exist_ok=True)
+        if probe and _log_pending(path) and _replay_in_child(kuzu_dir, buffer_pool_mb) < 0:
+            raise GraphUnrecoverable(
+                "the graph cannot be opened: the graph engine crashes replaying the log of a "
+                "writer that was killed", "run `ok sync`, which rebuilds the index from the files")
         deadline = time.monotonic() + timeout
         started = time.monotonic()
         while True:
@@ -286,9 +327,9 @@ class Graph:
         return _log_pending(kuzu_dir / DB_FILE)
 
     def _mark_replayed(self) -> None:
-        """Kùzu 0.11 can lose relationships when it replays a log that a killed process left
-        after its commit (seen with RELATED edges): say so in Meta, so that `ok status` is not
-        "in sync" and `ok sync` derives the entity graph again from the extraction rows."""
+        """Kùzu 0.11 can replay a killed writer's log wrongly (relationships lost, part of a
+        transaction applied): say so in Meta, so that `ok status` is not "in sync" and
+        `ok sync` rebuilds the index from the files."""
         with contextlib.suppress(OkError):  # a database whose schema never got written
             self.set_meta("replayed", "1")
 

@@ -26,7 +26,7 @@ from . import mapping as mapping_mod
 from . import notes as notes_mod
 from .chunking import chunk_text
 from .embeddings import Embedder, embedder_for
-from .errors import DiskFull, OkError
+from .errors import DiskFull, GraphUnrecoverable, OkError
 from .extract import title_of
 from .folder import NAME_NOT_UTF8, Folder, is_utf8, iso, shown
 from .graph import Graph
@@ -438,7 +438,7 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
     redo_notes = [n for n in damaged["notes"] if n in notes and n not in rep.notes_updated]
     rep.incomplete = redo_docs + redo_notes
     if g.meta().get("replayed") == "1":
-        rep.recovered = ["entities"]
+        rep.recovered = ["graph"]
     rep.docs_removed = sorted(set(rep.docs_removed) | set(redo_docs))
     rep.docs_added = sorted(set(rep.docs_added) | set(redo_docs))
     rep.notes_updated = sorted(set(rep.notes_updated) | set(redo_notes))
@@ -451,8 +451,22 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
     # new one is complete and swapped in
     target = Graph.start_rebuild(folder.kuzu_dir) if rebuild else None
     _remove_stale_temp_files(folder)
-    with open_graph(folder, write=True, kuzu_dir=target) as g:
-        state, rep = plan(folder, g)
+    try:
+        with open_graph(folder, write=True, kuzu_dir=target) as g:
+            state, rep = plan(folder, g)
+    except GraphUnrecoverable:
+        if rebuild:
+            raise
+        rep = sync(folder, rebuild=True)
+        rep.recovered = ["graph"]
+        return rep
+    if rep.recovered and not rebuild:
+        # a replayed log can hold part of a killed transaction (Kùzu 0.11): what it left
+        # is not worth trusting, and the files say everything a rebuild needs
+        recovered = rep.recovered
+        rep = sync(folder, rebuild=True)
+        rep.recovered = recovered
+        return rep
     rep.rebuilt = rebuild
     files, notes = state["files"], state["notes"]
     entries = mapping_mod.load(folder)
@@ -478,11 +492,6 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         from .entities import sync_canonical
 
         sync_canonical(folder, g)
-        if rep.recovered:
-            from .entities import reconsolidate_all
-
-            reconsolidate_all(folder, g)
-            g.query("MATCH (m:Meta {key: 'replayed'}) DELETE m")
         if target is not None:
             crash.point("rebuild.loading")
     if target is not None:
@@ -596,7 +605,7 @@ def status(folder: Folder) -> dict[str, Any]:
             if not rep.recovered and Graph.log_pending(folder.kuzu_dir) \
                     and folder.lock_state() is None:
                 # a killed writer's log that no writer has replayed yet (see _mark_replayed)
-                out["stale"]["recovered"] = ["entities"]
+                out["stale"]["recovered"] = ["graph"]
             out["in_sync"] = not rep.changed and "recovered" not in out["stale"]
             from .entities import extractor_mismatch
 

@@ -138,6 +138,15 @@ def clean_labels(values: list[str] | None) -> list[str]:
     return out
 
 
+def _check_utf8(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # bytes that were not UTF-8 on the command line arrive as lone surrogates
+        raise BadInput("the note's text is not valid UTF-8",
+                       "pass UTF-8 text (e.g. convert it with iconv)") from None
+
+
 def add(folder: Folder, text: str, tags: list[str] | None = None,
         topics: list[str] | None = None, extra: dict[str, Any] | None = None) -> Note:
     """Write a new note file and return it (the caller indexes it)."""
@@ -145,6 +154,7 @@ def add(folder: Folder, text: str, tags: list[str] | None = None,
         raise BadInput("the note is empty", "pass some text, or `-` to read it from stdin")
     if "\x00" in text:
         raise BadInput("the note contains NUL bytes", "pass plain text")
+    _check_utf8(text)
     now = utcnow()
     while True:
         nid = new_id(now)
@@ -245,6 +255,7 @@ def update(folder: Folder, note_id: str, text: str | None = None,
     if text is not None:
         if not text.strip():
             raise BadInput("the new text is empty", "use `ok mem delete` to remove a note")
+        _check_utf8(text)
         note.body = text.strip("\n")
     if tags is not None:
         note.tags = clean_labels(tags)

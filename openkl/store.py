@@ -416,6 +416,8 @@ def ingest_paths(folder: Folder, paths: list[str], glob: list[str] | None = None
                  ocr: bool = False, follow: bool = False,
                  confine: Path | None = None) -> IngestReport:
     """Ingest files and directories; see `collect` for which symlinks are followed."""
+    if any(not p.strip() for p in paths):
+        raise BadInput("an empty path was given", "name a file or directory (`.` for this one)")
     if ocr:
         require_ocr()
     cands, skipped = collect(folder, paths, glob, recursive, ocr, follow, confine)

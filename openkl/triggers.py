@@ -8,8 +8,9 @@ trigger and document version (or note version). With `exec`, the command then ru
 event JSON on stdin, in the background so it can itself call `ok`; a failure or timeout is
 logged and recorded as a `trigger_exec_failed` event, never losing the `trigger_fired` one.
 The command gets a minimal environment (PATH, HOME, locale, OK_ROOT …) plus the variables
-the trigger names in `env`: a file anyone can commit to the folder must not be a way to
-read the API keys of whoever runs `ok`.
+the trigger names in `env`, so keys are not handed to commands that do not ask for them.
+This is no sandbox: the command runs as the user who runs `ok` and could read that
+process's environment from /proc, so only run triggers whose commands you trust.
 """
 
 from __future__ import annotations
@@ -78,8 +79,9 @@ def _validate(t: Trigger, where: str) -> Trigger:
     if t.scope not in SCOPES:
         raise BadInput(f"{where}: scope {t.scope!r} is not one of {', '.join(SCOPES)}",
                        "--in mem, store or all")
-    if float(t.timeout) <= 0:
-        raise BadInput(f"{where}: timeout must be positive", "e.g. --timeout 30")
+    if not 0 < float(t.timeout) <= 86400:  # also refuses nan and inf
+        raise BadInput(f"{where}: timeout {t.timeout} must be a number of seconds in (0, 86400]",
+                       "e.g. --timeout 30")
     if not isinstance(t.env, list) or not all(isinstance(n, str) and ENV_NAME.match(n)
                                               for n in t.env):
         raise BadInput(f"{where}: env must be a list of variable names",

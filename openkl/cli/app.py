@@ -137,7 +137,7 @@ def _report_sync(rep: Any, json_: bool) -> None:
         if d["incomplete"]:
             parts.append(f"{len(d['incomplete'])} with missing derived parts indexed again")
         if d["recovered"]:
-            parts.append("entities derived again after a replayed log")
+            parts.append("index rebuilt from the files after a killed writer")
         done = (", ".join(parts) + f" ({d['chunks_added']} chunks embedded).") if parts \
             else "Up to date."
         if d["unreadable"]:
@@ -202,7 +202,7 @@ def status(json_: bool = JsonOpt) -> None:
 
 def _stale_part(key: str, value: list[str]) -> str:
     if key == "recovered":
-        return "entities to derive again (the graph replayed a killed writer's log)"
+        return "the graph replayed a killed writer's log, which `ok sync` rebuilds from the files"
     if key == "docs_missing":
         return f"{len(value)} docs recorded but not on disk"
     return f"{len(value)} {key.replace('_', ' ')}"

@@ -50,6 +50,8 @@ def cypher(
             params[k] = json.loads(v)
         except ValueError:
             params[k] = v
+        if isinstance(params[k], int) and not -(1 << 63) <= params[k] < 1 << 63:
+            raise typer.BadParameter(f"--param {k}: {v} does not fit in a 64-bit integer")
     f = folder()
     if write:
         with writing(f, "ok graph cypher --write"), open_graph(f, write=True) as g:
