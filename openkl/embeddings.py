@@ -131,7 +131,13 @@ class Embedder:
             if self._impl is not None:
                 return self._impl
             if self.model_id == DEFAULT_MODEL_ID:
-                self._impl = MiniLMOnnx(_prepare_default_dir(), self.threads)
+                # one loaded model per process, whatever the number of folders (and caches)
+                # it embeds for: each session holds a few hundred MB
+                with _models_lock:
+                    key = (self.model_id, self.threads)
+                    if key not in _models:
+                        _models[key] = MiniLMOnnx(_prepare_default_dir(), self.threads)
+                    self._impl = _models[key]
             else:
                 from fastembed import TextEmbedding
 
@@ -290,6 +296,8 @@ class EmbeddingCache(SqliteCache):
 
 
 _shared: dict[tuple[str, str], Embedder] = {}
+_models: dict[tuple[str, int | None], Any] = {}
+_models_lock = threading.Lock()
 
 
 def embedder_for(model: str, cache_dir: Path | None, batch_size: int = 32) -> Embedder:

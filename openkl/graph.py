@@ -519,6 +519,21 @@ class Graph:
         with contextlib.suppress(RuntimeError):
             self.conn.execute("CHECKPOINT")
 
+    def commit_and_continue(self) -> None:
+        """Commit what the open transaction holds so far and start the next one."""
+        if not self._in_tx:
+            return
+        try:
+            self.conn.execute("COMMIT")
+        except RuntimeError as e:
+            self._in_tx = False
+            with contextlib.suppress(Exception):
+                self.conn.execute("ROLLBACK")
+            raise OkError(f"commit failed: {str(e).splitlines()[0]}", "run `ok sync`") from e
+        with contextlib.suppress(RuntimeError):
+            self.conn.execute("CHECKPOINT")
+        self.conn.execute("BEGIN TRANSACTION")
+
     # -- documents and chunks --------------------------------------------------
     def add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]],
                  vecs: Any) -> None:

@@ -34,6 +34,7 @@ from .progress import progress
 
 DOC_SUFFIX = ".ok.md"
 EMBED_BLOCK = 256
+COMMIT_CHUNKS = 2000
 
 # Hooks run after docs/notes are loaded, e.g. entity extraction: fn(folder, graph, docs, notes)
 post_index_hooks: list[Callable[..., None]] = []
@@ -257,12 +258,32 @@ def index_docs(folder: Folder, g: Graph, items: list[tuple[str, str]],
     if not items:
         return 0
     p = prepared or prepare_docs(folder, items, entries)
-    docs, chunks, vecs = p.docs, p.chunks, p.vecs
-    g.add_docs(docs, chunks, vecs)
-    crash.point("graph.docs-loaded")
-    for hook in post_index_hooks:
-        hook(folder, g, [d["id"] for d in docs], [])
-    return len(chunks)
+    # Kùzu holds a transaction's changes in its page pool until the commit, so a large load
+    # commits every COMMIT_CHUNKS chunks: each committed batch holds whole documents (chunks,
+    # vectors, entities), and the documents of a batch that a crash cut off are simply not
+    # in the graph, which `ok status` sees and `ok sync` adds
+    batches: list[list[int]] = [[]]
+    size = 0
+    per_doc: dict[str, list[int]] = {}
+    for i, c in enumerate(p.chunks):
+        per_doc.setdefault(c["doc_id"], []).append(i)
+    for j, d in enumerate(p.docs):
+        n = len(per_doc.get(d["id"], []))
+        if batches[-1] and size + n > COMMIT_CHUNKS:
+            batches.append([])
+            size = 0
+        batches[-1].append(j)
+        size += n
+    for b, doc_idx in enumerate(batches):
+        if b:
+            g.commit_and_continue()
+        docs = [p.docs[j] for j in doc_idx]
+        rows = [i for d in docs for i in per_doc.get(d["id"], [])]
+        g.add_docs(docs, [p.chunks[i] for i in rows], p.vecs[rows])
+        crash.point("graph.docs-loaded")
+        for hook in post_index_hooks:
+            hook(folder, g, [d["id"] for d in docs], [])
+    return len(p.chunks)
 
 
 def note_row(folder: Folder, n: notes_mod.Note) -> dict[str, Any]:
@@ -372,13 +393,14 @@ class SyncReport:
     rebuilt: bool = False
     incomplete: list[str] = field(default_factory=list)  # re-indexed: derived parts missing
     docs_missing: list[str] = field(default_factory=list)  # in the mapping, not on disk
+    docs_unlinked: list[str] = field(default_factory=list)  # old versions without SUPERSEDES
     recovered: list[str] = field(default_factory=list)  # derived anew after a replayed log
 
     @property
     def changed(self) -> bool:
         return bool(self.docs_added or self.docs_removed or self.docs_moved or self.notes_added
                     or self.notes_updated or self.notes_removed or self.incomplete
-                    or self.docs_missing or self.recovered)
+                    or self.docs_missing or self.docs_unlinked or self.recovered)
 
     @property
     def unreadable(self) -> list[str]:
@@ -429,9 +451,17 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
                                or folder.rel(notes[n].path) != gnotes[n]["path"])  # type: ignore[arg-type]
     # documents the mapping records as current but that are not on disk (a writer died
     # between recording a document and writing it): `sync` drops those entries
-    rep.docs_missing = sorted(d for d, e in mapping_mod.load(folder).items()
+    entries = mapping_mod.load(folder)
+    rep.docs_missing = sorted(d for d, e in entries.items()
                               if e.get("current", True) and d not in files
                               and d not in in_graph)
+    # version links a writer had not committed yet (sync links them: _sync_versions)
+    all_docs = set(g.docs())
+    want = {(e["superseded_by"], d) for d, e in entries.items()
+            if not e.get("current", True) and e.get("superseded_by") in all_docs}
+    have = {(r["a"], r["b"]) for r in g.query(
+        "MATCH (a:Doc)-[:SUPERSEDES]->(b:Doc) RETURN a.id AS a, b.id AS b")}
+    rep.docs_unlinked = sorted(old for _, old in want - have)
     # derived parts that are missing are indexed again: out, then in
     damaged = g.incomplete()
     redo_docs = [d for d in damaged["docs"] if d in files and d not in rep.docs_added]

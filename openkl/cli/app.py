@@ -134,6 +134,8 @@ def _report_sync(rep: Any, json_: bool) -> None:
                   "notes_removed") if d[k]]
         if d["docs_missing"]:
             parts.append(f"{len(d['docs_missing'])} mapping entries without a file dropped")
+        if d["docs_unlinked"]:
+            parts.append(f"{len(d['docs_unlinked'])} old versions linked")
         if d["incomplete"]:
             parts.append(f"{len(d['incomplete'])} with missing derived parts indexed again")
         if d["recovered"]:
