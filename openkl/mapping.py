@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 from .errors import BadInput
-from .folder import Folder, atomic_write
+from .folder import Folder, append_whole, atomic_write
 
 
 def load(folder: Folder) -> dict[str, dict[str, Any]]:
@@ -46,22 +47,27 @@ def append(folder: Folder, entries: list[dict[str, Any]]) -> None:
     data = "".join(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n"
                    for e in entries).encode("utf-8")
     path = folder.mapping_path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    _cut_torn_tail(path)
+    append_whole(path, data, fsync=True)
+    crash.point("ingest.journaled")
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Cut a line that a killed writer left unfinished back to the last whole line, so the
+    next append starts on a line of its own (`append_whole` handles failures in-process)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
-            # a torn append of a killed writer: cut it back to its last whole line
-            tail = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
-            cut = tail.rfind(b"\n")
-            os.ftruncate(fd, size - len(tail) + cut + 1 if cut >= 0 else
-                         (0 if size <= len(tail) else size))
-        os.lseek(fd, 0, os.SEEK_END)
-        os.write(fd, data)
-        os.fsync(fd)
+            start = max(0, size - (1 << 20))
+            cut = os.pread(fd, size - start, start).rfind(b"\n")
+            if cut >= 0 or start == 0:
+                os.ftruncate(fd, start + cut + 1)
     finally:
         os.close(fd)
-    crash.point("ingest.journaled")
 
 
 def save(folder: Folder, entries: dict[str, dict[str, Any]]) -> None:
