@@ -427,7 +427,8 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
     files, problems = scan_docs(folder)
     gnotes = g.notes()
     notes, note_problems = notes_mod.scan(folder, lambda: {k: v["path"] for k, v in gnotes.items()})
-    in_graph = {k: v for k, v in g.docs().items() if v["current"]}
+    graph_docs = g.docs()
+    in_graph = {k: v for k, v in graph_docs.items() if v["current"]}
     kept: dict[str, str] = {}  # unreadable path -> id of the version the graph keeps for it
     broken = {p.path for p in problems + note_problems if p.kind == "unreadable"}
     for did, d in in_graph.items():
@@ -456,9 +457,8 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
                               if e.get("current", True) and d not in files
                               and d not in in_graph)
     # version links a writer had not committed yet (sync links them: _sync_versions)
-    all_docs = set(g.docs())
     want = {(e["superseded_by"], d) for d, e in entries.items()
-            if not e.get("current", True) and e.get("superseded_by") in all_docs}
+            if not e.get("current", True) and e.get("superseded_by") in graph_docs}
     have = {(r["a"], r["b"]) for r in g.query(
         "MATCH (a:Doc)-[:SUPERSEDES]->(b:Doc) RETURN a.id AS a, b.id AS b")}
     rep.docs_unlinked = sorted(old for _, old in want - have)
