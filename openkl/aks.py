@@ -164,7 +164,7 @@ def export(folder: Folder, g: Graph, *, min_confidence: float | None = None,
             continue
         extra = json.loads(r["extra"]) if r.get("extra") else {}
         fu, tu = uuids[r["a"]], uuids[r["b"]]
-        docs = sorted({u for u in (doc_uuid(d) for d in r["docs"] or []) if u})
+        docs = sorted({u for u in (doc_uuid(d) for d in json.loads(r["docs"] or "[]")) if u})
         rels.append({
             "id": r["ext_id"] or uid("rel", f"{fu}:{r['type']}:{tu}"),
             "from_entity_id": fu, "to_entity_id": tu, "type": r["type"],

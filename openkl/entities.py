@@ -21,10 +21,9 @@ import gc
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any
 
 from . import crash
@@ -128,8 +127,24 @@ def extract_texts(folder: Folder, texts: Sequence[str]) -> list[dict[str, Any]]:
 
 
 # -- index hooks ----------------------------------------------------------------------------
+PENDING = "entities.pending"  # Meta key: extractions were committed before their entities
+
+
 def on_indexed(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
     """After docs/notes were loaded: extract their chunks and consolidate what they touch."""
+    touched = extract(folder, g, doc_ids, note_ids)
+    if touched:
+        consolidate(folder, g, touched)
+        crash.point("entities.consolidated")
+
+
+def extract(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> set[str]:
+    """Store the entity extractions of loaded docs/notes; returns the entity keys they touch,
+    which `consolidate` turns into entities and relationships.
+
+    A large load extracts batch by batch and consolidates once at the end: consolidating
+    each batch would delete and re-create the entities that every batch shares.
+    """
     rows: list[dict[str, Any]] = []
     if doc_ids:
         rows += g.query("MATCH (c:Chunk) WHERE c.doc_id IN $ids RETURN c.id AS id,"
@@ -140,7 +155,7 @@ def on_indexed(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]
                         " m.id AS owner, 0 AS base, m.text AS text ORDER BY m.id",
                         {"ids": list(note_ids)})
     if not rows:
-        return
+        return set()
     results = extract_texts(folder, [r["text"] for r in rows])
     ids = [r["id"] for r in rows]
     g.query("MATCH (x:Extraction) WHERE x.id IN $ids DELETE x", {"ids": ids})
@@ -162,8 +177,6 @@ def on_indexed(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]
     }, types={"base": pa.int64(), "keys": pa.list_(pa.string()),
               "aliases": pa.list_(pa.string())})
     crash.point("entities.extracted")
-    consolidate(folder, g, touched)
-    crash.point("entities.consolidated")
     ident = extractor_id(folder)
     stamped = g.meta().get("entities.extractor")
     # a different extractor's results are still in the graph: keep their stamp, so the
@@ -171,6 +184,19 @@ def on_indexed(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]
     if stamped != ident and (stamped is None or not g.query(
             "MATCH (x:Extraction) WHERE NOT x.id IN $ids RETURN x.id LIMIT 1", {"ids": ids})):
         g.set_meta("entities.extractor", ident)
+    return touched
+
+
+def consolidate_all(folder: Folder, g: Graph) -> None:
+    """Recompute every entity from the stored extractions: after a load was cut off between
+    committing its extractions and consolidating them (`PENDING`)."""
+    touched = {r["id"].replace("-", " ") for r in g.query("MATCH (e:Entity) RETURN e.id AS id")}
+    for r in g.query("MATCH (x:Extraction) RETURN x.keys AS keys, x.aliases AS aliases"):
+        touched.update(r["keys"] or [])
+        for a in r["aliases"] or []:
+            touched.update(a.split("\t"))
+    consolidate(folder, g, touched, stepwise=True)
+    g.set_meta(PENDING, "")
 
 
 def extractor_mismatch(folder: Folder, g: Graph) -> dict[str, str] | None:
@@ -298,14 +324,18 @@ def _resolver(amap: dict[str, str]) -> Any:
 
 
 def consolidate(folder: Folder, g: Graph, touched: Iterable[str],
-                canon: Canonical | None = None) -> dict[str, int]:
-    """Recompute the entities named by `touched` keys (and their relationships) from scratch."""
+                canon: Canonical | None = None, stepwise: bool = False) -> dict[str, int]:
+    """Recompute the entities named by `touched` keys (and their relationships) from scratch.
+
+    `stepwise` commits the writes in pieces, for a consolidation too large for one of
+    Kùzu's transactions; the caller has set `PENDING`, which only a finished one clears.
+    """
     with _gc_paused():
-        return _consolidate(folder, g, touched, canon)
+        return _consolidate(folder, g, touched, canon, g.commit_and_continue if stepwise else None)
 
 
 def _consolidate(folder: Folder, g: Graph, touched: Iterable[str],
-                 canon: Canonical | None) -> dict[str, int]:
+                 canon: Canonical | None, step: Callable[[], None] | None) -> dict[str, int]:
     canon = canon or Canonical.load(folder)
     rows = g.query("MATCH (x:Extraction) RETURN x.id AS id, x.owner AS owner, x.base AS base,"
                    " x.keys AS keys, x.aliases AS aliases")
@@ -320,7 +350,7 @@ def _consolidate(folder: Folder, g: Graph, touched: Iterable[str],
                          {"ids": gather[i:i + 2000]}):
             data[r["id"]] = r
     ents, mentions, rels = _aggregate(data, affected, resolve, canon)
-    _write(g, affected, ents, mentions, rels)
+    _write(g, affected, ents, mentions, rels, step)
     return {"entities": len(ents), "relations": len(rels)}
 
 
@@ -486,9 +516,26 @@ def _entity(k: str, conf: dict[str, dict[int, float]], forms: dict[str, list[int
             "extra": json.dumps(extra, sort_keys=True, ensure_ascii=False) if extra else ""}
 
 
+ENT_FIELDS = ("id", "name", "type", "description", "confidence", "aliases", "docs", "verified",
+              "source_kind", "canonical", "ext_id", "extra")
+REL_FIELDS = ("confidence", "evidence", "docs", "verified", "source_kind", "description",
+              "ext_id", "extra")
+_IDS_PER_QUERY = 5000
+_IDS_ONE_BY_ONE = 100
+_ROWS_PER_STEP = 1_200_000  # rows of one commit in a stepwise consolidation (SciFact: 1.16M)
+
+
 def _write(g: Graph, affected: set[str], ents: dict[str, dict[str, Any]],
            mentions: dict[tuple[str, str], float],
-           rels: dict[tuple[str, str, str], dict[str, Any]]) -> None:
+           rels: dict[tuple[str, str, str], dict[str, Any]],
+           step: Callable[[], None] | None = None) -> None:
+    """Make the graph hold what consolidation computed for the affected entities, their
+    mentions and relationships, writing only what differs from what it holds.
+
+    A new note re-consolidates every entity it names, and a common entity has thousands of
+    mentions and relationships; rewriting them all made each small write pay for the whole
+    table at Kùzu's next checkpoint.
+    """
     import pyarrow as pa
 
     eid: dict[str, str] = {}  # entity key → graph id, computed once per key
@@ -500,51 +547,163 @@ def _write(g: Graph, affected: set[str], ents: dict[str, dict[str, Any]],
         return v
 
     ids = sorted(map(eid_of, affected))
-    for i in range(0, len(ids), 5000):
-        g.query("MATCH (e:Entity) WHERE e.id IN $ids DETACH DELETE e", {"ids": ids[i:i + 5000]})
-    if ents:
-        cols = ("id", "name", "type", "description", "confidence", "aliases", "docs", "verified",
-                "source_kind", "canonical", "ext_id", "extra")
-        vals = [ents[k] for k in sorted(ents)]
-        g.copy_rows("Entity", {c: list(map(itemgetter(c), vals)) for c in cols},
-                    types={"aliases": pa.list_(pa.string()), "docs": pa.list_(pa.string()),
-                           "confidence": pa.float64()})
-    present = {e["id"] for e in ents.values()}
+    old_e, old_m, old_r = _held(g, ids)
+    new_e = {e["id"]: e for e in ents.values()}
+    gone = sorted(set(old_e) - set(new_e))
+    for i in range(0, len(gone), _IDS_PER_QUERY):
+        g.query("UNWIND $ids AS i MATCH (e:Entity {id: i}) DETACH DELETE e",
+                {"ids": gone[i:i + _IDS_PER_QUERY]})
+    added = [new_e[i] for i in sorted(set(new_e) - set(old_e))]
+    changed = [new_e[i] for i in sorted(set(new_e) & set(old_e))
+               if any(_differs(new_e[i][c], old_e[i][c]) for c in ENT_FIELDS)]
+    types = {"aliases": pa.list_(pa.string()), "docs": pa.list_(pa.string()),
+             "confidence": pa.float64()}
+    g.copy_rows("Entity", {c: [e[c] for e in added] for c in ENT_FIELDS}, types=types)
+    if changed:
+        g.update_rows("Entity", {c: [e[c] for e in changed] for c in ENT_FIELDS}, types=types)
+    steps = _Steps(step)
+    steps.held = len(added) + len(changed)
+
+    present = set(new_e)
     outside = sorted({eid_of(k) for a, b, _ in rels for k in (a, b)} - present)
     if outside:
-        present |= {r["id"] for r in g.query("MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id",
-                                             {"ids": outside})}
+        present |= {r["id"] for r in g.query(
+            "UNWIND $ids AS i MATCH (e:Entity {id: i}) RETURN e.id AS id", {"ids": outside})}
+
+    # mentions: (chunk or note id, entity id) → confidence
+    want_m = {(xid, eid_of(k)): c for (xid, k), c in mentions.items() if eid_of(k) in present}
+    held_m = {k: c for k, c in old_m.items() if k[1] not in gone}
+    drop_m: dict[str, list[str]] = defaultdict(list)
+    for (xid, e), c in held_m.items():
+        if want_m.get((xid, e)) != c:
+            drop_m[e].append(xid)
+    for e, xs in sorted(drop_m.items()):
+        g.query("MATCH (x)-[m:MENTIONS]->(e:Entity {id: $e}) WHERE x.id IN $xs DELETE m",
+                {"e": e, "xs": xs})
     by_table: dict[str, tuple[list[str], list[str], list[float]]] = {}
-    for (xid, k), c in sorted(mentions.items()):
-        e = eid.get(k) or eid_of(k)
-        if e in present:
-            table = "Chunk" if "#" in xid else "MemoryNote"
-            cols3 = by_table.get(table)
-            if cols3 is None:
-                cols3 = by_table[table] = ([], [], [])
-            cols3[0].append(xid)
-            cols3[1].append(e)
-            cols3[2].append(c)
+    for (xid, e), c in sorted(want_m.items()):
+        if held_m.get((xid, e)) == c:
+            continue
+        cols3 = by_table.setdefault("Chunk" if "#" in xid else "MemoryNote", ([], [], []))
+        cols3[0].append(xid)
+        cols3[1].append(e)
+        cols3[2].append(c)
     for table, (xs, es, cs) in sorted(by_table.items()):
-        g.copy_rows("MENTIONS", {"from": xs, "to": es, "confidence": cs},
-                    types={"confidence": pa.float64()}, rel_from_to=(table, "Entity"))
-    froms: list[str] = []
-    tos: list[str] = []
-    rtypes: list[str] = []
-    rvals: list[dict[str, Any]] = []
-    for (a, b, t), v in sorted(rels.items()):
-        ea, eb = eid[a], eid[b]
+        for part in steps.pieces(len(xs)):
+            g.copy_rows("MENTIONS", {"from": xs[part], "to": es[part], "confidence": cs[part]},
+                        types={"confidence": pa.float64()}, rel_from_to=(table, "Entity"))
+
+    # relationships: (from id, to id, type) → properties
+    want_r: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for (a, b, t), v in rels.items():
+        ea, eb = eid_of(a), eid_of(b)
         if ea in present and eb in present:
-            froms.append(ea)
-            tos.append(eb)
-            rtypes.append(t)
-            rvals.append(v)
-    if rvals:
-        rcols = ("confidence", "evidence", "docs", "verified", "source_kind", "description",
-                 "ext_id", "extra")
-        g.copy_rows("RELATED", {"from": froms, "to": tos, "type": rtypes,
-                                **{c: list(map(itemgetter(c), rvals)) for c in rcols}},
-                    types={"confidence": pa.float64(), "docs": pa.list_(pa.string())})
+            want_r[(ea, eb, t)] = v
+    held_r = {k: v for k, v in old_r.items() if k[0] not in gone and k[1] not in gone}
+    for key in sorted(k for k in held_r if k not in want_r or held_r[k] is None):
+        g.query("MATCH (a:Entity {id: $a})-[r:RELATED]->(b:Entity {id: $b}) WHERE r.type = $t"
+                " DELETE r", {"a": key[0], "b": key[1], "t": key[2]})
+    fresh = sorted(k for k in want_r if held_r.get(k) is None)
+    if fresh:
+        cols: dict[str, list[Any]] = {c: [] for c in ("from", "to", "type", *REL_FIELDS)}
+        for k in fresh:
+            props = want_r[k]
+            cols["from"].append(k[0])
+            cols["to"].append(k[1])
+            cols["type"].append(k[2])
+            for col in REL_FIELDS:
+                cols[col].append(props[col])
+        cols["docs"] = [_json_ids(d) for d in cols["docs"]]
+        for part in steps.pieces(len(fresh)):
+            g.copy_rows("RELATED", {col: vals[part] for col, vals in cols.items()},
+                        types={"confidence": pa.float64()})
+    sets = ", ".join(f"r.{c} = ${c}" for c in REL_FIELDS)
+    for key in sorted(k for k in want_r if held_r.get(k) is not None):
+        v = {**{c: want_r[key][c] for c in REL_FIELDS}, "docs": _json_ids(want_r[key]["docs"])}
+        held = held_r[key]
+        assert held is not None
+        if any(_differs(v[c], held[c]) for c in REL_FIELDS):
+            g.query("MATCH (a:Entity {id: $a})-[r:RELATED]->(b:Entity {id: $b}) WHERE r.type = $t"
+                    f" SET {sets}", {"a": key[0], "b": key[1], "t": key[2], **v})
+
+
+class _Steps:
+    """Cuts a stepwise consolidation's rows into commits of at most _ROWS_PER_STEP rows.
+
+    Each commit costs a checkpoint, so pieces are as large as a transaction safely holds.
+    """
+
+    def __init__(self, step: Callable[[], None] | None) -> None:
+        self.step, self.held = step, 0
+
+    def pieces(self, n: int) -> Iterator[slice]:
+        if self.step is None:
+            yield slice(0, n)
+            return
+        i = 0
+        while i < n:
+            if self.held >= _ROWS_PER_STEP:
+                self.step()
+                self.held = 0
+            take = min(n - i, _ROWS_PER_STEP - self.held)
+            yield slice(i, i + take)
+            self.held += take
+            i += take
+
+
+def _json_ids(ids: list[str]) -> str:
+    """A JSON list of ids; ids need no escaping, so most skip the encoder."""
+    joined = '", "'.join(ids)
+    if '"' in joined or "\\" in joined or not joined.isprintable():
+        return json.dumps(ids)
+    return f'["{joined}"]' if ids else "[]"
+
+
+def _differs(new: Any, old: Any) -> bool:
+    if isinstance(new, float) or isinstance(old, float):
+        return old is None or new is None or abs(float(new) - float(old)) > 1e-12
+    return (new if new is not None else "") != (old if old is not None else "")
+
+
+def _held(g: Graph, ids: list[str]) -> tuple[dict[str, dict[str, Any]],
+                                             dict[tuple[str, str], float],
+                                             dict[tuple[str, str, str], dict[str, Any] | None]]:
+    """What the graph holds now for entity ids: entities, mentions and relationships (a
+    relationship held twice maps to None, so it is written anew)."""
+    ents: dict[str, dict[str, Any]] = {}
+    ments: dict[tuple[str, str], float] = {}
+    rels: dict[tuple[str, str, str], dict[str, Any] | None] = {}
+    seen: set[str] = set()
+    ret_e = "RETURN " + ", ".join(f"e.{c} AS {c}" for c in ENT_FIELDS)
+    ret_m = "RETURN x.id AS x, e.id AS e, m.confidence AS c"
+    ret_r = ("RETURN a.id AS a, b.id AS b, r.type AS type, ID(r) AS rid, "
+             + ", ".join(f"r.{c} AS {c}" for c in REL_FIELDS))
+    # Kùzu follows the edges of one entity found by its key quickly, while a pattern over
+    # many keys at once scans the whole table: a few keys are asked one by one
+    parts: list[tuple[str, dict[str, Any]]]
+    if len(ids) <= _IDS_ONE_BY_ONE:
+        one = "{id: $i}"
+        parts = [(f"MATCH (e:Entity {one})", {"i": i}) for i in ids]
+    else:
+        one = "{id: i}"
+        parts = [("UNWIND $ids AS i MATCH (e:Entity {id: i})", {"ids": ids[k:k + _IDS_PER_QUERY]})
+                 for k in range(0, len(ids), _IDS_PER_QUERY)]
+    head = parts[0][0].split("MATCH")[0] if parts else ""
+    for match, params in parts:
+        for r in g.query(f"{match} {ret_e}", params):
+            ents[r["id"]] = r
+        for r in g.query(f"{head}MATCH (x)-[m:MENTIONS]->(e:Entity {one}) {ret_m}", params):
+            ments[(r["x"], r["e"])] = r["c"]
+        for pattern in (f"(a:Entity {one})-[r:RELATED]->(b:Entity)",
+                        f"(a:Entity)-[r:RELATED]->(b:Entity {one})"):
+            for r in g.query(f"{head}MATCH {pattern} {ret_r}", params):
+                rid = str(r["rid"])
+                if rid in seen:  # both ends are among the ids
+                    continue
+                seen.add(rid)
+                key = (r["a"], r["b"], r["type"])
+                rels[key] = None if key in rels else r
+    return ents, ments, rels
 
 
 # -- reading --------------------------------------------------------------------------------
@@ -612,6 +771,11 @@ def find_entity(g: Graph, name: str) -> dict[str, Any]:
     return _entity_row(rows[0])
 
 
+def rel_docs(stored: str | None) -> list[str]:
+    """The documents and notes of a relationship, from its `docs` property (a JSON list)."""
+    return list(json.loads(stored)) if stored else []
+
+
 def relationships(g: Graph, eid: str, min_confidence: float = 0.0,
                   rel: str | None = None) -> list[dict[str, Any]]:
     """Relationships touching an entity, both directions, most confident first."""
@@ -626,7 +790,7 @@ def relationships(g: Graph, eid: str, min_confidence: float = 0.0,
     for r in rows:
         if rel and r["type"] != rel:
             continue
-        out.append({**r, "docs": list(r["docs"] or []),
+        out.append({**r, "docs": rel_docs(r["docs"]),
                     "direction": "out" if r["from_id"] == eid else "in"})
     return out
 

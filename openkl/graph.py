@@ -25,7 +25,7 @@ from .errors import (
     ReadOnlyViolation,
 )
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 DB_FILE = "graph.kz"
 
 
@@ -53,8 +53,10 @@ def schema(dim: int) -> list[str]:
         "CREATE REL TABLE IF NOT EXISTS DERIVED_FROM(FROM MemoryNote TO Chunk,"
         " FROM MemoryNote TO Doc)",
         "CREATE REL TABLE IF NOT EXISTS HAS_TOPIC(FROM MemoryNote TO Topic)",
+        # `docs` is a JSON list: a list column on a relationship table makes Kùzu rewrite
+        # the whole column at every checkpoint that follows a change to the table
         "CREATE REL TABLE IF NOT EXISTS RELATED(FROM Entity TO Entity, type STRING,"
-        " confidence DOUBLE, evidence STRING, docs STRING[], verified BOOLEAN,"
+        " confidence DOUBLE, evidence STRING, docs STRING, verified BOOLEAN,"
         " source_kind STRING, description STRING, ext_id STRING, extra STRING)",
         "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Doc TO Doc, drift DOUBLE, ts STRING)",
     ]
@@ -483,6 +485,15 @@ class Graph:
         except RuntimeError as e:
             raise OkError(f"bulk load into {table} failed: {str(e).splitlines()[0]}",
                           "run `ok index --rebuild`") from e
+
+    def update_rows(self, table: str, rows: dict[str, Sequence[Any]],
+                    types: dict[str, Any] | None = None) -> None:
+        """Set the columns of existing nodes, found by their `id` (column name → values)."""
+        import pyarrow as pa
+
+        tbl = pa.table({k: pa.array(v, type=(types or {}).get(k)) for k, v in rows.items()})
+        sets = ", ".join(f"n.`{c}` = `{c}`" for c in rows if c != "id")
+        self.conn.execute(f"LOAD FROM $t MATCH (n:{table} {{id: `id`}}) SET {sets}", {"t": tbl})
 
     # -- transactions -------------------------------------------------------------
     @contextlib.contextmanager

@@ -34,9 +34,10 @@ from .progress import progress
 
 DOC_SUFFIX = ".ok.md"
 EMBED_BLOCK = 256
-COMMIT_CHUNKS = 2000
+COMMIT_CHUNKS = 5000  # graph.commit_chunks
 
-# Hooks run after docs/notes are loaded, e.g. entity extraction: fn(folder, graph, docs, notes)
+# Hooks run after docs/notes are loaded and their entities extracted, e.g. semantic
+# triggers: fn(folder, graph, docs, notes)
 post_index_hooks: list[Callable[..., None]] = []
 # Hooks run before docs/notes leave the graph: fn(folder, graph, doc_ids, note_ids)
 pre_remove_hooks: list[Callable[..., None]] = []
@@ -259,9 +260,10 @@ def index_docs(folder: Folder, g: Graph, items: list[tuple[str, str]],
         return 0
     p = prepared or prepare_docs(folder, items, entries)
     # Kùzu holds a transaction's changes in its page pool until the commit, so a large load
-    # commits every COMMIT_CHUNKS chunks: each committed batch holds whole documents (chunks,
+    # commits every `graph.commit_chunks` chunks: each committed batch holds whole documents (chunks,
     # vectors, entities), and the documents of a batch that a crash cut off are simply not
     # in the graph, which `ok status` sees and `ok sync` adds
+    limit = max(1, int(folder.setting("graph.commit_chunks", COMMIT_CHUNKS)))
     batches: list[list[int]] = [[]]
     size = 0
     per_doc: dict[str, list[int]] = {}
@@ -269,20 +271,37 @@ def index_docs(folder: Folder, g: Graph, items: list[tuple[str, str]],
         per_doc.setdefault(c["doc_id"], []).append(i)
     for j, d in enumerate(p.docs):
         n = len(per_doc.get(d["id"], []))
-        if batches[-1] and size + n > COMMIT_CHUNKS:
+        if batches[-1] and size + n > limit:
             batches.append([])
             size = 0
         batches[-1].append(j)
         size += n
+    # — and their entities are consolidated once, after the last batch: a batch's
+    # extractions are committed with it, and a Meta flag that the final consolidation
+    # clears tells `ok sync` to consolidate again if the load was cut off before
+    from .entities import PENDING, consolidate, extract
+
+    touched: set[str] = set()
     for b, doc_idx in enumerate(batches):
         if b:
+            if b == 1:
+                g.set_meta(PENDING, "1")
             g.commit_and_continue()
         docs = [p.docs[j] for j in doc_idx]
         rows = [i for d in docs for i in per_doc.get(d["id"], [])]
         g.add_docs(docs, [p.chunks[i] for i in rows], p.vecs[rows])
         crash.point("graph.docs-loaded")
+        ids = [d["id"] for d in docs]
+        touched |= extract(folder, g, ids, [])
         for hook in post_index_hooks:
-            hook(folder, g, [d["id"] for d in docs], [])
+            hook(folder, g, ids, [])
+    if len(batches) > 1:
+        g.commit_and_continue()
+    if touched:
+        consolidate(folder, g, touched, stepwise=len(batches) > 1)
+        crash.point("entities.consolidated")
+    if len(batches) > 1:
+        g.set_meta(PENDING, "")
     return len(p.chunks)
 
 
@@ -302,6 +321,9 @@ def index_notes(folder: Folder, g: Graph, notes: list[notes_mod.Note]) -> None:
     g.add_notes(rows, vecs)
     crash.point("graph.notes-loaded")
     link_derived(g, notes)
+    from .entities import on_indexed
+
+    on_indexed(folder, g, [], [r["id"] for r in rows])
     for hook in post_index_hooks:
         hook(folder, g, [], [r["id"] for r in rows])
 
@@ -467,8 +489,13 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
     redo_docs = [d for d in damaged["docs"] if d in files and d not in rep.docs_added]
     redo_notes = [n for n in damaged["notes"] if n in notes and n not in rep.notes_updated]
     rep.incomplete = redo_docs + redo_notes
-    if g.meta().get("replayed") == "1":
+    meta = g.meta()
+    if meta.get("replayed") == "1":
         rep.recovered = ["graph"]
+    from .entities import PENDING
+
+    if meta.get(PENDING) == "1":  # a large load cut off before its entities were made
+        rep.incomplete.append("entities")
     rep.docs_removed = sorted(set(rep.docs_removed) | set(redo_docs))
     rep.docs_added = sorted(set(rep.docs_added) | set(redo_docs))
     rep.notes_updated = sorted(set(rep.notes_updated) | set(redo_notes))
@@ -517,6 +544,10 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         rep.chunks_added, derived = replace_docs(folder, g, rep.docs_removed, items, entries,
                                                  prepared, rep.notes_removed + rep.notes_updated)
         index_notes(folder, g, changed_notes)
+        if "entities" in rep.incomplete:
+            from .entities import consolidate_all
+
+            consolidate_all(folder, g)
         relink(folder, g, [n for n in derived if n in notes])  # notes left as they were
         # approved backfeed items and imported bundles are files too
         from .entities import sync_canonical
@@ -657,17 +688,10 @@ def _check_triggers(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list
 post_index_hooks.append(_check_triggers)
 
 
-def _extract_entities(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
-    from .entities import on_indexed
-
-    on_indexed(folder, g, doc_ids, note_ids)
-
-
 def _forget_entities(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
     from .entities import on_removing
 
     on_removing(folder, g, doc_ids, note_ids)
 
 
-post_index_hooks.insert(0, _extract_entities)
 pre_remove_hooks.insert(0, _forget_entities)

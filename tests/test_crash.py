@@ -148,6 +148,18 @@ def _ingest(root: Path, work: Path) -> list[str]:
     return ["store", "ingest", str(d)]
 
 
+def _ingest_batched(root: Path, work: Path) -> list[str]:
+    """A load large enough to commit in batches (here: one per document), whose entities
+    are consolidated once at the end."""
+    import yaml
+
+    cfg = root / ".ok" / "config.yml"
+    conf = yaml.safe_load(cfg.read_text()) or {}
+    conf.setdefault("graph", {})["commit_chunks"] = 1
+    cfg.write_text(yaml.safe_dump(conf))
+    return _ingest(root, work)
+
+
 def _mem_add(root: Path, work: Path) -> list[str]:
     return ["mem", "add", "Ada Lovelace wrote about the Analytical Engine in 1843.",
             "--tags", "history"]
@@ -200,6 +212,9 @@ COMMANDS: dict[str, tuple[Callable[[Path, Path], list[str]], list[str]]] = {
                          "ingest.mapping-saved", "ingest.events-written", "graph.removed",
                          "graph.docs-loaded", "entities.extracted", "entities.consolidated",
                          "graph.before-commit", "graph.committed"]),
+    "ingest-batched": (_ingest_batched, ["graph.docs-loaded:2", "entities.extracted:3",
+                                         "entities.consolidated", "graph.before-commit",
+                                         "graph.committed"]),
     "mem-add": (_mem_add, ["note.written", "graph.notes-loaded", "entities.extracted",
                            "entities.consolidated", "graph.before-commit", "graph.committed"]),
     "mem-update": (_mem_update, ["note.written", "graph.removed", "graph.notes-loaded",
@@ -224,7 +239,8 @@ DEFAULT = {("ingest", "ingest.source-written"), ("ingest", "ingest.version-kept"
            ("ingest", "ingest.journaled:2"), ("ingest", "ingest.normalized-written"),
            ("ingest", "ingest.mapping-saved"), ("ingest", "ingest.events-written"),
            ("ingest", "graph.docs-loaded"), ("ingest", "entities.extracted"),
-           ("ingest", "graph.committed"), ("mem-add", "note.written"),
+           ("ingest", "graph.committed"), ("ingest-batched", "graph.docs-loaded:2"),
+           ("ingest-batched", "entities.consolidated"), ("mem-add", "note.written"),
            ("mem-add", "entities.consolidated"), ("mem-update", "graph.removed"),
            ("mem-delete", "note.deleted"), ("mem-delete", "graph.before-commit"),
            ("sync", "sync.mapping-saved"), ("sync", "graph.notes-loaded"),
@@ -461,3 +477,29 @@ def test_kill_while_a_commit_writes_its_log(template: Path, tmp_path: Path,
     assert r.code == 0, r.err
     assert run_cli("--root", str(root), "status", "--json").json()["in_sync"]
     assert snapshot(root) == reference
+
+
+def test_a_load_cut_off_between_batches_is_seen_and_consolidated(
+        template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches commit their documents and extractions; the entities come at the end. A kill
+    in between leaves committed documents whose entities are missing, which status names
+    and sync makes."""
+    monkeypatch.setenv("OK_NOW", NOW)
+    work = tmp_path / "work"
+    work.mkdir()
+    root, args = _prepare(template, work, "ingest-batched")
+    r = run_cli("--root", str(root), *args,
+                env={"OK_CRASH_AT": "graph.docs-loaded:3", "OK_NOW": NOW})
+    assert r.code == CRASH_EXIT
+    status = run_ok("--root", str(root), "status", "--json").json()
+    assert not status["in_sync"]
+    assert "entities" in status["stale"]["incomplete"]
+    plain = run_ok("--root", str(root), "status").out
+    assert "entities not consolidated after a cut-off load" in plain
+    # the documents of the committed batches are searchable already
+    hits = ok_at(root, "search", "Fresnel lenses lighthouse", "-k", "3", "--json").json()
+    assert any("lighthouses" in h["path"] for h in hits)
+    r = ok_at(root, "sync")
+    assert "entities of a cut-off load consolidated" in r.out
+    assert run_ok("--root", str(root), "status", "--json").json()["in_sync"]
+    assert snapshot(root) == fresh_rebuild(root, tmp_path / "reference")

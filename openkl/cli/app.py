@@ -136,8 +136,11 @@ def _report_sync(rep: Any, json_: bool) -> None:
             parts.append(f"{len(d['docs_missing'])} mapping entries without a file dropped")
         if d["docs_unlinked"]:
             parts.append(f"{len(d['docs_unlinked'])} old versions linked")
-        if d["incomplete"]:
-            parts.append(f"{len(d['incomplete'])} with missing derived parts indexed again")
+        redone = [x for x in d["incomplete"] if x != "entities"]
+        if redone:
+            parts.append(f"{len(redone)} with missing derived parts indexed again")
+        if "entities" in d["incomplete"]:
+            parts.append("entities of a cut-off load consolidated")
         if d["recovered"]:
             parts.append("index rebuilt from the files after a killed writer")
         done = (", ".join(parts) + f" ({d['chunks_added']} chunks embedded).") if parts \
@@ -205,6 +208,10 @@ def status(json_: bool = JsonOpt) -> None:
 def _stale_part(key: str, value: list[str]) -> str:
     if key == "recovered":
         return "the graph replayed a killed writer's log, which `ok sync` rebuilds from the files"
+    if key == "incomplete" and "entities" in value:
+        rest = [x for x in value if x != "entities"]
+        return ((f"{len(rest)} incomplete, " if rest else "")
+                + "entities not consolidated after a cut-off load")
     if key == "docs_missing":
         return f"{len(value)} docs recorded but not on disk"
     return f"{len(value)} {key.replace('_', ' ')}"

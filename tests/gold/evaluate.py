@@ -41,9 +41,9 @@ def evaluate(folder: Any, g: Any, min_confidence: float = 0.4,
         ok_keys = set().union(*gold_sets) | {key_of(a) for a in gd["acceptable"]}
         found = [any(ks & gs for ks in ext_keys.values()) for gs in gold_sets]
         correct = [eid for eid, ks in ext_keys.items() if ks & ok_keys]
-        rels = g.query("MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE list_contains(r.docs, $d)"
+        rels = g.query("MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE contains(r.docs, $d)"
                        " AND r.confidence >= $mc RETURN a.id AS a, b.id AS b, r.type AS t",
-                       {"d": did, "mc": 0.0})
+                       {"d": json.dumps(did), "mc": 0.0})
         pairs_all = {frozenset((r["a"], r["b"])) for r in rels}
         pairs_typed = {frozenset((r["a"], r["b"])) for r in rels if r["t"] != "related_to"}
 
