@@ -64,8 +64,11 @@ def main() -> None:
     ap.add_argument("--split", default="test", choices=["test", "train"])
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--weights", default=None, help="SIM,LEX,RANK")
-    ap.add_argument("--tune", action="store_true",
-                    help="grid-search weights and passages used (run with --split train)")
+    ap.add_argument(
+        "--tune",
+        action="store_true",
+        help="grid-search weights and passages used (run with --split train)",
+    )
     args = ap.parse_args()
     if args.tune:
         tune(args)
@@ -91,13 +94,21 @@ def main() -> None:
             hits = ask_mod.search(folder, g, text, k=1, scope="store", embedder=emb)
             top += bool(hits) and corpus_id(hits[0]["path"]) in good
     n = len(qs)
-    print(json.dumps({
-        "split": args.split, "claims": n, "k": args.k,
-        "weights": [ask_mod.W_SIM, ask_mod.W_LEX, ask_mod.W_RANK],
-        "first_cite_relevant": round(first / n, 3), "any_cite_relevant": round(anyrel / n, 3),
-        "top_hit_relevant": round(top / n, 3), "insufficient": round(insuff / n, 3),
-        "ask_ms_p50": round(statistics.median(times), 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "split": args.split,
+                "claims": n,
+                "k": args.k,
+                "weights": [ask_mod.W_SIM, ask_mod.W_LEX, ask_mod.W_RANK],
+                "first_cite_relevant": round(first / n, 3),
+                "any_cite_relevant": round(anyrel / n, 3),
+                "top_hit_relevant": round(top / n, 3),
+                "insufficient": round(insuff / n, 3),
+                "ask_ms_p50": round(statistics.median(times), 1),
+            }
+        )
+    )
 
 
 def tune(args: argparse.Namespace) -> None:
@@ -113,8 +124,9 @@ def tune(args: argparse.Namespace) -> None:
             hits = ask_mod.search(folder, g, text, k=args.k, scope="store", embedder=emb)
             if not hits:
                 continue
-            cands = ask_mod.candidates(text, hits, emb.embed_query(text), emb,
-                                       max_hits=args.k, max_cands=10**6)
+            cands = ask_mod.candidates(
+                text, hits, emb.embed_query(text), emb, max_hits=args.k, max_cands=10**6
+            )
             per_q.append([(c, corpus_id(hits[c.hit]["path"]) in rel[qid]) for c in cands])
     grid = [x / 10 for x in range(0, 11)]
     rows = []
@@ -125,8 +137,7 @@ def tune(args: argparse.Namespace) -> None:
             good = 0
             for cands in per_q:
                 pool = [(c, r) for c, r in cands if c.hit < max_hits]
-                best = max(pool, key=lambda cr: ws * cr[0].sim + wl * cr[0].lex
-                           + wr * cr[0].prior)
+                best = max(pool, key=lambda cr: ws * cr[0].sim + wl * cr[0].lex + wr * cr[0].prior)
                 good += best[1]
             rows.append((good / len(per_q), ws, wl, wr, max_hits))
     rows.sort(reverse=True)
@@ -136,8 +147,9 @@ def tune(args: argparse.Namespace) -> None:
             label = "current" if r[1:] == now else "top passage only (retrieval P@1)"
             print(json.dumps({label: round(r[0], 3), "weights": r[1:4], "max_hits": r[4]}))
     for r in rows[:10]:
-        print(json.dumps({"first_cite_relevant": round(r[0], 3), "weights": r[1:4],
-                          "max_hits": r[4]}))
+        print(
+            json.dumps({"first_cite_relevant": round(r[0], 3), "weights": r[1:4], "max_hits": r[4]})
+        )
 
 
 if __name__ == "__main__":

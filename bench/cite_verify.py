@@ -50,8 +50,15 @@ def corpus(n: int, per_doc: int) -> list[tuple[str, str]]:
     return out
 
 
-def edit(folder: Folder, rng: random.Random, kind: str, path: Path, quotes: list[str],
-         src: dict[str, str], rel: str) -> None:
+def edit(
+    folder: Folder,
+    rng: random.Random,
+    kind: str,
+    path: Path,
+    quotes: list[str],
+    src: dict[str, str],
+    rel: str,
+) -> None:
     text = path.read_text()
     if kind == "insert_top":
         path.write_text("An editor's note, added after the citations were made.\n\n" + text)
@@ -59,7 +66,7 @@ def edit(folder: Folder, rng: random.Random, kind: str, path: Path, quotes: list
         q = rng.choice(quotes)
         words = q.split()
         i = rng.randrange(len(words))
-        new_q = " ".join(words[:i] + ["substantially"] + words[i + 1:])
+        new_q = " ".join(words[:i] + ["substantially"] + words[i + 1 :])
         path.write_text(text.replace(q, new_q, 1))
     elif kind == "delete_sentence":
         path.write_text(text.replace(rng.choice(quotes), "", 1))
@@ -68,8 +75,9 @@ def edit(folder: Folder, rng: random.Random, kind: str, path: Path, quotes: list
         path.with_name("renamed-" + path.name).write_text("Moved here.\n\n" + text)
     else:  # new_version: the source changed and was ingested again
         new = text.replace("\n\n", "\n\nRevised abstract, second edition.\n\n", 1)
-        ingest(folder, [Candidate(data=new.encode(), rel=rel, origin="bench", source=src)],
-               index=False)
+        ingest(
+            folder, [Candidate(data=new.encode(), rel=rel, origin="bench", source=src)], index=False
+        )
 
 
 def main() -> None:
@@ -83,12 +91,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ok-cite-bench-") as tmp:
         folder = Folder.init(Path(tmp) / "kf")
         docs = corpus(args.docs, args.per_doc)
-        cands = [Candidate(data=md.encode(), rel=f"scifact/{name}", origin="bench",
-                           source={"path": f"store/sources/scifact/{name}"}) for name, md in docs]
+        cands = [
+            Candidate(
+                data=md.encode(),
+                rel=f"scifact/{name}",
+                origin="bench",
+                source={"path": f"store/sources/scifact/{name}"},
+            )
+            for name, md in docs
+        ]
         t0 = time.perf_counter()
         rep = ingest(folder, cands, index=False)
-        print(f"ingested {len(rep.added)} docs (files only) in {time.perf_counter() - t0:.1f} s",
-              file=sys.stderr)
+        print(
+            f"ingested {len(rep.added)} docs (files only) in {time.perf_counter() - t0:.1f} s",
+            file=sys.stderr,
+        )
         files = cit.Files(folder)
         by_doc: dict[str, list[str]] = {}
         t0 = time.perf_counter()
@@ -105,16 +122,22 @@ def main() -> None:
                     cit.persist(folder, c, ["bench"])
                     by_doc.setdefault(a["path"], []).append(c["quote"])
         n_cites = len(cit.all_ids(folder))
-        print(f"persisted {n_cites} citations in {time.perf_counter() - t0:.1f} s",
-              file=sys.stderr)
+        print(f"persisted {n_cites} citations in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         edited = rng.sample(sorted(by_doc), max(1, round(len(by_doc) * args.edited)))
         kinds = Counter()
         for i, rel in enumerate(edited):
             kind = KINDS[i % len(KINDS)]
             kinds[kind] += 1
             name = rel.split("/")[-1].replace(".ok.md", ".md")
-            edit(folder, rng, kind, folder.root / rel, by_doc[rel],
-                 {"path": f"store/sources/scifact/{name}"}, f"scifact/{name}")
+            edit(
+                folder,
+                rng,
+                kind,
+                folder.root / rel,
+                by_doc[rel],
+                {"path": f"store/sources/scifact/{name}"},
+                f"scifact/{name}",
+            )
         print(f"edited {len(edited)} of {len(by_doc)} cited docs: {dict(kinds)}", file=sys.stderr)
 
         ids = cit.all_ids(folder)
@@ -126,16 +149,23 @@ def main() -> None:
         env = {**os.environ, "OK_ROOT": str(folder.root), "OK_NO_PROGRESS": "1"}
         ok = str(Path(sys.executable).parent / "ok")
         t0 = time.perf_counter()
-        proc = subprocess.run([ok, "cite", "verify", "--all", "--json"], capture_output=True,
-                              env=env)
+        proc = subprocess.run(
+            [ok, "cite", "verify", "--all", "--json"], capture_output=True, env=env
+        )
         cli_s = time.perf_counter() - t0
         cli_counts = Counter(r["status"] for r in json.loads(proc.stdout))
         assert cli_counts == counts, (cli_counts, counts)
-        report = {"citations": len(results), "docs": len(by_doc), "edited_docs": len(edited),
-                  "edits": dict(kinds), "status": {s: counts.get(s, 0) for s in cit.STATUSES},
-                  "library_seconds": round(lib_s, 3),
-                  "per_citation_ms": round(1000 * lib_s / max(1, len(results)), 3),
-                  "cli_seconds": round(cli_s, 3), "cli_exit": proc.returncode}
+        report = {
+            "citations": len(results),
+            "docs": len(by_doc),
+            "edited_docs": len(edited),
+            "edits": dict(kinds),
+            "status": {s: counts.get(s, 0) for s in cit.STATUSES},
+            "library_seconds": round(lib_s, 3),
+            "per_citation_ms": round(1000 * lib_s / max(1, len(results)), 3),
+            "cli_seconds": round(cli_s, 3),
+            "cli_exit": proc.returncode,
+        }
         print(json.dumps(report, indent=2))
 
 

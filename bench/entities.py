@@ -32,7 +32,8 @@ from openkl.folder import Folder  # noqa: E402
 from openkl.store import ingest_paths  # noqa: E402
 
 SOURCES = sorted((HERE.parent / "examples" / "docs").glob("*.m*")) + sorted(
-    (HERE.parent / "tests" / "gold" / "docs").glob("*"))
+    (HERE.parent / "tests" / "gold" / "docs").glob("*")
+)
 
 
 def passages(n: int) -> list[str]:
@@ -54,19 +55,25 @@ def throughput(n: int) -> dict[str, float]:
     for x in texts:
         extract(x)
     dt = time.perf_counter() - t
-    return {"chunks": n, "seconds": round(dt, 2), "chunks_per_s": round(n / dt, 1),
-            "avg_chars": round(sum(map(len, texts)) / n)}
+    return {
+        "chunks": n,
+        "seconds": round(dt, 2),
+        "chunks_per_s": round(n / dt, 1),
+        "avg_chars": round(sum(map(len, texts)) / n),
+    }
 
 
 def ingest_share(docs: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory(dir=str(HERE / ".work") if (HERE / ".work").exists()
-                                     else None) as tmp:
+    with tempfile.TemporaryDirectory(
+        dir=str(HERE / ".work") if (HERE / ".work").exists() else None
+    ) as tmp:
         src = Path(tmp) / "src"
         src.mkdir()
         texts = passages(docs * 4)
         for d in range(docs):
-            (src / f"doc{d:05d}.md").write_text(f"# Document {d}\n\n" + "\n\n".join(
-                texts[d * 4:(d + 1) * 4]))
+            (src / f"doc{d:05d}.md").write_text(
+                f"# Document {d}\n\n" + "\n\n".join(texts[d * 4 : (d + 1) * 4])
+            )
         folder = Folder.init(Path(tmp) / "kf")
         spent = {"entities": 0.0}
         hook = indexer.post_index_hooks[0]
@@ -84,18 +91,25 @@ def ingest_share(docs: int) -> dict[str, float]:
             total = time.perf_counter() - t
         finally:
             indexer.post_index_hooks[0] = hook
-        return {"docs": docs, "chunks": rep.chunks, "ingest_s": round(total, 2),
-                "entities_s": round(spent["entities"], 2),
-                "share_of_ingest": round(spent["entities"] / total, 3),
-                "slowdown_vs_without": round(spent["entities"] / (total - spent["entities"]), 3)}
+        return {
+            "docs": docs,
+            "chunks": rep.chunks,
+            "ingest_s": round(total, 2),
+            "entities_s": round(spent["entities"], 2),
+            "share_of_ingest": round(spent["entities"] / total, 3),
+            "slowdown_vs_without": round(spent["entities"] / (total - spent["entities"]), 3),
+        }
 
 
 def gold(which: str = "gold") -> dict[float, Any]:
     """Scores on a gold set: "gold" and "dev" are for tuning, "heldout" never is."""
     from evaluate import DEV, DOCS, GOLD, HELDOUT, evaluate
 
-    docs, path = {"gold": (DOCS, GOLD), "dev": (DEV / "docs", DEV / "gold.json"),
-                  "heldout": (HELDOUT / "docs", HELDOUT / "gold.json")}[which]
+    docs, path = {
+        "gold": (DOCS, GOLD),
+        "dev": (DEV / "docs", DEV / "gold.json"),
+        "heldout": (HELDOUT / "docs", HELDOUT / "gold.json"),
+    }[which]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Folder.init(Path(tmp) / "kf")
         with folder.write_lock("bench"):
@@ -118,8 +132,7 @@ def main() -> None:
     if a.gold:
         for name in ("gold", "dev", "heldout"):
             res = gold(name)
-            out[name] = {th: {k: v for k, v in r.items() if k != "docs"}
-                         for th, r in res.items()}
+            out[name] = {th: {k: v for k, v in r.items() if k != "docs"} for th, r in res.items()}
     print(json.dumps(out, indent=2))
 
 

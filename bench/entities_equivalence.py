@@ -45,8 +45,10 @@ def _run_ok(*args: str) -> str:
 
     out_b, err_b = io.BytesIO(), io.BytesIO()
     old = sys.stdout, sys.stderr
-    wrappers = (io.TextIOWrapper(out_b, encoding="utf-8", write_through=True),
-                io.TextIOWrapper(err_b, encoding="utf-8", write_through=True))
+    wrappers = (
+        io.TextIOWrapper(out_b, encoding="utf-8", write_through=True),
+        io.TextIOWrapper(err_b, encoding="utf-8", write_through=True),
+    )
     sys.stdout, sys.stderr = wrappers
     try:
         code = run(list(args))
@@ -81,20 +83,25 @@ def snapshot(name: str, src: Path) -> tuple[dict[str, str], float]:
         emb.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(folder.cache_dir / "embeddings.sqlite", emb)
     os.environ["OK_ROOT"] = str(root)
-    bundle = json.loads(_run_ok("graph", "export", "--format", "aks", "--min-confidence", "0",
-                                "-o", "-"))
+    bundle = json.loads(
+        _run_ok("graph", "export", "--format", "aks", "--min-confidence", "0", "-o", "-")
+    )
     bundle.pop("compiled_at", None)
     out = {
         "aks.json": json.dumps(bundle, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
         "entities.json": _run_ok("graph", "entities", "--json", "--min-confidence", "0"),
     }
     with open_graph(folder) as g:
-        rows = g.query("MATCH (a)-[m:MENTIONS]->(e:Entity) RETURN a.id AS x, e.id AS y,"
-                       " m.confidence AS c ORDER BY x, y")
+        rows = g.query(
+            "MATCH (a)-[m:MENTIONS]->(e:Entity) RETURN a.id AS x, e.id AS y,"
+            " m.confidence AS c ORDER BY x, y"
+        )
         out["mentions.tsv"] = "".join(f"{r['x']}\t{r['y']}\t{r['c']!r}\n" for r in rows)
-        rows = g.query("MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id AS x, b.id AS y,"
-                       " r.type AS t, r.confidence AS c, r.evidence AS ev, r.docs AS docs,"
-                       " r.verified AS v, r.source_kind AS sk ORDER BY x, y, t")
+        rows = g.query(
+            "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id AS x, b.id AS y,"
+            " r.type AS t, r.confidence AS c, r.evidence AS ev, r.docs AS docs,"
+            " r.verified AS v, r.source_kind AS sk ORDER BY x, y, t"
+        )
         out["related.tsv"] = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
         rows = g.query("MATCH (x:Extraction) RETURN x.id AS id, x.data AS d ORDER BY id")
         out["extractions.tsv"] = "".join(f"{r['id']}\t{r['d']}\n" for r in rows)
@@ -128,12 +135,21 @@ def main() -> None:
             want = (ref / fname).read_text(encoding="utf-8")
             if want != text:
                 bad.append(fname)
-                diff = difflib.unified_diff(want.splitlines(), text.splitlines(),
-                                            f"ref/{fname}", f"now/{fname}", lineterm="", n=1)
+                diff = difflib.unified_diff(
+                    want.splitlines(),
+                    text.splitlines(),
+                    f"ref/{fname}",
+                    f"now/{fname}",
+                    lineterm="",
+                    n=1,
+                )
                 print("\n".join(list(diff)[:40]), file=sys.stderr)
         digest = hashlib.sha256("".join(out.values()).encode()).hexdigest()[:12]
-        print(f"{name}: {'DIFFERS in ' + ', '.join(bad) if bad else 'identical'}"
-              f" ({digest}, {dt:.1f} s ingest)", file=sys.stderr)
+        print(
+            f"{name}: {'DIFFERS in ' + ', '.join(bad) if bad else 'identical'}"
+            f" ({digest}, {dt:.1f} s ingest)",
+            file=sys.stderr,
+        )
         if bad:
             failed.append(name)
     if failed:

@@ -47,9 +47,13 @@ def collect(split: str = "train") -> list[dict]:
     with Graph.open(folder.kuzu_dir, write=False, check=False) as g:
         for line in (DATA / name).read_text().splitlines():
             q = json.loads(line)
-            out.append({"qid": str(q["_id"]),
-                        "fts": g.fts("Chunk", _fts_query(q["text"]), N_CAND),
-                        "vec": g.vector("Chunk", emb.embed_query(q["text"]), N_CAND)})
+            out.append(
+                {
+                    "qid": str(q["_id"]),
+                    "fts": g.fts("Chunk", _fts_query(q["text"]), N_CAND),
+                    "vec": g.vector("Chunk", emb.embed_query(q["text"]), N_CAND),
+                }
+            )
     cache.write_text(json.dumps(out))
     return out
 
@@ -105,8 +109,10 @@ def main() -> None:
     cands = collect(split)
     folder = Folder(WORK / "scifact")
     with Graph.open(folder.kuzu_dir, write=False, check=False) as g:
-        paths = {r["id"]: Path(r["path"]).name.removesuffix(".ok.md")
-                 for r in g.query("MATCH (d:Doc) RETURN d.id AS id, d.path AS path")}
+        paths = {
+            r["id"]: Path(r["path"]).name.removesuffix(".ok.md")
+            for r in g.query("MATCH (d:Doc) RETURN d.id AS id, d.path AS path")
+        }
     variants = []
     for level in ("chunk", "doc"):
         for how in ("minmax", "max"):
@@ -120,8 +126,15 @@ def main() -> None:
         for c in cands:
             if c["qid"] in qrels:
                 nd.append(ev.ndcg_at(fuse(c, method, w, level, how, paths), qrels[c["qid"]]))
-        results.append({"method": method, "param": w, "level": level, "norm": how,
-                        "ndcg@10": round(sum(nd) / len(qrels), 4)})
+        results.append(
+            {
+                "method": method,
+                "param": w,
+                "level": level,
+                "norm": how,
+                "ndcg@10": round(sum(nd) / len(qrels), 4),
+            }
+        )
     for r in sorted(results, key=lambda r: -r["ndcg@10"]):
         print(json.dumps(r))
 

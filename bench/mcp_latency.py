@@ -66,8 +66,10 @@ def build_folder() -> Folder:
     with folder.write_lock("bench mcp_latency"):
         rep = ingest_paths(folder, [str(corpus)])
     if rep.added:
-        print(f"ingested {len(rep.added)} docs, {rep.chunks} chunks in {time.time() - t:.0f}s",
-              file=sys.stderr)
+        print(
+            f"ingested {len(rep.added)} docs, {rep.chunks} chunks in {time.time() - t:.0f}s",
+            file=sys.stderr,
+        )
     return folder
 
 
@@ -81,17 +83,22 @@ def queries(n: int) -> list[str]:
 
 def stats(ms: list[float]) -> dict[str, float]:
     s = sorted(ms)
-    return {"n": len(s), "p50_ms": round(statistics.median(s), 1),
-            "p95_ms": round(s[min(len(s) - 1, int(round(0.95 * (len(s) - 1))))], 1),
-            "mean_ms": round(statistics.fmean(s), 1), "max_ms": round(s[-1], 1)}
+    return {
+        "n": len(s),
+        "p50_ms": round(statistics.median(s), 1),
+        "p95_ms": round(s[min(len(s) - 1, int(round(0.95 * (len(s) - 1))))], 1),
+        "mean_ms": round(statistics.fmean(s), 1),
+        "max_ms": round(s[-1], 1),
+    }
 
 
 def bench_mcp(root: Path, qs: list[str], k: int) -> dict[str, float]:
     import anyio
     from mcp import Client, StdioServerParameters
 
-    params = StdioServerParameters(command=OK, args=["mcp", "--root", str(root)],
-                                   env={**os.environ, "OK_NO_PROGRESS": "1"})
+    params = StdioServerParameters(
+        command=OK, args=["mcp", "--root", str(root)], env={**os.environ, "OK_NO_PROGRESS": "1"}
+    )
     times: list[float] = []
 
     async def main() -> None:
@@ -113,8 +120,9 @@ def bench_cli(root: Path, qs: list[str], k: int) -> dict[str, float]:
     env = {**os.environ, "OK_ROOT": str(root), "OK_NO_PROGRESS": "1"}
     for q in qs:
         t = time.perf_counter()
-        r = subprocess.run([OK, "search", q, "--in", "store", "-k", str(k), "--json"],
-                           capture_output=True, env=env)
+        r = subprocess.run(
+            [OK, "search", q, "--in", "store", "-k", str(k), "--json"], capture_output=True, env=env
+        )
         times.append((time.perf_counter() - t) * 1000)
         assert r.returncode == 0, r.stderr.decode()
     return stats(times)
@@ -142,8 +150,12 @@ def main() -> None:
     with indexer.open_graph(folder) as g:
         counts = g.counts()
     qs = queries(args.calls)
-    out = {"folder": str(folder.root), "docs": counts["Doc"], "chunks": counts["Chunk"],
-           "k": args.k}
+    out = {
+        "folder": str(folder.root),
+        "docs": counts["Doc"],
+        "chunks": counts["Chunk"],
+        "k": args.k,
+    }
     out["mcp_search"] = bench_mcp(folder.root, qs, args.k)
     out["cli_search"] = bench_cli(folder.root, qs[: args.cli_calls], args.k)
     out["library_open_search_close"] = bench_library(folder, qs, args.k)

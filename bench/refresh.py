@@ -34,25 +34,42 @@ NOW = "2026-01-10T12:10:00Z"
 
 def _entries(n: int) -> list[dict]:
     rnd = random.Random(7)
-    policies = [{"interval": "1d"}, {"interval": "6h"}, {"interval": "7d"},
-                {"cron": "0 6 * * *"}, {"cron": "*/30 * * * *", "interval": "1h"},
-                {"cron": "15 3 * * mon"}]
+    policies = [
+        {"interval": "1d"},
+        {"interval": "6h"},
+        {"interval": "7d"},
+        {"cron": "0 6 * * *"},
+        {"cron": "*/30 * * * *", "interval": "1h"},
+        {"cron": "15 3 * * mon"},
+    ]
     out = []
     for i in range(n):
         did = f"{i:016x}"
         kind = i % 3
-        source = ({"url": f"https://site{i % 97}.example/page/{i}"} if kind == 0 else
-                  {"arxiv": f"2401.{i:05d}"} if kind == 1 else
-                  {"path": f"store/sources/files/{i}.md"})
+        source = (
+            {"url": f"https://site{i % 97}.example/page/{i}"}
+            if kind == 0
+            else {"arxiv": f"2401.{i:05d}"}
+            if kind == 1
+            else {"path": f"store/sources/files/{i}.md"}
+        )
         minute = rnd.randrange(0, 5)  # fetched in the last few minutes: nothing is due
-        out.append({
-            "id": did, "path": f"store/normalized/b/{i}.ok.md", "source": source,
-            "origin": source.get("url") or f"/data/{i}.md", "media_type": "text/html",
-            "title": f"Source {i}", "ingested_at": "2026-01-01T00:00:00Z",
-            "fetched_at": f"2026-01-10T12:{minute:02d}:00Z", "sha256": "0" * 64,
-            "current": True, "refresh": policies[i % len(policies)],
-            "fetch": {"kind": "web", "etag": f'"{i:x}"', "status": 200} if kind == 0 else {},
-        })
+        out.append(
+            {
+                "id": did,
+                "path": f"store/normalized/b/{i}.ok.md",
+                "source": source,
+                "origin": source.get("url") or f"/data/{i}.md",
+                "media_type": "text/html",
+                "title": f"Source {i}",
+                "ingested_at": "2026-01-01T00:00:00Z",
+                "fetched_at": f"2026-01-10T12:{minute:02d}:00Z",
+                "sha256": "0" * 64,
+                "current": True,
+                "refresh": policies[i % len(policies)],
+                "fetch": {"kind": "web", "etag": f'"{i:x}"', "status": 200} if kind == 0 else {},
+            }
+        )
     return out
 
 
@@ -67,16 +84,22 @@ def bench_due(n: int, runs: int) -> dict:
     lines = [json.dumps(e, sort_keys=True) for e in _entries(n)]
     f.mapping_path.write_text("\n".join(lines) + "\n")
     # nothing may be due: this benchmark must never reach out to the hosts it names
-    env = {**os.environ, "OK_ROOT": str(root), "OK_NOW": NOW,
-           "OK_ARXIV_API_URL": "http://127.0.0.1:9/api/query?{}"}
-    p = subprocess.run([OK_BIN, "refresh", "--dry-run", "--json"], env=env, capture_output=True,
-                       text=True)
+    env = {
+        **os.environ,
+        "OK_ROOT": str(root),
+        "OK_NOW": NOW,
+        "OK_ARXIV_API_URL": "http://127.0.0.1:9/api/query?{}",
+    }
+    p = subprocess.run(
+        [OK_BIN, "refresh", "--dry-run", "--json"], env=env, capture_output=True, text=True
+    )
     assert p.returncode == 0 and json.loads(p.stdout)["due"] == [], "bench data is due"
     cli = []
     for _ in range(runs):
         t = time.perf_counter()
-        p = subprocess.run([OK_BIN, "refresh", "--due", "--json"], env=env, capture_output=True,
-                           text=True)
+        p = subprocess.run(
+            [OK_BIN, "refresh", "--due", "--json"], env=env, capture_output=True, text=True
+        )
         cli.append(time.perf_counter() - t)
         assert p.returncode == 0 and json.loads(p.stdout)["due"] == [], p.stderr
     os.environ["OK_NOW"] = NOW
@@ -91,11 +114,14 @@ def bench_due(n: int, runs: int) -> dict:
         t = time.perf_counter()
         subprocess.run([OK_BIN, "--help"], capture_output=True)
         base.append(time.perf_counter() - t)
-    return {"sources": n, "mapping_mb": round(f.mapping_path.stat().st_size / 1e6, 2),
-            "cli_median_s": round(statistics.median(cli), 3),
-            "cli_max_s": round(max(cli), 3),
-            "in_process_median_s": round(statistics.median(lib), 3),
-            "ok_help_median_s": round(statistics.median(base), 3)}
+    return {
+        "sources": n,
+        "mapping_mb": round(f.mapping_path.stat().st_size / 1e6, 2),
+        "cli_median_s": round(statistics.median(cli), 3),
+        "cli_max_s": round(max(cli), 3),
+        "in_process_median_s": round(statistics.median(lib), 3),
+        "ok_help_median_s": round(statistics.median(base), 3),
+    }
 
 
 def bench_triggers(n_chunks: int, n_triggers: int, runs: int) -> dict:
@@ -107,12 +133,21 @@ def bench_triggers(n_chunks: int, n_triggers: int, runs: int) -> dict:
     if root.exists():
         shutil.rmtree(root)
     f = Folder.init(root)
-    topics = ["tides", "lighthouses", "ferries", "gulls", "harbours", "storms", "boats", "nets",
-              "charts", "buoys"]
+    topics = [
+        "tides",
+        "lighthouses",
+        "ferries",
+        "gulls",
+        "harbours",
+        "storms",
+        "boats",
+        "nets",
+        "charts",
+        "buoys",
+    ]
     with f.write_lock("bench"):
         for i in range(n_triggers):
-            triggers.add(f, f"t{i:02d}", f"news about {topics[i % 10]} number {i}",
-                         threshold=0.9)
+            triggers.add(f, f"t{i:02d}", f"news about {topics[i % 10]} number {i}", threshold=0.9)
     emb = embedder(f)
     examples = emb.embed([t.example for t in triggers.load(f)[0]])
     rng = np.random.default_rng(3)
@@ -125,16 +160,32 @@ def bench_triggers(n_chunks: int, n_triggers: int, runs: int) -> dict:
     chunks: list[dict[str, Any]] = []
     for d in range(n_chunks // per_doc):
         did = f"{d:016x}"
-        docs.append({"id": did, "path": f"store/normalized/{d}.ok.md", "sha256": "0" * 64,
-                     "title": f"doc {d}", "source": "{}", "created_at": NOW, "chars": 1000,
-                     "current": True})
+        docs.append(
+            {
+                "id": did,
+                "path": f"store/normalized/{d}.ok.md",
+                "sha256": "0" * 64,
+                "title": f"doc {d}",
+                "source": "{}",
+                "created_at": NOW,
+                "chars": 1000,
+                "current": True,
+            }
+        )
         for c in range(per_doc):
-            chunks.append({"id": f"{did}#char{c * 100}-{c * 100 + 99}", "doc_id": did,
-                           "text": f"chunk {c} of doc {d}", "start": c * 100,
-                           "end": c * 100 + 99, "ord": c})
+            chunks.append(
+                {
+                    "id": f"{did}#char{c * 100}-{c * 100 + 99}",
+                    "doc_id": did,
+                    "text": f"chunk {c} of doc {d}",
+                    "start": c * 100,
+                    "end": c * 100 + 99,
+                    "ord": c,
+                }
+            )
     times, fired = [], 0
     with f.write_lock("bench"), open_graph(f, write=True) as g:
-        g.add_docs(docs, chunks, vecs[:len(chunks)])
+        g.add_docs(docs, chunks, vecs[: len(chunks)])
         doc_ids = [d["id"] for d in docs]
         note_ids: list[str] = []
         for _ in range(runs):
@@ -152,10 +203,15 @@ def bench_triggers(n_chunks: int, n_triggers: int, runs: int) -> dict:
         for _ in range(20):
             triggers.check(f, g, doc_ids, [])
         none = (time.perf_counter() - t) / 20
-    return {"chunks": len(chunks), "triggers": n_triggers, "first_run_fired": fired,
-            "check_median_s": round(statistics.median(times), 4),
-            "check_first_s": round(times[0], 4),
-            "one_doc_s": round(one, 4), "no_triggers_s": round(none, 6)}
+    return {
+        "chunks": len(chunks),
+        "triggers": n_triggers,
+        "first_run_fired": fired,
+        "check_median_s": round(statistics.median(times), 4),
+        "check_first_s": round(times[0], 4),
+        "one_doc_s": round(one, 4),
+        "no_triggers_s": round(none, 6),
+    }
 
 
 def main() -> None:

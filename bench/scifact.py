@@ -39,14 +39,17 @@ def build_folder() -> Folder:
             for line in f:
                 d = json.loads(line)
                 (corpus_dir / f"{d['_id']}.txt").write_text(
-                    f"{d.get('title', '').strip()}\n\n{d.get('text', '').strip()}\n")
+                    f"{d.get('title', '').strip()}\n\n{d.get('text', '').strip()}\n"
+                )
     folder = Folder.init(root)
     t = time.time()
     with folder.write_lock("bench"):
         rep = ingest_paths(folder, [str(corpus_dir)])
         if rep.added:
-            print(f"ingested {len(rep.added)} docs, {rep.chunks} chunks in "
-                  f"{time.time() - t:.1f}s", file=sys.stderr)
+            print(
+                f"ingested {len(rep.added)} docs, {rep.chunks} chunks in {time.time() - t:.1f}s",
+                file=sys.stderr,
+            )
         try:
             with indexer.open_graph(folder):
                 pass
@@ -71,21 +74,25 @@ def qrels_path(split: str) -> Path:
     return DATA / ("qrels.tsv" if split == "test" else "qrels_train.tsv")
 
 
-def run(folder: Folder, split: str, mode: str, fusion: Fusion | None = None,
-        k: int = 100) -> dict:
+def run(folder: Folder, split: str, mode: str, fusion: Fusion | None = None, k: int = 100) -> dict:
     queries = load_queries(split)
     emb = indexer.embedder(folder)
     out_path = WORK / f"run-{split}-{mode}.jsonl"
     t = time.time()
     with indexer.open_graph(folder) as g, open(out_path, "w") as out:
         for qid, text in queries:
-            hits = search(folder, g, text, k=k, mode=mode, scope="store", embedder=emb,
-                          fusion=fusion)
+            hits = search(
+                folder, g, text, k=k, mode=mode, scope="store", embedder=emb, fusion=fusion
+            )
             ids = [Path(h["path"]).name.removesuffix(".ok.md") for h in hits]
             out.write(json.dumps({"query_id": qid, "doc_ids": ids}) + "\n")
     elapsed = time.time() - t
-    res = subprocess.run([sys.executable, str(DATA.parent / "eval_run.py"), str(qrels_path(split)),
-                          str(out_path)], capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [sys.executable, str(DATA.parent / "eval_run.py"), str(qrels_path(split)), str(out_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     scores = json.loads(res.stdout)
     scores.update({"mode": mode, "split": split, "seconds": round(elapsed, 1)})
     return scores

@@ -83,14 +83,19 @@ def latency(root: Path, qs: list[str], cli_calls: int) -> dict:
     cli = []
     for q in qs[:cli_calls]:
         t = time.perf_counter()
-        subprocess.run([OK, "--root", str(root), "search", q, "--json"], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [OK, "--root", str(root), "search", q, "--json"], check=True, capture_output=True
+        )
         cli.append((time.perf_counter() - t) * 1000)
-    return {"chunks": chunks,
-            "warm_ms": {"p50": round(pct(warm, 50), 1), "p95": round(pct(warm, 95), 1)},
-            "warm_open_per_call_ms": {"p50": round(pct(per_call, 50), 1),
-                                      "p95": round(pct(per_call, 95), 1)},
-            "cli_ms": {"p50": round(pct(cli, 50), 1), "p95": round(pct(cli, 95), 1)}}
+    return {
+        "chunks": chunks,
+        "warm_ms": {"p50": round(pct(warm, 50), 1), "p95": round(pct(warm, 95), 1)},
+        "warm_open_per_call_ms": {
+            "p50": round(pct(per_call, 50), 1),
+            "p95": round(pct(per_call, 95), 1),
+        },
+        "cli_ms": {"p50": round(pct(cli, 50), 1), "p95": round(pct(cli, 95), 1)},
+    }
 
 
 def main() -> None:
@@ -98,8 +103,11 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=500)
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--cli-calls", type=int, default=20)
-    ap.add_argument("--latency-only", action="store_true",
-                    help="skip the ingest measurement; time search on existing folders")
+    ap.add_argument(
+        "--latency-only",
+        action="store_true",
+        help="skip the ingest measurement; time search on existing folders",
+    )
     args = ap.parse_args()
     qs = queries(args.queries)
     if args.latency_only:
@@ -132,11 +140,13 @@ def main() -> None:
     assert rep.chunks == len(texts), (rep.chunks, len(texts))
     assert not rep2.added
     result = {
-        "docs": args.docs, "chunks": rep.chunks,
+        "docs": args.docs,
+        "chunks": rep.chunks,
         "raw_embed_chunks_per_s": round(len(texts) / raw_s, 2),
         "ingest_chunks_per_s": round(rep.chunks / first_s, 2),
         "ingest_vs_raw": round((rep.chunks / first_s) / (len(texts) / raw_s), 3),
-        "first_ingest_s": round(first_s, 2), "second_ingest_s": round(second_s, 3),
+        "first_ingest_s": round(first_s, 2),
+        "second_ingest_s": round(second_s, 3),
         "second_vs_first": round(second_s / first_s, 4),
     }
     print(json.dumps({"ingest": result}))

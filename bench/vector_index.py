@@ -37,8 +37,11 @@ def main() -> None:
     qv = [emb.embed_query(q).tolist() for q in queries]
 
     def exact(v: list[float]) -> list[str]:
-        r = conn.execute("MATCH (c:Chunk) WITH c, array_cosine_similarity(c.vec, CAST($q AS "
-                         "FLOAT[384])) AS s RETURN c.id ORDER BY s DESC LIMIT 10", {"q": v})
+        r = conn.execute(
+            "MATCH (c:Chunk) WITH c, array_cosine_similarity(c.vec, CAST($q AS "
+            "FLOAT[384])) AS s RETURN c.id ORDER BY s DESC LIMIT 10",
+            {"q": v},
+        )
         out = []
         while r.has_next():
             out.append(r.get_next()[0])
@@ -53,17 +56,27 @@ def main() -> None:
     lat, recall = [], []
     for v, want in zip(qv, truth, strict=True):
         t = time.perf_counter()
-        r = conn.execute("CALL QUERY_VECTOR_INDEX('Chunk', 'chunk_vec', $q, 10)"
-                         " RETURN node.id ORDER BY distance", {"q": v})
+        r = conn.execute(
+            "CALL QUERY_VECTOR_INDEX('Chunk', 'chunk_vec', $q, 10)"
+            " RETURN node.id ORDER BY distance",
+            {"q": v},
+        )
         got = []
         while r.has_next():
             got.append(r.get_next()[0])
         lat.append((time.perf_counter() - t) * 1000)
         recall.append(len(set(got) & set(want)) / 10)
-    print(json.dumps({"chunks": n, "exact_scan_ms_mean": round(exact_ms, 1),
-                      "hnsw_build_s": round(build_s, 1),
-                      "hnsw_query_ms_median": round(statistics.median(lat), 1),
-                      "hnsw_recall@10_vs_exact": round(statistics.mean(recall), 3)}))
+    print(
+        json.dumps(
+            {
+                "chunks": n,
+                "exact_scan_ms_mean": round(exact_ms, 1),
+                "hnsw_build_s": round(build_s, 1),
+                "hnsw_query_ms_median": round(statistics.median(lat), 1),
+                "hnsw_recall@10_vs_exact": round(statistics.mean(recall), 3),
+            }
+        )
+    )
     conn.close()
     db.close()
     shutil.rmtree(tmp)

@@ -1,7 +1,7 @@
 """Write docs/commands.md: the `--help` of every `ok` command, in one page.
 
-    uv run python docs/gen_commands.py          # rewrite the file
-    uv run python docs/gen_commands.py --check  # exit 1 when the file is out of date (CI)
+uv run python docs/gen_commands.py          # rewrite the file
+uv run python docs/gen_commands.py --check  # exit 1 when the file is out of date (CI)
 """
 
 from __future__ import annotations
@@ -22,8 +22,12 @@ def render() -> str:
     os.environ["COLUMNS"] = "100"
     os.environ["TERMINAL_WIDTH"] = "100"
     root = typer.main.get_command(app)
-    out = ["# `ok` command reference", "",
-           "Generated from `--help` by `docs/gen_commands.py`; CI checks it is current.", ""]
+    out = [
+        "# `ok` command reference",
+        "",
+        "Generated from `--help` by `docs/gen_commands.py`; CI checks it is current.",
+        "",
+    ]
 
     def walk(cmd, path: list[str]) -> None:
         ctx = cmd.context_class(cmd, info_name=" ".join(path))
@@ -45,8 +49,10 @@ def main() -> None:
     text = render()
     if "--check" in sys.argv:
         if not target.exists() or target.read_text() != text:
-            print("docs/commands.md is out of date: run `uv run python docs/gen_commands.py`",
-                  file=sys.stderr)
+            print(
+                "docs/commands.md is out of date: run `uv run python docs/gen_commands.py`",
+                file=sys.stderr,
+            )
             raise SystemExit(1)
         return
     target.write_text(text)

@@ -22,12 +22,23 @@ GUIDE = REPO / "examples" / "agents.md"
 def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="ok-guide-"))
     bindir = Path(sys.executable).parent
-    env = {**os.environ, "OK_ROOT": str(tmp / "kb"), "OK_NOW": "2026-11-30T12:37:34Z",
-           "OK_NO_PROGRESS": "1", "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        "OK_ROOT": str(tmp / "kb"),
+        "OK_NOW": "2026-11-30T12:37:34Z",
+        "OK_NO_PROGRESS": "1",
+        "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+    }
 
     def run(cmd: str) -> list[str]:
-        r = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", cmd],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if r.returncode:
             raise SystemExit(f"failed: {cmd}\n{r.stderr}")
         out = r.stdout.split("\n")
@@ -44,7 +55,7 @@ def main() -> None:
             i += 1
             continue
         end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
-        block = lines[i + 1:end]
+        block = lines[i + 1 : end]
         res.append(lines[i])
         if not any(x.startswith("$ ") for x in block):  # setup lines: run, show as they are
             for x in block:

@@ -59,24 +59,35 @@ def validate(bundle: Any) -> None:
     from jsonschema import Draft202012Validator, FormatChecker
 
     v = Draft202012Validator(schema(), format_checker=FormatChecker())
-    errors = sorted(v.iter_errors(bundle), key=lambda e: (list(map(str, e.absolute_path)),
-                                                          e.message))
+    errors = sorted(
+        v.iter_errors(bundle), key=lambda e: (list(map(str, e.absolute_path)), e.message)
+    )
     if errors:
         e = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise BadInput(f"bundle fails the AKS schema at {json_path(e.absolute_path)}: "
-                       f"{e.message}{more}", "fix the bundle; schema: AKS v0.1.0 SCHEMA.json")
+        raise BadInput(
+            f"bundle fails the AKS schema at {json_path(e.absolute_path)}: {e.message}{more}",
+            "fix the bundle; schema: AKS v0.1.0 SCHEMA.json",
+        )
     for arr, count in (("entities", "entity_count"), ("relationships", "relationship_count")):
         if bundle[count] != len(bundle[arr]):
-            raise BadInput(f"bundle fails the AKS schema at $.{count}: {bundle[count]} but "
-                           f"$.{arr} has {len(bundle[arr])} items",
-                           "counts must equal the array lengths")
+            raise BadInput(
+                f"bundle fails the AKS schema at $.{count}: {bundle[count]} but "
+                f"$.{arr} has {len(bundle[arr])} items",
+                "counts must equal the array lengths",
+            )
 
 
 # -- export ---------------------------------------------------------------------------------
-def export(folder: Folder, g: Graph, *, min_confidence: float | None = None,
-           entity_type: str | None = None, max_entities: int | None = None,
-           verified_only: bool = False) -> dict[str, Any]:
+def export(
+    folder: Folder,
+    g: Graph,
+    *,
+    min_confidence: float | None = None,
+    entity_type: str | None = None,
+    max_entities: int | None = None,
+    verified_only: bool = False,
+) -> dict[str, Any]:
     """The folder's entity graph as an AKS bundle (validated before it is returned)."""
     from .entities import ENTITY_COLS
 
@@ -91,16 +102,25 @@ def export(folder: Folder, g: Graph, *, min_confidence: float | None = None,
     if verified_only:
         where.append("e.verified")
     clause = ("WHERE " + " AND ".join(where)) if where else ""
-    rows = g.query(f"MATCH (e:Entity) {clause} RETURN {ENTITY_COLS}"
-                   " ORDER BY e.confidence DESC, e.id", params)
+    rows = g.query(
+        f"MATCH (e:Entity) {clause} RETURN {ENTITY_COLS} ORDER BY e.confidence DESC, e.id", params
+    )
     if max_entities is not None:
         rows = rows[:max_entities]
     rows.sort(key=lambda r: r["id"])
-    doc_rows = {r["id"]: r for r in g.query(
-        "MATCH (d:Doc) RETURN d.id AS id, d.path AS path, d.title AS title, d.sha256 AS sha,"
-        " d.created_at AS created_at")}
-    note_rows = {r["id"]: r for r in g.query(
-        "MATCH (m:MemoryNote) RETURN m.id AS id, m.path AS path, m.sha256 AS sha, m.ts AS ts")}
+    doc_rows = {
+        r["id"]: r
+        for r in g.query(
+            "MATCH (d:Doc) RETURN d.id AS id, d.path AS path, d.title AS title, d.sha256 AS sha,"
+            " d.created_at AS created_at"
+        )
+    }
+    note_rows = {
+        r["id"]: r
+        for r in g.query(
+            "MATCH (m:MemoryNote) RETURN m.id AS id, m.path AS path, m.sha256 AS sha, m.ts AS ts"
+        )
+    }
     bundle_docs = imported_documents(folder)
     documents: dict[str, dict[str, Any]] = {}
 
@@ -113,15 +133,28 @@ def export(folder: Folder, g: Graph, *, min_confidence: float | None = None,
         if d in doc_rows:
             u = uid("doc", d)
             r = doc_rows[d]
-            documents.setdefault(u, {"id": u, "filename": Path(r["path"]).name,
-                                     "ingested_at": _dt(r["created_at"]),
-                                     "source_hash": r["sha"]})
+            documents.setdefault(
+                u,
+                {
+                    "id": u,
+                    "filename": Path(r["path"]).name,
+                    "ingested_at": _dt(r["created_at"]),
+                    "source_hash": r["sha"],
+                },
+            )
             return u
         if d in note_rows:
             u = uid("note", d)
             r = note_rows[d]
-            documents.setdefault(u, {"id": u, "filename": Path(r["path"]).name,
-                                     "ingested_at": _dt(r["ts"]), "source_hash": r["sha"]})
+            documents.setdefault(
+                u,
+                {
+                    "id": u,
+                    "filename": Path(r["path"]).name,
+                    "ingested_at": _dt(r["ts"]),
+                    "source_hash": r["sha"],
+                },
+            )
             return u
         return None
 
@@ -133,31 +166,40 @@ def export(folder: Folder, g: Graph, *, min_confidence: float | None = None,
         uuids[r["id"]] = eu
         docs = sorted({u for u in (doc_uuid(d) for d in r["docs"] or []) if u})
         seen = [doc_rows[d]["created_at"] for d in r["docs"] or [] if d in doc_rows] + [
-            note_rows[d]["ts"] for d in r["docs"] or [] if d in note_rows]
+            note_rows[d]["ts"] for d in r["docs"] or [] if d in note_rows
+        ]
         props = dict(extra.get("properties") or {})
         if r["aliases"]:
             props["aliases"] = list(r["aliases"])
         ent: dict[str, Any] = {
-            "id": eu, "name": r["name"], "type": r["type"] or "Concept",
-            "description": r["description"] or None, "properties": props,
+            "id": eu,
+            "name": r["name"],
+            "type": r["type"] or "Concept",
+            "description": r["description"] or None,
+            "properties": props,
             "confidence": round(float(r["confidence"]), 4),
             "contributing_documents": docs,
             "last_seen_at": _dt(max(seen)) if seen else extra.get("last_seen_at"),
-            "source": extra.get("source") or {
+            "source": extra.get("source")
+            or {
                 "document_id": docs[0] if docs else None,
                 "source_kind": r["source_kind"] or "document",
                 "extracted_at": _dt(max(seen)) if seen else None,
-                "model": _model(g), "verified": bool(r["verified"]),
-                "pipeline": "openkl-entities"},
+                "model": _model(g),
+                "verified": bool(r["verified"]),
+                "pipeline": "openkl-entities",
+            },
         }
         if ent["source"].get("source_kind") == "backfeed":
             ent["source"]["pipeline"] = "backfeed"
         ents.append(ent)
     rels = []
-    for r in g.query("MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id AS a, b.id AS b,"
-                     " r.type AS type, r.confidence AS confidence, r.description AS description,"
-                     " r.docs AS docs, r.verified AS verified, r.source_kind AS source_kind,"
-                     " r.ext_id AS ext_id, r.extra AS extra ORDER BY a.id, b.id, r.type"):
+    for r in g.query(
+        "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id AS a, b.id AS b,"
+        " r.type AS type, r.confidence AS confidence, r.description AS description,"
+        " r.docs AS docs, r.verified AS verified, r.source_kind AS source_kind,"
+        " r.ext_id AS ext_id, r.extra AS extra ORDER BY a.id, b.id, r.type"
+    ):
         if r["a"] not in uuids or r["b"] not in uuids:
             continue  # dangling in this (filtered) bundle
         if min_confidence is not None and r["confidence"] < min_confidence:
@@ -165,30 +207,47 @@ def export(folder: Folder, g: Graph, *, min_confidence: float | None = None,
         extra = json.loads(r["extra"]) if r.get("extra") else {}
         fu, tu = uuids[r["a"]], uuids[r["b"]]
         docs = sorted({u for u in (doc_uuid(d) for d in json.loads(r["docs"] or "[]")) if u})
-        rels.append({
-            "id": r["ext_id"] or uid("rel", f"{fu}:{r['type']}:{tu}"),
-            "from_entity_id": fu, "to_entity_id": tu, "type": r["type"],
-            "description": r["description"] or None,
-            "confidence": round(float(r["confidence"]), 4),
-            "source": extra.get("source") or {
-                "document_id": docs[0] if docs else None,
-                "source_kind": r["source_kind"] or "document", "model": _model(g),
-                "verified": bool(r["verified"]),
-                "pipeline": "backfeed" if r["source_kind"] == "backfeed" else "openkl-entities"},
-        })
+        rels.append(
+            {
+                "id": r["ext_id"] or uid("rel", f"{fu}:{r['type']}:{tu}"),
+                "from_entity_id": fu,
+                "to_entity_id": tu,
+                "type": r["type"],
+                "description": r["description"] or None,
+                "confidence": round(float(r["confidence"]), 4),
+                "source": extra.get("source")
+                or {
+                    "document_id": docs[0] if docs else None,
+                    "source_kind": r["source_kind"] or "document",
+                    "model": _model(g),
+                    "verified": bool(r["verified"]),
+                    "pipeline": "backfeed" if r["source_kind"] == "backfeed" else "openkl-entities",
+                },
+            }
+        )
     domain = domain_slug(folder)
     bundle: dict[str, Any] = {
-        "aks_version": AKS_VERSION, "domain": domain, "stack_id": uid("stack", domain),
-        "stack_name": str(folder.setting("domain") or domain), "compiled_at": iso(),
-        "scope": "stack", "entity_count": len(ents), "relationship_count": len(rels),
-        "document_count": len(documents), "compilation_strategy": "incremental",
+        "aks_version": AKS_VERSION,
+        "domain": domain,
+        "stack_id": uid("stack", domain),
+        "stack_name": str(folder.setting("domain") or domain),
+        "compiled_at": iso(),
+        "scope": "stack",
+        "entity_count": len(ents),
+        "relationship_count": len(rels),
+        "document_count": len(documents),
+        "compilation_strategy": "incremental",
         "documents": [documents[k] for k in sorted(documents)],
-        "entities": ents, "relationships": rels,
+        "entities": ents,
+        "relationships": rels,
     }
     if min_confidence is not None or entity_type or max_entities is not None or verified_only:
-        bundle["filters_applied"] = {"min_confidence": min_confidence,
-                                     "verified_only": verified_only or None,
-                                     "entity_type": entity_type, "max_entities": max_entities}
+        bundle["filters_applied"] = {
+            "min_confidence": min_confidence,
+            "verified_only": verified_only or None,
+            "entity_type": entity_type,
+            "max_entities": max_entities,
+        }
     validate(bundle)
     return bundle
 
@@ -204,17 +263,25 @@ def _model(g: Graph) -> str:
 def graphml(bundle: dict[str, Any]) -> str:
     from xml.sax.saxutils import escape, quoteattr
 
-    keys = [("name", "node"), ("type", "node"), ("confidence", "node"), ("description", "node"),
-            ("rtype", "edge"), ("rconfidence", "edge")]
-    out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           '<graphml xmlns="http://graphml.graphdrawing.org/xmlns">']
+    keys = [
+        ("name", "node"),
+        ("type", "node"),
+        ("confidence", "node"),
+        ("description", "node"),
+        ("rtype", "edge"),
+        ("rconfidence", "edge"),
+    ]
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        '<graphml xmlns="http://graphml.graphdrawing.org/xmlns">',
+    ]
     for k, where in keys:
         typ = "double" if "confidence" in k else "string"
         name = k[1:] if k.startswith("r") and where == "edge" else k
         out.append(f'  <key id="{k}" for="{where}" attr.name="{name}" attr.type="{typ}"/>')
     out.append(f'  <graph id={quoteattr(bundle["domain"])} edgedefault="directed">')
     for e in bundle["entities"]:
-        out.append(f'    <node id={quoteattr(e["id"])}>')
+        out.append(f"    <node id={quoteattr(e['id'])}>")
         out.append(f'      <data key="name">{escape(e["name"])}</data>')
         out.append(f'      <data key="type">{escape(e["type"])}</data>')
         out.append(f'      <data key="confidence">{e["confidence"]}</data>')
@@ -222,8 +289,10 @@ def graphml(bundle: dict[str, Any]) -> str:
             out.append(f'      <data key="description">{escape(e["description"])}</data>')
         out.append("    </node>")
     for r in bundle["relationships"]:
-        out.append(f'    <edge id={quoteattr(r["id"])} source={quoteattr(r["from_entity_id"])} '
-                   f'target={quoteattr(r["to_entity_id"])}>')
+        out.append(
+            f"    <edge id={quoteattr(r['id'])} source={quoteattr(r['from_entity_id'])} "
+            f"target={quoteattr(r['to_entity_id'])}>"
+        )
         out.append(f'      <data key="rtype">{escape(r["type"])}</data>')
         out.append(f'      <data key="rconfidence">{r["confidence"]}</data>')
         out.append("    </edge>")
@@ -239,18 +308,47 @@ def csv_tables(bundle: dict[str, Any]) -> dict[str, str]:
     names = {e["id"]: e["name"] for e in bundle["entities"]}
     ebuf, rbuf = io.StringIO(), io.StringIO()
     w = csv.writer(ebuf, lineterminator="\n")
-    w.writerow(["id", "name", "type", "confidence", "verified", "source_kind", "aliases",
-                "documents", "description"])
+    w.writerow(
+        [
+            "id",
+            "name",
+            "type",
+            "confidence",
+            "verified",
+            "source_kind",
+            "aliases",
+            "documents",
+            "description",
+        ]
+    )
     for e in bundle["entities"]:
-        w.writerow([e["id"], e["name"], e["type"], e["confidence"], e["source"]["verified"],
-                    e["source"].get("source_kind") or "",
-                    "|".join(e["properties"].get("aliases", [])),
-                    len(e["contributing_documents"]), e.get("description") or ""])
+        w.writerow(
+            [
+                e["id"],
+                e["name"],
+                e["type"],
+                e["confidence"],
+                e["source"]["verified"],
+                e["source"].get("source_kind") or "",
+                "|".join(e["properties"].get("aliases", [])),
+                len(e["contributing_documents"]),
+                e.get("description") or "",
+            ]
+        )
     w = csv.writer(rbuf, lineterminator="\n")
     w.writerow(["id", "from_id", "from", "type", "to_id", "to", "confidence"])
     for r in bundle["relationships"]:
-        w.writerow([r["id"], r["from_entity_id"], names[r["from_entity_id"]], r["type"],
-                    r["to_entity_id"], names[r["to_entity_id"]], r["confidence"]])
+        w.writerow(
+            [
+                r["id"],
+                r["from_entity_id"],
+                names[r["from_entity_id"]],
+                r["type"],
+                r["to_entity_id"],
+                names[r["to_entity_id"]],
+                r["confidence"],
+            ]
+        )
     return {"entities.csv": ebuf.getvalue(), "relationships.csv": rbuf.getvalue()}
 
 
@@ -275,8 +373,11 @@ def import_bundle(folder: Folder, text: str, where: str = "bundle") -> dict[str,
 
     bundle = load_bundle(text, where)
     ids = {e["id"] for e in bundle["entities"]}
-    kept = [r for r in bundle["relationships"]
-            if r["from_entity_id"] in ids and r["to_entity_id"] in ids]
+    kept = [
+        r
+        for r in bundle["relationships"]
+        if r["from_entity_id"] in ids and r["to_entity_id"] in ids
+    ]
     dropped = len(bundle["relationships"]) - len(kept)
     bundle["relationships"] = kept
     bundle["relationship_count"] = len(kept)
@@ -285,21 +386,36 @@ def import_bundle(folder: Folder, text: str, where: str = "bundle") -> dict[str,
     old_keys: set[str] = set()
     if target.exists():
         old_ents, old_rels, _ = _contrib_of(json.loads(target.read_text(encoding="utf-8")), name)
-        old_keys = {e["key"] for e in old_ents} | {k for r in old_rels for k in (r["src"], r["dst"])}
+        old_keys = {e["key"] for e in old_ents} | {
+            k for r in old_rels for k in (r["src"], r["dst"])
+        }
     atomic_write(target, json.dumps(bundle, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     ents, rels, _ = _contrib_of(bundle, name)
     keys = old_keys | {e["key"] for e in ents} | {a for e in ents for a in e["alias_keys"]}
     with open_graph(folder, write=True) as g:
         consolidate(folder, g, keys)
-    folder.log_op("bundle.import", path=folder.rel(target), domain=bundle["domain"],
-                  entities=len(ents), relationships=len(rels), dropped=dropped)
-    return {"path": folder.rel(target), "domain": bundle["domain"],
-            "stack_id": bundle["stack_id"], "entities": len(ents), "relationships": len(rels),
-            "dropped_relationships": dropped, "documents": len(bundle.get("documents") or [])}
+    folder.log_op(
+        "bundle.import",
+        path=folder.rel(target),
+        domain=bundle["domain"],
+        entities=len(ents),
+        relationships=len(rels),
+        dropped=dropped,
+    )
+    return {
+        "path": folder.rel(target),
+        "domain": bundle["domain"],
+        "stack_id": bundle["stack_id"],
+        "entities": len(ents),
+        "relationships": len(rels),
+        "dropped_relationships": dropped,
+        "documents": len(bundle.get("documents") or []),
+    }
 
 
-def _contrib_of(bundle: dict[str, Any], name: str
-                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+def _contrib_of(
+    bundle: dict[str, Any], name: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
     ents, rels = [], []
     by_id = {}
     for e in bundle["entities"]:
@@ -315,23 +431,43 @@ def _contrib_of(bundle: dict[str, Any], name: str
             extra["properties"] = props
         if e.get("last_seen_at"):
             extra["last_seen_at"] = e["last_seen_at"]
-        ents.append({"key": k, "name": e["name"], "type": e["type"],
-                     "description": e.get("description") or "", "confidence": e["confidence"],
-                     "verified": bool(src.get("verified")),
-                     "source_kind": src.get("source_kind") or "document", "aliases": aliases,
-                     "alias_keys": [key_of(a) for a in aliases], "ext_id": e["id"],
-                     "extra": extra, "origin": name,
-                     "docs": ["aks:" + d for d in e.get("contributing_documents") or []]})
+        ents.append(
+            {
+                "key": k,
+                "name": e["name"],
+                "type": e["type"],
+                "description": e.get("description") or "",
+                "confidence": e["confidence"],
+                "verified": bool(src.get("verified")),
+                "source_kind": src.get("source_kind") or "document",
+                "aliases": aliases,
+                "alias_keys": [key_of(a) for a in aliases],
+                "ext_id": e["id"],
+                "extra": extra,
+                "origin": name,
+                "docs": ["aks:" + d for d in e.get("contributing_documents") or []],
+            }
+        )
     for r in bundle["relationships"]:
         a, b = by_id.get(r["from_entity_id"]), by_id.get(r["to_entity_id"])
         if not a or not b:
             continue
         src = r.get("source") or {}
-        rels.append({"src": a, "dst": b, "type": r["type"], "confidence": r["confidence"],
-                     "verified": bool(src.get("verified")),
-                     "source_kind": src.get("source_kind") or "document",
-                     "description": r.get("description") or "", "ext_id": r["id"],
-                     "extra": {"source": src}, "evidence": name, "docs": []})
+        rels.append(
+            {
+                "src": a,
+                "dst": b,
+                "type": r["type"],
+                "confidence": r["confidence"],
+                "verified": bool(src.get("verified")),
+                "source_kind": src.get("source_kind") or "document",
+                "description": r.get("description") or "",
+                "ext_id": r["id"],
+                "extra": {"source": src},
+                "evidence": name,
+                "docs": [],
+            }
+        )
     digest = hashlib.sha256(json.dumps(bundle, sort_keys=True).encode()).hexdigest()
     return ents, rels, digest
 
@@ -344,8 +480,10 @@ def _imports(folder: Folder) -> list[tuple[str, dict[str, Any]]]:
             try:
                 out.append((p.name, json.loads(p.read_text(encoding="utf-8"))))
             except (OSError, ValueError) as e:
-                raise OkError(f"{folder.rel(p)} is not valid JSON",
-                              "restore it from git or import the bundle again") from e
+                raise OkError(
+                    f"{folder.rel(p)} is not valid JSON",
+                    "restore it from git or import the bundle again",
+                ) from e
     return out
 
 

@@ -48,11 +48,85 @@ SENTENCE_HITS = 5  # sentences come from this many best passages
 MAX_CANDIDATES = 40  # and at most this many are embedded
 MIN_SIMILARITY = 0.3  # below this best sentence similarity the folder "does not say"
 
-_STOP = frozenset(["a", "an", "and", "are", "as", "at", "be", "been", "being", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "may", "might", "more", "most", "no", "not", "of", "on", "or", "our", "should", "so", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your"])
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "being",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "may",
+        "might",
+        "more",
+        "most",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "should",
+        "so",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
+)
 # a unit runs to a blank line or to a line that starts a heading, list item or table row
 _UNIT = re.compile(r"\S(?:.|\n(?![ \t]*\n)(?![ \t]*(?:[#|>*+-]|\d+[.)])\s))*")
-_BOUND = re.compile(r"(?<=[.!?])(?<!\b[A-Z][a-z]\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bal\.)"
-                    r"(?<=[^\s])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_BOUND = re.compile(
+    r"(?<=[.!?])(?<!\b[A-Z][a-z]\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bal\.)"
+    r"(?<=[^\s])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])"
+)
 
 
 def _words(text: str) -> set[str]:
@@ -92,10 +166,19 @@ def confidence(sim: float) -> tuple[float, str]:
     return round(c, 3), "HIGH" if c >= 0.66 else "MEDIUM" if c >= 0.33 else "LOW"
 
 
-def ask(folder: Folder, g: Graph, question: str, *, k: int = 8, scope: str = "all",
-        llm: Any = None, on_token: Callable[[str], None] | None = None,
-        embedder: Any = None, max_sentences: int = 3, remember: bool = False
-        ) -> dict[str, Any]:
+def ask(
+    folder: Folder,
+    g: Graph,
+    question: str,
+    *,
+    k: int = 8,
+    scope: str = "all",
+    llm: Any = None,
+    on_token: Callable[[str], None] | None = None,
+    embedder: Any = None,
+    max_sentences: int = 3,
+    remember: bool = False,
+) -> dict[str, Any]:
     """Answer `question`: {question, answer, citations (each with `n`), confidence,
     confidence_label, insufficient, mode, model, retrieved}.
 
@@ -103,23 +186,46 @@ def ask(folder: Folder, g: Graph, question: str, *, k: int = 8, scope: str = "al
     keeps them where `ok cite open ID` finds them. Callers that may wait on an LLM should
     call `retrieve` with the graph open and `answer` after closing it, as the CLI does."""
     hits = retrieve(folder, g, question, k=k, scope=scope, embedder=embedder)
-    return answer(folder, question, hits, llm=llm, on_token=on_token, embedder=embedder,
-                  max_sentences=max_sentences, remember=remember)
+    return answer(
+        folder,
+        question,
+        hits,
+        llm=llm,
+        on_token=on_token,
+        embedder=embedder,
+        max_sentences=max_sentences,
+        remember=remember,
+    )
 
 
-def retrieve(folder: Folder, g: Graph, question: str, *, k: int = 8, scope: str = "all",
-             embedder: Any = None) -> list[dict[str, Any]]:
+def retrieve(
+    folder: Folder, g: Graph, question: str, *, k: int = 8, scope: str = "all", embedder: Any = None
+) -> list[dict[str, Any]]:
     """The passages an answer may use (the hybrid search of `ok search`)."""
     if not question.strip():
         raise UsageError("the question is empty", "ask something")
-    return search(folder, g, question, k=k, scope=scope,
-                  embedder=embedder or indexer.embedder(folder),
-                  per_doc=int(folder.setting("search.per_doc", 1)))
+    return search(
+        folder,
+        g,
+        question,
+        k=k,
+        scope=scope,
+        embedder=embedder or indexer.embedder(folder),
+        per_doc=int(folder.setting("search.per_doc", 1)),
+    )
 
 
-def answer(folder: Folder, question: str, hits: list[dict[str, Any]], *, llm: Any = None,
-           on_token: Callable[[str], None] | None = None, embedder: Any = None,
-           max_sentences: int = 3, remember: bool = False) -> dict[str, Any]:
+def answer(
+    folder: Folder,
+    question: str,
+    hits: list[dict[str, Any]],
+    *,
+    llm: Any = None,
+    on_token: Callable[[str], None] | None = None,
+    embedder: Any = None,
+    max_sentences: int = 3,
+    remember: bool = False,
+) -> dict[str, Any]:
     """Answer from retrieved passages; needs the files, not the graph."""
     emb = embedder or indexer.embedder(folder)
     qvec = emb.embed_query(question)
@@ -136,8 +242,15 @@ def answer(folder: Folder, question: str, hits: list[dict[str, Any]], *, llm: An
 
 
 def _insufficient(mode: str, model: str | None) -> dict[str, Any]:
-    return {"answer": INSUFFICIENT, "citations": [], "confidence": 0.0,
-            "confidence_label": "LOW", "insufficient": True, "mode": mode, "model": model}
+    return {
+        "answer": INSUFFICIENT,
+        "citations": [],
+        "confidence": 0.0,
+        "confidence_label": "LOW",
+        "insufficient": True,
+        "mode": mode,
+        "model": model,
+    }
 
 
 # -- extractive --------------------------------------------------------------------------
@@ -158,9 +271,14 @@ class Candidate:
         return W_SIM * self.sim + W_LEX * self.lex + W_RANK * self.prior
 
 
-def candidates(question: str, hits: list[dict[str, Any]], qvec: np.ndarray, emb: Any,
-               max_hits: int = SENTENCE_HITS, max_cands: int = MAX_CANDIDATES
-               ) -> list[Candidate]:
+def candidates(
+    question: str,
+    hits: list[dict[str, Any]],
+    qvec: np.ndarray,
+    emb: Any,
+    max_hits: int = SENTENCE_HITS,
+    max_cands: int = MAX_CANDIDATES,
+) -> list[Candidate]:
     """Sentences of the best `max_hits` passages, best first. Only the `max_cands` most
     promising by words and rank are embedded: embedding is what an answer costs."""
     qwords = _words(question)
@@ -180,19 +298,30 @@ def candidates(question: str, hits: list[dict[str, Any]], qvec: np.ndarray, emb:
     return out
 
 
-def _extractive(folder: Folder, question: str, hits: list[dict[str, Any]], qvec: np.ndarray,
-                emb: Any, max_sentences: int) -> dict[str, Any]:
+def _extractive(
+    folder: Folder,
+    question: str,
+    hits: list[dict[str, Any]],
+    qvec: np.ndarray,
+    emb: Any,
+    max_sentences: int,
+) -> dict[str, Any]:
     cands = candidates(question, hits, qvec, emb) if hits else []
     if not cands:
         return _insufficient("extractive", None)
     best = cands[0]
     chosen = [best]
     for cand in cands[1:]:
-        if len(chosen) >= max_sentences or cand.score < 0.8 * best.score \
-                or cand.sim < MIN_SIMILARITY:
+        if (
+            len(chosen) >= max_sentences
+            or cand.score < 0.8 * best.score
+            or cand.sim < MIN_SIMILARITY
+        ):
             break
-        if any(hits[c.hit]["doc_id"] == hits[cand.hit]["doc_id"] and c.start == cand.start
-               for c in chosen):
+        if any(
+            hits[c.hit]["doc_id"] == hits[cand.hit]["doc_id"] and c.start == cand.start
+            for c in chosen
+        ):
             continue  # the same sentence seen through two overlapping chunks
         chosen.append(cand)
     insufficient = best.sim < MIN_SIMILARITY
@@ -212,8 +341,15 @@ def _extractive(folder: Folder, question: str, hits: list[dict[str, Any]], qvec:
     conf, label = confidence(float(np.mean([c.sim for c in chosen])))
     if insufficient:
         conf, label = min(conf, 0.2), "LOW"
-    return {"answer": answer, "citations": cites, "confidence": conf, "confidence_label": label,
-            "insufficient": insufficient, "mode": "extractive", "model": None}
+    return {
+        "answer": answer,
+        "citations": cites,
+        "confidence": conf,
+        "confidence_label": label,
+        "insufficient": insufficient,
+        "mode": "extractive",
+        "model": None,
+    }
 
 
 def _flat(text: str) -> str:
@@ -251,21 +387,34 @@ def markers(text: str) -> list[int]:
 
 def keep_markers(text: str, valid: set[int]) -> str:
     """Drop [N] markers that name no passage (so every marker left maps to a citation)."""
+
     def fix(m: re.Match[str]) -> str:
         nums = [p.strip() for p in re.split(r"[,;]", m.group(1)) if int(p) in valid]
         return f"[{', '.join(nums)}]" if nums else ""
+
     return re.sub(r"[ \t]+([.,;:])", r"\1", MARKER.sub(fix, text)).strip()
 
 
-def _llm_answer(folder: Folder, question: str, hits: list[dict[str, Any]], qvec: np.ndarray, emb: Any,
-                cfg: Any, on_token: Callable[[str], None] | None) -> dict[str, Any]:
+def _llm_answer(
+    folder: Folder,
+    question: str,
+    hits: list[dict[str, Any]],
+    qvec: np.ndarray,
+    emb: Any,
+    cfg: Any,
+    on_token: Callable[[str], None] | None,
+) -> dict[str, Any]:
     from .llm import ChatClient
 
     if not hits:
         return _insufficient("llm", cfg.label)
-    messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": f"Passages:\n\n{passages_prompt(hits)}\n\n"
-                                            f"Question: {question}"}]
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {
+            "role": "user",
+            "content": f"Passages:\n\n{passages_prompt(hits)}\n\nQuestion: {question}",
+        },
+    ]
     client = ChatClient(cfg)
     text = client.chat(messages, stream=on_token is not None, on_token=on_token).strip()
     if text.upper().startswith("INSUFFICIENT"):
@@ -287,6 +436,13 @@ def _llm_answer(folder: Folder, question: str, hits: list[dict[str, Any]], qvec:
         conf, label = confidence(float(np.mean(vecs @ qvec)))
     else:
         conf, label = 0.0, "LOW"  # an answer that cites nothing is not grounded
-    return {"answer": answer, "citations": cites, "confidence": conf, "confidence_label": label,
-            "insufficient": False, "mode": "llm", "model": cfg.label,
-            **({} if cites else {"ungrounded": True})}
+    return {
+        "answer": answer,
+        "citations": cites,
+        "confidence": conf,
+        "confidence_label": label,
+        "insufficient": False,
+        "mode": "llm",
+        "model": cfg.label,
+        **({} if cites else {"ungrounded": True}),
+    }

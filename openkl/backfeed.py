@@ -27,9 +27,11 @@ def backfeed_dir(folder: Folder) -> Path:
 
 
 def _fail(where: str, problem: str) -> BadInput:
-    return BadInput(f"backfeed item {where}: {problem}",
-                    'expected {"entities": [{"name": …, "type": …}], "relationships": '
-                    '[{"from": …, "to": …, "type": …}]}')
+    return BadInput(
+        f"backfeed item {where}: {problem}",
+        'expected {"entities": [{"name": …, "type": …}], "relationships": '
+        '[{"from": …, "to": …, "type": …}]}',
+    )
 
 
 def parse(text: str) -> dict[str, Any]:
@@ -37,12 +39,20 @@ def parse(text: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except ValueError as e:
-        raise BadInput(f"backfeed input is not valid JSON: {e}",
-                       "pass a JSON object on stdin or with --file") from e
+        raise BadInput(
+            f"backfeed input is not valid JSON: {e}", "pass a JSON object on stdin or with --file"
+        ) from e
     if not isinstance(data, dict):
         raise _fail("$", "must be a JSON object")
-    unknown = set(data) - {"entities", "relationships", "content", "origin", "flagged_by",
-                           "source_run_id", "stack_id"}
+    unknown = set(data) - {
+        "entities",
+        "relationships",
+        "content",
+        "origin",
+        "flagged_by",
+        "source_run_id",
+        "stack_id",
+    }
     if unknown:
         raise _fail(f"$.{sorted(unknown)[0]}", "unknown field")
     ents = data.get("entities", [])
@@ -68,7 +78,9 @@ def parse(text: str) -> dict[str, Any]:
         if ent.get("confidence") is not None:
             item["confidence"] = _conf(ent["confidence"], f"{where}.confidence")
         if ent.get("aliases") is not None:
-            if not isinstance(ent["aliases"], list) or not all(isinstance(a, str) for a in ent["aliases"]):
+            if not isinstance(ent["aliases"], list) or not all(
+                isinstance(a, str) for a in ent["aliases"]
+            ):
                 raise _fail(f"{where}.aliases", "must be an array of strings")
             item["aliases"] = [a.strip() for a in ent["aliases"] if a.strip()]
         if ent.get("properties") is not None:
@@ -94,10 +106,14 @@ def parse(text: str) -> dict[str, Any]:
         if r.get("description") is not None:
             item["description"] = str(r["description"])
         out_r.append(item)
-    item = {"entities": out_e, "relationships": out_r,
-            "content": str(data.get("content") or ""),
-            "origin": data.get("origin") if data.get("origin") in ("run", "direct") else "direct",
-            "flagged_by": data.get("flagged_by"), "source_run_id": data.get("source_run_id")}
+    item = {
+        "entities": out_e,
+        "relationships": out_r,
+        "content": str(data.get("content") or ""),
+        "origin": data.get("origin") if data.get("origin") in ("run", "direct") else "direct",
+        "flagged_by": data.get("flagged_by"),
+        "source_run_id": data.get("source_run_id"),
+    }
     return item
 
 
@@ -108,8 +124,11 @@ def _conf(v: Any, where: str) -> float:
 
 
 def item_id(item: dict[str, Any]) -> str:
-    payload = json.dumps({"entities": item["entities"], "relationships": item["relationships"]},
-                         sort_keys=True, ensure_ascii=False)
+    payload = json.dumps(
+        {"entities": item["entities"], "relationships": item["relationships"]},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
     return "bf-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
@@ -118,8 +137,10 @@ def _path(folder: Folder, iid: str) -> Path:
 
 
 def _save(folder: Folder, item: dict[str, Any]) -> None:
-    atomic_write(_path(folder, item["id"]),
-                 json.dumps(item, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+    atomic_write(
+        _path(folder, item["id"]),
+        json.dumps(item, indent=2, ensure_ascii=False, sort_keys=True) + "\n",
+    )
 
 
 def load_all(folder: Folder) -> list[dict[str, Any]]:
@@ -131,8 +152,9 @@ def load_all(folder: Folder) -> list[dict[str, Any]]:
         try:
             item = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
-            raise BadInput(f"{folder.rel(p)} is not valid JSON",
-                           "fix the file or move it out of aks/backfeed/") from e
+            raise BadInput(
+                f"{folder.rel(p)} is not valid JSON", "fix the file or move it out of aks/backfeed/"
+            ) from e
         out.append(item)
     return out
 
@@ -167,14 +189,18 @@ def check_endpoints(item: dict[str, Any], known: set[str] | None) -> None:
     """Every relationship must join entities the item proposes or the graph already has."""
     if known is None:
         known = set()
-    have = known | {key_of(e["name"]) for e in item["entities"]} | {
-        key_of(a) for e in item["entities"] for a in e.get("aliases", [])}
+    have = (
+        known
+        | {key_of(e["name"]) for e in item["entities"]}
+        | {key_of(a) for e in item["entities"] for a in e.get("aliases", [])}
+    )
     for i, r in enumerate(item["relationships"]):
         for end in ("from", "to"):
             if key_of(r[end]) not in have:
-                raise BadInput(f"backfeed item $.relationships[{i}].{end}: unknown entity "
-                               f"{r[end]!r}", "propose it in `entities` too, or check the name "
-                               "with `ok graph entities`")
+                raise BadInput(
+                    f"backfeed item $.relationships[{i}].{end}: unknown entity {r[end]!r}",
+                    "propose it in `entities` too, or check the name with `ok graph entities`",
+                )
 
 
 def flag(folder: Folder, text: str) -> tuple[dict[str, Any], bool]:
@@ -185,11 +211,21 @@ def flag(folder: Folder, text: str) -> tuple[dict[str, Any], bool]:
     p = _path(folder, iid)
     if p.exists():
         return json.loads(p.read_text(encoding="utf-8")), False
-    item = {"id": iid, "status": "pending", "created_at": iso(), "decided_at": None,
-            "reason": None, **item}
+    item = {
+        "id": iid,
+        "status": "pending",
+        "created_at": iso(),
+        "decided_at": None,
+        "reason": None,
+        **item,
+    }
     _save(folder, item)
-    folder.log_op("backfeed.flag", id=iid, entities=len(item["entities"]),
-                  relationships=len(item["relationships"]))
+    folder.log_op(
+        "backfeed.flag",
+        id=iid,
+        entities=len(item["entities"]),
+        relationships=len(item["relationships"]),
+    )
     return item, True
 
 
@@ -206,8 +242,10 @@ def decide(folder: Folder, iid: str, approve: bool, reason: str | None = None) -
     """Approve (absorb into the graph) or reject a pending item."""
     item = get(folder, iid)
     if item.get("status") != "pending":
-        raise BadInput(f"backfeed item {item['id']} is already {item.get('status')}",
-                       "flag a new item to change it")
+        raise BadInput(
+            f"backfeed item {item['id']} is already {item.get('status')}",
+            "flag a new item to change it",
+        )
     if approve:
         check_endpoints(item, known_names(folder))
     elif not (reason or "").strip():
@@ -216,8 +254,9 @@ def decide(folder: Folder, iid: str, approve: bool, reason: str | None = None) -
     item["decided_at"] = iso()
     item["reason"] = reason
     _save(folder, item)
-    folder.log_op("backfeed.approve" if approve else "backfeed.reject", id=item["id"],
-                  reason=reason)
+    folder.log_op(
+        "backfeed.approve" if approve else "backfeed.reject", id=item["id"], reason=reason
+    )
     if approve:
         absorb(folder, item)
     return item
@@ -245,17 +284,34 @@ def contributions(folder: Folder) -> tuple[list[dict[str, Any]], list[dict[str, 
             continue
         h.update(json.dumps(item, sort_keys=True).encode())
         for e in item.get("entities", []):
-            ents.append({
-                "key": key_of(e["name"]), "name": e["name"], "type": e.get("type") or "Concept",
-                "description": e.get("description") or "",
-                "confidence": e.get("confidence"), "verified": True, "source_kind": "backfeed",
-                "aliases": e.get("aliases", []),
-                "alias_keys": [key_of(a) for a in e.get("aliases", [])],
-                "extra": {"properties": e["properties"]} if e.get("properties") else {},
-                "origin": item["id"], "docs": []})
+            ents.append(
+                {
+                    "key": key_of(e["name"]),
+                    "name": e["name"],
+                    "type": e.get("type") or "Concept",
+                    "description": e.get("description") or "",
+                    "confidence": e.get("confidence"),
+                    "verified": True,
+                    "source_kind": "backfeed",
+                    "aliases": e.get("aliases", []),
+                    "alias_keys": [key_of(a) for a in e.get("aliases", [])],
+                    "extra": {"properties": e["properties"]} if e.get("properties") else {},
+                    "origin": item["id"],
+                    "docs": [],
+                }
+            )
         for r in item.get("relationships", []):
-            rels.append({"src": key_of(r["from"]), "dst": key_of(r["to"]), "type": r["type"],
-                         "confidence": r.get("confidence"), "verified": True,
-                         "source_kind": "backfeed", "description": r.get("description") or "",
-                         "evidence": item["id"], "docs": []})
+            rels.append(
+                {
+                    "src": key_of(r["from"]),
+                    "dst": key_of(r["to"]),
+                    "type": r["type"],
+                    "confidence": r.get("confidence"),
+                    "verified": True,
+                    "source_kind": "backfeed",
+                    "description": r.get("description") or "",
+                    "evidence": item["id"],
+                    "docs": [],
+                }
+            )
     return ents, rels, h.hexdigest()

@@ -110,8 +110,12 @@ def _token_spans(text: str, tokenizer: Any) -> list[tuple[int, int]]:
         starts.append(m.end() if m and m.end() < len(text) else p)
     bounds = list(zip(starts, [*starts[1:], len(text)], strict=True))
     encs = tokenizer.encode_batch([text[a:b] for a, b in bounds], add_special_tokens=False)
-    return [(a + s, a + e) for (a, _), enc in zip(bounds, encs, strict=True)
-            for s, e in enc.offsets if e > s]
+    return [
+        (a + s, a + e)
+        for (a, _), enc in zip(bounds, encs, strict=True)
+        for s, e in enc.offsets
+        if e > s
+    ]
 
 
 def _split_long(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -124,9 +128,11 @@ def _split_long(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]
     bound. Text without such runs keeps its spans exactly (and its chunk ids).
     """
     ends = [(0, 0), *spans]
-    todo = [i for i, ((_, pe), (s, e)) in enumerate(zip(ends, [*spans, (len(text),) * 2],
-                                                        strict=True))
-            if e - s > LONG_TOKEN or s - pe > LONG_TOKEN]
+    todo = [
+        i
+        for i, ((_, pe), (s, e)) in enumerate(zip(ends, [*spans, (len(text),) * 2], strict=True))
+        if e - s > LONG_TOKEN or s - pe > LONG_TOKEN
+    ]
     if not todo:
         return spans
     out: list[tuple[int, int]] = []
@@ -148,8 +154,14 @@ def _split_long(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]
     return out
 
 
-def _best_cut(text: str, cuts: list[tuple[int, int]], cut_pos: list[int], lo: int, hi: int,
-              prefer_early: bool = False) -> int:
+def _best_cut(
+    text: str,
+    cuts: list[tuple[int, int]],
+    cut_pos: list[int],
+    lo: int,
+    hi: int,
+    prefer_early: bool = False,
+) -> int:
     """The strongest boundary in [lo, hi]; the latest (or earliest) of equal strength.
 
     Without one, `hi`; but when `hi` is inside a word, the last punctuation in [lo, hi]

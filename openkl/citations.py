@@ -59,8 +59,9 @@ def cite_id(owner: str, start: int, end: int) -> str:
 
 def is_ref(value: str) -> bool:
     """Whether `value` looks like something `make` can cite by id (not a path)."""
-    return bool(CITE_ID.match(value) or DOC_ID.match(value) or NOTE_ID.match(value)
-                or SPAN_REF.match(value))
+    return bool(
+        CITE_ID.match(value) or DOC_ID.match(value) or NOTE_ID.match(value) or SPAN_REF.match(value)
+    )
 
 
 # -- reading files ------------------------------------------------------------------------
@@ -136,8 +137,11 @@ class Files:
                 text = _decode(raw, kind)
                 if text is not None:
                     self._read[key] = FileText(
-                        path=rel, text=text, doc_id=hashlib.sha256(raw).hexdigest()[:16],
-                        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+                        path=rel,
+                        text=text,
+                        doc_id=hashlib.sha256(raw).hexdigest()[:16],
+                        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                    )
         return self._read[key]
 
     def forget(self, rel: str) -> None:
@@ -183,8 +187,9 @@ class Files:
             from . import notes as notes_mod
 
             found, _ = notes_mod.scan(self.folder)
-            self._notes = {i: self.folder.rel(n.path) for i, n in found.items()
-                           if n.path is not None}
+            self._notes = {
+                i: self.folder.rel(n.path) for i, n in found.items() if n.path is not None
+            }
         return self._notes.get(note_id)
 
 
@@ -228,10 +233,12 @@ def line_span(text: str, first: int, last: int, where: str) -> tuple[int, int]:
     if first < 1:
         raise BadInput(f"--lines {first}-{last}: lines are numbered from 1", "use --lines 1-…")
     if last > len(lines):
-        raise BadInput(f"--lines {first}-{last} is past the end of {where} ({len(lines)} lines)",
-                       f"use line numbers up to {len(lines)}")
+        raise BadInput(
+            f"--lines {first}-{last} is past the end of {where} ({len(lines)} lines)",
+            f"use line numbers up to {len(lines)}",
+        )
     start = sum(len(x) for x in lines[: first - 1])
-    end = start + sum(len(x) for x in lines[first - 1:last])
+    end = start + sum(len(x) for x in lines[first - 1 : last])
     while end > start and text[end - 1] in "\r\n":
         end -= 1
     return start, end
@@ -239,15 +246,22 @@ def line_span(text: str, first: int, last: int, where: str) -> tuple[int, int]:
 
 def _check_span(text: str, start: int, end: int, where: str, what: str) -> None:
     if not 0 <= start < end <= len(text):
-        raise BadInput(f"{what} {start}-{end} is out of range for {where} ({len(text)} chars)",
-                       f"use a span within 0-{len(text)}, start before end")
+        raise BadInput(
+            f"{what} {start}-{end} is out of range for {where} ({len(text)} chars)",
+            f"use a span within 0-{len(text)}, start before end",
+        )
     if not text[start:end].strip():
-        raise BadInput(f"{what} {start}-{end} of {where} holds only whitespace",
-                       "cite a span with some text in it")
+        raise BadInput(
+            f"{what} {start}-{end} of {where} holds only whitespace",
+            "cite a span with some text in it",
+        )
 
 
 def _context(text: str, start: int, end: int) -> dict[str, str]:
-    return {"pre": text[max(0, start - CONTEXT_CHARS):start], "post": text[end:end + CONTEXT_CHARS]}
+    return {
+        "pre": text[max(0, start - CONTEXT_CHARS) : start],
+        "post": text[end : end + CONTEXT_CHARS],
+    }
 
 
 def _doc_meta(files: Files, doc_id: str, ft: FileText) -> tuple[str, dict[str, Any]]:
@@ -258,25 +272,44 @@ def _doc_meta(files: Files, doc_id: str, ft: FileText) -> tuple[str, dict[str, A
     return entry.get("title") or title_of(ft.text, Path(ft.path).name), source
 
 
-def _doc_cite(folder: Folder, files: Files, ft: FileText, start: int, end: int,
-              whole: bool) -> dict[str, Any]:
+def _doc_cite(
+    folder: Folder, files: Files, ft: FileText, start: int, end: int, whole: bool
+) -> dict[str, Any]:
     from .search import chunk_cite
 
     title, source = _doc_meta(files, ft.doc_id, ft)
     chunk = f"{ft.doc_id}#char{start}-{end}"
-    row = {"id": chunk, "doc_id": ft.doc_id, "path": ft.path,
-           "sha256": ft.sha256, "title": title, "start": start, "end": end,
-           "text": ft.text[start:end], "source": json.dumps(source)}
+    row = {
+        "id": chunk,
+        "doc_id": ft.doc_id,
+        "path": ft.path,
+        "sha256": ft.sha256,
+        "title": title,
+        "start": start,
+        "end": end,
+        "text": ft.text[start:end],
+        "source": json.dumps(source),
+    }
     cite = chunk_cite(folder, row, {ft.path: ft.text})
     return _finish(cite, "doc" if whole else "chunk", ft.doc_id if whole else chunk)
 
 
-def _note_cite(folder: Folder, files: Files, ft: FileText, note_id: str, start: int, end: int,
-               whole: bool) -> dict[str, Any]:
+def _note_cite(
+    folder: Folder, files: Files, ft: FileText, note_id: str, start: int, end: int, whole: bool
+) -> dict[str, Any]:
     from .search import note_cite
 
-    row = {"id": note_id, "path": ft.path, "sha256": ft.sha256, "text": ft.text[start:end],
-           "ts": "", "tags": [], "topics": [], "body_start": start, "body_end": end}
+    row = {
+        "id": note_id,
+        "path": ft.path,
+        "sha256": ft.sha256,
+        "text": ft.text[start:end],
+        "ts": "",
+        "tags": [],
+        "topics": [],
+        "body_start": start,
+        "body_end": end,
+    }
     cite = note_cite(folder, row, {ft.path: ft.text})
     cite["doc_id"] = note_id
     cite.pop("tags", None)  # the note's labels, not the citation's
@@ -286,15 +319,31 @@ def _note_cite(folder: Folder, files: Files, ft: FileText, note_id: str, start: 
 
 def _finish(cite: dict[str, Any], type_: str, ref: str) -> dict[str, Any]:
     s, e = cite["loc"]["start"], cite["loc"]["end"]
-    return {"type": type_, "id": cite_id(cite["doc_id"], s, e), "ref": ref,
-            "doc_id": cite["doc_id"], "path": cite["path"], "sha256": cite["sha256"],
-            "title": cite.get("title") or "", "loc": {"kind": "char", "start": s, "end": e},
-            "quote": cite["quote"], "context": cite["context"], "source": cite["source"],
-            "created_at": iso()}
+    return {
+        "type": type_,
+        "id": cite_id(cite["doc_id"], s, e),
+        "ref": ref,
+        "doc_id": cite["doc_id"],
+        "path": cite["path"],
+        "sha256": cite["sha256"],
+        "title": cite.get("title") or "",
+        "loc": {"kind": "char", "start": s, "end": e},
+        "quote": cite["quote"],
+        "context": cite["context"],
+        "source": cite["source"],
+        "created_at": iso(),
+    }
 
 
-def make(folder: Folder, ref: str, *, lines: str | None = None, chars: str | None = None,
-         files: Files | None = None, cwd: Path | None = None) -> dict[str, Any]:
+def make(
+    folder: Folder,
+    ref: str,
+    *,
+    lines: str | None = None,
+    chars: str | None = None,
+    files: Files | None = None,
+    cwd: Path | None = None,
+) -> dict[str, Any]:
     """A citation of `ref`: a citation id, chunk id, doc id, memory id, or a path.
 
     `lines` ("a-b", 1-based inclusive) or `chars` ("a-b", 0-based, end exclusive) pick a
@@ -313,14 +362,18 @@ def make(folder: Folder, ref: str, *, lines: str | None = None, chars: str | Non
     m = SPAN_REF.match(ref)
     if m:
         if lines or chars:
-            raise UsageError(f"{ref} already names a span; drop --lines/--chars",
-                             f"or cite {m['owner']} --lines …")
+            raise UsageError(
+                f"{ref} already names a span; drop --lines/--chars",
+                f"or cite {m['owner']} --lines …",
+            )
         owner, span = m["owner"], (int(m["s"]), int(m["e"]))
     elif DOC_ID.match(ref) or NOTE_ID.match(ref):
         owner, span = ref, None
     elif "#char" in ref:
-        raise BadInput(f"'{shown(ref)}' is not a valid chunk id",
-                       "chunk ids look like <16 hex digits>#char<start>-<end>")
+        raise BadInput(
+            f"'{shown(ref)}' is not a valid chunk id",
+            "chunk ids look like <16 hex digits>#char<start>-<end>",
+        )
     else:
         return _make_from_path(folder, files, ref, lines, chars, cwd)
     if NOTE_ID.match(owner):
@@ -334,20 +387,29 @@ def make(folder: Folder, ref: str, *, lines: str | None = None, chars: str | Non
         entry = files.entries.get(owner)
         if entry and entry.get("superseded_by"):
             newest = supersede_chain(files.entries, owner)[-1]
-            raise NotFound(f"document {owner} was replaced by {newest} and the text of the old "
-                           "version was not kept (it was edited in place)",
-                           f"cite the current version: `ok cite make {newest} --lines …`, or "
-                           "search again for fresh ids")
+            raise NotFound(
+                f"document {owner} was replaced by {newest} and the text of the old "
+                "version was not kept (it was edited in place)",
+                f"cite the current version: `ok cite make {newest} --lines …`, or "
+                "search again for fresh ids",
+            )
         if entry:
-            raise BadInput(f"document {owner} changed on disk since it was indexed "
-                           f"({entry.get('path')})",
-                           "run `ok sync`, then search again for fresh ids")
+            raise BadInput(
+                f"document {owner} changed on disk since it was indexed ({entry.get('path')})",
+                "run `ok sync`, then search again for fresh ids",
+            )
         raise NotFound(f"no document with id {owner}", "list documents with `ok store list`")
     return _span_of_doc(folder, files, ft, span, lines, chars)
 
 
-def _span_of_doc(folder: Folder, files: Files, ft: FileText, span: tuple[int, int] | None,
-                 lines: str | None, chars: str | None) -> dict[str, Any]:
+def _span_of_doc(
+    folder: Folder,
+    files: Files,
+    ft: FileText,
+    span: tuple[int, int] | None,
+    lines: str | None,
+    chars: str | None,
+) -> dict[str, Any]:
     if span is not None:
         _check_span(ft.text, span[0], span[1], ft.path, "span")
         return _doc_cite(folder, files, ft, span[0], span[1], whole=False)
@@ -365,9 +427,15 @@ def _span_of_doc(folder: Folder, files: Files, ft: FileText, span: tuple[int, in
     return _doc_cite(folder, files, ft, s, e, whole=True)
 
 
-def _span_of_note(folder: Folder, files: Files, ft: FileText, note_id: str,
-                  span: tuple[int, int] | None, lines: str | None, chars: str | None
-                  ) -> dict[str, Any]:
+def _span_of_note(
+    folder: Folder,
+    files: Files,
+    ft: FileText,
+    note_id: str,
+    span: tuple[int, int] | None,
+    lines: str | None,
+    chars: str | None,
+) -> dict[str, Any]:
     from .notes import parse_note
 
     if span is None and lines:
@@ -389,8 +457,9 @@ def _span_of_note(folder: Folder, files: Files, ft: FileText, note_id: str,
     return _note_cite(folder, files, ft, note_id, s, e, whole=True)
 
 
-def _make_from_path(folder: Folder, files: Files, ref: str, lines: str | None,
-                    chars: str | None, cwd: Path | None) -> dict[str, Any]:
+def _make_from_path(
+    folder: Folder, files: Files, ref: str, lines: str | None, chars: str | None, cwd: Path | None
+) -> dict[str, Any]:
     from .notes import parse_note
 
     check_path(ref, "reference")
@@ -400,15 +469,22 @@ def _make_from_path(folder: Folder, files: Files, ref: str, lines: str | None,
     full = folder.inside(p)
     if not full.is_file():
         if ref.startswith("c-") and "/" not in ref:
-            raise NotFound(f"no citation with id {ref}",
-                           "list citations with `ok cite list`; ids look like c-<16 hex digits>")
+            raise NotFound(
+                f"no citation with id {ref}",
+                "list citations with `ok cite list`; ids look like c-<16 hex digits>",
+            )
         if ref.startswith("m-") and "/" not in ref:
-            raise NotFound(f"no memory note with id {ref}",
-                           "list notes with `ok mem list`; ids look like m-YYYYMMDD-xxxx")
-        raise NotFound(f"no such file: {shown(ref)}", "pass a normalized doc (store/normalized/…), "
-                       "a memory note, or an id from `ok search --json`")
+            raise NotFound(
+                f"no memory note with id {ref}",
+                "list notes with `ok mem list`; ids look like m-YYYYMMDD-xxxx",
+            )
+        raise NotFound(
+            f"no such file: {shown(ref)}",
+            "pass a normalized doc (store/normalized/…), "
+            "a memory note, or an id from `ok search --json`",
+        )
     rel = folder.rel(full)
-    in_docs = (folder.normalized_dir in full.parents or versions_dir(folder) in full.parents)
+    in_docs = folder.normalized_dir in full.parents or versions_dir(folder) in full.parents
     if in_docs and full.name.endswith(".ok.md"):
         ft = files.read(rel)
         if ft is None:
@@ -420,9 +496,11 @@ def _make_from_path(folder: Folder, files: Files, ref: str, lines: str | None,
             raise BadInput(f"{rel} is not valid UTF-8", "re-save the note as UTF-8")
         note = parse_note(ft.text, rel, full)
         return _span_of_note(folder, files, ft, note.id, None, lines, chars)
-    raise BadInput(f"{rel} is neither a normalized document nor a memory note",
-                   "cite store/normalized/…/*.ok.md or memories/by_date/…/*.md "
-                   "(ingest other files with `ok store ingest` first)")
+    raise BadInput(
+        f"{rel} is neither a normalized document nor a memory note",
+        "cite store/normalized/…/*.ok.md or memories/by_date/…/*.md "
+        "(ingest other files with `ok store ingest` first)",
+    )
 
 
 # -- persisted and transient citations -----------------------------------------------------------
@@ -456,15 +534,21 @@ def is_persisted(folder: Folder, cid: str) -> bool:
     return citation_path(folder, cid).is_file()
 
 
-def persist(folder: Folder, cite: dict[str, Any], tags: list[str] | None = None,
-            retention_class: str | None = None) -> dict[str, Any]:
+def persist(
+    folder: Folder,
+    cite: dict[str, Any],
+    tags: list[str] | None = None,
+    retention_class: str | None = None,
+) -> dict[str, Any]:
     """Write `citations/<id>.json` (the caller holds the writer lock).
 
     Re-persisting the same citation keeps its created_at and history and merges the tags.
     """
     if retention_class is not None and retention_class not in RETENTION_CLASSES:
-        raise UsageError(f"unknown retention class {retention_class!r}",
-                         "use one of: " + ", ".join(RETENTION_CLASSES))
+        raise UsageError(
+            f"unknown retention class {retention_class!r}",
+            "use one of: " + ", ".join(RETENTION_CLASSES),
+        )
     out = dict(cite)
     p = citation_path(folder, cite["id"])
     old: dict[str, Any] = {}
@@ -475,11 +559,13 @@ def persist(folder: Folder, cite: dict[str, Any], tags: list[str] | None = None,
             old = {}
     if old:
         out = {**old, **{k: v for k, v in cite.items() if k not in old}}
-    merged = list(dict.fromkeys([*(old.get("tags") or []), *(cite.get("tags") or []),
-                                 *(tags or [])]))
+    merged = list(
+        dict.fromkeys([*(old.get("tags") or []), *(cite.get("tags") or []), *(tags or [])])
+    )
     out["tags"] = merged
-    out["retention_class"] = retention_class or old.get("retention_class") or \
-        cite.get("retention_class") or "standard"
+    out["retention_class"] = (
+        retention_class or old.get("retention_class") or cite.get("retention_class") or "standard"
+    )
     atomic_write(p, _dump(out))
     transient = transient_dir(folder) / f"{cite['id']}.json"
     if transient.exists():
@@ -518,8 +604,13 @@ def check(folder: Folder, obj: Any, where: str) -> dict[str, Any]:
             raise BadInput(f"{where}: cite object has no valid `{key}`", hint)
     loc = obj["loc"]
     s, e = loc.get("start"), loc.get("end")
-    if not (isinstance(s, int) and isinstance(e, int) and not isinstance(s, bool)
-            and not isinstance(e, bool) and 0 <= s < e):
+    if not (
+        isinstance(s, int)
+        and isinstance(e, int)
+        and not isinstance(s, bool)
+        and not isinstance(e, bool)
+        and 0 <= s < e
+    ):
         raise BadInput(f"{where}: `loc` needs integer start < end", hint)
     if loc.get("kind", "char") != "char":
         raise BadInput(f"{where}: only char spans are supported (loc.kind = char)", hint)
@@ -529,8 +620,10 @@ def check(folder: Folder, obj: Any, where: str) -> dict[str, Any]:
     try:
         full = folder.inside(obj["path"])
     except BadInput as err:
-        raise BadInput(f"{where}: the citation points outside the knowledge folder "
-                       f"({obj['path']})", "cite files inside the folder") from err
+        raise BadInput(
+            f"{where}: the citation points outside the knowledge folder ({obj['path']})",
+            "cite files inside the folder",
+        ) from err
     doc_id = obj.get("doc_id")
     if type_ == "memory":
         doc_id = doc_id or (obj.get("id") if NOTE_ID.match(str(obj.get("id"))) else None)
@@ -541,8 +634,14 @@ def check(folder: Folder, obj: Any, where: str) -> dict[str, Any]:
         if not (isinstance(doc_id, str) and DOC_ID.match(doc_id)):
             raise BadInput(f"{where}: `doc_id` must be 16 hex digits", hint)
     out = dict(obj)
-    out.update({"type": type_, "doc_id": doc_id, "path": folder.rel(full),
-                "loc": {"kind": "char", "start": s, "end": e}})
+    out.update(
+        {
+            "type": type_,
+            "doc_id": doc_id,
+            "path": folder.rel(full),
+            "loc": {"kind": "char", "start": s, "end": e},
+        }
+    )
     out["id"] = str(obj.get("id") or cite_id(doc_id, s, e))
     ctx: dict[str, Any] = obj["context"] if isinstance(obj.get("context"), dict) else {}
     out["context"] = {"pre": str(ctx.get("pre") or ""), "post": str(ctx.get("post") or "")}
@@ -573,21 +672,24 @@ def parse_input(folder: Folder, text: str, where: str) -> list[str | dict[str, A
         line = raw.strip()
         if not line or raw.startswith("\t"):
             continue
-        if line[0] in "[{\"":
+        if line[0] in '[{"':
             try:
                 data = json.loads(line)
             except json.JSONDecodeError as e:
-                raise BadInput(f"{where} line {n} is not valid JSON ({e.msg})",
-                               "pass one cite object per line, a JSON array, or one id per "
-                               "line") from e
+                raise BadInput(
+                    f"{where} line {n} is not valid JSON ({e.msg})",
+                    "pass one cite object per line, a JSON array, or one id per line",
+                ) from e
             for x in data if isinstance(data, list) else [data]:
                 out.append(_item(folder, x, f"{where} line {n}"))
             continue
         fields = [line.split()[0], *(f.strip() for f in line.split("\t"))]
         token = next((t for t in fields if is_ref(t)), None)
         if token is None:
-            raise BadInput(f"{where} line {n}: {line.split()[0]!r} is neither an id nor JSON",
-                           "pass ids (c-…, <doc>#char…, m-…) or cite objects")
+            raise BadInput(
+                f"{where} line {n}: {line.split()[0]!r} is neither an id nor JSON",
+                "pass ids (c-…, <doc>#char…, m-…) or cite objects",
+            )
         out.append(token)
     return out
 
@@ -614,8 +716,9 @@ def _common_suffix(a: str, b: str) -> int:
     return _common_prefix(a[::-1], b[::-1])
 
 
-def find_exact(text: str, quote: str, hint: int = 0, pre: str = "", post: str = "",
-               limit: int = 10000) -> int | None:
+def find_exact(
+    text: str, quote: str, hint: int = 0, pre: str = "", post: str = "", limit: int = 10000
+) -> int | None:
     """Start of the occurrence of `quote` that best fits its old context (then position)."""
     occ: list[int] = []
     i = text.find(quote)
@@ -629,8 +732,8 @@ def find_exact(text: str, quote: str, hint: int = 0, pre: str = "", post: str = 
     n = len(quote)
 
     def fit(i: int) -> tuple[int, int]:
-        before = _common_suffix(pre, text[max(0, i - len(pre)):i])
-        after = _common_prefix(post, text[i + n:i + n + len(post)])
+        before = _common_suffix(pre, text[max(0, i - len(pre)) : i])
+        after = _common_prefix(post, text[i + n : i + n + len(post)])
         return before + after, -abs(i - hint)
 
     return max(occ, key=fit)
@@ -641,8 +744,9 @@ def similarity(a: str, b: str) -> float:
     if a == b:
         return 1.0
     if len(a) + len(b) > 8000:
-        return difflib.SequenceMatcher(None, _WORD.findall(a), _WORD.findall(b),
-                                       autojunk=False).ratio()
+        return difflib.SequenceMatcher(
+            None, _WORD.findall(a), _WORD.findall(b), autojunk=False
+        ).ratio()
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
@@ -674,8 +778,10 @@ def find_fuzzy(ft: FileText, quote: str, hint: int = 0) -> tuple[int, int, float
         sums.append(sums[-1] + votes[k])
     ranked = sorted(votes, key=lambda o: -votes[o])[:40]
     # votes near each other count together: insertions and deletions shift the start a bit
-    smooth = {o: sums[bisect.bisect_right(keys, o + tol)] - sums[bisect.bisect_left(keys, o - tol)]
-              for o in ranked}
+    smooth = {
+        o: sums[bisect.bisect_right(keys, o + tol)] - sums[bisect.bisect_left(keys, o - tol)]
+        for o in ranked
+    }
     starts: list[int] = []
     for o in sorted(smooth, key=lambda o: (-smooth[o], o)):
         if all(abs(o - s) > max(tol, nq // 2) for s in starts):
@@ -695,28 +801,41 @@ def find_fuzzy(ft: FileText, quote: str, hint: int = 0) -> tuple[int, int, float
     return best
 
 
-def _align(text: str, tt: list[tuple[str, int, int]], a: int, b: int,
-           qt: list[tuple[str, int, int]], quote: str) -> tuple[int, int, float] | None:
+def _align(
+    text: str,
+    tt: list[tuple[str, int, int]],
+    a: int,
+    b: int,
+    qt: list[tuple[str, int, int]],
+    quote: str,
+) -> tuple[int, int, float] | None:
     window = [w for w, _, _ in tt[a:b]]
     qwords = [w for w, _, _ in qt]
-    blocks = [m for m in difflib.SequenceMatcher(None, window, qwords, autojunk=False)
-              .get_matching_blocks() if m.size]
+    blocks = [
+        m
+        for m in difflib.SequenceMatcher(None, window, qwords, autojunk=False).get_matching_blocks()
+        if m.size
+    ]
     if not blocks:
         return None
     first, last = blocks[0], blocks[-1]
     spans = {(first.a, last.a + last.size)}
     # words of the quote that no longer match at either end were probably replaced there
-    spans.add((max(0, first.a - first.b), min(b - a, last.a + last.size
-                                                + (len(qwords) - last.b - last.size))))
+    spans.add(
+        (
+            max(0, first.a - first.b),
+            min(b - a, last.a + last.size + (len(qwords) - last.b - last.size)),
+        )
+    )
     best: tuple[int, int, float] | None = None
-    lead, trail = quote[:qt[0][1]], quote[qt[-1][2]:]
+    lead, trail = quote[: qt[0][1]], quote[qt[-1][2] :]
     for n, (ws, we) in enumerate(sorted(spans, key=lambda x: x[0] - x[1])):
         if we <= ws:
             continue
         s, e = tt[a + ws][1], tt[a + we - 1][2]
-        if lead and text[max(0, s - len(lead)):s] == lead:
+        if lead and text[max(0, s - len(lead)) : s] == lead:
             s -= len(lead)
-        if trail and text[e:e + len(trail)] == trail:
+        if trail and text[e : e + len(trail)] == trail:
             e += len(trail)
         sim = similarity(text[s:e], quote)
         # the widest span keeps the words that replaced the quote's own; a narrower one must
@@ -742,8 +861,11 @@ class Verifier:
     def __init__(self, folder: Folder, min_similarity: float | None = None) -> None:
         self.folder = folder
         self.files = Files(folder)
-        self.min_similarity = float(min_similarity if min_similarity is not None else
-                                    folder.setting("cite.min_similarity", DEFAULT_MIN_SIMILARITY))
+        self.min_similarity = float(
+            min_similarity
+            if min_similarity is not None
+            else folder.setting("cite.min_similarity", DEFAULT_MIN_SIMILARITY)
+        )
 
     # locating texts
     def _original(self, cite: dict[str, Any]) -> FileText | None:
@@ -801,16 +923,20 @@ class Verifier:
         """When the cited doc is gone entirely (say renamed and edited, then synced): a doc
         that holds the exact quote, preferring one from the same source."""
         src = cite.get("source") or {}
-        by_src = {d for d, e in self.files.entries.items()
-                  if e.get("current", True) and src and e.get("source") == src}
+        by_src = {
+            d
+            for d, e in self.files.entries.items()
+            if e.get("current", True) and src and e.get("source") == src
+        }
         docs = sorted(self.files.by_hash().items(), key=lambda kv: (kv[0] not in by_src, kv[1]))
         for _did, rel in docs:
             if versions_dir(self.folder) in (self.folder.root / rel).parents:
                 continue
             ft = self.files.read(rel)
             if ft is not None and cite["quote"] in ft.text:
-                return Target(ft, "elsewhere", [f"the cited document is gone; {rel} holds the "
-                                                "exact quote"])
+                return Target(
+                    ft, "elsewhere", [f"the cited document is gone; {rel} holds the exact quote"]
+                )
         return None
 
     def verify(self, cite: dict[str, Any]) -> dict[str, Any]:
@@ -819,10 +945,20 @@ class Verifier:
         s0, e0 = cite["loc"]["start"], cite["loc"]["end"]
         ctx = cite.get("context") or {}
         res: dict[str, Any] = {
-            "id": cite["id"], "status": "missing", "type": cite["type"], "ref": cite.get("ref"),
-            "cited": {"doc_id": cite["doc_id"], "path": cite["path"],
-                      "loc": {"kind": "char", "start": s0, "end": e0}},
-            "found": None, "similarity": 0.0, "changes": [], "diagnostics": []}
+            "id": cite["id"],
+            "status": "missing",
+            "type": cite["type"],
+            "ref": cite.get("ref"),
+            "cited": {
+                "doc_id": cite["doc_id"],
+                "path": cite["path"],
+                "loc": {"kind": "char", "start": s0, "end": e0},
+            },
+            "found": None,
+            "similarity": 0.0,
+            "changes": [],
+            "diagnostics": [],
+        }
         target = self._target(cite)
         if target is None and cite["type"] != "memory":
             target = self._elsewhere(cite)
@@ -831,7 +967,8 @@ class Verifier:
             res["reason"] = f"{what}_gone"
             res["diagnostics"].append(
                 f"the {what} is gone: nothing at {cite['path']}, no file with its content"
-                + ("" if cite["type"] == "memory" else ", no newer version"))
+                + ("" if cite["type"] == "memory" else ", no newer version")
+            )
             return res
         ft = target.ft
         res["diagnostics"] += target.notes
@@ -847,7 +984,8 @@ class Verifier:
                     res["similarity"] = round(fz[2], 3)
                     res["diagnostics"].append(
                         f"closest passage: chars {fz[0]}-{fz[1]}, similarity {fz[2]:.2f} "
-                        f"(below {self.min_similarity:.2f})")
+                        f"(below {self.min_similarity:.2f})"
+                    )
                 self._archived(cite, res)
                 return res
             s, e, sim = fz
@@ -867,14 +1005,18 @@ class Verifier:
             res["diagnostics"].append(f"span now {s}-{e} (was {s0}-{e0})")
         res["changes"] = changes
         res["similarity"] = round(sim, 3)
-        found = {"doc_id": cite["doc_id"] if cite["type"] == "memory" else ft.doc_id,
-                 "path": ft.path, "sha256": ft.sha256,
-                 "loc": {"kind": "char", "start": s, "end": e}}
+        found = {
+            "doc_id": cite["doc_id"] if cite["type"] == "memory" else ft.doc_id,
+            "path": ft.path,
+            "sha256": ft.sha256,
+            "loc": {"kind": "char", "start": s, "end": e},
+        }
         if at is None:
             res["status"] = "changed"
             found["quote"] = ft.text[s:e]
-            res["diagnostics"].append(f"quote edited (similarity {sim:.2f}): "
-                                      + _describe_edit(quote, ft.text[s:e]))
+            res["diagnostics"].append(
+                f"quote edited (similarity {sim:.2f}): " + _describe_edit(quote, ft.text[s:e])
+            )
             self._archived(cite, res)
         else:
             res["status"] = "moved" if changes else "verified"
@@ -898,9 +1040,13 @@ def _describe_edit(old: str, new: str, limit: int = 4) -> str:
         if op == "equal":
             continue
         was, now = " ".join(a[i1:i2]), " ".join(b[j1:j2])
-        parts.append({"replace": f"{_short(was)!r} -> {_short(now)!r}",
-                      "delete": f"removed {_short(was)!r}",
-                      "insert": f"added {_short(now)!r}"}[op])
+        parts.append(
+            {
+                "replace": f"{_short(was)!r} -> {_short(now)!r}",
+                "delete": f"removed {_short(was)!r}",
+                "insert": f"added {_short(now)!r}",
+            }[op]
+        )
     more = f" (+{len(parts) - limit} more)" if len(parts) > limit else ""
     return "; ".join(parts[:limit]) + more if parts else "whitespace only"
 
@@ -909,14 +1055,21 @@ def _short(s: str, n: int = 40) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def updated(cite: dict[str, Any], result: dict[str, Any], files: Files | None = None
-            ) -> dict[str, Any]:
+def updated(
+    cite: dict[str, Any], result: dict[str, Any], files: Files | None = None
+) -> dict[str, Any]:
     """The cite object moved to where `result` found its quote (id and quote unchanged)."""
     found = result["found"]
     new = dict(cite)
     s, e = found["loc"]["start"], found["loc"]["end"]
-    new.update({"doc_id": found["doc_id"], "path": found["path"], "sha256": found["sha256"],
-                "loc": dict(found["loc"])})
+    new.update(
+        {
+            "doc_id": found["doc_id"],
+            "path": found["path"],
+            "sha256": found["sha256"],
+            "loc": dict(found["loc"]),
+        }
+    )
     if files is not None:
         ft = files.read(found["path"], "memory" if cite["type"] == "memory" else "doc")
         if ft is not None:
@@ -927,16 +1080,31 @@ def updated(cite: dict[str, Any], result: dict[str, Any], files: Files | None = 
     elif "#char" in ref or cite["type"] == "chunk":
         new["ref"] = f"{found['doc_id']}#char{s}-{e}"
     history = list(cite.get("history") or [])
-    history.append({"at": iso(), "status": result["status"], "changes": result["changes"],
-                    "from": {"doc_id": cite["doc_id"], "path": cite["path"],
-                             "sha256": cite["sha256"], "loc": cite["loc"]}})
+    history.append(
+        {
+            "at": iso(),
+            "status": result["status"],
+            "changes": result["changes"],
+            "from": {
+                "doc_id": cite["doc_id"],
+                "path": cite["path"],
+                "sha256": cite["sha256"],
+                "loc": cite["loc"],
+            },
+        }
+    )
     new["history"] = history
     new["updated_at"] = iso()
     return new
 
 
-def verify_many(folder: Folder, items: Iterable[str | dict[str, Any]], *, update: bool = False,
-                min_similarity: float | None = None) -> list[dict[str, Any]]:
+def verify_many(
+    folder: Folder,
+    items: Iterable[str | dict[str, Any]],
+    *,
+    update: bool = False,
+    min_similarity: float | None = None,
+) -> list[dict[str, Any]]:
     """Verify ids and cite objects. With `update`, persisted citations that moved are
     rewritten to their new place (the caller holds the writer lock).
 
@@ -956,8 +1124,9 @@ def verify_many(folder: Folder, items: Iterable[str | dict[str, Any]], *, update
     return out
 
 
-def resolve(folder: Folder, item: str | dict[str, Any], files: Files | None = None
-            ) -> dict[str, Any]:
+def resolve(
+    folder: Folder, item: str | dict[str, Any], files: Files | None = None
+) -> dict[str, Any]:
     """A cite object from an id (citation, chunk, doc or memory) or a cite object."""
     if isinstance(item, dict):
         return check(folder, item, "cite object")
@@ -967,13 +1136,15 @@ def resolve(folder: Folder, item: str | dict[str, Any], files: Files | None = No
 
 
 def all_ids(folder: Folder) -> list[str]:
-    return [p.stem for p in sorted(folder.citations_dir.glob("c-*.json"))] \
-        if folder.citations_dir.exists() else []
+    return (
+        [p.stem for p in sorted(folder.citations_dir.glob("c-*.json"))]
+        if folder.citations_dir.exists()
+        else []
+    )
 
 
 # -- showing a passage --------------------------------------------------------------------------
-def passage(folder: Folder, item: str | dict[str, Any], context_lines: int = 2
-            ) -> dict[str, Any]:
+def passage(folder: Folder, item: str | dict[str, Any], context_lines: int = 2) -> dict[str, Any]:
     """Where a citation's quote is now, with `context_lines` lines around it."""
     if context_lines < 0:
         raise UsageError("--context must be 0 or more")
@@ -984,9 +1155,15 @@ def passage(folder: Folder, item: str | dict[str, Any], context_lines: int = 2
     if res["found"] is None:
         # nothing left in the files: show what the citation itself recorded
         pre, post = cite["context"]["pre"], cite["context"]["post"]
-        out.update({"path": cite["path"], "lines": None, "text": pre + cite["quote"] + post,
-                    "highlight": {"start": len(pre), "end": len(pre) + len(cite["quote"])},
-                    "from_citation": True})
+        out.update(
+            {
+                "path": cite["path"],
+                "lines": None,
+                "text": pre + cite["quote"] + post,
+                "highlight": {"start": len(pre), "end": len(pre) + len(cite["quote"])},
+                "from_citation": True,
+            }
+        )
         return out
     f = res["found"]
     ft = v.files.read(f["path"], "memory" if cite["type"] == "memory" else "doc")
@@ -1000,22 +1177,37 @@ def passage(folder: Folder, item: str | dict[str, Any], context_lines: int = 2
     hi_line = min(len(line_starts) - 1, last + context_lines)
     lo = line_starts[lo_line]
     hi = line_starts[hi_line + 1] if hi_line + 1 < len(line_starts) else len(text)
-    out.update({"path": f["path"], "lines": {"start": first + 1, "end": last + 1},
-                "text": text[lo:hi].rstrip("\n"), "highlight": {"start": s - lo, "end": e - lo},
-                "first_line": lo_line + 1, "from_citation": False})
+    out.update(
+        {
+            "path": f["path"],
+            "lines": {"start": first + 1, "end": last + 1},
+            "text": text[lo:hi].rstrip("\n"),
+            "highlight": {"start": s - lo, "end": e - lo},
+            "first_line": lo_line + 1,
+            "from_citation": False,
+        }
+    )
     return out
 
 
 # -- housekeeping ----------------------------------------------------------------------------------
-def select(folder: Folder, cites: list[dict[str, Any]], *, tags: list[str] | None = None,
-           doc: str | None = None) -> list[dict[str, Any]]:
+def select(
+    folder: Folder,
+    cites: list[dict[str, Any]],
+    *,
+    tags: list[str] | None = None,
+    doc: str | None = None,
+) -> list[dict[str, Any]]:
     """Citations carrying all `tags`, and citing `doc` (doc/note id prefix or path part)."""
     out = []
     for c in cites:
         if tags and not set(tags) <= set(c.get("tags") or []):
             continue
-        if doc and not (c["doc_id"].startswith(doc) or doc in c["path"]
-                        or str(c.get("ref") or "").startswith(doc)):
+        if doc and not (
+            c["doc_id"].startswith(doc)
+            or doc in c["path"]
+            or str(c.get("ref") or "").startswith(doc)
+        ):
             continue
         out.append(c)
     return out

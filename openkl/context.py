@@ -26,9 +26,17 @@ def _query_terms(query: str) -> list[str]:
     return [w for w in words if w not in STOP and len(w) >= 3]
 
 
-def context(folder: Folder, g: Graph, query: str, *, k: int = 8, max_entities: int = 12,
-            min_conf: float | None = None, use_llm: bool | None = None,
-            embedder: Any = None) -> dict[str, Any]:
+def context(
+    folder: Folder,
+    g: Graph,
+    query: str,
+    *,
+    k: int = 8,
+    max_entities: int = 12,
+    min_conf: float | None = None,
+    use_llm: bool | None = None,
+    embedder: Any = None,
+) -> dict[str, Any]:
     """The entity subgraph relevant to `query` (see module doc). Read-only."""
     from .errors import UsageError
     from .search import search
@@ -45,9 +53,12 @@ def context(folder: Folder, g: Graph, query: str, *, k: int = 8, max_entities: i
         rank = {h["id"]: h for h in hits}
         rows = []
         for table in ("Chunk", "MemoryNote"):  # one label per query: mixed-label reads are unsafe
-            rows += g.query(f"MATCH (x:{table})-[m:MENTIONS]->(e:Entity) WHERE x.id IN $ids AND"
-                            " e.confidence >= $mc RETURN x.id AS x, e.id AS e, m.confidence AS c"
-                            " ORDER BY x.id, e.id", {"ids": ids, "mc": floor})
+            rows += g.query(
+                f"MATCH (x:{table})-[m:MENTIONS]->(e:Entity) WHERE x.id IN $ids AND"
+                " e.confidence >= $mc RETURN x.id AS x, e.id AS e, m.confidence AS c"
+                " ORDER BY x.id, e.id",
+                {"ids": ids, "mc": floor},
+            )
         for r in rows:
             h = rank[r["x"]]
             w = (1.0 / h["rank"]) * float(r["c"])
@@ -58,18 +69,31 @@ def context(folder: Folder, g: Graph, query: str, *, k: int = 8, max_entities: i
     terms = _query_terms(query)
     named: set[str] = set()
     for t in terms:
-        for r in g.query("MATCH (e:Entity) WHERE e.confidence >= $mc AND (e.id = $t OR"
-                         " e.id STARTS WITH $p OR e.id ENDS WITH $s OR e.id CONTAINS $c OR"
-                         " list_contains(e.aliases, $raw)) RETURN e.id AS id",
-                         {"mc": floor, "t": t, "p": t + "-", "s": "-" + t, "c": "-" + t + "-",
-                          "raw": t.upper()}):
+        for r in g.query(
+            "MATCH (e:Entity) WHERE e.confidence >= $mc AND (e.id = $t OR"
+            " e.id STARTS WITH $p OR e.id ENDS WITH $s OR e.id CONTAINS $c OR"
+            " list_contains(e.aliases, $raw)) RETURN e.id AS id",
+            {"mc": floor, "t": t, "p": t + "-", "s": "-" + t, "c": "-" + t + "-", "raw": t.upper()},
+        ):
             scores[r["id"]] += 0.5
             named.add(r["id"])
     if not scores:
-        return _answer(query, [], [], hits, "No passages or entity names matched the query.",
-                       "LOW", "ranked", warnings)
-    ent_rows = {r["id"]: r for r in g.query(
-        f"MATCH (e:Entity) WHERE e.id IN $ids RETURN {ENTITY_COLS}", {"ids": list(scores)})}
+        return _answer(
+            query,
+            [],
+            [],
+            hits,
+            "No passages or entity names matched the query.",
+            "LOW",
+            "ranked",
+            warnings,
+        )
+    ent_rows = {
+        r["id"]: r
+        for r in g.query(
+            f"MATCH (e:Entity) WHERE e.id IN $ids RETURN {ENTITY_COLS}", {"ids": list(scores)}
+        )
+    }
     ranked = sorted(scores, key=lambda e: (-(scores[e] * (0.5 + ent_rows[e]["confidence"])), e))
     method = "ranked"
     reasoning = ""
@@ -89,14 +113,17 @@ def context(folder: Folder, g: Graph, query: str, *, k: int = 8, max_entities: i
         row = _entity_row(ent_rows[eid])
         row["score"] = round(scores.get(eid, 0.0), 4)
         row["why"] = (["named in the query"] if eid in named else []) + [
-            f"mentioned in {w}" for w in why.get(eid, [])[:3]]
+            f"mentioned in {w}" for w in why.get(eid, [])[:3]
+        ]
         ents.append(row)
     sel = [e["id"] for e in ents]
     rels = g.query(
         "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id IN $ids AND b.id IN $ids"
         " AND r.confidence >= $mc RETURN a.id AS from_id, a.name AS from_name, r.type AS type,"
         " b.id AS to_id, b.name AS to_name, r.confidence AS confidence, r.evidence AS evidence"
-        " ORDER BY r.confidence DESC, a.id, b.id, r.type", {"ids": sel, "mc": floor})
+        " ORDER BY r.confidence DESC, a.id, b.id, r.type",
+        {"ids": sel, "mc": floor},
+    )
     if method == "ranked":
         reasoning = _reasoning(ents, hits, named)
         label = _label(ents, hits, named)
@@ -124,23 +151,46 @@ def _reasoning(ents: list[dict[str, Any]], hits: list[dict[str, Any]], named: se
     n = [e["name"] for e in ents if e["id"] in named]
     if n:
         parts.append("the query names " + ", ".join(n[:5]))
-    parts.append("entities are ranked by how strongly those passages mention them: "
-                 + ", ".join(e["name"] for e in ents[:5]))
+    parts.append(
+        "entities are ranked by how strongly those passages mention them: "
+        + ", ".join(e["name"] for e in ents[:5])
+    )
     return "; ".join(parts) + "."
 
 
-def _answer(query: str, ents: list[dict[str, Any]], rels: list[dict[str, Any]],
-            hits: list[dict[str, Any]], reasoning: str, label: str, method: str,
-            warnings: list[str]) -> dict[str, Any]:
-    return {"query": query, "entities": ents, "relationships": rels,
-            "sources": [{k: h[k] for k in ("type", "id", "path", "title", "loc", "quote", "score")
-                         if k in h} for h in hits],
-            "reasoning": reasoning, "confidence": label, "method": method, "warnings": warnings}
+def _answer(
+    query: str,
+    ents: list[dict[str, Any]],
+    rels: list[dict[str, Any]],
+    hits: list[dict[str, Any]],
+    reasoning: str,
+    label: str,
+    method: str,
+    warnings: list[str],
+) -> dict[str, Any]:
+    return {
+        "query": query,
+        "entities": ents,
+        "relationships": rels,
+        "sources": [
+            {k: h[k] for k in ("type", "id", "path", "title", "loc", "quote", "score") if k in h}
+            for h in hits
+        ],
+        "reasoning": reasoning,
+        "confidence": label,
+        "method": method,
+        "warnings": warnings,
+    }
 
 
-def _ask_llm(folder: Folder, g: Graph, query: str, hits: list[dict[str, Any]],
-             candidates: list[str], rows: dict[str, dict[str, Any]]
-             ) -> tuple[list[str], str, str | None]:
+def _ask_llm(
+    folder: Folder,
+    g: Graph,
+    query: str,
+    hits: list[dict[str, Any]],
+    candidates: list[str],
+    rows: dict[str, dict[str, Any]],
+) -> tuple[list[str], str, str | None]:
     from .llm import ChatClient, LLMError, config_from
 
     cfg = config_from(folder)
@@ -148,16 +198,22 @@ def _ask_llm(folder: Folder, g: Graph, query: str, hits: list[dict[str, Any]],
     catalog = {rows[e]["name"]: e for e in candidates}
     passages = "\n\n".join(f"[{i + 1}] {h['quote'][:800]}" for i, h in enumerate(hits[:6]))
     msgs = [
-        {"role": "system", "content": "You select entities from a knowledge graph that are "
-         "relevant to a question. Answer with JSON only: {\"entities\": [names from the list], "
-         "\"reasoning\": \"one or two sentences\", \"confidence\": \"HIGH|MEDIUM|LOW\"}."},
-        {"role": "user", "content": f"Question: {query}\n\nPassages:\n{passages}\n\n"
-         f"Known entities:\n" + "\n".join(f"- {n}" for n in catalog)},
+        {
+            "role": "system",
+            "content": "You select entities from a knowledge graph that are "
+            'relevant to a question. Answer with JSON only: {"entities": [names from the list], '
+            '"reasoning": "one or two sentences", "confidence": "HIGH|MEDIUM|LOW"}.',
+        },
+        {
+            "role": "user",
+            "content": f"Question: {query}\n\nPassages:\n{passages}\n\n"
+            f"Known entities:\n" + "\n".join(f"- {n}" for n in catalog),
+        },
     ]
 
     def check(data: Any) -> tuple[list[str], str, str | None]:
         if not isinstance(data, dict) or not isinstance(data.get("entities"), list):
-            raise ValueError("expected {\"entities\": [...]}")
+            raise ValueError('expected {"entities": [...]}')
         chosen = []
         for n in data["entities"]:
             if isinstance(n, str) and n in catalog and catalog[n] not in chosen:

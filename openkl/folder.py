@@ -35,17 +35,37 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "domain": None,  # defaults to the folder's name
     "embedding": {"model": "default", "batch_size": 32},
     "chunking": {"max_tokens": 256, "overlap": 64},
-    "search": {"k": 10, "mode": "hybrid", "per_doc": 1, "vector_index": "exact",
-               "fusion": "wsum", "vector_weight": 0.5, "rrf_k": 60, "diversity": 0.5},
+    "search": {
+        "k": 10,
+        "mode": "hybrid",
+        "per_doc": 1,
+        "vector_index": "exact",
+        "fusion": "wsum",
+        "vector_weight": 0.5,
+        "rrf_k": 60,
+        "diversity": 0.5,
+    },
     "lock_timeout": 30.0,
-    "llm": {"base_url": None, "model": None, "api_key_env": "OPENAI_API_KEY", "timeout": 60.0,
-            "retries": 2},
+    "llm": {
+        "base_url": None,
+        "model": None,
+        "api_key_env": "OPENAI_API_KEY",
+        "timeout": 60.0,
+        "retries": 2,
+    },
     "ingest": {"max_file_mb": 64},
     "graph": {"buffer_pool_mb": 512, "min_free_mb": 64},
     # caps for `ok mcp`: results per call, bytes per result, seconds per call (per tool)
-    "mcp": {"max_k": 50, "max_bytes": 100000, "timeout": 30.0,
-            "timeouts": {"ask": 120.0, "store_ingest": 300.0, "context": 60.0},
-            "fs_max_entries": 500, "grep_max": 200, "cypher_max_rows": 500, "read_only": False},
+    "mcp": {
+        "max_k": 50,
+        "max_bytes": 100000,
+        "timeout": 30.0,
+        "timeouts": {"ask": 120.0, "store_ingest": 300.0, "context": 60.0},
+        "fs_max_entries": 500,
+        "grep_max": 200,
+        "cypher_max_rows": 500,
+        "read_only": False,
+    },
 }
 
 GITIGNORE = """\
@@ -79,8 +99,7 @@ _SPAN_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 TIME_FORMS = "use e.g. 2026-01-31, 2026-01-31T08:00:00Z, 90m, 12h, 7d or 2w"
 
 
-def parse_time(value: str | None, option: str = "--since", end_of_day: bool = False
-               ) -> str | None:
+def parse_time(value: str | None, option: str = "--since", end_of_day: bool = False) -> str | None:
     """An ISO date/time, or a span back from now (`30m`, `12h`, `7d`, `2w`), as UTC ISO.
 
     A bare date means the start of that day, or its last second with `end_of_day` (so
@@ -94,14 +113,16 @@ def parse_time(value: str | None, option: str = "--since", end_of_day: bool = Fa
         try:
             when = utcnow() - dt.timedelta(seconds=int(m.group(1)) * _SPAN_SECONDS[m.group(2)])
         except (OverflowError, ValueError):
-            raise UsageError(f"{option} {value!r} reaches back before the year 1",
-                             TIME_FORMS) from None
+            raise UsageError(
+                f"{option} {value!r} reaches back before the year 1", TIME_FORMS
+            ) from None
     else:
         try:
             when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise UsageError(f"{option} {value!r} is neither a date nor a span",
-                             TIME_FORMS) from None
+            raise UsageError(
+                f"{option} {value!r} is neither a date nor a span", TIME_FORMS
+            ) from None
         if end_of_day and len(value) == 10:
             when = when.replace(hour=23, minute=59, second=59)
         if when.tzinfo is None:
@@ -142,8 +163,10 @@ def shown(value: str | Path, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-NAME_NOT_UTF8 = ("its name is not valid UTF-8 (the mapping and the index need UTF-8), so it is "
-                 "left out (hint: rename it to a UTF-8 name)")
+NAME_NOT_UTF8 = (
+    "its name is not valid UTF-8 (the mapping and the index need UTF-8), so it is "
+    "left out (hint: rename it to a UTF-8 name)"
+)
 
 
 def is_utf8(path: str | Path) -> bool:
@@ -162,17 +185,23 @@ def check_path(path: str | Path, what: str = "path") -> None:
         raise BadInput(f"{what} contains a NUL byte", "pass a plain path without \\x00")
     size = len(os.fsencode(text))
     if size > MAX_PATH:
-        raise BadInput(f"{what} is {size} bytes long; paths are at most {MAX_PATH}",
-                       "pass a shorter path, relative to the folder root")
+        raise BadInput(
+            f"{what} is {size} bytes long; paths are at most {MAX_PATH}",
+            "pass a shorter path, relative to the folder root",
+        )
     parts = [x for x in text.replace("\\", "/").split("/") if x]
     if len(parts) > MAX_DEPTH:
-        raise BadInput(f"{what} is {len(parts)} directories deep; at most {MAX_DEPTH} are "
-                       "accepted", "pass the path of a real file or directory")
+        raise BadInput(
+            f"{what} is {len(parts)} directories deep; at most {MAX_DEPTH} are accepted",
+            "pass the path of a real file or directory",
+        )
     long = next((x for x in parts if len(os.fsencode(x)) > MAX_NAME), None)
     if long is not None:
-        raise BadInput(f"{what} has a name of {len(os.fsencode(long))} bytes "
-                       f"({shown(long, 40)}); names are at most {MAX_NAME}",
-                       "pass the path of a real file or directory")
+        raise BadInput(
+            f"{what} has a name of {len(os.fsencode(long))} bytes "
+            f"({shown(long, 40)}); names are at most {MAX_NAME}",
+            "pass the path of a real file or directory",
+        )
 
 
 def append_whole(path: Path, data: bytes, fsync: bool = False) -> None:
@@ -188,7 +217,7 @@ def append_whole(path: Path, data: bytes, fsync: bool = False) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             if fsync:
                 os.fsync(fd)
         except BaseException as e:
@@ -253,16 +282,24 @@ class Folder:
         try:
             return cls._lay_out(root, domain)
         except OSError as e:
-            raise BadInput(f"cannot create a knowledge folder at {shown(root)}: "
-                           f"{e.strerror or e}",
-                           "choose a directory you can write to, e.g. `ok init ~/kb`") from None
+            raise BadInput(
+                f"cannot create a knowledge folder at {shown(root)}: {e.strerror or e}",
+                "choose a directory you can write to, e.g. `ok init ~/kb`",
+            ) from None
 
     @classmethod
     def _lay_out(cls, root: Path, domain: str | None) -> Folder:
         folder = cls(root)
-        for d in (folder.sources_dir, folder.normalized_dir, folder.by_date_dir,
-                  folder.topics_dir, folder.citations_dir, folder.graph_dir, folder.kuzu_dir,
-                  folder.cache_dir):
+        for d in (
+            folder.sources_dir,
+            folder.normalized_dir,
+            folder.by_date_dir,
+            folder.topics_dir,
+            folder.citations_dir,
+            folder.graph_dir,
+            folder.kuzu_dir,
+            folder.cache_dir,
+        ):
             d.mkdir(parents=True, exist_ok=True)
         if not folder.config_path.exists():
             cfg = copy.deepcopy(DEFAULT_CONFIG)
@@ -272,8 +309,10 @@ class Folder:
         if not gi.exists():
             atomic_write(gi, GITIGNORE)
         elif ".ok/kuzu/" not in gi.read_text(encoding="utf-8", errors="replace"):
-            atomic_write(gi, gi.read_text(encoding="utf-8", errors="replace").rstrip("\n")
-                         + "\n\n" + GITIGNORE)
+            atomic_write(
+                gi,
+                gi.read_text(encoding="utf-8", errors="replace").rstrip("\n") + "\n\n" + GITIGNORE,
+            )
         if not folder.mapping_path.exists():
             atomic_write(folder.mapping_path, "")
         return folder
@@ -288,8 +327,10 @@ class Folder:
         p = Path(path)
         full = (p if p.is_absolute() else self.root / p).resolve()
         if not self.holds(full):
-            raise BadInput(f"path {shown(path)} is outside the knowledge folder {self.root}",
-                           "use a path inside the folder")
+            raise BadInput(
+                f"path {shown(path)} is outside the knowledge folder {self.root}",
+                "use a path inside the folder",
+            )
         return full
 
     def holds(self, resolved: Path) -> bool:
@@ -305,11 +346,15 @@ class Folder:
                 try:
                     data = yaml.safe_load(self.config_path.read_text(encoding="utf-8")) or {}
                 except yaml.YAMLError as e:
-                    raise BadInput(f"{self.config_path} is not valid YAML: {e}".splitlines()[0],
-                                   "fix the file or delete it to get the defaults") from e
+                    raise BadInput(
+                        f"{self.config_path} is not valid YAML: {e}".splitlines()[0],
+                        "fix the file or delete it to get the defaults",
+                    ) from e
                 if not isinstance(data, dict):
-                    raise BadInput(f"{self.config_path} must hold a mapping",
-                                   "fix the file or delete it to get the defaults")
+                    raise BadInput(
+                        f"{self.config_path} must hold a mapping",
+                        "fix the file or delete it to get the defaults",
+                    )
             self._config = _merge(DEFAULT_CONFIG, data)
             if not self._config.get("domain"):
                 self._config["domain"] = self.root.name
@@ -368,18 +413,22 @@ class Folder:
                 except BlockingIOError:
                     now = time.monotonic()
                     if now >= deadline:
-                        raise LockBusy(f"the folder is locked by another writer: {self.lock_holder()}",
-                                       "wait for it to finish, or raise OK_LOCK_TIMEOUT") from None
+                        raise LockBusy(
+                            f"the folder is locked by another writer: {self.lock_holder()}",
+                            "wait for it to finish, or raise OK_LOCK_TIMEOUT",
+                        ) from None
                     # said once, and only for a real wait: a writer that finishes within a
                     # second is not worth a line; a silent 30 s wait looks like a hang
                     if not told and now - started >= LOCK_NOTICE_AFTER:
-                        print(f"waiting for the writer lock, held by {self.lock_holder()}; "
-                              f"giving up after {timeout:g}s (OK_LOCK_TIMEOUT)…",
-                              file=sys.stderr, flush=True)
+                        print(
+                            f"waiting for the writer lock, held by {self.lock_holder()}; "
+                            f"giving up after {timeout:g}s (OK_LOCK_TIMEOUT)…",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                         told = True
                     time.sleep(0.1)
-            info = {"pid": os.getpid(), "host": socket.gethostname(), "what": what,
-                    "since": iso()}
+            info = {"pid": os.getpid(), "host": socket.gethostname(), "what": what, "since": iso()}
             try:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, json.dumps(info).encode(), 0)
@@ -428,11 +477,15 @@ def _coerce(raw: str, like: Any) -> Any:
         return raw.lower() in ("1", "true", "yes", "on")
     if isinstance(like, int | float):
         try:
-            return int(raw) if isinstance(like, int) and raw.strip().lstrip("-").isdigit() \
+            return (
+                int(raw)
+                if isinstance(like, int) and raw.strip().lstrip("-").isdigit()
                 else float(raw)
+            )
         except ValueError:
-            raise BadInput(f"environment value {raw!r} is not a number",
-                           "set the OK_* variable to a number") from None
+            raise BadInput(
+                f"environment value {raw!r} is not a number", "set the OK_* variable to a number"
+            ) from None
     return raw
 
 
@@ -442,15 +495,18 @@ def find_root(start: Path | None = None, explicit: str | Path | None = None) -> 
     if given:
         root = Path(given).expanduser().resolve()
         if not (root / ".ok").is_dir():
-            raise NotAFolder(f"{root} is not a knowledge folder (no .ok/ inside)",
-                             f"run `ok init {given}` first")
+            raise NotAFolder(
+                f"{root} is not a knowledge folder (no .ok/ inside)", f"run `ok init {given}` first"
+            )
         return root
     here = (start or Path.cwd()).resolve()
     for d in (here, *here.parents):
         if (d / ".ok").is_dir():
             return d
-    raise NotAFolder("not inside a knowledge folder (no .ok/ here or in any parent)",
-                     "run `ok init` here, or pass --root / set OK_ROOT")
+    raise NotAFolder(
+        "not inside a knowledge folder (no .ok/ here or in any parent)",
+        "run `ok init` here, or pass --root / set OK_ROOT",
+    )
 
 
 def open_folder(explicit: str | Path | None = None) -> Folder:
@@ -458,5 +514,14 @@ def open_folder(explicit: str | Path | None = None) -> Folder:
     return Folder(find_root(explicit=explicit))
 
 
-__all__ = ["Folder", "OkError", "append_whole", "atomic_write", "find_root", "iso", "open_folder", "parse_time",
-           "utcnow"]
+__all__ = [
+    "Folder",
+    "OkError",
+    "append_whole",
+    "atomic_write",
+    "find_root",
+    "iso",
+    "open_folder",
+    "parse_time",
+    "utcnow",
+]

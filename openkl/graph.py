@@ -80,21 +80,35 @@ def fts_text(text: str) -> str:
 # is data and a keyword hidden by a comment is not missed.
 
 _READ_STARTS = frozenset({"MATCH", "OPTIONAL", "RETURN", "WITH", "UNWIND", "CALL"})
-_WRITE_STARTS = frozenset({"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP",
-                           "ALTER", "COMMENT"})
+_WRITE_STARTS = frozenset(
+    {"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "ALTER", "COMMENT"}
+)
 _WRITES = frozenset({"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "ALTER"})
 # clauses that reach files, databases or extensions outside the folder's graph
-_OUTSIDE = frozenset({"LOAD", "COPY", "EXPORT", "IMPORT", "INSTALL", "UNINSTALL", "UPDATE",
-                      "FORCE", "ATTACH", "USE"})
+_OUTSIDE = frozenset(
+    {"LOAD", "COPY", "EXPORT", "IMPORT", "INSTALL", "UNINSTALL", "UPDATE", "FORCE", "ATTACH", "USE"}
+)
 # table functions that scan files; only reachable through CALL or LOAD FROM, both refused,
 # named here so the refusal says why
-_FILE_FUNCTIONS = frozenset({"READ_CSV_SERIAL", "READ_CSV_PARALLEL", "READ_PARQUET",
-                             "READ_NPY", "READ_PANDAS", "JSON_SCAN"})
+_FILE_FUNCTIONS = frozenset(
+    {"READ_CSV_SERIAL", "READ_CSV_PARALLEL", "READ_PARQUET", "READ_NPY", "READ_PANDAS", "JSON_SCAN"}
+)
 # table functions that only read the graph or its catalog; CREATE_FTS_INDEX is not here
 # (its stopwords option reads a file) and neither is `CALL name = value` (settings)
-CALLABLE = frozenset({"SHOW_TABLES", "TABLE_INFO", "SHOW_INDEXES", "SHOW_FUNCTIONS",
-                      "SHOW_SEQUENCES", "SHOW_CONNECTION", "DB_VERSION", "CATALOG_VERSION",
-                      "QUERY_FTS_INDEX", "QUERY_VECTOR_INDEX"})
+CALLABLE = frozenset(
+    {
+        "SHOW_TABLES",
+        "TABLE_INFO",
+        "SHOW_INDEXES",
+        "SHOW_FUNCTIONS",
+        "SHOW_SEQUENCES",
+        "SHOW_CONNECTION",
+        "DB_VERSION",
+        "CATALOG_VERSION",
+        "QUERY_FTS_INDEX",
+        "QUERY_VECTOR_INDEX",
+    }
+)
 
 _FILES_HINT = "query the graph with MATCH … RETURN; files enter the folder through store ingest"
 
@@ -124,7 +138,7 @@ def _lex(query: str) -> list[list[tuple[str, str]]]:
             i = j + 1
         elif c == "`":
             j = query.find("`", i + 1)
-            while j != -1 and query[j + 1:j + 2] == "`":  # `` inside a name is one backtick
+            while j != -1 and query[j + 1 : j + 2] == "`":  # `` inside a name is one backtick
                 j = query.find("`", j + 2)
             if j == -1:
                 raise _refused("an unterminated `name`", "close the backtick")
@@ -155,8 +169,10 @@ def _lex(query: str) -> list[list[tuple[str, str]]]:
         elif c in " \t\n\r\f\v":
             i += 1
         elif not c.isascii():
-            raise _refused(f"the character {c!r} (U+{ord(c):04X}) outside a string literal",
-                           "write Cypher in ASCII; other text goes in quotes or backticks")
+            raise _refused(
+                f"the character {c!r} (U+{ord(c):04X}) outside a string literal",
+                "write Cypher in ASCII; other text goes in quotes or backticks",
+            )
         else:
             statements[-1].append(("punct", c))
             i += 1
@@ -171,16 +187,19 @@ def check_cypher(query: str, *, write: bool = False) -> None:
     """
     statements = _lex(query)
     if not statements:
-        raise BadInput("the query is empty", "pass a Cypher query such as "
-                       "`MATCH (d:Doc) RETURN d.title`")
+        raise BadInput(
+            "the query is empty", "pass a Cypher query such as `MATCH (d:Doc) RETURN d.title`"
+        )
     if len(statements) > 1:
-        raise _refused("several statements (one is run at a time)",
-                       "remove the `;` between them and run each on its own")
+        raise _refused(
+            "several statements (one is run at a time)",
+            "remove the `;` between them and run each on its own",
+        )
     tokens = statements[0]
     for idx, (kind, text) in enumerate(tokens):
         if kind != "word":
             continue
-        after = tokens[idx + 1:idx + 3]
+        after = tokens[idx + 1 : idx + 3]
         if text in _OUTSIDE or text in _FILE_FUNCTIONS:
             raise _refused(f"{text} reaches files, other databases or extensions", _FILES_HINT)
         if text == "DETACH" and after[:1] != [("word", "DELETE")]:
@@ -188,18 +207,25 @@ def check_cypher(query: str, *, write: bool = False) -> None:
         if text == "CALL":
             name = after[0][1] if after and after[0][0] == "word" else ""
             if name not in CALLABLE or after[1:] != [("punct", "(")]:
-                raise _refused(f"CALL {name.lower() or '…'}; only catalog and index functions "
-                               f"may be called ({', '.join(sorted(CALLABLE)).lower()})",
-                               "use MATCH … RETURN for anything else")
+                raise _refused(
+                    f"CALL {name.lower() or '…'}; only catalog and index functions "
+                    f"may be called ({', '.join(sorted(CALLABLE)).lower()})",
+                    "use MATCH … RETURN for anything else",
+                )
     kind, first = tokens[0]
     if kind != "word" or first not in _READ_STARTS | _WRITE_STARTS:
-        raise _refused(f"a query may not start with {first}",
-                       "start with MATCH, OPTIONAL MATCH, RETURN, WITH, UNWIND or CALL "
-                       "(CREATE, MERGE, SET, DELETE … with --write)")
-    if not write and (first in _WRITE_STARTS or any(k == "word" and t in _WRITES
-                                                    for k, t in tokens)):
-        raise ReadOnlyViolation("this query writes to the graph, which is opened read-only",
-                                "pass --write if you really mean to change the graph")
+        raise _refused(
+            f"a query may not start with {first}",
+            "start with MATCH, OPTIONAL MATCH, RETURN, WITH, UNWIND or CALL "
+            "(CREATE, MERGE, SET, DELETE … with --write)",
+        )
+    if not write and (
+        first in _WRITE_STARTS or any(k == "word" and t in _WRITES for k, t in tokens)
+    ):
+        raise ReadOnlyViolation(
+            "this query writes to the graph, which is opened read-only",
+            "pass --write if you really mean to change the graph",
+        )
 
 
 def _log_pending(db_path: Path) -> bool:
@@ -231,8 +257,11 @@ def _replay_in_child(kuzu_dir: Path, buffer_pool_mb: int) -> int:
     import sys
 
     try:
-        return subprocess.run([sys.executable, "-c", _REPLAY, str(kuzu_dir), str(buffer_pool_mb)],
-                              capture_output=True, timeout=600).returncode
+        return subprocess.run(
+            [sys.executable, "-c", _REPLAY, str(kuzu_dir), str(buffer_pool_mb)],
+            capture_output=True,
+            timeout=600,
+        ).returncode
     except (OSError, subprocess.TimeoutExpired):
         return 3
 
@@ -256,11 +285,19 @@ class Graph:
     # -- opening ----------------------------------------------------------------
     @classmethod
     @contextlib.contextmanager
-    def open(cls, kuzu_dir: Path, *, write: bool, embedder_identity: str | None = None,
-             dim: int | None = None, timeout: float = 30.0,
-             check: bool = True, buffer_pool_mb: int = 512,
-             recover: Callable[[], bool] | None = None, probe: bool = True
-             ) -> Iterator[Graph]:
+    def open(
+        cls,
+        kuzu_dir: Path,
+        *,
+        write: bool,
+        embedder_identity: str | None = None,
+        dim: int | None = None,
+        timeout: float = 30.0,
+        check: bool = True,
+        buffer_pool_mb: int = 512,
+        recover: Callable[[], bool] | None = None,
+        probe: bool = True,
+    ) -> Iterator[Graph]:
         """Open the graph. Writers must already hold the folder's writer lock.
 
         A writer creates the schema on first use. Both wait up to `timeout` seconds for
@@ -275,7 +312,9 @@ class Graph:
         if probe and _log_pending(path) and _replay_in_child(kuzu_dir, buffer_pool_mb) < 0:
             raise GraphUnrecoverable(
                 "the graph cannot be opened: the graph engine crashes replaying the log of a "
-                "writer that was killed", "run `ok sync`, which rebuilds the index from the files")
+                "writer that was killed",
+                "run `ok sync`, which rebuilds the index from the files",
+            )
         deadline = time.monotonic() + timeout
         started = time.monotonic()
         while True:
@@ -284,8 +323,9 @@ class Graph:
             try:
                 # Kùzu's default pool is 80% of RAM, which costs ~20 ms per open; every
                 # command (and every MCP call) opens the graph, so keep it modest
-                db = kuzu.Database(str(path), read_only=not write,
-                                   buffer_pool_size=buffer_pool_mb << 20)
+                db = kuzu.Database(
+                    str(path), read_only=not write, buffer_pool_size=buffer_pool_mb << 20
+                )
                 break
             except RuntimeError as e:
                 # a writer that is closing (or was killed) leaves a write-ahead log that
@@ -293,8 +333,10 @@ class Graph:
                 # repaired by the next writer (`ok sync`) if it was killed
                 replay = "replay" in str(e).lower()
                 if not (_is_lock_error(e) or replay):
-                    raise OkError(f"cannot open the graph at {path}: {e}".splitlines()[0],
-                                  "run `ok index --rebuild` to recreate it from the files") from e
+                    raise OkError(
+                        f"cannot open the graph at {path}: {e}".splitlines()[0],
+                        "run `ok index --rebuild` to recreate it from the files",
+                    ) from e
                 # no writer after a grace period: it was killed mid-checkpoint; `recover`
                 # replays the log as a brief writer, if no one else is writing
                 if replay and recover and time.monotonic() - started > 1.0 and recover():
@@ -302,10 +344,14 @@ class Graph:
                     continue
                 if time.monotonic() >= deadline:
                     if replay:
-                        raise OkError("the graph has an unfinished write that a reader cannot "
-                                      "replay", "run `ok sync`, which completes it") from e
-                    raise LockBusy("the graph is in use by another process",
-                                   "wait for the other `ok` command to finish") from e
+                        raise OkError(
+                            "the graph has an unfinished write that a reader cannot replay",
+                            "run `ok sync`, which completes it",
+                        ) from e
+                    raise LockBusy(
+                        "the graph is in use by another process",
+                        "wait for the other `ok` command to finish",
+                    ) from e
                 time.sleep(0.1)
         conn = kuzu.Connection(db)
         g = cls(db, conn, path, write)
@@ -401,8 +447,9 @@ class Graph:
         for ddl in schema(dim):
             self.conn.execute(ddl)
         for table, name, col in FTS_INDEXES:
-            self.conn.execute(f"CALL CREATE_FTS_INDEX('{table}', '{name}', ['{col}'],"
-                              " stemmer := 'porter')")
+            self.conn.execute(
+                f"CALL CREATE_FTS_INDEX('{table}', '{name}', ['{col}'], stemmer := 'porter')"
+            )
         self.set_meta("schema_version", SCHEMA_VERSION)
         if embedder_identity:
             self.set_meta("embedder", embedder_identity)
@@ -417,11 +464,15 @@ class Graph:
         if meta.get("schema_version") != SCHEMA_VERSION:
             raise IndexMismatch(
                 f"the index has schema version {meta.get('schema_version')}, this ok needs "
-                f"{SCHEMA_VERSION}", "run `ok index --rebuild`")
+                f"{SCHEMA_VERSION}",
+                "run `ok index --rebuild`",
+            )
         if embedder_identity and meta.get("embedder") and meta["embedder"] != embedder_identity:
             raise IndexMismatch(
                 f"the index was built with embedder {meta['embedder']}, the folder is set to "
-                f"{embedder_identity}", "run `ok index --rebuild`")
+                f"{embedder_identity}",
+                "run `ok index --rebuild`",
+            )
 
     # -- generic ----------------------------------------------------------------
     def query(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -433,9 +484,10 @@ class Graph:
         except RuntimeError as e:
             msg = str(e)
             if "read-only" in msg.lower() or "read only" in msg.lower():
-                raise ReadOnlyViolation("this query writes to the graph, which is opened read-only",
-                                        "pass --write if you really mean to change the graph")\
-                    from e
+                raise ReadOnlyViolation(
+                    "this query writes to the graph, which is opened read-only",
+                    "pass --write if you really mean to change the graph",
+                ) from e
             raise OkError(f"query failed: {msg.splitlines()[0]}") from e
         results = res if isinstance(res, list) else [res]
         out: list[dict[str, Any]] = []
@@ -457,7 +509,9 @@ class Graph:
 
     def meta(self) -> dict[str, str]:
         try:
-            return {r["k"]: r["v"] for r in self.query("MATCH (m:Meta) RETURN m.key AS k, m.value AS v")}
+            return {
+                r["k"]: r["v"] for r in self.query("MATCH (m:Meta) RETURN m.key AS k, m.value AS v")
+            }
         except OkError:
             return {}
 
@@ -468,9 +522,13 @@ class Graph:
     def dim(self) -> int:
         return int(self.meta().get("dim", "0"))
 
-    def copy_rows(self, table: str, rows: dict[str, Sequence[Any]],
-                  types: dict[str, Any] | None = None, rel_from_to: tuple[str, str] | None = None
-                  ) -> None:
+    def copy_rows(
+        self,
+        table: str,
+        rows: dict[str, Sequence[Any]],
+        types: dict[str, Any] | None = None,
+        rel_from_to: tuple[str, str] | None = None,
+    ) -> None:
         """Bulk-load rows (column name → values, in schema order) with COPY FROM pyarrow."""
         import pyarrow as pa
 
@@ -483,11 +541,14 @@ class Graph:
         try:
             self.conn.execute(f"COPY {table} FROM $t{opts}", {"t": tbl})
         except RuntimeError as e:
-            raise OkError(f"bulk load into {table} failed: {str(e).splitlines()[0]}",
-                          "run `ok index --rebuild`") from e
+            raise OkError(
+                f"bulk load into {table} failed: {str(e).splitlines()[0]}",
+                "run `ok index --rebuild`",
+            ) from e
 
-    def update_rows(self, table: str, rows: dict[str, Sequence[Any]],
-                    types: dict[str, Any] | None = None) -> None:
+    def update_rows(
+        self, table: str, rows: dict[str, Sequence[Any]], types: dict[str, Any] | None = None
+    ) -> None:
         """Set the columns of existing nodes, found by their `id` (column name → values)."""
         import pyarrow as pa
 
@@ -546,45 +607,71 @@ class Graph:
         self.conn.execute("BEGIN TRANSACTION")
 
     # -- documents and chunks --------------------------------------------------
-    def add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]],
-                 vecs: Any) -> None:
+    def add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]], vecs: Any) -> None:
         """Insert documents with their chunks and vectors in bulk, in one transaction."""
         with self.transaction():
             self._add_docs(docs, chunks, vecs)
 
-    def _add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]],
-                  vecs: Any) -> None:
+    def _add_docs(
+        self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]], vecs: Any
+    ) -> None:
         import pyarrow as pa
 
         if docs:
-            self.copy_rows("Doc", {k: [d[k] for d in docs] for k in
-                                   ("id", "path", "sha256", "title", "source", "created_at",
-                                    "chars", "current")})
+            self.copy_rows(
+                "Doc",
+                {
+                    k: [d[k] for d in docs]
+                    for k in (
+                        "id",
+                        "path",
+                        "sha256",
+                        "title",
+                        "source",
+                        "created_at",
+                        "chars",
+                        "current",
+                    )
+                },
+            )
         if chunks:
             dim = vecs.shape[1]
             flat = pa.array(vecs.reshape(-1).astype("float32"), type=pa.float32())
             vec_arr = pa.FixedSizeListArray.from_arrays(flat, dim)
-            self.copy_rows("Chunk", {
-                "id": [c["id"] for c in chunks], "doc_id": [c["doc_id"] for c in chunks],
-                "text": [c["text"] for c in chunks],
-                "fts": [fts_text(c["text"]) for c in chunks],
-                "span_start": [c["start"] for c in chunks],
-                "span_end": [c["end"] for c in chunks], "ord": [c["ord"] for c in chunks],
-                "current": [c.get("current", True) for c in chunks], "vec": vec_arr,
-            }, types={"span_start": pa.int64(), "span_end": pa.int64(), "ord": pa.int64()})
-            self.copy_rows("HAS_CHUNK", {"from": [c["doc_id"] for c in chunks],
-                                         "to": [c["id"] for c in chunks]})
+            self.copy_rows(
+                "Chunk",
+                {
+                    "id": [c["id"] for c in chunks],
+                    "doc_id": [c["doc_id"] for c in chunks],
+                    "text": [c["text"] for c in chunks],
+                    "fts": [fts_text(c["text"]) for c in chunks],
+                    "span_start": [c["start"] for c in chunks],
+                    "span_end": [c["end"] for c in chunks],
+                    "ord": [c["ord"] for c in chunks],
+                    "current": [c.get("current", True) for c in chunks],
+                    "vec": vec_arr,
+                },
+                types={"span_start": pa.int64(), "span_end": pa.int64(), "ord": pa.int64()},
+            )
+            self.copy_rows(
+                "HAS_CHUNK",
+                {"from": [c["doc_id"] for c in chunks], "to": [c["id"] for c in chunks]},
+            )
 
     def remove_doc(self, doc_id: str) -> None:
-        self.query("MATCH (d:Doc {id: $id})-[:HAS_CHUNK]->(c:Chunk) DETACH DELETE c", {"id": doc_id})
+        self.query(
+            "MATCH (d:Doc {id: $id})-[:HAS_CHUNK]->(c:Chunk) DETACH DELETE c", {"id": doc_id}
+        )
         self.query("MATCH (d:Doc {id: $id}) DETACH DELETE d", {"id": doc_id})
 
     def set_doc_path(self, doc_id: str, path: str) -> None:
         self.query("MATCH (d:Doc {id: $id}) SET d.path = $p", {"id": doc_id, "p": path})
 
     def docs(self) -> dict[str, dict[str, Any]]:
-        rows = self.query("MATCH (d:Doc) RETURN d.id AS id, d.path AS path, d.sha256 AS sha256,"
-                          " d.current AS current")
+        rows = self.query(
+            "MATCH (d:Doc) RETURN d.id AS id, d.path AS path, d.sha256 AS sha256,"
+            " d.current AS current"
+        )
         return {r["id"]: r for r in rows}
 
     # -- memory notes ------------------------------------------------------------
@@ -599,42 +686,59 @@ class Graph:
 
         dim = vecs.shape[1]
         flat = pa.array(vecs.reshape(-1).astype("float32"), type=pa.float32())
-        self.copy_rows("MemoryNote", {
-            "id": [n["id"] for n in notes], "path": [n["path"] for n in notes],
-            "sha256": [n["sha256"] for n in notes], "text": [n["text"] for n in notes],
-            "fts": [fts_text(n["text"]) for n in notes], "ts": [n["ts"] for n in notes],
-            "tags": [list(n["tags"]) for n in notes], "topics": [list(n["topics"]) for n in notes],
-            "body_start": [n["body_start"] for n in notes],
-            "body_end": [n["body_end"] for n in notes],
-            "vec": pa.FixedSizeListArray.from_arrays(flat, dim),
-        }, types={"tags": pa.list_(pa.string()), "topics": pa.list_(pa.string()),
-                  "body_start": pa.int64(), "body_end": pa.int64()})
+        self.copy_rows(
+            "MemoryNote",
+            {
+                "id": [n["id"] for n in notes],
+                "path": [n["path"] for n in notes],
+                "sha256": [n["sha256"] for n in notes],
+                "text": [n["text"] for n in notes],
+                "fts": [fts_text(n["text"]) for n in notes],
+                "ts": [n["ts"] for n in notes],
+                "tags": [list(n["tags"]) for n in notes],
+                "topics": [list(n["topics"]) for n in notes],
+                "body_start": [n["body_start"] for n in notes],
+                "body_end": [n["body_end"] for n in notes],
+                "vec": pa.FixedSizeListArray.from_arrays(flat, dim),
+            },
+            types={
+                "tags": pa.list_(pa.string()),
+                "topics": pa.list_(pa.string()),
+                "body_start": pa.int64(),
+                "body_end": pa.int64(),
+            },
+        )
         topic_rows = sorted({t for n in notes for t in n["topics"]})
         for t in topic_rows:
             self.query("MERGE (t:Topic {id: $id}) SET t.name = $id", {"id": t})
         for n in notes:
             for t in n["topics"]:
-                self.query("MATCH (m:MemoryNote {id: $m}), (t:Topic {id: $t}) "
-                           "MERGE (m)-[:HAS_TOPIC]->(t)", {"m": n["id"], "t": t})
+                self.query(
+                    "MATCH (m:MemoryNote {id: $m}), (t:Topic {id: $t}) MERGE (m)-[:HAS_TOPIC]->(t)",
+                    {"m": n["id"], "t": t},
+                )
 
     def remove_note(self, note_id: str) -> None:
         self.query("MATCH (m:MemoryNote {id: $id}) DETACH DELETE m", {"id": note_id})
 
     def notes(self) -> dict[str, dict[str, Any]]:
-        rows = self.query("MATCH (m:MemoryNote) RETURN m.id AS id, m.path AS path,"
-                          " m.sha256 AS sha256")
+        rows = self.query(
+            "MATCH (m:MemoryNote) RETURN m.id AS id, m.path AS path, m.sha256 AS sha256"
+        )
         return {r["id"]: r for r in rows}
 
     # -- retrieval ---------------------------------------------------------------
-    def fts(self, table: str, query: str, k: int, k1: float = 0.9, b: float = 0.4
-            ) -> list[tuple[str, float]]:
+    def fts(
+        self, table: str, query: str, k: int, k1: float = 0.9, b: float = 0.4
+    ) -> list[tuple[str, float]]:
         """BM25 over a table's FTS index: [(id, score)] best first."""
         index = dict((t, n) for t, n, _ in FTS_INDEXES)[table]
         where = " WHERE node.current" if table == "Chunk" else ""
         rows = self.query(
             f"CALL QUERY_FTS_INDEX('{table}', '{index}', $q, K := $k1, B := $b, top := $top) "
             f"WITH node, score{where} RETURN node.id AS id, score ORDER BY score DESC, id LIMIT $lim",
-            {"q": query, "k1": k1, "b": b, "top": k * 2, "lim": k})
+            {"q": query, "k1": k1, "b": b, "top": k * 2, "lim": k},
+        )
         return [(r["id"], float(r["score"])) for r in rows]
 
     def vector(self, table: str, qvec: Sequence[float], k: int) -> list[tuple[str, float]]:
@@ -644,7 +748,8 @@ class Graph:
         rows = self.query(
             f"MATCH (n:{table}){where} WITH n, array_cosine_similarity(n.vec, "
             f"CAST($q AS FLOAT[{dim}])) AS s RETURN n.id AS id, s ORDER BY s DESC, id LIMIT $k",
-            {"q": [float(x) for x in qvec], "k": k})
+            {"q": [float(x) for x in qvec], "k": k},
+        )
         return [(r["id"], float(r["s"])) for r in rows]
 
     def chunks_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -654,19 +759,28 @@ class Graph:
         # two primary-key lookups are several times faster than one join over HAS_CHUNK
         rows = self.query(
             "UNWIND $ids AS i MATCH (c:Chunk {id: i}) RETURN c.id AS id, c.doc_id AS doc_id,"
-            " c.text AS text, c.span_start AS `start`, c.span_end AS `end`", {"ids": list(ids)})
-        docs = {d["doc_id"]: d for d in self.query(
-            "UNWIND $ids AS i MATCH (d:Doc {id: i}) RETURN d.id AS doc_id, d.path AS path,"
-            " d.sha256 AS sha256, d.source AS source, d.created_at AS created_at,"
-            " d.title AS title", {"ids": sorted({r["doc_id"] for r in rows})})}
+            " c.text AS text, c.span_start AS `start`, c.span_end AS `end`",
+            {"ids": list(ids)},
+        )
+        docs = {
+            d["doc_id"]: d
+            for d in self.query(
+                "UNWIND $ids AS i MATCH (d:Doc {id: i}) RETURN d.id AS doc_id, d.path AS path,"
+                " d.sha256 AS sha256, d.source AS source, d.created_at AS created_at,"
+                " d.title AS title",
+                {"ids": sorted({r["doc_id"] for r in rows})},
+            )
+        }
         return {r["id"]: {**r, **docs[r["doc_id"]]} for r in rows if r["doc_id"] in docs}
 
     def vectors(self, table: str, ids: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors of chunks or notes, by id."""
         if not ids:
             return {}
-        rows = self.query(f"UNWIND $ids AS i MATCH (n:{table} {{id: i}}) RETURN n.id AS id,"
-                          " n.vec AS vec", {"ids": list(ids)})
+        rows = self.query(
+            f"UNWIND $ids AS i MATCH (n:{table} {{id: i}}) RETURN n.id AS id, n.vec AS vec",
+            {"ids": list(ids)},
+        )
         return {r["id"]: r["vec"] for r in rows}
 
     def notes_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -676,7 +790,8 @@ class Graph:
             "UNWIND $ids AS i MATCH (m:MemoryNote {id: i}) RETURN m.id AS id, m.path AS path,"
             " m.sha256 AS sha256, m.text AS text, m.ts AS ts, m.tags AS tags,"
             " m.topics AS topics, m.body_start AS body_start, m.body_end AS body_end",
-            {"ids": list(ids)})
+            {"ids": list(ids)},
+        )
         return {r["id"]: r for r in rows}
 
     def incomplete(self) -> dict[str, list[str]]:
@@ -684,15 +799,26 @@ class Graph:
         but no chunks, a chunk or note without its entity extraction. Writes are
         transactional, so this finds damage from outside (a lost page, a hand-run
         `--write` query), which `ok sync` repairs by indexing them again."""
-        empty = [r["id"] for r in self.query(
-            "MATCH (d:Doc) WHERE d.current AND d.chars > 0 AND NOT EXISTS "
-            "{ MATCH (d)-[:HAS_CHUNK]->(:Chunk) } RETURN d.id AS id")]
+        empty = [
+            r["id"]
+            for r in self.query(
+                "MATCH (d:Doc) WHERE d.current AND d.chars > 0 AND NOT EXISTS "
+                "{ MATCH (d)-[:HAS_CHUNK]->(:Chunk) } RETURN d.id AS id"
+            )
+        ]
         extracted = {r["id"] for r in self.query("MATCH (x:Extraction) RETURN x.id AS id")}
-        docs = {r["d"] for r in self.query(
-            "MATCH (d:Doc)-[:HAS_CHUNK]->(c:Chunk) WHERE d.current RETURN d.id AS d, c.id AS c")
-            if r["c"] not in extracted}
-        notes = [r["id"] for r in self.query("MATCH (m:MemoryNote) RETURN m.id AS id")
-                 if r["id"] not in extracted]
+        docs = {
+            r["d"]
+            for r in self.query(
+                "MATCH (d:Doc)-[:HAS_CHUNK]->(c:Chunk) WHERE d.current RETURN d.id AS d, c.id AS c"
+            )
+            if r["c"] not in extracted
+        }
+        notes = [
+            r["id"]
+            for r in self.query("MATCH (m:MemoryNote) RETURN m.id AS id")
+            if r["id"] not in extracted
+        ]
         return {"docs": sorted(docs | set(empty)), "notes": sorted(notes)}
 
     def counts(self) -> dict[str, int]:

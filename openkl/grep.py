@@ -36,13 +36,23 @@ def targets(folder: Folder, scope: str) -> list[Path]:
     return [p for p in out if p.exists()]
 
 
-def grep(folder: Folder, pattern: str, *, scope: str = "all", ignore_case: bool = False,
-         fixed: bool = False, max_count: int = 1000, use_rg: bool = True) -> list[dict[str, Any]]:
+def grep(
+    folder: Folder,
+    pattern: str,
+    *,
+    scope: str = "all",
+    ignore_case: bool = False,
+    fixed: bool = False,
+    max_count: int = 1000,
+    use_rg: bool = True,
+) -> list[dict[str, Any]]:
     if not pattern:
         raise UsageError("the pattern is empty", "pass a regular expression or use -F for text")
     if "\x00" in pattern:
-        raise BadInput("the pattern contains a NUL byte", "notes and documents are text; "
-                       "search for something else")
+        raise BadInput(
+            "the pattern contains a NUL byte",
+            "notes and documents are text; search for something else",
+        )
     paths = targets(folder, scope)
     if not paths:
         return []
@@ -52,8 +62,15 @@ def grep(folder: Folder, pattern: str, *, scope: str = "all", ignore_case: bool 
     return _py(folder, pattern, paths, ignore_case, fixed, max_count)
 
 
-def _rg(folder: Folder, rg: str, pattern: str, paths: list[Path], ignore_case: bool,
-        fixed: bool, max_count: int) -> list[dict[str, Any]]:
+def _rg(
+    folder: Folder,
+    rg: str,
+    pattern: str,
+    paths: list[Path],
+    ignore_case: bool,
+    fixed: bool,
+    max_count: int,
+) -> list[dict[str, Any]]:
     cmd = [rg, "--json", "--no-config", "--sort", "path", "-g", "*.md"]
     if ignore_case:
         cmd.append("-i")
@@ -74,9 +91,15 @@ def _rg(folder: Folder, rg: str, pattern: str, paths: list[Path], ignore_case: b
         for sub in d.get("submatches", [])[:1]:
             # rg gives a name that is not UTF-8 as base64 bytes (`ok sync` reports the file)
             name = d["path"].get("text") or os.fsdecode(base64.b64decode(d["path"]["bytes"]))
-            out.append({"path": shown(folder.rel(Path(name)), 4096),
-                        "line": d["line_number"], "column": _col(text, sub["start"]) + 1,
-                        "text": text.rstrip("\n"), "match": sub["match"].get("text", "")})
+            out.append(
+                {
+                    "path": shown(folder.rel(Path(name)), 4096),
+                    "line": d["line_number"],
+                    "column": _col(text, sub["start"]) + 1,
+                    "text": text.rstrip("\n"),
+                    "match": sub["match"].get("text", ""),
+                }
+            )
         if len(out) >= max_count:
             break
     return out
@@ -86,8 +109,9 @@ def _col(line: str, byte_off: int) -> int:
     return len(line.encode("utf-8")[:byte_off].decode("utf-8", errors="ignore"))
 
 
-def _py(folder: Folder, pattern: str, paths: list[Path], ignore_case: bool, fixed: bool,
-        max_count: int) -> list[dict[str, Any]]:
+def _py(
+    folder: Folder, pattern: str, paths: list[Path], ignore_case: bool, fixed: bool, max_count: int
+) -> list[dict[str, Any]]:
     try:
         rx = re.compile(re.escape(pattern) if fixed else pattern, re.I if ignore_case else 0)
     except re.error as e:
@@ -99,8 +123,15 @@ def _py(folder: Folder, pattern: str, paths: list[Path], ignore_case: bool, fixe
         for n, line in enumerate(text.splitlines(), 1):
             m = rx.search(line)
             if m:
-                out.append({"path": shown(folder.rel(f), 4096), "line": n, "column": m.start() + 1,
-                            "text": line, "match": m.group(0)})
+                out.append(
+                    {
+                        "path": shown(folder.rel(f), 4096),
+                        "line": n,
+                        "column": m.start() + 1,
+                        "text": line,
+                        "match": m.group(0),
+                    }
+                )
                 if len(out) >= max_count:
                     return out
     return out

@@ -44,13 +44,17 @@ pre_remove_hooks: list[Callable[..., None]] = []
 
 
 def embedder(folder: Folder) -> Embedder:
-    return embedder_for(str(folder.setting("embedding.model", "default")),
-                        folder.cache_dir, int(folder.setting("embedding.batch_size", 32)))
+    return embedder_for(
+        str(folder.setting("embedding.model", "default")),
+        folder.cache_dir,
+        int(folder.setting("embedding.batch_size", 32)),
+    )
 
 
 @contextlib.contextmanager
-def open_graph(folder: Folder, write: bool = False, check: bool = True,
-               kuzu_dir: Path | None = None) -> Iterator[Graph]:
+def open_graph(
+    folder: Folder, write: bool = False, check: bool = True, kuzu_dir: Path | None = None
+) -> Iterator[Graph]:
     """The one way to open the folder's graph. Writers must hold `folder.write_lock`.
 
     A writer's changes form one transaction: a command that fails or is killed half way
@@ -64,11 +68,16 @@ def open_graph(folder: Folder, write: bool = False, check: bool = True,
     if kuzu_dir is None:
         kuzu_dir = folder.kuzu_dir
         Graph.finish_swap(kuzu_dir, writer=write)
-    with Graph.open(kuzu_dir, write=write, embedder_identity=ident,
-                    dim=emb.dim if write else None,
-                    timeout=float(folder.setting("lock_timeout", 30.0)), check=check,
-                    buffer_pool_mb=int(folder.setting("graph.buffer_pool_mb", 512)),
-                    recover=None if write else lambda: _replay_log(folder)) as g:
+    with Graph.open(
+        kuzu_dir,
+        write=write,
+        embedder_identity=ident,
+        dim=emb.dim if write else None,
+        timeout=float(folder.setting("lock_timeout", 30.0)),
+        check=check,
+        buffer_pool_mb=int(folder.setting("graph.buffer_pool_mb", 512)),
+        recover=None if write else lambda: _replay_log(folder),
+    ) as g:
         if write:
             with g.transaction():
                 yield g
@@ -93,8 +102,11 @@ def _room_to_write(folder: Folder) -> None:
     except OSError:
         return
     if free < need:
-        raise DiskFull(f"the disk is nearly full: the graph needs {need / (1 << 20):g} MB free to "
-                       f"write safely (graph.min_free_mb)", path=where)
+        raise DiskFull(
+            f"the disk is nearly full: the graph needs {need / (1 << 20):g} MB free to "
+            f"write safely (graph.min_free_mb)",
+            path=where,
+        )
 
 
 def _stamp(folder: Folder) -> Path:
@@ -131,8 +143,10 @@ def _replay_log(folder: Folder) -> bool:
     Only when no one holds the writer lock; returns whether it did.
     """
     try:
-        with folder.write_lock("replaying the graph log", timeout=0), \
-                Graph.open(folder.kuzu_dir, write=True, check=False, timeout=2.0):
+        with (
+            folder.write_lock("replaying the graph log", timeout=0),
+            Graph.open(folder.kuzu_dir, write=True, check=False, timeout=2.0),
+        ):
             return True
     except OkError:  # a writer is active (it will finish the job), or the open failed
         return False
@@ -157,21 +171,26 @@ def scan_docs(folder: Folder) -> tuple[dict[str, str], list[notes_mod.Problem]]:
         if not p.is_file() or p.name.startswith("."):
             continue
         if not is_utf8(p):
-            problems.append(notes_mod.Problem(shown(folder.rel(p), 4096), NAME_NOT_UTF8,
-                                              "unreadable"))
+            problems.append(
+                notes_mod.Problem(shown(folder.rel(p), 4096), NAME_NOT_UTF8, "unreadable")
+            )
             continue
         data = p.read_bytes()
         rel = folder.rel(p)
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
-            problems.append(notes_mod.Problem(rel, "not valid UTF-8 (re-save it as UTF-8)",
-                                              "unreadable"))
+            problems.append(
+                notes_mod.Problem(rel, "not valid UTF-8 (re-save it as UTF-8)", "unreadable")
+            )
             continue
         did = doc_id_of(data)
         if did in found:
-            problems.append(notes_mod.Problem(rel, f"same content as {found[did]}; indexed once",
-                                              "same_content"))
+            problems.append(
+                notes_mod.Problem(
+                    rel, f"same content as {found[did]}; indexed once", "same_content"
+                )
+            )
             continue
         found[did] = rel
     return found, problems
@@ -190,9 +209,9 @@ def _read_text(folder: Folder, rel: str) -> str:
     return (folder.root / rel).read_text(encoding="utf-8")
 
 
-def build_doc_rows(folder: Folder, emb: Embedder, items: list[tuple[str, str]],
-                   entries: dict[str, dict[str, Any]]
-                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def build_doc_rows(
+    folder: Folder, emb: Embedder, items: list[tuple[str, str]], entries: dict[str, dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Doc and chunk rows for (doc id, relative path) pairs."""
     max_tokens = int(folder.setting("chunking.max_tokens", emb.max_tokens))
     overlap = int(folder.setting("chunking.overlap", max_tokens // 4))
@@ -201,15 +220,29 @@ def build_doc_rows(folder: Folder, emb: Embedder, items: list[tuple[str, str]],
         text = _read_text(folder, rel)
         entry = entries.get(did, {})
         source = entry.get("source") or {"path": rel}
-        docs.append({"id": did, "path": rel,
-                     "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                     "title": entry.get("title") or title_of(text, Path(rel).name),
-                     "source": json.dumps(source, sort_keys=True),
-                     "created_at": entry.get("ingested_at") or "", "chars": len(text),
-                     "current": True})
+        docs.append(
+            {
+                "id": did,
+                "path": rel,
+                "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                "title": entry.get("title") or title_of(text, Path(rel).name),
+                "source": json.dumps(source, sort_keys=True),
+                "created_at": entry.get("ingested_at") or "",
+                "chars": len(text),
+                "current": True,
+            }
+        )
         for i, c in enumerate(chunk_text(text, emb.tokenizer, max_tokens, overlap)):
-            chunks.append({"id": c.chunk_id(did), "doc_id": did, "text": c.text,
-                           "start": c.start, "end": c.end, "ord": i})
+            chunks.append(
+                {
+                    "id": c.chunk_id(did),
+                    "doc_id": did,
+                    "text": c.text,
+                    "start": c.start,
+                    "end": c.end,
+                    "ord": i,
+                }
+            )
     return docs, chunks
 
 
@@ -222,7 +255,7 @@ def embed_all(emb: Embedder, texts: list[str], what: str = "embedding") -> np.nd
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     with progress(what, emb.missing(texts)) as advance:
         for i in range(0, len(order), EMBED_BLOCK):
-            idx = order[i:i + EMBED_BLOCK]
+            idx = order[i : i + EMBED_BLOCK]
             block = [texts[j] for j in idx]
             todo = emb.missing(block)
             out[idx] = emb.embed(block)
@@ -239,8 +272,9 @@ class PreparedDocs:
     vecs: np.ndarray
 
 
-def prepare_docs(folder: Folder, items: list[tuple[str, str]],
-                 entries: dict[str, dict[str, Any]] | None = None) -> PreparedDocs:
+def prepare_docs(
+    folder: Folder, items: list[tuple[str, str]], entries: dict[str, dict[str, Any]] | None = None
+) -> PreparedDocs:
     """Chunk and embed docs without touching the graph.
 
     Embedding is the slow part of indexing; doing it before the graph is opened keeps the
@@ -252,9 +286,13 @@ def prepare_docs(folder: Folder, items: list[tuple[str, str]],
     return PreparedDocs(docs, chunks, embed_all(emb, [c["text"] for c in chunks]))
 
 
-def index_docs(folder: Folder, g: Graph, items: list[tuple[str, str]],
-               entries: dict[str, dict[str, Any]] | None = None,
-               prepared: PreparedDocs | None = None) -> int:
+def index_docs(
+    folder: Folder,
+    g: Graph,
+    items: list[tuple[str, str]],
+    entries: dict[str, dict[str, Any]] | None = None,
+    prepared: PreparedDocs | None = None,
+) -> int:
     """Load docs (id, relative path) into the graph; returns the number of chunks."""
     if not items:
         return 0
@@ -307,9 +345,17 @@ def index_docs(folder: Folder, g: Graph, items: list[tuple[str, str]],
 
 def note_row(folder: Folder, n: notes_mod.Note) -> dict[str, Any]:
     assert n.path is not None
-    return {"id": n.id, "path": folder.rel(n.path), "sha256": n.sha256, "text": n.body,
-            "ts": n.ts, "tags": n.tags, "topics": n.topics, "body_start": n.body_start,
-            "body_end": n.body_start + len(n.body)}
+    return {
+        "id": n.id,
+        "path": folder.rel(n.path),
+        "sha256": n.sha256,
+        "text": n.body,
+        "ts": n.ts,
+        "tags": n.tags,
+        "topics": n.topics,
+        "body_start": n.body_start,
+        "body_end": n.body_start + len(n.body),
+    }
 
 
 def index_notes(folder: Folder, g: Graph, notes: list[notes_mod.Note]) -> None:
@@ -337,20 +383,33 @@ def link_derived(g: Graph, notes: list[notes_mod.Note]) -> None:
     for n in notes:
         for ref in n.extra.get("derived_from") or []:
             ref = str(ref)
-            chunks = [ref] if "#" in ref and g.query(
-                "MATCH (c:Chunk {id: $c}) RETURN c.id AS id", {"c": ref}) else []
+            chunks = (
+                [ref]
+                if "#" in ref and g.query("MATCH (c:Chunk {id: $c}) RETURN c.id AS id", {"c": ref})
+                else []
+            )
             span = re.fullmatch(r"([0-9a-f]{16})#char(\d+)-(\d+)", ref)
             if span and not chunks:
-                chunks = [r["id"] for r in g.query(
-                    "MATCH (c:Chunk) WHERE c.doc_id = $d AND c.span_start < $e "
-                    "AND c.span_end > $s RETURN c.id AS id",
-                    {"d": span[1], "s": int(span[2]), "e": int(span[3])})]
+                chunks = [
+                    r["id"]
+                    for r in g.query(
+                        "MATCH (c:Chunk) WHERE c.doc_id = $d AND c.span_start < $e "
+                        "AND c.span_end > $s RETURN c.id AS id",
+                        {"d": span[1], "s": int(span[2]), "e": int(span[3])},
+                    )
+                ]
             for c in chunks:
-                g.query("MATCH (m:MemoryNote {id: $m}), (c:Chunk {id: $c}) "
-                        "MERGE (m)-[:DERIVED_FROM]->(c)", {"m": n.id, "c": c})
+                g.query(
+                    "MATCH (m:MemoryNote {id: $m}), (c:Chunk {id: $c}) "
+                    "MERGE (m)-[:DERIVED_FROM]->(c)",
+                    {"m": n.id, "c": c},
+                )
             if not chunks:
-                g.query("MATCH (m:MemoryNote {id: $m}), (d:Doc {id: $d}) "
-                        "MERGE (m)-[:DERIVED_FROM]->(d)", {"m": n.id, "d": ref.split("#")[0]})
+                g.query(
+                    "MATCH (m:MemoryNote {id: $m}), (d:Doc {id: $d}) "
+                    "MERGE (m)-[:DERIVED_FROM]->(d)",
+                    {"m": n.id, "d": ref.split("#")[0]},
+                )
 
 
 def index_note(folder: Folder, note: notes_mod.Note, replace: bool = False) -> None:
@@ -367,16 +426,26 @@ def index_note(folder: Folder, note: notes_mod.Note, replace: bool = False) -> N
                 remove_from_graph(folder, g, [], [note.id])
             index_notes(folder, g, [note])
     except OkError as e:
-        raise type(e)(f"note {note.id} is saved in {where} but not indexed: {e.message}",
-                      "run `ok sync` when the graph is free") from e
+        raise type(e)(
+            f"note {note.id} is saved in {where} but not indexed: {e.message}",
+            "run `ok sync` when the graph is free",
+        ) from e
     except (OSError, sqlite3.Error) as e:  # the embedding cache on a full disk, say
-        raise OkError(f"note {note.id} is saved in {where} but not indexed: {e}",
-                      "run `ok sync` once the cause is fixed") from e
+        raise OkError(
+            f"note {note.id} is saved in {where} but not indexed: {e}",
+            "run `ok sync` once the cause is fixed",
+        ) from e
 
 
-def replace_docs(folder: Folder, g: Graph, removed: list[str], items: list[tuple[str, str]],
-                 entries: dict[str, dict[str, Any]], prepared: PreparedDocs | None = None,
-                 removed_notes: list[str] | None = None) -> tuple[int, list[str]]:
+def replace_docs(
+    folder: Folder,
+    g: Graph,
+    removed: list[str],
+    items: list[tuple[str, str]],
+    entries: dict[str, dict[str, Any]],
+    prepared: PreparedDocs | None = None,
+    removed_notes: list[str] | None = None,
+) -> tuple[int, list[str]]:
     """Take `removed` docs (and notes) out of the graph and load `items`, then link old
     versions (`SUPERSEDES`). Returns the chunks loaded and the notes that were derived from
     the removed docs, whose `DERIVED_FROM` edges the caller restores with `lineage.relink`
@@ -420,9 +489,18 @@ class SyncReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.docs_added or self.docs_removed or self.docs_moved or self.notes_added
-                    or self.notes_updated or self.notes_removed or self.incomplete
-                    or self.docs_missing or self.docs_unlinked or self.recovered)
+        return bool(
+            self.docs_added
+            or self.docs_removed
+            or self.docs_moved
+            or self.notes_added
+            or self.notes_updated
+            or self.notes_removed
+            or self.incomplete
+            or self.docs_missing
+            or self.docs_unlinked
+            or self.recovered
+        )
 
     @property
     def unreadable(self) -> list[str]:
@@ -434,8 +512,10 @@ class SyncReport:
         return [p for p in self.problems if p["kind"] != "same_content"]
 
     def as_dict(self) -> dict[str, Any]:
-        return ({k: getattr(self, k) for k in self.__dataclass_fields__}
-                | {"changed": self.changed, "unreadable": self.unreadable})
+        return {k: getattr(self, k) for k in self.__dataclass_fields__} | {
+            "changed": self.changed,
+            "unreadable": self.unreadable,
+        }
 
 
 def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
@@ -460,29 +540,47 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
     for nid, n in gnotes.items():
         if n["path"] in broken and nid not in notes:
             kept[n["path"]] = nid
-    rep.problems = [{"path": p.path, "problem": p.problem, "kind": p.kind,
-                     **({"kept": kept[p.path]} if p.path in kept else {})}
-                    for p in problems + note_problems]
+    rep.problems = [
+        {
+            "path": p.path,
+            "problem": p.problem,
+            "kind": p.kind,
+            **({"kept": kept[p.path]} if p.path in kept else {}),
+        }
+        for p in problems + note_problems
+    ]
     rep.docs_added = sorted(set(files) - set(in_graph))
     rep.docs_removed = sorted(set(in_graph) - set(files))
-    rep.docs_moved = [{"id": d, "from": in_graph[d]["path"], "to": files[d]}
-                      for d in sorted(set(files) & set(in_graph)) if files[d] != in_graph[d]["path"]]
+    rep.docs_moved = [
+        {"id": d, "from": in_graph[d]["path"], "to": files[d]}
+        for d in sorted(set(files) & set(in_graph))
+        if files[d] != in_graph[d]["path"]
+    ]
     rep.notes_added = sorted(set(notes) - set(gnotes))
     rep.notes_removed = sorted(set(gnotes) - set(notes) - set(kept.values()))
-    rep.notes_updated = sorted(n for n in set(notes) & set(gnotes)
-                               if notes[n].sha256 != gnotes[n]["sha256"]
-                               or folder.rel(notes[n].path) != gnotes[n]["path"])  # type: ignore[arg-type]
+    rep.notes_updated = sorted(
+        n
+        for n in set(notes) & set(gnotes)
+        if notes[n].sha256 != gnotes[n]["sha256"] or folder.rel(notes[n].path) != gnotes[n]["path"]  # type: ignore[arg-type]
+    )
     # documents the mapping records as current but that are not on disk (a writer died
     # between recording a document and writing it): `sync` drops those entries
     entries = mapping_mod.load(folder)
-    rep.docs_missing = sorted(d for d, e in entries.items()
-                              if e.get("current", True) and d not in files
-                              and d not in in_graph)
+    rep.docs_missing = sorted(
+        d
+        for d, e in entries.items()
+        if e.get("current", True) and d not in files and d not in in_graph
+    )
     # version links a writer had not committed yet (sync links them: _sync_versions)
-    want = {(e["superseded_by"], d) for d, e in entries.items()
-            if not e.get("current", True) and e.get("superseded_by") in graph_docs}
-    have = {(r["a"], r["b"]) for r in g.query(
-        "MATCH (a:Doc)-[:SUPERSEDES]->(b:Doc) RETURN a.id AS a, b.id AS b")}
+    want = {
+        (e["superseded_by"], d)
+        for d, e in entries.items()
+        if not e.get("current", True) and e.get("superseded_by") in graph_docs
+    }
+    have = {
+        (r["a"], r["b"])
+        for r in g.query("MATCH (a:Doc)-[:SUPERSEDES]->(b:Doc) RETURN a.id AS a, b.id AS b")
+    }
     rep.docs_unlinked = sorted(old for _, old in want - have)
     # derived parts that are missing are indexed again: out, then in
     damaged = g.incomplete()
@@ -541,8 +639,15 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
 
         for mv in rep.docs_moved:
             g.set_doc_path(mv["id"], mv["to"])
-        rep.chunks_added, derived = replace_docs(folder, g, rep.docs_removed, items, entries,
-                                                 prepared, rep.notes_removed + rep.notes_updated)
+        rep.chunks_added, derived = replace_docs(
+            folder,
+            g,
+            rep.docs_removed,
+            items,
+            entries,
+            prepared,
+            rep.notes_removed + rep.notes_updated,
+        )
         index_notes(folder, g, changed_notes)
         if "entities" in rep.incomplete:
             from .entities import consolidate_all
@@ -565,8 +670,12 @@ def _remove_stale_temp_files(folder: Folder) -> None:
 
     Only called under the writer lock, so no live writer can own them.
     """
-    for base in (folder.store_dir, folder.memories_dir, folder.citations_dir,
-                 folder.ok_dir / "versions"):
+    for base in (
+        folder.store_dir,
+        folder.memories_dir,
+        folder.citations_dir,
+        folder.ok_dir / "versions",
+    ):
         if base.exists():
             for tmp in base.rglob(".*.tmp"):
                 if tmp.is_file():
@@ -575,8 +684,9 @@ def _remove_stale_temp_files(folder: Folder) -> None:
         tmp.unlink()
 
 
-def _link_edits(folder: Folder, entries: dict[str, dict[str, Any]], rep: SyncReport,
-                files: dict[str, str]) -> None:
+def _link_edits(
+    folder: Folder, entries: dict[str, dict[str, Any]], rep: SyncReport, files: dict[str, str]
+) -> None:
     """A doc edited in place (same path, new content) supersedes the version it replaced.
 
     The old text is gone from disk by then (`text_kept: false`); citations of it carry their
@@ -590,15 +700,23 @@ def _link_edits(folder: Folder, entries: dict[str, dict[str, Any]], rep: SyncRep
         if not e or not e.get("current", True) or not new or new == old:
             continue
         now = iso()
-        ne = entries.setdefault(new, {"id": new, "path": files[new], "ingested_at": now,
-                                      "current": True})
+        ne = entries.setdefault(
+            new, {"id": new, "path": files[new], "ingested_at": now, "current": True}
+        )
         for k in ("source", "origin", "media_type", "refresh"):
             if k in e and k not in ne:
                 ne[k] = e[k]
         ne["supersedes"] = old
         keep = folder.ok_dir / "versions" / f"{old}.ok.md"
-        e.update({"current": False, "superseded_by": new, "superseded_at": now,
-                  "last_path": e["path"], "path": keep.relative_to(folder.root).as_posix()})
+        e.update(
+            {
+                "current": False,
+                "superseded_by": new,
+                "superseded_at": now,
+                "last_path": e["path"],
+                "path": keep.relative_to(folder.root).as_posix(),
+            }
+        )
         if not keep.exists():
             e["text_kept"] = False
         linked = True
@@ -609,34 +727,56 @@ def _link_edits(folder: Folder, entries: dict[str, dict[str, Any]], rep: SyncRep
 def _sync_versions(g: Graph, entries: dict[str, dict[str, Any]]) -> None:
     """Superseded versions from the mapping become non-current Doc nodes with SUPERSEDES."""
     have = g.docs()
-    old = [(did, e) for did, e in sorted(entries.items())
-           if not e.get("current", True) and e.get("superseded_by")]
+    old = [
+        (did, e)
+        for did, e in sorted(entries.items())
+        if not e.get("current", True) and e.get("superseded_by")
+    ]
     for did, e in old:
         if did not in have:
-            g.query("CREATE (:Doc {id: $id, path: $p, sha256: $s, title: $t, source: $src,"
-                    " created_at: $c, chars: 0, current: false})",
-                    {"id": did, "p": e.get("path", ""), "s": e.get("sha256", ""),
-                     "t": e.get("title", ""), "src": json.dumps(e.get("source") or {}),
-                     "c": e.get("ingested_at", "")})
+            g.query(
+                "CREATE (:Doc {id: $id, path: $p, sha256: $s, title: $t, source: $src,"
+                " created_at: $c, chars: 0, current: false})",
+                {
+                    "id": did,
+                    "p": e.get("path", ""),
+                    "s": e.get("sha256", ""),
+                    "t": e.get("title", ""),
+                    "src": json.dumps(e.get("source") or {}),
+                    "c": e.get("ingested_at", ""),
+                },
+            )
         elif have[did]["current"]:
             g.query("MATCH (d:Doc {id: $id}) SET d.current = false", {"id": did})
     # every node first: an edge's newer end may be an old version created just above
     for did, e in old:
-        g.query("MATCH (n:Doc {id: $new}), (o:Doc {id: $old}) WHERE NOT (n)-[:SUPERSEDES]->(o)"
-                " CREATE (n)-[:SUPERSEDES {drift: $drift, ts: $ts}]->(o)",
-                {"new": e["superseded_by"], "old": did, "drift": float(e.get("drift") or 0.0),
-                 "ts": e.get("superseded_at") or ""})
+        g.query(
+            "MATCH (n:Doc {id: $new}), (o:Doc {id: $old}) WHERE NOT (n)-[:SUPERSEDES]->(o)"
+            " CREATE (n)-[:SUPERSEDES {drift: $drift, ts: $ts}]->(o)",
+            {
+                "new": e["superseded_by"],
+                "old": did,
+                "drift": float(e.get("drift") or 0.0),
+                "ts": e.get("superseded_at") or "",
+            },
+        )
 
 
-def _sync_mapping(folder: Folder, entries: dict[str, dict[str, Any]], files: dict[str, str],
-                  rep: SyncReport) -> None:
+def _sync_mapping(
+    folder: Folder, entries: dict[str, dict[str, Any]], files: dict[str, str], rep: SyncReport
+) -> None:
     """Keep mapping.jsonl's paths in line with the files (renames, hand-added docs, deletions)."""
     changed = False
     for did, rel in files.items():
         e = entries.get(did)
         if e is None:
-            entries[did] = {"id": did, "path": rel, "source": {"path": rel},
-                            "ingested_at": iso(), "current": True}
+            entries[did] = {
+                "id": did,
+                "path": rel,
+                "source": {"path": rel},
+                "ingested_at": iso(),
+                "current": True,
+            }
             changed = True
         elif e.get("path") != rel or not e.get("current", True):
             e["path"], e["current"] = rel, True
@@ -659,12 +799,18 @@ def status(folder: Folder) -> dict[str, Any]:
             out["counts"] = g.counts()
             out["embedder"] = g.meta().get("embedder")
             _, rep = plan(folder, g)
-            out["stale"] = {k: v for k, v in rep.as_dict().items()
-                            if k.startswith(("docs_", "notes_", "incomplete", "recovered")) and v}
+            out["stale"] = {
+                k: v
+                for k, v in rep.as_dict().items()
+                if k.startswith(("docs_", "notes_", "incomplete", "recovered")) and v
+            }
             out["problems"] = rep.problems
             out["unreadable"] = rep.unreadable
-            if not rep.recovered and Graph.log_pending(folder.kuzu_dir) \
-                    and folder.lock_state() is None:
+            if (
+                not rep.recovered
+                and Graph.log_pending(folder.kuzu_dir)
+                and folder.lock_state() is None
+            ):
                 # a killed writer's log that no writer has replayed yet (see _mark_replayed)
                 out["stale"]["recovered"] = ["graph"]
             out["in_sync"] = not rep.changed and "recovered" not in out["stale"]

@@ -19,25 +19,45 @@ _UP = {"DERIVED_FROM", "PART_OF", "SUPERSEDES"}
 
 def _node(g: Any, kind: str, nid: str) -> dict[str, Any] | None:
     if kind == "memory":
-        rows = g.query("MATCH (m:MemoryNote {id: $id}) RETURN m.path AS path, m.text AS text",
-                       {"id": nid})
+        rows = g.query(
+            "MATCH (m:MemoryNote {id: $id}) RETURN m.path AS path, m.text AS text", {"id": nid}
+        )
         if rows:
             first = (rows[0]["text"] or "").strip().splitlines() or [""]
-            return {"id": nid, "kind": kind, "path": rows[0]["path"], "title": first[0][:80],
-                    "current": True}
+            return {
+                "id": nid,
+                "kind": kind,
+                "path": rows[0]["path"],
+                "title": first[0][:80],
+                "current": True,
+            }
     elif kind == "chunk":
-        rows = g.query("MATCH (c:Chunk {id: $id}) RETURN c.doc_id AS doc, c.current AS current,"
-                       " c.text AS text", {"id": nid})
+        rows = g.query(
+            "MATCH (c:Chunk {id: $id}) RETURN c.doc_id AS doc, c.current AS current,"
+            " c.text AS text",
+            {"id": nid},
+        )
         if rows:
-            return {"id": nid, "kind": kind, "doc": rows[0]["doc"],
-                    "current": bool(rows[0]["current"]),
-                    "title": " ".join((rows[0]["text"] or "").split())[:80]}
+            return {
+                "id": nid,
+                "kind": kind,
+                "doc": rows[0]["doc"],
+                "current": bool(rows[0]["current"]),
+                "title": " ".join((rows[0]["text"] or "").split())[:80],
+            }
     else:
-        rows = g.query("MATCH (d:Doc {id: $id}) RETURN d.path AS path, d.title AS title,"
-                       " d.current AS current", {"id": nid})
+        rows = g.query(
+            "MATCH (d:Doc {id: $id}) RETURN d.path AS path, d.title AS title, d.current AS current",
+            {"id": nid},
+        )
         if rows:
-            return {"id": nid, "kind": "doc", "path": rows[0]["path"], "title": rows[0]["title"],
-                    "current": bool(rows[0]["current"])}
+            return {
+                "id": nid,
+                "kind": "doc",
+                "path": rows[0]["path"],
+                "title": rows[0]["title"],
+                "current": bool(rows[0]["current"]),
+            }
     return None
 
 
@@ -61,48 +81,91 @@ def _note_sources(folder: Folder, g: Any, nid: str) -> list[tuple[str, str, str]
     return out
 
 
-def _neighbours(folder: Folder, g: Any, kind: str, nid: str, direction: str
-                ) -> list[tuple[str, str, str]]:
+def _neighbours(
+    folder: Folder, g: Any, kind: str, nid: str, direction: str
+) -> list[tuple[str, str, str]]:
     """(relationship, kind, id) of the next nodes."""
     out: list[tuple[str, str, str]] = []
     up, down = direction in ("up", "both"), direction in ("down", "both")
     if kind == "doc" and direction == "newer":
-        return [("SUPERSEDED_BY", "doc", r["id"]) for r in g.query(
-            "MATCH (n:Doc)-[:SUPERSEDES]->(:Doc {id: $id}) RETURN n.id AS id", {"id": nid})]
+        return [
+            ("SUPERSEDED_BY", "doc", r["id"])
+            for r in g.query(
+                "MATCH (n:Doc)-[:SUPERSEDES]->(:Doc {id: $id}) RETURN n.id AS id", {"id": nid}
+            )
+        ]
     if kind == "memory" and up:
-        out += [("DERIVED_FROM", "chunk", r["id"]) for r in g.query(
-            "MATCH (:MemoryNote {id: $id})-[:DERIVED_FROM]->(c:Chunk) RETURN c.id AS id",
-            {"id": nid})]
-        out += [("DERIVED_FROM", "doc", r["id"]) for r in g.query(
-            "MATCH (:MemoryNote {id: $id})-[:DERIVED_FROM]->(d:Doc) RETURN d.id AS id",
-            {"id": nid})]
+        out += [
+            ("DERIVED_FROM", "chunk", r["id"])
+            for r in g.query(
+                "MATCH (:MemoryNote {id: $id})-[:DERIVED_FROM]->(c:Chunk) RETURN c.id AS id",
+                {"id": nid},
+            )
+        ]
+        out += [
+            ("DERIVED_FROM", "doc", r["id"])
+            for r in g.query(
+                "MATCH (:MemoryNote {id: $id})-[:DERIVED_FROM]->(d:Doc) RETURN d.id AS id",
+                {"id": nid},
+            )
+        ]
         out += _note_sources(folder, g, nid)
     if kind == "chunk":
         if up:
-            out += [("PART_OF", "doc", r["id"]) for r in g.query(
-                "MATCH (d:Doc)-[:HAS_CHUNK]->(:Chunk {id: $id}) RETURN d.id AS id", {"id": nid})]
+            out += [
+                ("PART_OF", "doc", r["id"])
+                for r in g.query(
+                    "MATCH (d:Doc)-[:HAS_CHUNK]->(:Chunk {id: $id}) RETURN d.id AS id", {"id": nid}
+                )
+            ]
         if down:
-            out += [("DERIVED_BY", "memory", r["id"]) for r in g.query(
-                "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(:Chunk {id: $id}) RETURN m.id AS id",
-                {"id": nid})]
+            out += [
+                ("DERIVED_BY", "memory", r["id"])
+                for r in g.query(
+                    "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(:Chunk {id: $id}) RETURN m.id AS id",
+                    {"id": nid},
+                )
+            ]
     if kind == "doc":
         if up:
-            out += [("SUPERSEDES", "doc", r["id"]) for r in g.query(
-                "MATCH (:Doc {id: $id})-[:SUPERSEDES]->(o:Doc) RETURN o.id AS id", {"id": nid})]
+            out += [
+                ("SUPERSEDES", "doc", r["id"])
+                for r in g.query(
+                    "MATCH (:Doc {id: $id})-[:SUPERSEDES]->(o:Doc) RETURN o.id AS id", {"id": nid}
+                )
+            ]
         if up and not down:
             # provenance that reached an old version also names what replaced it
-            out += [("SUPERSEDED_BY", "doc", r["id"]) for r in g.query(
-                "MATCH (n:Doc)-[:SUPERSEDES]->(d:Doc {id: $id}) WHERE NOT d.current"
-                " RETURN n.id AS id", {"id": nid})]
+            out += [
+                ("SUPERSEDED_BY", "doc", r["id"])
+                for r in g.query(
+                    "MATCH (n:Doc)-[:SUPERSEDES]->(d:Doc {id: $id}) WHERE NOT d.current"
+                    " RETURN n.id AS id",
+                    {"id": nid},
+                )
+            ]
         if down:
-            out += [("SUPERSEDED_BY", "doc", r["id"]) for r in g.query(
-                "MATCH (n:Doc)-[:SUPERSEDES]->(:Doc {id: $id}) RETURN n.id AS id", {"id": nid})]
-            out += [("DERIVED_BY", "memory", r["id"]) for r in g.query(
-                "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(:Doc {id: $id}) RETURN m.id AS id",
-                {"id": nid})]
-            out += [("DERIVED_BY", "memory", r["id"]) for r in g.query(
-                "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(c:Chunk) WHERE c.doc_id = $id"
-                " RETURN DISTINCT m.id AS id", {"id": nid})]
+            out += [
+                ("SUPERSEDED_BY", "doc", r["id"])
+                for r in g.query(
+                    "MATCH (n:Doc)-[:SUPERSEDES]->(:Doc {id: $id}) RETURN n.id AS id", {"id": nid}
+                )
+            ]
+            out += [
+                ("DERIVED_BY", "memory", r["id"])
+                for r in g.query(
+                    "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(:Doc {id: $id}) RETURN m.id AS id",
+                    {"id": nid},
+                )
+            ]
+            out += [
+                ("DERIVED_BY", "memory", r["id"])
+                for r in g.query(
+                    "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(c:Chunk) WHERE c.doc_id = $id"
+                    " RETURN DISTINCT m.id AS id",
+                    {"id": nid},
+                )
+            ]
     return sorted(set(out))
 
 
@@ -123,9 +186,10 @@ def _start(folder: Folder, g: Any, ref: str) -> tuple[str, str]:
     try:
         return "doc", resolve(folder, ref, include_old=True)["id"]
     except NotFound:
-        raise NotFound(f"nothing in the graph has id {ref!r}",
-                       "pass a note id (m-…), a chunk id (<doc>#char…) or a document id/path"
-                       ) from None
+        raise NotFound(
+            f"nothing in the graph has id {ref!r}",
+            "pass a note id (m-…), a chunk id (<doc>#char…) or a document id/path",
+        ) from None
 
 
 def _next_way(rel: str, way: str) -> str:
@@ -134,12 +198,15 @@ def _next_way(rel: str, way: str) -> str:
     return "up" if rel in _UP else "down"
 
 
-def lineage(folder: Folder, g: Any, ref: str, depth: int = 5, direction: str = "both"
-            ) -> dict[str, Any]:
+def lineage(
+    folder: Folder, g: Any, ref: str, depth: int = 5, direction: str = "both"
+) -> dict[str, Any]:
     """The lineage of a note, chunk or document, breadth first up to `depth` hops."""
     if direction not in DIRECTIONS:
-        raise BadInput(f"direction {direction!r} is not one of {', '.join(DIRECTIONS)}",
-                       "--direction up, down or both")
+        raise BadInput(
+            f"direction {direction!r} is not one of {', '.join(DIRECTIONS)}",
+            "--direction up, down or both",
+        )
     if depth < 1:
         raise BadInput("--depth must be at least 1", "e.g. --depth 3")
     kind, nid = _start(folder, g, ref)
@@ -176,10 +243,16 @@ def derived_notes(g: Any, doc_ids: list[str]) -> list[str]:
     """
     if not doc_ids:
         return []
-    rows = g.query("MATCH (m:MemoryNote)-[:DERIVED_FROM]->(c:Chunk) WHERE c.doc_id IN $ids"
-                   " RETURN DISTINCT m.id AS id", {"ids": list(doc_ids)})
-    rows += g.query("MATCH (m:MemoryNote)-[:DERIVED_FROM]->(d:Doc) WHERE d.id IN $ids"
-                    " RETURN DISTINCT m.id AS id", {"ids": list(doc_ids)})
+    rows = g.query(
+        "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(c:Chunk) WHERE c.doc_id IN $ids"
+        " RETURN DISTINCT m.id AS id",
+        {"ids": list(doc_ids)},
+    )
+    rows += g.query(
+        "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(d:Doc) WHERE d.id IN $ids"
+        " RETURN DISTINCT m.id AS id",
+        {"ids": list(doc_ids)},
+    )
     return sorted({r["id"] for r in rows})
 
 
@@ -201,6 +274,8 @@ def relink(folder: Folder, g: Any, note_ids: list[str]) -> None:
             notes.append(notes_mod.read_note(folder.root / paths[nid]["path"], folder))
         except (OkError, OSError):
             continue
-    g.query("MATCH (m:MemoryNote)-[r:DERIVED_FROM]->() WHERE m.id IN $ids DELETE r",
-            {"ids": [n.id for n in notes]})
+    g.query(
+        "MATCH (m:MemoryNote)-[r:DERIVED_FROM]->() WHERE m.id IN $ids DELETE r",
+        {"ids": [n.id for n in notes]},
+    )
     link_derived(g, notes)

@@ -53,24 +53,35 @@ def config_from(folder: Any, required: bool = True) -> LLMConfig | None:
     model = folder.setting("llm.model")
     if not base:
         if required:
-            raise LLMNotConfigured("no LLM is configured",
-                                   "set llm.base_url and llm.model in .ok/config.yml "
-                                   "(or OK_LLM_BASE_URL / OK_LLM_MODEL)")
+            raise LLMNotConfigured(
+                "no LLM is configured",
+                "set llm.base_url and llm.model in .ok/config.yml "
+                "(or OK_LLM_BASE_URL / OK_LLM_MODEL)",
+            )
         return None
     if not str(base).startswith(("http://", "https://")):
-        raise LLMError(f"llm.base_url {base!r} is not an http(s) URL",
-                       "e.g. http://localhost:11434/v1 for Ollama")
+        raise LLMError(
+            f"llm.base_url {base!r} is not an http(s) URL",
+            "e.g. http://localhost:11434/v1 for Ollama",
+        )
     if not model:
-        raise LLMError("llm.base_url is set but llm.model is not",
-                       "set llm.model (or OK_LLM_MODEL)")
+        raise LLMError(
+            "llm.base_url is set but llm.model is not", "set llm.model (or OK_LLM_MODEL)"
+        )
     key_env = str(folder.setting("llm.api_key_env") or "")
     key = os.environ.get(key_env) if key_env else None
     if key_env and not key and not _is_loopback(str(base)):
-        raise LLMError(f"the API key variable {key_env} is not set",
-                       f"export {key_env}=… (keys are read from the environment only)")
-    return LLMConfig(base_url=str(base).rstrip("/"), model=str(model), api_key=key,
-                     timeout=float(folder.setting("llm.timeout", 60.0)),
-                     retries=int(folder.setting("llm.retries", 2)))
+        raise LLMError(
+            f"the API key variable {key_env} is not set",
+            f"export {key_env}=… (keys are read from the environment only)",
+        )
+    return LLMConfig(
+        base_url=str(base).rstrip("/"),
+        model=str(model),
+        api_key=key,
+        timeout=float(folder.setting("llm.timeout", 60.0)),
+        retries=int(folder.setting("llm.retries", 2)),
+    )
 
 
 class ChatClient:
@@ -89,13 +100,23 @@ class ChatClient:
             h["Authorization"] = f"Bearer {self.cfg.api_key}"
         return h
 
-    def chat(self, messages: list[dict[str, str]], *, json_mode: bool = False,
-             temperature: float = 0.0, max_tokens: int | None = None, stream: bool = False,
-             on_token: Callable[[str], None] | None = None) -> str:
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        json_mode: bool = False,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        stream: bool = False,
+        on_token: Callable[[str], None] | None = None,
+    ) -> str:
         import httpx
 
-        body: dict[str, Any] = {"model": self.cfg.model, "messages": messages,
-                                "temperature": temperature}
+        body: dict[str, Any] = {
+            "model": self.cfg.model,
+            "messages": messages,
+            "temperature": temperature,
+        }
         if max_tokens:
             body["max_tokens"] = max_tokens
         if json_mode:
@@ -115,16 +136,22 @@ class ChatClient:
                         last = LLMError(f"LLM endpoint answered HTTP {r.status_code}")
                         continue
                     if r.status_code >= 400:
-                        raise LLMError(f"LLM endpoint answered HTTP {r.status_code}: "
-                                       f"{r.text[:200]}", "check llm.model and the API key")
+                        raise LLMError(
+                            f"LLM endpoint answered HTTP {r.status_code}: {r.text[:200]}",
+                            "check llm.model and the API key",
+                        )
                     return _content(r.json())
             except httpx.TimeoutException as e:
-                last = LLMError(f"LLM endpoint timed out after {self.cfg.timeout:.0f}s",
-                                "raise llm.timeout or check the server")
+                last = LLMError(
+                    f"LLM endpoint timed out after {self.cfg.timeout:.0f}s",
+                    "raise llm.timeout or check the server",
+                )
                 last.__cause__ = e
             except httpx.HTTPError as e:
-                last = LLMError(f"cannot reach the LLM endpoint {self.cfg.base_url}: "
-                                f"{type(e).__name__}", "is the server running?")
+                last = LLMError(
+                    f"cannot reach the LLM endpoint {self.cfg.base_url}: {type(e).__name__}",
+                    "is the server running?",
+                )
                 last.__cause__ = e
             except ValueError as e:
                 last = LLMError("the LLM endpoint answered with invalid JSON")
@@ -132,8 +159,9 @@ class ChatClient:
         assert last is not None
         raise last
 
-    def _stream(self, client: Any, body: dict[str, Any],
-                on_token: Callable[[str], None] | None) -> str:
+    def _stream(
+        self, client: Any, body: dict[str, Any], on_token: Callable[[str], None] | None
+    ) -> str:
         parts: list[str] = []
         with client.stream("POST", self._url(), json=body, headers=self._headers()) as r:
             if r.status_code >= 400:
@@ -144,8 +172,9 @@ class ChatClient:
                     on_token(token)
         return "".join(parts)
 
-    def chat_json(self, messages: list[dict[str, str]], validate: Callable[[Any], Any],
-                  attempts: int = 2) -> Any:
+    def chat_json(
+        self, messages: list[dict[str, str]], validate: Callable[[Any], Any], attempts: int = 2
+    ) -> Any:
         """Ask for JSON and validate it; a reply that fails validation is retried once."""
         err: Exception | None = None
         for _ in range(attempts):
@@ -154,8 +183,9 @@ class ChatClient:
                 return validate(json.loads(_strip_fences(text)))
             except (ValueError, TypeError, KeyError) as e:
                 err = e
-        raise LLMError(f"the LLM returned invalid JSON: {err}",
-                       "try another model, or run without an LLM")
+        raise LLMError(
+            f"the LLM returned invalid JSON: {err}", "try another model, or run without an LLM"
+        )
 
 
 def _content(data: Any) -> str:

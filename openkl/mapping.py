@@ -30,8 +30,10 @@ def load(folder: Folder) -> dict[str, dict[str, Any]]:
         except ValueError as e:
             if n == len(lines):  # an append torn by a crash or a full disk: never finished
                 break
-            raise BadInput(f"{folder.rel(folder.mapping_path)} line {n} is not valid JSON",
-                           "fix or delete that line, then run `ok sync`") from e
+            raise BadInput(
+                f"{folder.rel(folder.mapping_path)} line {n} is not valid JSON",
+                "fix or delete that line, then run `ok sync`",
+            ) from e
         if isinstance(entry, dict) and entry.get("id"):
             out[entry["id"]] = entry
     return out
@@ -44,8 +46,9 @@ def append(folder: Folder, entries: list[dict[str, Any]]) -> None:
 
     if not entries:
         return
-    data = "".join(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n"
-                   for e in entries).encode("utf-8")
+    data = "".join(
+        json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n" for e in entries
+    ).encode("utf-8")
     path = folder.mapping_path
     _cut_torn_tail(path)
     append_whole(path, data, fsync=True)
@@ -71,8 +74,10 @@ def _cut_torn_tail(path: Path) -> None:
 
 
 def save(folder: Folder, entries: dict[str, dict[str, Any]]) -> None:
-    lines = [json.dumps(e, ensure_ascii=False, sort_keys=True)
-             for _, e in sorted(entries.items(), key=lambda kv: (kv[1].get("path", ""), kv[0]))]
+    lines = [
+        json.dumps(e, ensure_ascii=False, sort_keys=True)
+        for _, e in sorted(entries.items(), key=lambda kv: (kv[1].get("path", ""), kv[0]))
+    ]
     atomic_write(folder.mapping_path, "\n".join(lines) + ("\n" if lines else ""))
 
 

@@ -35,20 +35,33 @@ from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError, 
 from .folder import MAX_PATH, NAME_NOT_UTF8, Folder, check_path, is_utf8, open_folder, shown
 
 SERVER_NAME = "openkl"
-MARKER = "[truncated: {shown} of {total} {what} shown; the result exceeded the {cap}-byte cap " \
-         "(mcp.max_bytes){hint}]"
+MARKER = (
+    "[truncated: {shown} of {total} {what} shown; the result exceeded the {cap}-byte cap "
+    "(mcp.max_bytes){hint}]"
+)
 FS_SKIP = (".ok/kuzu", ".ok/cache", ".ok/lock")
 
 # arguments many tools share (the JSON schema an agent sees comes from these)
-StackArg = Annotated[str | None, Field(
-    description="Stack name from list_stacks (default: the first stack).")]
-ScopeArg = Annotated[Literal["all", "mem", "store"], Field(
-    description="Where to look: all, mem (memory notes) or store (documents).")]
-SinceArg = Annotated[str | None, Field(
-    description="Only items dated on/after: ISO date/time (2026-01-31, 2026-01-31T08:00:00Z) "
-                "or a span back from now (30m, 12h, 7d, 2w).")]
-UntilArg = Annotated[str | None, Field(
-    description="Only items dated on/before (a bare date includes that day; same forms as since).")]
+StackArg = Annotated[
+    str | None, Field(description="Stack name from list_stacks (default: the first stack).")
+]
+ScopeArg = Annotated[
+    Literal["all", "mem", "store"],
+    Field(description="Where to look: all, mem (memory notes) or store (documents)."),
+]
+SinceArg = Annotated[
+    str | None,
+    Field(
+        description="Only items dated on/after: ISO date/time (2026-01-31, 2026-01-31T08:00:00Z) "
+        "or a span back from now (30m, 12h, 7d, 2w)."
+    ),
+]
+UntilArg = Annotated[
+    str | None,
+    Field(
+        description="Only items dated on/before (a bare date includes that day; same forms as since)."
+    ),
+]
 
 INSTRUCTIONS = """\
 openkl knowledge folders: memory notes and collected documents, searchable and citable.
@@ -100,7 +113,10 @@ def limit(result: dict[str, Any], cap: int) -> dict[str, Any]:
             out["marker"] = MARKER.format(
                 shown=", ".join(f"{len(out[k])}" for k in cut),
                 total=", ".join(f"{totals[k]}" for k in cut),
-                what=", ".join(cut), cap=cap, hint="; ask for fewer (k) or narrow the query")
+                what=", ".join(cut),
+                cap=cap,
+                hint="; ask for fewer (k) or narrow the query",
+            )
 
         while _json_size(out) > cap and any(out[k] for k in lists):
             # shorten the biggest list by a tenth (at least one item), from the end
@@ -114,19 +130,24 @@ def limit(result: dict[str, Any], cap: int) -> dict[str, Any]:
         marker = MARKER.format(shown=len(raw), total=len(raw), what="bytes", cap=cap, hint="")
         out.update({"text": "", "truncated": True, "marker": marker})
         room = cap - _json_size(out) - len(marker) - 8
-        cut = raw[:max(0, room)].decode("utf-8", errors="ignore")
+        cut = raw[: max(0, room)].decode("utf-8", errors="ignore")
         # JSON escapes can make text longer than its bytes; shrink until it fits
         while cut and _json_size({**out, "text": cut + "\n" + marker}) > cap:
             cut = cut[: int(len(cut) * 0.9)]
-        out["marker"] = MARKER.format(shown=len(cut.encode("utf-8")), total=len(raw),
-                                      what="bytes", cap=cap, hint="")
+        out["marker"] = MARKER.format(
+            shown=len(cut.encode("utf-8")), total=len(raw), what="bytes", cap=cap, hint=""
+        )
         out["text"] = cut + "\n" + out["marker"]
         return out
     text = json.dumps(result, ensure_ascii=False, default=str)
     cut = text.encode("utf-8")[: max(0, cap - 300)].decode("utf-8", errors="ignore")
-    return {"truncated": True, "partial_json": cut,
-            "marker": MARKER.format(shown=len(cut.encode()), total=len(text.encode()),
-                                    what="bytes", cap=cap, hint="")}
+    return {
+        "truncated": True,
+        "partial_json": cut,
+        "marker": MARKER.format(
+            shown=len(cut.encode()), total=len(text.encode()), what="bytes", cap=cap, hint=""
+        ),
+    }
 
 
 def safe_path(folder: Folder, rel: str) -> Path:
@@ -137,11 +158,13 @@ def safe_path(folder: Folder, rel: str) -> Path:
     rel = rel.strip() or "."
     check_path(rel)
     if rel.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", rel) or Path(rel).is_absolute():
-        raise BadInput(f"absolute path '{shown(rel)}' refused",
-                       "pass a path relative to the folder root")
+        raise BadInput(
+            f"absolute path '{shown(rel)}' refused", "pass a path relative to the folder root"
+        )
     if ".." in PurePosixPath(rel.replace("\\", "/")).parts:
-        raise BadInput(f"path '{shown(rel)}' climbs out with `..`",
-                       "pass a path relative to the folder root")
+        raise BadInput(
+            f"path '{shown(rel)}' climbs out with `..`", "pass a path relative to the folder root"
+        )
     return folder.inside(rel)
 
 
@@ -161,12 +184,14 @@ def check_args(args: dict[str, Any]) -> None:
         if not isinstance(value, str):
             return
         if "\x00" in value:
-            raise BadInput(f"`{name}` contains a NUL byte",
-                           "pass text, ids and paths without \\x00")
+            raise BadInput(
+                f"`{name}` contains a NUL byte", "pass text, ids and paths without \\x00"
+            )
         if name.split("[")[0] not in FREE_TEXT and len(value) > MAX_ARG:
-            raise BadInput(f"`{name}` is {len(value)} characters long; at most "
-                           f"{MAX_ARG} are accepted", "pass an id from search, a name, "
-                           "or a path relative to the folder root")
+            raise BadInput(
+                f"`{name}` is {len(value)} characters long; at most {MAX_ARG} are accepted",
+                "pass an id from search, a name, or a path relative to the folder root",
+            )
 
     for k, v in args.items():
         for i, item in enumerate(v) if isinstance(v, list) else [(None, v)]:
@@ -190,8 +215,9 @@ class KnowledgeServer:
     server and tests call the same code.
     """
 
-    def __init__(self, roots: Sequence[str | Path | None] | None = None,
-                 read_only: bool = False) -> None:
+    def __init__(
+        self, roots: Sequence[str | Path | None] | None = None, read_only: bool = False
+    ) -> None:
         folders = [open_folder(r) for r in (roots or [None])]
         self.stacks: dict[str, Stack] = {}
         for f in folders:
@@ -199,9 +225,11 @@ class KnowledgeServer:
             if name in self.stacks:
                 if self.stacks[name].folder.root == f.root:
                     continue
-                raise BadInput(f"two folders are both named {name!r} "
-                               f"({self.stacks[name].folder.root} and {f.root})",
-                               "set a distinct `domain:` in one folder's .ok/config.yml")
+                raise BadInput(
+                    f"two folders are both named {name!r} "
+                    f"({self.stacks[name].folder.root} and {f.root})",
+                    "set a distinct `domain:` in one folder's .ok/config.yml",
+                )
             self.stacks[name] = Stack(name, f)
         first = next(iter(self.stacks.values())).folder
         self.read_only = read_only or bool(first.setting("mcp.read_only", False))
@@ -211,8 +239,9 @@ class KnowledgeServer:
         if not name:
             return next(iter(self.stacks.values()))
         if name not in self.stacks:
-            raise NotFound(f"no stack named {name!r}",
-                           "call list_stacks; stacks: " + ", ".join(self.stacks))
+            raise NotFound(
+                f"no stack named {name!r}", "call list_stacks; stacks: " + ", ".join(self.stacks)
+            )
         return self.stacks[name]
 
     def _k(self, st: Stack, k: int | None) -> int:
@@ -220,8 +249,10 @@ class KnowledgeServer:
         refused: the result says which k was used)."""
         k = int(st.folder.setting("search.k", 10) if k is None else k)
         if k < 1:
-            raise UsageError(f"k must be at least 1, got {k}",
-                             f"pass 1 to {int(st.cap('max_k', 50))} (mcp.max_k)")
+            raise UsageError(
+                f"k must be at least 1, got {k}",
+                f"pass 1 to {int(st.cap('max_k', 50))} (mcp.max_k)",
+            )
         return min(k, int(st.cap("max_k", 50)))
 
     def _read_graph(self, st: Stack, tool: str) -> Any:
@@ -232,6 +263,7 @@ class KnowledgeServer:
             with _held(st.lock, st.timeout(tool), tool), indexer.open_graph(st.folder) as g:
                 g.set_timeout(st.timeout(tool))
                 yield g
+
         return cm()
 
     @contextlib.contextmanager
@@ -251,97 +283,169 @@ class KnowledgeServer:
         """The knowledge folders this server serves, with what each holds."""
         out = []
         for st in self.stacks.values():
-            row: dict[str, Any] = {"name": st.name, "root": str(st.folder.root),
-                                   "read_only": self.read_only}
+            row: dict[str, Any] = {
+                "name": st.name,
+                "root": str(st.folder.root),
+                "read_only": self.read_only,
+            }
             try:
                 with self._read_graph(st, "list_stacks") as g:
                     c = g.counts()
-                row.update({"docs": c.get("Doc", 0), "chunks": c.get("Chunk", 0),
-                            "notes": c.get("MemoryNote", 0), "entities": c.get("Entity", 0)})
+                row.update(
+                    {
+                        "docs": c.get("Doc", 0),
+                        "chunks": c.get("Chunk", 0),
+                        "notes": c.get("MemoryNote", 0),
+                        "entities": c.get("Entity", 0),
+                    }
+                )
             except OkError as e:
                 row["error"] = str(e)
             out.append(row)
         return {"results": out}
 
-    def _search(self, tool: str, query: str, k: int | None, scope: str, mode: str | None,
-                tags: list[str] | None, topics: list[str] | None, path: str | None,
-                stack: str | None, since: str | None = None, until: str | None = None
-                ) -> dict[str, Any]:
+    def _search(
+        self,
+        tool: str,
+        query: str,
+        k: int | None,
+        scope: str,
+        mode: str | None,
+        tags: list[str] | None,
+        topics: list[str] | None,
+        path: str | None,
+        stack: str | None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> dict[str, Any]:
         from .search import Filters, search
 
         st = self.stack(stack)
         f = st.folder
         kk = self._k(st, k)
-        flt = Filters(tags=notes_mod.clean_labels(tags), topics=notes_mod.clean_labels(topics),
-                      path=path, since=since, until=until).normalized()
+        flt = Filters(
+            tags=notes_mod.clean_labels(tags),
+            topics=notes_mod.clean_labels(topics),
+            path=path,
+            since=since,
+            until=until,
+        ).normalized()
         emb = indexer.embedder(f)
         with self._read_graph(st, tool) as g:
-            hits = search(f, g, query, k=kk, mode=mode or str(f.setting("search.mode", "hybrid")),
-                          scope=scope, filters=flt,
-                          per_doc=int(f.setting("search.per_doc", 1)), embedder=emb)
+            hits = search(
+                f,
+                g,
+                query,
+                k=kk,
+                mode=mode or str(f.setting("search.mode", "hybrid")),
+                scope=scope,
+                filters=flt,
+                per_doc=int(f.setting("search.per_doc", 1)),
+                embedder=emb,
+            )
         return {"stack": st.name, "query": query, "k": kk, "results": hits}
 
-    def search(self, query: Annotated[str, Field(description="What to look for (words or a question).")],
-               k: Annotated[int | None, Field(ge=1, description="Number of hits (capped by mcp.max_k).")] = None,
-               scope: ScopeArg = "all",
-               mode: Annotated[Literal["hybrid", "vector", "fts"] | None, Field(description="Ranking signals: hybrid (default), vector or fts.")] = None,
-               tags: Annotated[list[str] | None, Field(description="Only notes with all these tags.")] = None,
-               topics: Annotated[list[str] | None, Field(description="Only notes with all these topics.")] = None,
-               path: Annotated[str | None, Field(description="Only paths matching this glob.")] = None,
-               since: SinceArg = None,
-               until: UntilArg = None,
-               stack: StackArg = None,
-               ) -> dict[str, Any]:
+    def search(
+        self,
+        query: Annotated[str, Field(description="What to look for (words or a question).")],
+        k: Annotated[
+            int | None, Field(ge=1, description="Number of hits (capped by mcp.max_k).")
+        ] = None,
+        scope: ScopeArg = "all",
+        mode: Annotated[
+            Literal["hybrid", "vector", "fts"] | None,
+            Field(description="Ranking signals: hybrid (default), vector or fts."),
+        ] = None,
+        tags: Annotated[
+            list[str] | None, Field(description="Only notes with all these tags.")
+        ] = None,
+        topics: Annotated[
+            list[str] | None, Field(description="Only notes with all these topics.")
+        ] = None,
+        path: Annotated[str | None, Field(description="Only paths matching this glob.")] = None,
+        since: SinceArg = None,
+        until: UntilArg = None,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Hybrid (BM25 + vector) search over memory notes and documents. Each hit is a cite
         object: type, id, path, loc (char span), quote, context, source, score, rank."""
-        return self._search("search", query, k, scope, mode, tags, topics, path, stack,
-                            since, until)
+        return self._search(
+            "search", query, k, scope, mode, tags, topics, path, stack, since, until
+        )
 
-    def mem_search(self, query: Annotated[str, Field(description="What to look for.")],
-                   k: Annotated[int | None, Field(ge=1, description="Number of hits (capped by mcp.max_k).")] = None,
-                   tags: Annotated[list[str] | None, Field(description="Only notes with these tags.")] = None,
-                   topics: Annotated[list[str] | None, Field(description="Only notes with these topics.")] = None,
-                   since: SinceArg = None,
-                   until: UntilArg = None,
-                   stack: StackArg = None,
-                   ) -> dict[str, Any]:
+    def mem_search(
+        self,
+        query: Annotated[str, Field(description="What to look for.")],
+        k: Annotated[
+            int | None, Field(ge=1, description="Number of hits (capped by mcp.max_k).")
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="Only notes with these tags.")] = None,
+        topics: Annotated[
+            list[str] | None, Field(description="Only notes with these topics.")
+        ] = None,
+        since: SinceArg = None,
+        until: UntilArg = None,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Search memory notes only (hybrid). Hits are cite objects of type `memory`."""
-        return self._search("mem_search", query, k, "mem", None, tags, topics, None, stack,
-                            since, until)
+        return self._search(
+            "mem_search", query, k, "mem", None, tags, topics, None, stack, since, until
+        )
 
-    def store_search(self, query: Annotated[str, Field(description="What to look for.")],
-                     k: Annotated[int | None, Field(ge=1, description="Number of hits (capped by mcp.max_k).")] = None,
-                     path: Annotated[str | None, Field(description="Only documents whose path matches this glob.")] = None,
-                     since: SinceArg = None,
-                     until: UntilArg = None,
-                     stack: StackArg = None,
-                     ) -> dict[str, Any]:
+    def store_search(
+        self,
+        query: Annotated[str, Field(description="What to look for.")],
+        k: Annotated[
+            int | None, Field(ge=1, description="Number of hits (capped by mcp.max_k).")
+        ] = None,
+        path: Annotated[
+            str | None, Field(description="Only documents whose path matches this glob.")
+        ] = None,
+        since: SinceArg = None,
+        until: UntilArg = None,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Search collected documents only (hybrid). Hits are cite objects of type `chunk`."""
-        return self._search("store_search", query, k, "store", None, None, None, path, stack,
-                            since, until)
+        return self._search(
+            "store_search", query, k, "store", None, None, None, path, stack, since, until
+        )
 
     # -- tools: writes --------------------------------------------------------------------
-    def mem_add(self, text: Annotated[str, Field(description="The note's text (markdown).")],
-                tags: Annotated[list[str] | None, Field(description="Tags.")] = None,
-                topics: Annotated[list[str] | None, Field(description="Topics.")] = None,
-                stack: StackArg = None,
-                ) -> dict[str, Any]:
+    def mem_add(
+        self,
+        text: Annotated[str, Field(description="The note's text (markdown).")],
+        tags: Annotated[list[str] | None, Field(description="Tags.")] = None,
+        topics: Annotated[list[str] | None, Field(description="Topics.")] = None,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Write a memory note (a markdown file under memories/by_date/) and index it.
         Returns the note with its id (m-YYYYMMDD-xxxx) and path."""
         st = self.stack(stack)
         f = st.folder
         with self._writing(st, "mem_add"):
-            note = notes_mod.add(f, text, notes_mod.clean_labels(tags),
-                                 notes_mod.clean_labels(topics))
+            note = notes_mod.add(
+                f, text, notes_mod.clean_labels(tags), notes_mod.clean_labels(topics)
+            )
             indexer.index_note(f, note)
             f.log_op("mem.add", ids=[note.id], path=f.rel(note.path), via="mcp")  # type: ignore[arg-type]
         return {"stack": st.name, **note.as_dict(f)}
 
-    def store_ingest(self, paths: Annotated[list[str] | None, Field(description="Files or directories inside the folder (e.g. store/sources/x.pdf), relative to its root.")] = None,
-                     text: Annotated[str | None, Field(description="Text to ingest as a new document (instead of paths).")] = None,
-                     name: Annotated[str | None, Field(description="File name for `text`, e.g. notes.md.")] = None,
-                     stack: StackArg = None,
-                     ) -> dict[str, Any]:
+    def store_ingest(
+        self,
+        paths: Annotated[
+            list[str] | None,
+            Field(
+                description="Files or directories inside the folder (e.g. store/sources/x.pdf), relative to its root."
+            ),
+        ] = None,
+        text: Annotated[
+            str | None, Field(description="Text to ingest as a new document (instead of paths).")
+        ] = None,
+        name: Annotated[
+            str | None, Field(description="File name for `text`, e.g. notes.md.")
+        ] = None,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Ingest documents: files already inside the folder (pdf, html, docx, md, txt, …), or
         the given text. Unchanged content is a no-op; changed content supersedes the old
         version (kept for citations). Symlinks that lead out of the folder are skipped and
@@ -362,10 +466,14 @@ class KnowledgeServer:
         return {"stack": st.name, **rep.as_dict()}
 
     # -- tools: graph ---------------------------------------------------------------------
-    def graph_cypher(self, query: Annotated[str, Field(description="A read-only Cypher query.")],
-                     params: Annotated[dict[str, Any] | None, Field(description="Query parameters ($name).")] = None,
-                     stack: StackArg = None,
-                     ) -> dict[str, Any]:
+    def graph_cypher(
+        self,
+        query: Annotated[str, Field(description="A read-only Cypher query.")],
+        params: Annotated[
+            dict[str, Any] | None, Field(description="Query parameters ($name).")
+        ] = None,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Run a read-only Cypher query against the derived graph (Doc, Chunk, MemoryNote,
         Entity, Topic; HAS_CHUNK, MENTIONS, DERIVED_FROM, HAS_TOPIC, RELATED, SUPERSEDES).
         One statement; writes are refused, and so is anything that reaches files, other
@@ -377,23 +485,43 @@ class KnowledgeServer:
             with self._read_graph(st, "graph_cypher") as g:
                 rows = g.cypher(query, params or {})
         except ReadOnlyViolation as e:
-            raise ReadOnlyViolation("graph_cypher is read-only; this query writes",
-                                    "use mem_add / store_ingest to change the folder") from e
-        out: dict[str, Any] = {"stack": st.name, "count": len(rows),
-                               "results": json.loads(json.dumps(rows[:cap], default=str))}
+            raise ReadOnlyViolation(
+                "graph_cypher is read-only; this query writes",
+                "use mem_add / store_ingest to change the folder",
+            ) from e
+        out: dict[str, Any] = {
+            "stack": st.name,
+            "count": len(rows),
+            "results": json.loads(json.dumps(rows[:cap], default=str)),
+        }
         if len(rows) > cap:
             out["truncated"] = True
             out["marker"] = f"[truncated: {cap} of {len(rows)} rows shown (mcp.cypher_max_rows)]"
         return out
 
     # -- tools: citations -----------------------------------------------------------------
-    def cite_make(self, refs: Annotated[list[str], Field(description="Search-hit/chunk ids (<doc>#char<s>-<e>), doc ids, memory ids, or paths inside the folder.")],
-                  lines: Annotated[str | None, Field(description="Lines a-b (1-based) of a single ref.")] = None,
-                  chars: Annotated[str | None, Field(description="Chars a-b (end exclusive) of a single ref.")] = None,
-                  persist: Annotated[bool, Field(description="Write citations/<id>.json (off on a read-only server).")] = False,
-                  tags: Annotated[list[str] | None, Field(description="Tags for persisted citations.")] = None,
-                  stack: StackArg = None,
-                  ) -> dict[str, Any]:
+    def cite_make(
+        self,
+        refs: Annotated[
+            list[str],
+            Field(
+                description="Search-hit/chunk ids (<doc>#char<s>-<e>), doc ids, memory ids, or paths inside the folder."
+            ),
+        ],
+        lines: Annotated[
+            str | None, Field(description="Lines a-b (1-based) of a single ref.")
+        ] = None,
+        chars: Annotated[
+            str | None, Field(description="Chars a-b (end exclusive) of a single ref.")
+        ] = None,
+        persist: Annotated[
+            bool, Field(description="Write citations/<id>.json (off on a read-only server).")
+        ] = False,
+        tags: Annotated[
+            list[str] | None, Field(description="Tags for persisted citations.")
+        ] = None,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Make citations: cite objects with a deterministic id (c-…), the exact quote, its
         char span and context, as the files are now. Transient unless `persist`."""
         from . import citations as cit
@@ -405,11 +533,12 @@ class KnowledgeServer:
         if (lines or chars) and len(refs) != 1:
             raise UsageError("lines/chars need exactly one ref")
         if persist and self.read_only:
-            raise ReadOnlyViolation("this server is read-only, so citations cannot be persisted",
-                                    "call cite_make without persist")
+            raise ReadOnlyViolation(
+                "this server is read-only, so citations cannot be persisted",
+                "call cite_make without persist",
+            )
         files = cit.Files(f)
-        cites = [cit.make(f, r, lines=lines, chars=chars, files=files, cwd=f.root)
-                 for r in refs]
+        cites = [cit.make(f, r, lines=lines, chars=chars, files=files, cwd=f.root) for r in refs]
         if persist:
             with self._writing(st, "cite_make"):
                 cites = [cit.persist(f, c, notes_mod.clean_labels(tags)) for c in cites]
@@ -419,9 +548,16 @@ class KnowledgeServer:
                 cit.remember(f, c)
         return {"stack": st.name, "results": cites}
 
-    def cite_verify(self, items: Annotated[list[str | dict[str, Any]], Field(description="Citation ids (c-…), other ids, or cite objects as returned by search/cite_make/ask.")],
-                    stack: StackArg = None,
-                    ) -> dict[str, Any]:
+    def cite_verify(
+        self,
+        items: Annotated[
+            list[str | dict[str, Any]],
+            Field(
+                description="Citation ids (c-…), other ids, or cite objects as returned by search/cite_make/ask."
+            ),
+        ],
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Check citations against the files: verified (quote at its span, hash matches),
         moved (found elsewhere or in a newer version), changed (only a close match, with
         similarity) or missing. `ok` is true when every one is verified or moved."""
@@ -430,19 +566,33 @@ class KnowledgeServer:
         st = self.stack(stack)
         if not items:
             raise UsageError("nothing to verify", "pass citation ids or cite objects")
-        results = cit.verify_many(st.folder, [x if isinstance(x, dict) else str(x)
-                                              for x in items])
-        return {"stack": st.name, "ok": all(r["status"] in cit.PASSING for r in results),
-                "results": results}
+        results = cit.verify_many(st.folder, [x if isinstance(x, dict) else str(x) for x in items])
+        return {
+            "stack": st.name,
+            "ok": all(r["status"] in cit.PASSING for r in results),
+            "results": results,
+        }
 
     # -- tools: entity graph ----------------------------------------------------------------
-    def entities(self, name: Annotated[str | None, Field(description="One entity (name, alias or id): its relationships, sources and evidence.")] = None,
-                 type: Annotated[str | None, Field(description="Only this entity type.")] = None,
-                 query: Annotated[str | None, Field(description="Only names containing this text.")] = None,
-                 min_confidence: Annotated[float, Field(ge=0, le=1, description="Minimum confidence 0..1.")] = 0.0,
-                 limit: Annotated[int | None, Field(ge=1, description="At most this many (default 50, capped by mcp.max_k).")] = None,
-                 stack: StackArg = None,
-                 ) -> dict[str, Any]:
+    def entities(
+        self,
+        name: Annotated[
+            str | None,
+            Field(
+                description="One entity (name, alias or id): its relationships, sources and evidence."
+            ),
+        ] = None,
+        type: Annotated[str | None, Field(description="Only this entity type.")] = None,
+        query: Annotated[str | None, Field(description="Only names containing this text.")] = None,
+        min_confidence: Annotated[
+            float, Field(ge=0, le=1, description="Minimum confidence 0..1.")
+        ] = 0.0,
+        limit: Annotated[
+            int | None,
+            Field(ge=1, description="At most this many (default 50, capped by mcp.max_k)."),
+        ] = None,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Entities of the graph (names, terms, people, systems …) with type, confidence,
         aliases and contributing documents, most confident first; or, with `name`, one
         entity in detail."""
@@ -451,18 +601,26 @@ class KnowledgeServer:
         st = self.stack(stack)
         with self._read_graph(st, "entities") as g:
             if name:
-                return {"stack": st.name, **ent.entity_detail(st.folder, g, name,
-                                                              min_confidence)}
-            rows = ent.list_entities(g, type=type, min_confidence=min_confidence,
-                                     query=query, limit=self._k(st, limit or 50))
+                return {"stack": st.name, **ent.entity_detail(st.folder, g, name, min_confidence)}
+            rows = ent.list_entities(
+                g,
+                type=type,
+                min_confidence=min_confidence,
+                query=query,
+                limit=self._k(st, limit or 50),
+            )
         return {"stack": st.name, "results": rows}
 
-    def traverse(self, name: Annotated[str, Field(description="Start entity (name, alias or id).")],
-                 depth: Annotated[int, Field(ge=0, le=4, description="Hops to walk (0-4).")] = 2,
-                 rel: Annotated[str | None, Field(description="Only this relationship type.")] = None,
-                 min_confidence: Annotated[float, Field(ge=0, le=1, description="Minimum confidence 0..1.")] = 0.0,
-                 stack: StackArg = None,
-                 ) -> dict[str, Any]:
+    def traverse(
+        self,
+        name: Annotated[str, Field(description="Start entity (name, alias or id).")],
+        depth: Annotated[int, Field(ge=0, le=4, description="Hops to walk (0-4).")] = 2,
+        rel: Annotated[str | None, Field(description="Only this relationship type.")] = None,
+        min_confidence: Annotated[
+            float, Field(ge=0, le=1, description="Minimum confidence 0..1.")
+        ] = 0.0,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Walk the entity graph from an entity over typed relationships (both directions),
         breadth first; each step carries its path and the evidence of every hop."""
         from . import entities as ent
@@ -472,21 +630,41 @@ class KnowledgeServer:
             raise UsageError("depth must be between 0 and 4")
         cap = int(st.cap("max_k", 50)) * 4
         with self._read_graph(st, "traverse") as g:
-            res = ent.traverse(g, name, depth=depth, rel=rel, min_confidence=min_confidence,
-                               limit=cap)
-        out = {"stack": st.name, "start": res["start"], "depth": depth, "rel": rel,
-               "results": res["steps"]}
+            res = ent.traverse(
+                g, name, depth=depth, rel=rel, min_confidence=min_confidence, limit=cap
+            )
+        out = {
+            "stack": st.name,
+            "start": res["start"],
+            "depth": depth,
+            "rel": rel,
+            "results": res["steps"],
+        }
         if res["truncated"]:
             out["truncated"] = True
             out["marker"] = f"[truncated: stopped after {cap} steps; lower depth or set rel]"
         return out
 
-    def context(self, query: Annotated[str, Field(description="A question or topic.")],
-                k: Annotated[int | None, Field(ge=1, description="Passages to retrieve (default 8, capped by mcp.max_k).")] = None,
-                max_entities: Annotated[int, Field(ge=1, description="Entities to return (capped by mcp.max_k).")] = 12,
-                min_confidence: Annotated[float | None, Field(ge=0, le=1, description="Entity confidence floor 0..1 (default: entities.min_confidence).")] = None,
-                stack: StackArg = None,
-                ) -> dict[str, Any]:
+    def context(
+        self,
+        query: Annotated[str, Field(description="A question or topic.")],
+        k: Annotated[
+            int | None,
+            Field(ge=1, description="Passages to retrieve (default 8, capped by mcp.max_k)."),
+        ] = None,
+        max_entities: Annotated[
+            int, Field(ge=1, description="Entities to return (capped by mcp.max_k).")
+        ] = 12,
+        min_confidence: Annotated[
+            float | None,
+            Field(
+                ge=0,
+                le=1,
+                description="Entity confidence floor 0..1 (default: entities.min_confidence).",
+            ),
+        ] = None,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Hybrid retrieval, then the entity subgraph relevant to the query: entities (with
         why each matters), the relationships between them, the source passages, the
         reasoning and a HIGH/MEDIUM/LOW confidence. Uses the LLM to pick entities when one is
@@ -496,17 +674,28 @@ class KnowledgeServer:
         st = self.stack(stack)
         f = st.folder
         with self._read_graph(st, "context") as g:
-            data = run(f, g, query, k=self._k(st, k or 8),
-                       max_entities=self._k(st, max_entities), min_conf=min_confidence,
-                       embedder=indexer.embedder(f))
+            data = run(
+                f,
+                g,
+                query,
+                k=self._k(st, k or 8),
+                max_entities=self._k(st, max_entities),
+                min_conf=min_confidence,
+                embedder=indexer.embedder(f),
+            )
         return {"stack": st.name, **data}
 
     # -- tools: answers -------------------------------------------------------------------
-    def ask(self, question: Annotated[str, Field(description="The question.")],
-            k: Annotated[int | None, Field(ge=1, description="Passages to retrieve (default 8, capped by mcp.max_k).")] = None,
-            scope: ScopeArg = "all",
-            stack: StackArg = None,
-            ) -> dict[str, Any]:
+    def ask(
+        self,
+        question: Annotated[str, Field(description="The question.")],
+        k: Annotated[
+            int | None,
+            Field(ge=1, description="Passages to retrieve (default 8, capped by mcp.max_k)."),
+        ] = None,
+        scope: ScopeArg = "all",
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Answer a question from the folder with [N] markers; `citations` holds the cite
         object of every [N] (its `n`). Uses the configured LLM, else an extractive answer of
         the best matching sentences. Says so when the folder does not hold the answer."""
@@ -519,13 +708,14 @@ class KnowledgeServer:
         emb = indexer.embedder(f)
         with self._read_graph(st, "ask") as g:  # not held while the LLM answers
             hits = retrieve(f, g, question, k=self._k(st, k or 8), scope=scope, embedder=emb)
-        return {"stack": st.name, **answer(f, question, hits, llm=llm, embedder=emb,
-                                           remember=True)}
+        return {"stack": st.name, **answer(f, question, hits, llm=llm, embedder=emb, remember=True)}
 
     # -- tools: files ---------------------------------------------------------------------
-    def fs_list(self, path: Annotated[str, Field(description="Directory relative to the folder root.")] = ".",
-                stack: StackArg = None,
-                ) -> dict[str, Any]:
+    def fs_list(
+        self,
+        path: Annotated[str, Field(description="Directory relative to the folder root.")] = ".",
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """List a directory inside the knowledge folder (never outside it)."""
         st = self.stack(stack)
         f = st.folder
@@ -552,19 +742,31 @@ class KnowledgeServer:
                 row["type"] = "file"
                 row["size"] = p.stat().st_size
             rows.append(row)
-        out: dict[str, Any] = {"stack": st.name, "path": f.rel(d) if d != f.root else ".",
-                               "results": rows}
+        out: dict[str, Any] = {
+            "stack": st.name,
+            "path": f.rel(d) if d != f.root else ".",
+            "results": rows,
+        }
         if len(entries) > cap:
             out["truncated"] = True
-            out["marker"] = (f"[truncated: {cap} of {len(entries)} entries shown "
-                             "(mcp.fs_max_entries)]")
+            out["marker"] = (
+                f"[truncated: {cap} of {len(entries)} entries shown (mcp.fs_max_entries)]"
+            )
         return out
 
-    def fs_read(self, path: Annotated[str, Field(description="File relative to the folder root.")],
-                offset: Annotated[int, Field(ge=0, description="Byte offset to start at (next_offset of the previous piece).")] = 0,
-                max_bytes: Annotated[int | None, Field(ge=1, description="At most this many bytes (capped by mcp.max_bytes).")] = None,
-                stack: StackArg = None,
-                ) -> dict[str, Any]:
+    def fs_read(
+        self,
+        path: Annotated[str, Field(description="File relative to the folder root.")],
+        offset: Annotated[
+            int,
+            Field(ge=0, description="Byte offset to start at (next_offset of the previous piece)."),
+        ] = 0,
+        max_bytes: Annotated[
+            int | None,
+            Field(ge=1, description="At most this many bytes (capped by mcp.max_bytes)."),
+        ] = None,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Read a text file inside the knowledge folder (notes, normalized docs, config,
         citations). Long files come back in pieces: `next_offset` says where to go on."""
         st = self.stack(stack)
@@ -580,43 +782,64 @@ class KnowledgeServer:
         size = p.stat().st_size
         offset = max(0, int(offset))
         if offset > size:
-            raise BadInput(f"offset {offset} is past the end of {rel} ({size} bytes)",
-                           f"pass an offset from 0 to {size} (next_offset of the last piece)")
+            raise BadInput(
+                f"offset {offset} is past the end of {rel} ({size} bytes)",
+                f"pass an offset from 0 to {size} (next_offset of the last piece)",
+            )
         with open(p, "rb") as fh:
             head = fh.read(8192)
             if b"\x00" in head:
-                raise BadInput(f"{rel} is a binary file",
-                               "read its normalized text under store/normalized/")
+                raise BadInput(
+                    f"{rel} is a binary file", "read its normalized text under store/normalized/"
+                )
             fh.seek(offset)
             raw = fh.read(want + 4)
         chunk = raw[:want]
         text = chunk.decode("utf-8", errors="ignore")
         used = len(text.encode("utf-8"))
         end = offset + used
-        out: dict[str, Any] = {"stack": st.name, "path": rel, "size": size, "offset": offset,
-                               "text": text}
+        out: dict[str, Any] = {
+            "stack": st.name,
+            "path": rel,
+            "size": size,
+            "offset": offset,
+            "text": text,
+        }
         if end < size:
             out["truncated"] = True
             out["next_offset"] = end
-            out["marker"] = (f"[truncated: bytes {offset}-{end} of {size} shown; call fs_read "
-                             f"with offset={end} to continue]")
+            out["marker"] = (
+                f"[truncated: bytes {offset}-{end} of {size} shown; call fs_read "
+                f"with offset={end} to continue]"
+            )
             out["text"] = text + "\n" + out["marker"]
         return out
 
-    def sh_grep(self, pattern: Annotated[str, Field(description="Regular expression (ripgrep syntax), or plain text with fixed=true.")],
-                scope: ScopeArg = "all",
-                ignore_case: Annotated[bool, Field(description="Case-insensitive.")] = False,
-                fixed: Annotated[bool, Field(description="Pattern is plain text.")] = False,
-                max_count: Annotated[int | None, Field(ge=1, description="Stop after this many matches (capped by mcp.grep_max).")] = None,
-                stack: StackArg = None,
-                ) -> dict[str, Any]:
+    def sh_grep(
+        self,
+        pattern: Annotated[
+            str,
+            Field(
+                description="Regular expression (ripgrep syntax), or plain text with fixed=true."
+            ),
+        ],
+        scope: ScopeArg = "all",
+        ignore_case: Annotated[bool, Field(description="Case-insensitive.")] = False,
+        fixed: Annotated[bool, Field(description="Pattern is plain text.")] = False,
+        max_count: Annotated[
+            int | None,
+            Field(ge=1, description="Stop after this many matches (capped by mcp.grep_max)."),
+        ] = None,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
         """Grep memory notes and normalized documents (ripgrep): exact strings, names, ids.
         Matches are {path, line, column, text, match}."""
         st = self.stack(stack)
         cap = int(st.cap("grep_max", 200))
         n = min(int(max_count or cap), cap)
-        hits = grep_mod.grep(st.folder, pattern, scope=scope, ignore_case=ignore_case,
-                             fixed=fixed, max_count=n + 1)
+        hits = grep_mod.grep(
+            st.folder, pattern, scope=scope, ignore_case=ignore_case, fixed=fixed, max_count=n + 1
+        )
         out: dict[str, Any] = {"stack": st.name, "pattern": pattern, "results": hits[:n]}
         if len(hits) > n:
             out["truncated"] = True
@@ -639,29 +862,63 @@ class KnowledgeServer:
     # -- the MCP server -------------------------------------------------------------------
     def tool_specs(self) -> list[tuple[Callable[..., dict[str, Any]], dict[str, bool]]]:
         """(method, annotations) for every tool this server offers, writes last."""
-        ro = {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True,
-              "open_world_hint": False}
+        ro = {
+            "read_only_hint": True,
+            "destructive_hint": False,
+            "idempotent_hint": True,
+            "open_world_hint": False,
+        }
         specs: list[tuple[Callable[..., dict[str, Any]], dict[str, bool]]] = [
-            (self.list_stacks, ro), (self.search, ro), (self.mem_search, ro),
-            (self.store_search, ro), (self.cite_verify, ro), (self.graph_cypher, ro),
-            (self.entities, ro), (self.traverse, ro), (self.context, {**ro, "open_world_hint": True}),
+            (self.list_stacks, ro),
+            (self.search, ro),
+            (self.mem_search, ro),
+            (self.store_search, ro),
+            (self.cite_verify, ro),
+            (self.graph_cypher, ro),
+            (self.entities, ro),
+            (self.traverse, ro),
+            (self.context, {**ro, "open_world_hint": True}),
             (self.ask, {**ro, "open_world_hint": True}),
-            (self.fs_list, ro), (self.fs_read, ro), (self.sh_grep, ro),
+            (self.fs_list, ro),
+            (self.fs_read, ro),
+            (self.sh_grep, ro),
             # writes only when asked to persist (refused on a read-only server)
-            (self.cite_make, {"read_only_hint": self.read_only, "destructive_hint": False,
-                              "idempotent_hint": True, "open_world_hint": False}),
+            (
+                self.cite_make,
+                {
+                    "read_only_hint": self.read_only,
+                    "destructive_hint": False,
+                    "idempotent_hint": True,
+                    "open_world_hint": False,
+                },
+            ),
         ]
         if not self.read_only:
             specs += [
-                (self.mem_add, {"read_only_hint": False, "destructive_hint": False,
-                                "idempotent_hint": False, "open_world_hint": False}),
-                (self.store_ingest, {"read_only_hint": False, "destructive_hint": False,
-                                     "idempotent_hint": True, "open_world_hint": False}),
+                (
+                    self.mem_add,
+                    {
+                        "read_only_hint": False,
+                        "destructive_hint": False,
+                        "idempotent_hint": False,
+                        "open_world_hint": False,
+                    },
+                ),
+                (
+                    self.store_ingest,
+                    {
+                        "read_only_hint": False,
+                        "destructive_hint": False,
+                        "idempotent_hint": True,
+                        "open_world_hint": False,
+                    },
+                ),
             ]
         return specs
 
-    def call(self, name: str, fn: Callable[..., dict[str, Any]], kwargs: dict[str, Any]
-             ) -> dict[str, Any]:
+    def call(
+        self, name: str, fn: Callable[..., dict[str, Any]], kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
         """Run a tool with its caps applied (in the calling thread; `build` adds the timer)."""
         st = self.stack(kwargs.get("stack"))
         return limit(fn(**kwargs), int(st.cap("max_bytes", 100000)))
@@ -672,34 +929,47 @@ class KnowledgeServer:
 
         from . import distill
 
-        server = _server_class()(SERVER_NAME, instructions=INSTRUCTIONS,
-                                 log_level="WARNING", version=_version())
+        server = _server_class()(
+            SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING", version=_version()
+        )
         for fn, ann in self.tool_specs():
             name = fn.__name__
-            server.add_tool(self._timed(name, fn), name=name,
-                            description=describe(fn),
-                            annotations=ToolAnnotations(title=name.replace("_", " "), **ann))
+            server.add_tool(
+                self._timed(name, fn),
+                name=name,
+                description=describe(fn),
+                annotations=ToolAnnotations(title=name.replace("_", " "), **ann),
+            )
 
-        @server.resource("ok://{stack}/memory/{note_id}", name="memory note",
-                         description="A memory note file (YAML frontmatter + markdown body).",
-                         mime_type="text/markdown")
+        @server.resource(
+            "ok://{stack}/memory/{note_id}",
+            name="memory note",
+            description="A memory note file (YAML frontmatter + markdown body).",
+            mime_type="text/markdown",
+        )
         def _note(stack: str, note_id: str) -> str:
             return self._resource(self.read_note, stack, note_id)
 
-        @server.resource("ok://{stack}/doc/{doc_id}", name="document",
-                         description="A document's normalized text (.ok.md), by doc id.",
-                         mime_type="text/markdown")
+        @server.resource(
+            "ok://{stack}/doc/{doc_id}",
+            name="document",
+            description="A document's normalized text (.ok.md), by doc id.",
+            mime_type="text/markdown",
+        )
         def _doc(stack: str, doc_id: str) -> str:
             return self._resource(self.read_doc, stack, doc_id)
 
-        @server.resource("ok://stacks", name="stacks", mime_type="application/json",
-                         description="The knowledge folders this server serves.")
+        @server.resource(
+            "ok://stacks",
+            name="stacks",
+            mime_type="application/json",
+            description="The knowledge folders this server serves.",
+        )
         def _stacks() -> str:
             return json.dumps(self.list_stacks()["results"], indent=2)
 
         for p in distill.PROMPTS.values():
-            server.prompt(name=p.name, title=p.title, description=p.description)(
-                _prompt_fn(p))
+            server.prompt(name=p.name, title=p.title, description=p.description)(_prompt_fn(p))
         return server
 
     def _resource(self, fn: Callable[..., str], *args: str) -> str:
@@ -711,8 +981,10 @@ class KnowledgeServer:
         except OkError as e:
             raise ResourceError(str(e)) from e
         except (OSError, ValueError, OverflowError) as e:
-            raise ResourceError(f"cannot read the resource: {_reason(e)} (hint: use an id "
-                                "from search or list_stacks)") from e
+            raise ResourceError(
+                f"cannot read the resource: {_reason(e)} (hint: use an id "
+                "from search or list_stacks)"
+            ) from e
 
     def _timed(self, name: str, fn: Callable[..., dict[str, Any]]) -> Callable[..., Any]:
         """Wrap a tool: run it on a worker thread under its time cap; typed errors become
@@ -730,15 +1002,19 @@ class KnowledgeServer:
                 cap = st.timeout(name)
                 with anyio.fail_after(cap):
                     return await anyio.to_thread.run_sync(
-                        functools.partial(self.call, name, fn, kwargs), abandon_on_cancel=True)
+                        functools.partial(self.call, name, fn, kwargs), abandon_on_cancel=True
+                    )
             except TimeoutError:
-                raise ToolError(f"{name} exceeded its time cap of {cap:g}s "
-                                f"(hint: narrow the request, or raise mcp.timeouts.{name})") from None
+                raise ToolError(
+                    f"{name} exceeded its time cap of {cap:g}s "
+                    f"(hint: narrow the request, or raise mcp.timeouts.{name})"
+                ) from None
             except OkError as e:
                 if "interrupted" in str(e).lower():
-                    raise ToolError(f"{name} exceeded its time cap of {cap:g}s "
-                                    f"(hint: narrow the request, or raise mcp.timeouts.{name})"
-                                    ) from None
+                    raise ToolError(
+                        f"{name} exceeded its time cap of {cap:g}s "
+                        f"(hint: narrow the request, or raise mcp.timeouts.{name})"
+                    ) from None
                 raise ToolError(str(disk_full(e, st.folder.root if st else None) or e)) from e
             except Exception as e:
                 full = disk_full(e, st.folder.root if st else None)
@@ -746,8 +1022,10 @@ class KnowledgeServer:
                     raise ToolError(str(full)) from e
                 if isinstance(e, OSError | ValueError | OverflowError):
                     # what the system said about an argument no check caught: still one line
-                    raise ToolError(f"{name} failed: {_reason(e)} (hint: check the paths, ids "
-                                    "and numbers passed)") from e
+                    raise ToolError(
+                        f"{name} failed: {_reason(e)} (hint: check the paths, ids "
+                        "and numbers passed)"
+                    ) from e
                 raise
 
         sig = inspect.signature(fn, eval_str=True)
@@ -776,10 +1054,10 @@ def _server_class() -> type[Any]:
                 # the SDK's message repeats the whole URI, however long
                 raise ResourceNotFoundError(
                     f"unknown resource {shown(str(uri), 120)} (hint: read ok://stacks, "
-                    "ok://STACK/doc/ID or ok://STACK/memory/ID, with an id from search)") from e
+                    "ok://STACK/doc/ID or ok://STACK/memory/ID, with an id from search)"
+                ) from e
 
-        async def call_tool(self, name: str, arguments: dict[str, Any],
-                            context: Any = None) -> Any:
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             try:
                 return await super().call_tool(name, arguments, context)
             except ToolError as e:
@@ -787,8 +1065,7 @@ def _server_class() -> type[Any]:
                 if isinstance(e, UnexpectedToolError) or not isinstance(cause, ValidationError):
                     raise
                 # the SDK's text spans lines and repeats the caller's values in full
-                raise ToolError(f"Error executing tool {name}: {schema_errors(cause)}") \
-                    from cause
+                raise ToolError(f"Error executing tool {name}: {schema_errors(cause)}") from cause
 
     return Server
 
@@ -801,8 +1078,11 @@ def schema_errors(e: Any) -> str:
         got = err.get("input")
         shown_got = "" if isinstance(got, dict) else f" (got {shown(repr(got), 40)})"
         parts.append(f"`{where}`: {err.get('msg', 'invalid')}{shown_got}")
-    return ("validation error: " + "; ".join(parts)
-            + " (hint: see the tool's input schema for types and bounds)")
+    return (
+        "validation error: "
+        + "; ".join(parts)
+        + " (hint: see the tool's input schema for types and bounds)"
+    )
 
 
 def _reason(e: BaseException) -> str:
@@ -815,8 +1095,9 @@ def _reason(e: BaseException) -> str:
 def _held(lock: threading.Lock, timeout: float, what: str) -> Iterator[None]:
     """Hold `lock`, waiting at most `timeout` seconds (a call past its cap still holds it)."""
     if not lock.acquire(timeout=max(0.01, timeout)):
-        raise ToolTimeout(f"{what} waited {timeout:g}s for an earlier call on this folder",
-                          "retry in a moment")
+        raise ToolTimeout(
+            f"{what} waited {timeout:g}s for an earlier call on this folder", "retry in a moment"
+        )
     try:
         yield
     finally:
@@ -830,8 +1111,11 @@ def describe(fn: Callable[..., Any]) -> str:
 
 
 def _prompt_fn(p: Any) -> Callable[..., str]:
-    def render(text: Annotated[str, Field(description="The material to work on (notes, passages, a document).")] = "",
-               ) -> str:
+    def render(
+        text: Annotated[
+            str, Field(description="The material to work on (notes, passages, a document).")
+        ] = "",
+    ) -> str:
         return p.render(text)
 
     render.__name__ = p.name.replace("-", "_")

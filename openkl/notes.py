@@ -40,15 +40,24 @@ class Note:
     sha256: str = ""
 
     def to_text(self) -> str:
-        meta: dict[str, Any] = {"id": self.id, "ts": self.ts, "tags": list(self.tags),
-                                "topics": list(self.topics)}
+        meta: dict[str, Any] = {
+            "id": self.id,
+            "ts": self.ts,
+            "tags": list(self.tags),
+            "topics": list(self.topics),
+        }
         meta.update({k: v for k, v in self.extra.items() if k not in meta})
         fm = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=None)
         return f"---\n{fm}---\n{self.body.rstrip()}\n"
 
     def as_dict(self, folder: Folder | None = None) -> dict[str, Any]:
-        d: dict[str, Any] = {"id": self.id, "ts": self.ts, "tags": self.tags,
-                             "topics": self.topics, "text": self.body}
+        d: dict[str, Any] = {
+            "id": self.id,
+            "ts": self.ts,
+            "tags": self.tags,
+            "topics": self.topics,
+            "text": self.body,
+        }
         if self.path is not None and folder is not None:
             d["path"] = folder.rel(self.path)
         d.update({k: v for k, v in self.extra.items() if k not in d})
@@ -70,8 +79,10 @@ def parse_note(text: str, where: str = "note", path: Path | None = None) -> Note
     m = _FM.match(text)
     if not m:
         if text.startswith("---"):
-            raise BadInput(f"{where}: frontmatter is not closed by a `---` line",
-                           "add the closing `---` after the YAML block")
+            raise BadInput(
+                f"{where}: frontmatter is not closed by a `---` line",
+                "add the closing `---` after the YAML block",
+            )
         meta: dict[str, Any] = {}
         body_start = 0
     else:
@@ -79,11 +90,15 @@ def parse_note(text: str, where: str = "note", path: Path | None = None) -> Note
             meta = yaml.safe_load(m.group(1)) or {}
         except yaml.YAMLError as e:
             first = str(e).splitlines()[0] if str(e) else "invalid YAML"
-            raise BadInput(f"{where}: broken YAML frontmatter ({first})",
-                           "fix the YAML between the `---` lines") from e
+            raise BadInput(
+                f"{where}: broken YAML frontmatter ({first})",
+                "fix the YAML between the `---` lines",
+            ) from e
         if not isinstance(meta, dict):
-            raise BadInput(f"{where}: frontmatter must be a YAML mapping",
-                           "write `key: value` lines between the `---` lines")
+            raise BadInput(
+                f"{where}: frontmatter must be a YAML mapping",
+                "write `key: value` lines between the `---` lines",
+            )
         body_start = m.end()
     note_id = str(meta.pop("id", "") or "") or (path.stem if path else "")
     if not note_id:
@@ -98,9 +113,17 @@ def parse_note(text: str, where: str = "note", path: Path | None = None) -> Note
     body = text[body_start:]
     # record where the body proper starts (after leading blank lines) for citations
     lead = len(body) - len(body.lstrip("\n"))
-    return Note(id=note_id, ts=str(ts or ""), body=body.strip("\n"), tags=tags, topics=topics,
-                extra=meta, path=path, body_start=body_start + lead,
-                sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+    return Note(
+        id=note_id,
+        ts=str(ts or ""),
+        body=body.strip("\n"),
+        tags=tags,
+        topics=topics,
+        extra=meta,
+        path=path,
+        body_start=body_start + lead,
+        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    )
 
 
 def read_note(path: Path, folder: Folder | None = None) -> Note:
@@ -109,8 +132,9 @@ def read_note(path: Path, folder: Folder | None = None) -> Note:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise BadInput(f"{where}: not valid UTF-8 (byte {e.start})",
-                       "re-save the note as UTF-8") from e
+        raise BadInput(
+            f"{where}: not valid UTF-8 (byte {e.start})", "re-save the note as UTF-8"
+        ) from e
     note = parse_note(text, where, path)
     if not note.ts:
         note.ts = iso(dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC))
@@ -143,12 +167,18 @@ def _check_utf8(text: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         # bytes that were not UTF-8 on the command line arrive as lone surrogates
-        raise BadInput("the note's text is not valid UTF-8",
-                       "pass UTF-8 text (e.g. convert it with iconv)") from None
+        raise BadInput(
+            "the note's text is not valid UTF-8", "pass UTF-8 text (e.g. convert it with iconv)"
+        ) from None
 
 
-def add(folder: Folder, text: str, tags: list[str] | None = None,
-        topics: list[str] | None = None, extra: dict[str, Any] | None = None) -> Note:
+def add(
+    folder: Folder,
+    text: str,
+    tags: list[str] | None = None,
+    topics: list[str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Note:
     """Write a new note file and return it (the caller indexes it)."""
     if not text.strip():
         raise BadInput("the note is empty", "pass some text, or `-` to read it from stdin")
@@ -161,8 +191,15 @@ def add(folder: Folder, text: str, tags: list[str] | None = None,
         path = note_path(folder, nid, iso(now))
         if not path.exists():
             break
-    note = Note(id=nid, ts=iso(now), body=text.strip("\n"), tags=clean_labels(tags),
-                topics=clean_labels(topics), extra=dict(extra or {}), path=path)
+    note = Note(
+        id=nid,
+        ts=iso(now),
+        body=text.strip("\n"),
+        tags=clean_labels(tags),
+        topics=clean_labels(topics),
+        extra=dict(extra or {}),
+        path=path,
+    )
     atomic_write(path, note.to_text())
     crash.point("note.written")
     events.emit(folder, "mem_added", note=note.id, path=folder.rel(path), tags=note.tags or None)
@@ -172,8 +209,9 @@ def add(folder: Folder, text: str, tags: list[str] | None = None,
 def iter_note_files(folder: Folder) -> list[Path]:
     if not folder.by_date_dir.exists():
         return []
-    return sorted(p for p in folder.by_date_dir.rglob("*.md")
-                  if p.is_file() and not p.name.startswith("."))
+    return sorted(
+        p for p in folder.by_date_dir.rglob("*.md") if p.is_file() and not p.name.startswith(".")
+    )
 
 
 class Problem(NamedTuple):
@@ -185,8 +223,9 @@ class Problem(NamedTuple):
     kind: str
 
 
-def scan(folder: Folder, indexed: Callable[[], dict[str, str]] | None = None
-         ) -> tuple[dict[str, Note], list[Problem]]:
+def scan(
+    folder: Folder, indexed: Callable[[], dict[str, str]] | None = None
+) -> tuple[dict[str, Note], list[Problem]]:
     """All readable notes by id, plus the files that cannot be used.
 
     When two files carry one id, the established one keeps it: the file indexed under that
@@ -216,15 +255,21 @@ def scan(folder: Folder, indexed: Callable[[], dict[str, str]] | None = None
                 known, asked = indexed(), True
             indexed_at = known.get(nid)
 
-            def rank(rn: tuple[str, Note], name: str = f"{nid}.md",
-                     at: str | None = indexed_at) -> tuple[bool, str, bool, str]:
+            def rank(
+                rn: tuple[str, Note], name: str = f"{nid}.md", at: str | None = indexed_at
+            ) -> tuple[bool, str, bool, str]:
                 return (rn[0] != at, rn[1].ts, Path(rn[0]).name != name, rn[0])
 
             group.sort(key=rank)
         winners[nid] = group[0][0]
         for rel, _ in group[1:]:
-            problems.append(Problem(rel, f"duplicate id {nid} already used by {group[0][0]}; "
-                                    "give it a new id", "duplicate_id"))
+            problems.append(
+                Problem(
+                    rel,
+                    f"duplicate id {nid} already used by {group[0][0]}; give it a new id",
+                    "duplicate_id",
+                )
+            )
     notes = {n.id: n for rel, n in read if winners[n.id] == rel}
     return notes, sorted(problems)
 
@@ -248,9 +293,14 @@ def find(folder: Folder, note_id: str) -> Note:
     raise BadInput(f"id prefix {note_id} matches {len(hits)} notes", "give more of the id")
 
 
-def update(folder: Folder, note_id: str, text: str | None = None,
-           tags: list[str] | None = None, topics: list[str] | None = None,
-           add_tags: list[str] | None = None) -> Note:
+def update(
+    folder: Folder,
+    note_id: str,
+    text: str | None = None,
+    tags: list[str] | None = None,
+    topics: list[str] | None = None,
+    add_tags: list[str] | None = None,
+) -> Note:
     note = find(folder, note_id)
     if text is not None:
         if not text.strip():

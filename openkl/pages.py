@@ -44,9 +44,16 @@ def page(folder: Folder, g: Graph, name: str, *, force: bool = False) -> dict[st
         except ValueError:
             pass
     detail = entity_detail(folder, g, e["id"], cites=20)
-    out = {"entity_name": e["name"], "markdown": render(detail), "generated_at": iso(),
-           "source_entity_id": e.get("ext_id") or entity_uuid(e["id"]), "entity_id": e["id"],
-           "graph_version": version, "source_type": "compiled", "render": RENDER}
+    out = {
+        "entity_name": e["name"],
+        "markdown": render(detail),
+        "generated_at": iso(),
+        "source_entity_id": e.get("ext_id") or entity_uuid(e["id"]),
+        "entity_id": e["id"],
+        "graph_version": version,
+        "source_type": "compiled",
+        "render": RENDER,
+    }
     atomic_write(cp, json.dumps(out, ensure_ascii=False, sort_keys=True))
     return {**out, "cached": False}
 
@@ -57,7 +64,10 @@ def _link(name: str, eid: str) -> str:
 
 def render(d: dict[str, Any]) -> str:
     lines = [f"# {d['name']}", ""]
-    meta = [f"*{d['type']}*", f"confidence {d['confidence']:.2f} ({confidence_label(d['confidence'])})"]
+    meta = [
+        f"*{d['type']}*",
+        f"confidence {d['confidence']:.2f} ({confidence_label(d['confidence'])})",
+    ]
     if d["verified"]:
         meta.append("verified")
     meta.append(f"{len(d['docs'])} source{'s' if len(d['docs']) != 1 else ''}")
@@ -70,11 +80,15 @@ def render(d: dict[str, Any]) -> str:
         lines += ["## Relationships", ""]
         for r in d["relationships"]:
             if r["direction"] == "out":
-                lines.append(f"- {r['type'].replace('_', ' ')} → {_link(r['to_name'], r['to_id'])}"
-                             f" ({r['confidence']:.2f})")
+                lines.append(
+                    f"- {r['type'].replace('_', ' ')} → {_link(r['to_name'], r['to_id'])}"
+                    f" ({r['confidence']:.2f})"
+                )
             else:
-                lines.append(f"- ← {_link(r['from_name'], r['from_id'])} "
-                             f"{r['type'].replace('_', ' ')} this ({r['confidence']:.2f})")
+                lines.append(
+                    f"- ← {_link(r['from_name'], r['from_id'])} "
+                    f"{r['type'].replace('_', ' ')} this ({r['confidence']:.2f})"
+                )
         lines.append("")
     if d["sources"]:
         lines += ["## Sources", ""]
@@ -89,24 +103,31 @@ def render(d: dict[str, Any]) -> str:
             if c:
                 quote = _sentence_with(c["quote"], d["name"], d["aliases"])
                 lines.append(f"   > {quote}")
-                lines.append(f"   — cite: `{c['id']}` ({c['path']}, chars "
-                             f"{c['loc']['start']}–{c['loc']['end']})")
+                lines.append(
+                    f"   — cite: `{c['id']}` ({c['path']}, chars "
+                    f"{c['loc']['start']}–{c['loc']['end']})"
+                )
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _defining_sentence(mentions: list[dict[str, Any]], name: str, aliases: list[str],
-                       width: int = 280) -> str:
+def _defining_sentence(
+    mentions: list[dict[str, Any]], name: str, aliases: list[str], width: int = 280
+) -> str:
     """A sentence of the sources that says what the entity is ("X (…) is a …", "X was …"),
     as the page's description when none was compiled; "" if no source says it."""
     import re
 
     names = "|".join(re.escape(n) for n in sorted([name, *aliases], key=len, reverse=True))
-    defining = re.compile(rf"^(?:the |an? )?(?:{names})\b(?:\s*\([^)]{{0,80}}\))?,?"
-                          r"\s+(?:is|was|are|were|refers to|means)\s", re.IGNORECASE)
+    defining = re.compile(
+        rf"^(?:the |an? )?(?:{names})\b(?:\s*\([^)]{{0,80}}\))?,?"
+        r"\s+(?:is|was|are|were|refers to|means)\s",
+        re.IGNORECASE,
+    )
     for c in mentions:
-        text = "\n".join(ln for ln in (c.get("quote") or "").splitlines()
-                         if not ln.lstrip().startswith("#"))  # headings are no sentences
+        text = "\n".join(
+            ln for ln in (c.get("quote") or "").splitlines() if not ln.lstrip().startswith("#")
+        )  # headings are no sentences
         for sent in re.split(r"(?<=[.!?])\s+(?=[A-Z(])", " ".join(text.split())):
             if defining.match(sent):
                 return sent if len(sent) <= width else sent[: width - 1] + "…"
@@ -128,8 +149,9 @@ def _sentence_with(text: str, name: str, aliases: list[str], width: int = 280) -
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def write_all(folder: Folder, g: Graph, min_confidence: float = 0.0,
-              out_dir: Path | None = None) -> dict[str, Any]:
+def write_all(
+    folder: Folder, g: Graph, min_confidence: float = 0.0, out_dir: Path | None = None
+) -> dict[str, Any]:
     """Every page (at or above a confidence) into graph/pages/, plus an index."""
     out_dir = out_dir or folder.graph_dir / "pages"
     ents = list_entities(g, min_confidence=min_confidence)
@@ -142,5 +164,9 @@ def write_all(folder: Folder, g: Graph, min_confidence: float = 0.0,
         atomic_write(out_dir / f"{e['id']}.md", p["markdown"])
         index.append(f"- {_link(e['name'], e['id'])} — {e['type']}, {e['confidence']:.2f}")
     atomic_write(out_dir / "index.md", "\n".join(index) + "\n")
-    return {"dir": folder.rel(out_dir), "pages": len(ents), "regenerated": regenerated,
-            "cached": cached}
+    return {
+        "dir": folder.rel(out_dir),
+        "pages": len(ents),
+        "regenerated": regenerated,
+        "cached": cached,
+    }

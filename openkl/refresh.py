@@ -35,14 +35,21 @@ _INTERVAL_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 8
 def parse_interval(text: str) -> dt.timedelta:
     m = _INTERVAL.match(text or "")
     if not m or int(m.group(1)) <= 0:
-        raise BadInput(f"refresh interval {text!r} is not valid",
-                       "use a number and a unit: 30m, 6h, 1d, 2w")
+        raise BadInput(
+            f"refresh interval {text!r} is not valid", "use a number and a unit: 30m, 6h, 1d, 2w"
+        )
     return dt.timedelta(seconds=int(m.group(1)) * _INTERVAL_UNITS[m.group(2).lower()])
 
 
-_MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
-           "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
-           "@hourly": "0 * * * *"}
+_MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
 _NAMES = {3: {m: i for i, m in enumerate(_MONTHS, 1)}, 4: {d: i for i, d in enumerate(_WEEKDAYS)}}
@@ -139,21 +146,32 @@ def parse_cron(expr: str) -> Cron:
     text = _MACROS.get((expr or "").strip().lower(), (expr or "").strip())
     parts = text.split()
     if len(parts) != 5:
-        raise BadInput(f"cron expression {expr!r} must have 5 fields "
-                       "(minute hour day-of-month month day-of-week)",
-                       "e.g. \"0 6 * * *\" for 06:00 UTC daily, or @hourly/@daily/@weekly")
+        raise BadInput(
+            f"cron expression {expr!r} must have 5 fields "
+            "(minute hour day-of-month month day-of-week)",
+            'e.g. "0 6 * * *" for 06:00 UTC daily, or @hourly/@daily/@weekly',
+        )
     sets = []
     for i, p in enumerate(parts):
         try:
             sets.append(_cron_field(p, i))
         except ValueError as e:
-            raise BadInput(f"cron expression {expr!r}: bad {_FIELD_NAMES[i]} field {p!r} ({e})",
-                           "fields are minute 0-59, hour 0-23, day 1-31, month 1-12, "
-                           "weekday 0-7 (0 and 7 are Sunday)") from None
+            raise BadInput(
+                f"cron expression {expr!r}: bad {_FIELD_NAMES[i]} field {p!r} ({e})",
+                "fields are minute 0-59, hour 0-23, day 1-31, month 1-12, "
+                "weekday 0-7 (0 and 7 are Sunday)",
+            ) from None
     weekdays = frozenset(d % 7 for d in sets[4])
-    cron = Cron(expr=expr, minutes=tuple(sorted(sets[0])), hours=tuple(sorted(sets[1])),
-                days=frozenset(sets[2]), months=frozenset(sets[3]), weekdays=weekdays,
-                any_day=parts[2].startswith("*"), any_weekday=parts[4].startswith("*"))
+    cron = Cron(
+        expr=expr,
+        minutes=tuple(sorted(sets[0])),
+        hours=tuple(sorted(sets[1])),
+        days=frozenset(sets[2]),
+        months=frozenset(sets[3]),
+        weekdays=weekdays,
+        any_day=parts[2].startswith("*"),
+        any_weekday=parts[4].startswith("*"),
+    )
     if cron.next_after(dt.datetime(2000, 1, 1, tzinfo=dt.UTC)) is None:
         raise BadInput(f"cron expression {expr!r} never fires", "check the day and month fields")
     return cron
@@ -265,12 +283,19 @@ def drift_between(folder: Folder, old_text: str, new_text: str) -> float | None:
     return round(max(0.0, 1.0 - float(a @ b)), 6)
 
 
-def after_ingest(folder: Folder, entries: dict[str, dict[str, Any]],
-                 added: list[dict[str, Any]], drift_threshold: float | None = None) -> None:
+def after_ingest(
+    folder: Folder,
+    entries: dict[str, dict[str, Any]],
+    added: list[dict[str, Any]],
+    drift_threshold: float | None = None,
+) -> None:
     """After new docs were written: drift of each new version against the one it supersedes
     (stored on the old entry), and the `ingested` / `drifted` events."""
-    threshold = (float(folder.setting("refresh.drift_threshold", DEFAULT_DRIFT_THRESHOLD))
-                 if drift_threshold is None else float(drift_threshold))
+    threshold = (
+        float(folder.setting("refresh.drift_threshold", DEFAULT_DRIFT_THRESHOLD))
+        if drift_threshold is None
+        else float(drift_threshold)
+    )
     changed = False
     for a in added:
         old = entries.get(a.get("supersedes") or "")
@@ -292,12 +317,31 @@ def after_ingest(folder: Folder, entries: dict[str, dict[str, Any]],
     batch: list[tuple[str, dict[str, Any]]] = []
     for a in added:
         e = entries.get(a["id"], {})
-        batch.append(("ingested", {"doc": a["id"], "path": a["path"], "source": e.get("source"),
-                                   "supersedes": a.get("supersedes"), "drift": a.get("drift")}))
+        batch.append(
+            (
+                "ingested",
+                {
+                    "doc": a["id"],
+                    "path": a["path"],
+                    "source": e.get("source"),
+                    "supersedes": a.get("supersedes"),
+                    "drift": a.get("drift"),
+                },
+            )
+        )
         if a.get("drift") is not None and a["drift"] > threshold:
-            batch.append(("drifted", {"doc": a["id"], "previous": a["supersedes"],
-                                      "path": a["path"], "drift": a["drift"],
-                                      "threshold": threshold}))
+            batch.append(
+                (
+                    "drifted",
+                    {
+                        "doc": a["id"],
+                        "previous": a["supersedes"],
+                        "path": a["path"],
+                        "drift": a["drift"],
+                        "threshold": threshold,
+                    },
+                )
+            )
     events.emit_many(folder, batch)
 
 
@@ -319,15 +363,23 @@ def history(folder: Folder, ref: str) -> list[dict[str, Any]]:
     while node is not None and node["id"] not in seen:
         seen.add(node["id"])
         prev = entries.get(node.get("supersedes") or "")
-        out.append({"id": node["id"], "current": bool(node.get("current", True)),
-                    "path": node.get("path"), "title": node.get("title", ""),
-                    "sha256": node.get("sha256"), "source": node.get("source"),
-                    "ingested_at": node.get("ingested_at"), "fetched_at": node.get("fetched_at"),
-                    "superseded_at": node.get("superseded_at"),
-                    "superseded_by": node.get("superseded_by"),
-                    "supersedes": node.get("supersedes"),
-                    "drift": prev.get("drift") if prev else None,
-                    **({"fetch": node["fetch"]} if node.get("fetch") else {})})
+        out.append(
+            {
+                "id": node["id"],
+                "current": bool(node.get("current", True)),
+                "path": node.get("path"),
+                "title": node.get("title", ""),
+                "sha256": node.get("sha256"),
+                "source": node.get("source"),
+                "ingested_at": node.get("ingested_at"),
+                "fetched_at": node.get("fetched_at"),
+                "superseded_at": node.get("superseded_at"),
+                "superseded_by": node.get("superseded_by"),
+                "supersedes": node.get("supersedes"),
+                "drift": prev.get("drift") if prev else None,
+                **({"fetch": node["fetch"]} if node.get("fetch") else {}),
+            }
+        )
         node = prev
     return out
 
@@ -348,8 +400,12 @@ class RefreshReport:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def plan(folder: Folder, refs: list[str] | None = None, all_: bool = False,
-         entries: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def plan(
+    folder: Folder,
+    refs: list[str] | None = None,
+    all_: bool = False,
+    entries: dict[str, dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """The mapping entries a refresh looks at: the given docs, all sources, or the due ones."""
     entries = mapping_mod.load(folder) if entries is None else entries
     if refs:
@@ -359,8 +415,11 @@ def plan(folder: Folder, refs: list[str] | None = None, all_: bool = False,
         for r in refs:
             e = entries[resolve(folder, r, include_old=True)["id"]]
             seen: set[str] = set()
-            while (not e.get("current", True) and e.get("superseded_by") in entries
-                   and e["id"] not in seen):
+            while (
+                not e.get("current", True)
+                and e.get("superseded_by") in entries
+                and e["id"] not in seen
+            ):
                 seen.add(e["id"])
                 e = entries[e["superseded_by"]]
             if all(o["id"] != e["id"] for o in out):
@@ -369,13 +428,21 @@ def plan(folder: Folder, refs: list[str] | None = None, all_: bool = False,
     if all_:
         return [e for e in entries.values() if e.get("current", True) and source_kind(e)]
     now = utcnow()
-    return [e for e in entries.values()
-            if e.get("refresh") and e.get("current", True) and is_due(e, now)]
+    return [
+        e
+        for e in entries.values()
+        if e.get("refresh") and e.get("current", True) and is_due(e, now)
+    ]
 
 
-def refresh(folder: Folder, refs: list[str] | None = None, due: bool = False,
-            all_: bool = False, drift_threshold: float | None = None, dry_run: bool = False
-            ) -> RefreshReport:
+def refresh(
+    folder: Folder,
+    refs: list[str] | None = None,
+    due: bool = False,
+    all_: bool = False,
+    drift_threshold: float | None = None,
+    dry_run: bool = False,
+) -> RefreshReport:
     """Re-fetch sources and store what changed (`ok refresh`).
 
     Takes the writer lock itself, and only when there is something to store: the network
@@ -383,15 +450,22 @@ def refresh(folder: Folder, refs: list[str] | None = None, due: bool = False,
     reads the mapping and returns.
     """
     if sum(bool(x) for x in (refs, due, all_)) > 1:
-        raise UsageError("pass documents, --due or --all, not several",
-                         "`ok refresh` alone means --due")
+        raise UsageError(
+            "pass documents, --due or --all, not several", "`ok refresh` alone means --due"
+        )
     rep = RefreshReport(dry_run=dry_run)
     targets = plan(folder, refs, all_)
     for e in targets:
         when = next_due(e)
-        rep.due.append({"id": e["id"], "path": e.get("path"), "kind": source_kind(e),
-                        "refresh": e.get("refresh"),
-                        "next_due": iso(when) if when and when != NEVER_FETCHED else None})
+        rep.due.append(
+            {
+                "id": e["id"],
+                "path": e.get("path"),
+                "kind": source_kind(e),
+                "refresh": e.get("refresh"),
+                "next_due": iso(when) if when and when != NEVER_FETCHED else None,
+            }
+        )
     if dry_run or not targets:
         return rep
     batch, owners, not_modified = _fetch(folder, targets, rep)
@@ -401,8 +475,9 @@ def refresh(folder: Folder, refs: list[str] | None = None, due: bool = False,
     return rep
 
 
-def _fetch(folder: Folder, targets: list[dict[str, Any]], rep: RefreshReport
-           ) -> tuple[Any, dict[str, str], dict[str, dict[str, Any]]]:
+def _fetch(
+    folder: Folder, targets: list[dict[str, Any]], rep: RefreshReport
+) -> tuple[Any, dict[str, str], dict[str, dict[str, Any]]]:
     from . import sources
 
     batch = sources.Batch()
@@ -424,8 +499,13 @@ def _fetch(folder: Folder, targets: list[dict[str, Any]], rep: RefreshReport
                     src = e["source"]
                     repos.setdefault((src["repo"], src.get("branch") or ""), []).append(e)
                 else:
-                    rep.skipped.append({"id": e["id"], "reason": "no source to re-read (stdin, "
-                                        "or edited in place: `ok sync` picks that up)"})
+                    rep.skipped.append(
+                        {
+                            "id": e["id"],
+                            "reason": "no source to re-read (stdin, "
+                            "or edited in place: `ok sync` picks that up)",
+                        }
+                    )
             except OkError as err:
                 rep.failed.append({"id": e["id"], "error": str(err)})
         if papers:
@@ -435,13 +515,19 @@ def _fetch(folder: Folder, targets: list[dict[str, Any]], rep: RefreshReport
     return batch, owners, not_modified
 
 
-def _fetch_web(client: Any, e: dict[str, Any], batch: Any, owners: dict[str, str],
-               not_modified: dict[str, dict[str, Any]]) -> None:
+def _fetch_web(
+    client: Any,
+    e: dict[str, Any],
+    batch: Any,
+    owners: dict[str, str],
+    not_modified: dict[str, dict[str, Any]],
+) -> None:
     from . import sources
 
     fetch = e.get("fetch") or {}
-    f = client.get(e["source"]["url"], etag=fetch.get("etag"),
-                   last_modified=fetch.get("last_modified"))
+    f = client.get(
+        e["source"]["url"], etag=fetch.get("etag"), last_modified=fetch.get("last_modified")
+    )
     if f.not_modified:
         not_modified[e["id"]] = {**fetch, "status": 304}
         return
@@ -466,18 +552,31 @@ def _fetch_file(folder: Folder, e: dict[str, Any], batch: Any, owners: dict[str,
     elif (folder.root / src).is_file():
         data, copy, origin = (folder.root / src).read_bytes(), False, str(folder.root / src)
     else:
-        raise OkError(f"the original of {e['path']} is gone ({origin or src})",
-                      "restore it, or remove the document with `ok store remove`")
-    cand = Candidate(data=data, rel=src[len("store/sources/"):], origin=origin,
-                     source=e["source"], copy_original=copy)
+        raise OkError(
+            f"the original of {e['path']} is gone ({origin or src})",
+            "restore it, or remove the document with `ok store remove`",
+        )
+    cand = Candidate(
+        data=data,
+        rel=src[len("store/sources/") :],
+        origin=origin,
+        source=e["source"],
+        copy_original=copy,
+    )
     batch.cands.append(cand)
     batch.fetch[cand.origin] = {"kind": "file"}
     owners[cand.origin] = e["id"]
 
 
-def _fetch_arxiv(folder: Folder, client: Any, targets: list[dict[str, Any]], batch: Any,
-                 owners: dict[str, str], not_modified: dict[str, dict[str, Any]],
-                 rep: RefreshReport) -> None:
+def _fetch_arxiv(
+    folder: Folder,
+    client: Any,
+    targets: list[dict[str, Any]],
+    batch: Any,
+    owners: dict[str, str],
+    not_modified: dict[str, dict[str, Any]],
+    rep: RefreshReport,
+) -> None:
     from . import sources
 
     by_id = {str(e["source"]["arxiv"]): e for e in targets}
@@ -496,8 +595,15 @@ def _fetch_arxiv(folder: Folder, client: Any, targets: list[dict[str, Any]], bat
         owners[c.origin] = by_id[c.source["arxiv"]]["id"]
 
 
-def _fetch_repo(folder: Folder, repo: str, branch: str, members: list[dict[str, Any]],
-                batch: Any, owners: dict[str, str], rep: RefreshReport) -> None:
+def _fetch_repo(
+    folder: Folder,
+    repo: str,
+    branch: str,
+    members: list[dict[str, Any]],
+    batch: Any,
+    owners: dict[str, str],
+    rep: RefreshReport,
+) -> None:
     """A repository refreshes as a whole: one update of the checkout, every file re-read.
 
     New files are added; documents whose file is gone from the working tree are removed
@@ -528,13 +634,23 @@ def _fetch_repo(folder: Folder, repo: str, branch: str, members: list[dict[str, 
         if b.tree is not None and file and not (b.tree / file).exists():
             rep.removed.append({"id": m["id"], "path": m["path"], "reason": "deleted upstream"})
         else:
-            rep.skipped.append({"id": m["id"], "reason": "not re-read (outside --include, or "
-                                "no longer a file the repository source takes)"})
+            rep.skipped.append(
+                {
+                    "id": m["id"],
+                    "reason": "not re-read (outside --include, or "
+                    "no longer a file the repository source takes)",
+                }
+            )
 
 
-def _apply(folder: Folder, batch: Any, owners: dict[str, str],
-           not_modified: dict[str, dict[str, Any]], rep: RefreshReport,
-           drift_threshold: float | None) -> None:
+def _apply(
+    folder: Folder,
+    batch: Any,
+    owners: dict[str, str],
+    not_modified: dict[str, dict[str, Any]],
+    rep: RefreshReport,
+    drift_threshold: float | None,
+) -> None:
     from . import sources
     from .store import IngestReport, ingest
 
@@ -558,9 +674,18 @@ def _apply(folder: Folder, batch: Any, owners: dict[str, str],
         if owner:
             change = {"id": owner, "new": a["id"], "path": a["path"], "drift": a.get("drift")}
             rep.changed.append(change)
-            out.append(("refreshed", {"doc": a["id"], "previous": owner, "path": a["path"],
-                                      "drift": a.get("drift"),
-                                      "source": entries.get(a["id"], {}).get("source")}))
+            out.append(
+                (
+                    "refreshed",
+                    {
+                        "doc": a["id"],
+                        "previous": owner,
+                        "path": a["path"],
+                        "drift": a.get("drift"),
+                        "source": entries.get(a["id"], {}).get("source"),
+                    },
+                )
+            )
         else:
             rep.added.append({"id": a["id"], "path": a["path"]})
     for u in ing.unchanged:
@@ -582,12 +707,18 @@ def _apply(folder: Folder, batch: Any, owners: dict[str, str],
     if touched:
         mapping_mod.save(folder, entries)
     events.emit_many(folder, out)
-    folder.log_op("refresh", checked=len(rep.due), changed=[c["new"] for c in rep.changed],
-                  removed=[r["id"] for r in rep.removed], failed=[f["id"] for f in rep.failed])
+    folder.log_op(
+        "refresh",
+        checked=len(rep.due),
+        changed=[c["new"] for c in rep.changed],
+        removed=[r["id"] for r in rep.removed],
+        failed=[f["id"] for f in rep.failed],
+    )
 
 
-def set_policy(folder: Folder, refs: list[str], policy: dict[str, Any] | None
-               ) -> list[dict[str, Any]]:
+def set_policy(
+    folder: Folder, refs: list[str], policy: dict[str, Any] | None
+) -> list[dict[str, Any]]:
     """Set (or, with None, clear) the refresh policy of documents. The caller holds the lock."""
     from .store import resolve
 
@@ -596,15 +727,23 @@ def set_policy(folder: Folder, refs: list[str], policy: dict[str, Any] | None
     for r in refs:
         e = entries[resolve(folder, r)["id"]]
         if policy and not source_kind(e):
-            raise BadInput(f"{e['path']} has no source that can be re-read",
-                           "web, arXiv, repository and file sources can refresh")
+            raise BadInput(
+                f"{e['path']} has no source that can be re-read",
+                "web, arXiv, repository and file sources can refresh",
+            )
         if policy:
             e["refresh"] = policy
         else:
             e.pop("refresh", None)
         when = next_due(e)
-        out.append({"id": e["id"], "path": e["path"], "refresh": e.get("refresh"),
-                    "next_due": iso(when) if when and when != NEVER_FETCHED else None})
+        out.append(
+            {
+                "id": e["id"],
+                "path": e["path"],
+                "refresh": e.get("refresh"),
+                "next_due": iso(when) if when and when != NEVER_FETCHED else None,
+            }
+        )
     mapping_mod.save(folder, entries)
     folder.log_op("refresh.policy", ids=[o["id"] for o in out], policy=policy)
     return out

@@ -45,21 +45,27 @@ class Filters:
         since = parse_time(self.since, since_name)
         until = parse_time(self.until, until_name, end_of_day=True)
         if since and until and since > until:
-            raise UsageError(f"{since_name} {self.since} is later than {until_name} {self.until}",
-                             "swap them, or drop one")
-        return Filters(tags=self.tags, topics=self.topics, path=self.path, since=since,
-                       until=until)
+            raise UsageError(
+                f"{since_name} {self.since} is later than {until_name} {self.until}",
+                "swap them, or drop one",
+            )
+        return Filters(tags=self.tags, topics=self.topics, path=self.path, since=since, until=until)
 
 
-def check_counts(k: int, per_doc: int = 1, k_name: str = "k", per_doc_name: str = "per_doc"
-                 ) -> None:
+def check_counts(
+    k: int, per_doc: int = 1, k_name: str = "k", per_doc_name: str = "per_doc"
+) -> None:
     """Refuse a result count or per-document cap outside 1..MAX, saying the range."""
     if not 1 <= k <= MAX_K:
-        raise UsageError(f"{k_name} must be between 1 and {MAX_K}, got {k}",
-                         f"ask for at most {MAX_K} hits, and narrow the query for more")
+        raise UsageError(
+            f"{k_name} must be between 1 and {MAX_K}, got {k}",
+            f"ask for at most {MAX_K} hits, and narrow the query for more",
+        )
     if not 1 <= per_doc <= MAX_PER_DOC:
-        raise UsageError(f"{per_doc_name} must be between 1 and {MAX_PER_DOC}, got {per_doc}",
-                         "1 shows the best passage of each document; more show several")
+        raise UsageError(
+            f"{per_doc_name} must be between 1 and {MAX_PER_DOC}, got {per_doc}",
+            "1 shows the best passage of each document; more show several",
+        )
 
 
 @dataclass
@@ -70,9 +76,11 @@ class Fusion:
 
     @classmethod
     def from_folder(cls, folder: Folder) -> Fusion:
-        return cls(method=str(folder.setting("search.fusion", "wsum")),
-                   vector_weight=float(folder.setting("search.vector_weight", 0.5)),
-                   rrf_k=int(folder.setting("search.rrf_k", 60)))
+        return cls(
+            method=str(folder.setting("search.fusion", "wsum")),
+            vector_weight=float(folder.setting("search.vector_weight", 0.5)),
+            rrf_k=int(folder.setting("search.rrf_k", 60)),
+        )
 
 
 def _fts_query(q: str) -> str:
@@ -80,8 +88,9 @@ def _fts_query(q: str) -> str:
     return " ".join(re.findall(r"\w+", q, flags=re.U))
 
 
-def retrieve(g: Graph, query: str, qvec: Any, k: int, mode: str, scope: str,
-             fusion: Fusion, n_cand: int) -> list[dict[str, Any]]:
+def retrieve(
+    g: Graph, query: str, qvec: Any, k: int, mode: str, scope: str, fusion: Fusion, n_cand: int
+) -> list[dict[str, Any]]:
     """Ranked candidates [{kind, id, score, signals}] before dedup and filters."""
     signals: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
     tables = [t for t, s in (("Chunk", "store"), ("MemoryNote", "mem")) if scope in ("all", s)]
@@ -98,8 +107,11 @@ def retrieve(g: Graph, query: str, qvec: Any, k: int, mode: str, scope: str,
         low = items[-1][1] if items else 0.0
         for rank, (key, score) in enumerate(items, 1):
             norm = (score - low) / (top - low) if top > low else 1.0
-            signals.setdefault(key, {})[name] = {"score": round(score, 6), "rank": rank,
-                                                 "norm": norm}
+            signals.setdefault(key, {})[name] = {
+                "score": round(score, 6),
+                "rank": rank,
+                "norm": norm,
+            }
     out: list[dict[str, Any]] = []
     for (table, cid), sig in signals.items():
         if mode == "fts":
@@ -110,17 +122,29 @@ def retrieve(g: Graph, query: str, qvec: Any, k: int, mode: str, scope: str,
             fused = sum(1.0 / (fusion.rrf_k + s["rank"]) for s in sig.values())
         else:
             w = fusion.vector_weight
-            fused = (w * sig.get("vector", {}).get("norm", 0.0)
-                     + (1 - w) * sig.get("fts", {}).get("norm", 0.0))
+            fused = w * sig.get("vector", {}).get("norm", 0.0) + (1 - w) * sig.get("fts", {}).get(
+                "norm", 0.0
+            )
         out.append({"table": table, "id": cid, "score": fused, "signals": sig})
     out.sort(key=lambda h: (-h["score"], h["id"]))
     return out
 
 
-def search(folder: Folder, g: Graph, query: str, *, k: int = 10, mode: str = "hybrid",
-           scope: str = "all", filters: Filters | None = None, per_doc: int = 1,
-           explain: bool = False, embedder: Any = None, fusion: Fusion | None = None,
-           diversity: float = 0.0) -> list[dict[str, Any]]:
+def search(
+    folder: Folder,
+    g: Graph,
+    query: str,
+    *,
+    k: int = 10,
+    mode: str = "hybrid",
+    scope: str = "all",
+    filters: Filters | None = None,
+    per_doc: int = 1,
+    explain: bool = False,
+    embedder: Any = None,
+    fusion: Fusion | None = None,
+    diversity: float = 0.0,
+) -> list[dict[str, Any]]:
     """Search the folder; returns up to `k` cite objects, best first.
 
     `diversity` in (0, 1] re-ranks the top candidates by maximal marginal relevance: each
@@ -166,21 +190,26 @@ def search(folder: Folder, g: Graph, query: str, *, k: int = 10, mode: str = "hy
         row = chunk_rows.get(h["id"]) if h["table"] == "Chunk" else note_rows.get(h["id"])
         if row is None or not _passes(row, h["table"], filters):
             continue
-        cite = (chunk_cite(folder, row, files) if h["table"] == "Chunk"
-                else note_cite(folder, row, files))
+        cite = (
+            chunk_cite(folder, row, files)
+            if h["table"] == "Chunk"
+            else note_cite(folder, row, files)
+        )
         cite["score"] = round(h["score"], 6)
         cite["rank"] = len(results) + 1
         if explain:
-            cite["signals"] = {n: {"score": s["score"], "rank": s["rank"]}
-                               for n, s in h["signals"].items()}
+            cite["signals"] = {
+                n: {"score": s["score"], "rank": s["rank"]} for n, s in h["signals"].items()
+            }
         results.append(cite)
         if len(results) >= k:
             break
     return results
 
 
-def _mmr(g: Graph, cands: list[dict[str, Any]], qvec: Any, k: int, diversity: float
-         ) -> list[dict[str, Any]]:
+def _mmr(
+    g: Graph, cands: list[dict[str, Any]], qvec: Any, k: int, diversity: float
+) -> list[dict[str, Any]]:
     """Maximal marginal relevance: the best hit first, then each next one by
     `(1 - diversity) * cos(query, hit) - diversity * max cos(hit, chosen)`."""
     import numpy as np
@@ -206,8 +235,9 @@ def _mmr(g: Graph, cands: list[dict[str, Any]], qvec: Any, k: int, diversity: fl
 
 
 def _passes(row: dict[str, Any], table: str, f: Filters) -> bool:
-    if f.path and not (fnmatch.fnmatch(row["path"], f.path)
-                       or fnmatch.fnmatch(row["path"], f"*{f.path}*")):
+    if f.path and not (
+        fnmatch.fnmatch(row["path"], f.path) or fnmatch.fnmatch(row["path"], f"*{f.path}*")
+    ):
         return False
     if table == "MemoryNote":
         if f.tags and not set(f.tags) <= set(row.get("tags") or []):
@@ -234,32 +264,53 @@ def _file_text(folder: Folder, rel: str, cache: dict[str, str | None]) -> str | 
 def _context(text: str | None, start: int, end: int, quote: str) -> dict[str, str]:
     if text is None or text[start:end] != quote:
         return {"pre": "", "post": ""}
-    return {"pre": text[max(0, start - CONTEXT_CHARS):start],
-            "post": text[end:end + CONTEXT_CHARS]}
+    return {
+        "pre": text[max(0, start - CONTEXT_CHARS) : start],
+        "post": text[end : end + CONTEXT_CHARS],
+    }
 
 
-def chunk_cite(folder: Folder, row: dict[str, Any], cache: dict[str, str | None] | None = None
-               ) -> dict[str, Any]:
+def chunk_cite(
+    folder: Folder, row: dict[str, Any], cache: dict[str, str | None] | None = None
+) -> dict[str, Any]:
     """The cite object of a chunk row (from `Graph.chunks_by_id`)."""
     text = _file_text(folder, row["path"], {} if cache is None else cache)
     source = json.loads(row.get("source") or "{}") or {"path": row["path"]}
-    return {"type": "chunk", "id": row["id"], "doc_id": row["doc_id"], "path": row["path"],
-            "sha256": row["sha256"], "title": row.get("title") or "",
-            "loc": {"kind": "char", "start": row["start"], "end": row["end"]},
-            "quote": row["text"], "context": _context(text, row["start"], row["end"], row["text"]),
-            "source": source, "created_at": row.get("created_at") or ""}
+    return {
+        "type": "chunk",
+        "id": row["id"],
+        "doc_id": row["doc_id"],
+        "path": row["path"],
+        "sha256": row["sha256"],
+        "title": row.get("title") or "",
+        "loc": {"kind": "char", "start": row["start"], "end": row["end"]},
+        "quote": row["text"],
+        "context": _context(text, row["start"], row["end"], row["text"]),
+        "source": source,
+        "created_at": row.get("created_at") or "",
+    }
 
 
-def note_cite(folder: Folder, row: dict[str, Any], cache: dict[str, str | None] | None = None
-              ) -> dict[str, Any]:
+def note_cite(
+    folder: Folder, row: dict[str, Any], cache: dict[str, str | None] | None = None
+) -> dict[str, Any]:
     text = _file_text(folder, row["path"], {} if cache is None else cache)
     s, e = int(row["body_start"]), int(row["body_end"])
-    return {"type": "memory", "id": row["id"], "doc_id": row["id"], "path": row["path"],
-            "sha256": row["sha256"], "title": (row["text"].splitlines() or [""])[0][:80],
-            "loc": {"kind": "char", "start": s, "end": e}, "quote": row["text"],
-            "context": _context(text, s, e, row["text"]), "source": {"path": row["path"]},
-            "created_at": row.get("ts") or "", "tags": list(row.get("tags") or []),
-            "topics": list(row.get("topics") or [])}
+    return {
+        "type": "memory",
+        "id": row["id"],
+        "doc_id": row["id"],
+        "path": row["path"],
+        "sha256": row["sha256"],
+        "title": (row["text"].splitlines() or [""])[0][:80],
+        "loc": {"kind": "char", "start": s, "end": e},
+        "quote": row["text"],
+        "context": _context(text, s, e, row["text"]),
+        "source": {"path": row["path"]},
+        "created_at": row.get("ts") or "",
+        "tags": list(row.get("tags") or []),
+        "topics": list(row.get("topics") or []),
+    }
 
 
 def snippet(text: str, query: str = "", width: int = 240) -> str:

@@ -34,8 +34,9 @@ HTML_TYPES = {"text/html", "application/xhtml+xml"}
 TEXT_TYPES = {"text/plain": ".txt", "text/markdown": ".md", "text/x-markdown": ".md"}
 PDF_TYPES = {"application/pdf"}
 DEFAULT_ARXIV_API = "https://export.arxiv.org/api/query?{}"
-ARXIV_ID = re.compile(r"^(?:arxiv:)?(\d{4}\.\d{4,5}|[a-z][a-z.-]*(?:\.[A-Z]{2})?/\d{7})(v\d+)?$",
-                      re.I)
+ARXIV_ID = re.compile(
+    r"^(?:arxiv:)?(\d{4}\.\d{4,5}|[a-z][a-z.-]*(?:\.[A-Z]{2})?/\d{7})(v\d+)?$", re.I
+)
 
 
 class FetchError(OkError):
@@ -71,9 +72,15 @@ class Batch:
 class WebClient:
     """A polite HTTP client: robots.txt, a per-host delay, a size cap, bounded redirects."""
 
-    def __init__(self, folder: Folder | None = None, *, delay: float | None = None,
-                 timeout: float | None = None, max_bytes: int | None = None,
-                 max_redirects: int | None = None) -> None:
+    def __init__(
+        self,
+        folder: Folder | None = None,
+        *,
+        delay: float | None = None,
+        timeout: float | None = None,
+        max_bytes: int | None = None,
+        max_redirects: int | None = None,
+    ) -> None:
         import httpx
 
         def opt(name: str, given: Any, default: Any) -> Any:
@@ -83,11 +90,17 @@ class WebClient:
 
         self.delay = float(opt("web.delay", delay, 1.0))
         self.timeout = float(opt("web.timeout", timeout, 20.0))
-        self.max_bytes = int(max_bytes if max_bytes is not None else
-                             float(opt("web.max_mb", None, 10.0)) * 1024 * 1024)
-        self.client = httpx.Client(follow_redirects=True,
-                                   max_redirects=int(opt("web.max_redirects", max_redirects, 10)),
-                                   timeout=self.timeout, headers={"User-Agent": USER_AGENT})
+        self.max_bytes = int(
+            max_bytes
+            if max_bytes is not None
+            else float(opt("web.max_mb", None, 10.0)) * 1024 * 1024
+        )
+        self.client = httpx.Client(
+            follow_redirects=True,
+            max_redirects=int(opt("web.max_redirects", max_redirects, 10)),
+            timeout=self.timeout,
+            headers={"User-Agent": USER_AGENT},
+        )
         self._robots: dict[str, Any] = {}
         self._last: dict[str, float] = {}
 
@@ -140,19 +153,35 @@ class WebClient:
         self._last[host] = time.monotonic()
 
     # fetching ---------------------------------------------------------------------
-    def get(self, url: str, *, etag: str | None = None, last_modified: str | None = None,
-            robots: bool = True) -> Fetched:
+    def get(
+        self,
+        url: str,
+        *,
+        etag: str | None = None,
+        last_modified: str | None = None,
+        robots: bool = True,
+    ) -> Fetched:
         """GET `url`; `FetchError` for anything but a usable 200 (or a 304 when conditional)."""
         return self._get(url, etag=etag, last_modified=last_modified, robots=robots)
 
-    def _get(self, url: str, *, etag: str | None = None, last_modified: str | None = None,
-             robots: bool = True, accept_any: bool = False, quiet: bool = False) -> Fetched:
+    def _get(
+        self,
+        url: str,
+        *,
+        etag: str | None = None,
+        last_modified: str | None = None,
+        robots: bool = True,
+        accept_any: bool = False,
+        quiet: bool = False,
+    ) -> Fetched:
         import httpx
 
         check_url(url)
         if robots and not self.allowed(url):
-            raise FetchError(f"{url} is disallowed by the site's robots.txt",
-                             "respecting robots.txt; fetch another page")
+            raise FetchError(
+                f"{url} is disallowed by the site's robots.txt",
+                "respecting robots.txt; fetch another page",
+            )
         headers = {}
         if etag:
             headers["If-None-Match"] = etag
@@ -162,53 +191,77 @@ class WebClient:
         try:
             with self.client.stream("GET", url, headers=headers) as r:
                 ctype = r.headers.get("content-type", "").split(";")[0].strip().lower()
-                out = Fetched(url=url, final_url=str(r.url), status=r.status_code,
-                              content_type=ctype, etag=r.headers.get("etag"),
-                              last_modified=r.headers.get("last-modified"))
+                out = Fetched(
+                    url=url,
+                    final_url=str(r.url),
+                    status=r.status_code,
+                    content_type=ctype,
+                    etag=r.headers.get("etag"),
+                    last_modified=r.headers.get("last-modified"),
+                )
                 if accept_any and r.status_code != 200:
                     return out
                 if r.status_code == 304 and (etag or last_modified):
                     return out
                 if r.status_code >= 400:
                     kind = "server error" if r.status_code >= 500 else "not available"
-                    raise FetchError(f"{url}: {kind} (HTTP {r.status_code} "
-                                     f"{r.reason_phrase or ''})".replace(" )", ")"),
-                                     "check the address, or try again later"
-                                     if r.status_code >= 500 else "check the address")
+                    raise FetchError(
+                        f"{url}: {kind} (HTTP {r.status_code} {r.reason_phrase or ''})".replace(
+                            " )", ")"
+                        ),
+                        "check the address, or try again later"
+                        if r.status_code >= 500
+                        else "check the address",
+                    )
                 if r.status_code != 200:
-                    raise FetchError(f"{url}: unexpected HTTP {r.status_code}",
-                                     "only plain 200 responses can be stored")
+                    raise FetchError(
+                        f"{url}: unexpected HTTP {r.status_code}",
+                        "only plain 200 responses can be stored",
+                    )
                 declared = r.headers.get("content-length")
                 if declared and declared.isdigit() and int(declared) > self.max_bytes:
-                    raise FetchError(f"{url}: {int(declared) >> 10} KiB is over the size cap of "
-                                     f"{self.max_bytes >> 10} KiB", "raise web.max_mb")
+                    raise FetchError(
+                        f"{url}: {int(declared) >> 10} KiB is over the size cap of "
+                        f"{self.max_bytes >> 10} KiB",
+                        "raise web.max_mb",
+                    )
                 chunks, size = [], 0
                 for block in r.iter_bytes():
                     size += len(block)
                     if size > self.max_bytes:
-                        raise FetchError(f"{url}: larger than the size cap of "
-                                         f"{self.max_bytes >> 10} KiB", "raise web.max_mb")
+                        raise FetchError(
+                            f"{url}: larger than the size cap of {self.max_bytes >> 10} KiB",
+                            "raise web.max_mb",
+                        )
                     chunks.append(block)
                 out.data = b"".join(chunks)
                 return out
         except FetchError:
             raise
         except httpx.TooManyRedirects as e:
-            raise FetchError(f"{url}: too many redirects (a redirect loop?)",
-                             "open the address in a browser to see where it leads") from e
+            raise FetchError(
+                f"{url}: too many redirects (a redirect loop?)",
+                "open the address in a browser to see where it leads",
+            ) from e
         except httpx.TimeoutException as e:
-            raise FetchError(f"{url}: no answer within {self.timeout:g} s",
-                             "try again later, or raise web.timeout") from e
+            raise FetchError(
+                f"{url}: no answer within {self.timeout:g} s",
+                "try again later, or raise web.timeout",
+            ) from e
         except httpx.ConnectError as e:
-            raise FetchError(f"cannot reach {urlsplit(url).netloc}: "
-                             f"{_first_line(e) or 'connection failed'}",
-                             "check the address and your network") from e
+            raise FetchError(
+                f"cannot reach {urlsplit(url).netloc}: {_first_line(e) or 'connection failed'}",
+                "check the address and your network",
+            ) from e
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as e:
-            raise BadInput(f"{url} is not a usable URL: {_first_line(e)}",
-                           "pass an http:// or https:// address") from e
+            raise BadInput(
+                f"{url} is not a usable URL: {_first_line(e)}",
+                "pass an http:// or https:// address",
+            ) from e
         except httpx.HTTPError as e:
-            raise FetchError(f"{url}: {_first_line(e) or type(e).__name__}",
-                             "try again later") from e
+            raise FetchError(
+                f"{url}: {_first_line(e) or type(e).__name__}", "try again later"
+            ) from e
 
 
 def _first_line(e: BaseException) -> str:
@@ -229,10 +282,36 @@ def canonical_url(url: str) -> str:
 
 
 # -- HTML: main content and links -----------------------------------------------------------
-_SKIP_TAGS = {"script", "style", "nav", "header", "footer", "aside", "form", "noscript",
-              "template", "svg", "iframe", "button", "select"}
-_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-         "track", "wbr"}
+_SKIP_TAGS = {
+    "script",
+    "style",
+    "nav",
+    "header",
+    "footer",
+    "aside",
+    "form",
+    "noscript",
+    "template",
+    "svg",
+    "iframe",
+    "button",
+    "select",
+}
+_VOID = {
+    "area",
+    "base",
+    "br",
+    "col",
+    "embed",
+    "hr",
+    "img",
+    "input",
+    "link",
+    "meta",
+    "source",
+    "track",
+    "wbr",
+}
 
 
 class _Scan(HTMLParser):
@@ -356,8 +435,7 @@ def parse_html(data: bytes, base_url: str) -> tuple[str, str, list[str]]:
         absolute = urljoin(base, href)
         if urlsplit(absolute).scheme in ("http", "https"):
             links.append(canonical_url(absolute))
-    head = f"<html><head><title>{_escape(title)}</title></head><body>" if title else \
-        "<html><body>"
+    head = f"<html><head><title>{_escape(title)}</title></head><body>" if title else "<html><body>"
     return head + "".join(body.out) + "</body></html>", title, list(dict.fromkeys(links))
 
 
@@ -378,12 +456,21 @@ def web_rel(url: str, content_type: str) -> str:
     if path.endswith("/"):
         path += "index"
     segs = [_safe_segment(s) for s in path.split("/") if s not in ("", ".", "..")] or ["index"]
-    name = re.sub(r"\.(html?|xhtml|php\d?|aspx?|jsp|cgi|txt|md|markdown|pdf)$", "", segs[-1],
-                  flags=re.I) or "index"
+    name = (
+        re.sub(
+            r"\.(html?|xhtml|php\d?|aspx?|jsp|cgi|txt|md|markdown|pdf)$", "", segs[-1], flags=re.I
+        )
+        or "index"
+    )
     if p.query:
         name += "__" + hashlib.sha256(p.query.encode()).hexdigest()[:8]
-    ext = (".html" if content_type in HTML_TYPES else ".pdf" if content_type in PDF_TYPES
-           else TEXT_TYPES.get(content_type, ".txt"))
+    ext = (
+        ".html"
+        if content_type in HTML_TYPES
+        else ".pdf"
+        if content_type in PDF_TYPES
+        else TEXT_TYPES.get(content_type, ".txt")
+    )
     return "/".join(["web", host, *segs[:-1], name + ext])
 
 
@@ -391,8 +478,10 @@ def page_candidate(f: Fetched) -> tuple[store.Candidate, list[str]]:
     """The candidate for a fetched page, and the links found on it."""
     ctype = f.content_type
     if ctype not in HTML_TYPES and ctype not in TEXT_TYPES and ctype not in PDF_TYPES:
-        raise FetchError(f"{f.url}: content type {ctype or 'unknown'!r} is not a page openkl "
-                         "can store", "web pages (HTML), plain text, markdown and PDF are")
+        raise FetchError(
+            f"{f.url}: content type {ctype or 'unknown'!r} is not a page openkl can store",
+            "web pages (HTML), plain text, markdown and PDF are",
+        )
     if not f.data.strip():
         raise FetchError(f"{f.url}: the server sent an empty page", "check the address")
     rel = web_rel(f.url, ctype)
@@ -404,22 +493,35 @@ def page_candidate(f: Fetched) -> tuple[store.Candidate, list[str]]:
         extract_data = main.encode("utf-8")
         if title:
             extra["title"] = title
-    cand = store.Candidate(data=f.data, rel=rel, origin=f.url, source={"url": f.url},
-                           extra=extra)
+    cand = store.Candidate(data=f.data, rel=rel, origin=f.url, source={"url": f.url}, extra=extra)
     if extract_data is not None:
         cand.extract_data = extract_data
     return cand, links
 
 
 def web_fetch_info(f: Fetched) -> dict[str, Any]:
-    return {"kind": "web", "url": f.final_url, "etag": f.etag, "last_modified": f.last_modified,
-            "content_type": f.content_type, "status": f.status}
+    return {
+        "kind": "web",
+        "url": f.final_url,
+        "etag": f.etag,
+        "last_modified": f.last_modified,
+        "content_type": f.content_type,
+        "status": f.status,
+    }
 
 
-def fetch_web(folder: Folder, url: str, *, depth: int = 0, same_host: bool = True,
-              include: list[str] | None = None, exclude: list[str] | None = None,
-              max_pages: int | None = None, client: WebClient | None = None,
-              progress: Any = None) -> Batch:
+def fetch_web(
+    folder: Folder,
+    url: str,
+    *,
+    depth: int = 0,
+    same_host: bool = True,
+    include: list[str] | None = None,
+    exclude: list[str] | None = None,
+    max_pages: int | None = None,
+    client: WebClient | None = None,
+    progress: Any = None,
+) -> Batch:
     """Fetch a page and, up to `depth` links away, the pages it links to.
 
     The start page must succeed (or `FetchError`); linked pages that fail are reported in
@@ -459,16 +561,19 @@ def fetch_web(folder: Folder, url: str, *, depth: int = 0, same_host: bool = Tru
                 seen.add(link)
                 queue.append((link, d + 1))
         if queue:
-            batch.skipped += [{"path": u, "reason": f"over the --max-pages limit of {max_pages}"}
-                              for u, _ in queue]
+            batch.skipped += [
+                {"path": u, "reason": f"over the --max-pages limit of {max_pages}"}
+                for u, _ in queue
+            ]
     finally:
         if own:
             client.__exit__()
     return batch
 
 
-def _follow(link: str, host: str, same_host: bool, include: list[str] | None,
-            exclude: list[str] | None) -> bool:
+def _follow(
+    link: str, host: str, same_host: bool, include: list[str] | None, exclude: list[str] | None
+) -> bool:
     parts = urlsplit(link)
     if same_host and parts.netloc != host:
         return False
@@ -485,22 +590,31 @@ def _follow(link: str, host: str, same_host: bool, include: list[str] | None,
 def parse_arxiv_id(raw: str) -> tuple[str, str | None]:
     """(base id, version or None) of an arXiv identifier; `BadInput` if it is not one."""
     s = raw.strip()
-    for prefix in ("https://arxiv.org/abs/", "http://arxiv.org/abs/", "https://arxiv.org/pdf/",
-                   "http://arxiv.org/pdf/"):
+    for prefix in (
+        "https://arxiv.org/abs/",
+        "http://arxiv.org/abs/",
+        "https://arxiv.org/pdf/",
+        "http://arxiv.org/pdf/",
+    ):
         if s.lower().startswith(prefix):
-            s = s[len(prefix):].removesuffix(".pdf")
+            s = s[len(prefix) :].removesuffix(".pdf")
     m = ARXIV_ID.match(s)
     if not m:
-        raise BadInput(f"{raw!r} is not an arXiv identifier",
-                       "use e.g. 2401.01234, 2401.01234v2 or hep-th/9901001")
+        raise BadInput(
+            f"{raw!r} is not an arXiv identifier",
+            "use e.g. 2401.01234, 2401.01234v2 or hep-th/9901001",
+        )
     return m.group(1), (m.group(2) or None)
 
 
 def _arxiv_client(folder: Folder) -> Any:
     import arxiv
 
-    client = arxiv.Client(page_size=100, delay_seconds=float(folder.setting("arxiv.delay", 3.0)),
-                          num_retries=int(folder.setting("arxiv.retries", 1)))
+    client = arxiv.Client(
+        page_size=100,
+        delay_seconds=float(folder.setting("arxiv.delay", 3.0)),
+        num_retries=int(folder.setting("arxiv.retries", 1)),
+    )
     client.query_url_format = str(folder.setting("arxiv.api_url", DEFAULT_ARXIV_API))
     return client
 
@@ -518,8 +632,10 @@ def arxiv_lookup(folder: Folder, ids: list[str]) -> dict[str, Any]:
     except arxiv.HTTPError as e:
         raise FetchError(f"the arXiv API answered HTTP {e.status}", "try again later") from e
     except requests.exceptions.RequestException as e:
-        raise FetchError(f"cannot reach the arXiv API: {_first_line(e)}",
-                         "check your network (arxiv.api_url sets the endpoint)") from e
+        raise FetchError(
+            f"cannot reach the arXiv API: {_first_line(e)}",
+            "check your network (arxiv.api_url sets the endpoint)",
+        ) from e
     except arxiv.ArxivError as e:
         raise FetchError(f"the arXiv API failed: {e.message}", "try again later") from e
     by_base: dict[str, Any] = {}
@@ -539,15 +655,26 @@ def arxiv_lookup(folder: Folder, ids: list[str]) -> dict[str, Any]:
 def arxiv_meta(r: Any) -> dict[str, Any]:
     short = r.get_short_id()
     _, version = parse_arxiv_id(short)
-    return {"title": " ".join((r.title or "").split()),
-            "authors": [a.name for a in r.authors], "abstract": " ".join((r.summary or "").split()),
-            "published": iso(r.published), "updated": iso(r.updated), "version": version or "",
-            "entry_id": r.entry_id, "categories": list(r.categories), "pdf_url": r.pdf_url,
-            **({"doi": r.doi} if r.doi else {})}
+    return {
+        "title": " ".join((r.title or "").split()),
+        "authors": [a.name for a in r.authors],
+        "abstract": " ".join((r.summary or "").split()),
+        "published": iso(r.published),
+        "updated": iso(r.updated),
+        "version": version or "",
+        "entry_id": r.entry_id,
+        "categories": list(r.categories),
+        "pdf_url": r.pdf_url,
+        **({"doi": r.doi} if r.doi else {}),
+    }
 
 
-def fetch_arxiv(folder: Folder, ids: list[str], client: WebClient | None = None,
-                known: dict[str, str] | None = None) -> Batch:
+def fetch_arxiv(
+    folder: Folder,
+    ids: list[str],
+    client: WebClient | None = None,
+    known: dict[str, str] | None = None,
+) -> Batch:
     """Metadata and PDFs for arXiv ids. With `known` ({id: version}), papers whose latest
     version is already stored are not downloaded again."""
     if not ids:
@@ -572,13 +699,19 @@ def fetch_arxiv(folder: Folder, ids: list[str], client: WebClient | None = None,
             # the API hands us this link; robots.txt governs crawlers, not API clients
             f = client.get(r.pdf_url, robots=False)
             if f.content_type not in PDF_TYPES and not f.data.startswith(b"%PDF"):
-                raise FetchError(f"{r.pdf_url}: expected a PDF, got {f.content_type or 'unknown'}",
-                                 "try again later")
+                raise FetchError(
+                    f"{r.pdf_url}: expected a PDF, got {f.content_type or 'unknown'}",
+                    "try again later",
+                )
             base, version = parse_arxiv_id(raw)
             rel = f"arxiv/{_safe_segment(base + (version or ''))}.pdf"
-            cand = store.Candidate(data=f.data, rel=rel, origin=r.pdf_url,
-                                   source={"arxiv": raw.strip()},
-                                   extra={k: v for k, v in info.items()})
+            cand = store.Candidate(
+                data=f.data,
+                rel=rel,
+                origin=r.pdf_url,
+                source={"arxiv": raw.strip()},
+                extra={k: v for k, v in info.items()},
+            )
             batch.cands.append(cand)
             batch.fetch[cand.origin] = _arxiv_fetch(info)
     finally:
@@ -604,38 +737,49 @@ def _refuse_older_versions(folder: Folder, ids: list[str]) -> None:
         base, version = parse_arxiv_id(raw)
         if not version:
             continue
-        stored = {_version_number((e.get("meta") or {}).get("version")): e
-                  for e in papers.get(base, [])}
-        newer = [e for v, e in stored.items()
-                 if v > _version_number(version) and e.get("current", True)]
+        stored = {
+            _version_number((e.get("meta") or {}).get("version")): e for e in papers.get(base, [])
+        }
+        newer = [
+            e for v, e in stored.items() if v > _version_number(version) and e.get("current", True)
+        ]
         if newer and _version_number(version) not in stored:
             have = newer[0]
-            raise BadInput(f"arXiv {raw} is older than the stored "
-                           f"{(have.get('meta') or {}).get('version')} of {base} "
-                           f"(document {have['id']})",
-                           f"the versions stored so far are in `ok store history {have['id']}`;"
-                           " an older version cannot join that history afterwards")
+            raise BadInput(
+                f"arXiv {raw} is older than the stored "
+                f"{(have.get('meta') or {}).get('version')} of {base} "
+                f"(document {have['id']})",
+                f"the versions stored so far are in `ok store history {have['id']}`;"
+                " an older version cannot join that history afterwards",
+            )
 
 
 def _arxiv_fetch(info: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": "arxiv", "version": info["version"], "updated": info["updated"],
-            "url": info["pdf_url"]}
+    return {
+        "kind": "arxiv",
+        "version": info["version"],
+        "updated": info["updated"],
+        "url": info["pdf_url"],
+    }
 
 
 # -- repositories --------------------------------------------------------------------------
 def _git(args: list[str], cwd: Path | None = None, timeout: float = 300) -> str:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              timeout=timeout, env=env)
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
+        )
     except FileNotFoundError as e:
         raise OkError("git is not installed", "install git to store repositories") from e
     except subprocess.TimeoutExpired as e:
         raise FetchError(f"git {args[0]} took longer than {timeout:g} s", "try again later") from e
     if proc.returncode != 0:
         msg = next((line for line in proc.stderr.splitlines() if line.strip()), "failed")
-        raise FetchError(f"git {args[0]} failed: {msg.removeprefix('fatal: ')}",
-                         "check the repository address and branch")
+        raise FetchError(
+            f"git {args[0]} failed: {msg.removeprefix('fatal: ')}",
+            "check the repository address and branch",
+        )
     return proc.stdout
 
 
@@ -658,15 +802,20 @@ def checkout(folder: Folder, target: str, branch: str | None = None) -> tuple[Pa
         if not p.is_dir():
             raise BadInput(f"{target} is not a directory", "pass the repository's top folder")
         if folder.root == p or folder.root in p.parents:
-            raise BadInput(f"{target} is inside the knowledge folder",
-                           "use `ok store ingest` for files already in the folder")
+            raise BadInput(
+                f"{target} is inside the knowledge folder",
+                "use `ok store ingest` for files already in the folder",
+            )
         if branch is None:
             return p, str(p)
         url, canonical = p.as_uri(), str(p)
     else:
         url = canonical = target
-    dest = folder.cache_dir / "repos" / hashlib.sha256(f"{url}\x00{branch or ''}".encode()
-                                                       ).hexdigest()[:16]
+    dest = (
+        folder.cache_dir
+        / "repos"
+        / hashlib.sha256(f"{url}\x00{branch or ''}".encode()).hexdigest()[:16]
+    )
     if (dest / ".git").is_dir():
         _git(["fetch", "--depth", "1", "origin", branch or "HEAD"], cwd=dest)
         _git(["reset", "--hard", "FETCH_HEAD"], cwd=dest)
@@ -678,8 +827,17 @@ def checkout(folder: Folder, target: str, branch: str | None = None) -> tuple[Pa
 
             shutil.rmtree(tmp)
         tmp.parent.mkdir(parents=True, exist_ok=True)
-        _git(["clone", "--quiet", "--depth", "1", *(["--branch", branch] if branch else []),
-              url, str(tmp)])
+        _git(
+            [
+                "clone",
+                "--quiet",
+                "--depth",
+                "1",
+                *(["--branch", branch] if branch else []),
+                url,
+                str(tmp),
+            ]
+        )
         os.replace(tmp, dest)
     return dest, canonical
 
@@ -688,8 +846,7 @@ def repo_files(tree: Path) -> list[str]:
     """Files of a working tree that git would track: .gitignore'd files are left out."""
     if (tree / ".git").exists():
         try:
-            out = _git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                       cwd=tree)
+            out = _git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=tree)
             files = sorted({f for f in out.split("\0") if f})
             return [f for f in files if (tree / f).is_file()]
         except FetchError:
@@ -714,13 +871,18 @@ def _walk_with_gitignore(tree: Path) -> list[str]:
             for base, spec in specs:
                 if base and not rel.startswith(base + "/"):
                     continue
-                sub = rel[len(base) + 1:] if base else rel
+                sub = rel[len(base) + 1 :] if base else rel
                 if spec.match_file(sub + ("/" if is_dir else "")):
                     return True
             return False
 
-        dirs[:] = sorted(d for d in dirs if d not in store.SKIP_DIRS and not d.startswith(".")
-                         and not ignored(f"{rel_root}/{d}".lstrip("/"), True))
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in store.SKIP_DIRS
+            and not d.startswith(".")
+            and not ignored(f"{rel_root}/{d}".lstrip("/"), True)
+        )
         for name in sorted(files):
             rel = f"{rel_root}/{name}".lstrip("/")
             if not name.startswith(".") and not ignored(rel, False):
@@ -728,8 +890,9 @@ def _walk_with_gitignore(tree: Path) -> list[str]:
     return out
 
 
-def fetch_repo(folder: Folder, target: str, include: list[str] | None = None,
-               branch: str | None = None) -> Batch:
+def fetch_repo(
+    folder: Folder, target: str, include: list[str] | None = None, branch: str | None = None
+) -> Batch:
     """Candidates for the files of a repository (local path or git URL)."""
     tree, canonical = checkout(folder, target, branch)
     commit = ""
@@ -740,18 +903,27 @@ def fetch_repo(folder: Folder, target: str, include: list[str] | None = None,
             commit = ""  # a repository with no commits yet
     files = repo_files(tree)
     if include:
-        files = [f for f in files if any(fnmatch.fnmatch(f, g) or fnmatch.fnmatch(Path(f).name, g)
-                                         for g in include)]
+        files = [
+            f
+            for f in files
+            if any(fnmatch.fnmatch(f, g) or fnmatch.fnmatch(Path(f).name, g) for g in include)
+        ]
     else:
         files = [f for f in files if supported(Path(f))]
     if not files:
-        raise BadInput(f"{target}: no files to store" + (" match --include" if include else ""),
-                       "check --include, or pass --include '*.ext' for other file types")
+        raise BadInput(
+            f"{target}: no files to store" + (" match --include" if include else ""),
+            "check --include, or pass --include '*.ext' for other file types",
+        )
     max_bytes = int(float(folder.setting("ingest.max_file_mb", 64)) * 1024 * 1024)
     name = repo_name(canonical)
     batch = Batch(tree=tree)
-    info = {"kind": "repo", "commit": commit, "include": list(include or []),
-            **({"branch": branch} if branch else {})}
+    info = {
+        "kind": "repo",
+        "commit": commit,
+        "include": list(include or []),
+        **({"branch": branch} if branch else {}),
+    }
     top = tree.resolve()
     for rel in files:
         p = tree / rel
@@ -759,28 +931,46 @@ def fetch_repo(folder: Folder, target: str, include: list[str] | None = None,
             real = p.resolve()
             if real != top and top not in real.parents:
                 # a cloned repository chooses its own links: one to ~/.ssh must not be stored
-                batch.skipped.append({"path": rel, "reason": f"a symlink to {real}, outside "
-                                      "the repository; not stored"})
+                batch.skipped.append(
+                    {
+                        "path": rel,
+                        "reason": f"a symlink to {real}, outside the repository; not stored",
+                    }
+                )
                 continue
             if p.stat().st_size > max_bytes:
-                batch.skipped.append({"path": rel, "reason": f"larger than the {max_bytes >> 20}"
-                                      " MB limit (raise ingest.max_file_mb)"})
+                batch.skipped.append(
+                    {
+                        "path": rel,
+                        "reason": f"larger than the {max_bytes >> 20}"
+                        " MB limit (raise ingest.max_file_mb)",
+                    }
+                )
                 continue
             data = p.read_bytes()
         except OSError as e:
             batch.skipped.append({"path": rel, "reason": f"unreadable: {e.strerror or e}"})
             continue
         source = {"repo": canonical, "file": rel, **({"branch": branch} if branch else {})}
-        cand = store.Candidate(data=data, rel=f"repos/{name}/{rel}", origin=str(p),
-                               source=source, extra={"commit": commit} if commit else {})
+        cand = store.Candidate(
+            data=data,
+            rel=f"repos/{name}/{rel}",
+            origin=str(p),
+            source=source,
+            extra={"commit": commit} if commit else {},
+        )
         batch.cands.append(cand)
         batch.fetch[cand.origin] = info
     return batch
 
 
 # -- storing ---------------------------------------------------------------------------------
-def ingest_batch(folder: Folder, batch: Batch, policy: dict[str, Any] | None = None,
-                 drift_threshold: float | None = None) -> store.IngestReport:
+def ingest_batch(
+    folder: Folder,
+    batch: Batch,
+    policy: dict[str, Any] | None = None,
+    drift_threshold: float | None = None,
+) -> store.IngestReport:
     """Ingest what a fetch produced and record fetch details on the mapping entries.
 
     The caller holds the writer lock.
@@ -791,8 +981,9 @@ def ingest_batch(folder: Folder, batch: Batch, policy: dict[str, Any] | None = N
     return rep
 
 
-def record_fetch(folder: Folder, batch: Batch, rep: store.IngestReport,
-                 policy: dict[str, Any] | None = None) -> None:
+def record_fetch(
+    folder: Folder, batch: Batch, rep: store.IngestReport, policy: dict[str, Any] | None = None
+) -> None:
     by_origin = {c.origin: c for c in batch.cands}
     entries = mapping_mod.load(folder)
     now = iso()

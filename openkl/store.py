@@ -34,8 +34,12 @@ class IngestReport:
     chunks: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"added": self.added, "unchanged": self.unchanged, "skipped": self.skipped,
-                "chunks": self.chunks}
+        return {
+            "added": self.added,
+            "unchanged": self.unchanged,
+            "skipped": self.skipped,
+            "chunks": self.chunks,
+        }
 
 
 @dataclass
@@ -64,9 +68,15 @@ def normalized_rel(rel: str) -> str:
     return (p.parent / f"{stem}.ok.md").as_posix()
 
 
-def collect(folder: Folder, paths: list[str], glob: list[str] | None = None,
-            recursive: bool = True, ocr: bool = False, follow: bool = False,
-            confine: Path | None = None) -> tuple[list[Candidate], list[dict[str, str]]]:
+def collect(
+    folder: Folder,
+    paths: list[str],
+    glob: list[str] | None = None,
+    recursive: bool = True,
+    ocr: bool = False,
+    follow: bool = False,
+    confine: Path | None = None,
+) -> tuple[list[Candidate], list[dict[str, str]]]:
     """Expand files and directories into candidates; report paths that cannot be read.
 
     Symlinks met while walking a directory are followed only when they stay inside it (or,
@@ -97,16 +107,27 @@ def collect(folder: Folder, paths: list[str], glob: list[str] | None = None,
             files = walk.run()
             skipped += walk.skipped
             if glob:
-                files = [(f, r) for f, r in files
-                         if any(fnmatch.fnmatch(f.relative_to(base).as_posix(), g)
-                                or fnmatch.fnmatch(f.name, g) for g in glob)]
+                files = [
+                    (f, r)
+                    for f, r in files
+                    if any(
+                        fnmatch.fnmatch(f.relative_to(base).as_posix(), g)
+                        or fnmatch.fnmatch(f.name, g)
+                        for g in glob
+                    )
+                ]
             else:
                 files = [(f, r) for f, r in files if supported(f, ocr)]
             prefix = base.name if base != folder.sources_dir else ""
         else:
             if _is_derived(folder, p):
-                skipped.append({"path": raw, "reason": "is the folder's own derived state "
-                                "(.ok/ or store/normalized/), not a document"})
+                skipped.append(
+                    {
+                        "path": raw,
+                        "reason": "is the folder's own derived state "
+                        "(.ok/ or store/normalized/), not a document",
+                    }
+                )
                 continue
             files, base, prefix = [(p, p)], p.parent, ""
         for f, real in files:
@@ -115,12 +136,22 @@ def collect(folder: Folder, paths: list[str], glob: list[str] | None = None,
             try:
                 st = real.stat()
                 if not stat.S_ISREG(st.st_mode):
-                    skipped.append({"path": str(f), "reason": "not a regular file (a device, "
-                                    "pipe or socket); only files are ingested"})
+                    skipped.append(
+                        {
+                            "path": str(f),
+                            "reason": "not a regular file (a device, "
+                            "pipe or socket); only files are ingested",
+                        }
+                    )
                     continue
                 if st.st_size > max_bytes:
-                    skipped.append({"path": str(f), "reason": f"larger than the {max_bytes >> 20} MB "
-                                    "limit (raise ingest.max_file_mb)"})
+                    skipped.append(
+                        {
+                            "path": str(f),
+                            "reason": f"larger than the {max_bytes >> 20} MB "
+                            "limit (raise ingest.max_file_mb)",
+                        }
+                    )
                     continue
                 # the checked target, not the link: a link swapped meanwhile is not followed
                 data = real.read_bytes()
@@ -128,12 +159,21 @@ def collect(folder: Folder, paths: list[str], glob: list[str] | None = None,
                 skipped.append({"path": str(f), "reason": f"unreadable: {e.strerror or e}"})
                 continue
             in_sources = folder.sources_dir in f.parents
-            rel = (f.relative_to(folder.sources_dir).as_posix() if in_sources
-                   else "/".join(x for x in (prefix, f.relative_to(base).as_posix()) if x))
+            rel = (
+                f.relative_to(folder.sources_dir).as_posix()
+                if in_sources
+                else "/".join(x for x in (prefix, f.relative_to(base).as_posix()) if x)
+            )
             # resolved, so every way of naming the file gives one origin (and one lineage)
-            cands.append(Candidate(data=data, rel=rel, origin=str(f.resolve()),
-                                   source={"path": f"store/sources/{rel}"},
-                                   copy_original=not in_sources))
+            cands.append(
+                Candidate(
+                    data=data,
+                    rel=rel,
+                    origin=str(f.resolve()),
+                    source={"path": f"store/sources/{rel}"},
+                    copy_original=not in_sources,
+                )
+            )
     return cands, skipped
 
 
@@ -154,8 +194,14 @@ class Walk:
     path), and no directory is entered twice, so link loops end.
     """
 
-    def __init__(self, folder: Folder, top: Path, recursive: bool = True, follow: bool = False,
-                 confine: Path | None = None) -> None:
+    def __init__(
+        self,
+        folder: Folder,
+        top: Path,
+        recursive: bool = True,
+        follow: bool = False,
+        confine: Path | None = None,
+    ) -> None:
         self.folder, self.top, self.recursive = folder, top.resolve(), recursive
         self.follow, self.confine = follow, confine
         self.files: list[tuple[Path, Path]] = []
@@ -185,18 +231,27 @@ class Walk:
             self._skip(p, "a symlink that leads nowhere (broken, or a loop); nothing to read")
             return None
         if _is_derived(self.folder, target):
-            self._skip(p, f"a symlink to {shown(target)}, among the folder's own files "
-                       "(.ok/ or store/normalized/), not a document")
+            self._skip(
+                p,
+                f"a symlink to {shown(target)}, among the folder's own files "
+                "(.ok/ or store/normalized/), not a document",
+            )
             return None
         if self.confine is not None:
             if not _under(target, self.confine):
-                self._skip(p, f"a symlink to {shown(target)}, outside the knowledge folder; "
-                           "links out of the folder are not followed here (hint: copy the "
-                           "file into the folder, or run `ok store ingest --follow` in a shell)")
+                self._skip(
+                    p,
+                    f"a symlink to {shown(target)}, outside the knowledge folder; "
+                    "links out of the folder are not followed here (hint: copy the "
+                    "file into the folder, or run `ok store ingest --follow` in a shell)",
+                )
                 return None
         elif not self.follow and not _under(target, self.top):
-            self._skip(p, f"a symlink to {shown(target)}, outside {shown(self.top)}; not "
-                       "followed (hint: pass --follow to include it, or name it directly)")
+            self._skip(
+                p,
+                f"a symlink to {shown(target)}, outside {shown(self.top)}; not "
+                "followed (hint: pass --follow to include it, or name it directly)",
+            )
             return None
         return target
 
@@ -241,9 +296,15 @@ class Walk:
         return subdirs
 
 
-def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None = None,
-           index: bool = True, policy: dict[str, Any] | None = None,
-           drift_threshold: float | None = None, ocr: bool = False) -> IngestReport:
+def ingest(
+    folder: Folder,
+    cands: list[Candidate],
+    report: IngestReport | None = None,
+    index: bool = True,
+    policy: dict[str, Any] | None = None,
+    drift_threshold: float | None = None,
+    ocr: bool = False,
+) -> IngestReport:
     """Write originals, normalized docs and mapping entries, then index the new docs.
 
     The caller holds the writer lock. Files are written before the graph, so an
@@ -265,8 +326,9 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
 
         after_ingest(folder, entries, rep.added, drift_threshold)
         crash.point("ingest.events-written")
-        folder.log_op("store.ingest", ids=[a["id"] for a in rep.added],
-                      paths=[a["path"] for a in rep.added])
+        folder.log_op(
+            "store.ingest", ids=[a["id"] for a in rep.added], paths=[a["path"] for a in rep.added]
+        )
         if index:
             prepared = indexer.prepare_docs(folder, new_items, entries)  # slow part, graph free
             with indexer.open_graph(folder, write=True) as g:
@@ -277,8 +339,9 @@ def ingest(folder: Folder, cands: list[Candidate], report: IngestReport | None =
                 back = [a["id"] for a in rep.added if a["id"] in in_graph]
                 from .lineage import relink
 
-                rep.chunks, derived = indexer.replace_docs(folder, g, old + back, new_items,
-                                                           entries, prepared)
+                rep.chunks, derived = indexer.replace_docs(
+                    folder, g, old + back, new_items, entries, prepared
+                )
                 relink(folder, g, derived)  # notes derived from a replaced version keep it
     return rep
 
@@ -301,37 +364,63 @@ def _follow_origins(cands: list[Candidate], entries: dict[str, dict[str, Any]]) 
         owner = owners.get(os.path.realpath(cand.origin))
         src = str((owner or {}).get("source", {}).get("path", ""))
         if owner and src != cand.source["path"] and src.startswith("store/sources/"):
-            cand.rel, cand.source = src[len("store/sources/"):], dict(owner["source"])
+            cand.rel, cand.source = src[len("store/sources/") :], dict(owner["source"])
 
 
-def _take(folder: Folder, cand: Candidate, rep: IngestReport,
-          entries: dict[str, dict[str, Any]], paths: dict[str, dict[str, Any]],
-          policy: dict[str, Any] | None, new_items: list[tuple[str, str]],
-          ocr: bool = False) -> None:
+def _take(
+    folder: Folder,
+    cand: Candidate,
+    rep: IngestReport,
+    entries: dict[str, dict[str, Any]],
+    paths: dict[str, dict[str, Any]],
+    policy: dict[str, Any] | None,
+    new_items: list[tuple[str, str]],
+    ocr: bool = False,
+) -> None:
     """Extract one candidate and write its files; record the outcome in `rep`."""
     try:
-        ext = extract_bytes(cand.extract_data or cand.data, cand.rel, where=cand.origin,
-                            ocr=ocr)
+        ext = extract_bytes(cand.extract_data or cand.data, cand.rel, where=cand.origin, ocr=ocr)
     except BadInput as e:
-        rep.skipped.append({"path": cand.origin, "reason": e.message
-                            + (f" (hint: {e.hint})" if e.hint else "")})
+        rep.skipped.append(
+            {"path": cand.origin, "reason": e.message + (f" (hint: {e.hint})" if e.hint else "")}
+        )
         return
     did, entry = _write_doc(folder, cand, ext, entries, paths, policy)
     if entry is None:
         have = entries[did]
-        rep.unchanged.append({"id": did, "path": have["path"], "origin": cand.origin,
-                              **({"current": False, "superseded_by": have["superseded_by"]}
-                                 if not have.get("current", True) else {})})
+        rep.unchanged.append(
+            {
+                "id": did,
+                "path": have["path"],
+                "origin": cand.origin,
+                **(
+                    {"current": False, "superseded_by": have["superseded_by"]}
+                    if not have.get("current", True)
+                    else {}
+                ),
+            }
+        )
         return
     new_items.append((did, entry["path"]))
-    rep.added.append({"id": did, "path": entry["path"], "origin": cand.origin,
-                      "title": entry.get("title", ""),
-                      **({"supersedes": entry["supersedes"]} if entry.get("supersedes") else {})})
+    rep.added.append(
+        {
+            "id": did,
+            "path": entry["path"],
+            "origin": cand.origin,
+            "title": entry.get("title", ""),
+            **({"supersedes": entry["supersedes"]} if entry.get("supersedes") else {}),
+        }
+    )
 
 
-def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
-               entries: dict[str, dict[str, Any]], paths: dict[str, dict[str, Any]],
-               policy: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
+def _write_doc(
+    folder: Folder,
+    cand: Candidate,
+    ext: Extracted,
+    entries: dict[str, dict[str, Any]],
+    paths: dict[str, dict[str, Any]],
+    policy: dict[str, Any] | None,
+) -> tuple[str, dict[str, Any] | None]:
     body = ext.text.encode("utf-8")
     did = indexer.doc_id_of(body)
     have = entries.get(did)
@@ -343,9 +432,14 @@ def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
             # before recording it): this ingest knows where it came from
             if cand.copy_original and not (folder.sources_dir / cand.rel).exists():
                 atomic_write(folder.sources_dir / cand.rel, cand.data)
-            have.update({"source": cand.source, "origin": cand.origin,
-                         "media_type": ext.media_type,
-                         "title": cand.extra.get("title") or ext.title})
+            have.update(
+                {
+                    "source": cand.source,
+                    "origin": cand.origin,
+                    "media_type": ext.media_type,
+                    "title": cand.extra.get("title") or ext.title,
+                }
+            )
             if ext.meta or cand.extra:
                 have["meta"] = {**ext.meta, **cand.extra}
             mapping_mod.append(folder, [have])
@@ -358,19 +452,32 @@ def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
         # another source already owns that normalized name (a.md vs a.txt): disambiguate,
         # or continue this source's own disambiguated file
         base = norm_rel[: -len(".ok.md")]
-        previous = next((e for p, e in paths.items() if e.get("source") == cand.source
-                         and p.startswith(base + ".") and p.count(".") == base.count(".") + 3),
-                        None)
+        previous = next(
+            (
+                e
+                for p, e in paths.items()
+                if e.get("source") == cand.source
+                and p.startswith(base + ".")
+                and p.count(".") == base.count(".") + 3
+            ),
+            None,
+        )
         norm_rel = previous["path"] if previous else f"{base}.{did[:6]}.ok.md"
     now = iso()
     if cand.copy_original:
         atomic_write(folder.sources_dir / cand.rel, cand.data)
         crash.point("ingest.source-written")
     entry: dict[str, Any] = {
-        "id": did, "path": norm_rel, "source": cand.source, "origin": cand.origin,
-        "media_type": ext.media_type, "title": cand.extra.get("title") or ext.title,
+        "id": did,
+        "path": norm_rel,
+        "source": cand.source,
+        "origin": cand.origin,
+        "media_type": ext.media_type,
+        "title": cand.extra.get("title") or ext.title,
         "ingested_at": now,
-        "fetched_at": now, "sha256": hashlib.sha256(body).hexdigest(), "current": True,
+        "fetched_at": now,
+        "sha256": hashlib.sha256(body).hexdigest(),
+        "current": True,
         "refresh": policy or (previous or {}).get("refresh"),
     }
     if ext.meta or cand.extra:
@@ -382,8 +489,9 @@ def _write_doc(folder: Folder, cand: Candidate, ext: Extracted,
         if not keep.exists():
             atomic_write(keep, target.read_bytes())
             crash.point("ingest.version-kept")
-        previous.update({"current": False, "superseded_by": did, "superseded_at": now,
-                         "path": folder.rel(keep)})
+        previous.update(
+            {"current": False, "superseded_by": did, "superseded_at": now, "path": folder.rel(keep)}
+        )
         entry["supersedes"] = old_id
     # provenance first: a crash after this line leaves a file the mapping describes, never
     # a file whose source, title and origin are lost
@@ -404,17 +512,26 @@ def _revives(entries: dict[str, dict[str, Any]], old: dict[str, Any], cand: Cand
     `SUPERSEDES` link between them.
     """
     head, seen = old, set()
-    while not head.get("current", True) and head.get("superseded_by") in entries \
-            and head["id"] not in seen:
+    while (
+        not head.get("current", True)
+        and head.get("superseded_by") in entries
+        and head["id"] not in seen
+    ):
         seen.add(head["id"])
         head = entries[head["superseded_by"]]
     return head is old or not head.get("current", True) or head.get("source") == cand.source
 
 
-def ingest_paths(folder: Folder, paths: list[str], glob: list[str] | None = None,
-                 recursive: bool = True, policy: dict[str, Any] | None = None,
-                 ocr: bool = False, follow: bool = False,
-                 confine: Path | None = None) -> IngestReport:
+def ingest_paths(
+    folder: Folder,
+    paths: list[str],
+    glob: list[str] | None = None,
+    recursive: bool = True,
+    policy: dict[str, Any] | None = None,
+    ocr: bool = False,
+    follow: bool = False,
+    confine: Path | None = None,
+) -> IngestReport:
     """Ingest files and directories; see `collect` for which symlinks are followed."""
     if any(not p.strip() for p in paths):
         raise BadInput("an empty path was given", "name a file or directory (`.` for this one)")
@@ -434,10 +551,13 @@ def ingest_stdin(folder: Folder, data: bytes, name: str | None = None) -> Ingest
     if "/" in name or name.startswith(".") or "\x00" in name or not name.strip():
         raise BadInput(f"--name '{shown(name)}' must be a plain file name", "e.g. --name notes.md")
     if len(os.fsencode(name)) > MAX_STDIN_NAME:
-        raise BadInput(f"--name is {len(os.fsencode(name))} bytes long; at most "
-                       f"{MAX_STDIN_NAME} are accepted", "pass a shorter name, e.g. notes.md")
-    cand = Candidate(data=data, rel=f"stdin/{name}", origin="-",
-                     source={"path": f"store/sources/stdin/{name}"})
+        raise BadInput(
+            f"--name is {len(os.fsencode(name))} bytes long; at most {MAX_STDIN_NAME} are accepted",
+            "pass a shorter name, e.g. notes.md",
+        )
+    cand = Candidate(
+        data=data, rel=f"stdin/{name}", origin="-", source={"path": f"store/sources/stdin/{name}"}
+    )
     return ingest(folder, [cand])
 
 
@@ -446,14 +566,24 @@ def resolve(folder: Folder, ref: str, include_old: bool = False) -> dict[str, An
     entries = mapping_mod.load(folder)
     if ref in entries:
         return entries[ref]
-    hits = [e for d, e in entries.items()
-            if (e.get("current", True) or include_old) and (
-                d.startswith(ref) or e.get("path") == ref
-                or (e.get("source") or {}).get("path") == ref
-                or e.get("path", "").endswith("/" + ref))]
+    hits = [
+        e
+        for d, e in entries.items()
+        if (e.get("current", True) or include_old)
+        and (
+            d.startswith(ref)
+            or e.get("path") == ref
+            or (e.get("source") or {}).get("path") == ref
+            or e.get("path", "").endswith("/" + ref)
+        )
+    ]
     if not hits:  # a web page by its URL, a paper by its arXiv id: the current version
-        hits = [e for e in entries.values() if e.get("current", True) and ref in (
-            (e.get("source") or {}).get("url"), (e.get("source") or {}).get("arxiv"))]
+        hits = [
+            e
+            for e in entries.values()
+            if e.get("current", True)
+            and ref in ((e.get("source") or {}).get("url"), (e.get("source") or {}).get("arxiv"))
+        ]
     if len(hits) == 1:
         return hits[0]
     if not hits:
@@ -462,12 +592,16 @@ def resolve(folder: Folder, ref: str, include_old: bool = False) -> dict[str, An
 
 
 def list_docs(folder: Folder, all_versions: bool = False) -> list[dict[str, Any]]:
-    return [e for e in sorted(mapping_mod.load(folder).values(), key=lambda e: e.get("path", ""))
-            if all_versions or e.get("current", True)]
+    return [
+        e
+        for e in sorted(mapping_mod.load(folder).values(), key=lambda e: e.get("path", ""))
+        if all_versions or e.get("current", True)
+    ]
 
 
-def remove(folder: Folder, ref: str, keep_source: bool = False,
-           reason: str | None = None) -> dict[str, Any]:
+def remove(
+    folder: Folder, ref: str, keep_source: bool = False, reason: str | None = None
+) -> dict[str, Any]:
     """Delete a document's normalized file (and original), its mapping entry and graph nodes."""
     entry = resolve(folder, ref)
     entries = mapping_mod.load(folder)
@@ -477,8 +611,13 @@ def remove(folder: Folder, ref: str, keep_source: bool = False,
         target.unlink()
     if src and not keep_source and src.startswith("store/sources/"):
         sp = folder.root / src
-        shared = [e for e in entries.values() if e["id"] != entry["id"]
-                  and (e.get("source") or {}).get("path") == src and e.get("current", True)]
+        shared = [
+            e
+            for e in entries.values()
+            if e["id"] != entry["id"]
+            and (e.get("source") or {}).get("path") == src
+            and e.get("current", True)
+        ]
         if sp.exists() and not shared:
             sp.unlink()
     entries.pop(entry["id"], None)
@@ -486,8 +625,14 @@ def remove(folder: Folder, ref: str, keep_source: bool = False,
     with indexer.open_graph(folder, write=True) as g:
         indexer.remove_from_graph(folder, g, [entry["id"]], [])
     folder.log_op("store.remove", ids=[entry["id"]], paths=[entry["path"]])
-    events.emit(folder, "removed", doc=entry["id"], path=entry["path"], source=entry.get("source"),
-                **({"reason": reason} if reason else {}))
+    events.emit(
+        folder,
+        "removed",
+        doc=entry["id"],
+        path=entry["path"],
+        source=entry.get("source"),
+        **({"reason": reason} if reason else {}),
+    )
     return entry
 
 
@@ -496,8 +641,10 @@ def read_doc(folder: Folder, ref: str) -> tuple[dict[str, Any], str]:
     path = folder.root / entry["path"]
     if not path.exists():
         if entry.get("superseded_by"):
-            raise NotFound(f"version {entry['id']} was replaced by {entry['superseded_by']} "
-                           "and its text was not kept (it was edited in place)",
-                           f"show the current version: `ok store show {entry['superseded_by']}`")
+            raise NotFound(
+                f"version {entry['id']} was replaced by {entry['superseded_by']} "
+                "and its text was not kept (it was edited in place)",
+                f"show the current version: `ok store show {entry['superseded_by']}`",
+            )
         raise OkError(f"{entry['path']} is missing on disk", "run `ok sync`")
     return entry, path.read_text(encoding="utf-8")

@@ -69,23 +69,34 @@ def _path(folder: Folder, name: str) -> Path:
 
 def _validate(t: Trigger, where: str) -> Trigger:
     if not NAME.match(t.name):
-        raise BadInput(f"{where}: trigger name {t.name!r} is not valid",
-                       "use lowercase letters, digits, '-', '_' or '.', e.g. new-papers")
+        raise BadInput(
+            f"{where}: trigger name {t.name!r} is not valid",
+            "use lowercase letters, digits, '-', '_' or '.', e.g. new-papers",
+        )
     if not str(t.example or "").strip():
         raise BadInput(f"{where}: the trigger needs an example text", "pass --example TEXT")
     if not 0.0 < float(t.threshold) <= 1.0:
-        raise BadInput(f"{where}: threshold {t.threshold} must be in (0, 1]",
-                       "cosine similarity: 0.8 is strict, 0.5 is loose")
+        raise BadInput(
+            f"{where}: threshold {t.threshold} must be in (0, 1]",
+            "cosine similarity: 0.8 is strict, 0.5 is loose",
+        )
     if t.scope not in SCOPES:
-        raise BadInput(f"{where}: scope {t.scope!r} is not one of {', '.join(SCOPES)}",
-                       "--in mem, store or all")
+        raise BadInput(
+            f"{where}: scope {t.scope!r} is not one of {', '.join(SCOPES)}",
+            "--in mem, store or all",
+        )
     if not 0 < float(t.timeout) <= 86400:  # also refuses nan and inf
-        raise BadInput(f"{where}: timeout {t.timeout} must be a number of seconds in (0, 86400]",
-                       "e.g. --timeout 30")
-    if not isinstance(t.env, list) or not all(isinstance(n, str) and ENV_NAME.match(n)
-                                              for n in t.env):
-        raise BadInput(f"{where}: env must be a list of variable names",
-                       "e.g. --env SLACK_WEBHOOK_URL (letters, digits and _)")
+        raise BadInput(
+            f"{where}: timeout {t.timeout} must be a number of seconds in (0, 86400]",
+            "e.g. --timeout 30",
+        )
+    if not isinstance(t.env, list) or not all(
+        isinstance(n, str) and ENV_NAME.match(n) for n in t.env
+    ):
+        raise BadInput(
+            f"{where}: env must be a list of variable names",
+            "e.g. --env SLACK_WEBHOOK_URL (letters, digits and _)",
+        )
     return t
 
 
@@ -144,20 +155,41 @@ def get(folder: Folder, name: str) -> Trigger:
     raise NotFound(f"no trigger named {name!r}", "list them with `ok trigger list`")
 
 
-def add(folder: Folder, name: str, example: str, threshold: float = 0.8, scope: str = "all",
-        exec_: str | None = None, timeout: float = 30.0, replace: bool = False,
-        env: list[str] | None = None) -> Trigger:
+def add(
+    folder: Folder,
+    name: str,
+    example: str,
+    threshold: float = 0.8,
+    scope: str = "all",
+    exec_: str | None = None,
+    timeout: float = 30.0,
+    replace: bool = False,
+    env: list[str] | None = None,
+) -> Trigger:
     """Write `triggers/<name>.yml`. The caller holds the writer lock."""
     if env and not exec_:
-        raise BadInput("--env names variables for --exec, and there is no --exec",
-                       "add --exec CMD, or drop --env")
-    t = _validate(Trigger(name=name, example=example.strip(), threshold=float(threshold),
-                          scope=scope, exec=exec_ or None, env=list(dict.fromkeys(env or [])),
-                          timeout=float(timeout), created_at=iso()), "trigger")
+        raise BadInput(
+            "--env names variables for --exec, and there is no --exec",
+            "add --exec CMD, or drop --env",
+        )
+    t = _validate(
+        Trigger(
+            name=name,
+            example=example.strip(),
+            threshold=float(threshold),
+            scope=scope,
+            exec=exec_ or None,
+            env=list(dict.fromkeys(env or [])),
+            timeout=float(timeout),
+            created_at=iso(),
+        ),
+        "trigger",
+    )
     path = _path(folder, name)
     if path.exists() and not replace:
-        raise BadInput(f"a trigger named {name!r} already exists",
-                       "remove it first, or pass --replace")
+        raise BadInput(
+            f"a trigger named {name!r} already exists", "remove it first, or pass --replace"
+        )
     atomic_write(path, yaml.safe_dump(t.as_dict(), sort_keys=False, allow_unicode=True))
     folder.log_op("trigger.add", name=name, threshold=t.threshold, scope=t.scope)
     return t
@@ -189,29 +221,63 @@ def test(folder: Folder, text: str) -> list[dict[str, Any]]:
     tv = _example_vectors(folder, trigs)
     v = embedder(folder).embed([text])[0]
     sims = tv @ v
-    return [{"name": t.name, "similarity": round(float(s), 6), "threshold": t.threshold,
-             "fires": bool(s >= t.threshold), "scope": t.scope}
-            for t, s in sorted(zip(trigs, sims, strict=True), key=lambda x: -float(x[1]))]
+    return [
+        {
+            "name": t.name,
+            "similarity": round(float(s), 6),
+            "threshold": t.threshold,
+            "fires": bool(s >= t.threshold),
+            "scope": t.scope,
+        }
+        for t, s in sorted(zip(trigs, sims, strict=True), key=lambda x: -float(x[1]))
+    ]
 
 
 # -- the check after each index write ----------------------------------------------------------
-def _rows(g: Any, doc_ids: list[str], note_ids: list[str], want_docs: bool, want_notes: bool
-          ) -> list[dict[str, Any]]:
+def _rows(
+    g: Any, doc_ids: list[str], note_ids: list[str], want_docs: bool, want_notes: bool
+) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if want_docs and doc_ids:
-        paths = {r["id"]: r["path"] for r in g.query(
-            "MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.path AS path",
-            {"ids": doc_ids})}
-        for r in g.query("MATCH (c:Chunk) WHERE c.doc_id IN $ids AND c.current RETURN c.id AS id,"
-                         " c.doc_id AS doc, c.text AS text, c.vec AS vec", {"ids": doc_ids}):
-            rows.append({"kind": "chunk", "id": r["id"], "doc": r["doc"], "text": r["text"],
-                         "vec": r["vec"], "path": paths.get(r["doc"], "")})
+        paths = {
+            r["id"]: r["path"]
+            for r in g.query(
+                "MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.path AS path",
+                {"ids": doc_ids},
+            )
+        }
+        for r in g.query(
+            "MATCH (c:Chunk) WHERE c.doc_id IN $ids AND c.current RETURN c.id AS id,"
+            " c.doc_id AS doc, c.text AS text, c.vec AS vec",
+            {"ids": doc_ids},
+        ):
+            rows.append(
+                {
+                    "kind": "chunk",
+                    "id": r["id"],
+                    "doc": r["doc"],
+                    "text": r["text"],
+                    "vec": r["vec"],
+                    "path": paths.get(r["doc"], ""),
+                }
+            )
     if want_notes and note_ids:
-        for r in g.query("MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id,"
-                         " m.path AS path, m.sha256 AS sha, m.text AS text, m.vec AS vec",
-                         {"ids": note_ids}):
-            rows.append({"kind": "memory", "id": r["id"], "note": r["id"], "sha256": r["sha"],
-                         "text": r["text"], "vec": r["vec"], "path": r["path"]})
+        for r in g.query(
+            "MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id,"
+            " m.path AS path, m.sha256 AS sha, m.text AS text, m.vec AS vec",
+            {"ids": note_ids},
+        ):
+            rows.append(
+                {
+                    "kind": "memory",
+                    "id": r["id"],
+                    "note": r["id"],
+                    "sha256": r["sha"],
+                    "text": r["text"],
+                    "vec": r["vec"],
+                    "path": r["path"],
+                }
+            )
     return rows
 
 
@@ -221,8 +287,9 @@ def _key(ev: dict[str, Any]) -> tuple[str, ...]:
     return (str(ev.get("trigger")), "chunk", str(ev.get("doc")))
 
 
-def matches(folder: Folder, trigs: list[Trigger], rows: list[dict[str, Any]]
-            ) -> list[dict[str, Any]]:
+def matches(
+    folder: Folder, trigs: list[Trigger], rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """The events the rows fire: one per trigger and document (its best chunk) or note."""
     import numpy as np
 
@@ -233,15 +300,26 @@ def matches(folder: Folder, trigs: list[Trigger], rows: list[dict[str, Any]]
     norms = np.linalg.norm(mv, axis=1, keepdims=True)
     sims = (mv / np.where(norms == 0, 1, norms)) @ tv.T  # rows x triggers
     thresholds = np.asarray([t.threshold for t in trigs], dtype=np.float32)
-    scope_ok = np.asarray([[t.scope in ("all", "store" if r["kind"] == "chunk" else "mem")
-                            for t in trigs] for r in rows], dtype=bool)
+    scope_ok = np.asarray(
+        [
+            [t.scope in ("all", "store" if r["kind"] == "chunk" else "mem") for t in trigs]
+            for r in rows
+        ],
+        dtype=bool,
+    )
     hit = (sims >= thresholds) & scope_ok
     best: dict[tuple[str, ...], dict[str, Any]] = {}
     for i, j in zip(*np.nonzero(hit), strict=True):
         r, t, s = rows[i], trigs[j], float(sims[i, j])
-        ev = {"trigger": t.name, "threshold": t.threshold, "similarity": round(s, 6),
-              "kind": r["kind"], "item": r["id"], "path": r["path"],
-              "quote": r["text"][:QUOTE_CHARS]}
+        ev = {
+            "trigger": t.name,
+            "threshold": t.threshold,
+            "similarity": round(s, 6),
+            "kind": r["kind"],
+            "item": r["id"],
+            "path": r["path"],
+            "quote": r["text"][:QUOTE_CHARS],
+        }
         if r["kind"] == "chunk":
             ev["doc"] = r["doc"]
         else:
@@ -258,8 +336,7 @@ def matches(folder: Folder, trigs: list[Trigger], rows: list[dict[str, Any]]
     return sorted(best.values(), key=lambda e: (e["trigger"], -e["similarity"], e["item"]))
 
 
-def check(folder: Folder, g: Any, doc_ids: list[str], note_ids: list[str]
-          ) -> list[dict[str, Any]]:
+def check(folder: Folder, g: Any, doc_ids: list[str], note_ids: list[str]) -> list[dict[str, Any]]:
     """Compare newly indexed chunks and notes with the triggers; append `trigger_fired` events
     (each trigger fires once per document version or note version) and start `exec` commands.
     """
@@ -292,14 +369,22 @@ def run_exec(folder: Folder, t: Trigger, event: dict[str, Any]) -> threading.Thr
     It runs after the event is safely written, in the folder's root with OK_ROOT set, so
     the command may call `ok` (it waits for this process to release the graph).
     """
+
     def work() -> None:
         error = None
         try:
             # its own process group, so a timeout also stops whatever the shell started
-            proc = subprocess.Popen(t.exec or "", shell=True, stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    cwd=folder.root, start_new_session=True,
-                                    env=exec_env(folder, t, event))
+            proc = subprocess.Popen(
+                t.exec or "",
+                shell=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=folder.root,
+                start_new_session=True,
+                env=exec_env(folder, t, event),
+            )
             try:
                 _, err = proc.communicate(json.dumps(event) + "\n", timeout=t.timeout)
                 if proc.returncode != 0:
@@ -315,8 +400,9 @@ def run_exec(folder: Folder, t: Trigger, event: dict[str, Any]) -> threading.Thr
         if error:
             print(f"warning: trigger {t.name}: command failed ({error})", file=sys.stderr)
             folder.log_op("trigger.exec_failed", trigger=t.name, event=event["id"], error=error)
-            events.emit(folder, "trigger_exec_failed", trigger=t.name, event=event["id"],
-                        error=error)
+            events.emit(
+                folder, "trigger_exec_failed", trigger=t.name, event=event["id"], error=error
+            )
 
     th = threading.Thread(target=work, name=f"ok-trigger-{t.name}", daemon=False)
     th.start()

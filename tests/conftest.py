@@ -41,9 +41,11 @@ def run_ok(*args: str, input: str | bytes | None = None, cwd: Path | None = None
     out_b, err_b = io.BytesIO(), io.BytesIO()
     old = sys.stdin, sys.stdout, sys.stderr
     old_cwd = os.getcwd()
-    wrappers = (io.TextIOWrapper(io.BytesIO(raw_in), encoding="utf-8"),
-                io.TextIOWrapper(out_b, encoding="utf-8", write_through=True),
-                io.TextIOWrapper(err_b, encoding="utf-8", write_through=True))
+    wrappers = (
+        io.TextIOWrapper(io.BytesIO(raw_in), encoding="utf-8"),
+        io.TextIOWrapper(out_b, encoding="utf-8", write_through=True),
+        io.TextIOWrapper(err_b, encoding="utf-8", write_through=True),
+    )
     sys.stdin, sys.stdout, sys.stderr = wrappers
     try:
         if cwd:
@@ -61,12 +63,22 @@ def run_ok(*args: str, input: str | bytes | None = None, cwd: Path | None = None
     return Result(code, out_b.getvalue().decode(), err_b.getvalue().decode())
 
 
-def run_cli(*args: str, input: str | bytes | None = None, cwd: Path | None = None,
-            env: dict[str, str] | None = None, timeout: float = 300) -> Result:
+def run_cli(
+    *args: str,
+    input: str | bytes | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+) -> Result:
     """Run the installed `ok` executable in a subprocess."""
-    proc = subprocess.run([OK_BIN, *args], input=input.encode() if isinstance(input, str) else input,
-                          capture_output=True, cwd=cwd, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        [OK_BIN, *args],
+        input=input.encode() if isinstance(input, str) else input,
+        capture_output=True,
+        cwd=cwd,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
     return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
 
@@ -96,9 +108,17 @@ def _example_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert run_ok("init", str(root)).code == 0
     r = run_ok("--root", str(root), "store", "ingest", str(EXAMPLES))
     assert r.code == 0, r.err
-    r = run_ok("--root", str(root), "mem", "add", "Kùzu keeps one writer at a time, so the MCP "
-               "server opens the graph per call.", "--tags", "kuzu,concurrency",
-               "--topics", "design")
+    r = run_ok(
+        "--root",
+        str(root),
+        "mem",
+        "add",
+        "Kùzu keeps one writer at a time, so the MCP server opens the graph per call.",
+        "--tags",
+        "kuzu,concurrency",
+        "--topics",
+        "design",
+    )
     assert r.code == 0, r.err
     return root
 

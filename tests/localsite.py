@@ -50,7 +50,8 @@ class Site:
         self.pages[path] = Page(
             f"<!doctype html><html><head><title>{title}</title></head><body>"
             f"<nav>{nav}</nav><main>{body}</main><footer>Site footer text</footer>"
-            "</body></html>".encode())
+            "</body></html>".encode()
+        )
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         site = self
@@ -73,8 +74,9 @@ class Site:
                 tag = '"' + hashlib.sha256(page.body).hexdigest()[:16] + '"'
                 modified = page.headers.get("Last-Modified")
                 if page.status == 200 and (
-                        (page.etag and self.headers.get("If-None-Match") == tag)
-                        or (modified and self.headers.get("If-Modified-Since") == modified)):
+                    (page.etag and self.headers.get("If-None-Match") == tag)
+                    or (modified and self.headers.get("If-Modified-Since") == modified)
+                ):
                     site.not_modified[path] = site.not_modified.get(path, 0) + 1
                     self.send_response(304)
                     self.send_header("ETag", tag)
@@ -91,7 +93,7 @@ class Site:
                     self.send_header("Transfer-Encoding", "chunked")
                     self.end_headers()
                     for i in range(0, len(page.body), 65536):
-                        block = page.body[i:i + 65536]
+                        block = page.body[i : i + 65536]
                         self.wfile.write(f"{len(block):x}\r\n".encode() + block + b"\r\n")
                     self.wfile.write(b"0\r\n\r\n")
                     return
@@ -131,11 +133,13 @@ def free_port() -> int:
 # -- PDF ---------------------------------------------------------------------------------------
 def make_pdf(lines: list[str]) -> bytes:
     """A minimal, valid one-page PDF with the lines as real text (Helvetica)."""
+
     def esc(s: str) -> str:
         return s.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
-    content = ("BT /F1 12 Tf 72 720 Td 16 TL "
-               + " ".join(f"({esc(line)}) Tj T*" for line in lines) + " ET")
+    content = (
+        "BT /F1 12 Tf 72 720 Td 16 TL " + " ".join(f"({esc(line)}) Tj T*" for line in lines) + " ET"
+    )
     objs = [
         "<< /Type /Catalog /Pages 2 0 R >>",
         "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -150,10 +154,13 @@ def make_pdf(lines: list[str]) -> bytes:
         offsets.append(len(out))
         out += f"{i} 0 obj\n{o}\nendobj\n".encode("latin-1")
     xref = len(out)
-    out += (f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n"
-            + "".join(f"{o:010d} 00000 n \n" for o in offsets)).encode()
-    out += (f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
-            ).encode()
+    out += (
+        f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n"
+        + "".join(f"{o:010d} 00000 n \n" for o in offsets)
+    ).encode()
+    out += (
+        f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+    ).encode()
     return out
 
 
@@ -202,23 +209,40 @@ class ArxivFeed:
                 f'<link href="http://arxiv.org/abs/{vid}" rel="alternate" type="text/html"/>'
                 f'<link title="pdf" href="{self.site.url("/pdf/" + vid)}" rel="related" '
                 'type="application/pdf"/>'
-                '<arxiv:primary_category term="cs.IR"/><category term="cs.IR"/></entry>')
-        feed = ('<?xml version="1.0" encoding="UTF-8"?>'
-                '<feed xmlns="http://www.w3.org/2005/Atom" '
-                'xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/" '
-                'xmlns:arxiv="http://arxiv.org/schemas/atom">'
-                f"<opensearch:totalResults>{len(entries)}</opensearch:totalResults>"
-                "<opensearch:startIndex>0</opensearch:startIndex>"
-                f"<opensearch:itemsPerPage>{len(entries)}</opensearch:itemsPerPage>"
-                + "".join(entries) + "</feed>")
+                '<arxiv:primary_category term="cs.IR"/><category term="cs.IR"/></entry>'
+            )
+        feed = (
+            '<?xml version="1.0" encoding="UTF-8"?>'
+            '<feed xmlns="http://www.w3.org/2005/Atom" '
+            'xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/" '
+            'xmlns:arxiv="http://arxiv.org/schemas/atom">'
+            f"<opensearch:totalResults>{len(entries)}</opensearch:totalResults>"
+            "<opensearch:startIndex>0</opensearch:startIndex>"
+            f"<opensearch:itemsPerPage>{len(entries)}</opensearch:itemsPerPage>"
+            + "".join(entries)
+            + "</feed>"
+        )
         return Page(feed.encode(), "application/atom+xml", etag=False)
 
 
 # -- git -------------------------------------------------------------------------------------------
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=Test", "-c", "user.email=test@example.org",
-                           "-c", "init.defaultBranch=main", *args], cwd=repo, check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.org",
+            "-c",
+            "init.defaultBranch=main",
+            *args,
+        ],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
 
 
 def make_repo(path: Path, files: dict[str, str]) -> Path:

@@ -51,14 +51,27 @@ def chat_server(replies: list[str], chunk: int = 7, delay: float = 0.0) -> Itera
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 for i in range(0, len(reply), stub.chunk):
-                    ev = {"choices": [{"index": 0, "delta": {"content": reply[i:i + stub.chunk]}}]}
+                    ev = {
+                        "choices": [{"index": 0, "delta": {"content": reply[i : i + stub.chunk]}}]
+                    }
                     self.wfile.write(f"data: {json.dumps(ev)}\n\n".encode())
                     self.wfile.flush()
                 self.wfile.write(b"data: [DONE]\n\n")
                 return
-            data = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
-                               "choices": [{"index": 0, "finish_reason": "stop",
-                                            "message": {"role": "assistant", "content": reply}}]})
+            data = json.dumps(
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": reply},
+                        }
+                    ],
+                }
+            )
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))

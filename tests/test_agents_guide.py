@@ -39,14 +39,24 @@ def _trim(lines: list[str]) -> list[str]:
 def test_every_command_prints_what_the_guide_shows(tmp_path: Path) -> None:
     steps = guide_steps(GUIDE.read_text(encoding="utf-8"))
     assert len(steps) >= 15
-    env = {**os.environ, "OK_ROOT": str(tmp_path / "kb"), "OK_NOW": "2026-11-30T12:37:34Z",
-           "PATH": f"{Path(OK_BIN).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        "OK_ROOT": str(tmp_path / "kb"),
+        "OK_NOW": "2026-11-30T12:37:34Z",
+        "PATH": f"{Path(OK_BIN).parent}{os.pathsep}{os.environ['PATH']}",
+    }
     for cmd, expected in steps:
-        r = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", cmd],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 0, (cmd, r.stderr)
         if expected:
             got = _trim(r.stdout.split("\n"))
-            assert [NOTE_ID.sub("m-ID", x) for x in got] == \
-                [NOTE_ID.sub("m-ID", x) for x in expected], \
-                f"{cmd}  (if the new output is right: uv run python examples/update_guide.py)"
+            assert [NOTE_ID.sub("m-ID", x) for x in got] == [
+                NOTE_ID.sub("m-ID", x) for x in expected
+            ], f"{cmd}  (if the new output is right: uv run python examples/update_guide.py)"

@@ -49,8 +49,12 @@ def test_filtered_export_records_filters_and_drops_dangling(example_kf: Path) ->
 
     b = _export("--min-confidence", "0.8", "--max-entities", "5")
     Draft202012Validator(_schema()).validate(b)
-    assert b["filters_applied"] == {"min_confidence": 0.8, "verified_only": None,
-                                    "entity_type": None, "max_entities": 5}
+    assert b["filters_applied"] == {
+        "min_confidence": 0.8,
+        "verified_only": None,
+        "entity_type": None,
+        "max_entities": 5,
+    }
     assert len(b["entities"]) == 5 and all(e["confidence"] >= 0.8 for e in b["entities"])
     ids = {e["id"] for e in b["entities"]}
     assert all(r["from_entity_id"] in ids and r["to_entity_id"] in ids for r in b["relationships"])
@@ -80,8 +84,11 @@ def test_csv_export_never_runs_two_tables_together(example_kf: Path, tmp_path: P
     assert r.code == 2 and not r.out, r.out[:200]
     assert "--table entities|relationships" in r.err and "-o DIR" in r.err
     assert len(r.err.strip().splitlines()) == 1
-    for table, header in (("entities", "id,name,type"), ("relationships", "id,from_id,from"),
-                          ("relations", "id,from_id,from")):
+    for table, header in (
+        ("entities", "id,name,type"),
+        ("relationships", "id,from_id,from"),
+        ("relations", "id,from_id,from"),
+    ):
         r = run_ok("graph", "export", "--format", "csv", "--table", table, "-o", "-")
         assert r.code == 0, r.err
         lines = r.out.splitlines()
@@ -89,8 +96,7 @@ def test_csv_export_never_runs_two_tables_together(example_kf: Path, tmp_path: P
         assert not any(line.startswith("id,") for line in lines[1:])
     r = run_ok("graph", "export", "--format", "csv", "-o", "-", "--json")
     data = r.json()
-    assert data["format"] == "csv" and set(data["content"]) == {"entities.csv",
-                                                               "relationships.csv"}
+    assert data["format"] == "csv" and set(data["content"]) == {"entities.csv", "relationships.csv"}
     assert len(data["rows"]["entities"]) == data["entities"] > 0
     assert {"id", "name", "type"} <= set(data["rows"]["entities"][0])
     assert len(data["rows"]["relationships"]) == data["relationships"]
@@ -98,13 +104,21 @@ def test_csv_export_never_runs_two_tables_together(example_kf: Path, tmp_path: P
     assert next(iter(r.json()["content"].values())).startswith("<?xml")
     out = tmp_path / "exports"
     r = run_ok("graph", "export", "--format", "csv", "-o", str(out), "--json")
-    assert sorted(Path(p).name for p in r.json()["files"]) == ["entities.csv",
-                                                               "relationships.csv"]
+    assert sorted(Path(p).name for p in r.json()["files"]) == ["entities.csv", "relationships.csv"]
     assert (out / "entities.csv").read_text().startswith("id,name,type")
     r = run_ok("graph", "export", "--format", "csv", "-o", str(tmp_path / "one.csv"))
     assert r.code == 2 and "not a directory" in r.err and not (tmp_path / "one.csv").exists()
-    r = run_ok("graph", "export", "--format", "csv", "--table", "entities", "-o",
-               str(tmp_path / "one.csv"), "--json")
+    r = run_ok(
+        "graph",
+        "export",
+        "--format",
+        "csv",
+        "--table",
+        "entities",
+        "-o",
+        str(tmp_path / "one.csv"),
+        "--json",
+    )
     assert r.json()["files"] == [str(tmp_path / "one.csv")]
     assert (tmp_path / "one.csv").read_text().startswith("id,name,type")
     r = run_ok("graph", "export", "--format", "aks", "--table", "entities")
@@ -133,28 +147,54 @@ def test_round_trip_into_an_empty_folder(example_kf: Path, tmp_path: Path) -> No
     assert r.code == 0 and "# Ada Lovelace" in r.out and "ada-lovelace.html" in r.out
     r = run_ok("--root", str(empty), "context", "Charles Babbage", "--json")
     assert r.code == 0 and "Charles Babbage" in [e["name"] for e in r.json()["entities"]]
-    assert json.loads(run_ok("--root", str(empty), "graph", "export", "--out", "-").out)[
-        "entities"] == bundle["entities"]
+    assert (
+        json.loads(run_ok("--root", str(empty), "graph", "export", "--out", "-").out)["entities"]
+        == bundle["entities"]
+    )
 
 
 def test_foreign_bundle_merges_with_extracted_entities(example_kf: Path, tmp_path: Path) -> None:
-    b = {"aks_version": "0.1.0", "domain": "ops", "stack_id": "0b5f1f3e-2a35-4d8b-9a57-1f5b4b3a7c11",
-         "stack_name": "Ops", "compiled_at": "2025-01-01T00:00:00Z", "scope": "stack",
-         "entity_count": 2, "relationship_count": 2,
-         "entities": [
-             {"id": "11111111-1111-4111-8111-111111111111", "name": "sqlite", "type": "System",
-              "confidence": 0.7, "description": "An embedded SQL engine."},
-             {"id": "22222222-2222-4222-8222-222222222222", "name": "Litestream",
-              "type": "System", "confidence": 0.8}],
-         "relationships": [
-             {"id": "33333333-3333-4333-8333-333333333333",
-              "from_entity_id": "22222222-2222-4222-8222-222222222222",
-              "to_entity_id": "11111111-1111-4111-8111-111111111111", "type": "replicates",
-              "confidence": 0.9},
-             {"id": "44444444-4444-4444-8444-444444444444",
-              "from_entity_id": "22222222-2222-4222-8222-222222222222",
-              "to_entity_id": "99999999-9999-4999-8999-999999999999", "type": "uses",
-              "confidence": 0.9}]}
+    b = {
+        "aks_version": "0.1.0",
+        "domain": "ops",
+        "stack_id": "0b5f1f3e-2a35-4d8b-9a57-1f5b4b3a7c11",
+        "stack_name": "Ops",
+        "compiled_at": "2025-01-01T00:00:00Z",
+        "scope": "stack",
+        "entity_count": 2,
+        "relationship_count": 2,
+        "entities": [
+            {
+                "id": "11111111-1111-4111-8111-111111111111",
+                "name": "sqlite",
+                "type": "System",
+                "confidence": 0.7,
+                "description": "An embedded SQL engine.",
+            },
+            {
+                "id": "22222222-2222-4222-8222-222222222222",
+                "name": "Litestream",
+                "type": "System",
+                "confidence": 0.8,
+            },
+        ],
+        "relationships": [
+            {
+                "id": "33333333-3333-4333-8333-333333333333",
+                "from_entity_id": "22222222-2222-4222-8222-222222222222",
+                "to_entity_id": "11111111-1111-4111-8111-111111111111",
+                "type": "replicates",
+                "confidence": 0.9,
+            },
+            {
+                "id": "44444444-4444-4444-8444-444444444444",
+                "from_entity_id": "22222222-2222-4222-8222-222222222222",
+                "to_entity_id": "99999999-9999-4999-8999-999999999999",
+                "type": "uses",
+                "confidence": 0.9,
+            },
+        ],
+    }
     p = tmp_path / "ops.json"
     p.write_text(json.dumps(b))
     r = run_ok("bundle", "import", str(p), "--json")
@@ -163,18 +203,24 @@ def test_foreign_bundle_merges_with_extracted_entities(example_kf: Path, tmp_pat
     e = run_ok("graph", "entity", "SQLite", "--json").json()
     assert e["type"] == "System" and e["description"] == "An embedded SQL engine."
     assert len(e["docs"]) == 2  # still both example documents
-    assert any(r["from_name"] == "Litestream" and r["type"] == "replicates"
-               for r in e["relationships"])
+    assert any(
+        r["from_name"] == "Litestream" and r["type"] == "replicates" for r in e["relationships"]
+    )
     assert (example_kf / "aks" / "imports").is_dir()
 
 
-@pytest.mark.parametrize("mutate,path", [
-    (lambda b: b["entities"][0].update(confidence=1.5), "$.entities[0].confidence"),
-    (lambda b: b.pop("stack_id"), "$"),
-    (lambda b: b["relationships"][0].update(from_entity_id="nope"),
-     "$.relationships[0].from_entity_id"),
-    (lambda b: b.update(entity_count=999), "$.entity_count"),
-])
+@pytest.mark.parametrize(
+    "mutate,path",
+    [
+        (lambda b: b["entities"][0].update(confidence=1.5), "$.entities[0].confidence"),
+        (lambda b: b.pop("stack_id"), "$"),
+        (
+            lambda b: b["relationships"][0].update(from_entity_id="nope"),
+            "$.relationships[0].from_entity_id",
+        ),
+        (lambda b: b.update(entity_count=999), "$.entity_count"),
+    ],
+)
 def test_bad_bundles_name_the_json_path(example_kf: Path, tmp_path: Path, mutate, path) -> None:
     b = _export()
     mutate(b)

@@ -25,7 +25,7 @@ def _check_markers(res: dict) -> None:
 
 def _quote_at_span(root: Path, cite: dict) -> None:
     text = (root / cite["path"]).read_text(encoding="utf-8")
-    assert text[cite["loc"]["start"]:cite["loc"]["end"]] == cite["quote"]
+    assert text[cite["loc"]["start"] : cite["loc"]["end"]] == cite["quote"]
 
 
 def test_extractive_answer_cites_sentences(example_kf: Path) -> None:
@@ -52,11 +52,13 @@ def test_markers_inside_a_distilled_note_do_not_leak_into_answers(example_kf: Pa
     from openkl.ask import passages_prompt
 
     hit = run_ok("search", "write-ahead logging", "--in", "store", "-k", "1", "--json").json()[0]
-    r = run_ok("distill", "create", "WAL flushes the log before the data files [1].",
-               hit["id"], "--json")
+    r = run_ok(
+        "distill", "create", "WAL flushes the log before the data files [1].", hit["id"], "--json"
+    )
     assert r.code == 0, r.err
-    res = run_ok("ask", "what does WAL flush before the data files?", "--in", "mem",
-                 "--json").json()
+    res = run_ok(
+        "ask", "what does WAL flush before the data files?", "--in", "mem", "--json"
+    ).json()
     [cite] = res["citations"]
     assert cite["quote"] == "WAL flushes the log before the data files [1]."  # exact, as cited
     # one marker per quoted sentence: the note's own [1] is not the answer's [1]
@@ -106,14 +108,18 @@ def test_empty_question_is_a_usage_error(example_kf: Path) -> None:
 
 
 def test_sentences_keep_offsets() -> None:
-    text = ("# Title\n\nFirst sentence is here, wrapped\nover two lines. Second one follows "
-            "right after it!\n\n- A list item that is long enough\n| a | b |\n")
+    text = (
+        "# Title\n\nFirst sentence is here, wrapped\nover two lines. Second one follows "
+        "right after it!\n\n- A list item that is long enough\n| a | b |\n"
+    )
     got = sentences(text, base=100)
-    assert [s for _, _, s in got] == ["First sentence is here, wrapped\nover two lines.",
-                                      "Second one follows right after it!",
-                                      "A list item that is long enough"]
+    assert [s for _, _, s in got] == [
+        "First sentence is here, wrapped\nover two lines.",
+        "Second one follows right after it!",
+        "A list item that is long enough",
+    ]
     for s, e, sent in got:
-        assert text[s - 100:e - 100] == sent
+        assert text[s - 100 : e - 100] == sent
 
 
 def test_markers_parse_and_drop_unknown_numbers() -> None:
@@ -128,9 +134,10 @@ def _llm_env(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
     monkeypatch.setenv("OK_LLM_RETRIES", "0")
 
 
-def test_llm_answer_is_grounded_and_cited(example_kf: Path, monkeypatch: pytest.MonkeyPatch
-                                          ) -> None:
-    reply = ("Ada Lovelace wrote it, in her Note G [1]. She worked with Babbage [1][7].")
+def test_llm_answer_is_grounded_and_cited(
+    example_kf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reply = "Ada Lovelace wrote it, in her Note G [1]. She worked with Babbage [1][7]."
     with chat_server([reply]) as stub:
         _llm_env(monkeypatch, stub.url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-logged")
@@ -149,7 +156,8 @@ def test_llm_answer_is_grounded_and_cited(example_kf: Path, monkeypatch: pytest.
     system, user = req["messages"][0]["content"], req["messages"][1]["content"]
     assert "only the numbered passages" in system and "INSUFFICIENT" in system
     assert user.startswith("Passages:\n\n[1] (") and user.rstrip().endswith(
-        "Question: who wrote the first computer program")
+        "Question: who wrote the first computer program"
+    )
     assert stub.headers[0]["Authorization"] == "Bearer sk-test-not-logged"
     assert "sk-test" not in (example_kf / ".ok" / "ops.log").read_text()
 
@@ -166,8 +174,14 @@ def test_llm_streams_tokens(example_kf: Path, monkeypatch: pytest.MonkeyPatch) -
         f = Folder(example_kf)
         tokens: list[str] = []
         with open_graph(f) as g:
-            res = ask(f, g, "what is write-ahead logging?", k=3, llm=config_from(f),
-                      on_token=tokens.append)
+            res = ask(
+                f,
+                g,
+                "what is write-ahead logging?",
+                k=3,
+                llm=config_from(f),
+                on_token=tokens.append,
+            )
     assert stub.requests[0]["stream"] is True
     assert len(tokens) > 5 and "".join(tokens) == reply
     assert res["answer"] == reply and res["citations"][0]["n"] == 1
@@ -183,11 +197,19 @@ def test_cli_streams_the_answer_to_a_terminal(example_kf: Path) -> None:
 
     reply = "Write-ahead logging appends each change to a log first [1]."
     with chat_server([reply], chunk=4) as stub:
-        env = {**os.environ, "OK_LLM_BASE_URL": stub.url, "OK_LLM_MODEL": "stub-model",
-               "OK_LLM_RETRIES": "0"}
+        env = {
+            **os.environ,
+            "OK_LLM_BASE_URL": stub.url,
+            "OK_LLM_MODEL": "stub-model",
+            "OK_LLM_RETRIES": "0",
+        }
         master, slave = pty.openpty()
-        proc = subprocess.Popen([OK_BIN, "ask", "what is write-ahead logging?", "-k", "3"],
-                                stdout=slave, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(
+            [OK_BIN, "ask", "what is write-ahead logging?", "-k", "3"],
+            stdout=slave,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         os.close(slave)
         out = b""
         while True:
@@ -216,18 +238,29 @@ def test_graph_is_closed_while_the_llm_answers(example_kf: Path) -> None:
     from conftest import run_cli
 
     with chat_server(["Lovelace wrote it [1]."], delay=6) as stub:
-        env = {"OK_LLM_BASE_URL": stub.url, "OK_LLM_MODEL": "stub-model",
-               "OK_LLM_RETRIES": "0", "OK_ROOT": os.environ["OK_ROOT"]}
+        env = {
+            "OK_LLM_BASE_URL": stub.url,
+            "OK_LLM_MODEL": "stub-model",
+            "OK_LLM_RETRIES": "0",
+            "OK_ROOT": os.environ["OK_ROOT"],
+        }
         asked: dict = {}
-        t = threading.Thread(target=lambda: asked.update(r=run_cli(
-            "ask", "who wrote the first computer program", "--json", env=env)))
+        t = threading.Thread(
+            target=lambda: asked.update(
+                r=run_cli("ask", "who wrote the first computer program", "--json", env=env)
+            )
+        )
         t.start()
         deadline = time.monotonic() + 60
         while not stub.requests and time.monotonic() < deadline:
             time.sleep(0.05)
         assert stub.requests, "ok ask never reached the model"
-        added = run_cli("mem", "add", "Written while the model was thinking.",
-                        env={**env, "OK_LOCK_TIMEOUT": "2"})
+        added = run_cli(
+            "mem",
+            "add",
+            "Written while the model was thinking.",
+            env={**env, "OK_LOCK_TIMEOUT": "2"},
+        )
         t.join(60)
     assert added.code == 0, added.err
     assert asked["r"].code == 0, asked["r"].err
@@ -243,8 +276,9 @@ def test_llm_insufficient(example_kf: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert res["answer"].endswith("the passages do not mention Lima.")
 
 
-def test_llm_settings_checked_before_any_work(example_kf: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_llm_settings_checked_before_any_work(
+    example_kf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OK_LLM_BASE_URL", "https://llm.example.invalid/v1")
     monkeypatch.setenv("OK_LLM_MODEL", "m")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -255,8 +289,9 @@ def test_llm_settings_checked_before_any_work(example_kf: Path,
     assert run_ok("ask", "anything at all about Lovelace", "--no-llm").code == 0
 
 
-def test_llm_unreachable_is_one_line_error(example_kf: Path, monkeypatch: pytest.MonkeyPatch
-                                           ) -> None:
+def test_llm_unreachable_is_one_line_error(
+    example_kf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with chat_server(["x"]) as stub:
         url = stub.url
     _llm_env(monkeypatch, url)  # the server is gone now
@@ -264,10 +299,22 @@ def test_llm_unreachable_is_one_line_error(example_kf: Path, monkeypatch: pytest
     assert r.code == 1 and r.err.startswith("Error: cannot reach the LLM endpoint")
 
 
-@pytest.mark.parametrize("cmd", [("ask",), ("mcp",), ("cite", "make"), ("cite", "verify"),
-                                 ("cite", "open"), ("cite", "list"), ("cite", "gc"),
-                                 ("distill", "prompts"), ("distill", "get-prompt"),
-                                 ("distill", "create"), ("distill", "run")])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ("ask",),
+        ("mcp",),
+        ("cite", "make"),
+        ("cite", "verify"),
+        ("cite", "open"),
+        ("cite", "list"),
+        ("cite", "gc"),
+        ("distill", "prompts"),
+        ("distill", "get-prompt"),
+        ("distill", "create"),
+        ("distill", "run"),
+    ],
+)
 def test_help_teaches_with_examples(cmd: tuple[str, ...]) -> None:
     r = run_ok(*cmd, "--help")
     assert r.code == 0

@@ -8,10 +8,17 @@ from pathlib import Path
 from conftest import run_ok
 
 PROPOSAL = {
-    "entities": [{"name": "Litestream", "type": "System",
-                  "description": "Streams SQLite changes to object storage."}],
-    "relationships": [{"from": "Litestream", "to": "SQLite", "type": "replicates"},
-                      {"from": "Litestream", "to": "WAL", "type": "reads"}],
+    "entities": [
+        {
+            "name": "Litestream",
+            "type": "System",
+            "description": "Streams SQLite changes to object storage.",
+        }
+    ],
+    "relationships": [
+        {"from": "Litestream", "to": "SQLite", "type": "replicates"},
+        {"from": "Litestream", "to": "WAL", "type": "reads"},
+    ],
 }
 
 
@@ -76,8 +83,10 @@ def test_bad_input_is_refused_and_nothing_is_written(example_kf: Path) -> None:
         ('{"entities": []}', "proposes no entities"),
         ('{"entities": [{"type": "X"}]}', "$.entities[0].name"),
         ('{"entities": [{"name": "A", "confidence": 3}]}', "$.entities[0].confidence"),
-        ('{"relationships": [{"from": "Nowhere Man", "to": "SQLite", "type": "x"}]}',
-         "unknown entity 'Nowhere Man'"),
+        (
+            '{"relationships": [{"from": "Nowhere Man", "to": "SQLite", "type": "x"}]}',
+            "unknown entity 'Nowhere Man'",
+        ),
         ('{"entities": [{"name": "A"}], "bogus": 1}', "$.bogus"),
     ]
     for text, msg in cases:
@@ -85,7 +94,8 @@ def test_bad_input_is_refused_and_nothing_is_written(example_kf: Path) -> None:
         assert r.code == 1, text
         assert msg in r.err, (text, r.err)
     assert not (example_kf / "aks" / "backfeed").exists() or not list(
-        (example_kf / "aks" / "backfeed").iterdir())
+        (example_kf / "aks" / "backfeed").iterdir()
+    )
     r = run_ok("backfeed", "approve", "bf-000000000000")
     assert r.code == 1 and "no backfeed item" in r.err
     r = run_ok("backfeed", "queue", "--status", "maybe")

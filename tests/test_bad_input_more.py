@@ -10,18 +10,26 @@ from conftest import run_cli, run_ok
 
 
 def _files(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*")
-            if p.is_file() and ".ok" not in p.relative_to(root).parts[:1]}
+    return {
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and ".ok" not in p.relative_to(root).parts[:1]
+    }
 
 
-@pytest.mark.parametrize(("args", "says"), [
-    (["store", "ingest", ""], "an empty path was given"),
-    (["trigger", "add", "x", "-e", "tides", "--timeout", "nan"], "timeout nan"),
-    (["trigger", "add", "x", "-e", "tides", "--timeout", "1e400"], "timeout inf"),
-    (["trigger", "add", "x", "-e", "tides", "--timeout", "-1"], "timeout -1"),
-    (["graph", "cypher", "RETURN $x AS x", "-p", "x=99999999999999999999999999"],
-     "does not fit in a 64-bit integer"),
-])
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["store", "ingest", ""], "an empty path was given"),
+        (["trigger", "add", "x", "-e", "tides", "--timeout", "nan"], "timeout nan"),
+        (["trigger", "add", "x", "-e", "tides", "--timeout", "1e400"], "timeout inf"),
+        (["trigger", "add", "x", "-e", "tides", "--timeout", "-1"], "timeout -1"),
+        (
+            ["graph", "cypher", "RETURN $x AS x", "-p", "x=99999999999999999999999999"],
+            "does not fit in a 64-bit integer",
+        ),
+    ],
+)
 def test_refused_with_one_line(example_kf: Path, args: list[str], says: str) -> None:
     before = _files(example_kf)
     r = run_ok(*args, cwd=example_kf)

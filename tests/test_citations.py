@@ -46,10 +46,18 @@ def tidal(_tidal_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     shutil.copytree(_tidal_template, base, symlinks=True)
     root = base / "kf"
     monkeypatch.setenv("OK_ROOT", str(root))
-    [entry] = [e for e in map(json.loads, (root / ".ok/mapping.jsonl").read_text().splitlines())
-               if e["path"].endswith("/tidal.ok.md")]
-    return {"root": root, "src": base / "src", "doc": root / entry["path"],
-            "rel": entry["path"], "id": entry["id"]}
+    [entry] = [
+        e
+        for e in map(json.loads, (root / ".ok/mapping.jsonl").read_text().splitlines())
+        if e["path"].endswith("/tidal.ok.md")
+    ]
+    return {
+        "root": root,
+        "src": base / "src",
+        "doc": root / entry["path"],
+        "rel": entry["path"],
+        "id": entry["id"],
+    }
 
 
 def _cite_quote(t: dict, quote: str = QUOTE, persist: bool = True) -> dict:
@@ -86,9 +94,23 @@ def test_make_from_search_hit_is_deterministic(example_kf: Path) -> None:
     [c] = r.json()
     assert c["id"].startswith("c-") and len(c["id"]) == 18
     assert c["type"] == "chunk" and c["ref"] == hit["id"]
-    assert (c["doc_id"], c["path"], c["sha256"], c["loc"], c["quote"], c["context"],
-            c["source"]) == (hit["doc_id"], hit["path"], hit["sha256"], hit["loc"],
-                             hit["quote"], hit["context"], hit["source"])
+    assert (
+        c["doc_id"],
+        c["path"],
+        c["sha256"],
+        c["loc"],
+        c["quote"],
+        c["context"],
+        c["source"],
+    ) == (
+        hit["doc_id"],
+        hit["path"],
+        hit["sha256"],
+        hit["loc"],
+        hit["quote"],
+        hit["context"],
+        hit["source"],
+    )
     assert run_ok("cite", "make", hit["id"], "--json").json()[0]["id"] == c["id"]
     # transient: printed and cached, not persisted; open finds it through the cache
     assert not list((example_kf / "citations").glob("*.json"))
@@ -103,8 +125,10 @@ def test_make_from_lines_chars_and_memory(tidal: dict) -> None:
     [c] = r.json()
     lines = tidal["doc"].read_text().splitlines()
     assert c["quote"] == "\n".join(lines[4:6])
-    assert c["type"] == "chunk" and c["ref"] == f"{tidal['id']}#char{c['loc']['start']}-" \
-                                                f"{c['loc']['end']}"
+    assert (
+        c["type"] == "chunk"
+        and c["ref"] == f"{tidal['id']}#char{c['loc']['start']}-{c['loc']['end']}"
+    )
     r = run_ok("cite", "make", tidal["rel"], "--chars", "2-13", "--json")
     assert r.json()[0]["quote"] == "Tidal power"
     r = run_ok("cite", "make", tidal["id"], "--json")
@@ -117,7 +141,7 @@ def test_make_from_lines_chars_and_memory(tidal: dict) -> None:
     assert m["type"] == "memory" and m["doc_id"] == nid
     assert m["quote"] == "Check the Rance barrage numbers before the talk."
     note = (tidal["root"] / m["path"]).read_text()
-    assert note[m["loc"]["start"]:m["loc"]["end"]] == m["quote"]
+    assert note[m["loc"]["start"] : m["loc"]["end"]] == m["quote"]
 
 
 # -- every status, with real edits -----------------------------------------------------------
@@ -139,8 +163,11 @@ def test_untouched_is_verified(tidal: dict) -> None:
 def test_text_inserted_before_is_moved_with_exact_span(tidal: dict) -> None:
     c = _cite_quote(tidal)
     doc = tidal["doc"]
-    doc.write_text(doc.read_text().replace("# Tidal power\n", "# Tidal power\n\nA new lead "
-                                           "paragraph, written later.\n", 1))
+    doc.write_text(
+        doc.read_text().replace(
+            "# Tidal power\n", "# Tidal power\n\nA new lead paragraph, written later.\n", 1
+        )
+    )
     code, [res] = _verify(c["id"])
     assert code == 0
     assert res["status"] == "moved" and "span" in res["changes"]
@@ -161,11 +188,17 @@ def test_renamed_file_is_moved(tidal: dict) -> None:
 
 
 def test_lightly_edited_paragraph_is_changed(tidal: dict) -> None:
-    c = _cite_quote(tidal, "The Rance station in Brittany opened in 1966 and was for decades "
-                           "the largest tidal plant in\nthe world")
+    c = _cite_quote(
+        tidal,
+        "The Rance station in Brittany opened in 1966 and was for decades "
+        "the largest tidal plant in\nthe world",
+    )
     doc = tidal["doc"]
-    doc.write_text(doc.read_text().replace("opened in 1966", "was opened in 1966")
-                   .replace("largest tidal plant", "biggest tidal plant"))
+    doc.write_text(
+        doc.read_text()
+        .replace("opened in 1966", "was opened in 1966")
+        .replace("largest tidal plant", "biggest tidal plant")
+    )
     code, [res] = _verify(c["id"])
     assert code == 1
     assert res["status"] == "changed"
@@ -207,8 +240,11 @@ def test_reingested_new_version_follows_supersedes(tidal: dict) -> None:
     kept = _cite_quote(tidal)
     edited = _cite_quote(tidal, "with a capacity of 240 megawatts")
     src = tidal["src"] / "tidal.md"
-    src.write_text(DOC.replace("# Tidal power\n", "# Tidal power\n\nRevised edition.\n")
-                   .replace("240 megawatts", "240 MW"))
+    src.write_text(
+        DOC.replace("# Tidal power\n", "# Tidal power\n\nRevised edition.\n").replace(
+            "240 megawatts", "240 MW"
+        )
+    )
     r = run_ok("store", "ingest", str(tidal["src"]), "--json")
     assert r.code == 0, r.err
     new_id = r.json()["added"][0]["id"]
@@ -224,8 +260,12 @@ def test_reingested_new_version_follows_supersedes(tidal: dict) -> None:
     # the old text is kept, so the citation says where the exact quote still is
     assert changed["archived"]["path"] == f".ok/versions/{tidal['id']}.ok.md"
     # and the graph links the versions
-    q = run_ok("graph", "cypher", "MATCH (n:Doc)-[:SUPERSEDES]->(o:Doc) RETURN n.id AS n, o.id AS o",
-               "--json")
+    q = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (n:Doc)-[:SUPERSEDES]->(o:Doc) RETURN n.id AS n, o.id AS o",
+        "--json",
+    )
     assert q.code == 0, q.err
     assert {"n": new_id, "o": tidal["id"]} in q.json()
 
@@ -236,8 +276,10 @@ def test_hand_edit_then_sync_records_the_supersede_link(tidal: dict) -> None:
     doc.write_text("Preface added by hand.\n\n" + doc.read_text())
     r = run_ok("sync", "--json")
     assert r.code == 0, r.err
-    entries = {json.loads(x)["id"]: json.loads(x)
-               for x in (tidal["root"] / ".ok/mapping.jsonl").read_text().splitlines()}
+    entries = {
+        json.loads(x)["id"]: json.loads(x)
+        for x in (tidal["root"] / ".ok/mapping.jsonl").read_text().splitlines()
+    }
     old = entries[tidal["id"]]
     assert old["current"] is False and old["text_kept"] is False
     new_id = old["superseded_by"]
@@ -247,8 +289,12 @@ def test_hand_edit_then_sync_records_the_supersede_link(tidal: dict) -> None:
     code, [res] = _verify(c["id"])
     assert code == 0 and res["status"] == "moved" and res["found"]["doc_id"] == new_id
     assert any(f"superseded by {new_id}" in d for d in res["diagnostics"])
-    q = run_ok("graph", "cypher", "MATCH (n:Doc)-[:SUPERSEDES]->(o:Doc) RETURN n.id AS n, "
-               "o.id AS o, o.current AS cur", "--json")
+    q = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (n:Doc)-[:SUPERSEDES]->(o:Doc) RETURN n.id AS n, o.id AS o, o.current AS cur",
+        "--json",
+    )
     assert {"n": new_id, "o": tidal["id"], "cur": False} in q.json()
 
 
@@ -285,8 +331,9 @@ def test_pipeline_search_make_edit_verify_update_open(example_kf: Path) -> None:
     renamed = example_kf / cites[0]["path"]
     renamed.rename(renamed.with_name("renamed.ok.md"))
     before = {i: p.read_text() for i, p in files.items()}
-    r = run_ok("cite", "verify", "-", "--update", "--json",
-               input="\n".join(json.dumps(c) for c in cites))  # JSON lines in
+    r = run_ok(
+        "cite", "verify", "-", "--update", "--json", input="\n".join(json.dumps(c) for c in cites)
+    )  # JSON lines in
     assert r.code == 0, r.err
     results = r.json()
     assert [x["status"] for x in results] == ["moved"] * 3
@@ -297,21 +344,20 @@ def test_pipeline_search_make_edit_verify_update_open(example_kf: Path) -> None:
         assert stored["loc"] == x["found"]["loc"] and stored["path"] == x["found"]["path"]
         assert stored["history"][-1]["from"]["loc"] != stored["loc"]
         text = (example_kf / stored["path"]).read_text()
-        assert text[stored["loc"]["start"]:stored["loc"]["end"]] == stored["quote"]
+        assert text[stored["loc"]["start"] : stored["loc"]["end"]] == stored["quote"]
     assert json.loads(files[cites[0]["id"]].read_text())["path"].endswith("renamed.ok.md")
     # after the update every citation is plainly verified
     r = run_ok("cite", "verify", "--all", "--json")
     assert r.code == 0 and {x["status"] for x in r.json()} == {"verified"}
     # open, through the real executable, piped: markers around the quote
     first = json.loads(files[cites[1]["id"]].read_text())
-    r = run_cli("cite", "open", first["id"], "--context", "0",
-                env={"OK_ROOT": str(example_kf)})
+    r = run_cli("cite", "open", first["id"], "--context", "0", env={"OK_ROOT": str(example_kf)})
     assert r.code == 0, r.err
     assert ">>> " + first["quote"] + " <<<" in r.out
     assert f"{first['id']}" in r.err and "(verified)" in r.err
     r = run_ok("cite", "open", first["id"], "--json", "--context", "1")
     p = r.json()
-    assert p["text"][p["highlight"]["start"]:p["highlight"]["end"]] == first["quote"]
+    assert p["text"][p["highlight"]["start"] : p["highlight"]["end"]] == first["quote"]
     assert p["lines"]["start"] >= 1 and p["status"] == "verified"
 
 
@@ -346,8 +392,9 @@ def test_list_filters_and_status(tidal: dict) -> None:
     assert {c["id"] for c in r.json()} == {a["id"], b["id"]}
     r = run_ok("cite", "list", "--tag", "energy", "--json")
     assert [c["id"] for c in r.json()] == [a["id"]]
-    other = run_ok("cite", "make", "store/normalized/src/glaciers.ok.md", "--lines", "3",
-                   "--persist", "--json").json()[0]
+    other = run_ok(
+        "cite", "make", "store/normalized/src/glaciers.ok.md", "--lines", "3", "--persist", "--json"
+    ).json()[0]
     r = run_ok("cite", "list", "--doc", tidal["id"][:8], "--json")
     assert {c["id"] for c in r.json()} == {a["id"], b["id"]}
     r = run_ok("cite", "list", "--doc", "glaciers", "--json")
@@ -375,8 +422,17 @@ def test_gc_transient_keep_and_ephemeral(tidal: dict) -> None:
     t = _cite_quote(tidal, "Tidal power converts", persist=False)
     keep = _cite_quote(tidal, "release it through turbines")
     run_ok("cite", "make", keep["id"], "--persist", "--retention-class", "keep")
-    r = run_ok("cite", "make", tidal["rel"], "--lines", "3", "--persist", "--retention-class",
-               "ephemeral", "--json")
+    r = run_ok(
+        "cite",
+        "make",
+        tidal["rel"],
+        "--lines",
+        "3",
+        "--persist",
+        "--retention-class",
+        "ephemeral",
+        "--json",
+    )
     eph = r.json()[0]
     assert eph["retention_class"] == "ephemeral"
     tidal["doc"].write_text(OTHER)  # everything cited is gone from the text
@@ -395,37 +451,52 @@ def test_gc_transient_keep_and_ephemeral(tidal: dict) -> None:
 
 
 # -- bad input: one line, non-zero exit, nothing written ---------------------------------------------
-@pytest.mark.parametrize("args,stdin,needle", [
-    (("cite", "make", "c-0000000000000000"), None, "no citation with id c-0000000000000000"),
-    (("cite", "make", "c-0000"), None, "no citation with id c-0000 (hint: list citations "
-                                       "with `ok cite list`"),
-    (("cite", "make", "0123456789abcdef#char0-10"), None, "no document with id"),
-    (("cite", "make", "m-20200101-zzzz"), None, "no memory note with id"),
-    (("cite", "make", "{doc}#char0-999999"), None, "out of range"),
-    (("cite", "make", "{doc}#char50-40"), None, "out of range"),
-    (("cite", "make", "{rel}", "--lines", "8-99"), None, "past the end"),
-    (("cite", "make", "{rel}", "--chars", "0-99999"), None, "out of range"),
-    (("cite", "make", "{rel}", "--lines", "x"), None, "not a range"),
-    (("cite", "make", "/etc/hostname"), None, "outside the knowledge folder"),
-    (("cite", "make", "../outside.ok.md"), None, "outside the knowledge folder"),
-    (("cite", "make", "{doc}#char0"), None, "not a valid chunk id"),
-    (("cite", "make", "-", "--persist"), "{doc}#char0-5\n{{not json\n", "not valid JSON"),
-    (("cite", "make", "-", "--persist"), "{doc}#char0-5\nhello there\n", "neither an id"),
-    (("cite", "verify", "-", "--update"),
-     '{{"quote": "x", "path": "{rel}", "sha256": "ab", "loc": {{"start": 0}}}}', "`loc`"),
-    (("cite", "verify", "-", "--update"), "[1, 2", "not valid JSON"),
-    (("cite", "verify", "-", "--update"),
-     '{{"type": "chunk", "path": "../../etc/passwd", "sha256": "ab", "quote": "root", '
-     '"loc": {{"kind": "char", "start": 0, "end": 4}}}}', "outside the knowledge folder"),
-    (("cite", "verify", "c-0000000000000000", "--update"), None, "no citation"),
-    (("cite", "verify", "c-0000"), None, "no citation with id c-0000 (hint: list citations "
-                                         "with `ok cite list`"),
-    (("cite", "verify", "m-0000"), None, "no memory note with id m-0000"),
-    (("cite", "verify"), None, "nothing to verify"),
-    (("cite", "open", "c-0000000000000000"), None, "no citation"),
-    (("cite", "open", "c-0000"), None, "no citation with id c-0000"),
-    (("cite", "list", "--status", "lost"), None, "unknown status"),
-])
+@pytest.mark.parametrize(
+    "args,stdin,needle",
+    [
+        (("cite", "make", "c-0000000000000000"), None, "no citation with id c-0000000000000000"),
+        (
+            ("cite", "make", "c-0000"),
+            None,
+            "no citation with id c-0000 (hint: list citations with `ok cite list`",
+        ),
+        (("cite", "make", "0123456789abcdef#char0-10"), None, "no document with id"),
+        (("cite", "make", "m-20200101-zzzz"), None, "no memory note with id"),
+        (("cite", "make", "{doc}#char0-999999"), None, "out of range"),
+        (("cite", "make", "{doc}#char50-40"), None, "out of range"),
+        (("cite", "make", "{rel}", "--lines", "8-99"), None, "past the end"),
+        (("cite", "make", "{rel}", "--chars", "0-99999"), None, "out of range"),
+        (("cite", "make", "{rel}", "--lines", "x"), None, "not a range"),
+        (("cite", "make", "/etc/hostname"), None, "outside the knowledge folder"),
+        (("cite", "make", "../outside.ok.md"), None, "outside the knowledge folder"),
+        (("cite", "make", "{doc}#char0"), None, "not a valid chunk id"),
+        (("cite", "make", "-", "--persist"), "{doc}#char0-5\n{{not json\n", "not valid JSON"),
+        (("cite", "make", "-", "--persist"), "{doc}#char0-5\nhello there\n", "neither an id"),
+        (
+            ("cite", "verify", "-", "--update"),
+            '{{"quote": "x", "path": "{rel}", "sha256": "ab", "loc": {{"start": 0}}}}',
+            "`loc`",
+        ),
+        (("cite", "verify", "-", "--update"), "[1, 2", "not valid JSON"),
+        (
+            ("cite", "verify", "-", "--update"),
+            '{{"type": "chunk", "path": "../../etc/passwd", "sha256": "ab", "quote": "root", '
+            '"loc": {{"kind": "char", "start": 0, "end": 4}}}}',
+            "outside the knowledge folder",
+        ),
+        (("cite", "verify", "c-0000000000000000", "--update"), None, "no citation"),
+        (
+            ("cite", "verify", "c-0000"),
+            None,
+            "no citation with id c-0000 (hint: list citations with `ok cite list`",
+        ),
+        (("cite", "verify", "m-0000"), None, "no memory note with id m-0000"),
+        (("cite", "verify"), None, "nothing to verify"),
+        (("cite", "open", "c-0000000000000000"), None, "no citation"),
+        (("cite", "open", "c-0000"), None, "no citation with id c-0000"),
+        (("cite", "list", "--status", "lost"), None, "unknown status"),
+    ],
+)
 def test_bad_input(tidal: dict, args: tuple, stdin: str | None, needle: str) -> None:
     moved = _cite_quote(tidal)  # a persisted citation an --update would rewrite
     if args[1] == "verify":
@@ -470,9 +541,11 @@ def test_chunk_id_of_a_doc_changed_since_indexing(tidal: dict) -> None:
 def test_chunk_id_of_a_version_replaced_by_a_hand_edit(tidal: dict) -> None:
     tidal["doc"].write_text("Rewritten by hand.\n")
     assert run_ok("sync").code == 0  # the old text was never kept: nothing to cite from
-    [new] = [e["id"] for e in map(json.loads, (tidal["root"] / ".ok/mapping.jsonl")
-                                  .read_text().splitlines())
-             if e.get("current", True) and e["path"] == tidal["rel"]]
+    [new] = [
+        e["id"]
+        for e in map(json.loads, (tidal["root"] / ".ok/mapping.jsonl").read_text().splitlines())
+        if e.get("current", True) and e["path"] == tidal["rel"]
+    ]
     r = run_ok("cite", "make", f"{tidal['id']}#char0-5")
     assert r.code == 1 and len(r.err.strip().splitlines()) == 1
     assert f"replaced by {new}" in r.err and "not kept" in r.err
@@ -487,4 +560,3 @@ def test_corrupt_citation_file_is_reported(tidal: dict) -> None:
     assert r.code == 1 and r.err.startswith("Error:") and "not valid JSON" in r.err
     r = run_ok("cite", "list", "--json")
     assert r.code == 0 and r.json() == [] and "not valid JSON" in r.err
-

@@ -18,8 +18,29 @@ from openkl.extract import normalize_text
 from openkl.folder import Folder
 from openkl.store import Candidate, ingest
 
-WORDS = ["tide", "moon", "river", "delta", "basin", "flow", "salt", "marsh", "dune", "reef",
-         "the", "a", "of", "and", "in", "stone", "wave", "ice", "fjord", "shore", "kelp"]
+WORDS = [
+    "tide",
+    "moon",
+    "river",
+    "delta",
+    "basin",
+    "flow",
+    "salt",
+    "marsh",
+    "dune",
+    "reef",
+    "the",
+    "a",
+    "of",
+    "and",
+    "in",
+    "stone",
+    "wave",
+    "ice",
+    "fjord",
+    "shore",
+    "kelp",
+]
 SEPS = [" ", " ", " ", "\n", "\n\n", ", ", ". "]
 
 word = st.sampled_from(WORDS)
@@ -38,9 +59,17 @@ def passages(draw: st.DrawFn, min_words: int = 1, max_words: int = 60) -> str:
 @st.composite
 def edits(draw: st.DrawFn) -> list[tuple[str, float, float, str]]:
     """(op, where, how much, inserted text) with positions as fractions of the region."""
-    return draw(st.lists(st.tuples(st.sampled_from(["insert", "delete", "replace"]),
-                                   st.floats(0, 1), st.floats(0, 1), passages(1, 8)),
-                         max_size=4))
+    return draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["insert", "delete", "replace"]),
+                st.floats(0, 1),
+                st.floats(0, 1),
+                passages(1, 8),
+            ),
+            max_size=4,
+        )
+    )
 
 
 def apply(region: str, ops: list[tuple[str, float, float, str]]) -> str:
@@ -56,30 +85,45 @@ def apply(region: str, ops: list[tuple[str, float, float, str]]) -> str:
     return region
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(before=passages(0, 80), quote=passages(1, 25), after=passages(0, 80),
-       edits_before=edits(), edits_after=edits(), as_version=st.booleans())
-def test_edits_away_from_the_quote_never_lose_it(before: str, quote: str, after: str,
-                                                 edits_before: list, edits_after: list,
-                                                 as_version: bool) -> None:
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    before=passages(0, 80),
+    quote=passages(1, 25),
+    after=passages(0, 80),
+    edits_before=edits(),
+    edits_after=edits(),
+    as_version=st.booleans(),
+)
+def test_edits_away_from_the_quote_never_lose_it(
+    before: str, quote: str, after: str, edits_before: list, edits_after: list, as_version: bool
+) -> None:
     doc = normalize_text("# Notes\n\n" + before + " " + quote + " " + after + " end.")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Folder.init(Path(tmp) / "kf")
         src = {"path": "store/sources/notes.md"}
-        ingest(folder, [Candidate(data=doc.encode(), rel="notes.md", origin="test", source=src)],
-               index=False)
+        ingest(
+            folder,
+            [Candidate(data=doc.encode(), rel="notes.md", origin="test", source=src)],
+            index=False,
+        )
         path = folder.normalized_dir / "notes.ok.md"
         text = path.read_text()
         s = text.index(" " + quote + " ") + 1
         cite = cit.make(folder, folder.rel(path), chars=f"{s}-{s + len(quote)}")
         assert cite["quote"] == quote
 
-        new = apply(text[:s], edits_before) + quote + apply(text[s + len(quote):], edits_after)
+        new = apply(text[:s], edits_before) + quote + apply(text[s + len(quote) :], edits_after)
         if as_version:
             # re-ingest the same source: a new version linked by superseded_by
-            ingest(folder, [Candidate(data=new.encode(), rel="notes.md", origin="test",
-                                      source=src)], index=False)
+            ingest(
+                folder,
+                [Candidate(data=new.encode(), rel="notes.md", origin="test", source=src)],
+                index=False,
+            )
             new = path.read_text()  # normalized, as the store keeps it
         else:
             path.write_text(new)  # edited in place, not synced

@@ -22,8 +22,11 @@ with f.write_lock("ok store ingest (test holder)"):
 
 
 def _hold(root: Path, seconds: float) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(root), str(seconds)],
-                         stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(root), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout is not None and p.stdout.readline().strip() == "locked"
     return p
 
@@ -57,8 +60,9 @@ def test_a_waiting_writer_says_who_holds_the_lock(kf: Path) -> None:
     # imports), and a timeout that outlasts the holder
     holder = _hold(kf, 3.5)
     try:
-        r = run_cli("mem", "add", "waits, says so, then succeeds",
-                    env={**env, "OK_LOCK_TIMEOUT": "20"})
+        r = run_cli(
+            "mem", "add", "waits, says so, then succeeds", env={**env, "OK_LOCK_TIMEOUT": "20"}
+        )
         assert r.code == 0, r.err
         lines = r.err.strip().splitlines()
         assert len(lines) == 1, r.err
@@ -94,9 +98,12 @@ def test_writer_waits_for_a_short_holder(kf: Path) -> None:
 def test_reader_during_a_writer_does_not_corrupt(example_kf: Path, monkeypatch) -> None:
     """Readers wait (bounded) for the graph while a writer has it, and then read fine."""
     monkeypatch.setenv("OK_LOCK_TIMEOUT", "60")  # a loaded machine may slow the writer
-    writer = subprocess.Popen([OK_BIN, "store", "ingest", str(Path(__file__).parent.parent / "README.md")],
-                              env={**os.environ}, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)
+    writer = subprocess.Popen(
+        [OK_BIN, "store", "ingest", str(Path(__file__).parent.parent / "README.md")],
+        env={**os.environ},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         results = [run_cli("search", "Lovelace", "--json", "-k", "1") for _ in range(3)]
     finally:
@@ -109,8 +116,18 @@ def test_reader_during_a_writer_does_not_corrupt(example_kf: Path, monkeypatch) 
 def test_killed_ingest_is_repaired_by_sync(kf: Path, tmp_path: Path) -> None:
     src = tmp_path / "many"
     src.mkdir()
-    words = ["river", "delta", "sediment", "tide", "estuary", "marsh", "heron", "reed",
-             "current", "silt"]
+    words = [
+        "river",
+        "delta",
+        "sediment",
+        "tide",
+        "estuary",
+        "marsh",
+        "heron",
+        "reed",
+        "current",
+        "silt",
+    ]
     for i in range(120):
         body = " ".join(words[(i + j) % len(words)] for j in range(400))
         tag = "mark" + chr(97 + i % 26) + chr(97 + i // 26)  # letters only: one FTS token
@@ -118,8 +135,12 @@ def test_killed_ingest_is_repaired_by_sync(kf: Path, tmp_path: Path) -> None:
     keep = run_ok("mem", "add", "a note that must survive", "--json").json()
     note_file = next(kf.glob("memories/by_date/*/*/*.md"))
     before = note_file.read_bytes()
-    proc = subprocess.Popen([OK_BIN, "store", "ingest", str(src)], env={**os.environ},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [OK_BIN, "store", "ingest", str(src)],
+        env={**os.environ},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     # kill it once it has started writing normalized files, before it can finish
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list((kf / "store/normalized").rglob("*.ok.md")):
@@ -147,12 +168,14 @@ def test_killed_ingest_is_repaired_by_sync(kf: Path, tmp_path: Path) -> None:
 def test_help_is_light() -> None:
     """`ok --help` imports none of the heavy modules (its speed is measured in
     bench/refresh.py, not here: a loaded machine must not fail the suite)."""
-    code = ("import sys, time; t=time.perf_counter(); sys.argv=['ok','--help'];\n"
-            "from openkl.cli.app import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "heavy=[m for m in ('kuzu','fastembed','kreuzberg','onnxruntime','numpy','mcp','httpx')"
-            " if m in sys.modules]\n"
-            "print('HEAVY', heavy, time.perf_counter()-t)")
+    code = (
+        "import sys, time; t=time.perf_counter(); sys.argv=['ok','--help'];\n"
+        "from openkl.cli.app import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy=[m for m in ('kuzu','fastembed','kreuzberg','onnxruntime','numpy','mcp','httpx')"
+        " if m in sys.modules]\n"
+        "print('HEAVY', heavy, time.perf_counter()-t)"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     line = [x for x in r.stdout.splitlines() if x.startswith("HEAVY")][0]
     assert line.startswith("HEAVY []"), line
@@ -171,10 +194,12 @@ with Graph.open(Path(sys.argv[1]) / ".ok" / "kuzu", write=False, check=False):
 
 
 def test_note_written_while_the_graph_is_busy_is_kept_and_synced_later(
-        kf: Path, monkeypatch) -> None:
+    kf: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("OK_LOCK_TIMEOUT", "1")
-    reader = subprocess.Popen([sys.executable, "-c", HOLD_GRAPH, str(kf), "30"],
-                              stdout=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", HOLD_GRAPH, str(kf), "30"], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert reader.stdout is not None and reader.stdout.readline().strip() == "open"
         r = run_ok("mem", "add", "written while a reader had the graph")
@@ -217,10 +242,13 @@ def test_readers_keep_working_through_a_stream_of_writes(example_kf: Path, monke
     """Many short writers and readers interleaved: every read succeeds (readers wait out a
     writer, including the moment it closes and its log is being checkpointed)."""
     monkeypatch.setenv("OK_LOCK_TIMEOUT", "60")
-    script = ("for i in 1 2 3 4 5 6; do "
-              f"{OK_BIN} mem add \"stream note $i about lighthouses\" >/dev/null || exit 1; done")
-    writer = subprocess.Popen(["bash", "-c", script], env={**os.environ},
-                              stderr=subprocess.PIPE, text=True)
+    script = (
+        "for i in 1 2 3 4 5 6; do "
+        f'{OK_BIN} mem add "stream note $i about lighthouses" >/dev/null || exit 1; done'
+    )
+    writer = subprocess.Popen(
+        ["bash", "-c", script], env={**os.environ}, stderr=subprocess.PIPE, text=True
+    )
     reads = []
     try:
         while writer.poll() is None and len(reads) < 40:

@@ -25,8 +25,13 @@ from conftest import EXAMPLES, OK_BIN, REPO, run_cli, run_ok
 from openkl.crash import CRASH_EXIT, POINTS
 
 NOW = "2026-11-30T12:00:00Z"
-QUERIES = ["Ada Lovelace analytical engine", "CRISPR gene editing", "write-ahead log durability",
-           "lighthouse keepers at night", "writer lock"]
+QUERIES = [
+    "Ada Lovelace analytical engine",
+    "CRISPR gene editing",
+    "write-ahead log durability",
+    "lighthouse keepers at night",
+    "writer lock",
+]
 
 
 def ok_at(root: Path, *args: str, input: str | None = None) -> Any:
@@ -49,9 +54,9 @@ def snapshot(root: Path) -> dict[str, Any]:
         # listed, not counted: Kùzu's count(*) over a relationship table can be off by the
         # edges deleted and re-created in one transaction
         "related": "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id AS src, b.id AS dst,"
-                   " r.type AS t, r.confidence AS c ORDER BY src, dst, t",
+        " r.type AS t, r.confidence AS c ORDER BY src, dst, t",
         "mentions": "MATCH (x)-[r:MENTIONS]->(e:Entity) RETURN x.id AS src,"
-                    " e.id AS dst, r.confidence AS c ORDER BY src, dst",
+        " e.id AS dst, r.confidence AS c ORDER BY src, dst",
         "supersedes": "MATCH (a:Doc)-[:SUPERSEDES]->(b:Doc) RETURN a.id AS x, b.id AS y ORDER BY x, y",
         "extractions": "MATCH (x:Extraction) RETURN count(*) AS n",
     }.items():
@@ -65,8 +70,19 @@ def provenance(root: Path) -> dict[str, Any]:
     rows = {}
     for line in (root / ".ok" / "mapping.jsonl").read_text().splitlines():
         e = json.loads(line)
-        rows[e["id"]] = {k: e.get(k) for k in ("path", "current", "source", "origin", "title",
-                                               "media_type", "superseded_by", "supersedes")}
+        rows[e["id"]] = {
+            k: e.get(k)
+            for k in (
+                "path",
+                "current",
+                "source",
+                "origin",
+                "title",
+                "media_type",
+                "superseded_by",
+                "supersedes",
+            )
+        }
     return rows
 
 
@@ -79,11 +95,19 @@ def _files_digest(root: Path) -> str:
     import hashlib
 
     h = hashlib.sha256()
-    derived = (root / ".ok" / "cache", root / ".ok" / "kuzu", root / ".ok" / "kuzu.rebuild",
-               root / ".ok" / "kuzu.old")
+    derived = (
+        root / ".ok" / "cache",
+        root / ".ok" / "kuzu",
+        root / ".ok" / "kuzu.rebuild",
+        root / ".ok" / "kuzu.old",
+    )
     for p in sorted(root.rglob("*")):
-        if any(d == p or d in p.parents for d in derived) or p.name in ("ops.log", "lock") \
-                or not p.is_file() or p.is_symlink():
+        if (
+            any(d == p or d in p.parents for d in derived)
+            or p.name in ("ops.log", "lock")
+            or not p.is_file()
+            or p.is_symlink()
+        ):
             continue
         h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
@@ -119,10 +143,22 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
         assert run_ok("init", str(root)).code == 0
         ok_at(root, "store", "ingest", str(src))
-        ok_at(root, "mem", "add", "The writer lock is an flock, so a killed writer frees it.",
-              "--tags", "kuzu")
-        ok_at(root, "mem", "add", "Lighthouse keepers kept logs of ships passing at night.",
-              "--topics", "sea")
+        ok_at(
+            root,
+            "mem",
+            "add",
+            "The writer lock is an flock, so a killed writer frees it.",
+            "--tags",
+            "kuzu",
+        )
+        ok_at(
+            root,
+            "mem",
+            "add",
+            "Lighthouse keepers kept logs of ships passing at night.",
+            "--topics",
+            "sea",
+        )
     finally:
         if old is None:
             os.environ.pop("OK_NOW", None)
@@ -135,13 +171,18 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # -- the commands ------------------------------------------------------------------------
 # each prepares a copy of the template and returns the `ok` arguments to run
 
+
 def _ingest(root: Path, work: Path) -> list[str]:
     d = work / "docs"
     d.mkdir()
-    (d / "lighthouses.md").write_text("# Lighthouses\n\nLighthouse keepers tended the lamp at "
-                                      "night. Fresnel lenses focus the beam.\n")
-    (d / "tides.txt").write_text("Tides follow the Moon. Spring tides come at new and full "
-                                 "moon; neap tides at the quarters.\n")
+    (d / "lighthouses.md").write_text(
+        "# Lighthouses\n\nLighthouse keepers tended the lamp at "
+        "night. Fresnel lenses focus the beam.\n"
+    )
+    (d / "tides.txt").write_text(
+        "Tides follow the Moon. Spring tides come at new and full "
+        "moon; neap tides at the quarters.\n"
+    )
     # a new version of a document already in the folder (same source name)
     wal = (EXAMPLES / "write-ahead-logging.md").read_text()
     (d / "write-ahead-logging.md").write_text(wal + "\n\nCheckpoints bound the log's length.\n")
@@ -161,8 +202,13 @@ def _ingest_batched(root: Path, work: Path) -> list[str]:
 
 
 def _mem_add(root: Path, work: Path) -> list[str]:
-    return ["mem", "add", "Ada Lovelace wrote about the Analytical Engine in 1843.",
-            "--tags", "history"]
+    return [
+        "mem",
+        "add",
+        "Ada Lovelace wrote about the Analytical Engine in 1843.",
+        "--tags",
+        "history",
+    ]
 
 
 def _first_note(root: Path) -> str:
@@ -170,8 +216,13 @@ def _first_note(root: Path) -> str:
 
 
 def _mem_update(root: Path, work: Path) -> list[str]:
-    return ["mem", "update", _first_note(root), "--text",
-            "The writer lock is an flock held by Grace Hopper's process."]
+    return [
+        "mem",
+        "update",
+        _first_note(root),
+        "--text",
+        "The writer lock is an flock held by Grace Hopper's process.",
+    ]
 
 
 def _mem_delete(root: Path, work: Path) -> list[str]:
@@ -186,8 +237,10 @@ def _sync(root: Path, work: Path) -> list[str]:
     note = next((root / "memories" / "by_date").rglob(f"{_first_note(root)}.md"))
     note.write_text(note.read_text().replace("killed writer", "killed writer (Linus Torvalds)"))
     hand = note.parent / "m-20261130-hand.md"
-    hand.write_text("---\nid: m-20261130-hand\nts: '2026-11-30T12:00:00Z'\ntags: []\n---\n"
-                    "Written by hand: Marie Curie measured radioactivity.\n")
+    hand.write_text(
+        "---\nid: m-20261130-hand\nts: '2026-11-30T12:00:00Z'\ntags: []\n---\n"
+        "Written by hand: Marie Curie measured radioactivity.\n"
+    )
     return ["sync"]
 
 
@@ -206,50 +259,133 @@ def _remove(root: Path, work: Path) -> list[str]:
 
 
 COMMANDS: dict[str, tuple[Callable[[Path, Path], list[str]], list[str]]] = {
-    "ingest": (_ingest, ["ingest.source-written", "ingest.source-written:3",
-                         "ingest.version-kept", "ingest.journaled", "ingest.journaled:2",
-                         "ingest.normalized-written", "ingest.normalized-written:3",
-                         "ingest.mapping-saved", "ingest.events-written", "graph.removed",
-                         "graph.docs-loaded", "entities.extracted", "entities.consolidated",
-                         "graph.before-commit", "graph.committed"]),
-    "ingest-batched": (_ingest_batched, ["graph.docs-loaded:2", "entities.extracted:3",
-                                         "entities.consolidated", "graph.before-commit",
-                                         "graph.committed"]),
-    "mem-add": (_mem_add, ["note.written", "graph.notes-loaded", "entities.extracted",
-                           "entities.consolidated", "graph.before-commit", "graph.committed"]),
-    "mem-update": (_mem_update, ["note.written", "graph.removed", "graph.notes-loaded",
-                                 "entities.consolidated", "graph.before-commit"]),
-    "mem-delete": (_mem_delete, ["note.deleted", "graph.removed", "graph.before-commit",
-                                 "graph.committed"]),
-    "sync": (_sync, ["sync.mapping-saved", "graph.removed", "graph.docs-loaded",
-                     "graph.notes-loaded", "entities.extracted", "entities.consolidated",
-                     "entities.consolidated:2", "graph.before-commit:2", "graph.committed:2"]),
-    "rebuild": (_rebuild, ["sync.mapping-saved", "graph.docs-loaded", "entities.consolidated",
-                           "rebuild.loading", "graph.before-commit:2", "rebuild.built",
-                           "rebuild.swapping"]),
-    "refresh": (_refresh, ["refresh.fetched", "ingest.version-kept", "ingest.journaled",
-                           "ingest.normalized-written", "ingest.mapping-saved",
-                           "graph.docs-loaded", "graph.before-commit"]),
+    "ingest": (
+        _ingest,
+        [
+            "ingest.source-written",
+            "ingest.source-written:3",
+            "ingest.version-kept",
+            "ingest.journaled",
+            "ingest.journaled:2",
+            "ingest.normalized-written",
+            "ingest.normalized-written:3",
+            "ingest.mapping-saved",
+            "ingest.events-written",
+            "graph.removed",
+            "graph.docs-loaded",
+            "entities.extracted",
+            "entities.consolidated",
+            "graph.before-commit",
+            "graph.committed",
+        ],
+    ),
+    "ingest-batched": (
+        _ingest_batched,
+        [
+            "graph.docs-loaded:2",
+            "entities.extracted:3",
+            "entities.consolidated",
+            "graph.before-commit",
+            "graph.committed",
+        ],
+    ),
+    "mem-add": (
+        _mem_add,
+        [
+            "note.written",
+            "graph.notes-loaded",
+            "entities.extracted",
+            "entities.consolidated",
+            "graph.before-commit",
+            "graph.committed",
+        ],
+    ),
+    "mem-update": (
+        _mem_update,
+        [
+            "note.written",
+            "graph.removed",
+            "graph.notes-loaded",
+            "entities.consolidated",
+            "graph.before-commit",
+        ],
+    ),
+    "mem-delete": (
+        _mem_delete,
+        ["note.deleted", "graph.removed", "graph.before-commit", "graph.committed"],
+    ),
+    "sync": (
+        _sync,
+        [
+            "sync.mapping-saved",
+            "graph.removed",
+            "graph.docs-loaded",
+            "graph.notes-loaded",
+            "entities.extracted",
+            "entities.consolidated",
+            "entities.consolidated:2",
+            "graph.before-commit:2",
+            "graph.committed:2",
+        ],
+    ),
+    "rebuild": (
+        _rebuild,
+        [
+            "sync.mapping-saved",
+            "graph.docs-loaded",
+            "entities.consolidated",
+            "rebuild.loading",
+            "graph.before-commit:2",
+            "rebuild.built",
+            "rebuild.swapping",
+        ],
+    ),
+    "refresh": (
+        _refresh,
+        [
+            "refresh.fetched",
+            "ingest.version-kept",
+            "ingest.journaled",
+            "ingest.normalized-written",
+            "ingest.mapping-saved",
+            "graph.docs-loaded",
+            "graph.before-commit",
+        ],
+    ),
     "remove": (_remove, ["graph.removed", "entities.consolidated", "graph.before-commit"]),
 }
 CASES = [(cmd, pt) for cmd, (_, pts) in COMMANDS.items() for pt in pts]
 # the default suite kills each command at a few points and reaches every point at least
 # once; `-m slow` runs every command at every point
-DEFAULT = {("ingest", "ingest.source-written"), ("ingest", "ingest.version-kept"),
-           ("ingest", "ingest.journaled:2"), ("ingest", "ingest.normalized-written"),
-           ("ingest", "ingest.mapping-saved"), ("ingest", "ingest.events-written"),
-           ("ingest", "graph.docs-loaded"), ("ingest", "entities.extracted"),
-           ("ingest", "graph.committed"), ("ingest-batched", "graph.docs-loaded:2"),
-           ("ingest-batched", "entities.consolidated"), ("mem-add", "note.written"),
-           ("mem-add", "entities.consolidated"), ("mem-update", "graph.removed"),
-           ("mem-delete", "note.deleted"), ("mem-delete", "graph.before-commit"),
-           ("sync", "sync.mapping-saved"), ("sync", "graph.notes-loaded"),
-           ("sync", "graph.before-commit:2"), ("rebuild", "rebuild.built"),
-           ("refresh", "refresh.fetched"), ("refresh", "ingest.normalized-written"),
-           ("remove", "graph.removed")}
-PARAMS = [pytest.param(cmd, pt, id=f"{cmd}-{pt}",
-                       marks=() if (cmd, pt) in DEFAULT else pytest.mark.slow)
-          for cmd, pt in CASES]
+DEFAULT = {
+    ("ingest", "ingest.source-written"),
+    ("ingest", "ingest.version-kept"),
+    ("ingest", "ingest.journaled:2"),
+    ("ingest", "ingest.normalized-written"),
+    ("ingest", "ingest.mapping-saved"),
+    ("ingest", "ingest.events-written"),
+    ("ingest", "graph.docs-loaded"),
+    ("ingest", "entities.extracted"),
+    ("ingest", "graph.committed"),
+    ("ingest-batched", "graph.docs-loaded:2"),
+    ("ingest-batched", "entities.consolidated"),
+    ("mem-add", "note.written"),
+    ("mem-add", "entities.consolidated"),
+    ("mem-update", "graph.removed"),
+    ("mem-delete", "note.deleted"),
+    ("mem-delete", "graph.before-commit"),
+    ("sync", "sync.mapping-saved"),
+    ("sync", "graph.notes-loaded"),
+    ("sync", "graph.before-commit:2"),
+    ("rebuild", "rebuild.built"),
+    ("refresh", "refresh.fetched"),
+    ("refresh", "ingest.normalized-written"),
+    ("remove", "graph.removed"),
+}
+PARAMS = [
+    pytest.param(cmd, pt, id=f"{cmd}-{pt}", marks=() if (cmd, pt) in DEFAULT else pytest.mark.slow)
+    for cmd, pt in CASES
+]
 
 
 def test_every_point_is_named_and_covered() -> None:
@@ -257,9 +393,13 @@ def test_every_point_is_named_and_covered() -> None:
     used = set()
     for p in (REPO / "openkl").rglob("*.py"):
         for node in ast.walk(ast.parse(p.read_text())):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "point" and isinstance(node.func.value, ast.Name)
-                    and node.func.value.id == "crash"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "point"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "crash"
+            ):
                 arg = node.args[0]
                 assert isinstance(arg, ast.Constant), f"{p}: crash points are named literally"
                 used.add(arg.value)
@@ -267,16 +407,20 @@ def test_every_point_is_named_and_covered() -> None:
     assert {pt.partition(":")[0] for _, pt in CASES} == set(POINTS)
     # rebuild.loading and rebuild.swapping have a test of their own below
     assert set(CASES) >= DEFAULT
-    assert {pt.partition(":")[0] for _, pt in DEFAULT} | {"rebuild.loading",
-                                                          "rebuild.swapping"} == set(POINTS)
+    assert {pt.partition(":")[0] for _, pt in DEFAULT} | {
+        "rebuild.loading",
+        "rebuild.swapping",
+    } == set(POINTS)
 
 
 _uninterrupted: dict[str, dict[str, Any]] = {}
 
 
 def _normalize_origins(prov: dict[str, Any], work: Path) -> dict[str, Any]:
-    return {d: {**e, "origin": (e["origin"] or "").replace(str(work), "<work>")}
-            for d, e in prov.items()}
+    return {
+        d: {**e, "origin": (e["origin"] or "").replace(str(work), "<work>")}
+        for d, e in prov.items()
+    }
 
 
 def _prepare(template: Path, work: Path, cmd: str) -> tuple[Path, list[str]]:
@@ -297,9 +441,9 @@ def _without_crash(template: Path, tmp: Path, cmd: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("cmd", "point"), PARAMS)
-def test_crash_then_next_command_equals_rebuild(template: Path, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch,
-                                                cmd: str, point: str) -> None:
+def test_crash_then_next_command_equals_rebuild(
+    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cmd: str, point: str
+) -> None:
     monkeypatch.setenv("OK_NOW", NOW)
     work = tmp_path / "work"
     work.mkdir()
@@ -330,15 +474,21 @@ def _first_note_of(ids: set[str]) -> str:
     return sorted(ids)[0]
 
 
-def test_killed_rebuild_leaves_the_old_index_serving(template: Path, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_killed_rebuild_leaves_the_old_index_serving(
+    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """While a rebuild is unfinished (or was killed), readers use the old index."""
     monkeypatch.setenv("OK_NOW", NOW)
     root = tmp_path / "kf"
     shutil.copytree(template, root, symlinks=True)
     want = snapshot(root)
-    r = run_cli("--root", str(root), "index", "--rebuild",
-                env={"OK_CRASH_AT": "rebuild.loading", "OK_NOW": NOW})
+    r = run_cli(
+        "--root",
+        str(root),
+        "index",
+        "--rebuild",
+        env={"OK_CRASH_AT": "rebuild.loading", "OK_NOW": NOW},
+    )
     assert r.code == CRASH_EXIT
     assert (root / ".ok" / "kuzu.rebuild").exists()
     assert snapshot(root) == want  # a reader, with the unfinished rebuild beside it
@@ -346,8 +496,13 @@ def test_killed_rebuild_leaves_the_old_index_serving(template: Path, tmp_path: P
     ok_at(root, "sync")  # the next writer clears the leftovers
     assert not (root / ".ok" / "kuzu.rebuild").exists()
     # killed between the two renames: the finished rebuild is taken up by the next command
-    r = run_cli("--root", str(root), "index", "--rebuild",
-                env={"OK_CRASH_AT": "rebuild.swapping", "OK_NOW": NOW})
+    r = run_cli(
+        "--root",
+        str(root),
+        "index",
+        "--rebuild",
+        env={"OK_CRASH_AT": "rebuild.swapping", "OK_NOW": NOW},
+    )
     assert r.code == CRASH_EXIT
     assert not (root / ".ok" / "kuzu").exists()
     assert snapshot(root) == want
@@ -396,8 +551,9 @@ def test_sync_reindexes_a_document_whose_entities_are_missing(example_kf: Path) 
     """Derived parts lost from outside (a hand-run `--write` query) show in status, and sync
     indexes that document again."""
     doc = run_ok("store", "list", "--json").json()[0]["id"]
-    r = run_ok("graph", "cypher", "--write", f"MATCH (x:Extraction) WHERE x.owner = '{doc}' "
-               "DELETE x")
+    r = run_ok(
+        "graph", "cypher", "--write", f"MATCH (x:Extraction) WHERE x.owner = '{doc}' DELETE x"
+    )
     assert r.code == 0, r.err
     st = run_ok("status", "--json").json()
     assert not st["in_sync"] and st["stale"]["incomplete"] == [doc]
@@ -407,8 +563,9 @@ def test_sync_reindexes_a_document_whose_entities_are_missing(example_kf: Path) 
 
 
 @pytest.mark.slow
-def test_kill_9_at_random_moments_of_ingest_then_sync(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kill_9_at_random_moments_of_ingest_then_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The timing-based version: the process group of a long ingest is killed at random
     moments; each time `ok sync` brings the folder to what a rebuild gives."""
     import random
@@ -424,10 +581,13 @@ def test_kill_9_at_random_moments_of_ingest_then_sync(tmp_path: Path,
     root = tmp_path / "kf"
     assert run_ok("init", str(root)).code == 0
     for attempt, delay in enumerate((0.8, 1.2, 1.6, 2.4, 3.5)):
-        proc = subprocess.Popen([OK_BIN, "--root", str(root), "store", "ingest", str(src)],
-                                start_new_session=True, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL,
-                                env={**os.environ, "OK_NOW": NOW})
+        proc = subprocess.Popen(
+            [OK_BIN, "--root", str(root), "store", "ingest", str(src)],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "OK_NOW": NOW},
+        )
         time.sleep(delay)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -442,8 +602,9 @@ def test_kill_9_at_random_moments_of_ingest_then_sync(tmp_path: Path,
                 assert e["origin"] and e["origin"].startswith(str(src)), e
 
 
-def test_kill_while_a_commit_writes_its_log(template: Path, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kill_while_a_commit_writes_its_log(
+    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A writer killed just after its commit began writing the log. Kùzu 0.11 can crash
     the process that replays such a log (and then every later open), or apply part of the
     transaction: no command may crash on it, status must not say in sync, and `ok sync`
@@ -454,12 +615,17 @@ def test_kill_while_a_commit_writes_its_log(template: Path, tmp_path: Path,
     d = tmp_path / "docs"
     d.mkdir()
     html = (EXAMPLES / "ada-lovelace.html").read_text()
-    (d / "ada-lovelace.html").write_text(html.replace("Analytical Engine",
-                                                      "Analytical Engine (a mechanical computer)"))
+    (d / "ada-lovelace.html").write_text(
+        html.replace("Analytical Engine", "Analytical Engine (a mechanical computer)")
+    )
     wal = root / ".ok" / "kuzu" / "graph.kz.wal"
-    proc = subprocess.Popen([OK_BIN, "--root", str(root), "store", "ingest", str(d)],
-                            start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env={**os.environ, "OK_NOW": NOW})
+    proc = subprocess.Popen(
+        [OK_BIN, "--root", str(root), "store", "ingest", str(d)],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "OK_NOW": NOW},
+    )
     deadline = time.monotonic() + 120
     while proc.poll() is None and not wal.exists() and time.monotonic() < deadline:
         time.sleep(0.001)
@@ -480,7 +646,8 @@ def test_kill_while_a_commit_writes_its_log(template: Path, tmp_path: Path,
 
 
 def test_a_load_cut_off_between_batches_is_seen_and_consolidated(
-        template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Batches commit their documents and extractions; the entities come at the end. A kill
     in between leaves committed documents whose entities are missing, which status names
     and sync makes."""
@@ -488,8 +655,9 @@ def test_a_load_cut_off_between_batches_is_seen_and_consolidated(
     work = tmp_path / "work"
     work.mkdir()
     root, args = _prepare(template, work, "ingest-batched")
-    r = run_cli("--root", str(root), *args,
-                env={"OK_CRASH_AT": "graph.docs-loaded:3", "OK_NOW": NOW})
+    r = run_cli(
+        "--root", str(root), *args, env={"OK_CRASH_AT": "graph.docs-loaded:3", "OK_NOW": NOW}
+    )
     assert r.code == CRASH_EXIT
     status = run_ok("--root", str(root), "status", "--json").json()
     assert not status["in_sync"]

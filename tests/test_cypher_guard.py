@@ -106,8 +106,7 @@ def test_the_corpus_is_big_enough() -> None:
 
 @pytest.mark.parametrize("write", [False, True], ids=["read", "write"])
 @pytest.mark.parametrize("case", HOSTILE, ids=range(len(HOSTILE)))
-def test_hostile_query_is_refused(example_kf: Path, tmp_path: Path, case: Any,
-                                  write: bool) -> None:
+def test_hostile_query_is_refused(example_kf: Path, tmp_path: Path, case: Any, write: bool) -> None:
     out = tmp_path / "leak"
     q, args = _query(case, out)
     before = _topics()
@@ -123,48 +122,73 @@ def test_hostile_query_is_refused(example_kf: Path, tmp_path: Path, case: Any,
 
 BENIGN: list[tuple[str, dict[str, str], Any]] = [
     ("MATCH (d:Doc) WHERE d.title = 'COPY TO' RETURN d.id AS id", {}, []),
-    ("MATCH (d:Doc) WHERE d.title <> \"LOAD FROM '/etc/passwd'\" RETURN count(*) AS n", {},
-     [{"n": 5}]),
+    (
+        "MATCH (d:Doc) WHERE d.title <> \"LOAD FROM '/etc/passwd'\" RETURN count(*) AS n",
+        {},
+        [{"n": 5}],
+    ),
     ("MATCH (d:Doc) RETURN count(d) AS `EXPORT DATABASE`", {}, [{"EXPORT DATABASE": 5}]),
-    ("MATCH (d:Doc) // COPY (RETURN 1) TO '/tmp/x'; INSTALL httpfs\nRETURN count(d) AS n", {},
-     [{"n": 5}]),
-    ("MATCH (d:Doc) /* LOAD FROM '/etc/passwd'; ATTACH 'x' */ RETURN count(d) AS n", {},
-     [{"n": 5}]),
+    (
+        "MATCH (d:Doc) // COPY (RETURN 1) TO '/tmp/x'; INSTALL httpfs\nRETURN count(d) AS n",
+        {},
+        [{"n": 5}],
+    ),
+    (
+        "MATCH (d:Doc) /* LOAD FROM '/etc/passwd'; ATTACH 'x' */ RETURN count(d) AS n",
+        {},
+        [{"n": 5}],
+    ),
     ("MATCH (d:Doc) RETURN count(d) AS n;", {}, [{"n": 5}]),
     ("match (d:Doc) return count(d) as n", {}, [{"n": 5}]),
     ("OPTIONAL MATCH (d:Doc {id: 'none'}) RETURN d.id AS id", {}, [{"id": None}]),
-    ("UNWIND ['INSTALL', 'ATTACH', 'USE'] AS w RETURN w", {},
-     [{"w": "INSTALL"}, {"w": "ATTACH"}, {"w": "USE"}]),
+    (
+        "UNWIND ['INSTALL', 'ATTACH', 'USE'] AS w RETURN w",
+        {},
+        [{"w": "INSTALL"}, {"w": "ATTACH"}, {"w": "USE"}],
+    ),
     ("WITH 'it\\'s; COPY' AS s RETURN s", {}, [{"s": "it's; COPY"}]),
     ("RETURN 'Kùzu – ＬＯＡＤ 日本' AS s", {}, [{"s": "Kùzu – ＬＯＡＤ 日本"}]),
     ("RETURN $load AS v", {"load": "/etc/hostname"}, [{"v": "/etc/hostname"}]),
-    ("MATCH (d:Doc) WHERE d.title CONTAINS $t RETURN d.title AS t", {"t": "Ada"},
-     [{"t": "Ada Lovelace and the Analytical Engine"}]),
+    (
+        "MATCH (d:Doc) WHERE d.title CONTAINS $t RETURN d.title AS t",
+        {"t": "Ada"},
+        [{"t": "Ada Lovelace and the Analytical Engine"}],
+    ),
     ("CALL show_tables() WITH name WHERE name = 'Doc' RETURN name", {}, [{"name": "Doc"}]),
     ("CALL table_info('Topic') RETURN name ORDER BY name", {}, [{"name": "id"}, {"name": "name"}]),
-    ("CALL QUERY_FTS_INDEX('Chunk', 'chunk_fts', 'Babbage') RETURN count(*) > 0 AS hit", {},
-     [{"hit": True}]),
-    ("MATCH (m:MemoryNote) WHERE m.text CONTAINS 'one writer' RETURN count(m) AS n", {},
-     [{"n": 1}]),
+    (
+        "CALL QUERY_FTS_INDEX('Chunk', 'chunk_fts', 'Babbage') RETURN count(*) > 0 AS hit",
+        {},
+        [{"hit": True}],
+    ),
+    (
+        "MATCH (m:MemoryNote) WHERE m.text CONTAINS 'one writer' RETURN count(m) AS n",
+        {},
+        [{"n": 1}],
+    ),
     ("RETURN EXISTS { MATCH (d:Doc) } AS e", {}, [{"e": True}]),
 ]
 
 
 @pytest.mark.parametrize(("query", "params", "expected"), BENIGN, ids=range(len(BENIGN)))
-def test_benign_read_runs(example_kf: Path, query: str, params: dict[str, str],
-                          expected: Any) -> None:
+def test_benign_read_runs(
+    example_kf: Path, query: str, params: dict[str, str], expected: Any
+) -> None:
     args = [a for k, v in params.items() for a in ("-p", f"{k}={v}")]
     r = run_ok("graph", "cypher", query, *args, "--json")
     assert r.code == 0, r.err
     assert r.json() == expected
 
 
-@pytest.mark.parametrize("query", [
-    "CREATE (:Topic {id: 'copy-to', name: 'COPY TO'})",
-    "MATCH (d:Doc) WITH d LIMIT 1 CREATE (:Topic {id: 'x', name: 'x'})",
-    "MERGE (t:Topic {id: 'x'}) SET t.name = 'LOAD FROM'",
-    "MATCH (t:Topic {id: 'design'}) DETACH DELETE t",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "CREATE (:Topic {id: 'copy-to', name: 'COPY TO'})",
+        "MATCH (d:Doc) WITH d LIMIT 1 CREATE (:Topic {id: 'x', name: 'x'})",
+        "MERGE (t:Topic {id: 'x'}) SET t.name = 'LOAD FROM'",
+        "MATCH (t:Topic {id: 'design'}) DETACH DELETE t",
+    ],
+)
 def test_writes_need_write(example_kf: Path, query: str) -> None:
     before = _topics()
     r = run_ok("graph", "cypher", query)
@@ -176,11 +200,19 @@ def test_writes_need_write(example_kf: Path, query: str) -> None:
 
 
 def test_graph_writes_with_write(example_kf: Path) -> None:
-    r = run_ok("graph", "cypher", "CREATE (:Topic {id: 'copy', name: 'EXPORT; INSTALL'})",
-               "--write")
+    r = run_ok(
+        "graph", "cypher", "CREATE (:Topic {id: 'copy', name: 'EXPORT; INSTALL'})", "--write"
+    )
     assert r.code == 0, r.err
-    r = run_ok("graph", "cypher", "MATCH (t:Topic {id: 'copy'}) SET t.name = $n RETURN t.name AS n",
-               "-p", "n=LOAD FROM", "--write", "--json")
+    r = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (t:Topic {id: 'copy'}) SET t.name = $n RETURN t.name AS n",
+        "-p",
+        "n=LOAD FROM",
+        "--write",
+        "--json",
+    )
     assert r.json() == [{"n": "LOAD FROM"}]
     r = run_ok("graph", "cypher", "MATCH (t:Topic {id: 'copy'}) DELETE t", "--write")
     assert r.code == 0, r.err
@@ -188,8 +220,9 @@ def test_graph_writes_with_write(example_kf: Path) -> None:
     assert r.json() == [{"n": 0}]
 
 
-@pytest.mark.parametrize("query", ["BEGIN TRANSACTION", "CHECKPOINT", "COMMIT",
-                                   "EXPLAIN MATCH (d:Doc) RETURN d"])
+@pytest.mark.parametrize(
+    "query", ["BEGIN TRANSACTION", "CHECKPOINT", "COMMIT", "EXPLAIN MATCH (d:Doc) RETURN d"]
+)
 def test_other_statements_are_not_on_the_allow_list(example_kf: Path, query: str) -> None:
     for extra in ([], ["--write"]):
         r = run_ok("graph", "cypher", query, *extra)
@@ -221,8 +254,9 @@ def test_read_only_mcp_server_refuses_files(example_kf: Path, tmp_path: Path) ->
             assert not _leaked(err)
         err = await fail(c, "graph_cypher", query="CREATE (:Topic {id: 'x', name: 'x'})")
         assert "read-only" in err
-        rows = await call(c, "graph_cypher",
-                          query="MATCH (d:Doc) WHERE d.title <> 'COPY TO' RETURN count(*) AS n")
+        rows = await call(
+            c, "graph_cypher", query="MATCH (d:Doc) WHERE d.title <> 'COPY TO' RETURN count(*) AS n"
+        )
         assert rows["results"] == [{"n": 5}]
 
     serve([example_kf], go, "--read-only")
@@ -233,8 +267,11 @@ def test_mcp_server_refuses_files_without_read_only(example_kf: Path, tmp_path: 
     out = tmp_path / "leak"
 
     async def go(c: Any) -> None:
-        for q in (f"COPY (RETURN 'x' AS l) TO '{out}.csv'", f"EXPORT DATABASE '{out}'",
-                  f"load from {PASSWD} return *"):
+        for q in (
+            f"COPY (RETURN 'x' AS l) TO '{out}.csv'",
+            f"EXPORT DATABASE '{out}'",
+            f"load from {PASSWD} return *",
+        ):
             err = await fail(c, "graph_cypher", query=q)
             assert "Cypher refused: " in err and not _leaked(err), err
 

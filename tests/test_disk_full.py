@@ -23,11 +23,16 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
     """A real 96 MB tmpfs, mounted for this test."""
     mnt = tmp_path / "fs"
     mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mnt)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({(r.stderr or r.stdout).strip()}); "
-                    "test_full_device_on_append covers ENOSPC without a mount")
+        pytest.skip(
+            f"cannot mount a tmpfs here ({(r.stderr or r.stdout).strip()}); "
+            "test_full_device_on_append covers ENOSPC without a mount"
+        )
     try:
         yield mnt
     finally:
@@ -45,7 +50,7 @@ def _fill(mnt: Path, leave: int) -> None:
     with open(filler, "wb") as f:
         try:
             while want > 0:
-                want -= f.write(block[:min(len(block), want)])
+                want -= f.write(block[: min(len(block), want)])
             f.flush()
         except OSError as e:
             assert e.errno == errno.ENOSPC
@@ -83,8 +88,10 @@ def test_full_tmpfs(small_fs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
         src = tmp_path / f"tide{i}.md"
         src.write_text(f"# Tide {i}\n\nThe tide table number {i} is kept here.\n")
         docs[f"tide{i}.ok.md"] = src.read_text()
-        for args in (("mem", "add", f"Note {i} written with {leave} bytes free."),
-                     ("store", "ingest", str(src))):
+        for args in (
+            ("mem", "add", f"Note {i} written with {leave} bytes free."),
+            ("store", "ingest", str(src)),
+        ):
             r = run_ok(*args)
             _check_files(root, docs)
             if r.code == 0:  # enough room after all: fine, as long as nothing is torn
@@ -107,12 +114,17 @@ def test_full_tmpfs(small_fs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     n_notes = len(list((root / "memories" / "by_date").rglob("*.md")))
     assert st["counts"]["Doc"] == n_docs and st["counts"]["MemoryNote"] == n_notes
     # every document in the graph has its chunks (a half-loaded one would be skipped by sync)
-    rows = run_ok("graph", "cypher", "MATCH (d:Doc) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c) "
-                  "RETURN d.path AS p, count(c) AS n", "--json").json()
+    rows = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (d:Doc) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c) RETURN d.path AS p, count(c) AS n",
+        "--json",
+    ).json()
     assert rows and all(r["n"] >= 1 for r in rows), rows
     hits = run_ok("search", "tide table", "--in", "store", "--json", "-k", "10").json()
     assert {h["path"].rsplit("/", 1)[-1] for h in hits} == set(
-        p.name for p in (root / "store" / "normalized").glob("*.ok.md"))
+        p.name for p in (root / "store" / "normalized").glob("*.ok.md")
+    )
 
 
 def test_full_tmpfs_through_mcp(small_fs: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,8 +10,14 @@ import yaml
 from conftest import run_ok
 from openai_stub import chat_server
 
-NAMES = ["extract-facts", "identify-patterns", "summarize-insights", "extract-relationships",
-         "extract-entities", "memory-synthesis"]
+NAMES = [
+    "extract-facts",
+    "identify-patterns",
+    "summarize-insights",
+    "extract-relationships",
+    "extract-entities",
+    "memory-synthesis",
+]
 
 
 def _hit(query: str, scope: str = "store") -> dict:
@@ -26,8 +32,14 @@ def _frontmatter(root: Path, rel: str) -> dict:
 
 
 def _derived(note_id: str) -> list[str]:
-    r = run_ok("graph", "cypher", "MATCH (m:MemoryNote {id: $id})-[:DERIVED_FROM]->(x) "
-               "RETURN x.id AS id ORDER BY id", "-p", f"id={note_id}", "--json")
+    r = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (m:MemoryNote {id: $id})-[:DERIVED_FROM]->(x) RETURN x.id AS id ORDER BY id",
+        "-p",
+        f"id={note_id}",
+        "--json",
+    )
     assert r.code == 0, r.err
     return [row["id"] for row in r.json()]
 
@@ -39,8 +51,15 @@ def test_prompts_and_get_prompt(kf: Path) -> None:
     r = run_ok("distill", "get-prompt", "extract-facts")
     assert r.code == 0 and r.out.startswith("Extract the facts")
     assert "Use only what the material says" in r.out and "- <fact> [N]" in r.out
-    r = run_ok("distill", "get-prompt", "memory-synthesis", "--text", "-", "--json",
-               input="Kùzu is an embedded graph database.\n")
+    r = run_ok(
+        "distill",
+        "get-prompt",
+        "memory-synthesis",
+        "--text",
+        "-",
+        "--json",
+        input="Kùzu is an embedded graph database.\n",
+    )
     assert r.json()["prompt"].rstrip().endswith("Kùzu is an embedded graph database.")
     r = run_ok("distill", "get-prompt", "nope")
     assert r.code == 1 and "no distillation prompt named 'nope'" in r.err
@@ -50,9 +69,16 @@ def test_prompts_and_get_prompt(kf: Path) -> None:
 def test_create_cites_chunks_and_survives_rebuild(example_kf: Path) -> None:
     a = _hit("who wrote the first computer program")
     b = _hit("what is write-ahead logging")
-    r = run_ok("distill", "create", "Lovelace wrote the first program [1]; databases log "
-               "changes before applying them [2].", a["id"], b["id"], "--tags", "history",
-               "--json")
+    r = run_ok(
+        "distill",
+        "create",
+        "Lovelace wrote the first program [1]; databases log changes before applying them [2].",
+        a["id"],
+        b["id"],
+        "--tags",
+        "history",
+        "--json",
+    )
     assert r.code == 0, r.err
     note = r.json()
     assert note["kind"] == "distilled" and note["tags"] == ["history"]
@@ -79,24 +105,41 @@ def test_create_cites_chunks_and_survives_rebuild(example_kf: Path) -> None:
 
 def test_create_mentions_entities(example_kf: Path) -> None:
     a = _hit("Charles Babbage Analytical Engine")
-    r = run_ok("distill", "create", "Ada Lovelace worked with Charles Babbage [1].", a["id"],
-               "--json")
+    r = run_ok(
+        "distill", "create", "Ada Lovelace worked with Charles Babbage [1].", a["id"], "--json"
+    )
     nid = r.json()["id"]
-    r = run_ok("graph", "cypher", "MATCH (m:MemoryNote {id: $id})-[:MENTIONS]->(e:Entity) "
-               "RETURN e.name AS name", "-p", f"id={nid}", "--json")
+    r = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (m:MemoryNote {id: $id})-[:MENTIONS]->(e:Entity) RETURN e.name AS name",
+        "-p",
+        f"id={nid}",
+        "--json",
+    )
     names = {row["name"] for row in r.json()}
     assert {"Ada Lovelace", "Charles Babbage"} <= names
 
 
 def test_a_cited_sentence_links_to_the_chunk_that_holds_it(example_kf: Path) -> None:
-    ans = run_ok("ask", "what happens to committed transactions when the process crashes?",
-                 "--json").json()
+    ans = run_ok(
+        "ask", "what happens to committed transactions when the process crashes?", "--json"
+    ).json()
     [cite] = ans["citations"]  # one sentence: a span inside a chunk, not a chunk of its own
     s, e = cite["loc"]["start"], cite["loc"]["end"]
-    chunks = run_ok("graph", "cypher", "MATCH (c:Chunk) WHERE c.doc_id = $d AND "
-                    "c.span_start <= $s AND c.span_end >= $e RETURN c.id AS id",
-                    "-p", f"d={cite['doc_id']}", "-p", f"s={s}", "-p", f"e={e}",
-                    "--json").json()
+    chunks = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (c:Chunk) WHERE c.doc_id = $d AND "
+        "c.span_start <= $s AND c.span_end >= $e RETURN c.id AS id",
+        "-p",
+        f"d={cite['doc_id']}",
+        "-p",
+        f"s={s}",
+        "-p",
+        f"e={e}",
+        "--json",
+    ).json()
     assert chunks and cite["ref"] not in {c["id"] for c in chunks}
     r = run_ok("distill", "create", "Recovery replays the log [1].", cite["id"], "--json")
     assert r.code == 0, r.err
@@ -113,8 +156,9 @@ def test_create_accepts_persisted_citations_notes_and_docs(example_kf: Path) -> 
     cid = run_ok("cite", "make", hit["id"], "--persist", "--json").json()[0]["id"]
     note_hit = _hit("graph per call", "mem")
     doc = next(d for d in run_ok("store", "list", "--json").json() if "kuzu" in d["path"])
-    r = run_ok("distill", "create", "Mixed sources [1][2][3].", cid, note_hit["id"], doc["id"],
-               "--json")
+    r = run_ok(
+        "distill", "create", "Mixed sources [1][2][3].", cid, note_hit["id"], doc["id"], "--json"
+    )
     assert r.code == 0, r.err
     note = r.json()
     assert [c["type"] for c in note["citations"]] == ["chunk", "memory", "doc"]
@@ -124,12 +168,15 @@ def test_create_accepts_persisted_citations_notes_and_docs(example_kf: Path) -> 
     assert _derived(note["id"]) == sorted([hit["id"], doc["id"]])  # notes are not Doc/Chunk
 
 
-@pytest.mark.parametrize("args,msg", [
-    (["A claim [1]."], "Missing argument"),
-    (["A claim [1].", "0123456789abcdef#char0-10"], "no document with id 0123456789abcdef"),
-    (["A claim [2].", "@HIT"], "the text cites [2] but 1 citation(s) were given"),
-    (["  ", "@HIT"], "the memory's text is empty"),
-])
+@pytest.mark.parametrize(
+    "args,msg",
+    [
+        (["A claim [1]."], "Missing argument"),
+        (["A claim [1].", "0123456789abcdef#char0-10"], "no document with id 0123456789abcdef"),
+        (["A claim [2].", "@HIT"], "the text cites [2] but 1 citation(s) were given"),
+        (["  ", "@HIT"], "the memory's text is empty"),
+    ],
+)
 def test_create_refuses_bad_input(example_kf: Path, args: list[str], msg: str) -> None:
     hit = _hit("CRISPR")
     args = [hit["id"] if a == "@HIT" else a for a in args]
@@ -141,20 +188,34 @@ def test_create_refuses_bad_input(example_kf: Path, args: list[str], msg: str) -
 
 
 def test_run_with_llm(example_kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    reply = ("- Lovelace's Note G describes an algorithm for the Analytical Engine [3].\n"
-             "- She worked with Charles Babbage [3][9].")
+    reply = (
+        "- Lovelace's Note G describes an algorithm for the Analytical Engine [3].\n"
+        "- She worked with Charles Babbage [3][9]."
+    )
     with chat_server([reply]) as stub:
         monkeypatch.setenv("OK_LLM_BASE_URL", stub.url)
         monkeypatch.setenv("OK_LLM_MODEL", "stub-model")
-        r = run_ok("distill", "run", "extract-facts", "--query", "Ada Lovelace Analytical Engine",
-                   "-k", "4", "--tags", "facts", "--json")
+        r = run_ok(
+            "distill",
+            "run",
+            "extract-facts",
+            "--query",
+            "Ada Lovelace Analytical Engine",
+            "-k",
+            "4",
+            "--tags",
+            "facts",
+            "--json",
+        )
     assert r.code == 0, r.err
     res = r.json()
     assert res["prompt"] == "extract-facts" and res["model"].startswith("stub-model @ ")
     note = res["note"]
     # passage [3] became the note's only citation, renumbered [1]; the unknown [9] is gone
-    assert note["text"] == ("- Lovelace's Note G describes an algorithm for the Analytical "
-                            "Engine [1].\n- She worked with Charles Babbage [1].")
+    assert note["text"] == (
+        "- Lovelace's Note G describes an algorithm for the Analytical "
+        "Engine [1].\n- She worked with Charles Babbage [1]."
+    )
     assert len(res["citations"]) == 1 and res["citations"][0]["n"] == 1
     sent = stub.requests[0]["messages"]
     assert sent[0]["content"].startswith("Extract the facts")
@@ -189,6 +250,15 @@ def test_run_needs_an_llm(example_kf: Path) -> None:
 def test_distilled_note_json_shape(example_kf: Path) -> None:
     hit = _hit("reciprocal rank fusion")
     note = run_ok("distill", "create", "RRF sums 1/(k + rank) [1].", hit["id"], "--json").json()
-    assert set(note) >= {"id", "ts", "tags", "topics", "text", "path", "kind", "citations",
-                         "derived_from"}
+    assert set(note) >= {
+        "id",
+        "ts",
+        "tags",
+        "topics",
+        "text",
+        "path",
+        "kind",
+        "citations",
+        "derived_from",
+    }
     json.dumps(note)

@@ -10,8 +10,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_command_reference_is_current() -> None:
-    r = subprocess.run([sys.executable, str(REPO / "docs" / "gen_commands.py"), "--check"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(REPO / "docs" / "gen_commands.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
 
 

@@ -11,8 +11,9 @@ def test_doctor_on_a_healthy_folder(example_kf: Path) -> None:
     r = run_ok("doctor", "--json")
     assert r.code == 0, r.out + r.err
     checks = {c["check"]: c for c in r.json()}
-    assert {"folder", "layout", "embedding model", "ripgrep", "kreuzberg", "lock",
-            "index"} <= set(checks)
+    assert {"folder", "layout", "embedding model", "ripgrep", "kreuzberg", "lock", "index"} <= set(
+        checks
+    )
     assert all(c["ok"] for c in checks.values())
     assert "all-MiniLM-L6-v2" in checks["embedding model"]["detail"]
     assert "ripgrep 14.1.0" in checks["ripgrep"]["detail"]

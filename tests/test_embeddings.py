@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from openkl.chunking import chunk_text
 from openkl.embeddings import DEFAULT_MODEL_ID, Embedder, fastembed_default
 
-TEXTS = ["hello world", "Kùzu keeps one writer at a time. " * 40, "ünïcödé and emoji 🚀",
-         "short"]
+TEXTS = ["hello world", "Kùzu keeps one writer at a time. " * 40, "ünïcödé and emoji 🚀", "short"]
 
 
 def test_default_model_matches_fastembed() -> None:
@@ -22,8 +21,9 @@ def test_default_model_matches_fastembed() -> None:
     assert np.abs(ours - ref).max() < 1e-4
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
     # semantically close sentences are closer than unrelated ones
-    a, b, c = Embedder()._embed_raw(["a cat sits on the mat", "a kitten rests on a rug",
-                                     "quarterly tax filing deadline"])
+    a, b, c = Embedder()._embed_raw(
+        ["a cat sits on the mat", "a kitten rests on a rug", "quarterly tax filing deadline"]
+    )
     assert a @ b > a @ c + 0.2
 
 
@@ -39,12 +39,13 @@ def test_cache_embeds_each_text_once(tmp_path: Path) -> None:
 
 def test_chunks_are_spans_within_the_token_budget() -> None:
     tok = Embedder().tokenizer
-    text = (Path(__file__).parent.parent / "examples/docs/retrieval-augmented-generation.md"
-            ).read_text() * 4
+    text = (
+        Path(__file__).parent.parent / "examples/docs/retrieval-augmented-generation.md"
+    ).read_text() * 4
     chunks = chunk_text(text, tok, max_tokens=64, overlap=16)
     assert len(chunks) > 5
     for c in chunks:
-        assert text[c.start:c.end] == c.text
+        assert text[c.start : c.end] == c.text
         assert len(tok.encode(c.text, add_special_tokens=True).ids) <= 64
         assert c.start == 0 or not text[c.start - 1].isalnum()
         assert c.end == len(text) or not text[c.end].isalnum()
@@ -67,4 +68,4 @@ def test_headings_are_preferred_cut_points() -> None:
 def test_chunking_never_loses_or_invents_text(text: str) -> None:
     tok = Embedder().tokenizer
     for c in chunk_text(text, tok, max_tokens=48, overlap=12):
-        assert c.text == text[c.start:c.end] and c.text.strip() == c.text and c.text
+        assert c.text == text[c.start : c.end] and c.text.strip() == c.text and c.text

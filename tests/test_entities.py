@@ -22,9 +22,20 @@ def _entities(*args: str) -> list[dict]:
 
 def test_example_entities_are_the_ones_a_reader_would_name(example_kf: Path) -> None:
     ents = {e["name"]: e for e in _entities()}
-    for name in ("Ada Lovelace", "Charles Babbage", "Analytical Engine", "Write-ahead logging",
-                 "SQLite", "PostgreSQL", "Retrieval-augmented generation", "BM25",
-                 "reciprocal rank fusion", "Jennifer Doudna", "Broad Institute", "Cas9"):
+    for name in (
+        "Ada Lovelace",
+        "Charles Babbage",
+        "Analytical Engine",
+        "Write-ahead logging",
+        "SQLite",
+        "PostgreSQL",
+        "Retrieval-augmented generation",
+        "BM25",
+        "reciprocal rank fusion",
+        "Jennifer Doudna",
+        "Broad Institute",
+        "Cas9",
+    ):
         assert name in ents, name
     assert ents["Ada Lovelace"]["type"] == "Person"
     assert ents["Broad Institute"]["type"] == "Organization"
@@ -55,8 +66,9 @@ def test_entity_detail_and_unknown_entity(example_kf: Path) -> None:
 
 
 def test_traverse_gives_the_path_of_each_step(example_kf: Path) -> None:
-    r = run_ok("graph", "traverse", "Ada Lovelace", "--depth", "2", "--json",
-               "--min-confidence", "0")
+    r = run_ok(
+        "graph", "traverse", "Ada Lovelace", "--depth", "2", "--json", "--min-confidence", "0"
+    )
     assert r.code == 0, r.err
     d = r.json()
     steps = {s["entity"]: s for s in d["steps"]}
@@ -99,12 +111,16 @@ def test_consolidation_follows_removal_and_reingest(example_kf: Path) -> None:
     assert "neo4j" not in after and "cypher" not in after
     # the example note still names Kùzu: the entity stays, with the note as its only source
     assert len(before["kuzu"]["docs"]) == 2 and after["kuzu"]["docs"] == [
-        d for d in before["kuzu"]["docs"] if d.startswith("m-")]
-    assert len(after["sqlite"]["docs"]) == 1 and after["sqlite"]["confidence"] < \
-        before["sqlite"]["confidence"]
+        d for d in before["kuzu"]["docs"] if d.startswith("m-")
+    ]
+    assert (
+        len(after["sqlite"]["docs"]) == 1
+        and after["sqlite"]["confidence"] < before["sqlite"]["confidence"]
+    )
     # no orphans: every entity still has a source, every mention a live chunk
-    r = run_ok("graph", "cypher", "MATCH (e:Entity) WHERE size(e.docs) = 0 RETURN count(e) AS n",
-               "--json")
+    r = run_ok(
+        "graph", "cypher", "MATCH (e:Entity) WHERE size(e.docs) = 0 RETURN count(e) AS n", "--json"
+    )
     assert r.json()[0]["n"] == 0
     r = run_ok("store", "ingest", str(EXAMPLES / "kuzu-embedded-graphs.md"))
     assert r.code == 0, r.err
@@ -115,8 +131,9 @@ def test_consolidation_follows_removal_and_reingest(example_kf: Path) -> None:
 
 
 def test_memory_notes_contribute_and_edits_update(example_kf: Path) -> None:
-    r = run_ok("mem", "add", "Grace Hopper wrote the first compiler for the Harvard Mark I.",
-               "--json")
+    r = run_ok(
+        "mem", "add", "Grace Hopper wrote the first compiler for the Harvard Mark I.", "--json"
+    )
     assert r.code == 0, r.err
     nid = r.json()["id"]
     ents = {e["name"]: e for e in _entities()}
@@ -133,16 +150,29 @@ def _export(root: Path) -> dict:
 
 def test_rebuild_is_deterministic(example_kf: Path) -> None:
     before = _export(example_kf)
-    rows = run_ok("graph", "cypher", "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id, b.id,"
-                  " r.type, r.confidence, r.evidence ORDER BY a.id, b.id, r.type", "--json").json()
+    rows = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id, b.id,"
+        " r.type, r.confidence, r.evidence ORDER BY a.id, b.id, r.type",
+        "--json",
+    ).json()
     r = run_ok("index", "--rebuild")
     assert r.code == 0, r.err
     after = _export(example_kf)
     before.pop("compiled_at"), after.pop("compiled_at")
     assert json.dumps(before, sort_keys=True) == json.dumps(after, sort_keys=True)
-    assert rows == run_ok("graph", "cypher", "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN "
-                          "a.id, b.id, r.type, r.confidence, r.evidence ORDER BY a.id, b.id, "
-                          "r.type", "--json").json()
+    assert (
+        rows
+        == run_ok(
+            "graph",
+            "cypher",
+            "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN "
+            "a.id, b.id, r.type, r.confidence, r.evidence ORDER BY a.id, b.id, "
+            "r.type",
+            "--json",
+        ).json()
+    )
 
 
 def test_page_is_cached_until_its_neighbourhood_changes(example_kf: Path, tmp_path: Path) -> None:
@@ -160,7 +190,8 @@ def test_page_is_cached_until_its_neighbourhood_changes(example_kf: Path, tmp_pa
     assert p2["cached"] and p2["graph_version"] == p1["graph_version"]
     # a new relationship to a neighbour regenerates it
     (tmp_path / "litestream.md").write_text(
-        "# Litestream\n\nLitestream uses SQLite and streams its WAL to object storage.\n")
+        "# Litestream\n\nLitestream uses SQLite and streams its WAL to object storage.\n"
+    )
     assert run_ok("store", "ingest", str(tmp_path / "litestream.md")).code == 0
     p3 = run_ok("graph", "page", "SQLite", "--json").json()
     assert not p3["cached"] and p3["graph_version"] != p1["graph_version"]
@@ -173,8 +204,10 @@ def test_page_is_cached_until_its_neighbourhood_changes(example_kf: Path, tmp_pa
 
 def test_page_describes_the_entity_from_a_defining_sentence(example_kf: Path) -> None:
     md = run_ok("graph", "page", "Write-ahead logging").out
-    assert md.split("\n")[6] == ("Write-ahead logging (WAL) is a technique databases use to "
-                                 "provide atomicity and durability.")
+    assert md.split("\n")[6] == (
+        "Write-ahead logging (WAL) is a technique databases use to "
+        "provide atomicity and durability."
+    )
     md = run_ok("graph", "page", "Ada Lovelace").out
     assert "\nAda Lovelace (1815–1852) was an English mathematician and writer.\n" in md
     # no source says what it is: the page says so instead of guessing
@@ -190,8 +223,11 @@ def test_entity_quality(kf: Path, name: str) -> None:
     from openkl.folder import open_folder
     from openkl.indexer import open_graph
 
-    docs, gold = {"tuning": (DOCS, GOLD), "dev": (DEV / "docs", DEV / "gold.json"),
-                  "heldout": (HELDOUT / "docs", HELDOUT / "gold.json")}[name]
+    docs, gold = {
+        "tuning": (DOCS, GOLD),
+        "dev": (DEV / "docs", DEV / "gold.json"),
+        "heldout": (HELDOUT / "docs", HELDOUT / "gold.json"),
+    }[name]
     r = run_ok("store", "ingest", str(docs))
     assert r.code == 0, r.err
     f = open_folder(kf)
@@ -213,12 +249,17 @@ def test_extraction_cache_is_used_on_rebuild(example_kf: Path) -> None:
     assert sqlite3.connect(cache).execute("SELECT count(*) FROM ext").fetchone()[0] == n
 
 
-@pytest.mark.parametrize("text,expect", [
-    ("Write-ahead logging (WAL) keeps data safe.", ("Write-ahead logging", "WAL")),
-    ("See arXiv:2005.11401 and https://example.org/a.html for details.",
-     ("arXiv:2005.11401", "https://example.org/a.html")),
-    ("Call `asyncio.gather()` to wait for tasks.", ("asyncio.gather()",)),
-])
+@pytest.mark.parametrize(
+    "text,expect",
+    [
+        ("Write-ahead logging (WAL) keeps data safe.", ("Write-ahead logging", "WAL")),
+        (
+            "See arXiv:2005.11401 and https://example.org/a.html for details.",
+            ("arXiv:2005.11401", "https://example.org/a.html"),
+        ),
+        ("Call `asyncio.gather()` to wait for tasks.", ("asyncio.gather()",)),
+    ],
+)
 def test_local_extractor_signals(text: str, expect: tuple[str, ...]) -> None:
     from openkl.entity_local import extract, key_of
 
@@ -228,14 +269,22 @@ def test_local_extractor_signals(text: str, expect: tuple[str, ...]) -> None:
     assert {m.name for m in res.mentions} >= set(expect)
 
 
-@pytest.mark.parametrize("text,expect", [
-    # a participle clause after a comma is passive: not "Ada developed the Department"
-    ("The programming language Ada, developed for the United States Department of Defense, "
-     "is named after her.", set()),
-    ("Linux, developed by Linus Torvalds, is everywhere.",
-     {("linus torvalds", "linux", "developed")}),
-    ("Kùzu implements Cypher.", {("kuzu", "cypher", "implements")}),
-])
+@pytest.mark.parametrize(
+    "text,expect",
+    [
+        # a participle clause after a comma is passive: not "Ada developed the Department"
+        (
+            "The programming language Ada, developed for the United States Department of Defense, "
+            "is named after her.",
+            set(),
+        ),
+        (
+            "Linux, developed by Linus Torvalds, is everywhere.",
+            {("linus torvalds", "linux", "developed")},
+        ),
+        ("Kùzu implements Cypher.", {("kuzu", "cypher", "implements")}),
+    ],
+)
 def test_local_relationship_direction(text: str, expect: set[tuple[str, str, str]]) -> None:
     from openkl.entity_local import extract
 
@@ -286,9 +335,27 @@ def test_api_reference_labels_and_common_words_are_not_entities(kf: Path) -> Non
     r = run_ok("store", "ingest", str(kf.parent / "ref" / "libfoo.md"))
     assert r.code == 0, r.err
     listed = {key_of(e["name"]) for e in _entities("--min-confidence", "0.4")}
-    for word in ("returns", "note", "output", "example", "function", "parameters", "file",
-                 "data", "value", "byte", "header", "record", "version", "error", "null",
-                 "size_t", "void", "const char", "int"):
+    for word in (
+        "returns",
+        "note",
+        "output",
+        "example",
+        "function",
+        "parameters",
+        "file",
+        "data",
+        "value",
+        "byte",
+        "header",
+        "record",
+        "version",
+        "error",
+        "null",
+        "size_t",
+        "void",
+        "const char",
+        "int",
+    ):
         assert word not in listed, word
     for name in ("foo_open()", "foo_read()", "FOO_READ", "FOO_WRITE", "errno"):
         assert key_of(name) in listed, (name, sorted(listed))

@@ -11,12 +11,21 @@ from typing import Any
 import pytest
 from conftest import run_ok
 
-GOOD = {"entities": [{"name": "Grace Hopper", "type": "Person", "confidence": 0.9,
-                      "description": "Computer scientist."},
-                     {"name": "COBOL", "type": "System", "confidence": 0.85}],
-        "relationships": [{"from": "Grace Hopper", "to": "COBOL", "type": "influenced",
-                           "confidence": 0.8}, {"from": "Grace Hopper", "to": "Nobody",
-                                                "type": "knows"}]}
+GOOD = {
+    "entities": [
+        {
+            "name": "Grace Hopper",
+            "type": "Person",
+            "confidence": 0.9,
+            "description": "Computer scientist.",
+        },
+        {"name": "COBOL", "type": "System", "confidence": 0.85},
+    ],
+    "relationships": [
+        {"from": "Grace Hopper", "to": "COBOL", "type": "influenced", "confidence": 0.8},
+        {"from": "Grace Hopper", "to": "Nobody", "type": "knows"},
+    ],
+}
 
 
 class Server:
@@ -32,8 +41,13 @@ class Server:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 srv.requests.append(body)
-                data = json.dumps({"choices": [{"index": 0, "message": {
-                    "role": "assistant", "content": srv.reply}}]}).encode()
+                data = json.dumps(
+                    {
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": srv.reply}}
+                        ]
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -102,10 +116,18 @@ def test_endpoint_down_falls_back(kf: Path, llm, monkeypatch: pytest.MonkeyPatch
     assert run_ok("graph", "entity", "Grace Hopper").code == 0
 
 
-def test_context_uses_the_llm_and_checks_its_names(example_kf: Path, llm,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    s = llm(json.dumps({"entities": ["SQLite", "Write-ahead logging", "Made Up Thing"],
-                        "reasoning": "WAL is how SQLite stays durable.", "confidence": "HIGH"}))
+def test_context_uses_the_llm_and_checks_its_names(
+    example_kf: Path, llm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = llm(
+        json.dumps(
+            {
+                "entities": ["SQLite", "Write-ahead logging", "Made Up Thing"],
+                "reasoning": "WAL is how SQLite stays durable.",
+                "confidence": "HIGH",
+            }
+        )
+    )
     monkeypatch.setenv("OK_ENTITIES_EXTRACTOR", "local")
     r = run_ok("context", "how does SQLite stay durable", "--json")
     assert r.code == 0, r.err

@@ -20,8 +20,13 @@ def test_emit_appends_lines_in_month_files(kf: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("OK_NOW", "2026-01-31T23:59:00Z")
     a = events.emit(f, "ingested", doc="aaaa1111", path="store/normalized/a.ok.md", drift=None)
     monkeypatch.setenv("OK_NOW", "2026-02-01T00:01:00Z")
-    b, c = events.emit_many(f, [("drifted", {"doc": "bbbb2222", "drift": 0.3}),
-                                ("mem_added", {"note": "m-20260201-abcd"})])
+    b, c = events.emit_many(
+        f,
+        [
+            ("drifted", {"doc": "bbbb2222", "drift": 0.3}),
+            ("mem_added", {"note": "m-20260201-abcd"}),
+        ],
+    )
     jan = (kf / "events/2026-01.jsonl").read_text().splitlines()
     feb = (kf / "events/2026-02.jsonl").read_text().splitlines()
     assert [json.loads(x) for x in jan] == [a]
@@ -41,16 +46,21 @@ def test_emit_appends_lines_in_month_files(kf: Path, monkeypatch: pytest.MonkeyP
 
 def test_filters(kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     f = Folder(kf)
-    for day, typ, fields in [("01", "ingested", {"doc": "aaaa1111"}),
-                             ("05", "drifted", {"doc": "bbbb2222", "previous": "aaaa1111"}),
-                             ("09", "trigger_fired", {"trigger": "t", "item": "cccc3333#char0-9",
-                                                      "doc": "cccc3333"})]:
+    for day, typ, fields in [
+        ("01", "ingested", {"doc": "aaaa1111"}),
+        ("05", "drifted", {"doc": "bbbb2222", "previous": "aaaa1111"}),
+        ("09", "trigger_fired", {"trigger": "t", "item": "cccc3333#char0-9", "doc": "cccc3333"}),
+    ]:
         monkeypatch.setenv("OK_NOW", f"2026-03-{day}T12:00:00Z")
         events.emit(f, typ, **fields)
     assert [e["type"] for e in events.read(f, since="2026-03-05T00:00:00Z")] == [
-        "drifted", "trigger_fired"]
+        "drifted",
+        "trigger_fired",
+    ]
     assert [e["type"] for e in events.read(f, types=["ingested", "drifted"])] == [
-        "ingested", "drifted"]
+        "ingested",
+        "drifted",
+    ]
     assert [e["type"] for e in events.read(f, doc="aaaa")] == ["ingested", "drifted"]
     assert [e["type"] for e in events.read(f, limit=1)] == ["trigger_fired"]
     monkeypatch.setenv("OK_NOW", "2026-03-09T18:00:00Z")
@@ -76,16 +86,34 @@ def test_write_commands_emit_events(kf: Path, tmp_path: Path) -> None:
     assert run_ok("mem", "delete", nid).code == 0
     evs = run_ok("events", "--json").json()
     assert [(e["type"], e.get("note") or e.get("doc")) for e in evs] == [
-        ("mem_added", nid), ("mem_updated", nid), ("ingested", did), ("removed", did),
-        ("mem_deleted", nid)]
+        ("mem_added", nid),
+        ("mem_updated", nid),
+        ("ingested", did),
+        ("removed", did),
+        ("mem_deleted", nid),
+    ]
     assert evs[2]["source"] == {"path": "store/sources/pier.md"}
 
 
 def test_follow_prints_new_events(kf: Path) -> None:
     events.emit(Folder(kf), "ingested", doc="old00000")
-    proc = subprocess.Popen([OK_BIN, "--root", str(kf), "events", "--follow", "--json",
-                             "--type", "mem_added", "--timeout", "3.5"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            OK_BIN,
+            "--root",
+            str(kf),
+            "events",
+            "--follow",
+            "--json",
+            "--type",
+            "mem_added",
+            "--timeout",
+            "3.5",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         time.sleep(1.5)
         events.emit(Folder(kf), "mem_added", note="m-20260101-fol1")

@@ -17,8 +17,16 @@ def test_init_creates_layout_and_gitignore(tmp_path: Path) -> None:
     assert r.code == 0, r.err
     assert r.json() == {"root": str((tmp_path / "k").resolve()), "created": True}
     root = tmp_path / "k"
-    for d in ("store/sources", "store/normalized", "memories/by_date", "memories/topics",
-              "citations", "graph", ".ok/kuzu", ".ok/cache"):
+    for d in (
+        "store/sources",
+        "store/normalized",
+        "memories/by_date",
+        "memories/topics",
+        "citations",
+        "graph",
+        ".ok/kuzu",
+        ".ok/cache",
+    ):
         assert (root / d).is_dir(), d
     gi = (root / ".gitignore").read_text()
     assert ".ok/kuzu/" in gi and ".ok/cache/" in gi and "memories/topics/" in gi
@@ -72,10 +80,13 @@ def test_write_commands_append_to_ops_log_and_tee(kf: Path, tmp_path: Path) -> N
     assert json.loads(tee.read_text().splitlines()[-1]) == lines[-1]
 
 
-@pytest.mark.parametrize("where, reason", [
-    ("/proc/nope", "cannot create a knowledge folder at /proc/nope: No such file or directory"),
-    ("/sys/nope", "cannot create a knowledge folder at /sys/nope: Operation not permitted"),
-])
+@pytest.mark.parametrize(
+    "where, reason",
+    [
+        ("/proc/nope", "cannot create a knowledge folder at /proc/nope: No such file or directory"),
+        ("/sys/nope", "cannot create a knowledge folder at /sys/nope: Operation not permitted"),
+    ],
+)
 def test_init_where_nothing_can_be_created(where: str, reason: str) -> None:
     if not Path(where).parent.is_dir():
         pytest.skip(f"no {Path(where).parent} here")
@@ -90,8 +101,10 @@ def test_init_on_a_file_or_below_one(tmp_path: Path) -> None:
     f.write_text("keep me\n")
     for target in (f, f / "kb", f / "a" / "b"):
         r = run_ok("init", str(target))
-        assert r.code == 1 and r.err == f"Error: {f} exists and is not a directory " \
-            "(hint: choose another path)\n", r.err
+        assert (
+            r.code == 1
+            and r.err == f"Error: {f} exists and is not a directory (hint: choose another path)\n"
+        ), r.err
     assert f.read_text() == "keep me\n"
 
 

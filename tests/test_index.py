@@ -8,8 +8,14 @@ from pathlib import Path
 import pytest
 from conftest import run_ok
 
-QUERIES = ["who wrote the first computer program", "single writer lock", "BM25 and embeddings",
-           "gene editing therapy approval", "atomic rename fsync", "one writer at a time"]
+QUERIES = [
+    "who wrote the first computer program",
+    "single writer lock",
+    "BM25 and embeddings",
+    "gene editing therapy approval",
+    "atomic rename fsync",
+    "one writer at a time",
+]
 
 
 def _answers(modes: tuple[str, ...] = ("hybrid", "fts", "vector")) -> list:
@@ -74,8 +80,9 @@ def test_sync_after_outside_edits_equals_a_fresh_index(example_kf: Path, tmp_pat
 
 
 def test_embedder_mismatch_asks_for_rebuild(example_kf: Path) -> None:
-    r = run_ok("graph", "cypher", "MATCH (m:Meta {key: 'embedder'}) SET m.value = 'other:128'",
-               "--write")
+    r = run_ok(
+        "graph", "cypher", "MATCH (m:Meta {key: 'embedder'}) SET m.value = 'other:128'", "--write"
+    )
     assert r.code == 0, r.err
     r = run_ok("search", "anything")
     assert r.code == 1
@@ -92,8 +99,9 @@ def test_schema_mismatch_asks_for_rebuild(example_kf: Path) -> None:
     assert r.code == 1 and "ok index --rebuild" in r.err
 
 
-@pytest.mark.parametrize("query", ["CREATE (:Topic {id: 'x', name: 'x'})",
-                                   "MATCH (d:Doc) DETACH DELETE d"])
+@pytest.mark.parametrize(
+    "query", ["CREATE (:Topic {id: 'x', name: 'x'})", "MATCH (d:Doc) DETACH DELETE d"]
+)
 def test_cypher_is_read_only_without_write(example_kf: Path, query: str) -> None:
     before = run_ok("graph", "cypher", "MATCH (n) RETURN count(n) AS n", "--json").json()
     r = run_ok("graph", "cypher", query)
@@ -103,8 +111,14 @@ def test_cypher_is_read_only_without_write(example_kf: Path, query: str) -> None
 
 
 def test_cypher_reads_and_params(example_kf: Path) -> None:
-    r = run_ok("graph", "cypher", "MATCH (d:Doc) WHERE d.title CONTAINS $t RETURN d.title AS t",
-               "-p", "t=Ada", "--json")
+    r = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (d:Doc) WHERE d.title CONTAINS $t RETURN d.title AS t",
+        "-p",
+        "t=Ada",
+        "--json",
+    )
     assert r.json() == [{"t": "Ada Lovelace and the Analytical Engine"}]
     r = run_ok("graph", "cypher", "MATCH (d:Doc RETURN d")
     assert r.code == 1 and "query failed" in r.err

@@ -17,20 +17,35 @@ from openkl.errors import BadInput
 from openkl.folder import Folder
 from openkl.mcp_server import limit, safe_path
 
-READ_TOOLS = {"list_stacks", "search", "mem_search", "store_search", "cite_verify",
-              "graph_cypher", "entities", "traverse", "context", "ask", "fs_list", "fs_read",
-              "sh_grep"}
+READ_TOOLS = {
+    "list_stacks",
+    "search",
+    "mem_search",
+    "store_search",
+    "cite_verify",
+    "graph_cypher",
+    "entities",
+    "traverse",
+    "context",
+    "ask",
+    "fs_list",
+    "fs_read",
+    "sh_grep",
+}
 WRITE_TOOLS = {"mem_add", "store_ingest"}
 
 
-def serve(roots: list[Path], fn: Callable[[Any], Awaitable[Any]], *extra: str,
-          env: dict[str, str] | None = None) -> Any:
+def serve(
+    roots: list[Path],
+    fn: Callable[[Any], Awaitable[Any]],
+    *extra: str,
+    env: dict[str, str] | None = None,
+) -> Any:
     """Spawn `ok mcp --root …` and run `fn(client)` against it."""
     from mcp import Client, StdioServerParameters
 
     args = ["mcp", *[a for r in roots for a in ("--root", str(r))], *extra]
-    params = StdioServerParameters(command=OK_BIN, args=args,
-                                   env={**os.environ, **(env or {})})
+    params = StdioServerParameters(command=OK_BIN, args=args, env={**os.environ, **(env or {})})
 
     async def main() -> Any:
         async with Client(params, read_timeout_seconds=120) as client:
@@ -78,13 +93,17 @@ def test_lists_tools_resources_and_prompts(example_kf: Path) -> None:
         assert {"hybrid", "vector", "fts"} <= set(json.dumps(props["search"]["mode"]).split('"'))
         for name in ("search", "mem_search", "store_search", "ask", "context"):
             assert '"minimum": 1' in json.dumps(props[name]["k"]), name
-        assert (props["traverse"]["depth"]["minimum"], props["traverse"]["depth"]["maximum"]) \
-            == (0, 4)
+        assert (props["traverse"]["depth"]["minimum"], props["traverse"]["depth"]["maximum"]) == (
+            0,
+            4,
+        )
         assert "list_stacks" in json.dumps(props["search"]["stack"])
-        for tool, args in (("ask", {"question": "who", "k": 0}),
-                           ("search", {"query": "x", "scope": "docs"}),
-                           ("traverse", {"name": "SQLite", "depth": 9}),
-                           ("fs_read", {"path": "x", "offset": -1})):
+        for tool, args in (
+            ("ask", {"question": "who", "k": 0}),
+            ("search", {"query": "x", "scope": "docs"}),
+            ("traverse", {"name": "SQLite", "depth": 9}),
+            ("fs_read", {"path": "x", "offset": -1}),
+        ):
             err = await fail(c, tool, **args)
             assert "validation error" in err, (tool, err)
 
@@ -93,14 +112,21 @@ def test_lists_tools_resources_and_prompts(example_kf: Path) -> None:
         note = run_ok("mem", "list", "--json").json()[0]
         res = await c.read_resource(f"ok://kf/memory/{note['id']}")
         assert res.contents[0].text.startswith("---\nid: " + note["id"])
-        doc = next(d for d in run_ok("store", "list", "--json").json()
-                   if "ada-lovelace" in d["path"])
+        doc = next(
+            d for d in run_ok("store", "list", "--json").json() if "ada-lovelace" in d["path"]
+        )
         res = await c.read_resource(f"ok://kf/doc/{doc['id']}")
         assert res.contents[0].text.startswith("# Ada Lovelace")
 
         prompts = {p.name for p in (await c.list_prompts()).prompts}
-        assert prompts == {"extract-facts", "identify-patterns", "summarize-insights",
-                           "extract-relationships", "extract-entities", "memory-synthesis"}
+        assert prompts == {
+            "extract-facts",
+            "identify-patterns",
+            "summarize-insights",
+            "extract-relationships",
+            "extract-entities",
+            "memory-synthesis",
+        }
         got = await c.get_prompt("extract-facts", {"text": "Kùzu is embedded."})
         text = got.messages[0].content.text
         assert "Extract the facts" in text and text.rstrip().endswith("Kùzu is embedded.")
@@ -129,7 +155,7 @@ def test_calls_every_tool(example_kf: Path) -> None:
         stacks = (await call(c, "list_stacks"))["results"]
         assert [(s["name"], s["docs"], s["notes"]) for s in stacks] == [("kf", 5, 1)]
 
-        hits = (await call(c, "search", query="who wrote the first computer program", k=3))
+        hits = await call(c, "search", query="who wrote the first computer program", k=3)
         assert hits["k"] == 3 and "ada-lovelace" in hits["results"][0]["path"]
         assert {"type", "id", "path", "loc", "quote", "sha256"} <= set(hits["results"][0])
 
@@ -138,7 +164,7 @@ def test_calls_every_tool(example_kf: Path) -> None:
         store = (await call(c, "store_search", query="graph per call", k=2))["results"]
         assert store and all(h["type"] == "chunk" for h in store)
 
-        rows = (await call(c, "graph_cypher", query="MATCH (d:Doc) RETURN count(*) AS n"))
+        rows = await call(c, "graph_cypher", query="MATCH (d:Doc) RETURN count(*) AS n")
         assert rows["results"] == [{"n": 5}]
         err = await fail(c, "graph_cypher", query="CREATE (:Topic {id: 'x', name: 'x'})")
         assert "read-only" in err
@@ -149,12 +175,16 @@ def test_calls_every_tool(example_kf: Path) -> None:
         ver = await call(c, "cite_verify", items=ans["citations"])
         assert ver["ok"] and {r["status"] for r in ver["results"]} == {"verified"}
 
-        made = (await call(c, "cite_make", refs=[hits["results"][0]["id"]], persist=True,
-                           tags=["mcp"]))["results"][0]
+        made = (
+            await call(c, "cite_make", refs=[hits["results"][0]["id"]], persist=True, tags=["mcp"])
+        )["results"][0]
         assert made["id"].startswith("c-") and made["quote"] == hits["results"][0]["quote"]
         assert (example_kf / "citations" / f"{made['id']}.json").is_file()
-        span = (await call(c, "cite_make", refs=["store/normalized/docs/ada-lovelace.html.ok.md"],
-                           lines="1-1"))["results"][0]
+        span = (
+            await call(
+                c, "cite_make", refs=["store/normalized/docs/ada-lovelace.html.ok.md"], lines="1-1"
+            )
+        )["results"][0]
         assert span["quote"] == "# Ada Lovelace and the Analytical Engine"
         ver = await call(c, "cite_verify", items=[made["id"], span])
         assert ver["ok"] and len(ver["results"]) == 2
@@ -182,14 +212,14 @@ def test_calls_every_tool(example_kf: Path) -> None:
         g = (await call(c, "sh_grep", pattern="Babbage", scope="store"))["results"]
         assert g and all(m["match"] == "Babbage" for m in g)
 
-        note = await call(c, "mem_add", text="The staging server is called heron.",
-                          tags=["infra"])
+        note = await call(c, "mem_add", text="The staging server is called heron.", tags=["infra"])
         assert note["id"].startswith("m-") and (example_kf / note["path"]).is_file()
-        found = (await call(c, "mem_search", query="what is the staging server called"))
+        found = await call(c, "mem_search", query="what is the staging server called")
         assert found["results"][0]["id"] == note["id"]
 
-        ing = await call(c, "store_ingest", text="Quokkas live on Rottnest Island.",
-                         name="quokka.md")
+        ing = await call(
+            c, "store_ingest", text="Quokkas live on Rottnest Island.", name="quokka.md"
+        )
         assert len(ing["added"]) == 1
         hits = (await call(c, "store_search", query="where do quokkas live", k=1))["results"]
         assert hits[0]["id"].startswith(ing["added"][0]["id"])
@@ -208,22 +238,24 @@ def test_calls_every_tool(example_kf: Path) -> None:
 def test_cli_writes_while_the_server_runs(example_kf: Path) -> None:
     """The server holds no lock between calls: `ok mem add` and `ok store ingest` work from a
     shell, and the server's next call sees what they wrote."""
+
     async def go(c: Any) -> None:
         await call(c, "search", query="anything at all")
         t = time.monotonic()
-        r = await anyio.to_thread.run_sync(lambda: run_cli(
-            "mem", "add", "The backup window opens at 02:00 UTC.", "--tags", "ops"))
+        r = await anyio.to_thread.run_sync(
+            lambda: run_cli("mem", "add", "The backup window opens at 02:00 UTC.", "--tags", "ops")
+        )
         assert r.code == 0, r.err
         assert time.monotonic() - t < 20
         nid = r.out.strip()
-        hits = (await call(c, "mem_search", query="when does the backup window open"))
+        hits = await call(c, "mem_search", query="when does the backup window open")
         assert hits["results"][0]["id"] == nid
 
         src = example_kf.parent / "walrus.txt"
         src.write_text("Walruses use their tusks to haul out onto ice.\n")
         r = await anyio.to_thread.run_sync(lambda: run_cli("store", "ingest", str(src)))
         assert r.code == 0, r.err
-        hits = (await call(c, "store_search", query="what do walruses use tusks for", k=1))
+        hits = await call(c, "store_search", query="what do walruses use tusks for", k=1)
         assert "walrus" in hits["results"][0]["path"]
 
         # calls that arrive together are queued, not interleaved
@@ -235,8 +267,14 @@ def test_cli_writes_while_the_server_runs(example_kf: Path) -> None:
         async with anyio.create_task_group() as tg:
             for i in range(4):
                 tg.start_soon(add, i)
-        rows = (await call(c, "graph_cypher", query="MATCH (m:MemoryNote) WHERE m.text "
-                           "STARTS WITH 'Parallel note' RETURN m.id AS id"))["results"]
+        rows = (
+            await call(
+                c,
+                "graph_cypher",
+                query="MATCH (m:MemoryNote) WHERE m.text "
+                "STARTS WITH 'Parallel note' RETURN m.id AS id",
+            )
+        )["results"]
         assert sorted(r["id"] for r in rows) == sorted(ids) and len(set(ids)) == 4
 
     serve([example_kf], go, env={"OK_ROOT": str(example_kf)})
@@ -249,19 +287,29 @@ def test_files_stay_inside_the_folder(example_kf: Path, tmp_path: Path) -> None:
     (example_kf / "link-out").symlink_to(outside)
     (example_kf / "secret-link.txt").symlink_to(outside / "secret.txt")
     (example_kf / "inside-link.md").symlink_to(
-        example_kf / "store" / "normalized" / "docs" / "crispr-gene-editing.ok.md")
+        example_kf / "store" / "normalized" / "docs" / "crispr-gene-editing.ok.md"
+    )
 
     async def go(c: Any) -> None:
-        for p in ("../outside/secret.txt", "store/../../outside/secret.txt", "..",
-                  "memories/../.."):
+        for p in (
+            "../outside/secret.txt",
+            "store/../../outside/secret.txt",
+            "..",
+            "memories/../..",
+        ):
             assert "climbs out" in await fail(c, "fs_read", path=p)
-        for p in ("/etc/passwd", str(outside / "secret.txt"), str(example_kf / ".gitignore"),
-                  "~/x"):
+        for p in (
+            "/etc/passwd",
+            str(outside / "secret.txt"),
+            str(example_kf / ".gitignore"),
+            "~/x",
+        ):
             assert "absolute path" in await fail(c, "fs_read", path=p)
         assert "outside the knowledge folder" in await fail(c, "fs_read", path="secret-link.txt")
         assert "outside the knowledge folder" in await fail(c, "fs_list", path="link-out")
-        assert "outside the knowledge folder" in await fail(c, "fs_read",
-                                                            path="link-out/secret.txt")
+        assert "outside the knowledge folder" in await fail(
+            c, "fs_read", path="link-out/secret.txt"
+        )
         assert "NUL" in await fail(c, "fs_read", path="store/x\x00.md")
         assert "climbs out" in await fail(c, "fs_list", path="../")
         assert "derived binary state" in await fail(c, "fs_read", path=".ok/kuzu/graph.kz")
@@ -296,8 +344,10 @@ def test_oversized_results_are_truncated_with_a_marker(example_kf: Path) -> None
 
 
 def test_a_tool_over_its_time_cap_returns_an_error(example_kf: Path) -> None:
-    slow = ("UNWIND range(1, 2000) AS a UNWIND range(1, 2000) AS b UNWIND range(1, 2000) AS c "
-            "RETURN sum(a * b + c) AS s")
+    slow = (
+        "UNWIND range(1, 2000) AS a UNWIND range(1, 2000) AS b UNWIND range(1, 2000) AS c "
+        "RETURN sum(a * b + c) AS s"
+    )
 
     async def go(c: Any) -> None:
         t = time.monotonic()
@@ -314,6 +364,7 @@ def test_a_tool_over_its_time_cap_returns_an_error(example_kf: Path) -> None:
 def test_search_tools_check_their_arguments(example_kf: Path) -> None:
     """Bad dates are tool errors that say what is accepted; a huge k is clamped to
     mcp.max_k and the result says so; date spans work as in `ok events --since`."""
+
     async def go(c: Any) -> None:
         for tool in ("search", "mem_search", "store_search"):
             err = await fail(c, tool, query="writer", since="notadate")
@@ -333,7 +384,9 @@ def test_search_tools_check_their_arguments(example_kf: Path) -> None:
 def test_several_stacks(example_kf: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     assert run_ok("init", str(other), "--domain", "lab").code == 0
-    assert run_ok("--root", str(other), "mem", "add", "The centrifuge in room 4 is broken.").code == 0
+    assert (
+        run_ok("--root", str(other), "mem", "add", "The centrifuge in room 4 is broken.").code == 0
+    )
 
     async def go(c: Any) -> None:
         names = [s["name"] for s in (await call(c, "list_stacks"))["results"]]
@@ -356,8 +409,10 @@ def test_limit_keeps_valid_json() -> None:
     assert limit(res, 10**6) is res
     txt = limit({"path": "a", "text": "é" * 5000}, 2000)
     assert txt["truncated"] and len(json.dumps(txt, ensure_ascii=False).encode()) <= 2000
-    two = limit({"entities": [{"d": "e" * 300}] * 10, "sources": [{"q": "s" * 300}] * 30,
-                 "reasoning": "r"}, 4000)
+    two = limit(
+        {"entities": [{"d": "e" * 300}] * 10, "sources": [{"q": "s" * 300}] * 30, "reasoning": "r"},
+        4000,
+    )
     assert two["truncated"] and two["reasoning"] == "r" and len(json.dumps(two)) <= 4000
     assert two["entities"] and len(two["sources"]) < 30 and "sources" in two["marker"]
     other = limit({"blob": "y" * 5000}, 1000)
@@ -380,14 +435,30 @@ def test_client_leaving_during_warm_up_exits_cleanly(example_kf: Path) -> None:
     the machine, so the client leaves at many moments across the warm-up."""
     import subprocess
 
-    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}) + "\n"
+    init = (
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+        )
+        + "\n"
+    )
     codes = {}
     for i in range(24):
         delay = 0.4 + i * 0.08
-        p = subprocess.Popen([OK_BIN, "mcp", "--root", str(example_kf)], stdin=subprocess.PIPE,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        p = subprocess.Popen(
+            [OK_BIN, "mcp", "--root", str(example_kf)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         assert p.stdin is not None and p.stderr is not None
         p.stdin.write(init.encode())
         p.stdin.flush()

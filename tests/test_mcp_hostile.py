@@ -39,70 +39,149 @@ CORPUS = [
     Case("fs_read-long-bytes", "fs_read", {"path": "é" * 2100}, "4200 bytes long"),
     Case("fs_read-deep", "fs_read", {"path": DEEP + "/x.md"}, "directories deep"),
     Case("fs_read-nul", "fs_read", {"path": ".gitignore\x00"}, "NUL byte"),
-    Case("fs_read-offset-huge", "fs_read", {"path": ".gitignore", "offset": HUGE},
-         "past the end of .gitignore", ["offset from 0 to"]),
-    Case("fs_read-offset-2**63", "fs_read", {"path": ".gitignore", "offset": 2**63},
-         "past the end"),
-    Case("fs_read-offset-negative", "fs_read", {"path": ".gitignore", "offset": -1},
-         "`offset`: Input should be greater than or equal to 0"),
-    Case("fs_read-max-bytes-zero", "fs_read", {"path": ".gitignore", "max_bytes": 0},
-         "`max_bytes`: Input should be greater than or equal to 1"),
-    Case("store_ingest-long", "store_ingest", {"paths": [LONG]}, "5000 characters long",
-         ["`paths[0]`"]),
+    Case(
+        "fs_read-offset-huge",
+        "fs_read",
+        {"path": ".gitignore", "offset": HUGE},
+        "past the end of .gitignore",
+        ["offset from 0 to"],
+    ),
+    Case(
+        "fs_read-offset-2**63", "fs_read", {"path": ".gitignore", "offset": 2**63}, "past the end"
+    ),
+    Case(
+        "fs_read-offset-negative",
+        "fs_read",
+        {"path": ".gitignore", "offset": -1},
+        "`offset`: Input should be greater than or equal to 0",
+    ),
+    Case(
+        "fs_read-max-bytes-zero",
+        "fs_read",
+        {"path": ".gitignore", "max_bytes": 0},
+        "`max_bytes`: Input should be greater than or equal to 1",
+    ),
+    Case(
+        "store_ingest-long",
+        "store_ingest",
+        {"paths": [LONG]},
+        "5000 characters long",
+        ["`paths[0]`"],
+    ),
     Case("store_ingest-deep", "store_ingest", {"paths": [DEEP]}, "directories deep"),
     Case("store_ingest-wide", "store_ingest", {"paths": [WIDE]}, "names are at most 255"),
     Case("store_ingest-nul", "store_ingest", {"paths": ["store\x00"]}, "NUL byte"),
-    Case("store_ingest-name-nul", "store_ingest", {"text": "hello", "name": "a\x00.md"},
-         "`name` contains a NUL byte"),
-    Case("store_ingest-name-long", "store_ingest", {"text": "hello", "name": WIDE + ".md"},
-         "--name is 303 bytes long"),
-    Case("store_ingest-name-huge", "store_ingest", {"text": "hello", "name": LONG},
-         "`name` is 5000 characters long"),
-    Case("store_ingest-name-path", "store_ingest", {"text": "hello", "name": "../x.md"},
-         "must be a plain file name"),
+    Case(
+        "store_ingest-name-nul",
+        "store_ingest",
+        {"text": "hello", "name": "a\x00.md"},
+        "`name` contains a NUL byte",
+    ),
+    Case(
+        "store_ingest-name-long",
+        "store_ingest",
+        {"text": "hello", "name": WIDE + ".md"},
+        "--name is 303 bytes long",
+    ),
+    Case(
+        "store_ingest-name-huge",
+        "store_ingest",
+        {"text": "hello", "name": LONG},
+        "`name` is 5000 characters long",
+    ),
+    Case(
+        "store_ingest-name-path",
+        "store_ingest",
+        {"text": "hello", "name": "../x.md"},
+        "must be a plain file name",
+    ),
     Case("cite_make-long", "cite_make", {"refs": [LONG]}, "5000 characters long"),
     Case("cite_make-deep", "cite_make", {"refs": [DEEP]}, "directories deep"),
     Case("cite_make-wide", "cite_make", {"refs": [WIDE]}, "names are at most 255"),
     Case("cite_make-nul", "cite_make", {"refs": ["memories/\x00"]}, "NUL byte"),
-    Case("cite_make-chars-huge", "cite_make",
-         {"refs": ["store/normalized/docs/write-ahead-logging.ok.md"], "chars": f"0-{HUGE}"},
-         "out of range"),
-    Case("cite_make-lines-huge", "cite_make",
-         {"refs": ["store/normalized/docs/write-ahead-logging.ok.md"], "lines": f"1-{HUGE}"},
-         "past the end"),
+    Case(
+        "cite_make-chars-huge",
+        "cite_make",
+        {"refs": ["store/normalized/docs/write-ahead-logging.ok.md"], "chars": f"0-{HUGE}"},
+        "out of range",
+    ),
+    Case(
+        "cite_make-lines-huge",
+        "cite_make",
+        {"refs": ["store/normalized/docs/write-ahead-logging.ok.md"], "lines": f"1-{HUGE}"},
+        "past the end",
+    ),
     Case("cite_verify-long", "cite_verify", {"items": [LONG]}, "5000 characters long"),
     Case("cite_verify-deep", "cite_verify", {"items": [DEEP]}, "directories deep"),
     Case("cite_verify-nul", "cite_verify", {"items": ["c-\x00"]}, "NUL byte"),
-    Case("cite_verify-object-nul", "cite_verify",
-         {"items": [{"path": "a\x00", "quote": "x"}]}, "`items[0].path` contains a NUL"),
+    Case(
+        "cite_verify-object-nul",
+        "cite_verify",
+        {"items": [{"path": "a\x00", "quote": "x"}]},
+        "`items[0].path` contains a NUL",
+    ),
     Case("entities-long", "entities", {"name": LONG}, "`name` is 5000 characters long"),
     Case("entities-nul", "entities", {"name": "SQLite\x00"}, "NUL byte"),
-    Case("entities-limit-negative", "entities", {"limit": -1},
-         "`limit`: Input should be greater than or equal to 1"),
-    Case("entities-confidence", "entities", {"min_confidence": 5},
-         "`min_confidence`: Input should be less than or equal to 1"),
+    Case(
+        "entities-limit-negative",
+        "entities",
+        {"limit": -1},
+        "`limit`: Input should be greater than or equal to 1",
+    ),
+    Case(
+        "entities-confidence",
+        "entities",
+        {"min_confidence": 5},
+        "`min_confidence`: Input should be less than or equal to 1",
+    ),
     Case("traverse-long", "traverse", {"name": LONG}, "`name` is 5000 characters long"),
     Case("traverse-nul", "traverse", {"name": "\x00"}, "NUL byte"),
-    Case("traverse-depth-huge", "traverse", {"name": "SQLite", "depth": HUGE},
-         "`depth`: Input should be less than or equal to 4"),
-    Case("search-k-negative", "search", {"query": "x", "k": -3},
-         "`k`: Input should be greater than or equal to 1"),
+    Case(
+        "traverse-depth-huge",
+        "traverse",
+        {"name": "SQLite", "depth": HUGE},
+        "`depth`: Input should be less than or equal to 4",
+    ),
+    Case(
+        "search-k-negative",
+        "search",
+        {"query": "x", "k": -3},
+        "`k`: Input should be greater than or equal to 1",
+    ),
     Case("search-nul", "search", {"query": "lock\x00"}, "NUL byte"),
     Case("sh_grep-nul", "sh_grep", {"pattern": "a\x00b"}, "NUL byte"),
-    Case("sh_grep-max-negative", "sh_grep", {"pattern": "x", "max_count": -1},
-         "greater than or equal to 1"),
-    Case("stack-long", "search", {"query": "x", "stack": LONG},
-         "`stack` is 5000 characters long"),
-    Case("resource-doc-long", "resource", {"uri": f"ok://kf/doc/{LONG}"},
-         "5000 characters long"),
-    Case("resource-doc-unknown", "resource", {"uri": "ok://kf/doc/0123456789abcdef"},
-         "no document matches"),
-    Case("resource-memory-deep", "resource", {"uri": f"ok://kf/memory/{DEEP}.md"},
-         "unknown resource ok://kf/memory/a/a/"),
-    Case("resource-memory-escaped", "resource", {"uri": "ok://kf/memory/..%2F..%2Fx.md"},
-         "unknown resource"),
-    Case("resource-memory-unknown", "resource", {"uri": "ok://kf/memory/m-20261301-zzzz"},
-         "no memory note with id m-20261301-zzzz"),
+    Case(
+        "sh_grep-max-negative",
+        "sh_grep",
+        {"pattern": "x", "max_count": -1},
+        "greater than or equal to 1",
+    ),
+    Case("stack-long", "search", {"query": "x", "stack": LONG}, "`stack` is 5000 characters long"),
+    Case("resource-doc-long", "resource", {"uri": f"ok://kf/doc/{LONG}"}, "5000 characters long"),
+    Case(
+        "resource-doc-unknown",
+        "resource",
+        {"uri": "ok://kf/doc/0123456789abcdef"},
+        "no document matches",
+    ),
+    Case(
+        "resource-memory-deep",
+        "resource",
+        {"uri": f"ok://kf/memory/{DEEP}.md"},
+        "unknown resource ok://kf/memory/a/a/",
+    ),
+    Case(
+        "resource-memory-escaped",
+        "resource",
+        {"uri": "ok://kf/memory/..%2F..%2Fx.md"},
+        "unknown resource",
+    ),
+    Case(
+        "resource-memory-unknown",
+        "resource",
+        {"uri": "ok://kf/memory/m-20261301-zzzz"},
+        "no memory note with id m-20261301-zzzz",
+    ),
     Case("resource-stack-unknown", "resource", {"uri": "ok://nope/doc/x"}, "no stack named"),
 ]
 
@@ -121,8 +200,9 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
 
 
 @pytest.fixture(scope="module")
-def answers(_example_template: Path, tmp_path_factory: pytest.TempPathFactory
-            ) -> tuple[dict[str, tuple[bool, str]], dict[str, Any], dict[str, Any]]:
+def answers(
+    _example_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict[str, tuple[bool, str]], dict[str, Any], dict[str, Any]]:
     root = tmp_path_factory.mktemp("hostile") / "kf"
     shutil.copytree(_example_template, root, symlinks=True)
     before = _snapshot(root)
@@ -142,8 +222,11 @@ def answers(_example_template: Path, tmp_path_factory: pytest.TempPathFactory
         return got
 
     env = {"OK_NO_PROGRESS": "1", "OK_ROOT": str(root)}
-    got = serve([root], go, env={k: v for k, v in {**os.environ, **env}.items()
-                                 if not k.startswith("OK_") or k in env})
+    got = serve(
+        [root],
+        go,
+        env={k: v for k, v in {**os.environ, **env}.items() if not k.startswith("OK_") or k in env},
+    )
     return got, before, _snapshot(root)
 
 
@@ -158,8 +241,10 @@ def test_hostile_argument_gets_one_clear_line(case: Case, answers: Any) -> None:
     # one line, and not the caller's 5,000 characters repeated back
     assert "\n" not in text.strip() and len(text) < 600, text[:400]
     if case.tool != "resource":
-        assert text.startswith(f"Error executing tool {case.tool}: ") and \
-            len(text) > len(f"Error executing tool {case.tool}: ") + 10
+        assert (
+            text.startswith(f"Error executing tool {case.tool}: ")
+            and len(text) > len(f"Error executing tool {case.tool}: ") + 10
+        )
 
 
 def test_hostile_arguments_write_nothing(answers: Any) -> None:
@@ -171,8 +256,12 @@ def test_long_prose_and_long_quotes_are_fine() -> None:
     from openkl.errors import BadInput
     from openkl.mcp_server import check_args
 
-    whole_doc = {"type": "doc", "path": "store/normalized/x.ok.md", "quote": "word " * 5000,
-                 "context": {"pre": "", "post": ""}}
+    whole_doc = {
+        "type": "doc",
+        "path": "store/normalized/x.ok.md",
+        "quote": "word " * 5000,
+        "context": {"pre": "", "post": ""},
+    }
     check_args({"items": [whole_doc], "query": "q" * 10000, "text": "t" * 100000})
     with pytest.raises(BadInput, match=r"`items\[1\]\.path` contains a NUL"):
         check_args({"items": [whole_doc, {**whole_doc, "path": "x\x00"}]})

@@ -13,8 +13,16 @@ def _note_file(kf: Path, nid: str) -> Path:
 
 
 def test_add_list_show_update_delete(kf: Path) -> None:
-    r = run_ok("mem", "add", "Use atomic renames for state files", "--tags", "io,safety",
-               "--topics", "storage", "--json")
+    r = run_ok(
+        "mem",
+        "add",
+        "Use atomic renames for state files",
+        "--tags",
+        "io,safety",
+        "--topics",
+        "storage",
+        "--json",
+    )
     assert r.code == 0, r.err
     note = r.json()
     nid = note["id"]
@@ -36,8 +44,9 @@ def test_add_list_show_update_delete(kf: Path) -> None:
     shown = run_ok("mem", "show", nid2, "--json").json()
     assert shown["text"] == "from stdin\nsecond line"
 
-    r = run_ok("mem", "update", nid, "--text", "Use atomic renames and fsync", "--add-tag", "fs",
-               "--json")
+    r = run_ok(
+        "mem", "update", nid, "--text", "Use atomic renames and fsync", "--add-tag", "fs", "--json"
+    )
     assert r.code == 0, r.err
     assert r.json()["tags"] == ["io", "safety", "fs"]
     hits = run_ok("search", "fsync", "--in", "mem", "--mode", "fts", "--json").json()
@@ -70,7 +79,8 @@ def test_hand_written_and_edited_notes_are_picked_up_by_sync(kf: Path) -> None:
     d.mkdir(parents=True)
     (d / "m-20260105-abcd.md").write_text(
         "---\nid: m-20260105-abcd\nts: 2026-01-05T10:00:00Z\ntags: [pulled]\n---\n"
-        "Notes arriving by git pull are indexed by sync.\n")
+        "Notes arriving by git pull are indexed by sync.\n"
+    )
     r = run_ok("sync", "--json")
     assert r.code == 0, r.err
     assert r.json()["notes_added"] == ["m-20260105-abcd"]

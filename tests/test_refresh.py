@@ -25,19 +25,28 @@ def at(monkeypatch: pytest.MonkeyPatch, **delta: float) -> None:
     monkeypatch.setenv("OK_NOW", (T0 + dt.timedelta(**delta)).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
-STABLE = ("The harbour office opens at dawn and closes when the last ferry has docked; "
-          "its keeper records every arrival in the ledger.")
-OLD = ["Gullwing gulls nest on the breakwater and squabble over fish scraps every spring.",
-       "Fishermen mend gullwing nets on the quay while herring gulls watch from the posts.",
-       "Seabirds follow the trawlers home, diving for whatever the gullwing crews throw back."]
-NEW = ["Marmalade is made by simmering bitter Seville oranges with sugar until it sets.",
-       "Spread the marmalade thinly on hot buttered toast, or stir it into a glaze for ham.",
-       "Store sealed jars of marmalade in a cool cupboard for up to two years."]
+STABLE = (
+    "The harbour office opens at dawn and closes when the last ferry has docked; "
+    "its keeper records every arrival in the ledger."
+)
+OLD = [
+    "Gullwing gulls nest on the breakwater and squabble over fish scraps every spring.",
+    "Fishermen mend gullwing nets on the quay while herring gulls watch from the posts.",
+    "Seabirds follow the trawlers home, diving for whatever the gullwing crews throw back.",
+]
+NEW = [
+    "Marmalade is made by simmering bitter Seville oranges with sugar until it sets.",
+    "Spread the marmalade thinly on hot buttered toast, or stir it into a glaze for ham.",
+    "Store sealed jars of marmalade in a cool cupboard for up to two years.",
+]
 
 
 def _page(site: Site, paras: list[str]) -> None:
-    site.html("/tides", "Harbour notes",
-              "<h1>Harbour notes</h1>" + "".join(f"<p>{p}</p>" for p in [STABLE, *paras]))
+    site.html(
+        "/tides",
+        "Harbour notes",
+        "<h1>Harbour notes</h1>" + "".join(f"<p>{p}</p>" for p in [STABLE, *paras]),
+    )
 
 
 @pytest.fixture
@@ -56,16 +65,18 @@ def _events(*args: str) -> list[dict]:
     return r.json()
 
 
-def test_refresh_due_web_page_end_to_end(kf: Path, site: Site,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refresh_due_web_page_end_to_end(
+    kf: Path, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
     at(monkeypatch)
     r = run_ok("store", "web", site.url("/tides"), "--refresh", "1d", "--json")
     assert r.code == 0, r.err
     old = r.json()["added"][0]["id"]
     text = (kf / r.json()["added"][0]["path"]).read_text()
     start = text.index(STABLE)
-    cite = run_ok("cite", "make", old, "--chars", f"{start}-{start + len(STABLE)}", "--persist",
-                  "--json")
+    cite = run_ok(
+        "cite", "make", old, "--chars", f"{start}-{start + len(STABLE)}", "--persist", "--json"
+    )
     assert cite.code == 0, cite.err
     cite_obj = cite.json()
     cite_obj = cite_obj[0] if isinstance(cite_obj, list) else cite_obj
@@ -94,9 +105,13 @@ def test_refresh_due_web_page_end_to_end(kf: Path, site: Site,
     assert entries[new]["fetched_at"] == "2026-01-11T09:00:00Z"
     assert (kf / ".ok/versions" / f"{old}.ok.md").read_text() == text
 
-    rows = run_ok("graph", "cypher", "MATCH (n:Doc)-[s:SUPERSEDES]->(o:Doc) "
-                  "RETURN n.id AS new, o.id AS old, s.drift AS drift, o.current AS cur",
-                  "--json").json()
+    rows = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (n:Doc)-[s:SUPERSEDES]->(o:Doc) "
+        "RETURN n.id AS new, o.id AS old, s.drift AS drift, o.current AS cur",
+        "--json",
+    ).json()
     assert rows == [{"new": new, "old": old, "drift": pytest.approx(drift), "cur": False}]
 
     hist = run_ok("store", "history", old, "--json").json()
@@ -109,12 +124,20 @@ def test_refresh_due_web_page_end_to_end(kf: Path, site: Site,
     assert refreshed["previous"] == old and refreshed["drift"] == drift
 
     # search sees only the current text
-    assert run_ok("search", "gullwing gulls nest", "--in", "store", "--mode", "fts",
-                  "--json").json() == []
+    assert (
+        run_ok("search", "gullwing gulls nest", "--in", "store", "--mode", "fts", "--json").json()
+        == []
+    )
     hits = run_ok("search", "bitter Seville oranges marmalade", "--json").json()
     assert hits and all(h["doc_id"] == new for h in hits)
-    assert run_ok("graph", "cypher", "MATCH (c:Chunk) WHERE c.doc_id = $d RETURN count(c) AS n",
-                  "-p", f"d={old}", "--json").json() == [{"n": 0}]
+    assert run_ok(
+        "graph",
+        "cypher",
+        "MATCH (c:Chunk) WHERE c.doc_id = $d RETURN count(c) AS n",
+        "-p",
+        f"d={old}",
+        "--json",
+    ).json() == [{"n": 0}]
 
     # the old citation follows the document to its new version
     v = run_ok("cite", "verify", cite_obj["id"], "--json")
@@ -136,8 +159,9 @@ def test_refresh_due_web_page_end_to_end(kf: Path, site: Site,
     assert load_mapping(Folder(kf))[new]["fetched_at"] == "2026-01-12T10:00:00Z"
 
 
-def test_refresh_failure_keeps_the_current_version(kf: Path, site: Site,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refresh_failure_keeps_the_current_version(
+    kf: Path, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
     at(monkeypatch)
     doc = run_ok("store", "web", site.url("/tides"), "--json").json()["added"][0]["id"]
     site.pages["/tides"] = Page(b"down for maintenance", status=500)
@@ -158,8 +182,9 @@ def test_refresh_failure_keeps_the_current_version(kf: Path, site: Site,
     assert len(_events("--type", "refreshed")) == 1
 
 
-def test_file_source_cron_policy_and_history(kf: Path, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_file_source_cron_policy_and_history(
+    kf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     src = tmp_path / "outside" / "ferry.md"
     src.parent.mkdir()
     src.write_text("# Ferry\n\nThe ferry leaves at nine.\n")
@@ -187,8 +212,9 @@ def test_file_source_cron_policy_and_history(kf: Path, tmp_path: Path,
     assert "ten from the north pier" in (kf / hist[0]["path"]).read_text()
 
 
-def test_policy_command_and_bad_policies(kf: Path, site: Site,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_policy_command_and_bad_policies(
+    kf: Path, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
     at(monkeypatch)
     r = run_ok("store", "web", site.url("/tides"), "--cron", "61 * * * *")
     assert r.code == 1 and "bad minute field '61'" in r.err
@@ -209,27 +235,33 @@ def test_policy_command_and_bad_policies(kf: Path, site: Site,
     assert r.code != 0 and "stdin input cannot be refreshed" in r.err
 
 
-def test_lineage_from_a_derived_note(kf: Path, site: Site,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lineage_from_a_derived_note(kf: Path, site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
     at(monkeypatch)
     r = run_ok("store", "web", site.url("/tides"), "--json")
     old = r.json()["added"][0]["id"]
-    chunk = run_ok("graph", "cypher", "MATCH (c:Chunk) RETURN c.id AS id ORDER BY c.ord LIMIT 1",
-                   "--json").json()[0]["id"]
+    chunk = run_ok(
+        "graph", "cypher", "MATCH (c:Chunk) RETURN c.id AS id ORDER BY c.ord LIMIT 1", "--json"
+    ).json()[0]["id"]
     note = kf / "memories/by_date/2026-01/10/m-20260110-lin1.md"
     note.parent.mkdir(parents=True)
-    note.write_text(f"---\nid: m-20260110-lin1\nts: 2026-01-10T08:00:00Z\n"
-                    f"derived_from: ['{chunk}']\n---\nGulls nest on the breakwater.\n")
+    note.write_text(
+        f"---\nid: m-20260110-lin1\nts: 2026-01-10T08:00:00Z\n"
+        f"derived_from: ['{chunk}']\n---\nGulls nest on the breakwater.\n"
+    )
     assert run_ok("sync").code == 0
     lin = run_ok("graph", "lineage", "m-20260110-lin1", "--json").json()
     assert [(n["rel"], n["id"], n["depth"]) for n in lin["nodes"]] == [
-        ("DERIVED_FROM", chunk, 1), ("PART_OF", old, 2)]
+        ("DERIVED_FROM", chunk, 1),
+        ("PART_OF", old, 2),
+    ]
     _page(site, NEW)
     new = run_ok("refresh", old, "--json").json()["changed"][0]["new"]
     # the note's source is now an old version; lineage says what replaced it
     lin = run_ok("graph", "lineage", "m-20260110-lin1", "--direction", "up", "--json").json()
     assert [(n["rel"], n["id"]) for n in lin["nodes"]] == [
-        ("DERIVED_FROM", old), ("SUPERSEDED_BY", new)]
+        ("DERIVED_FROM", old),
+        ("SUPERSEDED_BY", new),
+    ]
     r = run_ok("graph", "lineage", "nothing-here")
     assert r.code == 1 and "nothing in the graph has id" in r.err
 
@@ -245,44 +277,52 @@ def test_intervals() -> None:
     assert make_policy(None, None) is None
 
 
-@pytest.mark.parametrize("expr,after,expected", [
-    ("0 6 * * *", "2026-01-10T08:00", "2026-01-11T06:00"),
-    ("0 6 * * *", "2026-01-10T05:59", "2026-01-10T06:00"),
-    ("0 6 * * *", "2026-01-10T06:00", "2026-01-11T06:00"),  # strictly after
-    ("*/15 * * * *", "2026-01-10T08:07", "2026-01-10T08:15"),
-    ("30 9 * * mon-fri", "2026-01-10T10:00", "2026-01-12T09:30"),  # Sat -> Mon
-    ("0 0 1 * *", "2026-01-31T12:00", "2026-02-01T00:00"),
-    ("0 0 29 2 *", "2026-03-01T00:00", "2028-02-29T00:00"),
-    ("0 12 13 * 5", "2026-01-10T00:00", "2026-01-13T12:00"),  # day 13 OR a Friday
-    ("@hourly", "2026-01-10T08:30", "2026-01-10T09:00"),
-    ("0 0 * * 7", "2026-01-10T00:00", "2026-01-11T00:00"),  # 7 is Sunday too
-    ("0 8-10/2 * jan *", "2026-01-10T08:00", "2026-01-10T10:00"),
-])
+@pytest.mark.parametrize(
+    "expr,after,expected",
+    [
+        ("0 6 * * *", "2026-01-10T08:00", "2026-01-11T06:00"),
+        ("0 6 * * *", "2026-01-10T05:59", "2026-01-10T06:00"),
+        ("0 6 * * *", "2026-01-10T06:00", "2026-01-11T06:00"),  # strictly after
+        ("*/15 * * * *", "2026-01-10T08:07", "2026-01-10T08:15"),
+        ("30 9 * * mon-fri", "2026-01-10T10:00", "2026-01-12T09:30"),  # Sat -> Mon
+        ("0 0 1 * *", "2026-01-31T12:00", "2026-02-01T00:00"),
+        ("0 0 29 2 *", "2026-03-01T00:00", "2028-02-29T00:00"),
+        ("0 12 13 * 5", "2026-01-10T00:00", "2026-01-13T12:00"),  # day 13 OR a Friday
+        ("@hourly", "2026-01-10T08:30", "2026-01-10T09:00"),
+        ("0 0 * * 7", "2026-01-10T00:00", "2026-01-11T00:00"),  # 7 is Sunday too
+        ("0 8-10/2 * jan *", "2026-01-10T08:00", "2026-01-10T10:00"),
+    ],
+)
 def test_cron_next(expr: str, after: str, expected: str) -> None:
     t = dt.datetime.fromisoformat(after).replace(tzinfo=dt.UTC)
     assert parse_cron(expr).next_after(t) == dt.datetime.fromisoformat(expected).replace(
-        tzinfo=dt.UTC)
+        tzinfo=dt.UTC
+    )
 
 
-@pytest.mark.parametrize("expr,message", [
-    ("* * * *", "must have 5 fields"),
-    ("61 * * * *", "bad minute field"),
-    ("0 24 * * *", "bad hour field"),
-    ("0 0 0 * *", "bad day of month field"),
-    ("0 0 * 13 *", "bad month field"),
-    ("0 0 * * funday", "bad day of week field"),
-    ("*/0 * * * *", "step '0' must be a positive number"),
-    ("5-1 * * * *", "runs backwards"),
-    ("0 0 30 2 *", "never fires"),
-])
+@pytest.mark.parametrize(
+    "expr,message",
+    [
+        ("* * * *", "must have 5 fields"),
+        ("61 * * * *", "bad minute field"),
+        ("0 24 * * *", "bad hour field"),
+        ("0 0 0 * *", "bad day of month field"),
+        ("0 0 * 13 *", "bad month field"),
+        ("0 0 * * funday", "bad day of week field"),
+        ("*/0 * * * *", "step '0' must be a positive number"),
+        ("5-1 * * * *", "runs backwards"),
+        ("0 0 30 2 *", "never fires"),
+    ],
+)
 def test_cron_errors(expr: str, message: str) -> None:
     with pytest.raises(BadInput) as e:
         parse_cron(expr)
     assert message in e.value.message
 
 
-def test_content_that_returns_to_an_earlier_version(kf: Path, site: Site,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_content_that_returns_to_an_earlier_version(
+    kf: Path, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
     at(monkeypatch)
     first = run_ok("store", "web", site.url("/tides"), "--json").json()["added"][0]["id"]
     _page(site, NEW)
@@ -293,17 +333,21 @@ def test_content_that_returns_to_an_earlier_version(kf: Path, site: Site,
     assert r.json()["changed"][0]["new"] == first
     entries = load_mapping(Folder(kf))
     assert entries[first]["current"] is True and entries[second]["superseded_by"] == first
-    assert [h["id"] for h in run_ok("store", "history", first, "--json").json()] == [
-        first, second]
+    assert [h["id"] for h in run_ok("store", "history", first, "--json").json()] == [first, second]
     hits = run_ok("search", "gullwing gulls nest", "--json").json()
     assert hits and {h["doc_id"] for h in hits} == {first}
-    docs = run_ok("graph", "cypher", "MATCH (d:Doc) RETURN d.id AS id, d.current AS cur "
-                  "ORDER BY cur DESC", "--json").json()
+    docs = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (d:Doc) RETURN d.id AS id, d.current AS cur ORDER BY cur DESC",
+        "--json",
+    ).json()
     assert docs == [{"id": first, "cur": True}, {"id": second, "cur": False}]
 
 
-def test_plain_ingest_of_an_edited_file_records_drift(kf: Path, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plain_ingest_of_an_edited_file_records_drift(
+    kf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     src = tmp_path / "quay.md"
     src.write_text("# Quay\n\nThe quay is built of granite blocks.\n")
     old = run_ok("store", "ingest", str(src), "--json").json()["added"][0]["id"]
@@ -318,11 +362,16 @@ def test_plain_ingest_of_an_edited_file_records_drift(kf: Path, tmp_path: Path,
     assert evs[1]["threshold"] == 0.0 and evs[1]["previous"] == old
 
 
-def test_last_modified_and_refresh_all(kf: Path, site: Site,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_last_modified_and_refresh_all(
+    kf: Path, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
     stamp = "Sat, 10 Jan 2026 07:00:00 GMT"
-    site.pages["/plain.txt"] = Page(b"Slack water comes between the tides.\n", "text/plain",
-                                    etag=False, headers={"Last-Modified": stamp})
+    site.pages["/plain.txt"] = Page(
+        b"Slack water comes between the tides.\n",
+        "text/plain",
+        etag=False,
+        headers={"Last-Modified": stamp},
+    )
     doc = run_ok("store", "web", site.url("/plain.txt"), "--json").json()["added"][0]["id"]
     assert load_mapping(Folder(kf))[doc]["fetch"]["last_modified"] == stamp
     assert [d["id"] for d in run_ok("refresh", "--all", "-n", "--json").json()["due"]] == [doc]
@@ -332,8 +381,13 @@ def test_last_modified_and_refresh_all(kf: Path, site: Site,
 
 
 def _derived_edges() -> list[tuple[str, str]]:
-    rows = run_ok("graph", "cypher", "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(x) "
-                  "RETURN m.id AS note, x.id AS src ORDER BY note, src", "--json").json()
+    rows = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(x) "
+        "RETURN m.id AS note, x.id AS src ORDER BY note, src",
+        "--json",
+    ).json()
     return [(r["note"], r["src"]) for r in rows]
 
 
@@ -345,13 +399,16 @@ def test_derived_from_edges_survive_a_new_version(kf: Path, tmp_path: Path) -> N
     r = run_ok("store", "ingest", str(src), "--json")
     assert r.code == 0, r.err
     doc = r.json()["added"][0]["id"]
-    chunk = run_ok("graph", "cypher", "MATCH (c:Chunk) RETURN c.id AS id ORDER BY c.ord LIMIT 1",
-                   "--json").json()[0]["id"]
+    chunk = run_ok(
+        "graph", "cypher", "MATCH (c:Chunk) RETURN c.id AS id ORDER BY c.ord LIMIT 1", "--json"
+    ).json()[0]["id"]
     for nid, ref in (("m-20260110-dc01", chunk), ("m-20260110-dd01", doc)):
         note = kf / f"memories/by_date/2026-01/10/{nid}.md"
         note.parent.mkdir(parents=True, exist_ok=True)
-        note.write_text(f"---\nid: {nid}\nts: 2026-01-10T08:00:00Z\n"
-                        f"derived_from: ['{ref}']\n---\nGulls nest on the breakwater.\n")
+        note.write_text(
+            f"---\nid: {nid}\nts: 2026-01-10T08:00:00Z\n"
+            f"derived_from: ['{ref}']\n---\nGulls nest on the breakwater.\n"
+        )
     assert run_ok("sync").code == 0
     assert _derived_edges() == [("m-20260110-dc01", chunk), ("m-20260110-dd01", doc)]
 
@@ -362,11 +419,19 @@ def test_derived_from_edges_survive_a_new_version(kf: Path, tmp_path: Path) -> N
     assert after == [("m-20260110-dc01", doc), ("m-20260110-dd01", doc)]
     # an edit in place, picked up by sync, of a version a third note derives from
     doc2 = run_ok("store", "list", "--json").json()[0]["id"]
-    chunk2 = run_ok("graph", "cypher", "MATCH (c:Chunk) WHERE c.doc_id = $d RETURN c.id AS id"
-                    " ORDER BY c.ord LIMIT 1", "-p", f"d={doc2}", "--json").json()[0]["id"]
+    chunk2 = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (c:Chunk) WHERE c.doc_id = $d RETURN c.id AS id ORDER BY c.ord LIMIT 1",
+        "-p",
+        f"d={doc2}",
+        "--json",
+    ).json()[0]["id"]
     note = kf / "memories/by_date/2026-01/10/m-20260110-dn01.md"
-    note.write_text(f"---\nid: m-20260110-dn01\nts: 2026-01-10T08:00:00Z\n"
-                    f"derived_from: ['{chunk2}']\n---\nMarmalade.\n")
+    note.write_text(
+        f"---\nid: m-20260110-dn01\nts: 2026-01-10T08:00:00Z\n"
+        f"derived_from: ['{chunk2}']\n---\nMarmalade.\n"
+    )
     assert run_ok("sync").code == 0
     assert ("m-20260110-dn01", chunk2) in _derived_edges()
     norm = next((kf / "store/normalized").rglob("tides*.ok.md"))
@@ -374,8 +439,11 @@ def test_derived_from_edges_survive_a_new_version(kf: Path, tmp_path: Path) -> N
     assert run_ok("sync").code == 0
     after = _derived_edges()
     assert run_ok("index", "--rebuild").code == 0
-    assert after == _derived_edges() == [("m-20260110-dc01", doc), ("m-20260110-dd01", doc),
-                                         ("m-20260110-dn01", doc2)]
+    assert (
+        after
+        == _derived_edges()
+        == [("m-20260110-dc01", doc), ("m-20260110-dd01", doc), ("m-20260110-dn01", doc2)]
+    )
     (kf / "memories/by_date/2026-01/10/m-20260110-dn01.md").unlink()
     assert run_ok("sync").code == 0
     # returning to the first text brings its chunks back: the chunk edge returns too

@@ -10,8 +10,9 @@ from conftest import run_ok
 
 def test_modes_and_explain(example_kf: Path) -> None:
     for mode in ("hybrid", "fts", "vector"):
-        hits = run_ok("search", "reciprocal rank fusion", "--mode", mode, "--json",
-                      "--explain").json()
+        hits = run_ok(
+            "search", "reciprocal rank fusion", "--mode", mode, "--json", "--explain"
+        ).json()
         assert "retrieval-augmented" in hits[0]["path"], mode
         sig = hits[0]["signals"]
         if mode == "hybrid":
@@ -69,14 +70,20 @@ def test_counts_and_dates_are_validated(example_kf: Path) -> None:
                 assert "7d" in r.err and "2026-01-31" in r.err
 
 
-def test_since_and_until_take_the_events_forms(example_kf: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_since_and_until_take_the_events_forms(
+    example_kf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`--since 7d`, `24h`, dates and times, as `ok events --since` takes them; a bare
     `--until` date includes that day."""
     note = run_ok("search", "writer", "--in", "mem", "--json").json()[0]
     day = note["created_at"][:10]
-    for args in (["--since", "7d"], ["--since", "24h"], ["--since", day], ["--until", day],
-                 ["--since", note["created_at"], "--until", note["created_at"]]):
+    for args in (
+        ["--since", "7d"],
+        ["--since", "24h"],
+        ["--since", day],
+        ["--until", day],
+        ["--since", note["created_at"], "--until", note["created_at"]],
+    ):
         hits = run_ok("search", "writer", "--in", "mem", "--json", *args).json()
         assert [h["id"] for h in hits] == [note["id"]], args
         hits = run_ok("mem", "search", "writer", "--json", *args).json()
@@ -120,9 +127,11 @@ def test_grep_with_rg_and_fallback(example_kf: Path) -> None:
 def test_snippet_centres_on_the_query_words() -> None:
     from openkl.search import snippet
 
-    text = ("Filler sentence about nothing in particular. " * 20
-            + "The first computer program computed Bernoulli numbers. "
-            + "More filler follows here. " * 20)
+    text = (
+        "Filler sentence about nothing in particular. " * 20
+        + "The first computer program computed Bernoulli numbers. "
+        + "More filler follows here. " * 20
+    )
     s = snippet(text, "first computer program", 120)
     assert "first computer program" in s
     assert s.startswith("…") and s.endswith("…") and len(s) <= 122
@@ -133,17 +142,19 @@ def test_snippet_centres_on_the_query_words() -> None:
 def test_diverse_prefers_hits_that_differ(kf: Path, tmp_path: Path) -> None:
     src = tmp_path / "dupes"
     src.mkdir()
-    base = ("Tide pools form on rocky shores when the sea retreats at low tide, leaving "
-            "water trapped among the rocks where anemones, crabs and snails live.")
+    base = (
+        "Tide pools form on rocky shores when the sea retreats at low tide, leaving "
+        "water trapped among the rocks where anemones, crabs and snails live."
+    )
     for i, tail in enumerate(["", " Sea stars too.", " Limpets cling on.", " Barnacles feed."]):
         (src / f"pool{i}.md").write_text(f"# Tide pools {i}\n\n{base}{tail}\n")
     (src / "zonation.md").write_text(
         "# Zonation\n\nRocky shores are divided into zones by how long each stays under water "
-        "between high tide and low tide; each zone hosts different species.\n")
+        "between high tide and low tide; each zone hosts different species.\n"
+    )
     assert run_ok("store", "ingest", str(src)).code == 0
     plain = run_ok("search", "rocky shore tide pools", "-k", "3", "--json").json()
-    diverse = run_ok("search", "rocky shore tide pools", "-k", "3", "--json",
-                     "--diverse").json()
+    diverse = run_ok("search", "rocky shore tide pools", "-k", "3", "--json", "--diverse").json()
     assert all("pool" in h["path"] for h in plain)
     assert any("zonation" in h["path"] for h in diverse)
     assert diverse[0]["id"] == plain[0]["id"]  # the best hit stays first
@@ -153,7 +164,9 @@ def test_diverse_prefers_hits_that_differ(kf: Path, tmp_path: Path) -> None:
 
 def test_words_after_line_breaks_are_found_by_keyword_search(kf: Path, tmp_path: Path) -> None:
     doc = tmp_path / "wal.md"
-    doc.write_text("# Logs\n\nA log gives atomicity and\ndurability.\tTabs\tseparate\r\nwords too.\n")
+    doc.write_text(
+        "# Logs\n\nA log gives atomicity and\ndurability.\tTabs\tseparate\r\nwords too.\n"
+    )
     assert run_ok("store", "ingest", str(doc)).code == 0
     for word in ("durability", "tabs", "separate", "words", "logs"):
         hits = run_ok("search", word, "--mode", "fts", "--json").json()

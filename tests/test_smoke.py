@@ -13,10 +13,19 @@ def test_example_folder_searches(example_kf: Path) -> None:
     hits = r.json()
     assert hits and "ada-lovelace" in hits[0]["path"]
     top = hits[0]
-    assert set(top) >= {"type", "id", "path", "sha256", "loc", "quote", "context", "source",
-                        "created_at"}
+    assert set(top) >= {
+        "type",
+        "id",
+        "path",
+        "sha256",
+        "loc",
+        "quote",
+        "context",
+        "source",
+        "created_at",
+    }
     text = (example_kf / top["path"]).read_text()
-    assert text[top["loc"]["start"]:top["loc"]["end"]] == top["quote"]
+    assert text[top["loc"]["start"] : top["loc"]["end"]] == top["quote"]
 
 
 def test_note_roundtrip(kf: Path) -> None:

@@ -19,14 +19,20 @@ def site(monkeypatch: pytest.MonkeyPatch) -> Iterator[Site]:
     monkeypatch.setenv("OK_WEB_DELAY", "0")
     s = Site()
     s.pages["/robots.txt"] = Page(b"User-agent: *\nDisallow: /private/\n", "text/plain")
-    s.html("/", "Home of the lighthouse site",
-           "<h1>Lighthouses</h1><p>Lighthouses guide ships along dangerous coasts.</p>"
-           '<a href="/keepers">keepers</a> <a href="/private/logbook">log</a> '
-           '<a href="/lamps.html#top">lamps</a> <a href="http://elsewhere.invalid/x">away</a>'
-           '<a href="/skip/me">skip</a>',
-           nav='<a href="/">Home</a> Navigation menu entry')
-    s.html("/keepers", "Keepers", "<p>Lighthouse keepers trimmed the wicks every night.</p>"
-           '<a href="/deeper">deeper</a>')
+    s.html(
+        "/",
+        "Home of the lighthouse site",
+        "<h1>Lighthouses</h1><p>Lighthouses guide ships along dangerous coasts.</p>"
+        '<a href="/keepers">keepers</a> <a href="/private/logbook">log</a> '
+        '<a href="/lamps.html#top">lamps</a> <a href="http://elsewhere.invalid/x">away</a>'
+        '<a href="/skip/me">skip</a>',
+        nav='<a href="/">Home</a> Navigation menu entry',
+    )
+    s.html(
+        "/keepers",
+        "Keepers",
+        '<p>Lighthouse keepers trimmed the wicks every night.</p><a href="/deeper">deeper</a>',
+    )
     s.html("/lamps.html", "Lamps", "<p>Fresnel lenses focus the lamp into a strong beam.</p>")
     s.html("/deeper", "Deeper", "<p>Two hops from home.</p>")
     s.html("/private/logbook", "Log", "<p>Private logbook entries.</p>")
@@ -57,35 +63,62 @@ def test_web_crawl_depth_robots_hosts_and_main_content(kf: Path, site: Site) -> 
     text = (kf / home["path"]).read_text()
     assert "Lighthouses guide ships" in text
     assert "Navigation menu entry" not in text and "Site footer text" not in text
-    assert (kf / "store/sources" / home["path"][len("store/normalized/"):]
-            .replace(".ok.md", "")).exists() or any((kf / "store/sources/web").rglob("index.html"))
+    assert (
+        kf / "store/sources" / home["path"][len("store/normalized/") :].replace(".ok.md", "")
+    ).exists() or any((kf / "store/sources/web").rglob("index.html"))
     hits = run_ok("search", "what focuses the lamp beam", "--json", "-k", "1").json()
     assert "lamps" in hits[0]["path"] and hits[0]["source"] == {"url": site.url("/lamps.html")}
-    evs = [json.loads(x) for x in (kf / "events").glob("*.jsonl").__next__().read_text()
-           .splitlines()]
+    evs = [
+        json.loads(x) for x in (kf / "events").glob("*.jsonl").__next__().read_text().splitlines()
+    ]
     assert sorted(e["type"] for e in evs) == ["ingested"] * 3
 
 
 def test_web_any_host_and_include(kf: Path, site: Site) -> None:
-    r = run_ok("store", "web", site.url("/"), "--depth", "2", "--include", "*/keep*",
-               "--include", "*/deeper", "--json")
+    r = run_ok(
+        "store",
+        "web",
+        site.url("/"),
+        "--depth",
+        "2",
+        "--include",
+        "*/keep*",
+        "--include",
+        "*/deeper",
+        "--json",
+    )
     assert r.code == 0, r.err
     assert {a["origin"] for a in r.json()["added"]} == {
-        site.url("/"), site.url("/keepers"), site.url("/deeper")}
+        site.url("/"),
+        site.url("/keepers"),
+        site.url("/deeper"),
+    }
 
 
-@pytest.mark.parametrize("path,page,message", [
-    ("/gone", None, "not available (HTTP 404"),
-    ("/broken", Page(b"oops", "text/html", status=500), "server error (HTTP 500"),
-    ("/logo.png", Page(b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "image/png"),
-     "content type 'image/png'"),
-    ("/loop", Page(b"", status=302, headers={"Location": "/loop2"}), "too many redirects"),
-    ("/huge", Page(b"<p>" + b"x" * 300_000 + b"</p>"), "over the size cap"),
-    ("/huge-stream", Page(b"<p>" + b"y" * 300_000 + b"</p>", chunked=True), "size cap"),
-    ("/private/logbook", None, "disallowed by the site's robots.txt"),
-])
-def test_web_bad_pages_fail_cleanly(kf: Path, site: Site, monkeypatch: pytest.MonkeyPatch,
-                                    path: str, page: Page | None, message: str) -> None:
+@pytest.mark.parametrize(
+    "path,page,message",
+    [
+        ("/gone", None, "not available (HTTP 404"),
+        ("/broken", Page(b"oops", "text/html", status=500), "server error (HTTP 500"),
+        (
+            "/logo.png",
+            Page(b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "image/png"),
+            "content type 'image/png'",
+        ),
+        ("/loop", Page(b"", status=302, headers={"Location": "/loop2"}), "too many redirects"),
+        ("/huge", Page(b"<p>" + b"x" * 300_000 + b"</p>"), "over the size cap"),
+        ("/huge-stream", Page(b"<p>" + b"y" * 300_000 + b"</p>", chunked=True), "size cap"),
+        ("/private/logbook", None, "disallowed by the site's robots.txt"),
+    ],
+)
+def test_web_bad_pages_fail_cleanly(
+    kf: Path,
+    site: Site,
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+    page: Page | None,
+    message: str,
+) -> None:
     monkeypatch.setenv("OK_WEB_MAX_MB", "0.1")
     if page is not None:
         site.pages[path] = page
@@ -109,8 +142,7 @@ def test_web_plain_text_and_pdf_pages(kf: Path, site: Site) -> None:
     from localsite import make_pdf
 
     site.pages["/notes.txt"] = Page(b"Tide tables predict high water.\n", "text/plain")
-    site.pages["/paper"] = Page(make_pdf(["Foghorns warn ships in thick fog."]),
-                                "application/pdf")
+    site.pages["/paper"] = Page(make_pdf(["Foghorns warn ships in thick fog."]), "application/pdf")
     assert run_ok("store", "web", site.url("/notes.txt")).code == 0
     r = run_ok("store", "web", site.url("/paper"), "--json")
     assert r.code == 0, r.err
@@ -125,9 +157,16 @@ def arxiv_site(site: Site, monkeypatch: pytest.MonkeyPatch) -> ArxivFeed:
     monkeypatch.setenv("OK_ARXIV_API_URL", site.url("/api/query?{}"))
     monkeypatch.setenv("OK_ARXIV_DELAY", "0")
     monkeypatch.setenv("OK_ARXIV_RETRIES", "0")
-    feed.publish(Paper("2401.00001", 1, "Tidal Retrieval Models", ["Ada Keeper", "Bo Lamp"],
-                       "We retrieve tides with dense vectors.",
-                       ["Tidal Retrieval Models", "Dense vectors predict the tides of harbours."]))
+    feed.publish(
+        Paper(
+            "2401.00001",
+            1,
+            "Tidal Retrieval Models",
+            ["Ada Keeper", "Bo Lamp"],
+            "We retrieve tides with dense vectors.",
+            ["Tidal Retrieval Models", "Dense vectors predict the tides of harbours."],
+        )
+    )
     return feed
 
 
@@ -163,9 +202,16 @@ def test_arxiv_refresh_follows_new_versions(kf: Path, arxiv_site: ArxivFeed) -> 
     assert r.code == 0, r.err
     assert r.json()["unchanged"] == [old]
     assert arxiv_site.site.hits["/pdf/2401.00001v1"] == pdf_hits  # same version: no download
-    arxiv_site.publish(Paper("2401.00001", 2, "Tidal Retrieval Models", ["Ada Keeper"],
-                             "Revised.", ["Tidal Retrieval Models",
-                                          "Sparse lexical signals predict the tides better."]))
+    arxiv_site.publish(
+        Paper(
+            "2401.00001",
+            2,
+            "Tidal Retrieval Models",
+            ["Ada Keeper"],
+            "Revised.",
+            ["Tidal Retrieval Models", "Sparse lexical signals predict the tides better."],
+        )
+    )
     r = run_ok("refresh", old, "--json")
     assert r.code == 0, r.err
     changed = r.json()["changed"]
@@ -177,21 +223,33 @@ def test_arxiv_refresh_follows_new_versions(kf: Path, arxiv_site: ArxivFeed) -> 
     assert [h["id"] for h in hist] == [changed[0]["new"], old]
 
 
-
 def test_storing_an_older_arxiv_version_keeps_the_history(kf: Path, arxiv_site: ArxivFeed) -> None:
     v1 = run_ok("store", "arxiv", "2401.00001", "--json").json()["added"][0]["id"]
-    arxiv_site.publish(Paper("2401.00001", 2, "Tidal Retrieval Models", ["Ada Keeper"],
-                             "Revised.", ["Tidal Retrieval Models",
-                                          "Sparse lexical signals predict the tides better."]))
+    arxiv_site.publish(
+        Paper(
+            "2401.00001",
+            2,
+            "Tidal Retrieval Models",
+            ["Ada Keeper"],
+            "Revised.",
+            ["Tidal Retrieval Models", "Sparse lexical signals predict the tides better."],
+        )
+    )
     v2 = run_ok("refresh", v1, "--json").json()["changed"][0]["new"]
     before = (kf / ".ok/mapping.jsonl").read_text()
     # v1 is in the history already: asking for it by its version stores nothing new
     r = run_ok("store", "arxiv", "2401.00001v1", "--json")
     assert r.code == 0, r.err
     assert r.json()["added"] == []
-    assert r.json()["unchanged"] == [{"id": v1, "path": f".ok/versions/{v1}.ok.md",
-                                      "origin": arxiv_site.site.url("/pdf/2401.00001v1"),
-                                      "current": False, "superseded_by": v2}]
+    assert r.json()["unchanged"] == [
+        {
+            "id": v1,
+            "path": f".ok/versions/{v1}.ok.md",
+            "origin": arxiv_site.site.url("/pdf/2401.00001v1"),
+            "current": False,
+            "superseded_by": v2,
+        }
+    ]
     assert (kf / ".ok/mapping.jsonl").read_text() == before
     hist = run_ok("store", "history", "2401.00001", "--json").json()
     assert [(h["id"], h["current"]) for h in hist] == [(v2, True), (v1, False)]
@@ -204,16 +262,25 @@ def test_storing_an_older_arxiv_version_keeps_the_history(kf: Path, arxiv_site: 
 
 
 def test_an_older_arxiv_version_not_stored_is_refused(kf: Path, arxiv_site: ArxivFeed) -> None:
-    arxiv_site.publish(Paper("2401.00001", 2, "Tidal Retrieval Models", ["Ada Keeper"],
-                             "Revised.", ["Tidal Retrieval Models",
-                                          "Sparse lexical signals predict the tides better."]))
+    arxiv_site.publish(
+        Paper(
+            "2401.00001",
+            2,
+            "Tidal Retrieval Models",
+            ["Ada Keeper"],
+            "Revised.",
+            ["Tidal Retrieval Models", "Sparse lexical signals predict the tides better."],
+        )
+    )
     v2 = run_ok("store", "arxiv", "2401.00001", "--json").json()["added"][0]["id"]
     before = (kf / ".ok/mapping.jsonl").read_text()
     hits = dict(arxiv_site.site.hits)
     r = run_ok("store", "arxiv", "2401.00001v1")
     assert r.code == 1
-    assert r.err.startswith(f"Error: arXiv 2401.00001v1 is older than the stored v2 of "
-                            f"2401.00001 (document {v2}) (hint: ")
+    assert r.err.startswith(
+        f"Error: arXiv 2401.00001v1 is older than the stored v2 of "
+        f"2401.00001 (document {v2}) (hint: "
+    )
     assert len(r.err.strip().splitlines()) == 1
     assert dict(arxiv_site.site.hits) == hits  # refused before any request
     assert (kf / ".ok/mapping.jsonl").read_text() == before
@@ -225,7 +292,7 @@ def test_an_older_arxiv_version_not_stored_is_refused(kf: Path, arxiv_site: Arxi
 # -- repositories ----------------------------------------------------------------------------------
 REPO_FILES = {
     "README.md": "# Harbour tools\n\nUtilities for harbour masters.\n",
-    "src/tides.py": "def high_water(day):\n    \"\"\"Predict high water for a day.\"\"\"\n",
+    "src/tides.py": 'def high_water(day):\n    """Predict high water for a day."""\n',
     "docs/guide.md": "# Guide\n\nHow to moor a boat safely.\n",
     "secret.md": "# Secret\n\nDo not store me.\n",
     "build/out.md": "# Build output\n",
@@ -240,22 +307,33 @@ def test_repo_local_respects_gitignore_and_include(kf: Path, tmp_path: Path) -> 
     r = run_ok("store", "repo", str(repo), "--json")
     assert r.code == 0, r.err
     paths = sorted(a["path"] for a in r.json()["added"])
-    assert paths == ["store/normalized/repos/harbour/README.ok.md",
-                     "store/normalized/repos/harbour/docs/guide.ok.md",
-                     "store/normalized/repos/harbour/src/tides.py.ok.md",
-                     "store/normalized/repos/harbour/untracked.ok.md"]
+    assert paths == [
+        "store/normalized/repos/harbour/README.ok.md",
+        "store/normalized/repos/harbour/docs/guide.ok.md",
+        "store/normalized/repos/harbour/src/tides.py.ok.md",
+        "store/normalized/repos/harbour/untracked.ok.md",
+    ]
     e = next(e for e in load_mapping(Folder(kf)).values() if e["path"].endswith("guide.ok.md"))
     assert e["source"] == {"repo": str(repo), "file": "docs/guide.md"}
     assert len(e["fetch"]["commit"]) == 40
     r = run_ok("store", "repo", str(repo), "--include", "*.py", "--json")
     assert r.code == 0 and [u["path"] for u in r.json()["unchanged"]] == [
-        "store/normalized/repos/harbour/src/tides.py.ok.md"]
+        "store/normalized/repos/harbour/src/tides.py.ok.md"
+    ]
 
 
 def test_repo_plain_directory_uses_gitignore(kf: Path, tmp_path: Path) -> None:
     d = tmp_path / "plain"
-    write_files(d, {"a.md": "# A\n\nalpha\n", "skip.md": "# skip\n", "sub/b.md": "# B\n\nbeta\n",
-                    "sub/.gitignore": "b.md\n", ".gitignore": "skip.md\n"})
+    write_files(
+        d,
+        {
+            "a.md": "# A\n\nalpha\n",
+            "skip.md": "# skip\n",
+            "sub/b.md": "# B\n\nbeta\n",
+            "sub/.gitignore": "b.md\n",
+            ".gitignore": "skip.md\n",
+        },
+    )
     r = run_ok("store", "repo", str(d), "--json")
     assert r.code == 0, r.err
     assert [a["path"] for a in r.json()["added"]] == ["store/normalized/repos/plain/a.ok.md"]
@@ -275,8 +353,13 @@ def test_repo_clone_branch_and_refresh(kf: Path, tmp_path: Path) -> None:
     assert list((kf / ".ok/cache/repos").iterdir())  # the clone lives in the derived cache
     # upstream moves on: a refresh re-reads the repository (changed file, new file)
     git(repo, "checkout", "-q", "docs")
-    write_files(repo, {"docs/guide.md": "# Guide\n\nMooring now needs two lines.\n",
-                       "docs/new.md": "# New\n\nA new page about buoys.\n"})
+    write_files(
+        repo,
+        {
+            "docs/guide.md": "# Guide\n\nMooring now needs two lines.\n",
+            "docs/new.md": "# New\n\nA new page about buoys.\n",
+        },
+    )
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "more docs")
     r = run_ok("refresh", doc["id"], "--json")
@@ -284,7 +367,6 @@ def test_repo_clone_branch_and_refresh(kf: Path, tmp_path: Path) -> None:
     out = r.json()
     assert [c["id"] for c in out["changed"]] == [doc["id"]]
     assert [a["path"] for a in out["added"]] == ["store/normalized/repos/upstream/docs/new.ok.md"]
-
 
 
 def test_repo_refresh_removes_files_deleted_upstream(kf: Path, tmp_path: Path) -> None:
@@ -300,8 +382,13 @@ def test_repo_refresh_removes_files_deleted_upstream(kf: Path, tmp_path: Path) -
     r = run_ok("refresh", "--all", "--json")
     assert r.code == 0, r.err
     out = r.json()
-    assert out["removed"] == [{"id": guide, "path": "store/normalized/repos/harbour/docs/"
-                               "guide.ok.md", "reason": "deleted upstream"}]
+    assert out["removed"] == [
+        {
+            "id": guide,
+            "path": "store/normalized/repos/harbour/docs/guide.ok.md",
+            "reason": "deleted upstream",
+        }
+    ]
     assert out["skipped"] == [] and tides in out["unchanged"]  # re-read with both includes
     assert guide not in load_mapping(Folder(kf)) and tides in load_mapping(Folder(kf))
     assert not (kf / "store/normalized/repos/harbour/docs/guide.ok.md").exists()

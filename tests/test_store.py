@@ -17,12 +17,17 @@ def test_ingest_files_of_every_kind(kf: Path, tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
     (src / "notes.md").write_text("# Field notes\n\nThe heron nests by the river.\n")
-    (src / "paper.pdf").write_bytes(make_pdf(["Photosynthesis in desert succulents",
-                                              "CAM plants open their stomata at night."]))
-    (src / "memo.docx").write_bytes(make_docx(["Quarterly memo", "The budget grows by ten percent."]))
-    (src / "page.html").write_text("<html><head><title>Glaciers</title></head><body>"
-                                   "<h1>Glaciers</h1><p>Glaciers carve U-shaped valleys.</p>"
-                                   "</body></html>")
+    (src / "paper.pdf").write_bytes(
+        make_pdf(["Photosynthesis in desert succulents", "CAM plants open their stomata at night."])
+    )
+    (src / "memo.docx").write_bytes(
+        make_docx(["Quarterly memo", "The budget grows by ten percent."])
+    )
+    (src / "page.html").write_text(
+        "<html><head><title>Glaciers</title></head><body>"
+        "<h1>Glaciers</h1><p>Glaciers carve U-shaped valleys.</p>"
+        "</body></html>"
+    )
     r = run_ok("store", "ingest", str(src), "--json")
     assert r.code == 0, r.err
     added = {Path(a["path"]).name: a for a in r.json()["added"]}
@@ -33,7 +38,10 @@ def test_ingest_files_of_every_kind(kf: Path, tmp_path: Path) -> None:
 
         assert a["id"] == hashlib.sha256(norm).hexdigest()[:16]
     assert (kf / "store/sources/src/paper.pdf").read_bytes() == (src / "paper.pdf").read_bytes()
-    assert "CAM plants open their stomata at night." in (kf / added["paper.pdf.ok.md"]["path"]).read_text()
+    assert (
+        "CAM plants open their stomata at night."
+        in (kf / added["paper.pdf.ok.md"]["path"]).read_text()
+    )
     m = {e["id"]: e for e in _mapping(kf)}
     assert m[added["page.html.ok.md"]["id"]]["title"] == "Glaciers"
     assert m[added["paper.pdf.ok.md"]["id"]]["source"] == {"path": "store/sources/src/paper.pdf"}
@@ -56,8 +64,15 @@ def test_glob_and_stdin(kf: Path) -> None:
     r = run_ok("store", "ingest", str(EXAMPLES), "--glob", "*.md", "--json")
     assert {Path(a["path"]).suffix for a in r.json()["added"]} == {".md"}
     assert len(r.json()["added"]) == 3
-    r = run_ok("store", "ingest", "-", "--name", "clip.md", "--json",
-               input="# Clipboard\n\nPasted from a chat about tidal power.\n")
+    r = run_ok(
+        "store",
+        "ingest",
+        "-",
+        "--name",
+        "clip.md",
+        "--json",
+        input="# Clipboard\n\nPasted from a chat about tidal power.\n",
+    )
     assert r.code == 0, r.err
     assert r.json()["added"][0]["path"] == "store/normalized/stdin/clip.ok.md"
     assert run_ok("search", "tidal power", "--json").json()[0]["path"].endswith("clip.ok.md")
@@ -72,8 +87,16 @@ def test_bad_files_are_skipped_without_stopping_the_batch(kf: Path, tmp_path: Pa
     (src / "blob.txt").write_bytes(b"\x00\x01\x02\x03binary")
     (src / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     (src / "blob.bin").write_bytes(b"\x7fELF\x00\x00\x01")
-    r = run_ok("store", "ingest", str(src), "--glob", "*", str(tmp_path / "missing.md"),
-               "https://example.org/page", "--json")
+    r = run_ok(
+        "store",
+        "ingest",
+        str(src),
+        "--glob",
+        "*",
+        str(tmp_path / "missing.md"),
+        "https://example.org/page",
+        "--json",
+    )
     assert r.code == 1
     rep = r.json()
     assert [Path(a["path"]).name for a in rep["added"]] == ["good.ok.md"]
@@ -126,8 +149,12 @@ def test_changed_source_supersedes_old_version(kf: Path, tmp_path: Path) -> None
     new = run_ok("store", "ingest", str(f), "--json").json()["added"][0]
     assert new["supersedes"] == old
     assert (kf / f".ok/versions/{old}.ok.md").read_text().endswith("nightly at two.\n")
-    rows = run_ok("graph", "cypher", "MATCH (n:Doc)-[:SUPERSEDES]->(o:Doc) RETURN n.id AS new, "
-                  "o.id AS old, o.current AS cur", "--json").json()
+    rows = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (n:Doc)-[:SUPERSEDES]->(o:Doc) RETURN n.id AS new, o.id AS old, o.current AS cur",
+        "--json",
+    ).json()
     assert rows == [{"new": new["id"], "old": old, "cur": False}]
     hits = run_ok("search", "backups nightly", "--json").json()
     assert [h["doc_id"] for h in hits] == [new["id"]]
@@ -166,8 +193,9 @@ def test_images_need_ocr_and_ocr_reads_them(kf: Path, tmp_path: Path) -> None:
     assert hits[0]["doc_id"] == doc["id"]
 
 
-def test_ocr_without_tesseract_is_refused_before_any_work(kf: Path, tmp_path: Path,
-                                                          monkeypatch) -> None:
+def test_ocr_without_tesseract_is_refused_before_any_work(
+    kf: Path, tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no tesseract on PATH
     (tmp_path / "a.md").write_text("text\n")
     r = run_ok("store", "ingest", str(tmp_path / "a.md"), "--ocr")

@@ -10,8 +10,10 @@ from pathlib import Path
 
 from conftest import run_ok
 
-ORIGINAL = ("---\nid: m-20260105-abcd\nts: 2026-01-05T10:00:00Z\ntags: [birds]\n---\n"
-            "Herons nest in the alder trees by the weir.\n")
+ORIGINAL = (
+    "---\nid: m-20260105-abcd\nts: 2026-01-05T10:00:00Z\ntags: [birds]\n---\n"
+    "Herons nest in the alder trees by the weir.\n"
+)
 
 
 def _write(kf: Path, rel: str, text: str | bytes) -> Path:
@@ -36,15 +38,25 @@ def test_a_copied_note_id_keeps_the_original_and_reports_the_copy(kf: Path) -> N
     assert run_ok("sync").code == 0
     # a new file made by copying the note: same id, sorts before the original
     copy_rel = "memories/by_date/2026-01/05/a-copy.md"
-    _write(kf, copy_rel, ORIGINAL.replace("Herons nest in the alder trees by the weir.",
-                                          "Kingfishers dive from the footbridge."))
+    _write(
+        kf,
+        copy_rel,
+        ORIGINAL.replace(
+            "Herons nest in the alder trees by the weir.", "Kingfishers dive from the footbridge."
+        ),
+    )
     r = run_ok("sync", "--json")
     assert r.code == 1
     rep = r.json()
     assert rep["notes_removed"] == [] and rep["notes_updated"] == [] and not rep["changed"]
     dup = [p for p in rep["problems"] if p["kind"] == "duplicate_id"]
-    assert dup == [{"path": copy_rel, "kind": "duplicate_id", "problem":
-                    f"duplicate id m-20260105-abcd already used by {orig_rel}; give it a new id"}]
+    assert dup == [
+        {
+            "path": copy_rel,
+            "kind": "duplicate_id",
+            "problem": f"duplicate id m-20260105-abcd already used by {orig_rel}; give it a new id",
+        }
+    ]
     assert f"{copy_rel}: duplicate id m-20260105-abcd already used by {orig_rel}" in r.err
     assert r.err.strip().splitlines()[-1].startswith("Error: 1 file not indexed as written")
     assert _search_ids("herons alder") == ["m-20260105-abcd"]
@@ -67,8 +79,11 @@ def test_a_copied_note_id_keeps_the_original_and_reports_the_copy(kf: Path) -> N
 
 def test_without_an_index_the_oldest_note_keeps_the_id(kf: Path) -> None:
     # never indexed: the older ts wins, whatever the paths
-    _write(kf, "memories/by_date/2026-01/05/m-20260105-abcd.md",
-           ORIGINAL.replace("2026-01-05T10:00:00Z", "2026-01-07T10:00:00Z"))
+    _write(
+        kf,
+        "memories/by_date/2026-01/05/m-20260105-abcd.md",
+        ORIGINAL.replace("2026-01-05T10:00:00Z", "2026-01-07T10:00:00Z"),
+    )
     older = "memories/by_date/2026-01/06/zz-older.md"
     _write(kf, older, ORIGINAL.replace("Herons nest", "Older herons nest"))
     listed = run_ok("mem", "list", "--json").json()
@@ -85,8 +100,9 @@ def test_a_yaml_typo_keeps_the_last_indexed_note_and_is_reported(kf: Path) -> No
     rel = "memories/by_date/2026-01/05/m-20260105-abcd.md"
     p = _write(kf, rel, ORIGINAL)
     assert run_ok("sync").code == 0
-    p.write_text(ORIGINAL.replace("tags: [birds]", "tags: [birds, unclosed")
-                 .replace("Herons", "Grey herons"))
+    p.write_text(
+        ORIGINAL.replace("tags: [birds]", "tags: [birds, unclosed").replace("Herons", "Grey herons")
+    )
     r = run_ok("sync")
     assert r.code == 1
     assert "removed" not in r.out and "1 unreadable" in r.out

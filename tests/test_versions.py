@@ -44,8 +44,9 @@ def test_one_file_keeps_one_lineage_whatever_path_names_it(kf: Path, tmp_path: P
     assert _doc_hits("ropes") == {ids[-1]}
     hist = run_ok("store", "history", ids[-1], "--json").json()
     assert [h["id"] for h in hist] == ids[::-1]
-    lineage = run_ok("graph", "lineage", ids[-1], "--direction", "up", "--depth", "10",
-                     "--json").json()
+    lineage = run_ok(
+        "graph", "lineage", ids[-1], "--direction", "up", "--depth", "10", "--json"
+    ).json()
     assert {e["to"] for e in lineage["edges"] if e["rel"] == "SUPERSEDES"} == set(ids[:-1])
     # the same content again, by yet another name: nothing new
     r = run_ok("store", "ingest", str(a), "--json")

@@ -20,8 +20,9 @@ CLIMB = "../" * 40 + "etc/passwd"
 
 
 def _normalized_text(root: Path) -> str:
-    return "\n".join(p.read_text(errors="replace")
-                     for p in (root / "store" / "normalized").rglob("*.ok.md"))
+    return "\n".join(
+        p.read_text(errors="replace") for p in (root / "store" / "normalized").rglob("*.ok.md")
+    )
 
 
 def _skipped(rep: dict[str, Any]) -> dict[str, str]:
@@ -80,15 +81,17 @@ def test_follow_takes_links_out_and_ends_loops(kf: Path, tree: Path) -> None:
     # the loop back to src/ reaches outside/ once more, but never docs/ again
     assert not any("/loop/docs/" in o for o in origins), origins
     skipped = _skipped(rep)
-    assert set(skipped) == {"self", "broken.md"} | ({"passwd.md"} if not PASSWD.exists()
-                                                     else set()), skipped
+    assert set(skipped) == {"self", "broken.md"} | (
+        {"passwd.md"} if not PASSWD.exists() else set()
+    ), skipped
     assert SECRET in _normalized_text(kf)
     if PASSWD.exists():
         assert str((tree / "passwd.md").resolve()) in origins
 
 
-def test_mcp_ingest_of_a_directory_never_leaves_the_folder(example_kf: Path, tmp_path: Path
-                                                           ) -> None:
+def test_mcp_ingest_of_a_directory_never_leaves_the_folder(
+    example_kf: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside"
     (outside / "deeper").mkdir(parents=True)
     (outside / "secret.md").write_text(SECRET + "\n")
@@ -109,14 +112,22 @@ def test_mcp_ingest_of_a_directory_never_leaves_the_folder(example_kf: Path, tmp
         for paths in (["."], ["store/sources"], ["citations"]):
             rep = await call(c, "store_ingest", paths=paths)
             for s in rep["skipped"]:
-                assert "/etc/passwd" in s["reason"] or str(outside) in s["reason"] \
-                    or "own files" in s["reason"] or "not valid UTF-8" in s["reason"], s
+                assert (
+                    "/etc/passwd" in s["reason"]
+                    or str(outside) in s["reason"]
+                    or "own files" in s["reason"]
+                    or "not valid UTF-8" in s["reason"]
+                ), s
             names = {Path(s["path"]).name for s in rep["skipped"]}
             if paths == ["store/sources"]:
-                assert {"passwd.md", "leak.md", "leakdir", "state.md",
-                        "odd\\xffname.md"} <= names, names
-                assert any("outside the knowledge folder" in s["reason"]
-                           for s in rep["skipped"])
+                assert {
+                    "passwd.md",
+                    "leak.md",
+                    "leakdir",
+                    "state.md",
+                    "odd\\xffname.md",
+                } <= names, names
+                assert any("outside the knowledge folder" in s["reason"] for s in rep["skipped"])
                 done = {a["origin"] for a in rep["added"] + rep["unchanged"]}
                 assert str((src / "kept.md").resolve()) in done
             if paths == ["citations"]:
@@ -143,8 +154,7 @@ def test_mcp_ingest_of_a_directory_never_leaves_the_folder(example_kf: Path, tmp
 BAD = os.fsdecode(b"bad\xffname.md")  # a name that is not UTF-8, as Python sees it
 
 
-def test_a_name_that_is_not_utf8_is_skipped_and_the_rest_ingested(kf: Path, tmp_path: Path
-                                                                  ) -> None:
+def test_a_name_that_is_not_utf8_is_skipped_and_the_rest_ingested(kf: Path, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "good.md").write_text("# Good\n\nA fine name.\n")
@@ -173,15 +183,18 @@ def test_sync_reports_hand_placed_names_that_are_not_utf8(kf: Path) -> None:
     day = kf / "memories" / "by_date" / "2026-12" / "01"
     day.mkdir(parents=True)
     (day / os.fsdecode(b"m-20261201-ab\xffc.md")).write_text(
-        "---\nid: m-20261201-abcd\n---\nzebra note\n")
+        "---\nid: m-20261201-abcd\n---\nzebra note\n"
+    )
     (kf / "memories" / os.fsdecode(b"loose\xfe.md")).write_text("zebra loose\n")
     assert run_ok("mem", "add", "A zebra note with a fine name").code == 0
     for _ in range(2):  # and again: nothing sticks (exit 1 says files were left out)
         r = run_ok("sync", "--json")
         assert r.code == 1 and "2 files not indexed as written" in r.err, r.err
         problems = {p["path"]: p["problem"] for p in r.json()["problems"]}
-        assert set(problems) == {"store/normalized/hand\\xff.ok.md",
-                                 "memories/by_date/2026-12/01/m-20261201-ab\\xffc.md"}, problems
+        assert set(problems) == {
+            "store/normalized/hand\\xff.ok.md",
+            "memories/by_date/2026-12/01/m-20261201-ab\\xffc.md",
+        }, problems
         assert all("not valid UTF-8" in p for p in problems.values())
         assert "not valid UTF-8" in r.err
     st = run_ok("status", "--json")

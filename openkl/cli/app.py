@@ -33,9 +33,9 @@ typer.core._TyperParameter.display_type = _plain_metavar  # type: ignore[method-
 app = typer.Typer(
     name="ok",
     help="openkl: a local-first knowledge layer. Notes and documents as plain files; "
-         "hybrid search, a graph, and citations anyone can verify.\n\n"
-         "Start with `ok init`, add notes with `ok mem add`, documents with "
-         "`ok store ingest`, then `ok search`.",
+    "hybrid search, a graph, and citations anyone can verify.\n\n"
+    "Start with `ok init`, add notes with `ok mem add`, documents with "
+    "`ok store ingest`, then `ok search`.",
     epilog="""A first session:
 
 \b
@@ -56,11 +56,18 @@ Run `ok COMMAND --help` for each command's options and examples.""",
 
 @app.callback()
 def _root(
-    root: str = typer.Option(None, "--root", "-C", envvar="OK_ROOT", metavar="DIR",
-                             help="Knowledge folder (default: nearest parent with .ok/)."),
+    root: str = typer.Option(
+        None,
+        "--root",
+        "-C",
+        envvar="OK_ROOT",
+        metavar="DIR",
+        help="Knowledge folder (default: nearest parent with .ok/).",
+    ),
     json_: bool = typer.Option(False, "--json", help="JSON output for every command."),
-    tee: str = typer.Option(None, "--tee", metavar="FILE",
-                            help="Also append ops-log lines to this file."),
+    tee: str = typer.Option(
+        None, "--tee", metavar="FILE", help="Also append ops-log lines to this file."
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
 ) -> None:
@@ -89,9 +96,13 @@ def init(
         pass
     if not existed:
         f.log_op("init", root=str(f.root))
-    emit({"root": str(f.root), "created": not existed}, json_,
-         plain=lambda d: f"{'Initialized' if d['created'] else 'Already a'} knowledge folder in "
-                         f"{d['root']}")
+    emit(
+        {"root": str(f.root), "created": not existed},
+        json_,
+        plain=lambda d: (
+            f"{'Initialized' if d['created'] else 'Already a'} knowledge folder in {d['root']}"
+        ),
+    )
 
 
 @app.command()
@@ -118,9 +129,14 @@ def sync(json_: bool = JsonOpt) -> None:
     with writing(f, "ok sync"):
         rep = do_sync(f)
         if rep.changed:
-            f.log_op("sync", docs_added=rep.docs_added, docs_removed=rep.docs_removed,
-                     notes_added=rep.notes_added, notes_updated=rep.notes_updated,
-                     notes_removed=rep.notes_removed)
+            f.log_op(
+                "sync",
+                docs_added=rep.docs_added,
+                docs_removed=rep.docs_removed,
+                notes_added=rep.notes_added,
+                notes_updated=rep.notes_updated,
+                notes_removed=rep.notes_removed,
+            )
     _report_sync(rep, json_)
 
 
@@ -129,9 +145,18 @@ def _report_sync(rep: Any, json_: bool) -> None:
         output.warn(_problem_line(p))
 
     def plain(d: dict[str, Any]) -> str:
-        parts = [f"{len(d[k])} {k.replace('_', ' ')}" for k in
-                 ("docs_added", "docs_removed", "docs_moved", "notes_added", "notes_updated",
-                  "notes_removed") if d[k]]
+        parts = [
+            f"{len(d[k])} {k.replace('_', ' ')}"
+            for k in (
+                "docs_added",
+                "docs_removed",
+                "docs_moved",
+                "notes_added",
+                "notes_updated",
+                "notes_removed",
+            )
+            if d[k]
+        ]
         if d["docs_missing"]:
             parts.append(f"{len(d['docs_missing'])} mapping entries without a file dropped")
         if d["docs_unlinked"]:
@@ -143,8 +168,11 @@ def _report_sync(rep: Any, json_: bool) -> None:
             parts.append("entities of a cut-off load consolidated")
         if d["recovered"]:
             parts.append("index rebuilt from the files after a killed writer")
-        done = (", ".join(parts) + f" ({d['chunks_added']} chunks embedded).") if parts \
+        done = (
+            (", ".join(parts) + f" ({d['chunks_added']} chunks embedded).")
+            if parts
             else "Up to date."
+        )
         if d["unreadable"]:
             done += f" {len(d['unreadable'])} unreadable (see the warnings)."
         return done
@@ -156,8 +184,11 @@ def _report_sync(rep: Any, json_: bool) -> None:
 def _problem_line(p: dict[str, Any]) -> str:
     line = f"{p['path']}: {p['problem']}"
     if p.get("kind") == "unreadable":
-        line += (f"; unreadable, its last indexed version ({p['kept']}) stays searchable"
-                 if p.get("kept") else "; unreadable, not indexed")
+        line += (
+            f"; unreadable, its last indexed version ({p['kept']}) stays searchable"
+            if p.get("kept")
+            else "; unreadable, not indexed"
+        )
     return line
 
 
@@ -166,8 +197,10 @@ def _fail_on_problems(blocking: list[dict[str, Any]]) -> None:
     if not blocking:
         return
     paths = ", ".join(p["path"] for p in blocking[:3]) + (" …" if len(blocking) > 3 else "")
-    raise OkError(f"{len(blocking)} file{'s' if len(blocking) > 1 else ''} not indexed as "
-                  f"written: {paths}", "fix what the warnings name, then run `ok sync`")
+    raise OkError(
+        f"{len(blocking)} file{'s' if len(blocking) > 1 else ''} not indexed as written: {paths}",
+        "fix what the warnings name, then run `ok sync`",
+    )
 
 
 @app.command()
@@ -183,22 +216,32 @@ def status(json_: bool = JsonOpt) -> None:
             lines.append(f"index: {d['error']}")
         else:
             c = d["counts"]
-            lines.append(f"docs: {c['Doc']}  chunks: {c['Chunk']}  notes: {c['MemoryNote']}  "
-                         f"entities: {c['Entity']}")
+            lines.append(
+                f"docs: {c['Doc']}  chunks: {c['Chunk']}  notes: {c['MemoryNote']}  "
+                f"entities: {c['Entity']}"
+            )
             lines.append(f"embedder: {d['embedder']}")
-            lines.append("in sync" if d["in_sync"] else "stale: " + ", ".join(
-                _stale_part(k, v) for k, v in d["stale"].items())
-                + " (run `ok sync`)")
+            lines.append(
+                "in sync"
+                if d["in_sync"]
+                else "stale: "
+                + ", ".join(_stale_part(k, v) for k, v in d["stale"].items())
+                + " (run `ok sync`)"
+            )
             if d["unreadable"]:
                 lines[-1] += f"; {len(d['unreadable'])} unreadable"
             for p in d["problems"]:
                 lines.append(f"problem: {_problem_line(p)}")
             if d.get("extractor_mismatch"):
                 m = d["extractor_mismatch"]
-                lines.append(f"entities: extracted by {m['graph']}, configured {m['config']}"
-                             " (run `ok index --rebuild`)")
+                lines.append(
+                    f"entities: extracted by {m['graph']}, configured {m['config']}"
+                    " (run `ok index --rebuild`)"
+                )
         if d["lock"]:
-            lines.append(f"writer lock held by pid {d['lock'].get('pid')} ({d['lock'].get('what')})")
+            lines.append(
+                f"writer lock held by pid {d['lock'].get('pid')} ({d['lock'].get('what')})"
+            )
         return "\n".join(lines)
 
     emit(data, json_, plain=plain)
@@ -210,8 +253,9 @@ def _stale_part(key: str, value: list[str]) -> str:
         return "the graph replayed a killed writer's log, which `ok sync` rebuilds from the files"
     if key == "incomplete" and "entities" in value:
         rest = [x for x in value if x != "entities"]
-        return ((f"{len(rest)} incomplete, " if rest else "")
-                + "entities not consolidated after a cut-off load")
+        return (
+            f"{len(rest)} incomplete, " if rest else ""
+        ) + "entities not consolidated after a cut-off load"
     if key == "docs_missing":
         return f"{len(value)} docs recorded but not on disk"
     return f"{len(value)} {key.replace('_', ' ')}"
@@ -223,9 +267,15 @@ def doctor(json_: bool = JsonOpt) -> None:
     from ..doctor import run_checks
 
     checks = run_checks(state.root)
-    emit(checks, json_, plain=lambda cs: "\n".join(
-        f"{'ok  ' if c['ok'] else 'FAIL'} {c['check']}: {c['detail']}"
-        + ("" if c["ok"] or not c.get("fix") else f"\n     fix: {c['fix']}") for c in cs))
+    emit(
+        checks,
+        json_,
+        plain=lambda cs: "\n".join(
+            f"{'ok  ' if c['ok'] else 'FAIL'} {c['check']}: {c['detail']}"
+            + ("" if c["ok"] or not c.get("fix") else f"\n     fix: {c['fix']}")
+            for c in cs
+        ),
+    )
     if not all(c["ok"] for c in checks):
         raise typer.Exit(1)
 
@@ -244,28 +294,41 @@ SEARCH_EXAMPLES = """Examples:
 @app.command(epilog=SEARCH_EXAMPLES)
 def search(
     query: str = typer.Argument(..., help="What to look for (`-` reads it from stdin)."),
-    k: int | None = typer.Option(None, "-k", "--limit", metavar="N",
-                                 help="Number of results (default 10, at most 1000)."),
-    scope: str = typer.Option("all", "--in", metavar="all|mem|store",
-                              help="Where to search."),
-    mode: str | None = typer.Option(None, "--mode", metavar="hybrid|vector|fts",
-                                    help="Ranking signals (default hybrid)."),
-    tags: list[str] | None = typer.Option(None, "--tag", "-t", metavar="TAG",
-                                          help="Only notes with this tag (repeatable)."),
-    topics: list[str] | None = typer.Option(None, "--topic", metavar="TOPIC",
-                                            help="Only notes with this topic (repeatable)."),
-    path: str | None = typer.Option(None, "--path", metavar="GLOB",
-                                    help="Only paths matching this glob."),
-    since: str | None = typer.Option(None, "--since", metavar="WHEN",
-                                     help="Only items dated on/after: ISO date/time, or a "
-                                          "span back from now (30m, 12h, 7d, 2w)."),
-    until: str | None = typer.Option(None, "--until", metavar="WHEN",
-                                     help="Only items dated on/before (a date includes that "
-                                          "day; same forms as --since)."),
-    per_doc: int | None = typer.Option(None, "--per-doc", metavar="N",
-                                       help="Hits per document (default 1, at most 1000)."),
-    diverse: bool = typer.Option(False, "--diverse",
-                                 help="Prefer hits that differ from each other (MMR)."),
+    k: int | None = typer.Option(
+        None, "-k", "--limit", metavar="N", help="Number of results (default 10, at most 1000)."
+    ),
+    scope: str = typer.Option("all", "--in", metavar="all|mem|store", help="Where to search."),
+    mode: str | None = typer.Option(
+        None, "--mode", metavar="hybrid|vector|fts", help="Ranking signals (default hybrid)."
+    ),
+    tags: list[str] | None = typer.Option(
+        None, "--tag", "-t", metavar="TAG", help="Only notes with this tag (repeatable)."
+    ),
+    topics: list[str] | None = typer.Option(
+        None, "--topic", metavar="TOPIC", help="Only notes with this topic (repeatable)."
+    ),
+    path: str | None = typer.Option(
+        None, "--path", metavar="GLOB", help="Only paths matching this glob."
+    ),
+    since: str | None = typer.Option(
+        None,
+        "--since",
+        metavar="WHEN",
+        help="Only items dated on/after: ISO date/time, or a "
+        "span back from now (30m, 12h, 7d, 2w).",
+    ),
+    until: str | None = typer.Option(
+        None,
+        "--until",
+        metavar="WHEN",
+        help="Only items dated on/before (a date includes that day; same forms as --since).",
+    ),
+    per_doc: int | None = typer.Option(
+        None, "--per-doc", metavar="N", help="Hits per document (default 1, at most 1000)."
+    ),
+    diverse: bool = typer.Option(
+        False, "--diverse", help="Prefer hits that differ from each other (MMR)."
+    ),
     explain: bool = typer.Option(False, "--explain", help="Per-signal scores and ranks."),
     show_query: bool = typer.Option(False, "--show-query", help="Print the Cypher run (stderr)."),
     json_: bool = JsonOpt,
@@ -281,21 +344,34 @@ def search(
     k = k if k is not None else int(f.setting("search.k", 10))
     per_doc = per_doc if per_doc is not None else int(f.setting("search.per_doc", 1))
     check_counts(k, per_doc, "-k", "--per-doc")
-    flt = Filters(tags=split_labels(tags), topics=split_labels(topics), path=path,
-                  since=since, until=until).normalized("--since", "--until")
+    flt = Filters(
+        tags=split_labels(tags), topics=split_labels(topics), path=path, since=since, until=until
+    ).normalized("--since", "--until")
     with open_graph(f) as g:
         if show_query:
             g.trace = []
-        hits = do_search(f, g, query, k=k,
-                         mode=mode or str(f.setting("search.mode", "hybrid")), scope=scope,
-                         filters=flt, per_doc=per_doc,
-                         explain=explain, embedder=embedder(f),
-                         diversity=float(f.setting("search.diversity", 0.5)) if diverse else 0.0)
+        hits = do_search(
+            f,
+            g,
+            query,
+            k=k,
+            mode=mode or str(f.setting("search.mode", "hybrid")),
+            scope=scope,
+            filters=flt,
+            per_doc=per_doc,
+            explain=explain,
+            embedder=embedder(f),
+            diversity=float(f.setting("search.diversity", 0.5)) if diverse else 0.0,
+        )
         if show_query:
             for q in g.trace or []:
                 output.info(q)
-    emit(hits, json_, render=lambda h: _render_hits(h, query, explain),
-         plain=lambda h: _plain_hits(h, query))
+    emit(
+        hits,
+        json_,
+        render=lambda h: _render_hits(h, query, explain),
+        plain=lambda h: _plain_hits(h, query),
+    )
     from ..indexer import files_newer_than_index
 
     if files_newer_than_index(f):
@@ -309,8 +385,12 @@ def _plain_hits(hits: list[dict[str, Any]], query: str = "") -> str:
     for h in hits:
         lines.append(f"{h['rank']}\t{h['score']:.4f}\t{h['id']}\t{h['path']}")
         if h.get("signals"):
-            lines.append("\t" + "  ".join(f"{n}={s['score']:.4f} (rank {s['rank']})"
-                                          for n, s in h["signals"].items()))
+            lines.append(
+                "\t"
+                + "  ".join(
+                    f"{n}={s['score']:.4f} (rank {s['rank']})" for n, s in h["signals"].items()
+                )
+            )
         lines.append(f"\t{snippet(h['quote'], query)}")
     return "\n".join(lines) if hits else ""
 
@@ -338,35 +418,46 @@ def _render_hits(hits: list[dict[str, Any]], query: str, explain: bool) -> None:
             text.highlight_words([w], style="bold yellow", case_sensitive=False)
         where = f"{h['title'] or h['path']}\n[dim]{h['id']}[/dim]"
         if explain and h.get("signals"):
-            where += "\n" + " ".join(f"{n}:{s['score']:.3f}#{s['rank']}"
-                                     for n, s in h["signals"].items())
+            where += "\n" + " ".join(
+                f"{n}:{s['score']:.3f}#{s['rank']}" for n, s in h["signals"].items()
+            )
         table.add_row(str(h["rank"]), f"{h['score']:.3f}", where, text)
     output.console().print(table)
 
 
-@app.command("grep", epilog="""Examples:
+@app.command(
+    "grep",
+    epilog="""Examples:
 
 \b
   ok grep -i "analytical engine"
   ok grep "TODO|FIXME" --in mem --json | jq -r '.[].path' | sort -u
-""")
+""",
+)
 def grep_cmd(
     pattern: str = typer.Argument(..., help="Regular expression (ripgrep syntax)."),
     scope: str = typer.Option("all", "--in", metavar="all|mem|store", help="Where to grep."),
     ignore_case: bool = typer.Option(False, "-i", "--ignore-case"),
     fixed: bool = typer.Option(False, "-F", "--fixed-strings", help="Pattern is plain text."),
-    max_count: int = typer.Option(1000, "--max", metavar="N",
-                                  help="Stop after this many matches."),
+    max_count: int = typer.Option(1000, "--max", metavar="N", help="Stop after this many matches."),
     no_rg: bool = typer.Option(False, "--no-rg", help="Use the pure-Python matcher."),
     json_: bool = JsonOpt,
 ) -> None:
     """Grep memories and normalized documents (ripgrep; Python fallback without rg)."""
     from ..grep import grep
 
-    hits = grep(folder(), pattern, scope=scope, ignore_case=ignore_case, fixed=fixed,
-                max_count=max_count, use_rg=not no_rg)
-    emit(hits, json_, plain=lambda hs: "\n".join(f"{h['path']}:{h['line']}:{h['text']}"
-                                                 for h in hs))
+    hits = grep(
+        folder(),
+        pattern,
+        scope=scope,
+        ignore_case=ignore_case,
+        fixed=fixed,
+        max_count=max_count,
+        use_rg=not no_rg,
+    )
+    emit(
+        hits, json_, plain=lambda hs: "\n".join(f"{h['path']}:{h['line']}:{h['text']}" for h in hs)
+    )
     if not hits:
         raise typer.Exit(1)
 
@@ -441,8 +532,11 @@ def run(argv: list[str] | None = None) -> int:
             print(f"Error: {full}", file=sys.stderr)
             return full.exit_code
         first = (str(e).splitlines() or [""])[0][:300]
-        print(f"Error: unexpected {type(e).__name__}: {first} (hint: rerun with --debug for "
-              "the traceback, and please report it)", file=sys.stderr)
+        print(
+            f"Error: unexpected {type(e).__name__}: {first} (hint: rerun with --debug for "
+            "the traceback, and please report it)",
+            file=sys.stderr,
+        )
         return 1
 
 

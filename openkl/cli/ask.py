@@ -15,10 +15,12 @@ from .output import JsonOpt, emit
 def ask(
     question: str = typer.Argument(..., help="The question (`-` reads it from stdin)."),
     k: int = typer.Option(8, "-k", "--limit", metavar="N", help="Passages to retrieve."),
-    scope: str = typer.Option("all", "--in", metavar="all|mem|store",
-                             help="Where to look: notes, documents or both."),
-    no_llm: bool = typer.Option(False, "--no-llm", help="Extractive answer even when an LLM "
-                                "is configured."),
+    scope: str = typer.Option(
+        "all", "--in", metavar="all|mem|store", help="Where to look: notes, documents or both."
+    ),
+    no_llm: bool = typer.Option(
+        False, "--no-llm", help="Extractive answer even when an LLM is configured."
+    ),
     no_stream: bool = typer.Option(False, "--no-stream", help="Do not stream the answer."),
     json_: bool = JsonOpt,
 ) -> None:
@@ -43,8 +45,9 @@ def ask(
         question = output.read_stdin_text().strip()
     f = folder()
     llm = None if no_llm else config_from(f, required=False)  # bad settings fail here, early
-    streaming = (llm is not None and not no_stream and not output.want_json(json_)
-                 and output.is_tty())
+    streaming = (
+        llm is not None and not no_stream and not output.want_json(json_) and output.is_tty()
+    )
     streamed: list[str] = []
 
     def on_token(tok: str) -> None:
@@ -55,8 +58,15 @@ def ask(
     emb = embedder(f)
     with open_graph(f) as g:  # closed before the model answers, so writers are not kept out
         hits = retrieve(f, g, question, k=k, scope=scope, embedder=emb)
-    res = answer(f, question, hits, llm=llm, on_token=on_token if streaming else None,
-                 embedder=emb, remember=True)
+    res = answer(
+        f,
+        question,
+        hits,
+        llm=llm,
+        on_token=on_token if streaming else None,
+        embedder=emb,
+        remember=True,
+    )
     if streamed:
         sys.stdout.write("\n")
         if res["answer"] != "".join(streamed).strip():

@@ -9,8 +9,9 @@ import typer
 from .common import folder, writing
 from .output import JsonOpt, emit, read_stdin_text
 
-app = typer.Typer(help="Human-reviewed writeback: flag, queue, approve, reject.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Human-reviewed writeback: flag, queue, approve, reject.", no_args_is_help=True
+)
 
 
 def _line(i: dict[str, Any]) -> str:
@@ -21,7 +22,9 @@ def _line(i: dict[str, Any]) -> str:
 
 @app.command()
 def flag(
-    file: str = typer.Option("-", "--file", "-f", help="JSON file with the proposal (default stdin)."),
+    file: str = typer.Option(
+        "-", "--file", "-f", help="JSON file with the proposal (default stdin)."
+    ),
     json_: bool = JsonOpt,
 ) -> None:
     """Queue a proposal: {"entities": [{name, type, …}], "relationships": [{from, to, type}]}.
@@ -48,8 +51,11 @@ def flag(
     f = folder()
     with writing(f, "ok backfeed flag"):
         item, created = do_flag(f, text)
-    emit({**item, "created": created}, json_,
-         plain=lambda d: d["id"] + ("" if d["created"] else "\t(already queued)"))
+    emit(
+        {**item, "created": created},
+        json_,
+        plain=lambda d: d["id"] + ("" if d["created"] else "\t(already queued)"),
+    )
 
 
 @app.command()

@@ -7,8 +7,9 @@ import typer
 from .common import folder, writing
 from .output import JsonOpt, emit, read_stdin_text
 
-app = typer.Typer(help="AKS bundles: import and validate (export is `ok graph export`).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="AKS bundles: import and validate (export is `ok graph export`).", no_args_is_help=True
+)
 
 
 def _read(path: str) -> tuple[str, str]:
@@ -43,10 +44,19 @@ def import_(
     f = folder()
     with writing(f, "ok bundle import"):
         data = import_bundle(f, text, where)
-    emit(data, json_, plain=lambda d: f"imported {d['entities']} entities and "
-                                      f"{d['relationships']} relationships into {d['path']}"
-                                      + (f" ({d['dropped_relationships']} dangling dropped)"
-                                         if d["dropped_relationships"] else ""))
+    emit(
+        data,
+        json_,
+        plain=lambda d: (
+            f"imported {d['entities']} entities and "
+            f"{d['relationships']} relationships into {d['path']}"
+            + (
+                f" ({d['dropped_relationships']} dangling dropped)"
+                if d["dropped_relationships"]
+                else ""
+            )
+        ),
+    )
 
 
 @app.command()
@@ -59,6 +69,8 @@ def validate(
 
     text, where = _read(path)
     b = load_bundle(text, where)
-    emit({"valid": True, "entities": b["entity_count"], "relationships": b["relationship_count"]},
-         json_, plain=lambda d: f"valid: {d['entities']} entities, {d['relationships']} "
-                                "relationships")
+    emit(
+        {"valid": True, "entities": b["entity_count"], "relationships": b["relationship_count"]},
+        json_,
+        plain=lambda d: f"valid: {d['entities']} entities, {d['relationships']} relationships",
+    )

@@ -14,8 +14,9 @@ from . import output
 from .common import TagsOpt, folder, split_labels, writing
 from .output import JsonOpt, emit
 
-app = typer.Typer(help="Citations: make, verify and open them, even after files change.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Citations: make, verify and open them, even after files change.", no_args_is_help=True
+)
 
 
 def _items(f: Any, refs: list[str]) -> list[str | dict[str, Any]]:
@@ -46,24 +47,36 @@ def _snippet(text: str, width: int = 80) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-@app.command(epilog="""Examples:
+@app.command(
+    epilog="""Examples:
 
 \b
   ok cite make store/normalized/docs/write-ahead-logging.ok.md --lines 3-5
   ok cite make ee43fb66e85b241f#char0-1079 --persist --tags wal   # a search hit
   ok search "gene editing" --json | jq -r '.[].id' | ok cite make - --persist
-""")
+"""
+)
 def make(
-    refs: list[str] = typer.Argument(..., help="Search-hit/chunk ids (<doc>#char<s>-<e>), doc "
-                                               "ids, memory ids, a PATH, or `-` for stdin."),
-    lines: str = typer.Option(None, "--lines", metavar="A-B", help="Lines a-b of one PATH or id (1-based)."),
-    chars: str = typer.Option(None, "--chars", metavar="A-B", help="Chars a-b of one PATH or id (end excl.)."),
+    refs: list[str] = typer.Argument(
+        ...,
+        help="Search-hit/chunk ids (<doc>#char<s>-<e>), doc "
+        "ids, memory ids, a PATH, or `-` for stdin.",
+    ),
+    lines: str = typer.Option(
+        None, "--lines", metavar="A-B", help="Lines a-b of one PATH or id (1-based)."
+    ),
+    chars: str = typer.Option(
+        None, "--chars", metavar="A-B", help="Chars a-b of one PATH or id (end excl.)."
+    ),
     persist: bool = typer.Option(False, "--persist", help="Write citations/<id>.json."),
     tags: list[str] = TagsOpt,
-    retention_class: str = typer.Option(None, "--retention-class",
-                                        metavar="standard|keep|ephemeral",
-                                        help="standard (default), keep (gc never removes it) "
-                                             "or ephemeral (gc removes it once it fails)."),
+    retention_class: str = typer.Option(
+        None,
+        "--retention-class",
+        metavar="standard|keep|ephemeral",
+        help="standard (default), keep (gc never removes it) "
+        "or ephemeral (gc removes it once it fails).",
+    ),
     json_: bool = JsonOpt,
 ) -> None:
     """Make citations (printed; --persist keeps them in citations/)."""
@@ -74,18 +87,23 @@ def make(
     if (tags or retention_class) and not persist:
         raise UsageError("--tags and --retention-class only apply with --persist")
     if retention_class and retention_class not in cit.RETENTION_CLASSES:
-        raise UsageError(f"unknown retention class {retention_class!r}",
-                         "use one of: " + ", ".join(cit.RETENTION_CLASSES))
+        raise UsageError(
+            f"unknown retention class {retention_class!r}",
+            "use one of: " + ", ".join(cit.RETENTION_CLASSES),
+        )
     if not items:
-        raise BadInput("nothing to cite: the input held no ids or cite objects",
-                       "check the command that feeds it")
+        raise BadInput(
+            "nothing to cite: the input held no ids or cite objects",
+            "check the command that feeds it",
+        )
     files = cit.Files(f)
     cites = []
     for it in items:
         if isinstance(it, dict) and not cit.CITE_ID.match(it["id"]) and cit.is_ref(it["id"]):
             it = it["id"]  # a search hit: cite what it points at, as it is now
-        cites.append(it if isinstance(it, dict) else
-                     cit.make(f, it, lines=lines, chars=chars, files=files))
+        cites.append(
+            it if isinstance(it, dict) else cit.make(f, it, lines=lines, chars=chars, files=files)
+        )
     if persist:
         with writing(f, "ok cite make"):
             cites = [cit.persist(f, c, split_labels(tags), retention_class) for c in cites]
@@ -93,26 +111,36 @@ def make(
     else:
         for c in cites:
             cit.remember(f, c)
-    emit(cites, json_, plain=lambda cs: "\n".join(
-        f"{c['id']}\t{_where(c)}\t{_snippet(c['quote'])}" for c in cs))
+    emit(
+        cites,
+        json_,
+        plain=lambda cs: "\n".join(f"{c['id']}\t{_where(c)}\t{_snippet(c['quote'])}" for c in cs),
+    )
 
 
-@app.command(epilog="""Examples:
+@app.command(
+    epilog="""Examples:
 
 \b
   ok cite verify --all                        # every persisted citation
   ok cite verify --all --update               # follow moved quotes to their new place
   ok ask "what is WAL?" --json | jq '.citations' | ok cite verify -
-""")
+"""
+)
 def verify(
-    refs: list[str] = typer.Argument(None, help="Citation ids, other ids, cite-object JSON "
-                                                "files, or `-` (JSON or ids on stdin)."),
+    refs: list[str] = typer.Argument(
+        None, help="Citation ids, other ids, cite-object JSON files, or `-` (JSON or ids on stdin)."
+    ),
     all_: bool = typer.Option(False, "--all", help="Verify every persisted citation."),
-    update: bool = typer.Option(False, "--update",
-                                help="Rewrite persisted citations that moved to their new place."),
-    min_similarity: float = typer.Option(None, "--min-similarity", metavar="0..1",
-                                         help="Fuzzy matches below this are missing "
-                                              "(default cite.min_similarity, 0.7)."),
+    update: bool = typer.Option(
+        False, "--update", help="Rewrite persisted citations that moved to their new place."
+    ),
+    min_similarity: float = typer.Option(
+        None,
+        "--min-similarity",
+        metavar="0..1",
+        help="Fuzzy matches below this are missing (default cite.min_similarity, 0.7).",
+    ),
     json_: bool = JsonOpt,
 ) -> None:
     """Check citations against the files: verified, moved, changed or missing.
@@ -126,8 +154,10 @@ def verify(
         raise UsageError("--min-similarity must be in (0, 1]")
     items = _items(f, list(refs or []))
     if refs and not items:  # an empty pipe verifies nothing: that is not a pass
-        raise BadInput("nothing to verify: the input held no ids or cite objects",
-                       "check the command that feeds it")
+        raise BadInput(
+            "nothing to verify: the input held no ids or cite objects",
+            "check the command that feeds it",
+        )
     if all_:
         items += cit.all_ids(f)
         if not items:
@@ -158,16 +188,22 @@ def _plain_results(rs: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-@app.command("open", epilog="""Examples:
+@app.command(
+    "open",
+    epilog="""Examples:
 
 \b
   ok cite open c-2b78d9272c9d171e              # the passage, quote marked >>> <<< when piped
   ok cite open c-2b78d9272c9d171e --context 5 --json | jq -r .text
-""")
+""",
+)
 def open_(
-    ref: str = typer.Argument(..., help="Citation id (or chunk/memory id, or `-` for one cite "
-                                        "object on stdin)."),
-    context: int = typer.Option(2, "--context", "-n", metavar="N", help="Lines of context around the span."),
+    ref: str = typer.Argument(
+        ..., help="Citation id (or chunk/memory id, or `-` for one cite object on stdin)."
+    ),
+    context: int = typer.Option(
+        2, "--context", "-n", metavar="N", help="Lines of context around the span."
+    ),
     json_: bool = JsonOpt,
 ) -> None:
     """Print the cited passage where it is now, with the quote highlighted."""
@@ -177,8 +213,10 @@ def open_(
         raise UsageError(f"`ok cite open` shows one citation, got {len(items)}")
     p = cit.passage(f, items[0], context)
     if p["status"] == "changed":
-        output.warn(f"{p['id']}: the quote was edited "
-                    f"(similarity {p['verification']['similarity']:.2f}); showing the new text")
+        output.warn(
+            f"{p['id']}: the quote was edited "
+            f"(similarity {p['verification']['similarity']:.2f}); showing the new text"
+        )
     elif p["status"] == "missing":
         output.warn(f"{p['id']}: the quote is missing from the files; showing the recorded quote")
     if output.want_json(json_):
@@ -190,8 +228,14 @@ def open_(
             _render_passage(p)
         else:
             text, h = p["text"], p["highlight"]
-            sys.stdout.write(text[:h["start"]] + ">>> " + text[h["start"]:h["end"]] + " <<<"
-                             + text[h["end"]:] + "\n")
+            sys.stdout.write(
+                text[: h["start"]]
+                + ">>> "
+                + text[h["start"] : h["end"]]
+                + " <<<"
+                + text[h["end"] :]
+                + "\n"
+            )
     if p["status"] == "missing":
         raise typer.Exit(1)
 
@@ -204,18 +248,26 @@ def _render_passage(p: dict[str, Any]) -> None:
     output.console().print(t)
 
 
-@app.command("list", epilog="""Examples:
+@app.command(
+    "list",
+    epilog="""Examples:
 
 \b
   ok cite list --tag wal
   ok cite list --status changed --json | jq -r '.[].id'   # what needs a look
-""")
+""",
+)
 def list_(
     tag: list[str] = typer.Option(None, "--tag", "-t", help="Only citations with this tag."),
-    doc: str = typer.Option(None, "--doc", metavar="ID|PATH", help="Only citations of this doc/note (id or path)."),
-    status: str = typer.Option(None, "--status", metavar="STATUS",
-                               help="Only this status (verifies each): verified, moved, "
-                                    "changed, missing."),
+    doc: str = typer.Option(
+        None, "--doc", metavar="ID|PATH", help="Only citations of this doc/note (id or path)."
+    ),
+    status: str = typer.Option(
+        None,
+        "--status",
+        metavar="STATUS",
+        help="Only this status (verifies each): verified, moved, changed, missing.",
+    ),
     json_: bool = JsonOpt,
 ) -> None:
     """List persisted citations."""
@@ -234,17 +286,24 @@ def list_(
             if st == status:
                 kept.append({**c, "status": st})
         rows = kept
-    emit(rows, json_, plain=lambda rs: "\n".join(
-        f"{c['id']}\t{_where(c)}\t{','.join(c.get('tags') or [])}\t{_snippet(c['quote'], 60)}"
-        for c in rs))
+    emit(
+        rows,
+        json_,
+        plain=lambda rs: "\n".join(
+            f"{c['id']}\t{_where(c)}\t{','.join(c.get('tags') or [])}\t{_snippet(c['quote'], 60)}"
+            for c in rs
+        ),
+    )
 
 
-@app.command(epilog="""Examples:
+@app.command(
+    epilog="""Examples:
 
 \b
   ok cite gc --dry-run                        # what would go, nothing removed
   ok cite gc --json | jq '.orphaned'
-""")
+"""
+)
 def gc(
     dry_run: bool = typer.Option(False, "--dry-run", help="Only report what would go."),
     json_: bool = JsonOpt,
@@ -255,12 +314,23 @@ def gc(
         rep = cit.gc(f, dry_run=dry_run)
         gone = rep["transient"] + rep["orphaned"] + rep["expired"]
         if gone and not dry_run:
-            f.log_op("cite.gc", transient=rep["transient"], orphaned=rep["orphaned"],
-                     expired=rep["expired"])
+            f.log_op(
+                "cite.gc",
+                transient=rep["transient"],
+                orphaned=rep["orphaned"],
+                expired=rep["expired"],
+            )
     for p in rep["problems"]:
         output.warn(f"{p['path']}: {p['problem']}")
     verb = "would remove" if dry_run else "removed"
-    emit(rep, json_, plain=lambda d: "\n".join(
-        [f"{verb} {k} {i}" for k in ("transient", "orphaned", "expired") for i in d[k]]
-        + [f"{verb} {len(d['transient'])} transient, {len(d['orphaned'])} orphaned, "
-           f"{len(d['expired'])} expired; kept {d['kept']}"]))
+    emit(
+        rep,
+        json_,
+        plain=lambda d: "\n".join(
+            [f"{verb} {k} {i}" for k in ("transient", "orphaned", "expired") for i in d[k]]
+            + [
+                f"{verb} {len(d['transient'])} transient, {len(d['orphaned'])} orphaned, "
+                f"{len(d['expired'])} expired; kept {d['kept']}"
+            ]
+        ),
+    )

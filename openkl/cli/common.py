@@ -33,7 +33,5 @@ def split_labels(values: list[str] | None) -> list[str]:
     return out
 
 
-TagsOpt = typer.Option(None, "--tags", "--tag", "-t",
-                       help="Tag(s), comma-separated or repeated.")
-TopicsOpt = typer.Option(None, "--topics", "--topic",
-                         help="Topic(s), comma-separated or repeated.")
+TagsOpt = typer.Option(None, "--tags", "--tag", "-t", help="Tag(s), comma-separated or repeated.")
+TopicsOpt = typer.Option(None, "--topics", "--topic", help="Topic(s), comma-separated or repeated.")

@@ -14,10 +14,14 @@ def context(
     query: str = typer.Argument(..., help="A question or topic (`-` reads stdin)."),
     k: int = typer.Option(8, "-k", help="Passages to retrieve."),
     max_entities: int = typer.Option(12, "--max-entities", help="Entities to return."),
-    min_confidence: float = typer.Option(None, "--min-confidence",
-                                         help="Confidence floor (default entities.min_confidence)."),
-    llm: bool = typer.Option(None, "--llm/--no-llm",
-                             help="Use the configured LLM to pick entities (default: if configured)."),
+    min_confidence: float = typer.Option(
+        None, "--min-confidence", help="Confidence floor (default entities.min_confidence)."
+    ),
+    llm: bool = typer.Option(
+        None,
+        "--llm/--no-llm",
+        help="Use the configured LLM to pick entities (default: if configured).",
+    ),
     json_: bool = JsonOpt,
 ) -> None:
     """Hybrid retrieval → relevant entities, relationships, sources, reasoning, confidence.
@@ -35,8 +39,16 @@ def context(
         query = read_stdin_text().strip()
     f = folder()
     with open_graph(f) as g:
-        data = run(f, g, query, k=k, max_entities=max_entities, min_conf=min_confidence,
-                   use_llm=llm, embedder=embedder(f))
+        data = run(
+            f,
+            g,
+            query,
+            k=k,
+            max_entities=max_entities,
+            min_conf=min_confidence,
+            use_llm=llm,
+            embedder=embedder(f),
+        )
     for w in data["warnings"]:
         warn(w)
 

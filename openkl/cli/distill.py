@@ -11,56 +11,73 @@ from . import output
 from .common import TagsOpt, TopicsOpt, folder, split_labels, writing
 from .output import JsonOpt, emit
 
-app = typer.Typer(help="Distill passages into memory notes that cite their sources.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Distill passages into memory notes that cite their sources.", no_args_is_help=True
+)
 
 
-@app.command(epilog="""Examples:
+@app.command(
+    epilog="""Examples:
 
 \b
   ok distill prompts
   ok distill prompts --json | jq -r '.[].name'
-""")
+"""
+)
 def prompts(json_: bool = JsonOpt) -> None:
     """List the distillation prompts."""
     from ..distill import list_prompts
 
-    emit(list_prompts(), json_,
-         plain=lambda ps: "\n".join(f"{p['name']}\t{p['description']}" for p in ps))
+    emit(
+        list_prompts(),
+        json_,
+        plain=lambda ps: "\n".join(f"{p['name']}\t{p['description']}" for p in ps),
+    )
 
 
-@app.command("get-prompt", epilog="""Examples:
+@app.command(
+    "get-prompt",
+    epilog="""Examples:
 
 \b
   ok distill get-prompt extract-facts                     # the instructions alone
   ok search "wal" -k 3 | ok distill get-prompt summarize-insights --text -
-""")
-def get_prompt(name: str = typer.Argument(..., help="Prompt name (see `ok distill prompts`)."),
-               text: str = typer.Option(None, "--text", help="Material to append (`-` reads "
-                                        "stdin)."),
-               json_: bool = JsonOpt) -> None:
+""",
+)
+def get_prompt(
+    name: str = typer.Argument(..., help="Prompt name (see `ok distill prompts`)."),
+    text: str = typer.Option(None, "--text", help="Material to append (`-` reads stdin)."),
+    json_: bool = JsonOpt,
+) -> None:
     """Print a prompt, ready to paste into any model (optionally with the material)."""
     from ..distill import get_prompt as get
 
     p = get(name)
     material = output.read_stdin_text() if text == "-" else text
     body = p.render(material) if material is not None else p.text()
-    emit({"name": p.name, "title": p.title, "description": p.description, "prompt": body},
-         json_, plain=lambda d: d["prompt"])
+    emit(
+        {"name": p.name, "title": p.title, "description": p.description, "prompt": body},
+        json_,
+        plain=lambda d: d["prompt"],
+    )
 
 
-@app.command(epilog="""Examples:
+@app.command(
+    epilog="""Examples:
 
 \b
   ok distill create "WAL flushes the log before the data files [1]." c-2b78d9272c9d171e
   ok distill create "Recovery replays the log [1]; one writer at a time [2]." \\
       ee43fb66e85b241f#char0-1079 m-20261130-ab9s --tags wal --json
-""")
+"""
+)
 def create(
-    text: str = typer.Argument(..., help="The memory's text; [N] refers to the N-th CITE_ID "
-                               "(`-` reads stdin)."),
-    cite_ids: list[str] = typer.Argument(..., help="Ids it rests on: chunk ids, note ids, doc "
-                                         "ids or persisted citation ids."),
+    text: str = typer.Argument(
+        ..., help="The memory's text; [N] refers to the N-th CITE_ID (`-` reads stdin)."
+    ),
+    cite_ids: list[str] = typer.Argument(
+        ..., help="Ids it rests on: chunk ids, note ids, doc ids or persisted citation ids."
+    ),
     tags: list[str] = TagsOpt,
     topics: list[str] = TopicsOpt,
     json_: bool = JsonOpt,
@@ -71,24 +88,28 @@ def create(
     f = folder()
     body = output.read_stdin_text() if text == "-" else text
     with writing(f, "ok distill create"):
-        note, cites = do_create(f, body, cite_ids, tags=split_labels(tags),
-                                topics=split_labels(topics))
+        note, cites = do_create(
+            f, body, cite_ids, tags=split_labels(tags), topics=split_labels(topics)
+        )
     data = {**note.as_dict(f), "citations": [{**c, "n": i} for i, c in enumerate(cites, 1)]}
     emit(data, json_, plain=lambda d: d["id"])
 
 
-@app.command(epilog="""Examples (an LLM must be configured: llm.base_url, llm.model):
+@app.command(
+    epilog="""Examples (an LLM must be configured: llm.base_url, llm.model):
 
 \b
   ok distill run extract-facts --query "write-ahead logging"
   ok distill run memory-synthesis -q "CRISPR" -k 5 --tags crispr --json | jq .note.id
-""")
+"""
+)
 def run(
     prompt: str = typer.Argument(..., help="Prompt name (see `ok distill prompts`)."),
     query: str = typer.Option(..., "--query", "-q", help="What to distill (searched first)."),
     k: int = typer.Option(8, "-k", "--limit", metavar="N", help="Passages to give the model."),
-    scope: str = typer.Option("all", "--in", metavar="all|mem|store",
-                             help="Where to look: notes, documents or both."),
+    scope: str = typer.Option(
+        "all", "--in", metavar="all|mem|store", help="Where to look: notes, documents or both."
+    ),
     tags: list[str] = TagsOpt,
     topics: list[str] = TopicsOpt,
     json_: bool = JsonOpt,
@@ -107,9 +128,17 @@ def run(
         sys.stderr.write(tok)
         sys.stderr.flush()
 
-    res = do_run(f, prompt, query, llm=llm, k=k, tags=split_labels(tags),
-                 topics=split_labels(topics), scope=scope,
-                 on_token=on_token if streaming else None)
+    res = do_run(
+        f,
+        prompt,
+        query,
+        llm=llm,
+        k=k,
+        tags=split_labels(tags),
+        topics=split_labels(topics),
+        scope=scope,
+        on_token=on_token if streaming else None,
+    )
     if streaming:
         sys.stderr.write("\n")
     if res["note"] is None:

@@ -14,12 +14,17 @@ from .output import JsonOpt, emit
 
 
 def refresh(
-    docs: list[str] = typer.Argument(None, help="Documents to refresh now (ids, paths, URLs or arXiv ids)."),
+    docs: list[str] = typer.Argument(
+        None, help="Documents to refresh now (ids, paths, URLs or arXiv ids)."
+    ),
     due: bool = typer.Option(False, "--due", help="Sources whose policy says so (the default)."),
     all_: bool = typer.Option(False, "--all", help="Every source that can be re-read."),
     drift_threshold: float = typer.Option(
-        None, "--drift-threshold", help="Drift above which a `drifted` event is written "
-        "(default: refresh.drift_threshold, 0.1)."),
+        None,
+        "--drift-threshold",
+        help="Drift above which a `drifted` event is written "
+        "(default: refresh.drift_threshold, 0.1).",
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Only list what is due."),
     json_: bool = JsonOpt,
 ) -> None:
@@ -40,8 +45,14 @@ def refresh(
 
     if drift_threshold is not None and not 0.0 <= drift_threshold <= 2.0:
         raise typer.BadParameter("--drift-threshold must be between 0 and 2")
-    rep = do_refresh(folder(), refs=docs or None, due=due, all_=all_,
-                     drift_threshold=drift_threshold, dry_run=dry_run)
+    rep = do_refresh(
+        folder(),
+        refs=docs or None,
+        due=due,
+        all_=all_,
+        drift_threshold=drift_threshold,
+        dry_run=dry_run,
+    )
     for f in rep.failed:
         output.warn(f"could not refresh {f['id']}: {f['error']}")
     emit(rep.as_dict(), json_, plain=_plain_refresh)
@@ -51,33 +62,48 @@ def refresh(
 
 def _plain_refresh(d: dict[str, Any]) -> str:
     if d["dry_run"]:
-        return "\n".join(f"due {r['id']}\t{r['kind'] or '-'}\t{r['path']}" for r in d["due"]) \
+        return (
+            "\n".join(f"due {r['id']}\t{r['kind'] or '-'}\t{r['path']}" for r in d["due"])
             or "Nothing is due."
+        )
     if not d["due"]:
         return "Nothing is due."
-    lines = [f"changed {c['id']} -> {c['new']}  {c['path']}"
-             + ("" if c["drift"] is None else f"  (drift {c['drift']:.4f})") for c in d["changed"]]
+    lines = [
+        f"changed {c['id']} -> {c['new']}  {c['path']}"
+        + ("" if c["drift"] is None else f"  (drift {c['drift']:.4f})")
+        for c in d["changed"]
+    ]
     lines += [f"added {a['id']}  {a['path']}" for a in d["added"]]
     lines += [f"removed {r['id']}  {r['path']}  ({r['reason']})" for r in d["removed"]]
     lines += [f"skipped {s['id']}: {s['reason']}" for s in d["skipped"]]
-    lines.append(f"{len(d['due'])} checked, {len(d['changed'])} changed, "
-                 f"{len(d['unchanged'])} unchanged, {len(d['removed'])} removed, "
-                 f"{len(d['failed'])} failed")
+    lines.append(
+        f"{len(d['due'])} checked, {len(d['changed'])} changed, "
+        f"{len(d['unchanged'])} unchanged, {len(d['removed'])} removed, "
+        f"{len(d['failed'])} failed"
+    )
     return "\n".join(lines)
 
 
 def _event_line(ev: dict[str, Any]) -> str:
     about = ev.get("doc") or ev.get("note") or ev.get("trigger") or ""
-    rest = {k: v for k, v in ev.items()
-            if k not in ("id", "ts", "type", "doc", "source", "quote") and v is not None}
+    rest = {
+        k: v
+        for k, v in ev.items()
+        if k not in ("id", "ts", "type", "doc", "source", "quote") and v is not None
+    }
     detail = " ".join(f"{k}={v}" for k, v in rest.items() if not isinstance(v, dict | list))
     return f"{ev['ts']}\t{ev['type']}\t{about}\t{detail}"
 
 
 def events(
     since: str = typer.Option(None, "--since", help="ISO date/time, or a span: 30m, 12h, 7d."),
-    type_: list[str] = typer.Option(None, "--type", "-t", metavar="TYPE", help="Only these types (repeatable, "
-                                    "or comma-separated)."),
+    type_: list[str] = typer.Option(
+        None,
+        "--type",
+        "-t",
+        metavar="TYPE",
+        help="Only these types (repeatable, or comma-separated).",
+    ),
     doc: str = typer.Option(None, "--doc", help="Only events about this doc or note id."),
     limit: int = typer.Option(0, "--limit", "-n", help="Only the newest N."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events."),

@@ -15,8 +15,9 @@ app = typer.Typer(help="The derived graph: Cypher, entities, exports.", no_args_
 @app.command()
 def cypher(
     query: str = typer.Argument(..., help="A Cypher query (`-` reads stdin)."),
-    write: bool = typer.Option(False, "--write", help="Allow the query to change the graph "
-                               "(never files or extensions)."),
+    write: bool = typer.Option(
+        False, "--write", help="Allow the query to change the graph (never files or extensions)."
+    ),
     param: list[str] = typer.Option(None, "--param", "-p", help="NAME=VALUE (JSON values ok)."),
     json_: bool = JsonOpt,
 ) -> None:
@@ -74,8 +75,9 @@ def _tsv(rows: list[dict[str, Any]]) -> str:
 def lineage(
     ref: str = typer.Argument(..., help="A note id, chunk id or document id/path."),
     depth: int = typer.Option(5, "--depth", help="How many hops to walk."),
-    direction: str = typer.Option("both", "--direction",
-                                  help="up (where it came from), down (what came of it), both."),
+    direction: str = typer.Option(
+        "both", "--direction", help="up (where it came from), down (what came of it), both."
+    ),
     json_: bool = JsonOpt,
 ) -> None:
     """Walk DERIVED_FROM and SUPERSEDES: a note's sources, a document's versions.
@@ -98,8 +100,10 @@ def lineage(
         lines = [f"{r['kind']} {r['id']}  {r.get('path') or r.get('title') or ''}"]
         for n in d["nodes"]:
             state = "" if n.get("current", True) else "  (old version)"
-            lines.append(f"{'  ' * n['depth']}{n['rel']} {n['kind']} {n['id']}  "
-                         f"{n.get('path') or n.get('title') or ''}{state}")
+            lines.append(
+                f"{'  ' * n['depth']}{n['rel']} {n['kind']} {n['id']}  "
+                f"{n.get('path') or n.get('title') or ''}{state}"
+            )
         return "\n".join(lines)
 
     emit(data, json_, plain=plain)
@@ -114,11 +118,15 @@ def _min_conf(f: Any, value: float | None) -> float:
 
 @app.command()
 def entities(
-    type_: str = typer.Option(None, "--type", metavar="TYPE",
-                      help="Only this type (Person, Concept, …)."),
-    min_confidence: float = typer.Option(None, "--min-confidence",
-                                         help="Confidence floor (default entities.min_confidence, 0.4)."),
-    doc: str = typer.Option(None, "--doc", help="Only entities from this document (id, prefix or path)."),
+    type_: str = typer.Option(
+        None, "--type", metavar="TYPE", help="Only this type (Person, Concept, …)."
+    ),
+    min_confidence: float = typer.Option(
+        None, "--min-confidence", help="Confidence floor (default entities.min_confidence, 0.4)."
+    ),
+    doc: str = typer.Option(
+        None, "--doc", help="Only entities from this document (id, prefix or path)."
+    ),
     name: str = typer.Option(None, "--name", help="Only names containing this text."),
     limit: int = typer.Option(0, "--limit", "-n", help="At most this many."),
     json_: bool = JsonOpt,
@@ -142,18 +150,31 @@ def entities(
 
         doc_id = resolve(f, doc)["id"]
     with open_graph(f) as g:
-        rows = list_entities(g, type=type_, min_confidence=_min_conf(f, min_confidence),
-                             doc=doc_id, limit=limit or None, query=name)
-    emit(rows, json_, plain=lambda rs: "\n".join(
-        f"{r['confidence']:.2f}\t{r['type']}\t{r['name']}\t{len(r['docs'])} doc{'s' if len(r['docs']) != 1 else ''}"
-        + ("\tverified" if r["verified"] else "") for r in rs))
+        rows = list_entities(
+            g,
+            type=type_,
+            min_confidence=_min_conf(f, min_confidence),
+            doc=doc_id,
+            limit=limit or None,
+            query=name,
+        )
+    emit(
+        rows,
+        json_,
+        plain=lambda rs: "\n".join(
+            f"{r['confidence']:.2f}\t{r['type']}\t{r['name']}\t{len(r['docs'])} doc{'s' if len(r['docs']) != 1 else ''}"
+            + ("\tverified" if r["verified"] else "")
+            for r in rs
+        ),
+    )
 
 
 @app.command()
 def entity(
     name: str = typer.Argument(..., help="Entity name, alias or id."),
-    min_confidence: float = typer.Option(0.0, "--min-confidence",
-                                         help="Only relationships at least this confident."),
+    min_confidence: float = typer.Option(
+        0.0, "--min-confidence", help="Only relationships at least this confident."
+    ),
     json_: bool = JsonOpt,
 ) -> None:
     """One entity: type, confidence, aliases, relationships, sources and mentions.
@@ -172,15 +193,21 @@ def entity(
         data = entity_detail(f, g, name, min_confidence=min_confidence)
 
     def plain(d: dict[str, Any]) -> str:
-        lines = [f"{d['name']}  ({d['type']}, confidence {d['confidence']:.2f}"
-                 + (", verified" if d["verified"] else "") + ")"]
+        lines = [
+            f"{d['name']}  ({d['type']}, confidence {d['confidence']:.2f}"
+            + (", verified" if d["verified"] else "")
+            + ")"
+        ]
         if d["aliases"]:
             lines.append("aliases: " + ", ".join(d["aliases"]))
         if d["description"]:
             lines.append(d["description"])
         for r in d["relationships"]:
-            arrow = f"-{r['type']}-> {r['to_name']}" if r["direction"] == "out" else \
-                f"<-{r['type']}- {r['from_name']}"
+            arrow = (
+                f"-{r['type']}-> {r['to_name']}"
+                if r["direction"] == "out"
+                else f"<-{r['type']}- {r['from_name']}"
+            )
             lines.append(f"  {arrow}  ({r['confidence']:.2f})")
         for s in d["sources"]:
             lines.append(f"  source: {s['id']}  {s['path'] or s['title']}")
@@ -194,8 +221,9 @@ def traverse(
     name: str = typer.Argument(..., help="Entity to start from."),
     depth: int = typer.Option(2, "--depth", "-d", help="How many hops."),
     rel: str = typer.Option(None, "--rel", help="Follow only this relationship type."),
-    min_confidence: float = typer.Option(None, "--min-confidence",
-                                         help="Confidence floor for entities and relationships."),
+    min_confidence: float = typer.Option(
+        None, "--min-confidence", help="Confidence floor for entities and relationships."
+    ),
     limit: int = typer.Option(200, "--limit", help="Stop after this many entities."),
     json_: bool = JsonOpt,
 ) -> None:
@@ -212,16 +240,19 @@ def traverse(
 
     f = folder()
     with open_graph(f) as g:
-        data = walk(g, name, depth=depth, rel=rel, min_confidence=_min_conf(f, min_confidence),
-                    limit=limit)
+        data = walk(
+            g, name, depth=depth, rel=rel, min_confidence=_min_conf(f, min_confidence), limit=limit
+        )
 
     def plain(d: dict[str, Any]) -> str:
         lines = [d["start"]["name"]]
         for s in d["steps"]:
             v = s["via"]
             arrow = f"-{v['type']}->" if v["direction"] == "out" else f"<-{v['type']}-"
-            lines.append(f"{'  ' * s['depth']}{arrow} {s['entity']}  ({v['confidence']:.2f})"
-                         f"  path: {' > '.join(s['path'])}")
+            lines.append(
+                f"{'  ' * s['depth']}{arrow} {s['entity']}  ({v['confidence']:.2f})"
+                f"  path: {' > '.join(s['path'])}"
+            )
         return "\n".join(lines)
 
     emit(data, json_, plain=plain)
@@ -231,8 +262,9 @@ def traverse(
 def page(
     name: str = typer.Argument(None, help="Entity name (omit with --all)."),
     all_: bool = typer.Option(False, "--all", help="Write every page into graph/pages/."),
-    min_confidence: float = typer.Option(None, "--min-confidence",
-                                         help="With --all: only entities this confident."),
+    min_confidence: float = typer.Option(
+        None, "--min-confidence", help="With --all: only entities this confident."
+    ),
     force: bool = typer.Option(False, "--force", help="Regenerate even if cached."),
     json_: bool = JsonOpt,
 ) -> None:
@@ -253,8 +285,14 @@ def page(
         with writing(f, "ok graph page --all"), open_graph(f) as g:
             data = write_all(f, g, min_confidence=_min_conf(f, min_confidence))
             f.log_op("graph.pages", dir=data["dir"], pages=data["pages"])
-        emit(data, json_, plain=lambda d: f"{d['pages']} pages in {d['dir']} "
-                                          f"({d['regenerated']} regenerated, {d['cached']} cached)")
+        emit(
+            data,
+            json_,
+            plain=lambda d: (
+                f"{d['pages']} pages in {d['dir']} "
+                f"({d['regenerated']} regenerated, {d['cached']} cached)"
+            ),
+        )
         return
     if not name:
         raise typer.BadParameter("give an entity name, or --all")
@@ -265,18 +303,30 @@ def page(
 
 @app.command()
 def export(
-    format_: str = typer.Option("aks", "--format", metavar="aks|graphml|csv",
-                         help="What to write."),
-    out: str = typer.Option(None, "--out", "-o",
-                            help="File or directory (default graph/); `-` prints to stdout. "
-                                 "CSV is two tables: a directory gets both files; a file or "
-                                 "`-` needs --table."),
-    table: str = typer.Option(None, "--table", metavar="entities|relationships",
-                              help="With --format csv: only this table."),
-    min_confidence: float = typer.Option(None, "--min-confidence", help="Only entities this confident."),
-    type_: str = typer.Option(None, "--type", metavar="TYPE",
-                      help="Only entities of this type."),
-    max_entities: int = typer.Option(None, "--max-entities", help="At most this many (most confident)."),
+    format_: str = typer.Option(
+        "aks", "--format", metavar="aks|graphml|csv", help="What to write."
+    ),
+    out: str = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="File or directory (default graph/); `-` prints to stdout. "
+        "CSV is two tables: a directory gets both files; a file or "
+        "`-` needs --table.",
+    ),
+    table: str = typer.Option(
+        None,
+        "--table",
+        metavar="entities|relationships",
+        help="With --format csv: only this table.",
+    ),
+    min_confidence: float = typer.Option(
+        None, "--min-confidence", help="Only entities this confident."
+    ),
+    type_: str = typer.Option(None, "--type", metavar="TYPE", help="Only entities of this type."),
+    max_entities: int = typer.Option(
+        None, "--max-entities", help="At most this many (most confident)."
+    ),
     verified_only: bool = typer.Option(False, "--verified-only", help="Only verified entities."),
     json_: bool = JsonOpt,
 ) -> None:
@@ -307,29 +357,43 @@ def export(
 
     if format_ not in ("aks", "graphml", "csv"):
         raise UsageError(f"unknown format {format_!r}", "use aks, graphml or csv")
-    tables = {"entities": "entities.csv", "relationships": "relationships.csv",
-              "relations": "relationships.csv"}
+    tables = {
+        "entities": "entities.csv",
+        "relationships": "relationships.csv",
+        "relations": "relationships.csv",
+    }
     if table is not None and format_ != "csv":
         raise UsageError("--table applies to --format csv only", "drop --table")
     if table is not None and table not in tables:
-        raise UsageError(f"unknown table {table!r}", "use --table entities or --table relationships")
+        raise UsageError(
+            f"unknown table {table!r}", "use --table entities or --table relationships"
+        )
     as_json = want_json(json_)
     target = Path(out) if out and out != "-" else None
     if format_ == "csv" and table is None:
         # two tables in one stream would read as one CSV with a second header in the middle
         if out == "-" and not as_json:
-            raise UsageError("--format csv is two tables (entities, relationships) and cannot "
-                             "go to stdout together",
-                             "pick one with --table entities|relationships, pass -o DIR for "
-                             "both files, or add --json")
+            raise UsageError(
+                "--format csv is two tables (entities, relationships) and cannot "
+                "go to stdout together",
+                "pick one with --table entities|relationships, pass -o DIR for "
+                "both files, or add --json",
+            )
         if target is not None and not target.is_dir() and (target.suffix or target.exists()):
-            raise UsageError(f"--format csv writes two files, and {out} is not a directory",
-                             "pass -o DIR for both files, or --table entities|relationships "
-                             "for one")
+            raise UsageError(
+                f"--format csv writes two files, and {out} is not a directory",
+                "pass -o DIR for both files, or --table entities|relationships for one",
+            )
     f = folder()
     with open_graph(f) as g:
-        bundle = make_bundle(f, g, min_confidence=min_confidence, entity_type=type_,
-                             max_entities=max_entities, verified_only=verified_only)
+        bundle = make_bundle(
+            f,
+            g,
+            min_confidence=min_confidence,
+            entity_type=type_,
+            max_entities=max_entities,
+            verified_only=verified_only,
+        )
     files: dict[str, str]
     slug = domain_slug(f)
     if format_ == "aks":
@@ -351,17 +415,25 @@ def export(
             import csv
             import io
 
-            data["rows"] = {name.removesuffix(".csv"): list(csv.DictReader(io.StringIO(text)))
-                            for name, text in files.items()}
+            data["rows"] = {
+                name.removesuffix(".csv"): list(csv.DictReader(io.StringIO(text)))
+                for name, text in files.items()
+            }
         emit(data, True)
         return
     target = target or f.graph_dir
     written = []
     for fname, text in files.items():
-        p = target if (out and len(files) == 1 and not target.is_dir()
-                       and target.suffix) else target / fname
+        p = (
+            target
+            if (out and len(files) == 1 and not target.is_dir() and target.suffix)
+            else target / fname
+        )
         atomic_write(p, text)
         written.append(str(p))
     f.log_op("graph.export", format=format_, files=written)
-    emit({"format": format_, "files": written, **counts}, json_,
-         plain=lambda d: "\n".join(d["files"]))
+    emit(
+        {"format": format_, "files": written, **counts},
+        json_,
+        plain=lambda d: "\n".join(d["files"]),
+    )

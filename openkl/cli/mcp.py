@@ -8,13 +8,22 @@ from .output import state
 
 
 def mcp(
-    roots: list[str] = typer.Option(None, "--root", metavar="DIR", help="A folder to serve (repeatable; each "
-                                    "is a stack named by its config domain). Default: the "
-                                    "current folder."),
-    read_only: bool = typer.Option(False, "--read-only", help="Leave out the write tools "
-                                   "(mem_add, store_ingest, persisted citations)."),
-    list_tools: bool = typer.Option(False, "--list-tools", help="Print the tools as JSON and "
-                                    "exit instead of serving."),
+    roots: list[str] = typer.Option(
+        None,
+        "--root",
+        metavar="DIR",
+        help="A folder to serve (repeatable; each "
+        "is a stack named by its config domain). Default: the "
+        "current folder.",
+    ),
+    read_only: bool = typer.Option(
+        False,
+        "--read-only",
+        help="Leave out the write tools (mem_add, store_ingest, persisted citations).",
+    ),
+    list_tools: bool = typer.Option(
+        False, "--list-tools", help="Print the tools as JSON and exit instead of serving."
+    ),
 ) -> None:
     """Serve the folder(s) over MCP on stdin/stdout (register it with your agent's client).
 
@@ -36,7 +45,11 @@ def mcp(
         from .output import emit_json
 
         ks = KnowledgeServer(chosen, read_only=read_only)
-        emit_json([{"name": fn.__name__, "annotations": ann, "description": describe(fn)}
-                   for fn, ann in ks.tool_specs()])
+        emit_json(
+            [
+                {"name": fn.__name__, "annotations": ann, "description": describe(fn)}
+                for fn, ann in ks.tool_specs()
+            ]
+        )
         return
     serve(chosen, read_only=read_only)

@@ -55,11 +55,19 @@ def list_(
     for p in problems:
         output.warn(p.problem if p.kind == "unreadable" else f"{p.path}: {p.problem}")
     want_tags, want_topics = set(split_labels(tag)), set(split_labels(topic))
-    rows = [n.as_dict(f) for n in sorted(notes.values(), key=lambda n: (n.ts, n.id), reverse=True)
-            if want_tags <= set(n.tags) and want_topics <= set(n.topics)]
+    rows = [
+        n.as_dict(f)
+        for n in sorted(notes.values(), key=lambda n: (n.ts, n.id), reverse=True)
+        if want_tags <= set(n.tags) and want_topics <= set(n.topics)
+    ]
     rows = rows[:limit] if limit else rows
-    emit(rows, json_, plain=lambda rs: "\n".join(
-        f"{r['id']}\t{r['ts']}\t{','.join(r['tags'])}\t{_first_line(r['text'])}" for r in rs))
+    emit(
+        rows,
+        json_,
+        plain=lambda rs: "\n".join(
+            f"{r['id']}\t{r['ts']}\t{','.join(r['tags'])}\t{_first_line(r['text'])}" for r in rs
+        ),
+    )
 
 
 def _indexed_note_paths(f: Any) -> dict[str, str]:
@@ -76,8 +84,9 @@ def _first_line(text: str) -> str:
 
 
 @app.command()
-def show(note_id: str = typer.Argument(..., help="Note id (or unique prefix)."),
-         json_: bool = JsonOpt) -> None:
+def show(
+    note_id: str = typer.Argument(..., help="Note id (or unique prefix)."), json_: bool = JsonOpt
+) -> None:
     """Print a note."""
     f = folder()
     note = notes_mod.find(f, note_id)
@@ -87,26 +96,46 @@ def show(note_id: str = typer.Argument(..., help="Note id (or unique prefix)."),
 @app.command()
 def search(
     query: str = typer.Argument(..., help="What to look for."),
-    k: int = typer.Option(10, "-k", "--limit", metavar="N",
-                          help="Number of results (at most 1000)."),
-    mode: str = typer.Option("hybrid", "--mode", metavar="hybrid|vector|fts",
-                             help="Ranking signals."),
+    k: int = typer.Option(
+        10, "-k", "--limit", metavar="N", help="Number of results (at most 1000)."
+    ),
+    mode: str = typer.Option(
+        "hybrid", "--mode", metavar="hybrid|vector|fts", help="Ranking signals."
+    ),
     tags: list[str] = typer.Option(None, "--tag", "-t"),
     topics: list[str] = typer.Option(None, "--topic"),
-    since: str = typer.Option(None, "--since", metavar="WHEN",
-                              help="Only notes dated on/after: ISO date/time, or a span back "
-                                   "from now (30m, 12h, 7d, 2w)."),
-    until: str = typer.Option(None, "--until", metavar="WHEN",
-                              help="Only notes dated on/before (same forms as --since)."),
+    since: str = typer.Option(
+        None,
+        "--since",
+        metavar="WHEN",
+        help="Only notes dated on/after: ISO date/time, or a span back "
+        "from now (30m, 12h, 7d, 2w).",
+    ),
+    until: str = typer.Option(
+        None, "--until", metavar="WHEN", help="Only notes dated on/before (same forms as --since)."
+    ),
     explain: bool = typer.Option(False, "--explain"),
     json_: bool = JsonOpt,
 ) -> None:
     """Search notes only (same as `ok search --in mem`)."""
     from .app import search as root_search
 
-    root_search(query=query, k=k, scope="mem", mode=mode, tags=tags, topics=topics, path=None,
-                since=since, until=until, per_doc=None, diverse=False, explain=explain,
-                show_query=False, json_=json_)
+    root_search(
+        query=query,
+        k=k,
+        scope="mem",
+        mode=mode,
+        tags=tags,
+        topics=topics,
+        path=None,
+        since=since,
+        until=until,
+        per_doc=None,
+        diverse=False,
+        explain=explain,
+        show_query=False,
+        json_=json_,
+    )
 
 
 @app.command()
@@ -123,10 +152,14 @@ def update(
     if text is None and tags is None and topics is None and not add_tag:
         raise typer.BadParameter("nothing to change: pass --text, --tags, --add-tag or --topics")
     with writing(f, "ok mem update"):
-        note = notes_mod.update(f, note_id, text=_text_arg(text) if text is not None else None,
-                                tags=split_labels(tags) if tags is not None else None,
-                                topics=split_labels(topics) if topics is not None else None,
-                                add_tags=split_labels(add_tag))
+        note = notes_mod.update(
+            f,
+            note_id,
+            text=_text_arg(text) if text is not None else None,
+            tags=split_labels(tags) if tags is not None else None,
+            topics=split_labels(topics) if topics is not None else None,
+            add_tags=split_labels(add_tag),
+        )
         _index_note(f, note, replace=True)
         f.log_op("mem.update", ids=[note.id])
     emit(note.as_dict(f), json_, plain=lambda d: d["id"])

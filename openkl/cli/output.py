@@ -53,8 +53,12 @@ def console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False, soft_wrap=not stderr and not is_tty())
 
 
-def emit(data: Any, json_flag: bool, render: Callable[[Any], None] | None = None,
-         plain: Callable[[Any], str] | None = None) -> None:
+def emit(
+    data: Any,
+    json_flag: bool,
+    render: Callable[[Any], None] | None = None,
+    plain: Callable[[Any], str] | None = None,
+) -> None:
     """Print `data` as JSON, as rich output (TTY) or as plain text (pipe)."""
     if want_json(json_flag) or (render is None and plain is None):
         emit_json(data)
@@ -88,5 +92,7 @@ def read_stdin_text() -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise OkError(f"stdin is not valid UTF-8 (bad byte at offset {e.start})",
-                      "pipe UTF-8 text, e.g. through `iconv -t utf-8`") from e
+        raise OkError(
+            f"stdin is not valid UTF-8 (bad byte at offset {e.start})",
+            "pipe UTF-8 text, e.g. through `iconv -t utf-8`",
+        ) from e

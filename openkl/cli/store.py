@@ -11,22 +11,31 @@ from . import output
 from .common import folder, writing
 from .output import JsonOpt, emit
 
-app = typer.Typer(help="Documents: originals in store/sources, text in store/normalized.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Documents: originals in store/sources, text in store/normalized.", no_args_is_help=True
+)
 
 RefreshOpt = typer.Option(None, "--refresh", help="Refresh policy: an interval such as 6h, 1d, 7d.")
-CronOpt = typer.Option(None, "--cron", help="Refresh on a cron schedule (UTC), e.g. \"0 6 * * *\"; "
-                       "wins over --refresh.")
+CronOpt = typer.Option(
+    None, "--cron", help='Refresh on a cron schedule (UTC), e.g. "0 6 * * *"; wins over --refresh.'
+)
 
 
 def _print_report(rep: Any, json_: bool) -> None:
     for s in rep.skipped:
         output.warn(f"skipped {s['path']}: {s['reason']}")
-    emit(rep.as_dict(), json_, plain=lambda d: "\n".join(
-        [f"added {a['id']}  {a['path']}" for a in d["added"]]
-        + [f"unchanged {u['id']}  {u['path']}" for u in d["unchanged"]]
-        + [f"{len(d['added'])} added, {len(d['unchanged'])} unchanged, "
-           f"{len(d['skipped'])} skipped, {d['chunks']} chunks"]))
+    emit(
+        rep.as_dict(),
+        json_,
+        plain=lambda d: "\n".join(
+            [f"added {a['id']}  {a['path']}" for a in d["added"]]
+            + [f"unchanged {u['id']}  {u['path']}" for u in d["unchanged"]]
+            + [
+                f"{len(d['added'])} added, {len(d['unchanged'])} unchanged, "
+                f"{len(d['skipped'])} skipped, {d['chunks']} chunks"
+            ]
+        ),
+    )
 
 
 def report_ingest(rep: Any, json_: bool) -> None:
@@ -41,11 +50,17 @@ def ingest(
     paths: list[str] = typer.Argument(..., help="Files or directories; `-` reads stdin."),
     glob: list[str] = typer.Option(None, "--glob", "-g", help="Only files matching (repeatable)."),
     no_recursive: bool = typer.Option(False, "--no-recursive", help="Do not descend into dirs."),
-    follow: bool = typer.Option(False, "--follow", "-L", help="Follow symlinks that lead out of "
-                                "a given directory (they are skipped and reported otherwise)."),
+    follow: bool = typer.Option(
+        False,
+        "--follow",
+        "-L",
+        help="Follow symlinks that lead out of "
+        "a given directory (they are skipped and reported otherwise).",
+    ),
     name: str = typer.Option(None, "--name", help="File name for stdin input."),
-    ocr: bool = typer.Option(False, "--ocr", help="Read images and scanned PDF pages with "
-                             "OCR (needs tesseract)."),
+    ocr: bool = typer.Option(
+        False, "--ocr", help="Read images and scanned PDF pages with OCR (needs tesseract)."
+    ),
     every: str = RefreshOpt,
     cron: str = CronOpt,
     json_: bool = JsonOpt,
@@ -64,8 +79,15 @@ def ingest(
         elif "-" in paths:
             raise typer.BadParameter("`-` (stdin) cannot be mixed with paths")
         else:
-            rep = ingest_paths(f, paths, glob=glob, recursive=not no_recursive, policy=policy,
-                               ocr=ocr, follow=follow)
+            rep = ingest_paths(
+                f,
+                paths,
+                glob=glob,
+                recursive=not no_recursive,
+                policy=policy,
+                ocr=ocr,
+                follow=follow,
+            )
             if policy and rep.unchanged:
                 set_policy(f, [u["id"] for u in rep.unchanged], policy)
     assert isinstance(rep, IngestReport)
@@ -73,20 +95,27 @@ def ingest(
 
 
 @app.command("list")
-def list_(all_versions: bool = typer.Option(False, "--all", help="Include old versions."),
-          json_: bool = JsonOpt) -> None:
+def list_(
+    all_versions: bool = typer.Option(False, "--all", help="Include old versions."),
+    json_: bool = JsonOpt,
+) -> None:
     """List documents."""
     from ..store import list_docs
 
     rows = list_docs(folder(), all_versions)
-    emit(rows, json_, plain=lambda rs: "\n".join(
-        f"{r['id']}\t{r['path']}\t{r.get('title', '')}" for r in rs))
+    emit(
+        rows,
+        json_,
+        plain=lambda rs: "\n".join(f"{r['id']}\t{r['path']}\t{r.get('title', '')}" for r in rs),
+    )
 
 
 @app.command()
-def show(doc: str = typer.Argument(..., help="Doc id, id prefix or path."),
-         meta: bool = typer.Option(False, "--meta", help="Only the mapping entry."),
-         json_: bool = JsonOpt) -> None:
+def show(
+    doc: str = typer.Argument(..., help="Doc id, id prefix or path."),
+    meta: bool = typer.Option(False, "--meta", help="Only the mapping entry."),
+    json_: bool = JsonOpt,
+) -> None:
     """Print a document's normalized text (or its metadata)."""
     from ..store import read_doc
 
@@ -98,17 +127,22 @@ def show(doc: str = typer.Argument(..., help="Doc id, id prefix or path."),
 
 
 @app.command()
-def remove(doc: str = typer.Argument(..., help="Doc id, id prefix or path."),
-           keep_source: bool = typer.Option(False, "--keep-source", help="Keep the original."),
-           json_: bool = JsonOpt) -> None:
+def remove(
+    doc: str = typer.Argument(..., help="Doc id, id prefix or path."),
+    keep_source: bool = typer.Option(False, "--keep-source", help="Keep the original."),
+    json_: bool = JsonOpt,
+) -> None:
     """Remove a document (normalized text, original, mapping entry, graph nodes)."""
     from ..store import remove as do_remove
 
     f = folder()
     with writing(f, "ok store remove"):
         entry = do_remove(f, doc, keep_source=keep_source)
-    emit({"removed": entry["id"], "path": entry["path"]}, json_,
-         plain=lambda d: f"removed {d['removed']}  {d['path']}")
+    emit(
+        {"removed": entry["id"], "path": entry["path"]},
+        json_,
+        plain=lambda d: f"removed {d['removed']}  {d['path']}",
+    )
 
 
 def _fetched(rep: Any, json_: bool) -> None:
@@ -122,14 +156,18 @@ def _fetched(rep: Any, json_: bool) -> None:
 def web(
     url: str = typer.Argument(..., help="The page to fetch (http or https)."),
     depth: int = typer.Option(0, "--depth", "-d", help="Follow links this many hops away."),
-    same_host: bool = typer.Option(True, "--same-host/--any-host",
-                                   help="Follow links only on the start page's host."),
-    include: list[str] = typer.Option(None, "--include", help="Follow only links matching "
-                                      "this glob (URL or path; repeatable)."),
-    exclude: list[str] = typer.Option(None, "--exclude", help="Never follow links matching "
-                                      "this glob (repeatable)."),
-    max_pages: int = typer.Option(None, "--max-pages", help="Stop after this many pages "
-                                  "(default 50)."),
+    same_host: bool = typer.Option(
+        True, "--same-host/--any-host", help="Follow links only on the start page's host."
+    ),
+    include: list[str] = typer.Option(
+        None, "--include", help="Follow only links matching this glob (URL or path; repeatable)."
+    ),
+    exclude: list[str] = typer.Option(
+        None, "--exclude", help="Never follow links matching this glob (repeatable)."
+    ),
+    max_pages: int = typer.Option(
+        None, "--max-pages", help="Stop after this many pages (default 50)."
+    ),
     every: str = RefreshOpt,
     cron: str = CronOpt,
     json_: bool = JsonOpt,
@@ -147,8 +185,15 @@ def web(
 
     f = folder()
     policy = make_policy(every, cron)
-    batch = fetch_web(f, url, depth=depth, same_host=same_host, include=include or None,
-                      exclude=exclude or None, max_pages=max_pages)
+    batch = fetch_web(
+        f,
+        url,
+        depth=depth,
+        same_host=same_host,
+        include=include or None,
+        exclude=exclude or None,
+        max_pages=max_pages,
+    )
     with writing(f, "ok store web"):
         rep = ingest_batch(f, batch, policy=policy)
     _fetched(rep, json_)
@@ -185,8 +230,12 @@ def arxiv(
 @app.command()
 def repo(
     target: str = typer.Argument(..., help="A local repository path or a git URL."),
-    include: list[str] = typer.Option(None, "--include", "-g", help="Only files matching this "
-                                      "glob (repeatable); default: every supported text file."),
+    include: list[str] = typer.Option(
+        None,
+        "--include",
+        "-g",
+        help="Only files matching this glob (repeatable); default: every supported text file.",
+    ),
     branch: str = typer.Option(None, "--branch", "-b", help="Branch or tag to read."),
     every: str = RefreshOpt,
     cron: str = CronOpt,
@@ -212,8 +261,10 @@ def repo(
 
 
 @app.command()
-def history(doc: str = typer.Argument(..., help="Doc id (any version), prefix or path."),
-            json_: bool = JsonOpt) -> None:
+def history(
+    doc: str = typer.Argument(..., help="Doc id (any version), prefix or path."),
+    json_: bool = JsonOpt,
+) -> None:
     """Every version of a document, newest first, with drift from the version before.
 
     Examples:
@@ -229,7 +280,9 @@ def history(doc: str = typer.Argument(..., help="Doc id (any version), prefix or
     def plain(rs: list[dict[str, Any]]) -> str:
         return "\n".join(
             f"{r['id']}\t{'current' if r['current'] else 'old'}\t{r['ingested_at'] or ''}\t"
-            + ("-" if r["drift"] is None else f"drift {r['drift']:.4f}") for r in rs)
+            + ("-" if r["drift"] is None else f"drift {r['drift']:.4f}")
+            for r in rs
+        )
 
     emit(rows, json_, plain=plain)
 
@@ -259,6 +312,11 @@ def policy(
     f = folder()
     with writing(f, "ok store policy"):
         rows = set_policy(f, docs, None if clear else pol)
-    emit(rows, json_, plain=lambda rs: "\n".join(
-        f"{r['id']}\t{r['path']}\t{r['refresh'] or '-'}\tnext {r['next_due'] or '-'}"
-        for r in rs))
+    emit(
+        rows,
+        json_,
+        plain=lambda rs: "\n".join(
+            f"{r['id']}\t{r['path']}\t{r['refresh'] or '-'}\tnext {r['next_due'] or '-'}"
+            for r in rs
+        ),
+    )

@@ -10,21 +10,31 @@ from . import output
 from .common import folder, writing
 from .output import JsonOpt, emit
 
-app = typer.Typer(help="Semantic triggers: fire an event (and a command) when new notes or "
-                       "documents come close to an example text.", no_args_is_help=True)
+app = typer.Typer(
+    help="Semantic triggers: fire an event (and a command) when new notes or "
+    "documents come close to an example text.",
+    no_args_is_help=True,
+)
 
 
 @app.command()
 def add(
     name: str = typer.Argument(..., help="Trigger name (lowercase, digits, - _ .)."),
-    example: str = typer.Option(..., "--example", "-e", help="Text that new knowledge is "
-                                "compared with (`-` reads stdin)."),
+    example: str = typer.Option(
+        ..., "--example", "-e", help="Text that new knowledge is compared with (`-` reads stdin)."
+    ),
     threshold: float = typer.Option(0.8, "--threshold", help="Cosine similarity to fire at."),
-    exec_: str = typer.Option(None, "--exec", metavar="CMD", help="Shell command run with the event JSON on "
-                              "stdin."),
-    env: list[str] = typer.Option(None, "--env", metavar="NAME", help="Pass this environment "
-                                  "variable on to the command (repeatable); it gets only PATH, "
-                                  "HOME, the locale and OK_ROOT otherwise."),
+    exec_: str = typer.Option(
+        None, "--exec", metavar="CMD", help="Shell command run with the event JSON on stdin."
+    ),
+    env: list[str] = typer.Option(
+        None,
+        "--env",
+        metavar="NAME",
+        help="Pass this environment "
+        "variable on to the command (repeatable); it gets only PATH, "
+        "HOME, the locale and OK_ROOT otherwise.",
+    ),
     scope: str = typer.Option("all", "--in", help="What to watch: all, mem or store."),
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds the command may run."),
     replace: bool = typer.Option(False, "--replace", help="Overwrite a trigger of that name."),
@@ -45,8 +55,17 @@ def add(
         example = output.read_stdin_text()
     f = folder()
     with writing(f, "ok trigger add"):
-        t = do_add(f, name, example, threshold=threshold, scope=scope, exec_=exec_,
-                   timeout=timeout, replace=replace, env=env)
+        t = do_add(
+            f,
+            name,
+            example,
+            threshold=threshold,
+            scope=scope,
+            exec_=exec_,
+            timeout=timeout,
+            replace=replace,
+            env=env,
+        )
     emit(t.as_dict(), json_, plain=lambda d: f"added trigger {d['name']}")
 
 
@@ -58,10 +77,16 @@ def list_(json_: bool = JsonOpt) -> None:
     trigs, problems = load(folder())
     for p in problems:
         output.warn(p)
-    emit([t.as_dict() for t in trigs], json_, plain=lambda rs: "\n".join(
-        f"{r['name']}\t{r['threshold']}\t{r['scope']}\t{_short(r['example'])}"
-        + (f"\texec: {r['exec']}" if r["exec"] else "")
-        + (f"\tenv: {','.join(r['env'])}" if r.get("env") else "") for r in rs))
+    emit(
+        [t.as_dict() for t in trigs],
+        json_,
+        plain=lambda rs: "\n".join(
+            f"{r['name']}\t{r['threshold']}\t{r['scope']}\t{_short(r['example'])}"
+            + (f"\texec: {r['exec']}" if r["exec"] else "")
+            + (f"\tenv: {','.join(r['env'])}" if r.get("env") else "")
+            for r in rs
+        ),
+    )
 
 
 def _short(text: str, n: int = 60) -> str:
@@ -81,8 +106,9 @@ def remove(name: str = typer.Argument(..., help="Trigger name."), json_: bool = 
 
 
 @app.command()
-def test(text: str = typer.Argument(..., help="Text to test (`-` reads stdin)."),
-         json_: bool = JsonOpt) -> None:
+def test(
+    text: str = typer.Argument(..., help="Text to test (`-` reads stdin)."), json_: bool = JsonOpt
+) -> None:
     """Show how close a text is to each trigger, and which would fire (nothing is written)."""
     from ..triggers import test as do_test
 
@@ -91,8 +117,13 @@ def test(text: str = typer.Argument(..., help="Text to test (`-` reads stdin).")
     rows = do_test(folder(), text)
 
     def plain(rs: list[dict[str, Any]]) -> str:
-        return "\n".join(f"{r['name']}\t{r['similarity']:.4f}\t"
-                         f"{'fires' if r['fires'] else 'quiet'} (threshold {r['threshold']})"
-                         for r in rs) or "No triggers."
+        return (
+            "\n".join(
+                f"{r['name']}\t{r['similarity']:.4f}\t"
+                f"{'fires' if r['fires'] else 'quiet'} (threshold {r['threshold']})"
+                for r in rs
+            )
+            or "No triggers."
+        )
 
     emit(rows, json_, plain=plain)

@@ -20,30 +20,44 @@ HELDOUT = Path(__file__).parent / "heldout"
 DEV = Path(__file__).parent / "dev"  # the development set for tuning, next to gold.json
 
 
-def evaluate(folder: Any, g: Any, min_confidence: float = 0.4,
-             gold_path: Path = GOLD) -> dict[str, Any]:
+def evaluate(
+    folder: Any, g: Any, min_confidence: float = 0.4, gold_path: Path = GOLD
+) -> dict[str, Any]:
     from openkl import mapping
     from openkl.entities import list_entities
     from openkl.entity_local import key_of
 
     gold = {k: v for k, v in json.loads(gold_path.read_text()).items() if not k.startswith("_")}
-    by_name = {Path(e.get("origin") or e["path"]).name: e["id"]
-               for e in mapping.load(folder).values() if e.get("current", True)}
-    tot = {"gold": 0, "found": 0, "extracted": 0, "correct": 0, "rel_gold": 0, "rel_found": 0,
-           "rel_typed_found": 0}
+    by_name = {
+        Path(e.get("origin") or e["path"]).name: e["id"]
+        for e in mapping.load(folder).values()
+        if e.get("current", True)
+    }
+    tot = {
+        "gold": 0,
+        "found": 0,
+        "extracted": 0,
+        "correct": 0,
+        "rel_gold": 0,
+        "rel_found": 0,
+        "rel_typed_found": 0,
+    }
     per_doc = {}
     for doc, gd in sorted(gold.items()):
         did = by_name[doc]
         ents = list_entities(g, doc=did, min_confidence=min_confidence)
         ext_keys = {e["id"]: {key_of(e["name"])} | {key_of(a) for a in e["aliases"]} for e in ents}
-        gold_sets = [{key_of(x["name"])} | {key_of(a) for a in x.get("aliases", [])}
-                     for x in gd["entities"]]
+        gold_sets = [
+            {key_of(x["name"])} | {key_of(a) for a in x.get("aliases", [])} for x in gd["entities"]
+        ]
         ok_keys = set().union(*gold_sets) | {key_of(a) for a in gd["acceptable"]}
         found = [any(ks & gs for ks in ext_keys.values()) for gs in gold_sets]
         correct = [eid for eid, ks in ext_keys.items() if ks & ok_keys]
-        rels = g.query("MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE contains(r.docs, $d)"
-                       " AND r.confidence >= $mc RETURN a.id AS a, b.id AS b, r.type AS t",
-                       {"d": json.dumps(did), "mc": 0.0})
+        rels = g.query(
+            "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE contains(r.docs, $d)"
+            " AND r.confidence >= $mc RETURN a.id AS a, b.id AS b, r.type AS t",
+            {"d": json.dumps(did), "mc": 0.0},
+        )
         pairs_all = {frozenset((r["a"], r["b"])) for r in rels}
         pairs_typed = {frozenset((r["a"], r["b"])) for r in rels if r["t"] != "related_to"}
 
@@ -52,18 +66,20 @@ def evaluate(folder: Any, g: Any, min_confidence: float = 0.4,
         def ids_for(name: str, names: dict = names, ext_keys: dict = ext_keys) -> set[str]:
             gs = names.get(name, {key_of(name)})
             return {eid for eid, ks in ext_keys.items() if ks & gs} | {
-                k.replace(" ", "-") for k in gs}
+                k.replace(" ", "-") for k in gs
+            }
 
         rf = rt = 0
         for a, _, b in gd["relations"]:
             cands = {frozenset((x, y)) for x in ids_for(a) for y in ids_for(b)}
             rf += bool(cands & pairs_all)
             rt += bool(cands & pairs_typed)
-        per_doc[doc] = {"recall": sum(found) / len(found),
-                        "precision": len(correct) / len(ents) if ents else 1.0,
-                        "missed": [x["name"] for x, f in zip(gd["entities"], found, strict=True)
-                                   if not f],
-                        "noise": sorted(e["name"] for e in ents if e["id"] not in correct)}
+        per_doc[doc] = {
+            "recall": sum(found) / len(found),
+            "precision": len(correct) / len(ents) if ents else 1.0,
+            "missed": [x["name"] for x, f in zip(gd["entities"], found, strict=True) if not f],
+            "noise": sorted(e["name"] for e in ents if e["id"] not in correct),
+        }
         tot["gold"] += len(found)
         tot["found"] += sum(found)
         tot["extracted"] += len(ents)
@@ -71,9 +87,12 @@ def evaluate(folder: Any, g: Any, min_confidence: float = 0.4,
         tot["rel_gold"] += len(gd["relations"])
         tot["rel_found"] += rf
         tot["rel_typed_found"] += rt
-    return {"min_confidence": min_confidence,
-            "entity_recall": round(tot["found"] / tot["gold"], 3),
-            "entity_precision": round(tot["correct"] / max(1, tot["extracted"]), 3),
-            "relation_recall_any": round(tot["rel_found"] / tot["rel_gold"], 3),
-            "relation_recall_typed": round(tot["rel_typed_found"] / tot["rel_gold"], 3),
-            "counts": tot, "docs": per_doc}
+    return {
+        "min_confidence": min_confidence,
+        "entity_recall": round(tot["found"] / tot["gold"], 3),
+        "entity_precision": round(tot["correct"] / max(1, tot["extracted"]), 3),
+        "relation_recall_any": round(tot["rel_found"] / tot["rel_gold"], 3),
+        "relation_recall_typed": round(tot["rel_typed_found"] / tot["rel_gold"], 3),
+        "counts": tot,
+        "docs": per_doc,
+    }
