@@ -89,7 +89,7 @@ def export(
     verified_only: bool = False,
 ) -> dict[str, Any]:
     """The folder's entity graph as an AKS bundle (validated before it is returned)."""
-    from .entities import ENTITY_COLS
+    from .graph import ENTITY_COLS
 
     where: list[str] = []
     params: dict[str, Any] = {}
@@ -362,15 +362,15 @@ def load_bundle(text: str, where: str = "bundle") -> dict[str, Any]:
     return data
 
 
-def import_bundle(folder: Folder, text: str, where: str = "bundle") -> dict[str, Any]:
-    """Keep a bundle under aks/imports/ and absorb it into the entity graph.
+def keep_bundle(
+    folder: Folder, text: str, where: str = "bundle"
+) -> tuple[dict[str, Any], set[str]]:
+    """Keep a bundle under aks/imports/: what was kept, and the entity keys it touches
+    (old copy and new), which `ops.import_bundle` consolidates.
 
     The caller holds the writer lock. Relationships whose ends are not in the bundle are
     dropped (and counted); re-importing the same stack replaces the earlier copy.
     """
-    from .entities import consolidate
-    from .indexer import open_graph
-
     bundle = load_bundle(text, where)
     ids = {e["id"] for e in bundle["entities"]}
     kept = [
@@ -392,8 +392,6 @@ def import_bundle(folder: Folder, text: str, where: str = "bundle") -> dict[str,
     atomic_write(target, json.dumps(bundle, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     ents, rels, _ = _contrib_of(bundle, name)
     keys = old_keys | {e["key"] for e in ents} | {a for e in ents for a in e["alias_keys"]}
-    with open_graph(folder, write=True) as g:
-        consolidate(folder, g, keys)
     folder.log_op(
         "bundle.import",
         path=folder.rel(target),
@@ -410,7 +408,7 @@ def import_bundle(folder: Folder, text: str, where: str = "bundle") -> dict[str,
         "relationships": len(rels),
         "dropped_relationships": dropped,
         "documents": len(bundle.get("documents") or []),
-    }
+    }, keys
 
 
 def _contrib_of(
@@ -512,4 +510,4 @@ def entity_uuid(eid: str) -> str:
     return uid("entity", eid)
 
 
-__all__ = ["entity_id", "entity_uuid", "export", "import_bundle", "validate"]
+__all__ = ["entity_id", "entity_uuid", "export", "keep_bundle", "validate"]

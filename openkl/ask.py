@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import indexer
+from . import indexing
 from .citations import Files, make
 from .errors import UsageError
 from .folder import Folder
@@ -210,7 +210,7 @@ def retrieve(
         question,
         k=k,
         scope=scope,
-        embedder=embedder or indexer.embedder(folder),
+        embedder=embedder or indexing.embedder(folder),
         per_doc=int(folder.setting("search.per_doc", 1)),
     )
 
@@ -227,7 +227,7 @@ def answer(
     remember: bool = False,
 ) -> dict[str, Any]:
     """Answer from retrieved passages; needs the files, not the graph."""
-    emb = embedder or indexer.embedder(folder)
+    emb = embedder or indexing.embedder(folder)
     qvec = emb.embed_query(question)
     if llm is not None:
         out = _llm_answer(folder, question, hits, qvec, emb, llm, on_token)

@@ -171,7 +171,7 @@ def get(folder: Folder, iid: str) -> dict[str, Any]:
 
 def known_names(folder: Folder) -> set[str] | None:
     """Keys of entities in the graph (None when there is no graph to ask)."""
-    from .indexer import open_graph
+    from .indexing import open_graph
 
     try:
         with open_graph(folder) as g:
@@ -239,7 +239,7 @@ def queue(folder: Folder, status: str | None = "pending") -> list[dict[str, Any]
 
 
 def decide(folder: Folder, iid: str, approve: bool, reason: str | None = None) -> dict[str, Any]:
-    """Approve (absorb into the graph) or reject a pending item."""
+    """Approve or reject a pending item (`ops.decide_backfeed` absorbs an approved one)."""
     item = get(folder, iid)
     if item.get("status") != "pending":
         raise BadInput(
@@ -257,21 +257,15 @@ def decide(folder: Folder, iid: str, approve: bool, reason: str | None = None) -
     folder.log_op(
         "backfeed.approve" if approve else "backfeed.reject", id=item["id"], reason=reason
     )
-    if approve:
-        absorb(folder, item)
     return item
 
 
-def absorb(folder: Folder, item: dict[str, Any]) -> None:
-    """Consolidate the entities an approved item touches (the caller holds the writer lock)."""
-    from .entities import consolidate
-    from .indexer import open_graph
-
+def touched_keys(item: dict[str, Any]) -> set[str]:
+    """The entity keys an item names, which its approval consolidates."""
     keys = {key_of(e["name"]) for e in item["entities"]}
     keys |= {key_of(a) for e in item["entities"] for a in e.get("aliases", [])}
     keys |= {key_of(r[end]) for r in item["relationships"] for end in ("from", "to")}
-    with open_graph(folder, write=True) as g:
-        consolidate(folder, g, keys)
+    return keys
 
 
 def contributions(folder: Folder) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import indexer
+from . import indexer, indexing
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, UsageError
 from .folder import Folder
@@ -204,8 +204,8 @@ def run(
     from .search import search
 
     p = get_prompt(prompt)
-    with indexer.open_graph(folder) as g:
-        hits = search(folder, g, query, k=k, scope=scope, embedder=indexer.embedder(folder))
+    with indexing.open_graph(folder) as g:
+        hits = search(folder, g, query, k=k, scope=scope, embedder=indexing.embedder(folder))
     base = {"prompt": p.name, "query": query, "model": llm.label}
     if not hits:
         return {**base, "note": None, "citations": [], "reason": "the search found nothing"}

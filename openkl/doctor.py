@@ -132,11 +132,9 @@ def _rg_check() -> dict[str, Any]:
 
 def _kreuzberg_check() -> dict[str, Any]:
     try:
-        from kreuzberg import ExtractionConfig, extract_bytes_sync
+        from .extract import extract_bytes
 
-        res = extract_bytes_sync(
-            b"<p>ok</p>", "text/html", config=ExtractionConfig(use_cache=False)
-        )
-        return _check("kreuzberg", "ok" in res.content, "extracts html")
+        res = extract_bytes(b"<html><body><p>ok</p></body></html>", "check.html")
+        return _check("kreuzberg", "ok" in res.text, "extracts html")
     except Exception as e:  # report, do not crash
         return _check("kreuzberg", False, str(e).splitlines()[0], "uv sync")

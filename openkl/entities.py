@@ -31,7 +31,7 @@ from .cache import SqliteCache
 from .entity_local import TYPES, entity_id, key_of
 from .errors import NotFound, UsageError
 from .folder import Folder, shown
-from .graph import Graph
+from .graph import ENTITY_COLS, Graph
 
 REPEAT = 0.8  # each further mention in the same source removes 20% of the remaining doubt
 REPEAT_FLOOR = 0.5  # ... but repeating itself can at most halve a source's doubt
@@ -850,12 +850,6 @@ def _held(
 
 
 # -- reading --------------------------------------------------------------------------------
-ENTITY_COLS = (
-    "e.id AS id, e.name AS name, e.type AS type, e.description AS description,"
-    " e.confidence AS confidence, e.aliases AS aliases, e.docs AS docs,"
-    " e.verified AS verified, e.source_kind AS source_kind, e.ext_id AS ext_id,"
-    " e.extra AS extra"
-)
 
 
 def _entity_row(r: dict[str, Any]) -> dict[str, Any]:

@@ -62,6 +62,14 @@ def schema(dim: int) -> list[str]:
     ]
 
 
+# the columns of an entity, as the readers of entities return them
+ENTITY_COLS = (
+    "e.id AS id, e.name AS name, e.type AS type, e.description AS description,"
+    " e.confidence AS confidence, e.aliases AS aliases, e.docs AS docs,"
+    " e.verified AS verified, e.source_kind AS source_kind, e.ext_id AS ext_id,"
+    " e.extra AS extra"
+)
+
 # BM25 runs over `fts`, the text with every run of whitespace made one space: Kùzu's FTS
 # tokenizer splits on spaces only, so "and\ndurability" would otherwise be one token
 FTS_INDEXES = (("Chunk", "chunk_fts", "fts"), ("MemoryNote", "note_fts", "fts"))

@@ -8,153 +8,30 @@ only change path; deleted files leave the graph. `rebuild` starts from an empty 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import re
-import shutil
 import sqlite3
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import crash
+from . import crash, entities, lineage, triggers
 from . import mapping as mapping_mod
 from . import notes as notes_mod
 from .chunking import chunk_text
-from .embeddings import Embedder, embedder_for
-from .errors import DiskFull, GraphUnrecoverable, OkError
+from .embeddings import Embedder
+from .errors import GraphUnrecoverable, OkError
 from .extract import title_of
 from .folder import NAME_NOT_UTF8, Folder, is_utf8, iso, shown
 from .graph import Graph
-from .progress import progress
+from .indexing import embed_all, embedder, files_newer_than_index, open_graph
+
+__all__ = ["embed_all", "embedder", "files_newer_than_index", "open_graph"]  # for the adapters
 
 DOC_SUFFIX = ".ok.md"
-EMBED_BLOCK = 256
 COMMIT_CHUNKS = 5000  # graph.commit_chunks
-
-# Hooks run after docs/notes are loaded and their entities extracted, e.g. semantic
-# triggers: fn(folder, graph, docs, notes)
-post_index_hooks: list[Callable[..., None]] = []
-# Hooks run before docs/notes leave the graph: fn(folder, graph, doc_ids, note_ids)
-pre_remove_hooks: list[Callable[..., None]] = []
-
-
-def embedder(folder: Folder) -> Embedder:
-    return embedder_for(
-        str(folder.setting("embedding.model", "default")),
-        folder.cache_dir,
-        int(folder.setting("embedding.batch_size", 32)),
-    )
-
-
-@contextlib.contextmanager
-def open_graph(
-    folder: Folder, write: bool = False, check: bool = True, kuzu_dir: Path | None = None
-) -> Iterator[Graph]:
-    """The one way to open the folder's graph. Writers must hold `folder.write_lock`.
-
-    A writer's changes form one transaction: a command that fails or is killed half way
-    leaves the graph as it was, and `ok status` sees the files it did write as not indexed.
-    `kuzu_dir` points a rebuild at its new database.
-    """
-    if write:
-        _room_to_write(folder)
-    emb = embedder(folder)
-    ident = emb.identity if write else _cheap_identity(folder, emb)
-    if kuzu_dir is None:
-        kuzu_dir = folder.kuzu_dir
-        Graph.finish_swap(kuzu_dir, writer=write)
-    with Graph.open(
-        kuzu_dir,
-        write=write,
-        embedder_identity=ident,
-        dim=emb.dim if write else None,
-        timeout=float(folder.setting("lock_timeout", 30.0)),
-        check=check,
-        buffer_pool_mb=int(folder.setting("graph.buffer_pool_mb", 512)),
-        recover=None if write else lambda: _replay_log(folder),
-    ) as g:
-        if write:
-            with g.transaction():
-                yield g
-        else:
-            yield g
-    if write:
-        _stamp(folder).parent.mkdir(parents=True, exist_ok=True)
-        _stamp(folder).touch()
-
-
-def _room_to_write(folder: Folder) -> None:
-    """Refuse to write the graph on a nearly full disk.
-
-    Kùzu aborts the process or spins when a write or checkpoint runs out of space, which
-    leaves no error to show and can stop a sync from finishing; a clear refusal up front,
-    with the files already saved, leaves the folder for `ok sync` to catch up.
-    """
-    need = float(folder.setting("graph.min_free_mb", 64)) * (1 << 20)
-    where = folder.kuzu_dir if folder.kuzu_dir.exists() else folder.ok_dir
-    try:
-        free = shutil.disk_usage(where).free
-    except OSError:
-        return
-    if free < need:
-        raise DiskFull(
-            f"the disk is nearly full: the graph needs {need / (1 << 20):g} MB free to "
-            f"write safely (graph.min_free_mb)",
-            path=where,
-        )
-
-
-def _stamp(folder: Folder) -> Path:
-    return folder.cache_dir / "graph-written"
-
-
-def files_newer_than_index(folder: Folder) -> bool:
-    """A cheap hint that files changed after the graph was last written (by an editor, git
-    pull …): any note or normalized doc, or a folder holding them, with a newer mtime.
-    `ok status` is the exact check."""
-    import os
-
-    try:
-        since = _stamp(folder).stat().st_mtime
-    except FileNotFoundError:
-        return False
-    todo = [p for p in (folder.normalized_dir, folder.by_date_dir) if p.exists()]
-    while todo:
-        d = todo.pop()
-        if d.stat().st_mtime > since:
-            return True
-        with os.scandir(d) as it:
-            for e in it:
-                if e.is_dir(follow_symlinks=False):
-                    todo.append(Path(e.path))
-                elif e.stat(follow_symlinks=False).st_mtime > since:
-                    return True
-    return False
-
-
-def _replay_log(folder: Folder) -> bool:
-    """Complete a killed writer's checkpoint by opening the graph read-write for a moment.
-
-    Only when no one holds the writer lock; returns whether it did.
-    """
-    try:
-        with (
-            folder.write_lock("replaying the graph log", timeout=0),
-            Graph.open(folder.kuzu_dir, write=True, check=False, timeout=2.0),
-        ):
-            return True
-    except OkError:  # a writer is active (it will finish the job), or the open failed
-        return False
-
-
-def _cheap_identity(folder: Folder, emb: Embedder) -> str | None:
-    # the default model's identity is known without loading it; others need the model
-    return emb.identity if emb.dim else None
 
 
 def doc_id_of(data: bytes) -> str:
@@ -246,23 +123,6 @@ def build_doc_rows(
     return docs, chunks
 
 
-def embed_all(emb: Embedder, texts: list[str], what: str = "embedding") -> np.ndarray:
-    """Embed with a progress bar, in blocks so the cache is filled as we go."""
-    if not texts:
-        return np.zeros((0, emb.dim), dtype=np.float32)
-    out = np.zeros((len(texts), emb.dim), dtype=np.float32)
-    # shortest first across all blocks, so each model batch holds texts of similar length
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    with progress(what, emb.missing(texts)) as advance:
-        for i in range(0, len(order), EMBED_BLOCK):
-            idx = order[i : i + EMBED_BLOCK]
-            block = [texts[j] for j in idx]
-            todo = emb.missing(block)
-            out[idx] = emb.embed(block)
-            advance(todo)
-    return out
-
-
 @dataclass
 class PreparedDocs:
     """Rows and vectors of docs, computed before the graph is opened."""
@@ -317,29 +177,26 @@ def index_docs(
     # — and their entities are consolidated once, after the last batch: a batch's
     # extractions are committed with it, and a Meta flag that the final consolidation
     # clears tells `ok sync` to consolidate again if the load was cut off before
-    from .entities import PENDING, consolidate, extract
-
     touched: set[str] = set()
     for b, doc_idx in enumerate(batches):
         if b:
             if b == 1:
-                g.set_meta(PENDING, "1")
+                g.set_meta(entities.PENDING, "1")
             g.commit_and_continue()
         docs = [p.docs[j] for j in doc_idx]
         rows = [i for d in docs for i in per_doc.get(d["id"], [])]
         g.add_docs(docs, [p.chunks[i] for i in rows], p.vecs[rows])
         crash.point("graph.docs-loaded")
         ids = [d["id"] for d in docs]
-        touched |= extract(folder, g, ids, [])
-        for hook in post_index_hooks:
-            hook(folder, g, ids, [])
+        touched |= entities.extract(folder, g, ids, [])
+        triggers.check(folder, g, ids, [])
     if len(batches) > 1:
         g.commit_and_continue()
     if touched:
-        consolidate(folder, g, touched, stepwise=len(batches) > 1)
+        entities.consolidate(folder, g, touched, stepwise=len(batches) > 1)
         crash.point("entities.consolidated")
     if len(batches) > 1:
-        g.set_meta(PENDING, "")
+        g.set_meta(entities.PENDING, "")
     return len(p.chunks)
 
 
@@ -366,50 +223,9 @@ def index_notes(folder: Folder, g: Graph, notes: list[notes_mod.Note]) -> None:
     vecs = embed_all(emb, [r["text"] for r in rows], "embedding notes")
     g.add_notes(rows, vecs)
     crash.point("graph.notes-loaded")
-    link_derived(g, notes)
-    from .entities import on_indexed
-
-    on_indexed(folder, g, [], [r["id"] for r in rows])
-    for hook in post_index_hooks:
-        hook(folder, g, [], [r["id"] for r in rows])
-
-
-def link_derived(g: Graph, notes: list[notes_mod.Note]) -> None:
-    """`DERIVED_FROM` edges from a note's `derived_from` frontmatter (chunk or doc ids).
-
-    A span that is not a chunk of its own (a sentence, `--lines`) links to the chunks it
-    overlaps; a chunk that no longer exists (its doc was re-chunked) falls back to its doc.
-    """
-    for n in notes:
-        for ref in n.extra.get("derived_from") or []:
-            ref = str(ref)
-            chunks = (
-                [ref]
-                if "#" in ref and g.query("MATCH (c:Chunk {id: $c}) RETURN c.id AS id", {"c": ref})
-                else []
-            )
-            span = re.fullmatch(r"([0-9a-f]{16})#char(\d+)-(\d+)", ref)
-            if span and not chunks:
-                chunks = [
-                    r["id"]
-                    for r in g.query(
-                        "MATCH (c:Chunk) WHERE c.doc_id = $d AND c.span_start < $e "
-                        "AND c.span_end > $s RETURN c.id AS id",
-                        {"d": span[1], "s": int(span[2]), "e": int(span[3])},
-                    )
-                ]
-            for c in chunks:
-                g.query(
-                    "MATCH (m:MemoryNote {id: $m}), (c:Chunk {id: $c}) "
-                    "MERGE (m)-[:DERIVED_FROM]->(c)",
-                    {"m": n.id, "c": c},
-                )
-            if not chunks:
-                g.query(
-                    "MATCH (m:MemoryNote {id: $m}), (d:Doc {id: $d}) "
-                    "MERGE (m)-[:DERIVED_FROM]->(d)",
-                    {"m": n.id, "d": ref.split("#")[0]},
-                )
+    lineage.link_derived(g, notes)
+    entities.on_indexed(folder, g, [], [r["id"] for r in rows])
+    triggers.check(folder, g, [], [r["id"] for r in rows])
 
 
 def index_note(folder: Folder, note: notes_mod.Note, replace: bool = False) -> None:
@@ -450,9 +266,7 @@ def replace_docs(
     versions (`SUPERSEDES`). Returns the chunks loaded and the notes that were derived from
     the removed docs, whose `DERIVED_FROM` edges the caller restores with `lineage.relink`
     once everything they may point to is in place."""
-    from .lineage import derived_notes
-
-    derived = derived_notes(g, removed)
+    derived = lineage.derived_notes(g, removed)
     remove_from_graph(folder, g, removed, removed_notes or [])
     chunks = index_docs(folder, g, items, entries, prepared)
     # old versions before notes, so a note citing an old version can link to it
@@ -461,8 +275,7 @@ def replace_docs(
 
 
 def remove_from_graph(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
-    for hook in pre_remove_hooks:
-        hook(folder, g, doc_ids, note_ids)
+    entities.on_removing(folder, g, doc_ids, note_ids)
     for d in doc_ids:
         g.remove_doc(d)
     for n in note_ids:
@@ -590,9 +403,7 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
     meta = g.meta()
     if meta.get("replayed") == "1":
         rep.recovered = ["graph"]
-    from .entities import PENDING
-
-    if meta.get(PENDING) == "1":  # a large load cut off before its entities were made
+    if meta.get(entities.PENDING) == "1":  # a large load cut off before its entities were made
         rep.incomplete.append("entities")
     rep.docs_removed = sorted(set(rep.docs_removed) | set(redo_docs))
     rep.docs_added = sorted(set(rep.docs_added) | set(redo_docs))
@@ -635,8 +446,6 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
     changed_notes = [notes[n] for n in rep.notes_added + rep.notes_updated]
     embed_all(embedder(folder), [n.body for n in changed_notes], "embedding notes")
     with open_graph(folder, write=True, kuzu_dir=target) as g:
-        from .lineage import relink
-
         for mv in rep.docs_moved:
             g.set_doc_path(mv["id"], mv["to"])
         rep.chunks_added, derived = replace_docs(
@@ -650,14 +459,10 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         )
         index_notes(folder, g, changed_notes)
         if "entities" in rep.incomplete:
-            from .entities import consolidate_all
-
-            consolidate_all(folder, g)
-        relink(folder, g, [n for n in derived if n in notes])  # notes left as they were
+            entities.consolidate_all(folder, g)
+        lineage.relink(folder, g, [n for n in derived if n in notes])  # notes left as they were
         # approved backfeed items and imported bundles are files too
-        from .entities import sync_canonical
-
-        sync_canonical(folder, g)
+        entities.sync_canonical(folder, g)
         if target is not None:
             crash.point("rebuild.loading")
     if target is not None:
@@ -814,30 +619,9 @@ def status(folder: Folder) -> dict[str, Any]:
                 # a killed writer's log that no writer has replayed yet (see _mark_replayed)
                 out["stale"]["recovered"] = ["graph"]
             out["in_sync"] = not rep.changed and "recovered" not in out["stale"]
-            from .entities import extractor_mismatch
-
-            out["extractor_mismatch"] = extractor_mismatch(folder, g)
+            out["extractor_mismatch"] = entities.extractor_mismatch(folder, g)
     except OkError as e:
         out["error"] = str(e)
         out["in_sync"] = False
     out["lock"] = folder.lock_state()
     return out
-
-
-def _check_triggers(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
-    # semantic triggers see only what was just indexed (imported lazily: most folders have none)
-    from .triggers import check
-
-    check(folder, g, doc_ids, note_ids)
-
-
-post_index_hooks.append(_check_triggers)
-
-
-def _forget_entities(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
-    from .entities import on_removing
-
-    on_removing(folder, g, doc_ids, note_ids)
-
-
-pre_remove_hooks.insert(0, _forget_entities)

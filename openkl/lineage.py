@@ -8,10 +8,14 @@ Walks the derived graph from a note, chunk or document:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from .errors import BadInput, NotFound
+from . import notes as notes_mod
+from .errors import BadInput, NotFound, OkError
 from .folder import Folder
+from .graph import Graph
+from .mapping import resolve
 
 DIRECTIONS = ("up", "down", "both")
 _UP = {"DERIVED_FROM", "PART_OF", "SUPERSEDES"}
@@ -64,8 +68,6 @@ def _node(g: Any, kind: str, nid: str) -> dict[str, Any] | None:
 def _note_sources(folder: Folder, g: Any, nid: str) -> list[tuple[str, str, str]]:
     """What a note says it was derived from (its `derived_from` frontmatter is canonical; a
     chunk of a version that was since replaced resolves to that version's document)."""
-    from . import notes as notes_mod
-    from .errors import OkError
 
     try:
         refs = notes_mod.find(folder, nid).extra.get("derived_from") or []
@@ -181,7 +183,6 @@ def _start(folder: Folder, g: Any, ref: str) -> tuple[str, str]:
         ref = ref.split("#", 1)[0]  # a chunk of a retired version: start from its document
     if _node(g, "doc", ref):
         return "doc", ref
-    from .store import resolve
 
     try:
         return "doc", resolve(folder, ref, include_old=True)["id"]
@@ -259,9 +260,6 @@ def derived_notes(g: Any, doc_ids: list[str]) -> list[str]:
 def relink(folder: Folder, g: Any, note_ids: list[str]) -> None:
     """Re-derive the `DERIVED_FROM` edges of notes from their files (`derived_from` is
     canonical), exactly as `ok index --rebuild` would."""
-    from . import notes as notes_mod
-    from .errors import OkError
-    from .indexer import link_derived
 
     if not note_ids:
         return
@@ -279,3 +277,41 @@ def relink(folder: Folder, g: Any, note_ids: list[str]) -> None:
         {"ids": [n.id for n in notes]},
     )
     link_derived(g, notes)
+
+
+def link_derived(g: Graph, notes: list[notes_mod.Note]) -> None:
+    """`DERIVED_FROM` edges from a note's `derived_from` frontmatter (chunk or doc ids).
+
+    A span that is not a chunk of its own (a sentence, `--lines`) links to the chunks it
+    overlaps; a chunk that no longer exists (its doc was re-chunked) falls back to its doc.
+    """
+    for n in notes:
+        for ref in n.extra.get("derived_from") or []:
+            ref = str(ref)
+            chunks = (
+                [ref]
+                if "#" in ref and g.query("MATCH (c:Chunk {id: $c}) RETURN c.id AS id", {"c": ref})
+                else []
+            )
+            span = re.fullmatch(r"([0-9a-f]{16})#char(\d+)-(\d+)", ref)
+            if span and not chunks:
+                chunks = [
+                    r["id"]
+                    for r in g.query(
+                        "MATCH (c:Chunk) WHERE c.doc_id = $d AND c.span_start < $e "
+                        "AND c.span_end > $s RETURN c.id AS id",
+                        {"d": span[1], "s": int(span[2]), "e": int(span[3])},
+                    )
+                ]
+            for c in chunks:
+                g.query(
+                    "MATCH (m:MemoryNote {id: $m}), (c:Chunk {id: $c}) "
+                    "MERGE (m)-[:DERIVED_FROM]->(c)",
+                    {"m": n.id, "c": c},
+                )
+            if not chunks:
+                g.query(
+                    "MATCH (m:MemoryNote {id: $m}), (d:Doc {id: $d}) "
+                    "MERGE (m)-[:DERIVED_FROM]->(d)",
+                    {"m": n.id, "d": ref.split("#")[0]},
+                )

@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput
-from .folder import Folder, append_whole, atomic_write
+from .errors import BadInput, NotFound
+from .folder import Folder, append_whole, atomic_write, shown
 
 
 def load(folder: Folder) -> dict[str, dict[str, Any]]:
@@ -83,3 +83,33 @@ def save(folder: Folder, entries: dict[str, dict[str, Any]]) -> None:
 
 def by_path(entries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {e["path"]: e for e in entries.values() if e.get("current", True) and e.get("path")}
+
+
+def resolve(folder: Folder, ref: str, include_old: bool = False) -> dict[str, Any]:
+    """A mapping entry by doc id, id prefix, path (normalized or source), URL or arXiv id."""
+    entries = load(folder)
+    if ref in entries:
+        return entries[ref]
+    hits = [
+        e
+        for d, e in entries.items()
+        if (e.get("current", True) or include_old)
+        and (
+            d.startswith(ref)
+            or e.get("path") == ref
+            or (e.get("source") or {}).get("path") == ref
+            or e.get("path", "").endswith("/" + ref)
+        )
+    ]
+    if not hits:  # a web page by its URL, a paper by its arXiv id: the current version
+        hits = [
+            e
+            for e in entries.values()
+            if e.get("current", True)
+            and ref in ((e.get("source") or {}).get("url"), (e.get("source") or {}).get("arxiv"))
+        ]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise NotFound(f"no document matches '{shown(ref)}'", "list documents with `ok store list`")
+    raise BadInput(f"{ref!r} matches {len(hits)} documents", "give more of the id")

@@ -318,7 +318,8 @@ class KnowledgeServer:
         since: str | None = None,
         until: str | None = None,
     ) -> dict[str, Any]:
-        from .search import Filters, search
+        from . import ops
+        from .search import Filters
 
         st = self.stack(stack)
         f = st.folder
@@ -332,15 +333,13 @@ class KnowledgeServer:
         ).normalized()
         emb = indexer.embedder(f)
         with self._read_graph(st, tool) as g:
-            hits = search(
+            hits = ops.search(
                 f,
                 g,
                 query,
-                k=kk,
-                mode=mode or str(f.setting("search.mode", "hybrid")),
+                ops.search_options(f, k=kk, mode=mode),
                 scope=scope,
                 filters=flt,
-                per_doc=int(f.setting("search.per_doc", 1)),
                 embedder=emb,
             )
         return {"stack": st.name, "query": query, "k": kk, "results": hits}

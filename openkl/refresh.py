@@ -23,10 +23,12 @@ from typing import Any
 
 from . import crash, events
 from . import mapping as mapping_mod
+from .drift import DEFAULT_DRIFT_THRESHOLD, after_ingest, doc_vector, drift_between
 from .errors import BadInput, OkError, UsageError
 from .folder import Folder, iso, utcnow
 
-DEFAULT_DRIFT_THRESHOLD = 0.1
+__all__ = ["DEFAULT_DRIFT_THRESHOLD", "after_ingest", "doc_vector", "drift_between"]
+
 _INTERVAL = re.compile(r"^\s*(\d+)\s*(s|m|min|h|d|w)\s*$", re.I)
 _INTERVAL_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -256,99 +258,9 @@ def source_kind(entry: dict[str, Any]) -> str | None:
 
 
 # -- drift -----------------------------------------------------------------------------------
-def doc_vector(folder: Folder, text: str) -> Any:
-    """Mean of a text's chunk embeddings (chunked as the indexer does; vectors are cached)."""
-    import numpy as np
-
-    from .chunking import chunk_text
-    from .indexer import embedder
-
-    emb = embedder(folder)
-    max_tokens = int(folder.setting("chunking.max_tokens", emb.max_tokens))
-    overlap = int(folder.setting("chunking.overlap", max_tokens // 4))
-    chunks = chunk_text(text, emb.tokenizer, max_tokens, overlap)
-    if not chunks:
-        return None
-    vecs = emb.embed([c.text for c in chunks])
-    mean = vecs.mean(axis=0)
-    norm = float(np.linalg.norm(mean))
-    return mean / norm if norm else None
-
-
-def drift_between(folder: Folder, old_text: str, new_text: str) -> float | None:
-    """`1 - cosine(mean(old), mean(new))`, rounded; None when either side has no text."""
-    a, b = doc_vector(folder, old_text), doc_vector(folder, new_text)
-    if a is None or b is None:
-        return None
-    return round(max(0.0, 1.0 - float(a @ b)), 6)
-
-
-def after_ingest(
-    folder: Folder,
-    entries: dict[str, dict[str, Any]],
-    added: list[dict[str, Any]],
-    drift_threshold: float | None = None,
-) -> None:
-    """After new docs were written: drift of each new version against the one it supersedes
-    (stored on the old entry), and the `ingested` / `drifted` events."""
-    threshold = (
-        float(folder.setting("refresh.drift_threshold", DEFAULT_DRIFT_THRESHOLD))
-        if drift_threshold is None
-        else float(drift_threshold)
-    )
-    changed = False
-    for a in added:
-        old = entries.get(a.get("supersedes") or "")
-        new = entries.get(a["id"])
-        if not old or not new:
-            continue
-        try:
-            old_text = (folder.root / old["path"]).read_text(encoding="utf-8")
-            new_text = (folder.root / new["path"]).read_text(encoding="utf-8")
-            drift = drift_between(folder, old_text, new_text)
-        except (OSError, UnicodeDecodeError, OkError):
-            drift = None  # the old text is gone: no drift, the version link still stands
-        if drift is not None:
-            old["drift"] = drift
-            a["drift"] = drift
-            changed = True
-    if changed:
-        mapping_mod.save(folder, entries)
-    batch: list[tuple[str, dict[str, Any]]] = []
-    for a in added:
-        e = entries.get(a["id"], {})
-        batch.append(
-            (
-                "ingested",
-                {
-                    "doc": a["id"],
-                    "path": a["path"],
-                    "source": e.get("source"),
-                    "supersedes": a.get("supersedes"),
-                    "drift": a.get("drift"),
-                },
-            )
-        )
-        if a.get("drift") is not None and a["drift"] > threshold:
-            batch.append(
-                (
-                    "drifted",
-                    {
-                        "doc": a["id"],
-                        "previous": a["supersedes"],
-                        "path": a["path"],
-                        "drift": a["drift"],
-                        "threshold": threshold,
-                    },
-                )
-            )
-    events.emit_many(folder, batch)
-
-
-# -- history ---------------------------------------------------------------------------------
 def history(folder: Folder, ref: str) -> list[dict[str, Any]]:
     """Every version of a document, newest first, with the drift from the version before."""
-    from .store import resolve
+    from .mapping import resolve
 
     entries = mapping_mod.load(folder)
     start = resolve(folder, ref, include_old=True)
@@ -409,7 +321,7 @@ def plan(
     """The mapping entries a refresh looks at: the given docs, all sources, or the due ones."""
     entries = mapping_mod.load(folder) if entries is None else entries
     if refs:
-        from .store import resolve
+        from .mapping import resolve
 
         out: list[dict[str, Any]] = []
         for r in refs:
@@ -720,7 +632,7 @@ def set_policy(
     folder: Folder, refs: list[str], policy: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
     """Set (or, with None, clear) the refresh policy of documents. The caller holds the lock."""
-    from .store import resolve
+    from .mapping import resolve
 
     entries = mapping_mod.load(folder)
     out = []

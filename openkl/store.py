@@ -18,9 +18,11 @@ from typing import Any
 
 from . import crash, events, indexer
 from . import mapping as mapping_mod
+from .drift import after_ingest
 from .errors import BadInput, NotFound, OkError
 from .extract import Extracted, extract_bytes, require_ocr, supported
 from .folder import NAME_NOT_UTF8, Folder, atomic_write, is_utf8, iso, shown
+from .mapping import resolve
 from .progress import progress
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", ".ok", ".tox"}
@@ -322,8 +324,6 @@ def ingest(
     if new_items:
         mapping_mod.save(folder, entries)
         crash.point("ingest.mapping-saved")
-        from .refresh import after_ingest  # drift of changed docs, and their events
-
         after_ingest(folder, entries, rep.added, drift_threshold)
         crash.point("ingest.events-written")
         folder.log_op(
@@ -559,36 +559,6 @@ def ingest_stdin(folder: Folder, data: bytes, name: str | None = None) -> Ingest
         data=data, rel=f"stdin/{name}", origin="-", source={"path": f"store/sources/stdin/{name}"}
     )
     return ingest(folder, [cand])
-
-
-def resolve(folder: Folder, ref: str, include_old: bool = False) -> dict[str, Any]:
-    """A mapping entry by doc id, id prefix, path (normalized or source), URL or arXiv id."""
-    entries = mapping_mod.load(folder)
-    if ref in entries:
-        return entries[ref]
-    hits = [
-        e
-        for d, e in entries.items()
-        if (e.get("current", True) or include_old)
-        and (
-            d.startswith(ref)
-            or e.get("path") == ref
-            or (e.get("source") or {}).get("path") == ref
-            or e.get("path", "").endswith("/" + ref)
-        )
-    ]
-    if not hits:  # a web page by its URL, a paper by its arXiv id: the current version
-        hits = [
-            e
-            for e in entries.values()
-            if e.get("current", True)
-            and ref in ((e.get("source") or {}).get("url"), (e.get("source") or {}).get("arxiv"))
-        ]
-    if len(hits) == 1:
-        return hits[0]
-    if not hits:
-        raise NotFound(f"no document matches '{shown(ref)}'", "list documents with `ok store list`")
-    raise BadInput(f"{ref!r} matches {len(hits)} documents", "give more of the id")
 
 
 def list_docs(folder: Folder, all_versions: bool = False) -> list[dict[str, Any]]:

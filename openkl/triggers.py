@@ -203,7 +203,7 @@ def remove(folder: Folder, name: str) -> Trigger:
 
 
 def _example_vectors(folder: Folder, trigs: list[Trigger]) -> Any:
-    from .indexer import embedder
+    from .indexing import embedder
 
     # embed() (not embed_query) so the examples come from the content-keyed cache
     return embedder(folder).embed([t.example for t in trigs])
@@ -211,7 +211,7 @@ def _example_vectors(folder: Folder, trigs: list[Trigger]) -> Any:
 
 def test(folder: Folder, text: str) -> list[dict[str, Any]]:
     """How close `text` is to every trigger, and whether it would fire."""
-    from .indexer import embedder
+    from .indexing import embedder
 
     trigs, _ = load(folder)
     if not trigs:

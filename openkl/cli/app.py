@@ -16,7 +16,7 @@ import typer
 
 from ..errors import OkError
 from . import output
-from .common import folder, split_labels, writing
+from .common import folder, writing
 from .output import JsonOpt, emit, state
 
 
@@ -334,95 +334,24 @@ def search(
     json_: bool = JsonOpt,
 ) -> None:
     """Hybrid (BM25 + vector) search over notes and documents; hits are cite objects."""
-    from ..indexer import embedder, open_graph
-    from ..search import Filters, check_counts
-    from ..search import search as do_search
+    from .hits import run_search
 
-    if query == "-":
-        query = output.read_stdin_text().strip()
-    f = folder()
-    k = k if k is not None else int(f.setting("search.k", 10))
-    per_doc = per_doc if per_doc is not None else int(f.setting("search.per_doc", 1))
-    check_counts(k, per_doc, "-k", "--per-doc")
-    flt = Filters(
-        tags=split_labels(tags), topics=split_labels(topics), path=path, since=since, until=until
-    ).normalized("--since", "--until")
-    with open_graph(f) as g:
-        if show_query:
-            g.trace = []
-        hits = do_search(
-            f,
-            g,
-            query,
-            k=k,
-            mode=mode or str(f.setting("search.mode", "hybrid")),
-            scope=scope,
-            filters=flt,
-            per_doc=per_doc,
-            explain=explain,
-            embedder=embedder(f),
-            diversity=float(f.setting("search.diversity", 0.5)) if diverse else 0.0,
-        )
-        if show_query:
-            for q in g.trace or []:
-                output.info(q)
-    emit(
-        hits,
+    run_search(
+        query,
+        k,
+        scope,
+        mode,
+        tags,
+        topics,
+        path,
+        since,
+        until,
+        per_doc,
+        diverse,
+        explain,
+        show_query,
         json_,
-        render=lambda h: _render_hits(h, query, explain),
-        plain=lambda h: _plain_hits(h, query),
     )
-    from ..indexer import files_newer_than_index
-
-    if files_newer_than_index(f):
-        output.warn("files changed since the index was last updated; run `ok sync`")
-
-
-def _plain_hits(hits: list[dict[str, Any]], query: str = "") -> str:
-    from ..search import snippet
-
-    lines = []
-    for h in hits:
-        lines.append(f"{h['rank']}\t{h['score']:.4f}\t{h['id']}\t{h['path']}")
-        if h.get("signals"):
-            lines.append(
-                "\t"
-                + "  ".join(
-                    f"{n}={s['score']:.4f} (rank {s['rank']})" for n, s in h["signals"].items()
-                )
-            )
-        lines.append(f"\t{snippet(h['quote'], query)}")
-    return "\n".join(lines) if hits else ""
-
-
-def _render_hits(hits: list[dict[str, Any]], query: str, explain: bool) -> None:
-    import re
-
-    from rich.table import Table
-    from rich.text import Text
-
-    from ..search import snippet
-
-    if not hits:
-        output.console(stderr=True).print("no results")
-        return
-    words = [w for w in re.findall(r"\w{3,}", query.lower())]
-    table = Table(show_lines=True, expand=True)
-    table.add_column("#", justify="right", width=3)
-    table.add_column("score", width=7)
-    table.add_column("where", ratio=1, overflow="fold")
-    table.add_column("passage", ratio=3)
-    for h in hits:
-        text = Text(snippet(h["quote"], query, 320))
-        for w in words:
-            text.highlight_words([w], style="bold yellow", case_sensitive=False)
-        where = f"{h['title'] or h['path']}\n[dim]{h['id']}[/dim]"
-        if explain and h.get("signals"):
-            where += "\n" + " ".join(
-                f"{n}:{s['score']:.3f}#{s['rank']}" for n, s in h["signals"].items()
-            )
-        table.add_row(str(h["rank"]), f"{h['score']:.3f}", where, text)
-    output.console().print(table)
 
 
 @app.command(

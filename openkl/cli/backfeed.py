@@ -80,11 +80,11 @@ def show(item_id: str = typer.Argument(...), json_: bool = JsonOpt) -> None:
 @app.command()
 def approve(item_id: str = typer.Argument(...), json_: bool = JsonOpt) -> None:
     """Approve an item: absorb it with verified=true, source_kind=backfeed."""
-    from ..backfeed import decide
+    from ..ops import decide_backfeed
 
     f = folder()
     with writing(f, "ok backfeed approve"):
-        item = decide(f, item_id, approve=True)
+        item = decide_backfeed(f, item_id, approve=True)
     emit(item, json_, plain=lambda i: f"approved {i['id']}")
 
 
@@ -95,9 +95,9 @@ def reject(
     json_: bool = JsonOpt,
 ) -> None:
     """Reject an item (it stays in the folder, marked rejected, with the reason)."""
-    from ..backfeed import decide
+    from ..ops import decide_backfeed
 
     f = folder()
     with writing(f, "ok backfeed reject"):
-        item = decide(f, item_id, approve=False, reason=reason)
+        item = decide_backfeed(f, item_id, approve=False, reason=reason)
     emit(item, json_, plain=lambda i: f"rejected {i['id']}")

@@ -38,7 +38,7 @@ def import_(
       ok bundle import team.aks.json
       curl -s https://example.org/kb.aks.json | ok bundle import -
     """
-    from ..aks import import_bundle
+    from ..ops import import_bundle
 
     text, where = _read(path)
     f = folder()

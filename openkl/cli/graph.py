@@ -146,7 +146,7 @@ def entities(
     f = folder()
     doc_id = None
     if doc:
-        from ..store import resolve
+        from ..mapping import resolve
 
         doc_id = resolve(f, doc)["id"]
     with open_graph(f) as g:

@@ -96,11 +96,11 @@ def show(
 @app.command()
 def search(
     query: str = typer.Argument(..., help="What to look for."),
-    k: int = typer.Option(
-        10, "-k", "--limit", metavar="N", help="Number of results (at most 1000)."
+    k: int | None = typer.Option(
+        None, "-k", "--limit", metavar="N", help="Number of results (default 10, at most 1000)."
     ),
-    mode: str = typer.Option(
-        "hybrid", "--mode", metavar="hybrid|vector|fts", help="Ranking signals."
+    mode: str | None = typer.Option(
+        None, "--mode", metavar="hybrid|vector|fts", help="Ranking signals (default hybrid)."
     ),
     tags: list[str] = typer.Option(None, "--tag", "-t"),
     topics: list[str] = typer.Option(None, "--topic"),
@@ -118,23 +118,10 @@ def search(
     json_: bool = JsonOpt,
 ) -> None:
     """Search notes only (same as `ok search --in mem`)."""
-    from .app import search as root_search
+    from .hits import run_search
 
-    root_search(
-        query=query,
-        k=k,
-        scope="mem",
-        mode=mode,
-        tags=tags,
-        topics=topics,
-        path=None,
-        since=since,
-        until=until,
-        per_doc=None,
-        diverse=False,
-        explain=explain,
-        show_query=False,
-        json_=json_,
+    run_search(
+        query, k, "mem", mode, tags, topics, None, since, until, None, False, explain, False, json_
     )
 
 

@@ -1,0 +1,154 @@
+"""Open the folder's graph and feed it: the embedder, the one way to open the graph (a
+writer's changes form one transaction), and embedding with progress.
+
+Everything that writes the graph goes through `open_graph`; what is derived from the files
+and how (chunks, entities, versions) is `indexer`'s business.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from .embeddings import Embedder, embedder_for
+from .errors import DiskFull, OkError
+from .folder import Folder
+from .graph import Graph
+from .progress import progress
+
+EMBED_BLOCK = 256
+
+
+def embedder(folder: Folder) -> Embedder:
+    return embedder_for(
+        str(folder.setting("embedding.model", "default")),
+        folder.cache_dir,
+        int(folder.setting("embedding.batch_size", 32)),
+    )
+
+
+@contextlib.contextmanager
+def open_graph(
+    folder: Folder, write: bool = False, check: bool = True, kuzu_dir: Path | None = None
+) -> Iterator[Graph]:
+    """The one way to open the folder's graph. Writers must hold `folder.write_lock`.
+
+    A writer's changes form one transaction: a command that fails or is killed half way
+    leaves the graph as it was, and `ok status` sees the files it did write as not indexed.
+    `kuzu_dir` points a rebuild at its new database.
+    """
+    if write:
+        _room_to_write(folder)
+    emb = embedder(folder)
+    ident = emb.identity if write else _cheap_identity(folder, emb)
+    if kuzu_dir is None:
+        kuzu_dir = folder.kuzu_dir
+        Graph.finish_swap(kuzu_dir, writer=write)
+    with Graph.open(
+        kuzu_dir,
+        write=write,
+        embedder_identity=ident,
+        dim=emb.dim if write else None,
+        timeout=float(folder.setting("lock_timeout", 30.0)),
+        check=check,
+        buffer_pool_mb=int(folder.setting("graph.buffer_pool_mb", 512)),
+        recover=None if write else lambda: _replay_log(folder),
+    ) as g:
+        if write:
+            with g.transaction():
+                yield g
+        else:
+            yield g
+    if write:
+        _stamp(folder).parent.mkdir(parents=True, exist_ok=True)
+        _stamp(folder).touch()
+
+
+def _room_to_write(folder: Folder) -> None:
+    """Refuse to write the graph on a nearly full disk.
+
+    Kùzu aborts the process or spins when a write or checkpoint runs out of space, which
+    leaves no error to show and can stop a sync from finishing; a clear refusal up front,
+    with the files already saved, leaves the folder for `ok sync` to catch up.
+    """
+    need = float(folder.setting("graph.min_free_mb", 64)) * (1 << 20)
+    where = folder.kuzu_dir if folder.kuzu_dir.exists() else folder.ok_dir
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return
+    if free < need:
+        raise DiskFull(
+            f"the disk is nearly full: the graph needs {need / (1 << 20):g} MB free to "
+            f"write safely (graph.min_free_mb)",
+            path=where,
+        )
+
+
+def _stamp(folder: Folder) -> Path:
+    return folder.cache_dir / "graph-written"
+
+
+def files_newer_than_index(folder: Folder) -> bool:
+    """A cheap hint that files changed after the graph was last written (by an editor, git
+    pull …): any note or normalized doc, or a folder holding them, with a newer mtime.
+    `ok status` is the exact check."""
+
+    try:
+        since = _stamp(folder).stat().st_mtime
+    except FileNotFoundError:
+        return False
+    todo = [p for p in (folder.normalized_dir, folder.by_date_dir) if p.exists()]
+    while todo:
+        d = todo.pop()
+        if d.stat().st_mtime > since:
+            return True
+        with os.scandir(d) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    todo.append(Path(e.path))
+                elif e.stat(follow_symlinks=False).st_mtime > since:
+                    return True
+    return False
+
+
+def _replay_log(folder: Folder) -> bool:
+    """Complete a killed writer's checkpoint by opening the graph read-write for a moment.
+
+    Only when no one holds the writer lock; returns whether it did.
+    """
+    try:
+        with (
+            folder.write_lock("replaying the graph log", timeout=0),
+            Graph.open(folder.kuzu_dir, write=True, check=False, timeout=2.0),
+        ):
+            return True
+    except OkError:  # a writer is active (it will finish the job), or the open failed
+        return False
+
+
+def _cheap_identity(folder: Folder, emb: Embedder) -> str | None:
+    # the default model's identity is known without loading it; others need the model
+    return emb.identity if emb.dim else None
+
+
+def embed_all(emb: Embedder, texts: list[str], what: str = "embedding") -> np.ndarray:
+    """Embed with a progress bar, in blocks so the cache is filled as we go."""
+    if not texts:
+        return np.zeros((0, emb.dim), dtype=np.float32)
+    out = np.zeros((len(texts), emb.dim), dtype=np.float32)
+    # shortest first across all blocks, so each model batch holds texts of similar length
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    with progress(what, emb.missing(texts)) as advance:
+        for i in range(0, len(order), EMBED_BLOCK):
+            idx = order[i : i + EMBED_BLOCK]
+            block = [texts[j] for j in idx]
+            todo = emb.missing(block)
+            out[idx] = emb.embed(block)
+            advance(todo)
+    return out

@@ -1,0 +1,94 @@
+"""The operations the adapters share: one function per user-level operation that takes
+more than one step, so the CLI, the MCP server and the HTTP server do the same thing.
+
+Each operation takes resolved arguments and returns a result the adapter renders; the
+caller holds the writer lock for operations that write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import aks, backfeed, entities
+from . import search as search_mod
+from .folder import Folder
+from .graph import Graph
+from .indexing import open_graph
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How many hits, ranked how: what a search request leaves out comes from the folder."""
+
+    k: int
+    mode: str
+    per_doc: int
+    diversity: float
+
+
+def search_options(
+    folder: Folder,
+    k: int | None = None,
+    mode: str | None = None,
+    per_doc: int | None = None,
+    diverse: bool = False,
+    names: tuple[str, str] = ("k", "per_doc"),
+) -> SearchOptions:
+    """Fill in the folder's defaults and check the counts (`names` are the adapter's names
+    for k and per_doc, for the error message)."""
+    k = k if k is not None else int(folder.setting("search.k", 10))
+    per_doc = per_doc if per_doc is not None else int(folder.setting("search.per_doc", 1))
+    search_mod.check_counts(k, per_doc, *names)
+    return SearchOptions(
+        k=k,
+        mode=mode or str(folder.setting("search.mode", "hybrid")),
+        per_doc=per_doc,
+        diversity=float(folder.setting("search.diversity", 0.5)) if diverse else 0.0,
+    )
+
+
+def search(
+    folder: Folder,
+    g: Graph,
+    query: str,
+    opts: SearchOptions,
+    *,
+    scope: str = "all",
+    filters: search_mod.Filters | None = None,
+    explain: bool = False,
+    embedder: Any = None,
+) -> list[dict[str, Any]]:
+    """Hybrid search; hits are cite objects, best first."""
+    return search_mod.search(
+        folder,
+        g,
+        query,
+        k=opts.k,
+        mode=opts.mode,
+        scope=scope,
+        filters=filters,
+        per_doc=opts.per_doc,
+        explain=explain,
+        embedder=embedder,
+        diversity=opts.diversity,
+    )
+
+
+def import_bundle(folder: Folder, text: str, where: str = "bundle") -> dict[str, Any]:
+    """Keep an AKS bundle under aks/imports/ and consolidate the entities it touches."""
+    kept, keys = aks.keep_bundle(folder, text, where)
+    with open_graph(folder, write=True) as g:
+        entities.consolidate(folder, g, keys)
+    return kept
+
+
+def decide_backfeed(
+    folder: Folder, iid: str, approve: bool, reason: str | None = None
+) -> dict[str, Any]:
+    """Approve (and absorb into the entity graph) or reject a pending backfeed item."""
+    item = backfeed.decide(folder, iid, approve, reason)
+    if approve:
+        with open_graph(folder, write=True) as g:
+            entities.consolidate(folder, g, backfeed.touched_keys(item))
+    return item

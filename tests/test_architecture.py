@@ -1,0 +1,181 @@
+"""The package's layering, read from its source: no import cycles (counting imports inside
+functions, which hide cycles rather than break them), heavy libraries imported only by the
+module that wraps them, and the layers in their order."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+PKG = REPO / "openkl"
+
+# each heavy library is imported by one module only
+OWNERS = {
+    "kuzu": "openkl.graph",
+    "onnxruntime": "openkl.embeddings",
+    "kreuzberg": "openkl.extract",
+    "mcp": "openkl.mcp_server",
+}
+
+# lower layers never import higher ones (a module may import its own layer or below)
+LAYERS = [
+    # storage and files
+    {
+        "openkl.graph",
+        "openkl.folder",
+        "openkl.errors",
+        "openkl.crash",
+        "openkl.mapping",
+        "openkl.notes",
+        "openkl.chunking",
+        "openkl.embeddings",
+        "openkl.extract",
+        "openkl.events",
+        "openkl.progress",
+        "openkl.cache",
+        "openkl.llm",
+        "openkl.grep",
+        "openkl.search",
+    },
+    # opening and feeding the graph
+    {"openkl.indexing"},
+    # entity extraction (rules or an LLM), and the files entities are consolidated from
+    # besides the documents: approved backfeed items and imported AKS bundles
+    {"openkl.entity_local", "openkl.entity_llm", "openkl.aks", "openkl.backfeed"},
+    # what is derived from the files, and what reads it
+    {
+        "openkl.entities",
+        "openkl.entity_local",
+        "openkl.entity_llm",
+        "openkl.lineage",
+        "openkl.triggers",
+        "openkl.drift",
+        "openkl.citations",
+        "openkl.context",
+        "openkl.ask",
+        "openkl.pages",
+    },
+    # keeping the graph in line with the files
+    {"openkl.indexer"},
+    # collecting, keeping fresh, distilling, checking
+    {"openkl.store", "openkl.sources", "openkl.refresh", "openkl.distill", "openkl.doctor"},
+    # the operations the adapters share
+    {"openkl.ops"},
+    # the adapters
+    {"openkl.cli", "openkl.mcp_server"},
+]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every module this file imports, wherever the import statement stands."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    mods = {module_name(p): p for p in PKG.rglob("*.py")}
+    return {name: {t for t in imports_of(p) if t in mods and t != name} for name, p in mods.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def layer_of(mod: str) -> int | None:
+    for i, layer in enumerate(LAYERS):
+        if mod in layer or any(mod.startswith(m + ".") for m in layer):
+            return i
+    return None
+
+
+def test_no_import_cycles() -> None:
+    found = cycles(graph())
+    assert not found, "import cycles (break them, don't hide them in functions): " + "; ".join(
+        " <-> ".join(c) for c in found
+    )
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+@pytest.mark.parametrize("lib", sorted(OWNERS))
+def test_heavy_libraries_have_one_owner(lib: str) -> None:
+    users = sorted(
+        module_name(p)
+        for p in PKG.rglob("*.py")
+        if any(m == lib or m.startswith(lib + ".") for m in imports_of(p))
+    )
+    assert users == [OWNERS[lib]], f"{lib} is imported by {users}; only {OWNERS[lib]} may"
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = sorted(m for m in graph() if m != "openkl" and layer_of(m) is None)
+    assert not missing, f"add these modules to a layer in LAYERS: {missing}"
+
+
+def test_lower_layers_do_not_import_higher_ones() -> None:
+    wrong = defaultdict(list)
+    for mod, targets in graph().items():
+        mine = layer_of(mod)
+        for t in targets:
+            theirs = layer_of(t)
+            if mine is not None and theirs is not None and theirs > mine:
+                wrong[mod].append(t)
+    assert not wrong, f"imports that point up the layers: {dict(wrong)}"
