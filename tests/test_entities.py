@@ -214,11 +214,20 @@ def test_page_describes_the_entity_from_a_defining_sentence(example_kf: Path) ->
     assert "_No description was compiled" in run_ok("graph", "page", "Charles Babbage").out
 
 
-@pytest.mark.parametrize("name", ["tuning", "dev", "heldout"])
+# Scores measured at confidence 0.4 (bench/entities.py --gold), less a margin of 0.02: a
+# change that loses an entity, adds noise or loses a typed person fails here.
+GOLD_FLOORS = {
+    "tuning": {"entity_recall": 0.954, "entity_precision": 0.992, "person_typed_recall": 0.625},
+    "dev": {"entity_recall": 0.986, "entity_precision": 0.864, "person_typed_recall": 0.5},
+    "dev2": {"entity_recall": 0.773, "entity_precision": 0.774, "person_typed_recall": 0.75},
+}
+
+
+@pytest.mark.parametrize("name", list(GOLD_FLOORS))
 def test_entity_quality(kf: Path, name: str) -> None:
-    """Entity recall and precision on each annotated set: the tuning set, the development
-    set, and the held-out set that was never used to tune the extractor."""
-    from evaluate import DEV, DOCS, GOLD, HELDOUT, evaluate
+    """Entity recall and precision on the development sets, all seen while the extractor
+    was tuned. The held-out set (tests/gold/heldout) is scored only by bench/entities.py."""
+    from evaluate import DEV, DEV2, DOCS, GOLD, evaluate
 
     from openkl.folder import open_folder
     from openkl.indexer import open_graph
@@ -226,15 +235,15 @@ def test_entity_quality(kf: Path, name: str) -> None:
     docs, gold = {
         "tuning": (DOCS, GOLD),
         "dev": (DEV / "docs", DEV / "gold.json"),
-        "heldout": (HELDOUT / "docs", HELDOUT / "gold.json"),
+        "dev2": (DEV2 / "docs", DEV2 / "gold.json"),
     }[name]
     r = run_ok("store", "ingest", str(docs))
     assert r.code == 0, r.err
     f = open_folder(kf)
     with open_graph(f) as g:
         score = evaluate(f, g, 0.4, gold)
-    assert score["entity_recall"] >= 0.7, score
-    assert score["entity_precision"] >= 0.6, score
+    for metric, measured in GOLD_FLOORS[name].items():
+        assert score[metric] >= measured - 0.02, (metric, score)
 
 
 def test_extraction_cache_is_used_on_rebuild(example_kf: Path) -> None:

@@ -20,6 +20,7 @@ from .common import folder, writing
 from .output import JsonOpt, emit, state
 
 
+# A private typer API (pyproject.toml pins typer to the versions that have it).
 def _plain_metavar(self: Any, ctx: Any) -> str:
     """`--root ROOT`, `QUERY`: upper-case names instead of `<str>` type labels in help."""
     if self.type_descriptor.is_choice:
@@ -428,8 +429,6 @@ _register()
 
 def run(argv: list[str] | None = None) -> int:
     """Run `ok` with `argv`; expected errors become one line on stderr. Returns the exit code."""
-    from typer._click import exceptions as cx
-
     state.root, state.json, state.tee, state.debug = None, False, None, False
     try:
         rv = app(args=argv, prog_name="ok", standalone_mode=False)
@@ -445,8 +444,12 @@ def run(argv: list[str] | None = None) -> int:
     except typer.Abort:
         print("Aborted.", file=sys.stderr)
         return 130
-    except cx.ClickException as e:
-        e.show()
+    except typer.TyperException as e:  # usage errors: click's show() prints usage and hint
+        show = getattr(e, "show", None)
+        if show is not None:
+            show()
+        else:
+            print(f"Error: {e.format_message()}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
