@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import settings
 from .cache import SqliteCache
 from .errors import OkError
 
@@ -28,7 +28,7 @@ DEFAULT_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2
 
 
 def user_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = settings.env("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "openkl"
 
 

@@ -34,7 +34,6 @@ from .progress import progress
 
 DOC_SUFFIX = ".ok.md"
 EMBED_BLOCK = 256
-COMMIT_CHUNKS = 5000  # graph.commit_chunks
 
 # Hooks run after docs/notes are loaded and their entities extracted, e.g. semantic
 # triggers: fn(folder, graph, docs, notes)
@@ -45,9 +44,9 @@ pre_remove_hooks: list[Callable[..., None]] = []
 
 def embedder(folder: Folder) -> Embedder:
     return embedder_for(
-        str(folder.setting("embedding.model", "default")),
+        folder.setting("embedding.model"),
         folder.cache_dir,
-        int(folder.setting("embedding.batch_size", 32)),
+        folder.setting("embedding.batch_size"),
     )
 
 
@@ -73,9 +72,9 @@ def open_graph(
         write=write,
         embedder_identity=ident,
         dim=emb.dim if write else None,
-        timeout=float(folder.setting("lock_timeout", 30.0)),
+        timeout=folder.setting("lock_timeout"),
         check=check,
-        buffer_pool_mb=int(folder.setting("graph.buffer_pool_mb", 512)),
+        buffer_pool_mb=folder.setting("graph.buffer_pool_mb"),
         recover=None if write else lambda: _replay_log(folder),
     ) as g:
         if write:
@@ -95,7 +94,7 @@ def _room_to_write(folder: Folder) -> None:
     leaves no error to show and can stop a sync from finishing; a clear refusal up front,
     with the files already saved, leaves the folder for `ok sync` to catch up.
     """
-    need = float(folder.setting("graph.min_free_mb", 64)) * (1 << 20)
+    need = folder.setting("graph.min_free_mb") * (1 << 20)
     where = folder.kuzu_dir if folder.kuzu_dir.exists() else folder.ok_dir
     try:
         free = shutil.disk_usage(where).free
@@ -213,8 +212,8 @@ def build_doc_rows(
     folder: Folder, emb: Embedder, items: list[tuple[str, str]], entries: dict[str, dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Doc and chunk rows for (doc id, relative path) pairs."""
-    max_tokens = int(folder.setting("chunking.max_tokens", emb.max_tokens))
-    overlap = int(folder.setting("chunking.overlap", max_tokens // 4))
+    max_tokens = folder.setting("chunking.max_tokens")
+    overlap = folder.setting("chunking.overlap")
     docs, chunks = [], []
     for did, rel in items:
         text = _read_text(folder, rel)
@@ -301,7 +300,7 @@ def index_docs(
     # commits every `graph.commit_chunks` chunks: each committed batch holds whole documents (chunks,
     # vectors, entities), and the documents of a batch that a crash cut off are simply not
     # in the graph, which `ok status` sees and `ok sync` adds
-    limit = max(1, int(folder.setting("graph.commit_chunks", COMMIT_CHUNKS)))
+    limit = max(1, folder.setting("graph.commit_chunks"))
     batches: list[list[int]] = [[]]
     size = 0
     per_doc: dict[str, list[int]] = {}

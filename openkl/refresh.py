@@ -26,7 +26,6 @@ from . import mapping as mapping_mod
 from .errors import BadInput, OkError, UsageError
 from .folder import Folder, iso, utcnow
 
-DEFAULT_DRIFT_THRESHOLD = 0.1
 _INTERVAL = re.compile(r"^\s*(\d+)\s*(s|m|min|h|d|w)\s*$", re.I)
 _INTERVAL_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -264,8 +263,8 @@ def doc_vector(folder: Folder, text: str) -> Any:
     from .indexer import embedder
 
     emb = embedder(folder)
-    max_tokens = int(folder.setting("chunking.max_tokens", emb.max_tokens))
-    overlap = int(folder.setting("chunking.overlap", max_tokens // 4))
+    max_tokens = folder.setting("chunking.max_tokens")
+    overlap = folder.setting("chunking.overlap")
     chunks = chunk_text(text, emb.tokenizer, max_tokens, overlap)
     if not chunks:
         return None
@@ -292,7 +291,7 @@ def after_ingest(
     """After new docs were written: drift of each new version against the one it supersedes
     (stored on the old entry), and the `ingested` / `drifted` events."""
     threshold = (
-        float(folder.setting("refresh.drift_threshold", DEFAULT_DRIFT_THRESHOLD))
+        float(folder.setting("refresh.drift_threshold"))
         if drift_threshold is None
         else float(drift_threshold)
     )

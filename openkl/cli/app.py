@@ -341,8 +341,8 @@ def search(
     if query == "-":
         query = output.read_stdin_text().strip()
     f = folder()
-    k = k if k is not None else int(f.setting("search.k", 10))
-    per_doc = per_doc if per_doc is not None else int(f.setting("search.per_doc", 1))
+    k = k if k is not None else f.setting("search.k")
+    per_doc = per_doc if per_doc is not None else f.setting("search.per_doc")
     check_counts(k, per_doc, "-k", "--per-doc")
     flt = Filters(
         tags=split_labels(tags), topics=split_labels(topics), path=path, since=since, until=until
@@ -355,13 +355,13 @@ def search(
             g,
             query,
             k=k,
-            mode=mode or str(f.setting("search.mode", "hybrid")),
+            mode=mode or f.setting("search.mode"),
             scope=scope,
             filters=flt,
             per_doc=per_doc,
             explain=explain,
             embedder=embedder(f),
-            diversity=float(f.setting("search.diversity", 0.5)) if diverse else 0.0,
+            diversity=f.setting("search.diversity") if diverse else 0.0,
         )
         if show_query:
             for q in g.trace or []:
