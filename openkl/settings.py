@@ -344,7 +344,8 @@ def suggest(key: str) -> str:
     if not near:
         near = [k for k in SETTINGS if k.startswith(key.split(".")[0] + ".")][:3]
     if near:
-        return "did you mean " + " or ".join(near) + "? `ok config list` shows every setting"
+        listed = ", ".join(near[:-1]) + " or " + near[-1] if len(near) > 1 else near[0]
+        return f"did you mean {listed}? `ok config list` shows every setting"
     return "`ok config list` shows every setting"
 
 
