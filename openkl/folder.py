@@ -356,11 +356,10 @@ class Folder:
         with self.write_lock(f"ok config unset {key}"):
             self._config = None
             data = copy.deepcopy(self.config)
-            known = key in settings.SETTINGS
-            if not known and key not in settings.unknown_keys(data):
-                settings.lookup(key)
-            if known:
+            if key in settings.SETTINGS or key.upper() in settings.BY_ENV:
                 key = self._settable(key).key
+            elif key not in settings.unknown_keys(data):
+                settings.lookup(key)  # refused, with close matches
             removed = settings.drop(data, key)
             if removed:
                 self.write_config(data)

@@ -319,6 +319,7 @@ DECLARED: tuple[Setting, ...] = (
 )
 
 SETTINGS: dict[str, Setting] = {s.key: s for s in DECLARED}
+BY_ENV: dict[str, Setting] = {s.env: s for s in DECLARED}
 
 
 def spec(key: str) -> Setting:
@@ -330,8 +331,9 @@ def spec(key: str) -> Setting:
 
 
 def lookup(key: str) -> Setting:
-    """The declaration of a key a user typed; an unknown one is refused with close matches."""
-    s = SETTINGS.get(key) or SETTINGS.get(key.upper())
+    """The declaration of a key a user typed (or of its environment variable); an unknown
+    one is refused with close matches."""
+    s = SETTINGS.get(key) or BY_ENV.get(key.upper())
     if s is not None:
         return s
     raise UsageError(f"unknown setting {key!r}", suggest(key))

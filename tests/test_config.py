@@ -317,3 +317,24 @@ def test_a_set_value_changes_what_search_returns(example_kf: Path) -> None:
     assert len(hits) == 2
     # a flag still wins over the file
     assert len(run_ok("search", "gene editing", "-k", "3", "--json").json()) == 3
+
+
+def test_keys_can_be_named_by_their_environment_variable(kf: Path) -> None:
+    d = run_ok("config", "get", "OK_SEARCH_K", "--json").json()
+    assert d["key"] == "search.k"
+    assert run_ok("config", "set", "OK_SEARCH_K", "7").code == 0
+    assert run_ok("config", "get", "search.k").out == "7\n"
+    assert run_ok("config", "unset", "ok_search_k").out.startswith("removed search.k")
+
+
+def test_doctor_checks_the_settings(kf: Path) -> None:
+    checks = {c["check"]: c for c in run_ok("doctor", "--json").json()}
+    assert checks["config"]["ok"] is True
+    cfg = kf / ".ok" / "config.yml"
+    cfg.write_text(cfg.read_text() + "search:\n  k: many\n  kk: 3\n")
+    r = run_ok("doctor", "--json")
+    assert r.code == 1
+    c = {c["check"]: c for c in r.json()}["config"]
+    assert c["ok"] is False
+    assert "search.k = 'many'" in c["detail"] and "'search.kk'" in c["detail"]
+    assert "ok config set search.k 10" in c["fix"] and "ok config unset search.kk" in c["fix"]

@@ -150,12 +150,12 @@ def unset(key: str = KeyArg, json_: bool = JsonOpt) -> None:
       ok config unset search.k
       ok config unset llm.base_url --json
     """
-    from ..settings import SETTINGS, render, resolve
+    from ..settings import BY_ENV, SETTINGS, render, resolve
 
     f = folder()
     removed = f.unset_setting(key)
     d: dict[str, Any] = {"key": key, "removed": removed}
-    s = SETTINGS.get(key) or SETTINGS.get(key.upper())
+    s = SETTINGS.get(key) or BY_ENV.get(key.upper())
     if s is not None:
         d = {**resolve(s, f.config).as_dict(), "removed": removed}
 
