@@ -118,7 +118,8 @@ def _config_check(folder: Any) -> dict[str, Any]:
         problems.append(f"{key!r} in .ok/config.yml is not a setting")
         fixes.append(f"{suggest(key)}; `ok config unset {key}` removes it")
     if not problems:
-        return _check("config", True, f"{len(DECLARED)} settings, all valid")
+        n = sum(not s.env_only for s in DECLARED)
+        return _check("config", True, f"{n} settings, all valid")
     return _check("config", False, "; ".join(problems), "; ".join(fixes))
 
 

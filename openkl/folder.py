@@ -358,7 +358,7 @@ class Folder:
             data = copy.deepcopy(self.config)
             if key in settings.SETTINGS or key.upper() in settings.BY_ENV:
                 key = self._settable(key).key
-            elif key not in settings.unknown_keys(data):
+            elif key not in settings.unknown_keys(data, retired=True):
                 settings.lookup(key)  # refused, with close matches
             removed = settings.drop(data, key)
             if removed:

@@ -45,6 +45,8 @@ SEARCH_MODES = ("hybrid", "vector", "fts")
 
 # keys of the config file that are structure, not settings
 FILE_KEYS = ("version",)
+# keys an older `ok init` wrote that no longer mean anything: ignored without a warning
+RETIRED = ("search.vector_index",)
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -421,8 +423,9 @@ def resolve(
     return Value(s, s.default, "default")
 
 
-def unknown_keys(data: Mapping[str, Any]) -> list[str]:
-    """Dotted keys the config file sets that no setting declares (typos, old keys)."""
+def unknown_keys(data: Mapping[str, Any], retired: bool = False) -> list[str]:
+    """Dotted keys the config file sets that no setting declares (typos, old keys); with
+    `retired`, also those older versions wrote."""
     out: list[str] = []
 
     def walk(node: Mapping[str, Any], prefix: str) -> None:
@@ -432,7 +435,7 @@ def unknown_keys(data: Mapping[str, Any]) -> list[str]:
                 continue
             if isinstance(v, Mapping) and any(d.startswith(key + ".") for d in SETTINGS):
                 walk(v, key + ".")
-            elif not (prefix == "" and key in FILE_KEYS):
+            elif not (prefix == "" and key in FILE_KEYS) and (retired or key not in RETIRED):
                 out.append(key)
 
     walk(data, "")

@@ -299,13 +299,13 @@ def test_unset_goes_back_to_the_default(kf: Path) -> None:
 
 def test_unknown_keys_in_the_file_are_warned_about_and_can_be_removed(kf: Path) -> None:
     cfg = kf / ".ok" / "config.yml"
-    cfg.write_text(cfg.read_text() + "search:\n  k: 4\n  vector_index: exact\n")
+    cfg.write_text(cfg.read_text() + "search:\n  k: 4\n  topk: 3\n")
     r = run_ok("config", "list")
     assert r.code == 0
-    assert "'search.vector_index', which is not a setting" in r.err
-    assert "ok config unset search.vector_index" in r.err
-    r = run_ok("config", "unset", "search.vector_index")
-    assert (r.code, r.out) == (0, "removed search.vector_index\n")
+    assert "'search.topk', which is not a setting" in r.err
+    assert "ok config unset search.topk" in r.err
+    r = run_ok("config", "unset", "search.topk")
+    assert (r.code, r.out) == (0, "removed search.topk\n")
     assert yaml.safe_load(cfg.read_text())["search"] == {"k": 4}
     assert run_ok("config", "list").err == ""
 
@@ -338,3 +338,38 @@ def test_doctor_checks_the_settings(kf: Path) -> None:
     assert c["ok"] is False
     assert "search.k = 'many'" in c["detail"] and "'search.kk'" in c["detail"]
     assert "ok config set search.k 10" in c["fix"] and "ok config unset search.kk" in c["fix"]
+
+
+OLD_INIT_CONFIG = """\
+version: 1
+domain: kb
+embedding: {model: default, batch_size: 32}
+chunking: {max_tokens: 256, overlap: 64}
+search: {k: 10, mode: hybrid, per_doc: 1, vector_index: exact, fusion: wsum,
+  vector_weight: 0.5, rrf_k: 60, diversity: 0.5}
+lock_timeout: 30.0
+llm: {base_url: null, model: null, api_key_env: OPENAI_API_KEY, timeout: 60.0, retries: 2}
+ingest: {max_file_mb: 64}
+graph: {buffer_pool_mb: 512, min_free_mb: 64}
+mcp:
+  max_k: 50
+  max_bytes: 100000
+  timeout: 30.0
+  timeouts: {ask: 120.0, store_ingest: 300.0, context: 60.0}
+  fs_max_entries: 500
+  grep_max: 200
+  cypher_max_rows: 500
+  read_only: false
+"""
+
+
+def test_a_config_an_older_init_wrote_is_valid_and_means_the_defaults(kf: Path) -> None:
+    (kf / ".ok" / "config.yml").write_text(OLD_INIT_CONFIG)
+    r = run_ok("config", "list", "--json")
+    assert r.code == 0 and r.err == ""  # the retired search.vector_index is not warned about
+    for d in r.json():
+        if d["key"] != "domain" and d["source"] != "env":
+            assert d["value"] == d["default"], d["key"]
+    checks = {c["check"]: c for c in run_ok("doctor", "--json").json()}
+    assert checks["config"]["ok"] is True, checks["config"]
+    assert run_ok("config", "unset", "search.vector_index").out == "removed search.vector_index\n"

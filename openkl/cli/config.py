@@ -14,6 +14,14 @@ app = typer.Typer(
     help="Show and change settings: every key with its value, its type and where the value "
     "comes from (default, .ok/config.yml or an OK_* environment variable). "
     "The reference is docs/config.md.",
+    epilog="""Examples:
+
+\b
+  ok config list --changed
+  ok config get search.k
+  ok config set search.k 5
+  ok config unset search.k
+  OK_SEARCH_K=3 ok config get search.k --json   # the environment wins""",
     no_args_is_help=True,
 )
 
