@@ -211,7 +211,7 @@ def retrieve(
         k=k,
         scope=scope,
         embedder=embedder or indexing.embedder(folder),
-        per_doc=int(folder.setting("search.per_doc", 1)),
+        per_doc=folder.setting("search.per_doc"),
     )
 
 

@@ -40,7 +40,6 @@ TYPES = ("doc", "chunk", "memory")
 STATUSES = ("verified", "moved", "changed", "missing")
 PASSING = frozenset({"verified", "moved"})
 RETENTION_CLASSES = ("standard", "keep", "ephemeral")
-DEFAULT_MIN_SIMILARITY = 0.7
 CONTEXT_CHARS = 120  # same as search.CONTEXT_CHARS, kept here so search stays unimported
 
 CITE_ID = re.compile(r"^c-[0-9a-f]{16}$")
@@ -862,9 +861,7 @@ class Verifier:
         self.folder = folder
         self.files = Files(folder)
         self.min_similarity = float(
-            min_similarity
-            if min_similarity is not None
-            else folder.setting("cite.min_similarity", DEFAULT_MIN_SIMILARITY)
+            min_similarity if min_similarity is not None else folder.setting("cite.min_similarity")
         )
 
     # locating texts

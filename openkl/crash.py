@@ -2,7 +2,7 @@
 
 `OK_CRASH_AT=<name>[:<n>]` makes the n-th pass (default the first) through the point `name`
 end the process at once with `os._exit(CRASH_EXIT)`: no cleanup, no `finally`, no flush,
-as `kill -9` would. Without the variable a point costs one dictionary lookup.
+as `kill -9` would. Without the variable a point costs two dictionary lookups.
 
 Every point a writer passes is listed in `POINTS`; a test checks that the code names no other
 and that each is reached, so a crash test cannot silently lose coverage.
@@ -11,6 +11,8 @@ and that each is reached, so a crash test cannot silently lose coverage.
 from __future__ import annotations
 
 import os
+
+from . import settings
 
 CRASH_EXIT = 86
 
@@ -47,7 +49,7 @@ _passes: dict[str, int] = {}
 
 def point(name: str) -> None:
     """Crash here if `OK_CRASH_AT` names this point (and this is its n-th pass)."""
-    spec = os.environ.get("OK_CRASH_AT")
+    spec = settings.env("OK_CRASH_AT")
     if not spec:
         return
     want, _, nth = spec.partition(":")

@@ -16,6 +16,7 @@ def run_checks(root: str | None) -> list[dict[str, Any]]:
     from .folder import open_folder
 
     out: list[dict[str, Any]] = []
+    settings_ok = False
     try:
         folder = open_folder(root)
         _ = folder.config
@@ -45,6 +46,8 @@ def run_checks(root: str | None) -> list[dict[str, Any]]:
                 "run `ok init` in the folder to recreate missing directories",
             )
         )
+        out.append(_config_check(folder))
+        settings_ok = out[-1]["ok"]
     out.append(_model_check())
     out.append(_rg_check())
     out.append(_kreuzberg_check())
@@ -61,6 +64,7 @@ def run_checks(root: str | None) -> list[dict[str, Any]]:
                 "wait for that command, or end it if it is stuck",
             )
         )
+    if folder is not None and settings_ok:  # the index check reads settings
         from .indexer import status
 
         st = status(folder)
@@ -97,6 +101,26 @@ def run_checks(root: str | None) -> list[dict[str, Any]]:
                     )
                 )
     return out
+
+
+def _config_check(folder: Any) -> dict[str, Any]:
+    """Every setting has a value of its type; the file sets no key that is not a setting."""
+    from .settings import DECLARED, resolve, suggest, unknown_keys
+
+    problems, fixes = [], []
+    for s in DECLARED:
+        try:
+            resolve(s, folder.config)
+        except OkError as e:
+            problems.append(e.message)
+            fixes.append(e.hint or "")
+    for key in unknown_keys(folder.config):
+        problems.append(f"{key!r} in .ok/config.yml is not a setting")
+        fixes.append(f"{suggest(key)}; `ok config unset {key}` removes it")
+    if not problems:
+        n = sum(not s.env_only for s in DECLARED)
+        return _check("config", True, f"{n} settings, all valid")
+    return _check("config", False, "; ".join(problems), "; ".join(fixes))
 
 
 def _model_check() -> dict[str, Any]:

@@ -14,8 +14,6 @@ from . import mapping as mapping_mod
 from .errors import OkError
 from .folder import Folder
 
-DEFAULT_DRIFT_THRESHOLD = 0.1
-
 
 def doc_vector(folder: Folder, text: str) -> Any:
     """Mean of a text's chunk embeddings (chunked as the indexer does; vectors are cached)."""
@@ -25,8 +23,8 @@ def doc_vector(folder: Folder, text: str) -> Any:
     from .indexing import embedder
 
     emb = embedder(folder)
-    max_tokens = int(folder.setting("chunking.max_tokens", emb.max_tokens))
-    overlap = int(folder.setting("chunking.overlap", max_tokens // 4))
+    max_tokens = folder.setting("chunking.max_tokens")
+    overlap = folder.setting("chunking.overlap")
     chunks = chunk_text(text, emb.tokenizer, max_tokens, overlap)
     if not chunks:
         return None
@@ -53,7 +51,7 @@ def after_ingest(
     """After new docs were written: drift of each new version against the one it supersedes
     (stored on the old entry), and the `ingested` / `drifted` events."""
     threshold = (
-        float(folder.setting("refresh.drift_threshold", DEFAULT_DRIFT_THRESHOLD))
+        float(folder.setting("refresh.drift_threshold"))
         if drift_threshold is None
         else float(drift_threshold)
     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import settings
 from .cache import SqliteCache
 from .errors import OkError
 
@@ -30,7 +30,7 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 
 
 def user_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = settings.env("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "openkl"
 
 

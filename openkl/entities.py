@@ -44,7 +44,7 @@ SOURCE_RANK = {"backfeed": 0, "manual": 1, "connector": 2, "document": 3}
 
 def min_confidence(folder: Folder) -> float:
     """The default confidence floor for listing entities and walking relationships."""
-    return float(folder.setting("entities.min_confidence", 0.4))
+    return float(folder.setting("entities.min_confidence"))
 
 
 @contextmanager
@@ -90,7 +90,7 @@ def extractor_id(folder: Folder) -> str:
     """Which extractor results in this folder come from (part of every cache key)."""
     from . import entity_local
 
-    if str(folder.setting("entities.extractor", "local")) == "llm":
+    if folder.setting("entities.extractor") == "llm":
         from . import entity_llm
 
         return entity_llm.extractor_id(folder)

@@ -25,48 +25,18 @@ from typing import Any
 
 import yaml
 
+from . import settings
 from .errors import BadInput, LockBusy, NotAFolder, OkError, UsageError
 
 CONFIG_VERSION = 1
 LOCK_NOTICE_AFTER = 1.0  # seconds of waiting for the writer lock before saying so
 
-DEFAULT_CONFIG: dict[str, Any] = {
-    "version": CONFIG_VERSION,
-    "domain": None,  # defaults to the folder's name
-    "embedding": {"model": "default", "batch_size": 32},
-    "chunking": {"max_tokens": 256, "overlap": 64},
-    "search": {
-        "k": 10,
-        "mode": "hybrid",
-        "per_doc": 1,
-        "vector_index": "exact",
-        "fusion": "wsum",
-        "vector_weight": 0.5,
-        "rrf_k": 60,
-        "diversity": 0.5,
-    },
-    "lock_timeout": 30.0,
-    "llm": {
-        "base_url": None,
-        "model": None,
-        "api_key_env": "OPENAI_API_KEY",
-        "timeout": 60.0,
-        "retries": 2,
-    },
-    "ingest": {"max_file_mb": 64},
-    "graph": {"buffer_pool_mb": 512, "min_free_mb": 64},
-    # caps for `ok mcp`: results per call, bytes per result, seconds per call (per tool)
-    "mcp": {
-        "max_k": 50,
-        "max_bytes": 100000,
-        "timeout": 30.0,
-        "timeouts": {"ask": 120.0, "store_ingest": 300.0, "context": 60.0},
-        "fs_max_entries": 500,
-        "grep_max": 200,
-        "cypher_max_rows": 500,
-        "read_only": False,
-    },
-}
+# what `ok init` writes; every other setting has its default in openkl/settings.py
+CONFIG_HEADER = """\
+# Settings of this knowledge folder. `ok config list` shows every setting, its value and
+# where it comes from; `ok config set KEY VALUE` changes one. Keys are nested by their
+# dots: `search.k` is `k:` under `search:`. OK_* environment variables win over this file.
+"""
 
 GITIGNORE = """\
 # Derived by `ok`; rebuilt from the files with `ok index`.
@@ -84,7 +54,7 @@ graph/
 
 def utcnow() -> dt.datetime:
     """The current time in UTC; `OK_NOW` (ISO 8601) pins it for reproducible runs and tests."""
-    pinned = os.environ.get("OK_NOW")
+    pinned = settings.env("OK_NOW")
     if pinned:
         return dt.datetime.fromisoformat(pinned.replace("Z", "+00:00")).astimezone(dt.UTC)
     return dt.datetime.now(dt.UTC)
@@ -236,16 +206,6 @@ def _name(e: BaseException, path: Path) -> None:
         e.filename = str(path)
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for k, v in over.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = v
-    return out
-
-
 class Folder:
     """A knowledge folder rooted at `root`."""
 
@@ -302,9 +262,8 @@ class Folder:
         ):
             d.mkdir(parents=True, exist_ok=True)
         if not folder.config_path.exists():
-            cfg = copy.deepcopy(DEFAULT_CONFIG)
-            cfg["domain"] = domain or root.name
-            atomic_write(folder.config_path, yaml.safe_dump(cfg, sort_keys=False))
+            cfg = {"version": CONFIG_VERSION, "domain": domain or root.name}
+            folder.write_config(cfg)
         gi = root / ".gitignore"
         if not gi.exists():
             atomic_write(gi, GITIGNORE)
@@ -340,6 +299,7 @@ class Folder:
     # -- config -----------------------------------------------------------------
     @property
     def config(self) -> dict[str, Any]:
+        """The mapping in `.ok/config.yml` as written (defaults live in `openkl.settings`)."""
         if self._config is None:
             data: dict[str, Any] = {}
             if self.config_path.exists():
@@ -355,23 +315,65 @@ class Folder:
                         f"{self.config_path} must hold a mapping",
                         "fix the file or delete it to get the defaults",
                     )
-            self._config = _merge(DEFAULT_CONFIG, data)
-            if not self._config.get("domain"):
-                self._config["domain"] = self.root.name
+            self._config = data
         return self._config
 
-    def setting(self, dotted: str, default: Any = None) -> Any:
-        """A setting by dotted name; `OK_<DOTTED_UPPER>` in the environment wins over the file."""
-        env = os.environ.get("OK_" + dotted.replace(".", "_").upper())
-        node: Any = self.config
-        for part in dotted.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-            if node is None:
-                break
-        value = default if node is None else node
-        if env is not None:
-            return _coerce(env, value)
-        return value
+    def setting(self, key: str) -> Any:
+        """A declared setting's value, of its declared type: `OK_<KEY>` in the environment
+        wins over `.ok/config.yml`, which wins over the default in `openkl.settings`."""
+        return self.explain(key).value
+
+    def explain(self, key: str) -> settings.Value:
+        """A declared setting's value and where it came from (default, config or env)."""
+        return settings.resolve(settings.spec(key), self.config)
+
+    def write_config(self, data: dict[str, Any]) -> None:
+        """Replace `.ok/config.yml` atomically, keeping the comment lines that open it."""
+        header = CONFIG_HEADER
+        if self.config_path.exists():
+            lines = self.config_path.read_text(encoding="utf-8", errors="replace").splitlines()
+            kept = _leading_comments(lines)
+            header = "\n".join(kept) + "\n" if kept else ""
+        body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True) if data else ""
+        atomic_write(self.config_path, header + body)
+        self._config = None
+
+    def set_setting(self, key: str, raw: str) -> settings.Value:
+        """Check `raw` against `key`'s type and write it to `.ok/config.yml`."""
+        s = self._settable(key)
+        value = s.parse(raw, "", f"give {s.expected}, e.g. `ok config set {s.key} {s.example()}`")
+        with self.write_lock(f"ok config set {s.key}"):
+            self._config = None
+            data = copy.deepcopy(self.config)
+            settings.put(data, s.key, value)
+            self.write_config(data)
+            self.log_op("config.set", key=s.key, value=value)
+        return settings.resolve(s, self.config)
+
+    def unset_setting(self, key: str) -> bool:
+        """Remove `key` from `.ok/config.yml` (it goes back to its default); whether it was
+        there. Keys the file sets that are not declared (old or misspelt) can be removed too."""
+        with self.write_lock(f"ok config unset {key}"):
+            self._config = None
+            data = copy.deepcopy(self.config)
+            if key in settings.SETTINGS or key.upper() in settings.BY_ENV:
+                key = self._settable(key).key
+            elif key not in settings.unknown_keys(data, retired=True):
+                settings.lookup(key)  # refused, with close matches
+            removed = settings.drop(data, key)
+            if removed:
+                self.write_config(data)
+                self.log_op("config.unset", key=key)
+        return removed
+
+    def _settable(self, key: str) -> settings.Setting:
+        s = settings.lookup(key)
+        if s.env_only:
+            raise UsageError(
+                f"{s.env} is read from the environment only, not from .ok/config.yml",
+                f"export {s.env}=… in the shell that runs ok",
+            )
+        return s
 
     # -- logs -------------------------------------------------------------------
     def log_op(self, op: str, **fields: Any) -> dict[str, Any]:
@@ -399,7 +401,7 @@ class Folder:
             finally:
                 held["depth"] -= 1
             return
-        timeout = float(self.setting("lock_timeout", 30.0) if timeout is None else timeout)
+        timeout = float(self.setting("lock_timeout") if timeout is None else timeout)
         self.ok_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         started = time.monotonic()
@@ -472,26 +474,18 @@ class Folder:
             os.close(fd)
 
 
-def _coerce(raw: str, like: Any) -> Any:
-    if isinstance(like, bool):
-        return raw.lower() in ("1", "true", "yes", "on")
-    if isinstance(like, int | float):
-        try:
-            return (
-                int(raw)
-                if isinstance(like, int) and raw.strip().lstrip("-").isdigit()
-                else float(raw)
-            )
-        except ValueError:
-            raise BadInput(
-                f"environment value {raw!r} is not a number", "set the OK_* variable to a number"
-            ) from None
-    return raw
+def _leading_comments(lines: list[str]) -> list[str]:
+    out = []
+    for line in lines:
+        if not line.startswith("#"):
+            break
+        out.append(line)
+    return out
 
 
 def find_root(start: Path | None = None, explicit: str | Path | None = None) -> Path:
     """`--root`, else `$OK_ROOT`, else the nearest parent holding `.ok/` (like git)."""
-    given = explicit or os.environ.get("OK_ROOT")
+    given = explicit or settings.env("OK_ROOT")
     if given:
         root = Path(given).expanduser().resolve()
         if not (root / ".ok").is_dir():

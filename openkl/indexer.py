@@ -31,7 +31,6 @@ from .indexing import embed_all, embedder, files_newer_than_index, open_graph
 __all__ = ["embed_all", "embedder", "files_newer_than_index", "open_graph"]  # for the adapters
 
 DOC_SUFFIX = ".ok.md"
-COMMIT_CHUNKS = 5000  # graph.commit_chunks
 
 
 def doc_id_of(data: bytes) -> str:
@@ -90,8 +89,8 @@ def build_doc_rows(
     folder: Folder, emb: Embedder, items: list[tuple[str, str]], entries: dict[str, dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Doc and chunk rows for (doc id, relative path) pairs."""
-    max_tokens = int(folder.setting("chunking.max_tokens", emb.max_tokens))
-    overlap = int(folder.setting("chunking.overlap", max_tokens // 4))
+    max_tokens = folder.setting("chunking.max_tokens")
+    overlap = folder.setting("chunking.overlap")
     docs, chunks = [], []
     for did, rel in items:
         text = _read_text(folder, rel)
@@ -161,7 +160,7 @@ def index_docs(
     # commits every `graph.commit_chunks` chunks: each committed batch holds whole documents (chunks,
     # vectors, entities), and the documents of a batch that a crash cut off are simply not
     # in the graph, which `ok status` sees and `ok sync` adds
-    limit = max(1, int(folder.setting("graph.commit_chunks", COMMIT_CHUNKS)))
+    limit = max(1, folder.setting("graph.commit_chunks"))
     batches: list[list[int]] = [[]]
     size = 0
     per_doc: dict[str, list[int]] = {}

@@ -26,9 +26,9 @@ EMBED_BLOCK = 256
 
 def embedder(folder: Folder) -> Embedder:
     return embedder_for(
-        str(folder.setting("embedding.model", "default")),
+        folder.setting("embedding.model"),
         folder.cache_dir,
-        int(folder.setting("embedding.batch_size", 32)),
+        folder.setting("embedding.batch_size"),
     )
 
 
@@ -54,9 +54,9 @@ def open_graph(
         write=write,
         embedder_identity=ident,
         dim=emb.dim if write else None,
-        timeout=float(folder.setting("lock_timeout", 30.0)),
+        timeout=folder.setting("lock_timeout"),
         check=check,
-        buffer_pool_mb=int(folder.setting("graph.buffer_pool_mb", 512)),
+        buffer_pool_mb=folder.setting("graph.buffer_pool_mb"),
         recover=None if write else lambda: _replay_log(folder),
     ) as g:
         if write:
@@ -76,7 +76,7 @@ def _room_to_write(folder: Folder) -> None:
     leaves no error to show and can stop a sync from finishing; a clear refusal up front,
     with the files already saved, leaves the folder for `ok sync` to catch up.
     """
-    need = float(folder.setting("graph.min_free_mb", 64)) * (1 << 20)
+    need = folder.setting("graph.min_free_mb") * (1 << 20)
     where = folder.kuzu_dir if folder.kuzu_dir.exists() else folder.ok_dir
     try:
         free = shutil.disk_usage(where).free

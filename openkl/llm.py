@@ -79,8 +79,8 @@ def config_from(folder: Any, required: bool = True) -> LLMConfig | None:
         base_url=str(base).rstrip("/"),
         model=str(model),
         api_key=key,
-        timeout=float(folder.setting("llm.timeout", 60.0)),
-        retries=int(folder.setting("llm.retries", 2)),
+        timeout=folder.setting("llm.timeout"),
+        retries=folder.setting("llm.retries"),
     )
 
 

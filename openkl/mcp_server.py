@@ -81,12 +81,10 @@ class Stack:
     # one graph opener at a time per folder in this process (Kùzu's file lock is per process)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def cap(self, name: str, default: Any) -> Any:
-        return self.folder.setting(f"mcp.{name}", default)
-
     def timeout(self, tool: str) -> float:
+        """The tool's time cap: `mcp.timeouts.<tool>`, else `mcp.timeout`."""
         per = self.folder.setting(f"mcp.timeouts.{tool}")
-        return float(per if per is not None else self.cap("timeout", 30.0))
+        return float(per if per is not None else self.folder.setting("mcp.timeout"))
 
 
 class ToolTimeout(OkError):
@@ -232,7 +230,7 @@ class KnowledgeServer:
                 )
             self.stacks[name] = Stack(name, f)
         first = next(iter(self.stacks.values())).folder
-        self.read_only = read_only or bool(first.setting("mcp.read_only", False))
+        self.read_only = read_only or first.setting("mcp.read_only")
 
     # -- plumbing -------------------------------------------------------------------------
     def stack(self, name: str | None = None) -> Stack:
@@ -247,13 +245,13 @@ class KnowledgeServer:
     def _k(self, st: Stack, k: int | None) -> int:
         """`k`, or the folder's default, capped by `mcp.max_k` (a larger k is clamped, not
         refused: the result says which k was used)."""
-        k = int(st.folder.setting("search.k", 10) if k is None else k)
+        k = int(st.folder.setting("search.k") if k is None else k)
         if k < 1:
             raise UsageError(
                 f"k must be at least 1, got {k}",
-                f"pass 1 to {int(st.cap('max_k', 50))} (mcp.max_k)",
+                f"pass 1 to {st.folder.setting('mcp.max_k')} (mcp.max_k)",
             )
-        return min(k, int(st.cap("max_k", 50)))
+        return min(k, st.folder.setting("mcp.max_k"))
 
     def _read_graph(self, st: Stack, tool: str) -> Any:
         """Open the graph read-only for one call, with the tool's time cap on its queries."""
@@ -479,7 +477,7 @@ class KnowledgeServer:
         databases or extensions (LOAD FROM, COPY, EXPORT, IMPORT, INSTALL, ATTACH). Rows are
         capped by mcp.cypher_max_rows."""
         st = self.stack(stack)
-        cap = int(st.cap("cypher_max_rows", 500))
+        cap = st.folder.setting("mcp.cypher_max_rows")
         try:
             with self._read_graph(st, "graph_cypher") as g:
                 rows = g.cypher(query, params or {})
@@ -627,7 +625,7 @@ class KnowledgeServer:
         st = self.stack(stack)
         if not 0 <= depth <= 4:
             raise UsageError("depth must be between 0 and 4")
-        cap = int(st.cap("max_k", 50)) * 4
+        cap = st.folder.setting("mcp.max_k") * 4
         with self._read_graph(st, "traverse") as g:
             res = ent.traverse(
                 g, name, depth=depth, rel=rel, min_confidence=min_confidence, limit=cap
@@ -721,7 +719,7 @@ class KnowledgeServer:
         d = safe_path(f, path)
         if not d.is_dir():
             raise BadInput(f"{path} is not a directory", "use fs_read for files")
-        cap = int(st.cap("fs_max_entries", 500))
+        cap = st.folder.setting("mcp.fs_max_entries")
         entries = sorted(d.iterdir(), key=lambda p: p.name)
         rows = []
         for p in entries[:cap]:
@@ -776,7 +774,7 @@ class KnowledgeServer:
             raise BadInput(f"{rel} is derived binary state", "read the files, not the index")
         if not p.is_file():
             raise NotFound(f"no file {path} in the folder", "use fs_list to see what is there")
-        cap = int(st.cap("max_bytes", 100000)) - 1000
+        cap = st.folder.setting("mcp.max_bytes") - 1000
         want = min(int(max_bytes or cap), cap)
         size = p.stat().st_size
         offset = max(0, int(offset))
@@ -834,7 +832,7 @@ class KnowledgeServer:
         """Grep memory notes and normalized documents (ripgrep): exact strings, names, ids.
         Matches are {path, line, column, text, match}."""
         st = self.stack(stack)
-        cap = int(st.cap("grep_max", 200))
+        cap = st.folder.setting("mcp.grep_max")
         n = min(int(max_count or cap), cap)
         hits = grep_mod.grep(
             st.folder, pattern, scope=scope, ignore_case=ignore_case, fixed=fixed, max_count=n + 1
@@ -920,7 +918,7 @@ class KnowledgeServer:
     ) -> dict[str, Any]:
         """Run a tool with its caps applied (in the calling thread; `build` adds the timer)."""
         st = self.stack(kwargs.get("stack"))
-        return limit(fn(**kwargs), int(st.cap("max_bytes", 100000)))
+        return limit(fn(**kwargs), st.folder.setting("mcp.max_bytes"))
 
     def build(self) -> Any:
         """The `MCPServer` with every tool, resource and prompt registered."""

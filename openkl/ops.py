@@ -37,14 +37,14 @@ def search_options(
 ) -> SearchOptions:
     """Fill in the folder's defaults and check the counts (`names` are the adapter's names
     for k and per_doc, for the error message)."""
-    k = k if k is not None else int(folder.setting("search.k", 10))
-    per_doc = per_doc if per_doc is not None else int(folder.setting("search.per_doc", 1))
+    k = k if k is not None else folder.setting("search.k")
+    per_doc = per_doc if per_doc is not None else folder.setting("search.per_doc")
     search_mod.check_counts(k, per_doc, *names)
     return SearchOptions(
         k=k,
-        mode=mode or str(folder.setting("search.mode", "hybrid")),
+        mode=mode or folder.setting("search.mode"),
         per_doc=per_doc,
-        diversity=float(folder.setting("search.diversity", 0.5)) if diverse else 0.0,
+        diversity=folder.setting("search.diversity") if diverse else 0.0,
     )
 
 

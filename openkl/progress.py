@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Callable, Iterator
+
+from . import settings
 
 Advance = Callable[[int], None]
 
 
 def _enabled() -> bool:
-    return sys.stderr.isatty() and not os.environ.get("OK_NO_PROGRESS")
+    return sys.stderr.isatty() and not settings.env("OK_NO_PROGRESS")
 
 
 @contextlib.contextmanager

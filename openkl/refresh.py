@@ -23,11 +23,11 @@ from typing import Any
 
 from . import crash, events
 from . import mapping as mapping_mod
-from .drift import DEFAULT_DRIFT_THRESHOLD, after_ingest, doc_vector, drift_between
+from .drift import after_ingest, doc_vector, drift_between
 from .errors import BadInput, OkError, UsageError
 from .folder import Folder, iso, utcnow
 
-__all__ = ["DEFAULT_DRIFT_THRESHOLD", "after_ingest", "doc_vector", "drift_between"]
+__all__ = ["after_ingest", "doc_vector", "drift_between"]
 
 _INTERVAL = re.compile(r"^\s*(\d+)\s*(s|m|min|h|d|w)\s*$", re.I)
 _INTERVAL_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}

@@ -77,9 +77,9 @@ class Fusion:
     @classmethod
     def from_folder(cls, folder: Folder) -> Fusion:
         return cls(
-            method=str(folder.setting("search.fusion", "wsum")),
-            vector_weight=float(folder.setting("search.vector_weight", 0.5)),
-            rrf_k=int(folder.setting("search.rrf_k", 60)),
+            method=folder.setting("search.fusion"),
+            vector_weight=folder.setting("search.vector_weight"),
+            rrf_k=folder.setting("search.rrf_k"),
         )
 
 

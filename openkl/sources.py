@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from . import mapping as mapping_mod
-from . import store
+from . import settings, store
 from .errors import BadInput, NotFound, OkError
 from .extract import supported
 from .folder import Folder, iso
@@ -33,7 +33,6 @@ USER_AGENT = "openkl/0.1 (+local-first knowledge folder; ok store web)"
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
 TEXT_TYPES = {"text/plain": ".txt", "text/markdown": ".md", "text/x-markdown": ".md"}
 PDF_TYPES = {"application/pdf"}
-DEFAULT_ARXIV_API = "https://export.arxiv.org/api/query?{}"
 ARXIV_ID = re.compile(
     r"^(?:arxiv:)?(\d{4}\.\d{4,5}|[a-z][a-z.-]*(?:\.[A-Z]{2})?/\d{7})(v\d+)?$", re.I
 )
@@ -83,21 +82,19 @@ class WebClient:
     ) -> None:
         import httpx
 
-        def opt(name: str, given: Any, default: Any) -> Any:
+        def opt(name: str, given: Any) -> Any:
             if given is not None:
                 return given
-            return folder.setting(name, default) if folder is not None else default
+            return folder.setting(name) if folder is not None else settings.default(name)
 
-        self.delay = float(opt("web.delay", delay, 1.0))
-        self.timeout = float(opt("web.timeout", timeout, 20.0))
+        self.delay = float(opt("web.delay", delay))
+        self.timeout = float(opt("web.timeout", timeout))
         self.max_bytes = int(
-            max_bytes
-            if max_bytes is not None
-            else float(opt("web.max_mb", None, 10.0)) * 1024 * 1024
+            max_bytes if max_bytes is not None else opt("web.max_mb", None) * 1024 * 1024
         )
         self.client = httpx.Client(
             follow_redirects=True,
-            max_redirects=int(opt("web.max_redirects", max_redirects, 10)),
+            max_redirects=int(opt("web.max_redirects", max_redirects)),
             timeout=self.timeout,
             headers={"User-Agent": USER_AGENT},
         )
@@ -531,7 +528,7 @@ def fetch_web(
     start = canonical_url(check_url(url))
     if depth < 0:
         raise BadInput("--depth must be 0 or more", "0 fetches only the page itself")
-    max_pages = int(max_pages or folder.setting("web.max_pages", 50))
+    max_pages = int(max_pages or folder.setting("web.max_pages"))
     batch = Batch()
     own = client is None
     client = client or WebClient(folder)
@@ -612,10 +609,10 @@ def _arxiv_client(folder: Folder) -> Any:
 
     client = arxiv.Client(
         page_size=100,
-        delay_seconds=float(folder.setting("arxiv.delay", 3.0)),
-        num_retries=int(folder.setting("arxiv.retries", 1)),
+        delay_seconds=folder.setting("arxiv.delay"),
+        num_retries=folder.setting("arxiv.retries"),
     )
-    client.query_url_format = str(folder.setting("arxiv.api_url", DEFAULT_ARXIV_API))
+    client.query_url_format = folder.setting("arxiv.api_url")
     return client
 
 
@@ -915,7 +912,7 @@ def fetch_repo(
             f"{target}: no files to store" + (" match --include" if include else ""),
             "check --include, or pass --include '*.ext' for other file types",
         )
-    max_bytes = int(float(folder.setting("ingest.max_file_mb", 64)) * 1024 * 1024)
+    max_bytes = int(folder.setting("ingest.max_file_mb") * 1024 * 1024)
     name = repo_name(canonical)
     batch = Batch(tree=tree)
     info = {

@@ -88,7 +88,7 @@ def collect(
     """
     cands: list[Candidate] = []
     skipped: list[dict[str, str]] = []
-    max_bytes = int(float(folder.setting("ingest.max_file_mb", 64)) * 1024 * 1024)
+    max_bytes = int(folder.setting("ingest.max_file_mb") * 1024 * 1024)
     for raw in paths:
         if not is_utf8(raw):
             skipped.append({"path": shown(raw, 4096), "reason": NAME_NOT_UTF8})

@@ -422,6 +422,9 @@ def _register() -> None:
     app.command("context")(context_cli.context)
     app.add_typer(bundle_cli.app, name="bundle")
     app.add_typer(backfeed_cli.app, name="backfeed")
+    from . import config as config_cli
+
+    app.add_typer(config_cli.app, name="config")
 
 
 _register()

@@ -6,13 +6,13 @@ Data goes to stdout; progress, warnings and errors go to stderr.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import typer
 
+from .. import settings
 from ..errors import OkError
 
 
@@ -31,7 +31,7 @@ JsonOpt = typer.Option(False, "--json", help="Print JSON to stdout (stable shape
 
 
 def want_json(flag: bool) -> bool:
-    return flag or state.json or os.environ.get("OK_JSON") == "1"
+    return flag or state.json or settings.env("OK_JSON") == "1"
 
 
 def is_tty() -> bool:

@@ -1,0 +1,536 @@
+"""Every setting `ok` reads, declared once: key, default, type, environment variable, help.
+
+A setting comes from the first of: a command-line flag (where one exists), its `OK_*`
+environment variable, `.ok/config.yml` (nested by the dotted key), the default below.
+`Folder.setting(key)` reads one; `ok config` shows and changes them; `docs/config.md` is
+generated from this registry (`python -m openkl.settings --markdown > docs/config.md`).
+
+Env-only entries (keyed by their variable, e.g. `OK_NOW`) are read from the environment
+only, through `env()`, and never from the config file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import BadInput, UsageError
+
+# the tools `ok mcp` serves; each has its own time cap `mcp.timeouts.<tool>`
+MCP_TOOLS = (
+    "list_stacks",
+    "search",
+    "mem_search",
+    "store_search",
+    "cite_verify",
+    "graph_cypher",
+    "entities",
+    "traverse",
+    "context",
+    "ask",
+    "fs_list",
+    "fs_read",
+    "sh_grep",
+    "cite_make",
+    "mem_add",
+    "store_ingest",
+)
+_TOOL_TIMEOUTS = {"ask": 120.0, "store_ingest": 300.0, "context": 60.0}
+
+SEARCH_MODES = ("hybrid", "vector", "fts")
+
+# keys of the config file that are structure, not settings
+FILE_KEYS = ("version",)
+# keys an older `ok init` wrote that no longer mean anything: ignored without a warning
+RETIRED = ("search.vector_index",)
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+_TYPE_NAMES = {int: "int", float: "float", bool: "bool", str: "str"}
+_EXPECTED = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def env_name(key: str) -> str:
+    """The environment variable that overrides a config key: `search.k` → `OK_SEARCH_K`."""
+    return "OK_" + key.replace(".", "_").upper()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One declared setting. `nullable`: unset (None) is a valid value with a meaning of its
+    own, told in `help`. `env_only`: read from the environment variable `key` only."""
+
+    key: str
+    default: Any
+    type: type
+    help: str
+    env: str = ""
+    choices: tuple[str, ...] = ()
+    nullable: bool = False
+    env_only: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.env:
+            object.__setattr__(self, "env", self.key if self.env_only else env_name(self.key))
+
+    @property
+    def type_name(self) -> str:
+        name = "|".join(self.choices) if self.choices else _TYPE_NAMES[self.type]
+        return name + "|null" if self.nullable else name
+
+    @property
+    def expected(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        return _EXPECTED[self.type] + (" (or empty for unset)" if self.nullable else "")
+
+    def example(self) -> str:
+        value = self.default if self.default is not None else _EXAMPLES[self.type]
+        return render(value)
+
+    def parse(self, value: Any, origin: str, hint: str) -> Any:
+        """`value` (text from the environment or a command line, or a YAML value) as this
+        setting's type; anything else is one error naming the key, the value, where it came
+        from and what was expected."""
+        out = _convert(self, value)
+        if out is _BAD or (self.choices and out is not None and out not in self.choices):
+            where = f" ({origin})" if origin else ""
+            raise BadInput(f"{self.key} = {value!r}{where} is not {self.expected}", hint)
+        return out
+
+
+_BAD = object()
+_EXAMPLES: dict[type, Any] = {int: 10, float: 1.5, bool: True, str: "text"}
+
+
+def _convert(s: Setting, value: Any) -> Any:
+    if value is None or (s.nullable and isinstance(value, str) and not value.strip()):
+        return None if s.nullable else _BAD
+    if s.type is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        return True if text in _TRUE else False if text in _FALSE else _BAD
+    if isinstance(value, bool):  # YAML's true/false are not numbers or names
+        return _BAD
+    if s.type is str:
+        return str(value) if isinstance(value, str | int | float) else _BAD
+    if isinstance(value, str):
+        try:
+            value = int(value.strip()) if s.type is int else float(value.strip())
+        except ValueError:
+            return _BAD
+    if s.type is int:
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value if isinstance(value, int) else _BAD
+    if isinstance(value, int | float) and math.isfinite(value):
+        return float(value)
+    return _BAD
+
+
+def render(value: Any) -> str:
+    """A value as a user types it: `true`, `0.5`, `hybrid`, empty for unset."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _s(key: str, default: Any, type_: type, help: str, **kw: Any) -> Setting:
+    return Setting(key, default, type_, help, **kw)
+
+
+DECLARED: tuple[Setting, ...] = (
+    _s(
+        "domain",
+        None,
+        str,
+        "Name of the folder as an MCP stack and in AKS bundles (unset: the folder's name).",
+        nullable=True,
+    ),
+    # embedding and chunking
+    _s(
+        "embedding.model",
+        "default",
+        str,
+        "Embedding model: `default` (bundled all-MiniLM-L6-v2 int8) or a fastembed model name.",
+    ),
+    _s("embedding.batch_size", 32, int, "Texts embedded per model call."),
+    _s("chunking.max_tokens", 256, int, "Longest chunk, in model tokens."),
+    _s("chunking.overlap", 64, int, "Tokens shared by consecutive chunks."),
+    # search
+    _s("search.k", 10, int, "Hits `ok search` returns when `-k` is not given."),
+    _s(
+        "search.mode",
+        "hybrid",
+        str,
+        "Ranking signals when `--mode` is not given.",
+        choices=SEARCH_MODES,
+    ),
+    _s("search.per_doc", 1, int, "Hits per document when `--per-doc` is not given."),
+    _s(
+        "search.fusion",
+        "wsum",
+        str,
+        "How hybrid search fuses BM25 and vector ranks: normalized weighted sum or RRF.",
+        choices=("wsum", "rrf"),
+    ),
+    _s("search.vector_weight", 0.5, float, "Weight of the vector signal in `wsum` fusion (0-1)."),
+    _s("search.rrf_k", 60, int, "The k of reciprocal rank fusion (`rrf`)."),
+    _s("search.diversity", 0.5, float, "How strongly `--diverse` (MMR) favours unlike hits (0-1)."),
+    # the writer lock and the graph
+    _s("lock_timeout", 30.0, float, "Seconds a writer waits for the folder's writer lock."),
+    _s("graph.buffer_pool_mb", 512, int, "Kùzu's page buffer, in MiB."),
+    _s("graph.min_free_mb", 64.0, float, "Free disk space (MiB) a graph write needs to start."),
+    _s("graph.commit_chunks", 5000, int, "A large load commits the graph every this many chunks."),
+    # ingest and sources
+    _s("ingest.max_file_mb", 64.0, float, "Largest file `ok store ingest` accepts, in MiB."),
+    _s("web.delay", 1.0, float, "Seconds between two requests of `ok store web`."),
+    _s("web.timeout", 20.0, float, "Seconds a web request may take."),
+    _s("web.max_mb", 10.0, float, "Largest web response accepted, in MiB."),
+    _s("web.max_redirects", 10, int, "Redirects followed per web request."),
+    _s("web.max_pages", 50, int, "Pages `ok store web` fetches when `--max-pages` is not given."),
+    _s("arxiv.delay", 3.0, float, "Seconds between two arXiv API requests."),
+    _s("arxiv.retries", 1, int, "Retries of a failed arXiv API request."),
+    _s(
+        "arxiv.api_url",
+        "https://export.arxiv.org/api/query?{}",
+        str,
+        "The arXiv API query URL (`{}` takes the query).",
+    ),
+    # entities, freshness, citations
+    _s(
+        "entities.extractor",
+        "local",
+        str,
+        "Entity extractor at ingest: deterministic `local` or the configured `llm`.",
+        choices=("local", "llm"),
+    ),
+    _s("entities.min_confidence", 0.4, float, "Entities below this confidence are left out."),
+    _s(
+        "refresh.drift_threshold",
+        0.1,
+        float,
+        "Semantic drift (1 - cosine) at which a new version raises a `drifted` event.",
+    ),
+    _s(
+        "cite.min_similarity",
+        0.7,
+        float,
+        "Similarity at which `ok cite verify` finds an edited quote again (0-1).",
+    ),
+    # the LLM endpoint
+    _s(
+        "llm.base_url",
+        None,
+        str,
+        "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (unset: no LLM).",
+        nullable=True,
+    ),
+    _s("llm.model", None, str, "Model name at the endpoint.", nullable=True),
+    _s(
+        "llm.api_key_env",
+        "OPENAI_API_KEY",
+        str,
+        "Environment variable holding the API key (unset: no key is sent).",
+        nullable=True,
+    ),
+    _s("llm.timeout", 60.0, float, "Seconds an LLM request may take."),
+    _s("llm.retries", 2, int, "Retries of a failed LLM request."),
+    # the MCP server
+    _s("mcp.read_only", False, bool, "Serve MCP without its write tools (as `--read-only`)."),
+    _s("mcp.max_k", 50, int, "Most results per MCP call."),
+    _s("mcp.max_bytes", 100000, int, "Longest MCP result, in bytes (longer ones are cut)."),
+    _s("mcp.timeout", 30.0, float, "Seconds an MCP tool may run (per tool: mcp.timeouts.*)."),
+    *(
+        _s(
+            f"mcp.timeouts.{tool}",
+            _TOOL_TIMEOUTS.get(tool),
+            float,
+            f"Seconds the MCP tool `{tool}` may run (unset: mcp.timeout).",
+            nullable=True,
+        )
+        for tool in MCP_TOOLS
+    ),
+    _s("mcp.fs_max_entries", 500, int, "Most entries an MCP `fs_list` returns."),
+    _s("mcp.grep_max", 200, int, "Most matches an MCP `sh_grep` returns."),
+    _s("mcp.cypher_max_rows", 500, int, "Most rows an MCP `graph_cypher` returns."),
+    # read from the environment only
+    _s(
+        "OK_ROOT",
+        None,
+        str,
+        "The knowledge folder (as `--root`); else the nearest parent holding `.ok/`.",
+        env_only=True,
+        nullable=True,
+    ),
+    _s(
+        "OK_JSON",
+        None,
+        str,
+        "`1`: every command prints JSON (as `--json`).",
+        env_only=True,
+        nullable=True,
+    ),
+    _s(
+        "OK_NO_PROGRESS",
+        None,
+        str,
+        "Any value: no progress bars, even on a terminal.",
+        env_only=True,
+        nullable=True,
+    ),
+    _s(
+        "OK_NOW",
+        None,
+        str,
+        "Pins the current time (ISO 8601, e.g. 2026-01-31T08:00:00Z) for reproducible runs.",
+        env_only=True,
+        nullable=True,
+    ),
+    _s(
+        "OK_CRASH_AT",
+        None,
+        str,
+        "Testing: `POINT[:N]` ends the process at a named crash point (its N-th pass).",
+        env_only=True,
+        nullable=True,
+    ),
+    _s(
+        "XDG_CACHE_HOME",
+        None,
+        str,
+        "User cache for downloaded embedding models (unset: ~/.cache).",
+        env_only=True,
+        nullable=True,
+    ),
+    _s(
+        "NO_COLOR",
+        None,
+        str,
+        "Any value: no colours in terminal output.",
+        env_only=True,
+        nullable=True,
+    ),
+)
+
+SETTINGS: dict[str, Setting] = {s.key: s for s in DECLARED}
+BY_ENV: dict[str, Setting] = {s.env: s for s in DECLARED}
+
+
+def spec(key: str) -> Setting:
+    """The declaration of a config key; an undeclared or env-only key is a programming error."""
+    s = SETTINGS.get(key)
+    if s is None or s.env_only:
+        raise KeyError(f"{key!r} is not a declared setting (declare it in openkl/settings.py)")
+    return s
+
+
+def lookup(key: str) -> Setting:
+    """The declaration of a key a user typed (or of its environment variable); an unknown
+    one is refused with close matches."""
+    s = SETTINGS.get(key) or BY_ENV.get(key.upper())
+    if s is not None:
+        return s
+    raise UsageError(f"unknown setting {key!r}", suggest(key))
+
+
+def suggest(key: str) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(key, list(SETTINGS), n=3, cutoff=0.6)
+    if not near:
+        near = [k for k in SETTINGS if k.startswith(key.split(".")[0] + ".")][:3]
+    if near:
+        listed = ", ".join(near[:-1]) + " or " + near[-1] if len(near) > 1 else near[0]
+        return f"did you mean {listed}? `ok config list` shows every setting"
+    return "`ok config list` shows every setting"
+
+
+def default(key: str) -> Any:
+    """A config key's default (for code that runs without a folder)."""
+    return spec(key).default
+
+
+def env(name: str) -> str | None:
+    """An env-only variable's value; the name must be declared as env-only."""
+    s = SETTINGS.get(name)
+    if s is None or not s.env_only:
+        raise KeyError(f"{name!r} is not a declared env-only variable (see openkl/settings.py)")
+    return os.environ.get(name)
+
+
+@dataclass(frozen=True)
+class Value:
+    """A setting's effective value and where it came from: `default`, `config` or `env`."""
+
+    setting: Setting
+    value: Any
+    source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        s = self.setting
+        out: dict[str, Any] = {
+            "key": s.key,
+            "value": self.value,
+            "source": self.source,
+            "type": s.type_name,
+            "default": s.default,
+            "env": s.env,
+            "help": s.help,
+        }
+        if s.choices:
+            out["choices"] = list(s.choices)
+        if s.env_only:
+            out["env_only"] = True
+        return out
+
+
+def file_value(data: Mapping[str, Any], key: str) -> Any:
+    """The value `key` has in the config file's mapping; None when it is not set there."""
+    node: Any = data
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+        if node is None:
+            return None
+    return node
+
+
+def resolve(
+    s: Setting,
+    data: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    file_name: str = ".ok/config.yml",
+) -> Value:
+    """`s`'s effective value: its environment variable, else the config file, else the default."""
+    environ = os.environ if environ is None else environ
+    raw = environ.get(s.env)
+    if s.env_only:
+        return Value(s, raw, "default" if raw is None else "env")
+    if raw is not None:
+        hint = f"set {s.env} to {s.expected}, e.g. {s.env}={s.example()}, or unset it"
+        return Value(s, s.parse(raw, f"from {s.env}", hint), "env")
+    found = file_value(data, s.key)
+    if found is not None:
+        hint = f"fix it in {file_name}, e.g. `ok config set {s.key} {s.example()}`"
+        return Value(s, s.parse(found, f"in {file_name}", hint), "config")
+    return Value(s, s.default, "default")
+
+
+def unknown_keys(data: Mapping[str, Any], retired: bool = False) -> list[str]:
+    """Dotted keys the config file sets that no setting declares (typos, old keys); with
+    `retired`, also those older versions wrote."""
+    out: list[str] = []
+
+    def walk(node: Mapping[str, Any], prefix: str) -> None:
+        for k, v in node.items():
+            key = f"{prefix}{k}"
+            if key in SETTINGS and not SETTINGS[key].env_only:
+                continue
+            if isinstance(v, Mapping) and any(d.startswith(key + ".") for d in SETTINGS):
+                walk(v, key + ".")
+            elif not (prefix == "" and key in FILE_KEYS) and (retired or key not in RETIRED):
+                out.append(key)
+
+    walk(data, "")
+    return out
+
+
+def put(data: dict[str, Any], key: str, value: Any) -> None:
+    """Set dotted `key` in a nested mapping, making the sections it needs."""
+    *parents, leaf = key.split(".")
+    node = data
+    for p in parents:
+        if not isinstance(node.get(p), dict):
+            node[p] = {}
+        node = node[p]
+    node[leaf] = value
+
+
+def drop(data: dict[str, Any], key: str) -> bool:
+    """Remove dotted `key` (and sections it leaves empty); whether it was there."""
+    *parents, leaf = key.split(".")
+    trail = [data]
+    for p in parents:
+        nxt = trail[-1].get(p)
+        if not isinstance(nxt, dict):
+            return False
+        trail.append(nxt)
+    if leaf not in trail[-1]:
+        return False
+    del trail[-1][leaf]
+    for i in range(len(parents), 0, -1):
+        if trail[i]:
+            break
+        del trail[i - 1][parents[i - 1]]
+    return True
+
+
+# -- the reference page -----------------------------------------------------------------
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _code(value: Any) -> str:
+    shown = render(value)
+    return f"`{_cell(shown)}`" if shown else "unset"
+
+
+def markdown(settings: Iterable[Setting] = DECLARED) -> str:
+    """docs/config.md: every setting, grouped by section."""
+    items = list(settings)
+    out = [
+        "# Settings",
+        "",
+        "Generated from `openkl/settings.py` by "
+        "`uv run python -m openkl.settings --markdown > docs/config.md`; a test checks it "
+        "is current.",
+        "",
+        "A setting comes from the first of: a command-line flag (where a command has one), "
+        "its environment variable, `.ok/config.yml`, the default. In the file a dotted key is "
+        "nested: `search.k` is `k:` under `search:`. `ok config list` shows every value and "
+        "where it came from; `ok config set KEY VALUE` checks the type and writes the file; "
+        "`ok config unset KEY` goes back to the default. The file never holds secrets: an "
+        "LLM key is read from the variable `llm.api_key_env` names.",
+        "",
+        "```sh",
+        "ok config list",
+        "ok config get search.k",
+        "ok config set search.k 5",
+        "OK_SEARCH_K=3 ok search 'retry storms'   # the environment wins over the file",
+        "```",
+        "",
+    ]
+    sections: dict[str, list[Setting]] = {}
+    for s in items:
+        if s.env_only:
+            continue
+        sections.setdefault(s.key.split(".")[0] if "." in s.key else "general", []).append(s)
+    for name, group in sections.items():
+        out += [f"## {name}", "", "| key | type | default | environment | description |"]
+        out.append("|---|---|---|---|---|")
+        for s in group:
+            out.append(
+                f"| `{s.key}` | {_cell(s.type_name)} | {_code(s.default)} | `{s.env}` "
+                f"| {_cell(s.help)} |"
+            )
+        out.append("")
+    out += ["## environment only", "", "Read from the environment, never from the file.", ""]
+    out += ["| variable | description |", "|---|---|"]
+    for s in items:
+        if s.env_only:
+            out.append(f"| `{s.env}` | {_cell(s.help)} |")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--markdown"]:
+        print("usage: python -m openkl.settings --markdown > docs/config.md", file=sys.stderr)
+        raise SystemExit(2)
+    sys.stdout.write(markdown())
