@@ -5,8 +5,10 @@
 (default FOLDER: the SciFact folder of bench/scifact.py). Works on a copy of the folder's
 graph, so the folder itself is untouched. The exact side is `Graph.vector`, the scan
 `ok search` runs; the HNSW side is a `QUERY_VECTOR_INDEX` call through the same
-`Graph.query`. Both answer the same queries in the same order after the same warm-up (the
-first `--warmup` queries, untimed), and both report p50, p95 and mean per query.
+`Graph.query`. The index is built first (the exact scan does not use it); then both get
+the same warm-up (the first `--warmup` queries, untimed) and answer the same queries, each
+query timed on both sides back to back, in alternating order, so that load from elsewhere
+on the machine falls on both alike. Both report p50, p95 and mean per query.
 """
 
 from __future__ import annotations
@@ -43,17 +45,23 @@ def latency(ms: list[float]) -> dict[str, float]:
     }
 
 
-def timed(
-    run: Callable[[list[float]], list[str]], qv: list[list[float]], warmup: int
-) -> tuple[list[list[str]], list[float]]:
+Search = Callable[[list[float]], list[str]]
+
+
+def timed(sides: dict[str, Search], qv: list[list[float]], warmup: int) -> dict[str, Any]:
+    """{side: (results, ms per query)}: the warm-up on every side, then each query on every
+    side in turn, the order of the sides reversed on every other query."""
     for v in qv[:warmup]:
-        run(v)
-    out, ms = [], []
-    for v in qv:
-        t = time.perf_counter()
-        out.append(run(v))
-        ms.append((time.perf_counter() - t) * 1000)
-    return out, ms
+        for run in sides.values():
+            run(v)
+    out: dict[str, tuple[list[list[str]], list[float]]] = {n: ([], []) for n in sides}
+    for j, v in enumerate(qv):
+        for name in list(sides)[:: 1 if j % 2 == 0 else -1]:
+            t = time.perf_counter()
+            got = sides[name](v)
+            out[name][1].append((time.perf_counter() - t) * 1000)
+            out[name][0].append(got)
+    return out
 
 
 def main() -> None:
@@ -86,13 +94,13 @@ def main() -> None:
                 )
                 return [r["id"] for r in rows]
 
-            truth, exact_ms = timed(exact, qv, args.warmup)
             t = time.perf_counter()
             g.conn.execute(
                 "CALL CREATE_VECTOR_INDEX('Chunk', 'chunk_vec', 'vec', metric := 'cosine')"
             )
             build_s = time.perf_counter() - t
-            got, hnsw_ms = timed(hnsw, qv, args.warmup)
+            res = timed({"exact": exact, "hnsw": hnsw}, qv, args.warmup)
+            (truth, exact_ms), (got, hnsw_ms) = res["exact"], res["hnsw"]
         recall = [len(set(a) & set(b)) / K for a, b in zip(got, truth, strict=True)]
     finally:
         shutil.rmtree(tmp)
