@@ -98,7 +98,9 @@ def edit(
         path.unlink()
         path.with_name("renamed-" + path.name).write_text(new)
     else:  # new_version: the source changed and was ingested again
-        new = text.replace("\n\n", "\n\nRevised abstract, second edition.\n\n", 1)
+        # a sentence added before the first cited one moves every quote and alters none
+        at = min(text.index(q) for q in quotes)
+        new = text[:at] + "Revised abstract, second edition. " + text[at:]
         ingest(
             folder, [Candidate(data=new.encode(), rel=rel, origin="bench", source=src)], index=False
         )
@@ -197,6 +199,7 @@ def main() -> None:
         results = cit.verify_many(folder, ids)
         lib_s = time.perf_counter() - t0
         found = {r["id"]: r["status"] for r in results}
+        detail = {r["id"]: r for r in results}
 
         env = {**os.environ, "OK_ROOT": str(folder.root), "OK_NO_PROGRESS": "1"}
         ok = str(Path(sys.executable).parent / "ok")
@@ -211,6 +214,9 @@ def main() -> None:
             for where, got in (("library", found.get(cid)), ("cli", cli_found.get(cid))):
                 if got != want:
                     wrong.append({"id": cid, "edit": kind_of[cid], "expected": want, where: got})
+                    if where == "library" and cid in detail:
+                        wrong[-1]["similarity"] = detail[cid]["similarity"]
+                        wrong[-1]["diagnostics"] = detail[cid]["diagnostics"]
         counts = Counter(found.values())
         by_edit: dict[str, Counter[str]] = {}
         for cid, kind in kind_of.items():
