@@ -8,7 +8,15 @@ sentence citations per document, then edits 10% of the cited documents the ways 
 do: a paragraph inserted at the top, a word changed inside a cited sentence, a cited
 sentence deleted, the document renamed and edited, the source re-ingested as a new version.
 It then times `verify_many` over every persisted citation in-process, and `ok cite verify
---all --json` through the real executable, and prints the status counts.
+--all --json` through the real executable.
+
+Each edit says what it did to every quote of its document (kept, altered or deleted, and
+whether the document changed at all), and from that each citation's expected status
+follows: a quote in an untouched document is `verified`; a quote kept word for word in an
+edited, renamed or re-ingested document is `moved` (span, path or version differ); an
+altered quote is `changed`; a deleted one is `missing`. The run prints the confusion table
+(expected status -> status found) and exits non-zero if any citation, in-process or through
+the CLI, has a status other than the one its edit implies.
 """
 
 from __future__ import annotations
@@ -24,9 +32,12 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+
+import provenance  # noqa: E402
 
 from openkl import citations as cit  # noqa: E402
 from openkl.folder import Folder  # noqa: E402
@@ -58,26 +69,59 @@ def edit(
     quotes: list[str],
     src: dict[str, str],
     rel: str,
-) -> None:
+) -> dict[str, str]:
+    """Apply one edit of `kind` to the document at `path`; returns what it did to each of
+    its cited quotes: "kept", "altered" or "deleted" ("untouched" when the document did not
+    change at all). A quote said to be kept is checked to be in the new text word for word,
+    an altered or deleted one to be gone from it."""
     text = path.read_text()
+    fate = {q: "kept" for q in quotes}
     if kind == "insert_top":
-        path.write_text("An editor's note, added after the citations were made.\n\n" + text)
+        new = "An editor's note, added after the citations were made.\n\n" + text
+        path.write_text(new)
     elif kind == "reword":
         q = rng.choice(quotes)
         words = q.split()
         i = rng.randrange(len(words))
         new_q = " ".join(words[:i] + ["substantially"] + words[i + 1 :])
-        path.write_text(text.replace(q, new_q, 1))
+        new = text.replace(q, new_q, 1)
+        if new_q != q:
+            fate[q] = "altered"
+        path.write_text(new)
     elif kind == "delete_sentence":
-        path.write_text(text.replace(rng.choice(quotes), "", 1))
+        q = rng.choice(quotes)
+        new = text.replace(q, "", 1)
+        fate[q] = "deleted"
+        path.write_text(new)
     elif kind == "rename_and_edit":
+        new = "Moved here.\n\n" + text
         path.unlink()
-        path.with_name("renamed-" + path.name).write_text("Moved here.\n\n" + text)
+        path.with_name("renamed-" + path.name).write_text(new)
     else:  # new_version: the source changed and was ingested again
-        new = text.replace("\n\n", "\n\nRevised abstract, second edition.\n\n", 1)
+        # a sentence added before the first cited one moves every quote and alters none
+        at = min(text.index(q) for q in quotes)
+        new = text[:at] + "Revised abstract, second edition. " + text[at:]
         ingest(
             folder, [Candidate(data=new.encode(), rel=rel, origin="bench", source=src)], index=False
         )
+    if new == text:
+        return {q: "untouched" for q in quotes}
+    for q, f in fate.items():
+        assert (q in new) == (f == "kept"), (kind, f, q)
+    return fate
+
+
+# the status each fate implies
+EXPECTED = {"untouched": "verified", "kept": "moved", "altered": "changed", "deleted": "missing"}
+
+
+def confusion(expected: dict[str, str], found: dict[str, str]) -> dict[str, dict[str, int]]:
+    """{expected status: {status found: count}} over every citation."""
+    cols = list(cit.STATUSES) + ["absent"] * any(c not in found for c in expected)
+    table = {s: dict.fromkeys(cols, 0) for s in cit.STATUSES}
+    for cid, want in expected.items():
+        table[want][found.get(cid, "absent")] += 1
+    return {s: row for s, row in table.items() if any(row.values())}
 
 
 def main() -> None:
@@ -86,6 +130,7 @@ def main() -> None:
     ap.add_argument("--per-doc", type=int, default=5)
     ap.add_argument("--edited", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--save", action="store_true", help="write bench/results/<script>-<commit>")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="ok-cite-bench-") as tmp:
@@ -107,7 +152,7 @@ def main() -> None:
             file=sys.stderr,
         )
         files = cit.Files(folder)
-        by_doc: dict[str, list[str]] = {}
+        by_doc: dict[str, list[tuple[str, str]]] = {}  # doc path -> [(citation id, quote)]
         t0 = time.perf_counter()
         with folder.write_lock("bench"):
             for a in rep.added:
@@ -120,31 +165,41 @@ def main() -> None:
                         s += 1
                     c = cit.make(folder, a["path"], chars=f"{s}-{e}", files=files)
                     cit.persist(folder, c, ["bench"])
-                    by_doc.setdefault(a["path"], []).append(c["quote"])
+                    by_doc.setdefault(a["path"], []).append((c["id"], c["quote"]))
         n_cites = len(cit.all_ids(folder))
         print(f"persisted {n_cites} citations in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         edited = rng.sample(sorted(by_doc), max(1, round(len(by_doc) * args.edited)))
-        kinds = Counter()
+        kinds: Counter[str] = Counter()
+        fates: dict[str, dict[str, str]] = {}  # doc path -> {quote: what its edit did}
+        edit_of: dict[str, str] = {}
         for i, rel in enumerate(edited):
             kind = KINDS[i % len(KINDS)]
             kinds[kind] += 1
             name = rel.split("/")[-1].replace(".ok.md", ".md")
-            edit(
+            fates[rel] = edit(
                 folder,
                 rng,
                 kind,
                 folder.root / rel,
-                by_doc[rel],
+                [q for _, q in by_doc[rel]],
                 {"path": f"store/sources/scifact/{name}"},
                 f"scifact/{name}",
             )
+            edit_of[rel] = kind
         print(f"edited {len(edited)} of {len(by_doc)} cited docs: {dict(kinds)}", file=sys.stderr)
+        expected = {
+            cid: EXPECTED[fates.get(rel, {}).get(q, "untouched")]
+            for rel, cites in by_doc.items()
+            for cid, q in cites
+        }
+        kind_of = {cid: edit_of.get(rel, "none") for rel, cs in by_doc.items() for cid, _ in cs}
 
         ids = cit.all_ids(folder)
         t0 = time.perf_counter()
         results = cit.verify_many(folder, ids)
         lib_s = time.perf_counter() - t0
-        counts = Counter(r["status"] for r in results)
+        found = {r["id"]: r["status"] for r in results}
+        detail = {r["id"]: r for r in results}
 
         env = {**os.environ, "OK_ROOT": str(folder.root), "OK_NO_PROGRESS": "1"}
         ok = str(Path(sys.executable).parent / "ok")
@@ -153,20 +208,49 @@ def main() -> None:
             [ok, "cite", "verify", "--all", "--json"], capture_output=True, env=env
         )
         cli_s = time.perf_counter() - t0
-        cli_counts = Counter(r["status"] for r in json.loads(proc.stdout))
-        assert cli_counts == counts, (cli_counts, counts)
-        report = {
-            "citations": len(results),
-            "docs": len(by_doc),
-            "edited_docs": len(edited),
-            "edits": dict(kinds),
-            "status": {s: counts.get(s, 0) for s in cit.STATUSES},
-            "library_seconds": round(lib_s, 3),
-            "per_citation_ms": round(1000 * lib_s / max(1, len(results)), 3),
-            "cli_seconds": round(cli_s, 3),
-            "cli_exit": proc.returncode,
-        }
+        cli_found = {r["id"]: r["status"] for r in json.loads(proc.stdout)}
+        wrong: list[dict[str, Any]] = []
+        for cid, want in sorted(expected.items()):
+            for where, got in (("library", found.get(cid)), ("cli", cli_found.get(cid))):
+                if got != want:
+                    wrong.append({"id": cid, "edit": kind_of[cid], "expected": want, where: got})
+                    if where == "library" and cid in detail:
+                        wrong[-1]["similarity"] = detail[cid]["similarity"]
+                        wrong[-1]["diagnostics"] = detail[cid]["diagnostics"]
+        counts = Counter(found.values())
+        by_edit: dict[str, Counter[str]] = {}
+        for cid, kind in kind_of.items():
+            by_edit.setdefault(kind, Counter())[found.get(cid, "absent")] += 1
+        report: dict[str, Any] = provenance.stamp()
+        report.update(
+            {
+                "citations": len(results),
+                "docs": len(by_doc),
+                "edited_docs": len(edited),
+                "edits": dict(kinds),
+                "status": {s: counts.get(s, 0) for s in cit.STATUSES},
+                "expected_status": {
+                    s: sum(1 for x in expected.values() if x == s) for s in cit.STATUSES
+                },
+                "confusion_expected_to_found": confusion(expected, found),
+                "status_by_edit": {k: dict(v) for k, v in sorted(by_edit.items())},
+                "unexpected": wrong,
+                "library_seconds": round(lib_s, 3),
+                "per_citation_ms": round(1000 * lib_s / max(1, len(results)), 3),
+                "cli_seconds": round(cli_s, 3),
+                "cli_exit": proc.returncode,
+            }
+        )
         print(json.dumps(report, indent=2))
+        # the CLI fails when any citation does not pass, and only then
+        want_exit = int(any(s not in cit.PASSING for s in expected.values()))
+        if wrong or set(found) != set(expected) or proc.returncode != want_exit:
+            sys.exit(
+                f"{len(wrong)} citation statuses differ from what their edits imply;"
+                f" `ok cite verify` exited {proc.returncode}, expected {want_exit}"
+            )
+        if args.save:
+            provenance.save(report)
 
 
 if __name__ == "__main__":

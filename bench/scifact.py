@@ -1,6 +1,6 @@
 """Retrieval quality on SciFact through the same code path as `ok search`.
 
-    uv run python bench/scifact.py [--split test|train] [--modes fts,vector,hybrid]
+    uv run python bench/scifact.py [--split test|train] [--modes fts,vector,hybrid] [--save]
 
 Builds (once) a knowledge folder whose documents are the SciFact corpus, one file per
 `_id`, runs every query of the split with each mode, writes a run file per mode and scores
@@ -19,6 +19,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+
+import provenance  # noqa: E402
 
 from openkl import indexer  # noqa: E402
 from openkl.errors import IndexMismatch  # noqa: E402
@@ -103,6 +105,7 @@ def main() -> None:
     ap.add_argument("--split", default="test", choices=["test", "train"])
     ap.add_argument("--modes", default="fts,vector,hybrid")
     ap.add_argument("--tune", action="store_true", help="grid-search fusion on the train split")
+    ap.add_argument("--save", action="store_true", help="write bench/results/<script>-<commit>")
     args = ap.parse_args()
     folder = build_folder()
     if args.tune:
@@ -111,8 +114,16 @@ def main() -> None:
                 s = run(folder, "train", "hybrid", Fusion(method=method, vector_weight=w))
                 print(json.dumps({"fusion": method, "vector_weight": w, **s}))
         return
+    report = provenance.stamp()
+    with indexer.open_graph(folder) as g:
+        report["chunks"] = g.query("MATCH (c:Chunk) WHERE c.current RETURN count(c) AS n")[0]["n"]
+    report["runs"] = []
     for mode in args.modes.split(","):
-        print(json.dumps(run(folder, args.split, mode)))
+        scores = run(folder, args.split, mode)
+        report["runs"].append(scores)
+        print(json.dumps(scores))
+    if args.save:
+        provenance.save(report)
 
 
 if __name__ == "__main__":

@@ -88,21 +88,40 @@ def _fts_query(q: str) -> str:
     return " ".join(re.findall(r"\w+", q, flags=re.U))
 
 
-def retrieve(
-    g: Graph, query: str, qvec: Any, k: int, mode: str, scope: str, fusion: Fusion, n_cand: int
-) -> list[dict[str, Any]]:
-    """Ranked candidates [{kind, id, score, signals}] before dedup and filters."""
-    signals: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+Key = tuple[str, str]  # (table, id)
+
+
+def pool_size(k: int, filtered: bool = False) -> int:
+    """How many candidates each signal contributes for `k` hits (more when filters will
+    drop some)."""
+    return max(50, k * 5) * (4 if filtered else 1)
+
+
+def candidates(
+    g: Graph, query: str, qvec: Any, mode: str, scope: str, n_cand: int
+) -> dict[str, list[tuple[Key, float]]]:
+    """Each signal's candidates, {"fts": [((table, id), score)], "vector": [...]}, best
+    first (ties by key), up to `n_cand` per table."""
     tables = [t for t, s in (("Chunk", "store"), ("MemoryNote", "mem")) if scope in ("all", s)]
-    lists: dict[str, list[tuple[tuple[str, str], float]]] = {"fts": [], "vector": []}
+    lists: dict[str, list[tuple[Key, float]]] = {"fts": [], "vector": []}
     fq = _fts_query(query)
     for table in tables:
         if mode in ("hybrid", "fts") and fq:
             lists["fts"] += [((table, i), s) for i, s in g.fts(table, fq, n_cand)]
         if mode in ("hybrid", "vector") and qvec is not None:
             lists["vector"] += [((table, i), s) for i, s in g.vector(table, qvec, n_cand)]
-    for name, items in lists.items():
+    for items in lists.values():
         items.sort(key=lambda x: (-x[1], x[0]))
+    return lists
+
+
+def fuse(
+    lists: dict[str, list[tuple[Key, float]]], mode: str, fusion: Fusion
+) -> list[dict[str, Any]]:
+    """Ranked candidates [{table, id, score, signals}] from the per-signal lists of
+    `candidates`: one signal's raw score in the fts and vector modes, else `fusion`."""
+    signals: dict[Key, dict[str, dict[str, float]]] = {}
+    for name, items in lists.items():
         top = items[0][1] if items else 0.0
         low = items[-1][1] if items else 0.0
         for rank, (key, score) in enumerate(items, 1):
@@ -128,6 +147,24 @@ def retrieve(
         out.append({"table": table, "id": cid, "score": fused, "signals": sig})
     out.sort(key=lambda h: (-h["score"], h["id"]))
     return out
+
+
+def first_per_doc(
+    hits: list[dict[str, Any]], per_doc: int, limit: int | None
+) -> list[dict[str, Any]]:
+    """The best `per_doc` hits of each document (a chunk id starts with its doc id), in
+    order, stopping at `limit` hits when given."""
+    picked: list[dict[str, Any]] = []
+    per: dict[str, int] = {}
+    for h in hits:
+        owner = h["id"].split("#", 1)[0]
+        if per.get(owner, 0) >= per_doc:
+            continue
+        per[owner] = per.get(owner, 0) + 1
+        picked.append(h)
+        if limit is not None and len(picked) >= limit:
+            break
+    return picked
 
 
 def search(
@@ -164,20 +201,12 @@ def search(
     if filters.tags or filters.topics:
         scope = "mem" if scope in ("all", "mem") else scope
     qvec = embedder.embed_query(query) if mode != "fts" and embedder is not None else None
-    n_cand = max(50, k * 5) * (4 if filters.active else 1)
-    hits = retrieve(g, query, qvec, k, mode, scope, fusion or Fusion.from_folder(folder), n_cand)
-    # one pass of per-document capping on ids alone (a chunk id starts with its doc id); rows
-    # are fetched only for what can be shown, or for every survivor when filters need them
-    picked: list[dict[str, Any]] = []
-    per: dict[str, int] = {}
-    for h in hits:
-        owner = h["id"].split("#", 1)[0]
-        if per.get(owner, 0) >= per_doc:
-            continue
-        per[owner] = per.get(owner, 0) + 1
-        picked.append(h)
-        if not filters.active and len(picked) >= (k * 4 if diversity else k):
-            break
+    n_cand = pool_size(k, filters.active)
+    lists = candidates(g, query, qvec, mode, scope, n_cand)
+    hits = fuse(lists, mode, fusion or Fusion.from_folder(folder))
+    # one pass of per-document capping on ids alone; rows are fetched only for what can be
+    # shown, or for every survivor when filters need them
+    picked = first_per_doc(hits, per_doc, None if filters.active else (k * 4 if diversity else k))
     if diversity and len(picked) > 1:
         if qvec is None and embedder is not None:
             qvec = embedder.embed_query(query)
