@@ -368,3 +368,50 @@ def test_api_reference_labels_and_common_words_are_not_entities(kf: Path) -> Non
         assert word not in listed, word
     for name in ("foo_open()", "foo_read()", "FOO_READ", "FOO_WRITE", "errno"):
         assert key_of(name) in listed, (name, sorted(listed))
+
+
+def _entity_graph(root: Path) -> dict[str, list]:
+    """Every entity, mention and relationship with all their properties."""
+    out = {}
+    for name, cypher in {
+        "entities": "MATCH (e:Entity) RETURN e.id, e.name, e.type, e.description,"
+        " round(e.confidence, 9), e.aliases, e.docs, e.verified, e.source_kind, e.canonical,"
+        " e.ext_id, e.extra ORDER BY e.id",
+        "mentions": "MATCH (x)-[m:MENTIONS]->(e:Entity) RETURN x.id AS src, e.id AS dst,"
+        " round(m.confidence, 9) AS c ORDER BY src, dst",
+        "related": "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id AS src, b.id AS dst,"
+        " r.type AS t, round(r.confidence, 9), r.evidence, r.docs, r.verified, r.source_kind,"
+        " r.description, r.ext_id, r.extra ORDER BY src, dst, t",
+    }.items():
+        r = run_ok("--root", str(root), "graph", "cypher", cypher, "--json")
+        assert r.code == 0, r.err
+        out[name] = r.json()
+    return out
+
+
+def test_small_writes_leave_the_entity_graph_a_rebuild_would_make(
+    example_kf: Path, tmp_path: Path
+) -> None:
+    """Consolidation writes only what changed; after adds, edits and removals the graph holds
+    exactly what a rebuild from the same files holds."""
+    steps = [
+        ("mem", "add", "Ada Lovelace met Charles Babbage in London; SQLite came much later."),
+        ("mem", "add", "Jennifer Doudna worked on Cas9 at the Broad Institute with BM25."),
+        ("store", "remove", "docs/ada-lovelace.html.ok.md"),
+    ]
+    for step in steps:
+        r = run_ok(*step)
+        assert r.code == 0, (step, r.err)
+    note = next((example_kf / "memories").rglob("m-*.md"))
+    note.write_text(note.read_text() + "\nPostgreSQL uses write-ahead logging too.\n")
+    doc = next((example_kf / "store" / "normalized").rglob("*rag*.ok.md"), None) or next(
+        (example_kf / "store" / "normalized").rglob("*.ok.md")
+    )
+    doc.write_text(doc.read_text().replace("BM25", "Okapi BM25 ranking by Stephen Robertson"))
+    assert run_ok("sync").code == 0
+    incremental = _entity_graph(example_kf)
+    assert incremental["related"] and incremental["mentions"]
+    copy = tmp_path / "rebuilt"
+    shutil.copytree(example_kf, copy, symlinks=True)
+    assert run_ok("--root", str(copy), "index", "--rebuild").code == 0
+    assert _entity_graph(copy) == incremental
