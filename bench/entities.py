@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "tests" / "gold"))
 
 from openkl import indexer  # noqa: E402
-from openkl.entity_local import extract  # noqa: E402
+from openkl.entities.local import extract  # noqa: E402
 from openkl.folder import Folder  # noqa: E402
 from openkl.store import ingest_paths  # noqa: E402
 

@@ -16,8 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .entity_local import VERSION as LOCAL_VERSION
-from .entity_local import entity_id, key_of
+from .entities.local import VERSION as LOCAL_VERSION
+from .entities.local import entity_id, key_of
 from .errors import BadInput, OkError
 from .folder import Folder, atomic_write, iso
 from .graph import Graph

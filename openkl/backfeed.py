@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .entity_local import key_of
+from .entities.local import key_of
 from .errors import BadInput, NotFound, UsageError
 from .folder import Folder, atomic_write, iso
 

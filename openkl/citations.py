@@ -264,7 +264,7 @@ def _context(text: str, start: int, end: int) -> dict[str, str]:
 
 
 def _doc_meta(files: Files, doc_id: str, ft: FileText) -> tuple[str, dict[str, Any]]:
-    from .extract import title_of
+    from .normalize import title_of
 
     entry = files.entries.get(doc_id) or {}
     source = dict(entry.get("source") or {"path": ft.path})

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from .entities import ENTITY_COLS, _entity_row, min_confidence
-from .entity_local import STOP, key_of
+from .entities.consolidation import min_confidence
+from .entities.local import STOP, key_of
+from .entities.queries import _entity_row
 from .folder import Folder
-from .graph import Graph
+from .graph import ENTITY_COLS, Graph
 
 PROMPT_VERSION = "context-1"
 

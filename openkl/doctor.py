@@ -156,7 +156,7 @@ def _rg_check() -> dict[str, Any]:
 
 def _kreuzberg_check() -> dict[str, Any]:
     try:
-        from .extract import extract_bytes
+        from .normalize import extract_bytes
 
         res = extract_bytes(b"<html><body><p>ok</p></body></html>", "check.html")
         return _check("kreuzberg", "ok" in res.text, "extracts html")

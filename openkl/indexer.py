@@ -17,16 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from . import crash, entities, lineage, triggers
+from . import crash, lineage, triggers
 from . import mapping as mapping_mod
 from . import notes as notes_mod
 from .chunking import chunk_text
 from .embeddings import Embedder
+from .entities import consolidation
 from .errors import GraphUnrecoverable, OkError
-from .extract import title_of
 from .folder import NAME_NOT_UTF8, Folder, is_utf8, iso, shown
 from .graph import Graph
 from .indexing import embed_all, embedder, files_newer_than_index, open_graph
+from .normalize import title_of
 
 __all__ = ["embed_all", "embedder", "files_newer_than_index", "open_graph"]  # for the adapters
 
@@ -180,22 +181,22 @@ def index_docs(
     for b, doc_idx in enumerate(batches):
         if b:
             if b == 1:
-                g.set_meta(entities.PENDING, "1")
+                g.set_meta(consolidation.PENDING, "1")
             g.commit_and_continue()
         docs = [p.docs[j] for j in doc_idx]
         rows = [i for d in docs for i in per_doc.get(d["id"], [])]
         g.add_docs(docs, [p.chunks[i] for i in rows], p.vecs[rows])
         crash.point("graph.docs-loaded")
         ids = [d["id"] for d in docs]
-        touched |= entities.extract(folder, g, ids, [])
+        touched |= consolidation.extract(folder, g, ids, [])
         triggers.check(folder, g, ids, [])
     if len(batches) > 1:
         g.commit_and_continue()
     if touched:
-        entities.consolidate(folder, g, touched, stepwise=len(batches) > 1)
+        consolidation.consolidate(folder, g, touched, stepwise=len(batches) > 1)
         crash.point("entities.consolidated")
     if len(batches) > 1:
-        g.set_meta(entities.PENDING, "")
+        g.set_meta(consolidation.PENDING, "")
     return len(p.chunks)
 
 
@@ -223,7 +224,7 @@ def index_notes(folder: Folder, g: Graph, notes: list[notes_mod.Note]) -> None:
     g.add_notes(rows, vecs)
     crash.point("graph.notes-loaded")
     lineage.link_derived(g, notes)
-    entities.on_indexed(folder, g, [], [r["id"] for r in rows])
+    consolidation.on_indexed(folder, g, [], [r["id"] for r in rows])
     triggers.check(folder, g, [], [r["id"] for r in rows])
 
 
@@ -274,7 +275,7 @@ def replace_docs(
 
 
 def remove_from_graph(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
-    entities.on_removing(folder, g, doc_ids, note_ids)
+    consolidation.on_removing(folder, g, doc_ids, note_ids)
     for d in doc_ids:
         g.remove_doc(d)
     for n in note_ids:
@@ -402,7 +403,7 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
     meta = g.meta()
     if meta.get("replayed") == "1":
         rep.recovered = ["graph"]
-    if meta.get(entities.PENDING) == "1":  # a large load cut off before its entities were made
+    if meta.get(consolidation.PENDING) == "1":  # a large load cut off before its entities were made
         rep.incomplete.append("entities")
     rep.docs_removed = sorted(set(rep.docs_removed) | set(redo_docs))
     rep.docs_added = sorted(set(rep.docs_added) | set(redo_docs))
@@ -458,10 +459,10 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         )
         index_notes(folder, g, changed_notes)
         if "entities" in rep.incomplete:
-            entities.consolidate_all(folder, g)
+            consolidation.consolidate_all(folder, g)
         lineage.relink(folder, g, [n for n in derived if n in notes])  # notes left as they were
         # approved backfeed items and imported bundles are files too
-        entities.sync_canonical(folder, g)
+        consolidation.sync_canonical(folder, g)
         if target is not None:
             crash.point("rebuild.loading")
     if target is not None:
@@ -618,7 +619,7 @@ def status(folder: Folder) -> dict[str, Any]:
                 # a killed writer's log that no writer has replayed yet (see _mark_replayed)
                 out["stale"]["recovered"] = ["graph"]
             out["in_sync"] = not rep.changed and "recovered" not in out["stale"]
-            out["extractor_mismatch"] = entities.extractor_mismatch(folder, g)
+            out["extractor_mismatch"] = consolidation.extractor_mismatch(folder, g)
     except OkError as e:
         out["error"] = str(e)
         out["in_sync"] = False

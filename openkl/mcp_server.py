@@ -593,7 +593,7 @@ class KnowledgeServer:
         """Entities of the graph (names, terms, people, systems …) with type, confidence,
         aliases and contributing documents, most confident first; or, with `name`, one
         entity in detail."""
-        from . import entities as ent
+        from .entities import queries as ent
 
         st = self.stack(stack)
         with self._read_graph(st, "entities") as g:
@@ -620,7 +620,7 @@ class KnowledgeServer:
     ) -> dict[str, Any]:
         """Walk the entity graph from an entity over typed relationships (both directions),
         breadth first; each step carries its path and the evidence of every hop."""
-        from . import entities as ent
+        from .entities import queries as ent
 
         st = self.stack(stack)
         if not 0 <= depth <= 4:

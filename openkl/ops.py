@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import aks, backfeed, entities
+from . import aks, backfeed
 from . import search as search_mod
+from .entities import consolidation
 from .folder import Folder
 from .graph import Graph
 from .indexing import open_graph
@@ -79,7 +80,7 @@ def import_bundle(folder: Folder, text: str, where: str = "bundle") -> dict[str,
     """Keep an AKS bundle under aks/imports/ and consolidate the entities it touches."""
     kept, keys = aks.keep_bundle(folder, text, where)
     with open_graph(folder, write=True) as g:
-        entities.consolidate(folder, g, keys)
+        consolidation.consolidate(folder, g, keys)
     return kept
 
 
@@ -90,5 +91,5 @@ def decide_backfeed(
     item = backfeed.decide(folder, iid, approve, reason)
     if approve:
         with open_graph(folder, write=True) as g:
-            entities.consolidate(folder, g, backfeed.touched_keys(item))
+            consolidation.consolidate(folder, g, backfeed.touched_keys(item))
     return item

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .entities import entity_detail, find_entity, graph_version, list_entities
+from .entities.queries import entity_detail, find_entity, graph_version, list_entities
 from .folder import Folder, atomic_write, iso
 from .graph import Graph
 

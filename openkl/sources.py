@@ -26,8 +26,8 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 from . import mapping as mapping_mod
 from . import settings, store
 from .errors import BadInput, NotFound, OkError
-from .extract import supported
 from .folder import Folder, iso
+from .normalize import supported
 
 USER_AGENT = "openkl/0.1 (+local-first knowledge folder; ok store web)"
 HTML_TYPES = {"text/html", "application/xhtml+xml"}

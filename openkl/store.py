@@ -20,9 +20,9 @@ from . import crash, events, indexer
 from . import mapping as mapping_mod
 from .drift import after_ingest
 from .errors import BadInput, NotFound, OkError
-from .extract import Extracted, extract_bytes, require_ocr, supported
 from .folder import NAME_NOT_UTF8, Folder, atomic_write, is_utf8, iso, shown
 from .mapping import resolve
+from .normalize import Extracted, extract_bytes, require_ocr, supported
 from .progress import progress
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", ".ok", ".tox"}

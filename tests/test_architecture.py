@@ -17,7 +17,7 @@ PKG = REPO / "openkl"
 OWNERS = {
     "kuzu": "openkl.graph",
     "onnxruntime": "openkl.embeddings",
-    "kreuzberg": "openkl.extract",
+    "kreuzberg": "openkl.normalize",
     "mcp": "openkl.mcp_server",
 }
 
@@ -34,7 +34,7 @@ LAYERS = [
         "openkl.notes",
         "openkl.chunking",
         "openkl.embeddings",
-        "openkl.extract",
+        "openkl.normalize",
         "openkl.events",
         "openkl.progress",
         "openkl.cache",
@@ -46,12 +46,10 @@ LAYERS = [
     {"openkl.indexing"},
     # entity extraction (rules or an LLM), and the files entities are consolidated from
     # besides the documents: approved backfeed items and imported AKS bundles
-    {"openkl.entity_local", "openkl.entity_llm", "openkl.aks", "openkl.backfeed"},
+    {"openkl.entities.local", "openkl.entities.llm", "openkl.aks", "openkl.backfeed"},
     # what is derived from the files, and what reads it
     {
         "openkl.entities",
-        "openkl.entity_local",
-        "openkl.entity_llm",
         "openkl.lineage",
         "openkl.triggers",
         "openkl.drift",
@@ -78,8 +76,10 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imports_of(path: Path) -> set[str]:
-    """Every module this file imports, wherever the import statement stands."""
+def imports_of(path: Path, modules: frozenset[str] = frozenset()) -> set[str]:
+    """Every module this file imports, wherever the import statement stands
+    (`from pkg import mod` imports `pkg.mod`; it counts `pkg` only when a name is not a
+    module of it)."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
@@ -92,14 +92,20 @@ def imports_of(path: Path) -> set[str]:
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
-            out.add(mod)
-            out.update(f"{mod}.{a.name}" for a in node.names)
+            subs = {f"{mod}.{a.name}" for a in node.names}
+            out |= subs
+            if not subs <= modules:
+                out.add(mod)
     return out
 
 
 def graph() -> dict[str, set[str]]:
     mods = {module_name(p): p for p in PKG.rglob("*.py")}
-    return {name: {t for t in imports_of(p) if t in mods and t != name} for name, p in mods.items()}
+    known = frozenset(mods)
+    return {
+        name: {t for t in imports_of(p, known) if t in mods and t != name}
+        for name, p in mods.items()
+    }
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:

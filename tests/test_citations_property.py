@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openkl import citations as cit
-from openkl.extract import normalize_text
 from openkl.folder import Folder
+from openkl.normalize import normalize_text
 from openkl.store import Candidate, ingest
 
 WORDS = [

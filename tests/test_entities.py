@@ -270,7 +270,7 @@ def test_extraction_cache_is_used_on_rebuild(example_kf: Path) -> None:
     ],
 )
 def test_local_extractor_signals(text: str, expect: tuple[str, ...]) -> None:
-    from openkl.entity_local import extract, key_of
+    from openkl.entities.local import extract, key_of
 
     res = extract(text)
     keys = {m.key for m in res.mentions}
@@ -295,7 +295,7 @@ def test_local_extractor_signals(text: str, expect: tuple[str, ...]) -> None:
     ],
 )
 def test_local_relationship_direction(text: str, expect: set[tuple[str, str, str]]) -> None:
-    from openkl.entity_local import extract
+    from openkl.entities.local import extract
 
     res = extract(text)
     typed = {(a, b, t) for a, b, t, *_ in res.relations if t != "related_to"}
@@ -337,7 +337,7 @@ def test_api_reference_labels_and_common_words_are_not_entities(kf: Path) -> Non
     """Section labels (Returns, Note, Output, Example, Function, Parameters), primitive types
     and common words repeated many times (file, data, value, bytes) stay below the floor;
     the functions and constants the reference documents do not."""
-    from openkl.entity_local import key_of
+    from openkl.entities.local import key_of
 
     (kf.parent / "ref").mkdir()
     (kf.parent / "ref" / "libfoo.md").write_text(API_REFERENCE)

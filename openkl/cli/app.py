@@ -401,11 +401,11 @@ def _register() -> None:
     app.add_typer(mem_cli.app, name="mem")
     app.add_typer(store_cli.app, name="store")
     app.add_typer(graph_cli.app, name="graph")
-    from . import fresh as fresh_cli
+    from . import refresh_events as refresh_cli
     from . import trigger as trigger_cli
 
-    app.command("refresh")(fresh_cli.refresh)
-    app.command("events")(fresh_cli.events)
+    app.command("refresh")(refresh_cli.refresh)
+    app.command("events")(refresh_cli.events)
     app.add_typer(trigger_cli.app, name="trigger")
     from . import ask as ask_cli
     from . import distill as distill_cli

@@ -111,7 +111,7 @@ def lineage(
 
 # -- entities -------------------------------------------------------------------------------
 def _min_conf(f: Any, value: float | None) -> float:
-    from ..entities import min_confidence
+    from ..entities.consolidation import min_confidence
 
     return min_confidence(f) if value is None else value
 
@@ -140,7 +140,7 @@ def entities(
       ok graph entities --type Person
       ok graph entities --doc docs/crispr-gene-editing.md --min-confidence 0.6
     """
-    from ..entities import list_entities
+    from ..entities.queries import list_entities
     from ..indexer import open_graph
 
     f = folder()
@@ -185,7 +185,7 @@ def entity(
       ok graph entity "Ada Lovelace"
       ok graph entity wal --json | jq '.relationships'
     """
-    from ..entities import entity_detail
+    from ..entities.queries import entity_detail
     from ..indexer import open_graph
 
     f = folder()
@@ -235,7 +235,7 @@ def traverse(
       ok graph traverse SQLite --depth 2
       ok graph traverse "Ada Lovelace" --rel works_with --min-confidence 0
     """
-    from ..entities import traverse as walk
+    from ..entities.queries import traverse as walk
     from ..indexer import open_graph
 
     f = folder()

@@ -29,8 +29,8 @@ def evaluate(
     folder: Any, g: Any, min_confidence: float = 0.4, gold_path: Path = GOLD
 ) -> dict[str, Any]:
     from openkl import mapping
-    from openkl.entities import list_entities
-    from openkl.entity_local import key_of
+    from openkl.entities.local import key_of
+    from openkl.entities.queries import list_entities
 
     gold = {k: v for k, v in json.loads(gold_path.read_text()).items() if not k.startswith("_")}
     by_name = {

@@ -12,8 +12,8 @@ import json
 import sys
 from typing import Any
 
-from .entity_local import key_of
-from .folder import Folder
+from ..folder import Folder
+from .local import key_of
 
 PROMPT_VERSION = "llm-1"
 MAX_CHARS = 6000
@@ -77,8 +77,8 @@ def extract_many(folder: Folder, todo: list[tuple[str, str]]) -> list[tuple[str,
 
     Fallback results are returned but not cached under the LLM key, so a later run retries.
     """
-    from . import entity_local
-    from .llm import ChatClient, LLMError, config_from
+    from ..llm import ChatClient, LLMError, config_from
+    from . import local as entity_local
 
     out: list[tuple[str, str]] = []
     client = None

@@ -1161,7 +1161,7 @@ ORG_WORDS = frozenset(
 def _given_names() -> frozenset[str]:
     """A general list of given names (openkl/data/given-names.txt: the 1990 US Census first
     names, public domain), kept apart from any document the extractor was tuned on."""
-    path = Path(__file__).parent / "data" / "given-names.txt"
+    path = Path(__file__).parent.parent / "data" / "given-names.txt"
     lines = path.read_text(encoding="utf-8").splitlines()
     return frozenset(w for w in lines if w and not w.startswith("#"))
 
@@ -1633,7 +1633,7 @@ def _vocab() -> frozenset[str]:
 
         words: set[str] = set()
         try:
-            from .embeddings import checked_tokenizer
+            from ..embeddings import checked_tokenizer
 
             tok = checked_tokenizer()
             vocab = json.loads(tok.read_text(encoding="utf-8"))["model"]["vocab"]
