@@ -171,7 +171,7 @@ def ask(
     g: Graph,
     question: str,
     *,
-    k: int = 8,
+    k: int | None = None,
     scope: str = "all",
     llm: Any = None,
     on_token: Callable[[str], None] | None = None,
@@ -199,9 +199,17 @@ def ask(
 
 
 def retrieve(
-    folder: Folder, g: Graph, question: str, *, k: int = 8, scope: str = "all", embedder: Any = None
+    folder: Folder,
+    g: Graph,
+    question: str,
+    *,
+    k: int | None = None,
+    scope: str = "all",
+    embedder: Any = None,
 ) -> list[dict[str, Any]]:
-    """The passages an answer may use (the hybrid search of `ok search`)."""
+    """The passages an answer may use (the hybrid search of `ok search`); `k` defaults to
+    the `ask.k` setting."""
+    k = folder.setting("ask.k") if k is None else k
     if not question.strip():
         raise UsageError("the question is empty", "ask something")
     return search(

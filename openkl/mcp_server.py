@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from . import grep as grep_mod
-from . import indexer
+from . import indexer, ops
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
 from .folder import MAX_PATH, NAME_NOT_UTF8, Folder, check_path, is_utf8, open_folder, shown
@@ -420,11 +420,9 @@ class KnowledgeServer:
         st = self.stack(stack)
         f = st.folder
         with self._writing(st, "mem_add"):
-            note = notes_mod.add(
-                f, text, notes_mod.clean_labels(tags), notes_mod.clean_labels(topics)
+            note = ops.add_note(
+                f, text, notes_mod.clean_labels(tags), notes_mod.clean_labels(topics), via="mcp"
             )
-            indexer.index_note(f, note)
-            f.log_op("mem.add", ids=[note.id], path=f.rel(note.path), via="mcp")  # type: ignore[arg-type]
         return {"stack": st.name, **note.as_dict(f)}
 
     def store_ingest(
@@ -538,11 +536,9 @@ class KnowledgeServer:
         cites = [cit.make(f, r, lines=lines, chars=chars, files=files, cwd=f.root) for r in refs]
         if persist:
             with self._writing(st, "cite_make"):
-                cites = [cit.persist(f, c, notes_mod.clean_labels(tags)) for c in cites]
-                f.log_op("cite.make", ids=[c["id"] for c in cites], via="mcp")
+                cites = ops.keep_citations(f, cites, notes_mod.clean_labels(tags), via="mcp")
         else:
-            for c in cites:
-                cit.remember(f, c)
+            ops.remember_citations(f, cites)
         return {"stack": st.name, "results": cites}
 
     def cite_verify(
@@ -647,7 +643,9 @@ class KnowledgeServer:
         query: Annotated[str, Field(description="A question or topic.")],
         k: Annotated[
             int | None,
-            Field(ge=1, description="Passages to retrieve (default 8, capped by mcp.max_k)."),
+            Field(
+                ge=1, description="Passages to retrieve (default ask.k, 8; capped by mcp.max_k)."
+            ),
         ] = None,
         max_entities: Annotated[
             int, Field(ge=1, description="Entities to return (capped by mcp.max_k).")
@@ -688,7 +686,9 @@ class KnowledgeServer:
         question: Annotated[str, Field(description="The question.")],
         k: Annotated[
             int | None,
-            Field(ge=1, description="Passages to retrieve (default 8, capped by mcp.max_k)."),
+            Field(
+                ge=1, description="Passages to retrieve (default ask.k, 8; capped by mcp.max_k)."
+            ),
         ] = None,
         scope: ScopeArg = "all",
         stack: StackArg = None,
@@ -704,7 +704,9 @@ class KnowledgeServer:
         llm = config_from(f, required=False)
         emb = indexer.embedder(f)
         with self._read_graph(st, "ask") as g:  # not held while the LLM answers
-            hits = retrieve(f, g, question, k=self._k(st, k or 8), scope=scope, embedder=emb)
+            hits = retrieve(
+                f, g, question, k=self._k(st, k or f.setting("ask.k")), scope=scope, embedder=emb
+            )
         return {"stack": st.name, **answer(f, question, hits, llm=llm, embedder=emb, remember=True)}
 
     # -- tools: files ---------------------------------------------------------------------

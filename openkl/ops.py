@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import aks, backfeed
+from . import aks, backfeed, indexer
+from . import citations as cit
+from . import notes as notes_mod
 from . import search as search_mod
 from .entities import consolidation
 from .folder import Folder
@@ -93,3 +95,41 @@ def decide_backfeed(
         with open_graph(folder, write=True) as g:
             consolidation.consolidate(folder, g, backfeed.touched_keys(item))
     return item
+
+
+def add_note(
+    folder: Folder,
+    text: str,
+    tags: list[str] | None = None,
+    topics: list[str] | None = None,
+    via: str | None = None,
+) -> notes_mod.Note:
+    """Write a memory note, index it and log it (`via` names the adapter in the log)."""
+    note = notes_mod.add(folder, text, tags or [], topics or [])
+    indexer.index_note(folder, note)
+    assert note.path is not None
+    folder.log_op("mem.add", ids=[note.id], path=folder.rel(note.path), **_via(via))
+    return note
+
+
+def keep_citations(
+    folder: Folder,
+    cites: list[dict[str, Any]],
+    tags: list[str] | None = None,
+    retention_class: str | None = None,
+    via: str | None = None,
+) -> list[dict[str, Any]]:
+    """Persist cite objects under citations/ and log it; returns them as kept."""
+    kept = [cit.persist(folder, c, tags or [], retention_class) for c in cites]
+    folder.log_op("cite.make", ids=[c["id"] for c in kept], **_via(via))
+    return kept
+
+
+def remember_citations(folder: Folder, cites: list[dict[str, Any]]) -> None:
+    """Keep transient cite objects where `ok cite open ID` finds them."""
+    for c in cites:
+        cit.remember(folder, c)
+
+
+def _via(via: str | None) -> dict[str, str]:
+    return {"via": via} if via else {}

@@ -166,6 +166,7 @@ DECLARED: tuple[Setting, ...] = (
     _s("chunking.overlap", 64, int, "Tokens shared by consecutive chunks."),
     # search
     _s("search.k", 10, int, "Hits `ok search` returns when `-k` is not given."),
+    _s("ask.k", 8, int, "Passages `ok ask` retrieves when `-k` is not given."),
     _s(
         "search.mode",
         "hybrid",

@@ -321,3 +321,14 @@ def test_help_teaches_with_examples(cmd: tuple[str, ...]) -> None:
     examples = r.out.split("Examples", 1)[1].splitlines()
     assert any(line.strip().startswith("ok " + cmd[0]) for line in examples), r.out
     assert "_CLASS" not in r.out and "_SIMILARITY" not in r.out  # metavars say what to write
+
+
+def test_ask_k_comes_from_the_setting(example_kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-k` wins; without it `ask.k` decides how many passages are retrieved (CLI and MCP
+    resolve it the same way)."""
+    q = "what does a write-ahead log do?"
+    eight = run_ok("ask", q, "--no-llm", "-k", "8", "--json").json()
+    assert run_ok("ask", q, "--no-llm", "--json").json() == eight
+    monkeypatch.setenv("OK_ASK_K", "2")
+    assert run_ok("ask", q, "--no-llm", "--json").json()["retrieved"] == 2
+    assert run_ok("ask", q, "--no-llm", "-k", "3", "--json").json()["retrieved"] == 3

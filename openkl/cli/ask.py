@@ -14,7 +14,9 @@ from .output import JsonOpt, emit
 
 def ask(
     question: str = typer.Argument(..., help="The question (`-` reads it from stdin)."),
-    k: int = typer.Option(8, "-k", "--limit", metavar="N", help="Passages to retrieve."),
+    k: int | None = typer.Option(
+        None, "-k", "--limit", metavar="N", help="Passages to retrieve (default 8: ask.k)."
+    ),
     scope: str = typer.Option(
         "all", "--in", metavar="all|mem|store", help="Where to look: notes, documents or both."
     ),

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from .. import citations as cit
+from .. import ops
 from ..errors import BadInput, UsageError
 from . import output
 from .common import TagsOpt, folder, split_labels, writing
@@ -106,11 +107,9 @@ def make(
         )
     if persist:
         with writing(f, "ok cite make"):
-            cites = [cit.persist(f, c, split_labels(tags), retention_class) for c in cites]
-            f.log_op("cite.make", ids=[c["id"] for c in cites])
+            cites = ops.keep_citations(f, cites, split_labels(tags), retention_class)
     else:
-        for c in cites:
-            cit.remember(f, c)
+        ops.remember_citations(f, cites)
     emit(
         cites,
         json_,

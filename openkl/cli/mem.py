@@ -7,6 +7,7 @@ from typing import Any
 import typer
 
 from .. import notes as notes_mod
+from .. import ops
 from . import output
 from .common import TagsOpt, TopicsOpt, folder, split_labels, writing
 from .output import JsonOpt, emit
@@ -35,10 +36,7 @@ def add(
     f = folder()
     body = _text_arg(text)
     with writing(f, "ok mem add"):
-        note = notes_mod.add(f, body, split_labels(tags), split_labels(topics))
-        _index_note(f, note)
-        assert note.path is not None
-        f.log_op("mem.add", ids=[note.id], path=f.rel(note.path))
+        note = ops.add_note(f, body, split_labels(tags), split_labels(topics))
     emit(note.as_dict(f), json_, plain=lambda d: d["id"])
 
 
