@@ -9,7 +9,6 @@ from typing import Any
 import typer
 
 from .. import citations as cit
-from .. import ops
 from ..errors import BadInput, UsageError
 from . import output
 from .common import TagsOpt, folder, split_labels, writing
@@ -105,6 +104,8 @@ def make(
         cites.append(
             it if isinstance(it, dict) else cit.make(f, it, lines=lines, chars=chars, files=files)
         )
+    from .. import ops  # imported when used: `ok --help` stays light
+
     if persist:
         with writing(f, "ok cite make"):
             cites = ops.keep_citations(f, cites, split_labels(tags), retention_class)

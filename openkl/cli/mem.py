@@ -7,7 +7,6 @@ from typing import Any
 import typer
 
 from .. import notes as notes_mod
-from .. import ops
 from . import output
 from .common import TagsOpt, TopicsOpt, folder, split_labels, writing
 from .output import JsonOpt, emit
@@ -36,6 +35,8 @@ def add(
     f = folder()
     body = _text_arg(text)
     with writing(f, "ok mem add"):
+        from .. import ops  # imported when used: `ok --help` stays light
+
         note = ops.add_note(f, body, split_labels(tags), split_labels(topics))
     emit(note.as_dict(f), json_, plain=lambda d: d["id"])
 
