@@ -112,6 +112,34 @@ def add_note(
     return note
 
 
+def update_note(
+    folder: Folder,
+    note_id: str,
+    *,
+    text: str | None = None,
+    tags: list[str] | None = None,
+    topics: list[str] | None = None,
+    add_tags: list[str] | None = None,
+    via: str | None = None,
+) -> notes_mod.Note:
+    """Change a note's text, tags or topics (its id stays), index it again and log it."""
+    note = notes_mod.update(
+        folder, note_id, text=text, tags=tags, topics=topics, add_tags=add_tags or []
+    )
+    indexer.index_note(folder, note, replace=True)
+    folder.log_op("mem.update", ids=[note.id], **_via(via))
+    return note
+
+
+def delete_note(folder: Folder, note_id: str, via: str | None = None) -> notes_mod.Note:
+    """Delete a note's file, take it out of the graph and log it."""
+    note = notes_mod.delete(folder, note_id)
+    with open_graph(folder, write=True) as g:
+        indexer.remove_from_graph(folder, g, [], [note.id])
+    folder.log_op("mem.delete", ids=[note.id], **_via(via))
+    return note
+
+
 def keep_citations(
     folder: Folder,
     cites: list[dict[str, Any]],

@@ -14,12 +14,6 @@ from .output import JsonOpt, emit
 app = typer.Typer(help="Memory notes: markdown files with YAML frontmatter.", no_args_is_help=True)
 
 
-def _index_note(f: Any, note: notes_mod.Note, replace: bool = False) -> None:
-    from ..indexer import index_note
-
-    index_note(f, note, replace=replace)
-
-
 def _text_arg(text: str) -> str:
     return output.read_stdin_text() if text == "-" else text
 
@@ -137,8 +131,10 @@ def update(
     f = folder()
     if text is None and tags is None and topics is None and not add_tag:
         raise typer.BadParameter("nothing to change: pass --text, --tags, --add-tag or --topics")
+    from .. import ops
+
     with writing(f, "ok mem update"):
-        note = notes_mod.update(
+        note = ops.update_note(
             f,
             note_id,
             text=_text_arg(text) if text is not None else None,
@@ -146,22 +142,17 @@ def update(
             topics=split_labels(topics) if topics is not None else None,
             add_tags=split_labels(add_tag),
         )
-        _index_note(f, note, replace=True)
-        f.log_op("mem.update", ids=[note.id])
     emit(note.as_dict(f), json_, plain=lambda d: d["id"])
 
 
 @app.command()
 def delete(note_id: str = typer.Argument(..., help="Note id."), json_: bool = JsonOpt) -> None:
     """Delete a note file and drop it from the graph."""
-    from ..indexer import open_graph, remove_from_graph
+    from .. import ops
 
     f = folder()
     with writing(f, "ok mem delete"):
-        note = notes_mod.delete(f, note_id)
-        with open_graph(f, write=True) as g:
-            remove_from_graph(f, g, [], [note.id])
-        f.log_op("mem.delete", ids=[note.id])
+        note = ops.delete_note(f, note_id)
     emit({"deleted": note.id}, json_, plain=lambda d: f"deleted {d['deleted']}")
 
 
