@@ -20,7 +20,7 @@ from .entities.local import VERSION as LOCAL_VERSION
 from .entities.local import entity_id, key_of
 from .errors import BadInput, OkError
 from .folder import Folder, atomic_write, iso
-from .graph import Graph
+from .graph import Graph, rel_docs
 
 AKS_VERSION = "0.1.0"
 NAMESPACE = uuid.UUID("5b0c5a8e-8f5e-5c1b-9d1e-6f6b6c2e6b31")
@@ -206,7 +206,7 @@ def export(
             continue
         extra = json.loads(r["extra"]) if r.get("extra") else {}
         fu, tu = uuids[r["a"]], uuids[r["b"]]
-        docs = sorted({u for u in (doc_uuid(d) for d in json.loads(r["docs"] or "[]")) if u})
+        docs = sorted({u for u in (doc_uuid(d) for d in rel_docs(r["docs"])) if u})
         rels.append(
             {
                 "id": r["ext_id"] or uid("rel", f"{fu}:{r['type']}:{tu}"),

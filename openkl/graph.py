@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util  # noqa: F401  (kuzu's query preparation needs importlib.util loaded)
+import json
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -60,6 +61,20 @@ def schema(dim: int) -> list[str]:
         " source_kind STRING, description STRING, ext_id STRING, extra STRING)",
         "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Doc TO Doc, drift DOUBLE, ts STRING)",
     ]
+
+
+def rel_docs_text(ids: list[str]) -> str:
+    """`RELATED.docs` as stored: a JSON list of document and note ids (the ids need no
+    escaping, so most skip the encoder: a large consolidation writes 750k of them)."""
+    joined = '", "'.join(ids)
+    if '"' in joined or "\\" in joined or not joined.isprintable():
+        return json.dumps(ids)
+    return f'["{joined}"]' if ids else "[]"
+
+
+def rel_docs(stored: str | None) -> list[str]:
+    """The document and note ids of a relationship, from its stored `docs`."""
+    return list(json.loads(stored)) if stored else []
 
 
 # the columns of an entity, as the readers of entities return them

@@ -415,3 +415,14 @@ def test_small_writes_leave_the_entity_graph_a_rebuild_would_make(
     shutil.copytree(example_kf, copy, symlinks=True)
     assert run_ok("--root", str(copy), "index", "--rebuild").code == 0
     assert _entity_graph(copy) == incremental
+
+
+@pytest.mark.parametrize(
+    "ids", [[], ["ee43fb66e85b241f"], ["a", "m-20261201-xh54"], ['q"x'], ["a\\b"], ["t\tx"], ["é"]]
+)
+def test_relationship_docs_are_stored_as_json(ids: list[str]) -> None:
+    """RELATED.docs is a JSON list, whatever the ids hold (quotes, backslashes, tabs)."""
+    from openkl.graph import rel_docs, rel_docs_text
+
+    assert json.loads(rel_docs_text(ids)) == ids
+    assert rel_docs(rel_docs_text(ids)) == ids

@@ -339,19 +339,19 @@ def search(
 
     run_search(
         query,
-        k,
-        scope,
-        mode,
-        tags,
-        topics,
-        path,
-        since,
-        until,
-        per_doc,
-        diverse,
-        explain,
-        show_query,
-        json_,
+        k=k,
+        scope=scope,
+        mode=mode,
+        tags=tags,
+        topics=topics,
+        path=path,
+        since=since,
+        until=until,
+        per_doc=per_doc,
+        diverse=diverse,
+        explain=explain,
+        show_query=show_query,
+        json_=json_,
     )
 
 

@@ -13,6 +13,7 @@ from .output import emit
 
 def run_search(
     query: str,
+    *,
     k: int | None,
     scope: str,
     mode: str | None,

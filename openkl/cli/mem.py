@@ -114,7 +114,20 @@ def search(
     from .hits import run_search
 
     run_search(
-        query, k, "mem", mode, tags, topics, None, since, until, None, False, explain, False, json_
+        query,
+        k=k,
+        scope="mem",
+        mode=mode,
+        tags=tags,
+        topics=topics,
+        path=None,
+        since=since,
+        until=until,
+        per_doc=None,
+        diverse=False,
+        explain=explain,
+        show_query=False,
+        json_=json_,
     )
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from .. import crash
 from ..cache import SqliteCache
 from ..folder import Folder
-from ..graph import Graph
+from ..graph import Graph, rel_docs_text
 from .local import TYPES, entity_id, key_of
 
 REPEAT = 0.8  # each further mention in the same source removes 20% of the remaining doubt
@@ -676,8 +676,7 @@ def _write(
     g.copy_rows("Entity", {c: [e[c] for e in added] for c in ENT_FIELDS}, types=types)
     if changed:
         g.update_rows("Entity", {c: [e[c] for e in changed] for c in ENT_FIELDS}, types=types)
-    steps = _Steps(step)
-    steps.held = len(added) + len(changed)
+    steps = _Steps(step, held=len(added) + len(changed))
 
     present = set(new_e)
     outside = sorted({eid_of(k) for a, b, _ in rels for k in (a, b)} - present)
@@ -740,7 +739,7 @@ def _write(
             cols["type"].append(k[2])
             for col in REL_FIELDS:
                 cols[col].append(props[col])
-        cols["docs"] = [_json_ids(d) for d in cols["docs"]]
+        cols["docs"] = [rel_docs_text(d) for d in cols["docs"]]
         for part in steps.pieces(len(fresh)):
             g.copy_rows(
                 "RELATED",
@@ -749,7 +748,7 @@ def _write(
             )
     sets = ", ".join(f"r.{c} = ${c}" for c in REL_FIELDS)
     for key in sorted(k for k in want_r if held_r.get(k) is not None):
-        v = {**{c: want_r[key][c] for c in REL_FIELDS}, "docs": _json_ids(want_r[key]["docs"])}
+        v = {**{c: want_r[key][c] for c in REL_FIELDS}, "docs": rel_docs_text(want_r[key]["docs"])}
         held = held_r[key]
         assert held is not None
         if any(_differs(v[c], held[c]) for c in REL_FIELDS):
@@ -766,8 +765,8 @@ class _Steps:
     Each commit costs a checkpoint, so pieces are as large as a transaction safely holds.
     """
 
-    def __init__(self, step: Callable[[], None] | None) -> None:
-        self.step, self.held = step, 0
+    def __init__(self, step: Callable[[], None] | None, held: int = 0) -> None:
+        self.step, self.held = step, held  # rows written since the last commit
 
     def pieces(self, n: int) -> Iterator[slice]:
         if self.step is None:
@@ -782,14 +781,6 @@ class _Steps:
             yield slice(i, i + take)
             self.held += take
             i += take
-
-
-def _json_ids(ids: list[str]) -> str:
-    """A JSON list of ids; ids need no escaping, so most skip the encoder."""
-    joined = '", "'.join(ids)
-    if '"' in joined or "\\" in joined or not joined.isprintable():
-        return json.dumps(ids)
-    return f'["{joined}"]' if ids else "[]"
 
 
 def _differs(new: Any, old: Any) -> bool:
@@ -818,19 +809,15 @@ def _held(
     )
     # Kùzu follows the edges of one entity found by its key quickly, while a pattern over
     # many keys at once scans the whole table: a few keys are asked one by one
-    parts: list[tuple[str, dict[str, Any]]]
+    parts: list[dict[str, Any]]
     if len(ids) <= _IDS_ONE_BY_ONE:
-        one = "{id: $i}"
-        parts = [(f"MATCH (e:Entity {one})", {"i": i}) for i in ids]
+        head, one = "", "{id: $i}"
+        parts = [{"i": i} for i in ids]
     else:
-        one = "{id: i}"
-        parts = [
-            ("UNWIND $ids AS i MATCH (e:Entity {id: i})", {"ids": ids[k : k + _IDS_PER_QUERY]})
-            for k in range(0, len(ids), _IDS_PER_QUERY)
-        ]
-    head = parts[0][0].split("MATCH")[0] if parts else ""
-    for match, params in parts:
-        for r in g.query(f"{match} {ret_e}", params):
+        head, one = "UNWIND $ids AS i ", "{id: i}"
+        parts = [{"ids": ids[k : k + _IDS_PER_QUERY]} for k in range(0, len(ids), _IDS_PER_QUERY)]
+    for params in parts:
+        for r in g.query(f"{head}MATCH (e:Entity {one}) {ret_e}", params):
             ents[r["id"]] = r
         for r in g.query(f"{head}MATCH (x)-[m:MENTIONS]->(e:Entity {one}) {ret_m}", params):
             ments[(r["x"], r["e"])] = r["c"]

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import NotFound, UsageError
 from ..folder import Folder, shown
-from ..graph import ENTITY_COLS, Graph
+from ..graph import ENTITY_COLS, Graph, rel_docs
 from .local import entity_id, key_of
 
 
@@ -95,11 +95,6 @@ def find_entity(g: Graph, name: str) -> dict[str, Any]:
         )
         raise NotFound(f"no entity named '{shown(name)}'", hint)
     return _entity_row(rows[0])
-
-
-def rel_docs(stored: str | None) -> list[str]:
-    """The documents and notes of a relationship, from its `docs` property (a JSON list)."""
-    return list(json.loads(stored)) if stored else []
 
 
 def relationships(
