@@ -327,6 +327,7 @@ def test_ask_k_comes_from_the_setting(example_kf: Path, monkeypatch: pytest.Monk
     """`-k` wins; without it `ask.k` decides how many passages are retrieved (CLI and MCP
     resolve it the same way)."""
     q = "what does a write-ahead log do?"
+    monkeypatch.setenv("OK_NOW", "2026-01-02T03:04:05Z")  # cite objects carry created_at
     eight = run_ok("ask", q, "--no-llm", "-k", "8", "--json").json()
     assert run_ok("ask", q, "--no-llm", "--json").json() == eight
     monkeypatch.setenv("OK_ASK_K", "2")
