@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import (
+from ..errors import (
     BadInput,
     GraphUnrecoverable,
     IndexMismatch,
@@ -25,6 +25,7 @@ from .errors import (
     QueryRefused,
     ReadOnlyViolation,
 )
+from .entities import EntityQueries
 
 SCHEMA_VERSION = "4"
 DB_FILE = "graph.kz"
@@ -294,7 +295,7 @@ def _is_lock_error(e: Exception) -> bool:
     return "lock" in msg and ("could not set" in msg or "set lock" in msg or "locked" in msg)
 
 
-class Graph:
+class Graph(EntityQueries):
     """An open connection to the folder's graph (read-only unless opened for writing)."""
 
     def __init__(self, db: Any, conn: Any, path: Path, writable: bool) -> None:
@@ -431,7 +432,7 @@ class Graph:
     @classmethod
     def swap_in(cls, kuzu_dir: Path) -> None:
         """Make the finished rebuild the live database."""
-        from . import crash
+        from .. import crash
 
         new = cls.rebuild_dir(kuzu_dir)
         (new / "READY").touch()
@@ -587,7 +588,7 @@ class Graph:
         A process killed inside (or an error, a full disk) leaves the graph as it was before:
         Kùzu keeps uncommitted changes out of its write-ahead log, so recovery discards them.
         """
-        from . import crash
+        from .. import crash
 
         if self._in_tx:
             yield

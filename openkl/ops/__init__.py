@@ -1,0 +1,26 @@
+"""The operations the adapters share: one function per user-level operation that takes
+more than one step, so the CLI, the MCP server and the HTTP server do the same thing.
+
+Each operation takes resolved arguments and returns a result the adapter renders; the
+caller holds the writer lock for operations that write.
+"""
+
+from __future__ import annotations
+
+from .cite import keep_citations, remember_citations
+from .knowledge import decide_backfeed, import_bundle
+from .notes import add_note, delete_note, update_note
+from .search import SearchOptions, search, search_options
+
+__all__ = [
+    "SearchOptions",
+    "add_note",
+    "decide_backfeed",
+    "delete_note",
+    "import_bundle",
+    "keep_citations",
+    "remember_citations",
+    "search",
+    "search_options",
+    "update_note",
+]

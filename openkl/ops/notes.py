@@ -1,0 +1,55 @@
+"""Memory notes: write, change or delete a note, index it and log it."""
+
+from __future__ import annotations
+
+from .. import indexer
+from .. import notes as notes_mod
+from ..folder import Folder
+from ..indexing import open_graph
+
+
+def add_note(
+    folder: Folder,
+    text: str,
+    tags: list[str] | None = None,
+    topics: list[str] | None = None,
+    via: str | None = None,
+) -> notes_mod.Note:
+    """Write a memory note, index it and log it (`via` names the adapter in the log)."""
+    note = notes_mod.add(folder, text, tags or [], topics or [])
+    indexer.index_note(folder, note)
+    assert note.path is not None
+    folder.log_op("mem.add", ids=[note.id], path=folder.rel(note.path), **_via(via))
+    return note
+
+
+def update_note(
+    folder: Folder,
+    note_id: str,
+    *,
+    text: str | None = None,
+    tags: list[str] | None = None,
+    topics: list[str] | None = None,
+    add_tags: list[str] | None = None,
+    via: str | None = None,
+) -> notes_mod.Note:
+    """Change a note's text, tags or topics (its id stays), index it again and log it."""
+    note = notes_mod.update(
+        folder, note_id, text=text, tags=tags, topics=topics, add_tags=add_tags or []
+    )
+    indexer.index_note(folder, note, replace=True)
+    folder.log_op("mem.update", ids=[note.id], **_via(via))
+    return note
+
+
+def delete_note(folder: Folder, note_id: str, via: str | None = None) -> notes_mod.Note:
+    """Delete a note's file, take it out of the graph and log it."""
+    note = notes_mod.delete(folder, note_id)
+    with open_graph(folder, write=True) as g:
+        indexer.remove_from_graph(folder, g, [], [note.id])
+    folder.log_op("mem.delete", ids=[note.id], **_via(via))
+    return note
+
+
+def _via(via: str | None) -> dict[str, str]:
+    return {"via": via} if via else {}
