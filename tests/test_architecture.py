@@ -26,6 +26,7 @@ LAYERS = [
     # storage and files
     {
         "openkl.graph",
+        "openkl.records",
         "openkl.settings",
         "openkl.folder",
         "openkl.errors",
