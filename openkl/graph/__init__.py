@@ -25,7 +25,10 @@ from ..errors import (
     QueryRefused,
     ReadOnlyViolation,
 )
+from .documents import DocumentQueries
 from .entities import EntityQueries
+from .lineage import LineageQueries
+from .versions import VersionQueries
 
 SCHEMA_VERSION = "4"
 DB_FILE = "graph.kz"
@@ -295,7 +298,7 @@ def _is_lock_error(e: Exception) -> bool:
     return "lock" in msg and ("could not set" in msg or "set lock" in msg or "locked" in msg)
 
 
-class Graph(EntityQueries):
+class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
     """An open connection to the folder's graph (read-only unless opened for writing)."""
 
     def __init__(self, db: Any, conn: Any, path: Path, writable: bool) -> None:
