@@ -14,7 +14,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     BadInput,
@@ -853,3 +853,10 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
         for t in ("Doc", "Chunk", "MemoryNote", "Entity", "Topic"):
             out[t] = int(self.query(f"MATCH (n:{t}) RETURN count(n) AS c")[0]["c"])
         return out
+
+
+if TYPE_CHECKING:
+    from .protocol import GraphStore
+
+    def _keeps_to_the_protocol(g: Graph) -> GraphStore:
+        return g  # mypy checks that Graph implements every GraphStore member
