@@ -14,14 +14,14 @@ from typing import Any
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, OkError
 from .folder import Folder
-from .graph import Graph
+from .graph.protocol import GraphStore
 from .mapping import resolve
 
 DIRECTIONS = ("up", "down", "both")
 _UP = {"DERIVED_FROM", "PART_OF", "SUPERSEDES"}
 
 
-def _node(g: Any, kind: str, nid: str) -> dict[str, Any] | None:
+def _node(g: GraphStore, kind: str, nid: str) -> dict[str, Any] | None:
     if kind == "memory":
         row = g.lineage_note(nid)
         if row:
@@ -56,7 +56,7 @@ def _node(g: Any, kind: str, nid: str) -> dict[str, Any] | None:
     return None
 
 
-def _note_sources(folder: Folder, g: Any, nid: str) -> list[tuple[str, str, str]]:
+def _note_sources(folder: Folder, g: GraphStore, nid: str) -> list[tuple[str, str, str]]:
     """What a note says it was derived from (its `derived_from` frontmatter is canonical; a
     chunk of a version that was since replaced resolves to that version's document)."""
 
@@ -75,7 +75,7 @@ def _note_sources(folder: Folder, g: Any, nid: str) -> list[tuple[str, str, str]
 
 
 def _neighbours(
-    folder: Folder, g: Any, kind: str, nid: str, direction: str
+    folder: Folder, g: GraphStore, kind: str, nid: str, direction: str
 ) -> list[tuple[str, str, str]]:
     """(relationship, kind, id) of the next nodes."""
     out: list[tuple[str, str, str]] = []
@@ -104,7 +104,7 @@ def _neighbours(
     return sorted(set(out))
 
 
-def _start(folder: Folder, g: Any, ref: str) -> tuple[str, str]:
+def _start(folder: Folder, g: GraphStore, ref: str) -> tuple[str, str]:
     ref = ref.strip()
     if not ref:
         raise BadInput("no id given", "pass a note, chunk or document id")
@@ -133,7 +133,7 @@ def _next_way(rel: str, way: str) -> str:
 
 
 def lineage(
-    folder: Folder, g: Any, ref: str, depth: int = 5, direction: str = "both"
+    folder: Folder, g: GraphStore, ref: str, depth: int = 5, direction: str = "both"
 ) -> dict[str, Any]:
     """The lineage of a note, chunk or document, breadth first up to `depth` hops."""
     if direction not in DIRECTIONS:
@@ -169,7 +169,7 @@ def lineage(
 
 
 # -- keeping DERIVED_FROM edges in step with new versions --------------------------------------
-def derived_notes(g: Any, doc_ids: list[str]) -> list[str]:
+def derived_notes(g: GraphStore, doc_ids: list[str]) -> list[str]:
     """Notes with a `DERIVED_FROM` edge into these documents or their chunks.
 
     Called before the documents leave the graph, so `relink` can restore those edges once
@@ -180,7 +180,7 @@ def derived_notes(g: Any, doc_ids: list[str]) -> list[str]:
     return g.notes_derived_from_docs(doc_ids)
 
 
-def relink(folder: Folder, g: Any, note_ids: list[str]) -> None:
+def relink(folder: Folder, g: GraphStore, note_ids: list[str]) -> None:
     """Re-derive the `DERIVED_FROM` edges of notes from their files (`derived_from` is
     canonical), exactly as `ok index --rebuild` would."""
 
@@ -199,7 +199,7 @@ def relink(folder: Folder, g: Any, note_ids: list[str]) -> None:
     link_derived(g, notes)
 
 
-def link_derived(g: Graph, notes: list[notes_mod.Note]) -> None:
+def link_derived(g: GraphStore, notes: list[notes_mod.Note]) -> None:
     """`DERIVED_FROM` edges from a note's `derived_from` frontmatter (chunk or doc ids).
 
     A span that is not a chunk of its own (a sentence, `--lines`) links to the chunks it

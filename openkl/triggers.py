@@ -32,6 +32,7 @@ import yaml
 from . import events
 from .errors import BadInput, NotFound
 from .folder import Folder, atomic_write, iso
+from .graph.protocol import GraphStore
 
 TRIGGERS_DIR = "triggers"
 SCOPES = ("all", "mem", "store")
@@ -235,7 +236,7 @@ def test(folder: Folder, text: str) -> list[dict[str, Any]]:
 
 # -- the check after each index write ----------------------------------------------------------
 def _rows(
-    g: Any, doc_ids: list[str], note_ids: list[str], want_docs: bool, want_notes: bool
+    g: GraphStore, doc_ids: list[str], note_ids: list[str], want_docs: bool, want_notes: bool
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if want_docs and doc_ids:
