@@ -390,10 +390,7 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
         for d, e in entries.items()
         if not e.get("current", True) and e.get("superseded_by") in graph_docs
     }
-    have = {
-        (r["a"], r["b"])
-        for r in g.query("MATCH (a:Doc)-[:SUPERSEDES]->(b:Doc) RETURN a.id AS a, b.id AS b")
-    }
+    have = set(g.version_links())
     rep.docs_unlinked = sorted(old for _, old in want - have)
     # derived parts that are missing are indexed again: out, then in
     damaged = g.incomplete()
@@ -539,31 +536,20 @@ def _sync_versions(g: Graph, entries: dict[str, dict[str, Any]]) -> None:
     ]
     for did, e in old:
         if did not in have:
-            g.query(
-                "CREATE (:Doc {id: $id, path: $p, sha256: $s, title: $t, source: $src,"
-                " created_at: $c, chars: 0, current: false})",
-                {
-                    "id": did,
-                    "p": e.get("path", ""),
-                    "s": e.get("sha256", ""),
-                    "t": e.get("title", ""),
-                    "src": json.dumps(e.get("source") or {}),
-                    "c": e.get("ingested_at", ""),
-                },
+            g.add_old_version(
+                did,
+                e.get("path", ""),
+                e.get("sha256", ""),
+                e.get("title", ""),
+                json.dumps(e.get("source") or {}),
+                e.get("ingested_at", ""),
             )
         elif have[did]["current"]:
-            g.query("MATCH (d:Doc {id: $id}) SET d.current = false", {"id": did})
+            g.retire_doc(did)
     # every node first: an edge's newer end may be an old version created just above
     for did, e in old:
-        g.query(
-            "MATCH (n:Doc {id: $new}), (o:Doc {id: $old}) WHERE NOT (n)-[:SUPERSEDES]->(o)"
-            " CREATE (n)-[:SUPERSEDES {drift: $drift, ts: $ts}]->(o)",
-            {
-                "new": e["superseded_by"],
-                "old": did,
-                "drift": float(e.get("drift") or 0.0),
-                "ts": e.get("superseded_at") or "",
-            },
+        g.link_version(
+            e["superseded_by"], did, float(e.get("drift") or 0.0), e.get("superseded_at") or ""
         )
 
 
