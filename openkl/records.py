@@ -55,6 +55,21 @@ class RefreshError(TypedDict):
     error: str  # the error, as one line
 
 
+class ArxivMeta(TypedDict):
+    """What arXiv's API says about a paper; an arXiv document's `meta` holds it."""
+
+    title: str
+    authors: list[str]
+    abstract: str
+    published: str  # when the first version appeared (UTC ISO)
+    updated: str  # when this version appeared
+    version: str  # "v2"; empty when the API gave none
+    entry_id: str  # the abstract page's URL
+    categories: list[str]
+    pdf_url: str
+    doi: NotRequired[str]
+
+
 class MappingEntry(TypedDict):
     """One document version in `.ok/mapping.jsonl`. Only `id` and `path` are always there:
     entries found by `ok sync` (a hand-added file, a doc edited in place) have few keys."""
@@ -71,7 +86,7 @@ class MappingEntry(TypedDict):
     sha256: NotRequired[str]  # of the normalized text (the id is its first 16 digits)
     current: NotRequired[bool]  # false for a superseded version; absent means true
     refresh: NotRequired[RefreshPolicy | None]  # the refresh policy; None or absent: none
-    meta: NotRequired[dict[str, Any]]  # what the extractor and the fetcher knew (authors…)
+    meta: NotRequired[dict[str, Any]]  # what the extractor and the fetcher knew (ArxivMeta…)
     fetch: NotRequired[FetchInfo]  # what the last fetch learnt
     refresh_error: NotRequired[RefreshError]  # the last refresh failed; cleared by success
     supersedes: NotRequired[str]  # the id of the version this one replaced
@@ -107,8 +122,8 @@ class Signal(TypedDict):
 
 class Cite(TypedDict):
     """A cite object: a search hit, a citation (`ok cite make`), a citation kept in
-    `citations/<id>.json`, or a citation an answer gives. The keys up to `created_at` are
-    always there, in this order (build one with `new_cite`); the others belong to one use."""
+    `citations/<id>.json`, or a citation an answer gives. The required keys are always
+    there, in this order (`new_cite` builds one); each of the others belongs to one use."""
 
     type: str  # chunk | memory (a note) | doc (a whole document)
     id: str  # a hit: the chunk or note id; a citation: c-<16 hex> (`citations.cite_id`)

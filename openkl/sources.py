@@ -28,7 +28,7 @@ from . import settings, store
 from .errors import BadInput, NotFound, OkError
 from .folder import Folder, iso
 from .normalize import supported
-from .records import FetchInfo, MappingEntry, RefreshPolicy, Skipped, Source
+from .records import ArxivMeta, FetchInfo, MappingEntry, RefreshPolicy, Skipped, Source
 
 USER_AGENT = "openkl/0.1 (+local-first knowledge folder; ok store web)"
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
@@ -650,10 +650,10 @@ def arxiv_lookup(folder: Folder, ids: list[str]) -> dict[str, Any]:
     return out
 
 
-def arxiv_meta(r: Any) -> dict[str, Any]:
+def arxiv_meta(r: Any) -> ArxivMeta:
     short = r.get_short_id()
     _, version = parse_arxiv_id(short)
-    return {
+    meta: ArxivMeta = {
         "title": " ".join((r.title or "").split()),
         "authors": [a.name for a in r.authors],
         "abstract": " ".join((r.summary or "").split()),
@@ -663,8 +663,10 @@ def arxiv_meta(r: Any) -> dict[str, Any]:
         "entry_id": r.entry_id,
         "categories": list(r.categories),
         "pdf_url": r.pdf_url,
-        **({"doi": r.doi} if r.doi else {}),
     }
+    if r.doi:
+        meta["doi"] = r.doi
+    return meta
 
 
 def fetch_arxiv(
@@ -752,7 +754,7 @@ def _refuse_older_versions(folder: Folder, ids: list[str]) -> None:
             )
 
 
-def _arxiv_fetch(info: dict[str, Any]) -> FetchInfo:
+def _arxiv_fetch(info: ArxivMeta) -> FetchInfo:
     return {
         "kind": "arxiv",
         "version": info["version"],
