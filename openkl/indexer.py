@@ -13,7 +13,7 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
@@ -332,7 +332,14 @@ class SyncReport:
         )
 
 
-def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
+class OnDisk(TypedDict):
+    """What `plan` read from the folder, for `sync` to load."""
+
+    files: dict[str, str]  # doc id -> normalized path (an unreadable one: the id the graph has)
+    notes: dict[str, notes_mod.Note]  # note id -> note
+
+
+def plan(folder: Folder, g: Graph) -> tuple[OnDisk, SyncReport]:
     """What `sync` would do, without doing it.
 
     A file that cannot be read (broken YAML, invalid UTF-8) is reported, and the version
