@@ -10,6 +10,7 @@ import typer
 
 from .. import citations as cit
 from ..errors import BadInput, UsageError
+from ..records import Cite, CitePassage
 from . import output
 from .common import TagsOpt, folder, split_labels, writing
 from .output import JsonOpt, emit
@@ -19,9 +20,9 @@ app = typer.Typer(
 )
 
 
-def _items(f: Any, refs: list[str]) -> list[str | dict[str, Any]]:
+def _items(f: Any, refs: list[str]) -> list[str | Cite]:
     """Ids, cite-object files and `-` (stdin) as one list, all parsed before any work."""
-    out: list[str | dict[str, Any]] = []
+    out: list[str | Cite] = []
     for ref in refs:
         if ref == "-":
             out += cit.parse_input(f, output.read_stdin_text(), "stdin")
@@ -240,7 +241,7 @@ def open_(
         raise typer.Exit(1)
 
 
-def _render_passage(p: dict[str, Any]) -> None:
+def _render_passage(p: CitePassage) -> None:
     from rich.text import Text
 
     t = Text(p["text"])
@@ -280,7 +281,7 @@ def list_(
     rows = cit.select(f, cites, tags=split_labels(tag), doc=doc)
     if status:
         v = cit.Verifier(f)
-        kept = []
+        kept: list[Any] = []  # cite objects with their status
         for c in rows:
             st = v.verify(c)["status"]
             if st == status:

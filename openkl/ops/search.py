@@ -8,6 +8,7 @@ from typing import Any
 from .. import search as search_mod
 from ..folder import Folder
 from ..graph import Graph
+from ..records import Cite
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def search(
     filters: search_mod.Filters | None = None,
     explain: bool = False,
     embedder: Any = None,
-) -> list[dict[str, Any]]:
+) -> list[Cite]:
     """Hybrid search; hits are cite objects, best first."""
     return search_mod.search(
         folder,
