@@ -242,16 +242,20 @@ class KnowledgeServer:
             )
         return self.stacks[name]
 
-    def _k(self, st: Stack, k: int | None) -> int:
-        """`k`, or the folder's default, capped by `mcp.max_k` (a larger k is clamped, not
-        refused: the result says which k was used)."""
-        k = int(st.folder.setting("search.k") if k is None else k)
-        if k < 1:
+    def _check_k(self, st: Stack, k: int | None) -> int | None:
+        """A count the caller passed must be at least 1 (one over `mcp.max_k` is clamped,
+        not refused: the result says which k was used)."""
+        if k is not None and int(k) < 1:
             raise UsageError(
                 f"k must be at least 1, got {k}",
                 f"pass 1 to {st.folder.setting('mcp.max_k')} (mcp.max_k)",
             )
-        return min(k, st.folder.setting("mcp.max_k"))
+        return k
+
+    def _k(self, st: Stack, k: int) -> int:
+        """`k`, checked and capped by `mcp.max_k`."""
+        self._check_k(st, k)
+        return min(int(k), st.folder.setting("mcp.max_k"))
 
     def _read_graph(self, st: Stack, tool: str) -> Any:
         """Open the graph read-only for one call, with the tool's time cap on its queries."""
@@ -263,6 +267,10 @@ class KnowledgeServer:
                 yield g
 
         return cm()
+
+    def _reader(self, st: Stack, tool: str) -> Callable[[], Any]:
+        """How the operations open the graph for one call of `tool`."""
+        return functools.partial(self._read_graph, st, tool)
 
     @contextlib.contextmanager
     def _writing(self, st: Stack, tool: str) -> Iterator[None]:
@@ -287,16 +295,7 @@ class KnowledgeServer:
                 "read_only": self.read_only,
             }
             try:
-                with self._read_graph(st, "list_stacks") as g:
-                    c = g.counts()
-                row.update(
-                    {
-                        "docs": c.get("Doc", 0),
-                        "chunks": c.get("Chunk", 0),
-                        "notes": c.get("MemoryNote", 0),
-                        "entities": c.get("Entity", 0),
-                    }
-                )
+                row.update(ops.counts(st.folder, graph=self._reader(st, "list_stacks")))
             except OkError as e:
                 row["error"] = str(e)
             out.append(row)
@@ -316,31 +315,22 @@ class KnowledgeServer:
         since: str | None = None,
         until: str | None = None,
     ) -> dict[str, Any]:
-        from . import ops
-        from .search import Filters
-
         st = self.stack(stack)
-        f = st.folder
-        kk = self._k(st, k)
-        flt = Filters(
+        res = ops.search(
+            st.folder,
+            query,
+            k=self._check_k(st, k),
+            mode=mode,
+            max_k=st.folder.setting("mcp.max_k"),
+            scope=scope,
             tags=notes_mod.clean_labels(tags),
             topics=notes_mod.clean_labels(topics),
             path=path,
             since=since,
             until=until,
-        ).normalized()
-        emb = indexer.embedder(f)
-        with self._read_graph(st, tool) as g:
-            hits = ops.search(
-                f,
-                g,
-                query,
-                ops.search_options(f, k=kk, mode=mode),
-                scope=scope,
-                filters=flt,
-                embedder=emb,
-            )
-        return {"stack": st.name, "query": query, "k": kk, "results": hits}
+            graph=self._reader(st, tool),
+        )
+        return {"stack": st.name, "query": query, "k": res.options.k, "results": res.hits}
 
     def search(
         self,
@@ -554,17 +544,11 @@ class KnowledgeServer:
         """Check citations against the files: verified (quote at its span, hash matches),
         moved (found elsewhere or in a newer version), changed (only a close match, with
         similarity) or missing. `ok` is true when every one is verified or moved."""
-        from . import citations as cit
-
         st = self.stack(stack)
         if not items:
             raise UsageError("nothing to verify", "pass citation ids or cite objects")
-        results = cit.verify_many(st.folder, [x if isinstance(x, dict) else str(x) for x in items])
-        return {
-            "stack": st.name,
-            "ok": all(r["status"] in cit.PASSING for r in results),
-            "results": results,
-        }
+        v = ops.verify_citations(st.folder, [x if isinstance(x, dict) else str(x) for x in items])
+        return {"stack": st.name, "ok": v.ok, "results": v.results}
 
     # -- tools: entity graph ----------------------------------------------------------------
     def entities(
@@ -664,20 +648,16 @@ class KnowledgeServer:
         why each matters), the relationships between them, the source passages, the
         reasoning and a HIGH/MEDIUM/LOW confidence. Uses the LLM to pick entities when one is
         configured."""
-        from .context import context as run
-
         st = self.stack(stack)
-        f = st.folder
-        with self._read_graph(st, "context") as g:
-            data = run(
-                f,
-                g,
-                query,
-                k=self._k(st, k or 8),
-                max_entities=self._k(st, max_entities),
-                min_conf=min_confidence,
-                embedder=indexer.embedder(f),
-            )
+        data = ops.context(
+            st.folder,
+            query,
+            k=self._check_k(st, k or None),
+            max_entities=self._check_k(st, max_entities),
+            min_confidence=min_confidence,
+            max_k=st.folder.setting("mcp.max_k"),
+            graph=self._reader(st, "context"),
+        )
         return {"stack": st.name, **data}
 
     # -- tools: answers -------------------------------------------------------------------
@@ -696,18 +676,16 @@ class KnowledgeServer:
         """Answer a question from the folder with [N] markers; `citations` holds the cite
         object of every [N] (its `n`). Uses the configured LLM, else an extractive answer of
         the best matching sentences. Says so when the folder does not hold the answer."""
-        from .ask import answer, retrieve
-        from .llm import config_from
-
         st = self.stack(stack)
-        f = st.folder
-        llm = config_from(f, required=False)
-        emb = indexer.embedder(f)
-        with self._read_graph(st, "ask") as g:  # not held while the LLM answers
-            hits = retrieve(
-                f, g, question, k=self._k(st, k or f.setting("ask.k")), scope=scope, embedder=emb
-            )
-        return {"stack": st.name, **answer(f, question, hits, llm=llm, embedder=emb, remember=True)}
+        res = ops.ask(
+            st.folder,
+            question,
+            k=self._check_k(st, k or None),
+            scope=scope,
+            max_k=st.folder.setting("mcp.max_k"),
+            graph=self._reader(st, "ask"),  # not held while the LLM answers
+        )
+        return {"stack": st.name, **res}
 
     # -- tools: files ---------------------------------------------------------------------
     def fs_list(
@@ -848,15 +826,12 @@ class KnowledgeServer:
     # -- resources --------------------------------------------------------------------------
     def read_note(self, stack: str, note_id: str) -> str:
         st = self.stack(stack)
-        note = notes_mod.find(st.folder, note_id)
+        note = ops.show_note(st.folder, note_id)
         assert note.path is not None
         return note.path.read_text(encoding="utf-8")
 
     def read_doc(self, stack: str, doc_id: str) -> str:
-        from .store import read_doc
-
-        _, text = read_doc(self.stack(stack).folder, doc_id)
-        return text
+        return ops.show_doc(self.stack(stack).folder, doc_id).text
 
     # -- the MCP server -------------------------------------------------------------------
     def tool_specs(self) -> list[tuple[Callable[..., dict[str, Any]], dict[str, bool]]]:

@@ -12,6 +12,24 @@ from .knowledge import decide_backfeed, import_bundle
 from .notes import add_note, delete_note, update_note
 from .search import SearchOptions, search, search_options
 
+# reads
+# isort: split
+from .ask import ask, context
+from .cite import CitationList, Verification, list_citations, open_citation, verify_citations
+from .read import (
+    Counts,
+    DocText,
+    NoteList,
+    Opener,
+    counts,
+    list_docs,
+    list_notes,
+    show_doc,
+    show_note,
+    status,
+)
+from .search import SearchResult
+
 __all__ = [
     "SearchOptions",
     "add_note",
@@ -23,4 +41,23 @@ __all__ = [
     "search",
     "search_options",
     "update_note",
+    # reads
+    "CitationList",
+    "Counts",
+    "DocText",
+    "NoteList",
+    "Opener",
+    "SearchResult",
+    "Verification",
+    "ask",
+    "context",
+    "counts",
+    "list_citations",
+    "list_docs",
+    "list_notes",
+    "open_citation",
+    "show_doc",
+    "show_note",
+    "status",
+    "verify_citations",
 ]
