@@ -37,7 +37,7 @@ def cypher(
     """
     import json
 
-    from ..indexer import open_graph
+    from .. import ops
     from .output import read_stdin_text
 
     if query == "-":
@@ -55,12 +55,10 @@ def cypher(
             raise typer.BadParameter(f"--param {k}: {v} does not fit in a 64-bit integer")
     f = folder()
     if write:
-        with writing(f, "ok graph cypher --write"), open_graph(f, write=True) as g:
-            rows = g.cypher(query, params)
-            f.log_op("graph.cypher", query=query)
+        with writing(f, "ok graph cypher --write"):
+            rows = ops.cypher(f, query, params, write=True)
     else:
-        with open_graph(f) as g:
-            rows = g.cypher(query, params)
+        rows = ops.cypher(f, query, params)
     emit(rows, json_, plain=_tsv)
 
 
@@ -110,12 +108,6 @@ def lineage(
 
 
 # -- entities -------------------------------------------------------------------------------
-def _min_conf(f: Any, value: float | None) -> float:
-    from ..entities.consolidation import min_confidence
-
-    return min_confidence(f) if value is None else value
-
-
 @app.command()
 def entities(
     type_: str = typer.Option(
@@ -140,24 +132,16 @@ def entities(
       ok graph entities --type Person
       ok graph entities --doc docs/crispr-gene-editing.md --min-confidence 0.6
     """
-    from ..entities.queries import list_entities
-    from ..indexer import open_graph
+    from .. import ops
 
-    f = folder()
-    doc_id = None
-    if doc:
-        from ..mapping import resolve
-
-        doc_id = resolve(f, doc)["id"]
-    with open_graph(f) as g:
-        rows = list_entities(
-            g,
-            type=type_,
-            min_confidence=_min_conf(f, min_confidence),
-            doc=doc_id,
-            limit=limit or None,
-            query=name,
-        )
+    rows = ops.list_entities(
+        folder(),
+        type=type_,
+        min_confidence=min_confidence,
+        doc=doc,
+        name=name,
+        limit=limit or None,
+    )
     emit(
         rows,
         json_,
@@ -185,12 +169,9 @@ def entity(
       ok graph entity "Ada Lovelace"
       ok graph entity wal --json | jq '.relationships'
     """
-    from ..entities.queries import entity_detail
-    from ..indexer import open_graph
+    from .. import ops
 
-    f = folder()
-    with open_graph(f) as g:
-        data = entity_detail(f, g, name, min_confidence=min_confidence)
+    data = ops.entity(folder(), name, min_confidence=min_confidence)
 
     def plain(d: dict[str, Any]) -> str:
         lines = [
@@ -235,14 +216,11 @@ def traverse(
       ok graph traverse SQLite --depth 2
       ok graph traverse "Ada Lovelace" --rel works_with --min-confidence 0
     """
-    from ..entities.queries import traverse as walk
-    from ..indexer import open_graph
+    from .. import ops
 
-    f = folder()
-    with open_graph(f) as g:
-        data = walk(
-            g, name, depth=depth, rel=rel, min_confidence=_min_conf(f, min_confidence), limit=limit
-        )
+    data = ops.traverse(
+        folder(), name, depth=depth, rel=rel, min_confidence=min_confidence, limit=limit
+    )
 
     def plain(d: dict[str, Any]) -> str:
         lines = [d["start"]["name"]]
@@ -276,15 +254,12 @@ def page(
       ok graph page "Write-ahead logging"
       ok graph page --all            # graph/pages/*.md and an index
     """
-    from ..indexer import open_graph
-    from ..pages import page as make_page
-    from ..pages import write_all
+    from .. import ops
 
     f = folder()
     if all_:
-        with writing(f, "ok graph page --all"), open_graph(f) as g:
-            data = write_all(f, g, min_confidence=_min_conf(f, min_confidence))
-            f.log_op("graph.pages", dir=data["dir"], pages=data["pages"])
+        with writing(f, "ok graph page --all"):
+            data = ops.write_pages(f, min_confidence=min_confidence)
         emit(
             data,
             json_,
@@ -296,8 +271,7 @@ def page(
         return
     if not name:
         raise typer.BadParameter("give an entity name, or --all")
-    with open_graph(f) as g:
-        data = make_page(f, g, name, force=force)
+    data = ops.entity_page(f, name, force=force)
     emit(data, json_, plain=lambda d: d["markdown"])
 
 
@@ -344,27 +318,18 @@ def export(
       ok graph export --format csv --table entities -o - | head
       ok graph export --min-confidence 0.6 --max-entities 500 -o team.aks.json
     """
-    import json
     import sys
     from pathlib import Path
 
-    from ..aks import csv_tables, domain_slug, graphml
-    from ..aks import export as make_bundle
+    from .. import ops
     from ..errors import UsageError
-    from ..folder import atomic_write
-    from ..indexer import open_graph
     from .output import want_json
 
     if format_ not in ("aks", "graphml", "csv"):
         raise UsageError(f"unknown format {format_!r}", "use aks, graphml or csv")
-    tables = {
-        "entities": "entities.csv",
-        "relationships": "relationships.csv",
-        "relations": "relationships.csv",
-    }
     if table is not None and format_ != "csv":
         raise UsageError("--table applies to --format csv only", "drop --table")
-    if table is not None and table not in tables:
+    if table is not None and table not in ops.EXPORT_TABLES:
         raise UsageError(
             f"unknown table {table!r}", "use --table entities or --table relationships"
         )
@@ -384,56 +349,36 @@ def export(
                 f"--format csv writes two files, and {out} is not a directory",
                 "pass -o DIR for both files, or --table entities|relationships for one",
             )
-    f = folder()
-    with open_graph(f) as g:
-        bundle = make_bundle(
-            f,
-            g,
-            min_confidence=min_confidence,
-            entity_type=type_,
-            max_entities=max_entities,
-            verified_only=verified_only,
-        )
-    files: dict[str, str]
-    slug = domain_slug(f)
-    if format_ == "aks":
-        files = {f"{slug}.aks.json": json.dumps(bundle, indent=2, ensure_ascii=False) + "\n"}
-    elif format_ == "graphml":
-        files = {f"{slug}.graphml": graphml(bundle)}
-    else:
-        files = csv_tables(bundle)
-        if table is not None:
-            files = {tables[table]: files[tables[table]]}
-    counts = {"entities": bundle["entity_count"], "relationships": bundle["relationship_count"]}
+    ex = ops.export_graph(
+        folder(),
+        format=format_,
+        table=table,
+        min_confidence=min_confidence,
+        entity_type=type_,
+        max_entities=max_entities,
+        verified_only=verified_only,
+        save=out != "-",
+        out=target,
+    )
+    counts = {"entities": ex.entities, "relationships": ex.relationships}
     if out == "-":
         if format_ == "aks" or not as_json:
-            for text in files.values():
+            for text in ex.files.values():
                 sys.stdout.write(text)
             return
-        data: dict[str, Any] = {"format": format_, **counts, "content": files}
+        data: dict[str, Any] = {"format": format_, **counts, "content": ex.files}
         if format_ == "csv":
             import csv
             import io
 
             data["rows"] = {
                 name.removesuffix(".csv"): list(csv.DictReader(io.StringIO(text)))
-                for name, text in files.items()
+                for name, text in ex.files.items()
             }
         emit(data, True)
         return
-    target = target or f.graph_dir
-    written = []
-    for fname, text in files.items():
-        p = (
-            target
-            if (out and len(files) == 1 and not target.is_dir() and target.suffix)
-            else target / fname
-        )
-        atomic_write(p, text)
-        written.append(str(p))
-    f.log_op("graph.export", format=format_, files=written)
     emit(
-        {"format": format_, "files": written, **counts},
+        {"format": format_, "files": ex.written, **counts},
         json_,
         plain=lambda d: "\n".join(d["files"]),
     )

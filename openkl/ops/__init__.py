@@ -16,6 +16,18 @@ from .search import SearchOptions, search, search_options
 # isort: split
 from .ask import ask, context
 from .cite import CitationList, Verification, list_citations, open_citation, verify_citations
+from .files import FS_SKIP, GrepResult, Listing, Piece, grep, list_dir, read_piece, safe_path
+from .graph import (
+    EXPORT_TABLES,
+    GraphExport,
+    cypher,
+    entity,
+    entity_page,
+    export_graph,
+    list_entities,
+    traverse,
+    write_pages,
+)
 from .read import (
     Counts,
     DocText,
@@ -42,9 +54,19 @@ __all__ = [
     "search_options",
     "update_note",
     # reads
+    "FS_SKIP",
+    "GrepResult",
+    "Listing",
+    "Piece",
+    "grep",
+    "list_dir",
+    "read_piece",
+    "safe_path",
+    "EXPORT_TABLES",
     "CitationList",
     "Counts",
     "DocText",
+    "GraphExport",
     "NoteList",
     "Opener",
     "SearchResult",
@@ -52,12 +74,19 @@ __all__ = [
     "ask",
     "context",
     "counts",
+    "cypher",
+    "entity",
+    "entity_page",
+    "export_graph",
     "list_citations",
     "list_docs",
+    "list_entities",
     "list_notes",
     "open_citation",
     "show_doc",
     "show_note",
     "status",
+    "traverse",
     "verify_citations",
+    "write_pages",
 ]
