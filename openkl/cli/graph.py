@@ -318,18 +318,27 @@ def export(
       ok graph export --format csv --table entities -o - | head
       ok graph export --min-confidence 0.6 --max-entities 500 -o team.aks.json
     """
+    import json
     import sys
     from pathlib import Path
 
-    from .. import ops
+    from ..aks import csv_tables, domain_slug, graphml
+    from ..aks import export as make_bundle
     from ..errors import UsageError
+    from ..folder import atomic_write
+    from ..indexer import open_graph
     from .output import want_json
 
     if format_ not in ("aks", "graphml", "csv"):
         raise UsageError(f"unknown format {format_!r}", "use aks, graphml or csv")
+    tables = {
+        "entities": "entities.csv",
+        "relationships": "relationships.csv",
+        "relations": "relationships.csv",
+    }
     if table is not None and format_ != "csv":
         raise UsageError("--table applies to --format csv only", "drop --table")
-    if table is not None and table not in ops.EXPORT_TABLES:
+    if table is not None and table not in tables:
         raise UsageError(
             f"unknown table {table!r}", "use --table entities or --table relationships"
         )
@@ -349,36 +358,56 @@ def export(
                 f"--format csv writes two files, and {out} is not a directory",
                 "pass -o DIR for both files, or --table entities|relationships for one",
             )
-    ex = ops.export_graph(
-        folder(),
-        format=format_,
-        table=table,
-        min_confidence=min_confidence,
-        entity_type=type_,
-        max_entities=max_entities,
-        verified_only=verified_only,
-        save=out != "-",
-        out=target,
-    )
-    counts = {"entities": ex.entities, "relationships": ex.relationships}
+    f = folder()
+    with open_graph(f) as g:
+        bundle = make_bundle(
+            f,
+            g,
+            min_confidence=min_confidence,
+            entity_type=type_,
+            max_entities=max_entities,
+            verified_only=verified_only,
+        )
+    files: dict[str, str]
+    slug = domain_slug(f)
+    if format_ == "aks":
+        files = {f"{slug}.aks.json": json.dumps(bundle, indent=2, ensure_ascii=False) + "\n"}
+    elif format_ == "graphml":
+        files = {f"{slug}.graphml": graphml(bundle)}
+    else:
+        files = csv_tables(bundle)
+        if table is not None:
+            files = {tables[table]: files[tables[table]]}
+    counts = {"entities": bundle["entity_count"], "relationships": bundle["relationship_count"]}
     if out == "-":
         if format_ == "aks" or not as_json:
-            for text in ex.files.values():
+            for text in files.values():
                 sys.stdout.write(text)
             return
-        data: dict[str, Any] = {"format": format_, **counts, "content": ex.files}
+        data: dict[str, Any] = {"format": format_, **counts, "content": files}
         if format_ == "csv":
             import csv
             import io
 
             data["rows"] = {
                 name.removesuffix(".csv"): list(csv.DictReader(io.StringIO(text)))
-                for name, text in ex.files.items()
+                for name, text in files.items()
             }
         emit(data, True)
         return
+    target = target or f.graph_dir
+    written = []
+    for fname, text in files.items():
+        p = (
+            target
+            if (out and len(files) == 1 and not target.is_dir() and target.suffix)
+            else target / fname
+        )
+        atomic_write(p, text)
+        written.append(str(p))
+    f.log_op("graph.export", format=format_, files=written)
     emit(
-        {"format": format_, "files": ex.written, **counts},
+        {"format": format_, "files": written, **counts},
         json_,
         plain=lambda d: "\n".join(d["files"]),
     )

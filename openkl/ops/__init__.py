@@ -18,12 +18,9 @@ from .ask import ask, context
 from .cite import CitationList, Verification, list_citations, open_citation, verify_citations
 from .files import FS_SKIP, GrepResult, Listing, Piece, grep, list_dir, read_piece, safe_path
 from .graph import (
-    EXPORT_TABLES,
-    GraphExport,
     cypher,
     entity,
     entity_page,
-    export_graph,
     list_entities,
     traverse,
     write_pages,
@@ -54,12 +51,10 @@ __all__ = [
     "search_options",
     "update_note",
     # reads
-    "EXPORT_TABLES",
     "FS_SKIP",
     "CitationList",
     "Counts",
     "DocText",
-    "GraphExport",
     "GrepResult",
     "Listing",
     "NoteList",
@@ -73,7 +68,6 @@ __all__ = [
     "cypher",
     "entity",
     "entity_page",
-    "export_graph",
     "grep",
     "list_citations",
     "list_dir",

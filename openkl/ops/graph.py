@@ -1,26 +1,16 @@
-"""The derived graph, read: Cypher, entities, walks, entity pages and exports."""
+"""The derived graph, read: Cypher, entities, walks and entity pages."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from .. import aks, pages
+from .. import pages
 from ..entities import queries
 from ..entities.consolidation import min_confidence as default_min_confidence
-from ..folder import Folder, atomic_write
+from ..folder import Folder
 from ..indexing import open_graph
 from ..mapping import resolve
 from .read import Opener, reading
-
-# what `table` may name in a CSV export, and the file each is
-EXPORT_TABLES = {
-    "entities": "entities.csv",
-    "relationships": "relationships.csv",
-    "relations": "relationships.csv",
-}
 
 
 def _floor(folder: Folder, value: float | None) -> float:
@@ -108,71 +98,3 @@ def write_pages(folder: Folder, *, min_confidence: float | None = None) -> dict[
         data = pages.write_all(folder, g, min_confidence=_floor(folder, min_confidence))
         folder.log_op("graph.pages", dir=data["dir"], pages=data["pages"])
     return data
-
-
-@dataclass(frozen=True)
-class GraphExport:
-    """An export of the entity graph: its files' text by name, and where they went."""
-
-    format: str
-    files: dict[str, str]
-    entities: int
-    relationships: int
-    # the paths written (none when the files were only made)
-    written: list[str] = field(default_factory=list)
-
-
-def export_graph(
-    folder: Folder,
-    *,
-    format: str = "aks",
-    table: str | None = None,
-    min_confidence: float | None = None,
-    entity_type: str | None = None,
-    max_entities: int | None = None,
-    verified_only: bool = False,
-    save: bool = True,
-    out: Path | None = None,
-    graph: Opener | None = None,
-) -> GraphExport:
-    """The entity graph as an AKS bundle, GraphML or CSV (both tables, or only `table`).
-    With `save` the files are written (logged) into graph/, or `out`: a directory, or the
-    file to write when there is one."""
-    with reading(folder, graph) as g:
-        bundle = aks.export(
-            folder,
-            g,
-            min_confidence=min_confidence,
-            entity_type=entity_type,
-            max_entities=max_entities,
-            verified_only=verified_only,
-        )
-    slug = aks.domain_slug(folder)
-    files: dict[str, str]
-    if format == "aks":
-        files = {f"{slug}.aks.json": json.dumps(bundle, indent=2, ensure_ascii=False) + "\n"}
-    elif format == "graphml":
-        files = {f"{slug}.graphml": aks.graphml(bundle)}
-    else:
-        files = aks.csv_tables(bundle)
-        if table is not None:
-            files = {EXPORT_TABLES[table]: files[EXPORT_TABLES[table]]}
-    written = []
-    if save:
-        target = out or folder.graph_dir
-        for fname, text in files.items():
-            p = (
-                target
-                if (out and len(files) == 1 and not target.is_dir() and target.suffix)
-                else target / fname
-            )
-            atomic_write(p, text)
-            written.append(str(p))
-        folder.log_op("graph.export", format=format, files=written)
-    return GraphExport(
-        format=format,
-        files=files,
-        entities=bundle["entity_count"],
-        relationships=bundle["relationship_count"],
-        written=written,
-    )
