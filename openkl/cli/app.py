@@ -16,7 +16,7 @@ import typer
 
 from ..errors import OkError
 from . import output
-from .common import folder, writing
+from .common import folder, split_labels, writing
 from .output import JsonOpt, emit, state
 
 
@@ -336,7 +336,6 @@ def search(
 ) -> None:
     """Hybrid (BM25 + vector) search over notes and documents; hits are cite objects."""
     from .. import ops
-    from .common import split_labels
     from .hits import query_arg, show_hits
 
     q = query_arg(query)

@@ -69,7 +69,9 @@ def list_notes(
     limit: int | None = None,
 ) -> NoteList:
     """Notes with all these tags and topics, newest first, at most `limit` (None: all)."""
-    notes, problems = notes_mod.scan(folder, lambda: _indexed_note_paths(folder))
+    # the graph settles which of two files sharing an id is the established note; it is
+    # opened only when such a clash exists
+    notes, problems = notes_mod.scan(folder, lambda: indexer.indexed_note_paths(folder))
     want_tags, want_topics = set(tags or []), set(topics or [])
     rows = [
         n
@@ -77,12 +79,6 @@ def list_notes(
         if want_tags <= set(n.tags) and want_topics <= set(n.topics)
     ]
     return NoteList(notes=rows[:limit] if limit else rows, problems=list(problems))
-
-
-def _indexed_note_paths(folder: Folder) -> dict[str, str]:
-    # the graph settles which of two files sharing an id is the established note; it is
-    # opened only when such a clash exists
-    return indexer.indexed_note_paths(folder)
 
 
 def show_note(folder: Folder, note_id: str) -> notes_mod.Note:
