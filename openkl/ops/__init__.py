@@ -15,7 +15,6 @@ from .search import SearchOptions, search, search_options
 # reads
 # isort: split
 from .ask import ask, context
-from .cite import CitationList, Verification, list_citations, open_citation, verify_citations
 from .files import FS_SKIP, GrepResult, Listing, Piece, grep, list_dir, read_piece, safe_path
 from .graph import (
     cypher,
@@ -38,6 +37,7 @@ from .read import (
     status,
 )
 from .search import SearchResult
+from .verify import CitationList, Verification, list_citations, open_citation, verify_citations
 
 __all__ = [
     "SearchOptions",
