@@ -297,8 +297,8 @@ def page(
     if not name:
         raise typer.BadParameter("give an entity name, or --all")
     with open_graph(f) as g:
-        data = make_page(f, g, name, force=force)
-    emit(data, json_, plain=lambda d: d["markdown"])
+        built = make_page(f, g, name, force=force)
+    emit(built, json_, plain=lambda d: d["markdown"])
 
 
 @app.command()
