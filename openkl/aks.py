@@ -20,7 +20,7 @@ from .entities.local import VERSION as LOCAL_VERSION
 from .entities.local import entity_id, key_of
 from .errors import BadInput, OkError
 from .folder import Folder, atomic_write, iso
-from .graph import Graph, rel_docs
+from .graph import Graph
 
 AKS_VERSION = "0.1.0"
 NAMESPACE = uuid.UUID("5b0c5a8e-8f5e-5c1b-9d1e-6f6b6c2e6b31")
@@ -89,21 +89,8 @@ def export(
     verified_only: bool = False,
 ) -> dict[str, Any]:
     """The folder's entity graph as an AKS bundle (validated before it is returned)."""
-    from .graph import ENTITY_COLS
-
-    where: list[str] = []
-    params: dict[str, Any] = {}
-    if min_confidence is not None:
-        where.append("e.confidence >= $mc")
-        params["mc"] = float(min_confidence)
-    if entity_type:
-        where.append("lower(e.type) = lower($t)")
-        params["t"] = entity_type
-    if verified_only:
-        where.append("e.verified")
-    clause = ("WHERE " + " AND ".join(where)) if where else ""
-    rows = g.query(
-        f"MATCH (e:Entity) {clause} RETURN {ENTITY_COLS} ORDER BY e.confidence DESC, e.id", params
+    rows = g.export_entities(
+        min_confidence=min_confidence, type=entity_type, verified_only=verified_only
     )
     if max_entities is not None:
         rows = rows[:max_entities]
@@ -183,34 +170,31 @@ def export(
             ent["source"]["pipeline"] = "backfeed"
         ents.append(ent)
     rels = []
-    for r in g.query(
-        "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id AS a, b.id AS b,"
-        " r.type AS type, r.confidence AS confidence, r.description AS description,"
-        " r.docs AS docs, r.verified AS verified, r.source_kind AS source_kind,"
-        " r.ext_id AS ext_id, r.extra AS extra ORDER BY a.id, b.id, r.type"
-    ):
-        if r["a"] not in uuids or r["b"] not in uuids:
+    for rel in g.export_relationships():
+        if rel["a"] not in uuids or rel["b"] not in uuids:
             continue  # dangling in this (filtered) bundle
-        if min_confidence is not None and r["confidence"] < min_confidence:
+        if min_confidence is not None and rel["confidence"] < min_confidence:
             continue
-        extra = json.loads(r["extra"]) if r.get("extra") else {}
-        fu, tu = uuids[r["a"]], uuids[r["b"]]
-        docs = sorted({u for u in (doc_uuid(d) for d in rel_docs(r["docs"])) if u})
+        extra = json.loads(rel["extra"]) if rel.get("extra") else {}
+        fu, tu = uuids[rel["a"]], uuids[rel["b"]]
+        docs = sorted({u for u in (doc_uuid(d) for d in rel["docs"]) if u})
         rels.append(
             {
-                "id": r["ext_id"] or uid("rel", f"{fu}:{r['type']}:{tu}"),
+                "id": rel["ext_id"] or uid("rel", f"{fu}:{rel['type']}:{tu}"),
                 "from_entity_id": fu,
                 "to_entity_id": tu,
-                "type": r["type"],
-                "description": r["description"] or None,
-                "confidence": round(float(r["confidence"]), 4),
+                "type": rel["type"],
+                "description": rel["description"] or None,
+                "confidence": round(float(rel["confidence"]), 4),
                 "source": extra.get("source")
                 or {
                     "document_id": docs[0] if docs else None,
-                    "source_kind": r["source_kind"] or "document",
+                    "source_kind": rel["source_kind"] or "document",
                     "model": _model(g),
-                    "verified": bool(r["verified"]),
-                    "pipeline": "backfeed" if r["source_kind"] == "backfeed" else "openkl-entities",
+                    "verified": bool(rel["verified"]),
+                    "pipeline": "backfeed"
+                    if rel["source_kind"] == "backfeed"
+                    else "openkl-entities",
                 },
             }
         )

@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .entities.queries import entity_detail, find_entity, graph_version, list_entities
 from .folder import Folder, atomic_write, iso
 from .graph import Graph
+from .records import Cite, EntityDetail, EntityPage, PageBuilt
 
 RENDER = "2"  # bump when `render` changes, so cached pages are rebuilt
 
@@ -29,7 +30,7 @@ def confidence_label(c: float) -> str:
     return "HIGH" if c >= 0.75 else "MEDIUM" if c >= 0.5 else "LOW"
 
 
-def page(folder: Folder, g: Graph, name: str, *, force: bool = False) -> dict[str, Any]:
+def page(folder: Folder, g: Graph, name: str, *, force: bool = False) -> EntityPage:
     """The page of one entity: {entity_name, markdown, generated_at, graph_version, cached, …}."""
     from .aks import entity_uuid
 
@@ -40,11 +41,11 @@ def page(folder: Folder, g: Graph, name: str, *, force: bool = False) -> dict[st
         try:
             cached = json.loads(cp.read_text(encoding="utf-8"))
             if cached.get("graph_version") == version and cached.get("render") == RENDER:
-                return {**cached, "cached": True}
+                return cast(EntityPage, {**cached, "cached": True})
         except ValueError:
             pass
     detail = entity_detail(folder, g, e["id"], cites=20)
-    out = {
+    out: PageBuilt = {
         "entity_name": e["name"],
         "markdown": render(detail),
         "generated_at": iso(),
@@ -62,7 +63,7 @@ def _link(name: str, eid: str) -> str:
     return f"[{name}]({eid}.md)"
 
 
-def render(d: dict[str, Any]) -> str:
+def render(d: EntityDetail) -> str:
     lines = [f"# {d['name']}", ""]
     meta = [
         f"*{d['type']}*",
@@ -92,27 +93,27 @@ def render(d: dict[str, Any]) -> str:
         lines.append("")
     if d["sources"]:
         lines += ["## Sources", ""]
-        quotes: dict[str, dict[str, Any]] = {}
+        quotes: dict[str, Cite] = {}
         for c in d["mentions"]:
             quotes.setdefault(c["doc_id"], c)
         for i, s in enumerate(d["sources"], 1):
             title = s["title"] or s["path"] or s["id"]
             where = f" — `{s['path']}`" if s["path"] else ""
             lines.append(f"{i}. {title}{where} ({s['kind']} {s['id']})")
-            c = quotes.get(s["id"])
-            if c:
-                quote = _sentence_with(c["quote"], d["name"], d["aliases"])
+            cite = quotes.get(s["id"])
+            if cite:
+                quote = _sentence_with(cite["quote"], d["name"], d["aliases"])
                 lines.append(f"   > {quote}")
                 lines.append(
-                    f"   — cite: `{c['id']}` ({c['path']}, chars "
-                    f"{c['loc']['start']}–{c['loc']['end']})"
+                    f"   — cite: `{cite['id']}` ({cite['path']}, chars "
+                    f"{cite['loc']['start']}–{cite['loc']['end']})"
                 )
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
 
 def _defining_sentence(
-    mentions: list[dict[str, Any]], name: str, aliases: list[str], width: int = 280
+    mentions: list[Cite], name: str, aliases: list[str], width: int = 280
 ) -> str:
     """A sentence of the sources that says what the entity is ("X (…) is a …", "X was …"),
     as the page's description when none was compiled; "" if no source says it."""

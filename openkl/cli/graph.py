@@ -271,8 +271,8 @@ def page(
         return
     if not name:
         raise typer.BadParameter("give an entity name, or --all")
-    data = ops.entity_page(f, name, force=force)
-    emit(data, json_, plain=lambda d: d["markdown"])
+    built = ops.entity_page(f, name, force=force)
+    emit(built, json_, plain=lambda d: d["markdown"])
 
 
 @app.command()

@@ -29,7 +29,15 @@ from typing import Any
 from .. import crash
 from ..cache import SqliteCache
 from ..folder import Folder
-from ..graph import Graph, rel_docs_text
+from ..graph import Graph
+from ..graph.consolidation import ENT_FIELDS, REL_FIELDS, Steps, rel_docs_text
+from ..records import (
+    ConsolidatedEntity,
+    ExtractionData,
+    ExtractionIndexed,
+    ExtractionInput,
+    RelationshipProps,
+)
 from .local import TYPES, entity_id, key_of
 
 REPEAT = 0.8  # each further mention in the same source removes 20% of the remaining doubt
@@ -144,24 +152,16 @@ def extract(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -
     A large load extracts batch by batch and consolidates once at the end: consolidating
     each batch would delete and re-create the entities that every batch shares.
     """
-    rows: list[dict[str, Any]] = []
+    rows: list[ExtractionInput] = []
     if doc_ids:
-        rows += g.query(
-            "MATCH (c:Chunk) WHERE c.doc_id IN $ids RETURN c.id AS id,"
-            " c.doc_id AS owner, c.span_start AS base, c.text AS text ORDER BY c.id",
-            {"ids": list(doc_ids)},
-        )
+        rows += g.chunks_to_extract(doc_ids)
     if note_ids:
-        rows += g.query(
-            "MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id,"
-            " m.id AS owner, 0 AS base, m.text AS text ORDER BY m.id",
-            {"ids": list(note_ids)},
-        )
+        rows += g.notes_to_extract(note_ids)
     if not rows:
         return set()
     results = extract_texts(folder, [r["text"] for r in rows])
     ids = [r["id"] for r in rows]
-    g.query("MATCH (x:Extraction) WHERE x.id IN $ids DELETE x", {"ids": ids})
+    g.delete_extractions(ids)
     keys_col, alias_col = [], []
     touched: set[str] = set()
     for res in results:
@@ -171,31 +171,20 @@ def extract(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -
         alias_col.append(al)
         touched.update(ks)
         touched.update(k for s, long in res["a"] for k in (s, long))
-    import pyarrow as pa
-
-    g.copy_rows(
-        "Extraction",
-        {
-            "id": ids,
-            "owner": [r["owner"] for r in rows],
-            "base": [int(r["base"]) for r in rows],
-            "keys": keys_col,
-            "aliases": alias_col,
-            "data": [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in results],
-        },
-        types={"base": pa.int64(), "keys": pa.list_(pa.string()), "aliases": pa.list_(pa.string())},
+    g.add_extractions(
+        ids,
+        [r["owner"] for r in rows],
+        [int(r["base"]) for r in rows],
+        keys_col,
+        alias_col,
+        [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in results],
     )
     crash.point("entities.extracted")
     ident = extractor_id(folder)
     stamped = g.meta().get("entities.extractor")
     # a different extractor's results are still in the graph: keep their stamp, so the
     # mismatch stays visible (`ok status`, `ok doctor`) until `ok index --rebuild`
-    if stamped != ident and (
-        stamped is None
-        or not g.query(
-            "MATCH (x:Extraction) WHERE NOT x.id IN $ids RETURN x.id LIMIT 1", {"ids": ids}
-        )
-    ):
+    if stamped != ident and (stamped is None or not g.has_other_extractions(ids)):
         g.set_meta("entities.extractor", ident)
     return touched
 
@@ -203,8 +192,8 @@ def extract(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -
 def consolidate_all(folder: Folder, g: Graph) -> None:
     """Recompute every entity from the stored extractions: after a load was cut off between
     committing its extractions and consolidating them (`PENDING`)."""
-    touched = {r["id"].replace("-", " ") for r in g.query("MATCH (e:Entity) RETURN e.id AS id")}
-    for r in g.query("MATCH (x:Extraction) RETURN x.keys AS keys, x.aliases AS aliases"):
+    touched = {eid.replace("-", " ") for eid in g.entity_ids()}
+    for r in g.extraction_keys():
         touched.update(r["keys"] or [])
         for a in r["aliases"] or []:
             touched.update(a.split("\t"))
@@ -227,10 +216,7 @@ def on_removing(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str
     owners = list(doc_ids) + list(note_ids)
     if not owners:
         return
-    rows = g.query(
-        "MATCH (x:Extraction) WHERE x.owner IN $o RETURN x.keys AS keys, x.aliases AS aliases",
-        {"o": owners},
-    )
+    rows = g.extraction_keys_of(owners)
     if not rows:
         return
     touched: set[str] = set()
@@ -238,7 +224,7 @@ def on_removing(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str
         touched.update(r["keys"] or [])
         for a in r["aliases"] or []:
             touched.update(a.split("\t"))
-    g.query("MATCH (x:Extraction) WHERE x.owner IN $o DELETE x", {"o": owners})
+    g.delete_extractions_of(owners)
     consolidate(folder, g, touched)
     crash.point("entities.consolidated")
 
@@ -249,10 +235,7 @@ def sync_canonical(folder: Folder, g: Graph) -> bool:
     stamp = canon.stamp
     if g.meta().get("entities.canonical") == stamp:
         return False
-    old = {
-        r["id"].replace("-", " ")
-        for r in g.query("MATCH (e:Entity) WHERE e.canonical RETURN e.id AS id")
-    }
+    old = {eid.replace("-", " ") for eid in g.canonical_entity_ids()}
     consolidate(folder, g, old | canon.keys(), canon=canon)
     # only a full pass over the canonical keys may stamp them as applied
     g.set_meta("entities.canonical", stamp)
@@ -310,7 +293,7 @@ def _source_conf(confs: list[float]) -> float:
     return 1.0 - (1.0 - best) * max(REPEAT_FLOOR, REPEAT ** max(0, strong - 1))
 
 
-def _alias_map(rows: list[dict[str, Any]], canon: Canonical) -> dict[str, str]:
+def _alias_map(rows: list[ExtractionIndexed], canon: Canonical) -> dict[str, str]:
     """short key → long key, decided by how many sources declare it (ties: by name)."""
     votes: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for r in rows:
@@ -366,33 +349,23 @@ def _consolidate(
     step: Callable[[], None] | None,
 ) -> dict[str, int]:
     canon = canon or Canonical.load(folder)
-    rows = g.query(
-        "MATCH (x:Extraction) RETURN x.id AS id, x.owner AS owner, x.base AS base,"
-        " x.keys AS keys, x.aliases AS aliases"
-    )
+    rows = g.extraction_index()
     resolve = _resolver(_alias_map(rows, canon))
     touched = set(touched)
     affected = touched | {resolve(k) for k in touched}
     gather = [r["id"] for r in rows if any(resolve(k) in affected for k in r["keys"] or [])]
-    data: dict[str, dict[str, Any]] = {}
-    for i in range(0, len(gather), 2000):
-        for r in g.query(
-            "MATCH (x:Extraction) WHERE x.id IN $ids RETURN x.id AS id,"
-            " x.owner AS owner, x.base AS base, x.data AS data",
-            {"ids": gather[i : i + 2000]},
-        ):
-            data[r["id"]] = r
+    data = g.extraction_data(gather)
     ents, mentions, rels = _aggregate(data, affected, resolve, canon)
     _write(g, affected, ents, mentions, rels, step)
     return {"entities": len(ents), "relations": len(rels)}
 
 
 def _aggregate(
-    data: dict[str, dict[str, Any]], affected: set[str], resolve: Any, canon: Canonical
+    data: dict[str, ExtractionData], affected: set[str], resolve: Any, canon: Canonical
 ) -> tuple[
-    dict[str, dict[str, Any]],
+    dict[str, ConsolidatedEntity],
     dict[tuple[str, str], float],
-    dict[tuple[str, str, str], dict[str, Any]],
+    dict[tuple[str, str, str], RelationshipProps],
 ]:
     # entity key → owner → {abs position: conf}
     conf: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
@@ -455,7 +428,7 @@ def _aggregate(
     for e in canon.entities:
         if e["key"] in affected:
             canon_ents[e["key"]].append(e)
-    ents: dict[str, dict[str, Any]] = {}
+    ents: dict[str, ConsolidatedEntity] = {}
     for k in sorted(set(conf) | set(canon_ents)):
         ents[k] = _entity(
             k,
@@ -466,7 +439,7 @@ def _aggregate(
             defs.get(k, []),
             canon_ents.get(k, []),
         )
-    rels: dict[tuple[str, str, str], dict[str, Any]] = {}
+    rels: dict[tuple[str, str, str], RelationshipProps] = {}
     for (a, b, typ), owners in rel.items():
         if len(owners) == 1:
             ((_, by_pos),) = owners.items()
@@ -519,7 +492,7 @@ def _aggregate(
             if SOURCE_RANK.get(r.get("source_kind") or "", 9) < SOURCE_RANK.get(
                 cur["source_kind"], 9
             ):
-                cur["source_kind"] = r.get("source_kind")
+                cur["source_kind"] = r["source_kind"]
     # a typed relationship says more than co-occurrence: drop the weaker edge of a pair
     typed_pairs = {frozenset((a, b)) for a, b, t in rels if t != "related_to"}
     for key in [k for k in rels if k[2] == "related_to" and frozenset(k[:2]) in typed_pairs]:
@@ -537,7 +510,7 @@ def _entity(
     alias_names: set[str],
     defs: list[tuple[float, str, int, str]],
     canon: list[dict[str, Any]],
-) -> dict[str, Any]:
+) -> ConsolidatedEntity:
     per = [_source_conf(list(slot.values())) for _, slot in sorted(conf.items())]
     canon = sorted(
         canon,
@@ -599,41 +572,12 @@ def _entity(
     }
 
 
-ENT_FIELDS = (
-    "id",
-    "name",
-    "type",
-    "description",
-    "confidence",
-    "aliases",
-    "docs",
-    "verified",
-    "source_kind",
-    "canonical",
-    "ext_id",
-    "extra",
-)
-REL_FIELDS = (
-    "confidence",
-    "evidence",
-    "docs",
-    "verified",
-    "source_kind",
-    "description",
-    "ext_id",
-    "extra",
-)
-_IDS_PER_QUERY = 5000
-_IDS_ONE_BY_ONE = 100
-_ROWS_PER_STEP = 1_200_000  # rows of one commit in a stepwise consolidation (SciFact: 1.16M)
-
-
 def _write(
     g: Graph,
     affected: set[str],
-    ents: dict[str, dict[str, Any]],
+    ents: dict[str, ConsolidatedEntity],
     mentions: dict[tuple[str, str], float],
-    rels: dict[tuple[str, str, str], dict[str, Any]],
+    rels: dict[tuple[str, str, str], RelationshipProps],
     step: Callable[[], None] | None = None,
 ) -> None:
     """Make the graph hold what consolidation computed for the affected entities, their
@@ -643,8 +587,6 @@ def _write(
     mentions and relationships; rewriting them all made each small write pay for the whole
     table at Kùzu's next checkpoint.
     """
-    import pyarrow as pa
-
     eid: dict[str, str] = {}  # entity key → graph id, computed once per key
 
     def eid_of(k: str) -> str:
@@ -654,39 +596,25 @@ def _write(
         return v
 
     ids = sorted(map(eid_of, affected))
-    old_e, old_m, old_r = _held(g, ids)
+    old_e, old_m, old_r = g.held_entities(ids)
     new_e = {e["id"]: e for e in ents.values()}
     gone = sorted(set(old_e) - set(new_e))
-    for i in range(0, len(gone), _IDS_PER_QUERY):
-        g.query(
-            "UNWIND $ids AS i MATCH (e:Entity {id: i}) DETACH DELETE e",
-            {"ids": gone[i : i + _IDS_PER_QUERY]},
-        )
+    g.delete_entities(gone)
     added = [new_e[i] for i in sorted(set(new_e) - set(old_e))]
     changed = [
         new_e[i]
         for i in sorted(set(new_e) & set(old_e))
-        if any(_differs(new_e[i][c], old_e[i][c]) for c in ENT_FIELDS)
+        if any(_differs(new_e[i][c], old_e[i][c]) for c in ENT_FIELDS)  # type: ignore[literal-required]
     ]
-    types = {
-        "aliases": pa.list_(pa.string()),
-        "docs": pa.list_(pa.string()),
-        "confidence": pa.float64(),
-    }
-    g.copy_rows("Entity", {c: [e[c] for e in added] for c in ENT_FIELDS}, types=types)
+    g.add_entities(added)
     if changed:
-        g.update_rows("Entity", {c: [e[c] for e in changed] for c in ENT_FIELDS}, types=types)
-    steps = _Steps(step, held=len(added) + len(changed))
+        g.update_entities(changed)
+    steps = Steps(step, held=len(added) + len(changed))
 
     present = set(new_e)
     outside = sorted({eid_of(k) for a, b, _ in rels for k in (a, b)} - present)
     if outside:
-        present |= {
-            r["id"]
-            for r in g.query(
-                "UNWIND $ids AS i MATCH (e:Entity {id: i}) RETURN e.id AS id", {"ids": outside}
-            )
-        }
+        present |= g.existing_entities(outside)
 
     # mentions: (chunk or note id, entity id) → confidence
     want_m = {(xid, eid_of(k)): c for (xid, k), c in mentions.items() if eid_of(k) in present}
@@ -695,141 +623,40 @@ def _write(
     for (xid, e), c in held_m.items():
         if want_m.get((xid, e)) != c:
             drop_m[e].append(xid)
-    for e, xs in sorted(drop_m.items()):
-        g.query(
-            "MATCH (x)-[m:MENTIONS]->(e:Entity {id: $e}) WHERE x.id IN $xs DELETE m",
-            {"e": e, "xs": xs},
-        )
-    by_table: dict[str, tuple[list[str], list[str], list[float]]] = {}
+    g.delete_mentions(drop_m)
+    # chunks first, then notes (a chunk id has a "#", a note id has none)
+    by_kind: dict[bool, tuple[list[str], list[str], list[float]]] = {}
     for (xid, e), c in sorted(want_m.items()):
         if held_m.get((xid, e)) == c:
             continue
-        cols3 = by_table.setdefault("Chunk" if "#" in xid else "MemoryNote", ([], [], []))
+        cols3 = by_kind.setdefault("#" not in xid, ([], [], []))
         cols3[0].append(xid)
         cols3[1].append(e)
         cols3[2].append(c)
-    for table, (xs, es, cs) in sorted(by_table.items()):
-        for part in steps.pieces(len(xs)):
-            g.copy_rows(
-                "MENTIONS",
-                {"from": xs[part], "to": es[part], "confidence": cs[part]},
-                types={"confidence": pa.float64()},
-                rel_from_to=(table, "Entity"),
-            )
+    for notes, (xs, es, cs) in sorted(by_kind.items()):
+        g.add_mentions(xs, es, cs, notes=notes, steps=steps)
 
     # relationships: (from id, to id, type) → properties
-    want_r: dict[tuple[str, str, str], dict[str, Any]] = {}
+    want_r: dict[tuple[str, str, str], RelationshipProps] = {}
     for (a, b, t), v in rels.items():
         ea, eb = eid_of(a), eid_of(b)
         if ea in present and eb in present:
             want_r[(ea, eb, t)] = v
     held_r = {k: v for k, v in old_r.items() if k[0] not in gone and k[1] not in gone}
     for key in sorted(k for k in held_r if k not in want_r or held_r[k] is None):
-        g.query(
-            "MATCH (a:Entity {id: $a})-[r:RELATED]->(b:Entity {id: $b}) WHERE r.type = $t DELETE r",
-            {"a": key[0], "b": key[1], "t": key[2]},
-        )
-    fresh = sorted(k for k in want_r if held_r.get(k) is None)
-    if fresh:
-        cols: dict[str, list[Any]] = {c: [] for c in ("from", "to", "type", *REL_FIELDS)}
-        for k in fresh:
-            props = want_r[k]
-            cols["from"].append(k[0])
-            cols["to"].append(k[1])
-            cols["type"].append(k[2])
-            for col in REL_FIELDS:
-                cols[col].append(props[col])
-        cols["docs"] = [rel_docs_text(d) for d in cols["docs"]]
-        for part in steps.pieces(len(fresh)):
-            g.copy_rows(
-                "RELATED",
-                {col: vals[part] for col, vals in cols.items()},
-                types={"confidence": pa.float64()},
-            )
-    sets = ", ".join(f"r.{c} = ${c}" for c in REL_FIELDS)
+        g.delete_relationship(*key)
+    g.add_relationships(sorted(k for k in want_r if held_r.get(k) is None), want_r, steps)
     for key in sorted(k for k in want_r if held_r.get(k) is not None):
-        v = {**{c: want_r[key][c] for c in REL_FIELDS}, "docs": rel_docs_text(want_r[key]["docs"])}
+        want = want_r[key]
+        now: dict[str, Any] = {c: want[c] for c in REL_FIELDS}  # type: ignore[literal-required]
+        now["docs"] = rel_docs_text(want["docs"])
         held = held_r[key]
         assert held is not None
-        if any(_differs(v[c], held[c]) for c in REL_FIELDS):
-            g.query(
-                "MATCH (a:Entity {id: $a})-[r:RELATED]->(b:Entity {id: $b}) WHERE r.type = $t"
-                f" SET {sets}",
-                {"a": key[0], "b": key[1], "t": key[2], **v},
-            )
-
-
-class _Steps:
-    """Cuts a stepwise consolidation's rows into commits of at most _ROWS_PER_STEP rows.
-
-    Each commit costs a checkpoint, so pieces are as large as a transaction safely holds.
-    """
-
-    def __init__(self, step: Callable[[], None] | None, held: int = 0) -> None:
-        self.step, self.held = step, held  # rows written since the last commit
-
-    def pieces(self, n: int) -> Iterator[slice]:
-        if self.step is None:
-            yield slice(0, n)
-            return
-        i = 0
-        while i < n:
-            if self.held >= _ROWS_PER_STEP:
-                self.step()
-                self.held = 0
-            take = min(n - i, _ROWS_PER_STEP - self.held)
-            yield slice(i, i + take)
-            self.held += take
-            i += take
+        if any(_differs(now[c], held[c]) for c in REL_FIELDS):  # type: ignore[literal-required]
+            g.update_relationship(*key, now)
 
 
 def _differs(new: Any, old: Any) -> bool:
     if isinstance(new, float) or isinstance(old, float):
         return old is None or new is None or abs(float(new) - float(old)) > 1e-12
     return (new if new is not None else "") != (old if old is not None else "")
-
-
-def _held(
-    g: Graph, ids: list[str]
-) -> tuple[
-    dict[str, dict[str, Any]],
-    dict[tuple[str, str], float],
-    dict[tuple[str, str, str], dict[str, Any] | None],
-]:
-    """What the graph holds now for entity ids: entities, mentions and relationships (a
-    relationship held twice maps to None, so it is written anew)."""
-    ents: dict[str, dict[str, Any]] = {}
-    ments: dict[tuple[str, str], float] = {}
-    rels: dict[tuple[str, str, str], dict[str, Any] | None] = {}
-    seen: set[str] = set()
-    ret_e = "RETURN " + ", ".join(f"e.{c} AS {c}" for c in ENT_FIELDS)
-    ret_m = "RETURN x.id AS x, e.id AS e, m.confidence AS c"
-    ret_r = "RETURN a.id AS a, b.id AS b, r.type AS type, ID(r) AS rid, " + ", ".join(
-        f"r.{c} AS {c}" for c in REL_FIELDS
-    )
-    # Kùzu follows the edges of one entity found by its key quickly, while a pattern over
-    # many keys at once scans the whole table: a few keys are asked one by one
-    parts: list[dict[str, Any]]
-    if len(ids) <= _IDS_ONE_BY_ONE:
-        head, one = "", "{id: $i}"
-        parts = [{"i": i} for i in ids]
-    else:
-        head, one = "UNWIND $ids AS i ", "{id: i}"
-        parts = [{"ids": ids[k : k + _IDS_PER_QUERY]} for k in range(0, len(ids), _IDS_PER_QUERY)]
-    for params in parts:
-        for r in g.query(f"{head}MATCH (e:Entity {one}) {ret_e}", params):
-            ents[r["id"]] = r
-        for r in g.query(f"{head}MATCH (x)-[m:MENTIONS]->(e:Entity {one}) {ret_m}", params):
-            ments[(r["x"], r["e"])] = r["c"]
-        for pattern in (
-            f"(a:Entity {one})-[r:RELATED]->(b:Entity)",
-            f"(a:Entity)-[r:RELATED]->(b:Entity {one})",
-        ):
-            for r in g.query(f"{head}MATCH {pattern} {ret_r}", params):
-                rid = str(r["rid"])
-                if rid in seen:  # both ends are among the ids
-                    continue
-                seen.add(rid)
-                key = (r["a"], r["b"], r["type"])
-                rels[key] = None if key in rels else r
-    return ents, ments, rels

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util  # noqa: F401  (kuzu's query preparation needs importlib.util loaded)
-import json
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -25,7 +24,10 @@ from ..errors import (
     QueryRefused,
     ReadOnlyViolation,
 )
+from .consolidation import rel_docs as rel_docs
+from .consolidation import rel_docs_text as rel_docs_text
 from .documents import DocumentQueries
+from .entities import ENTITY_COLS as ENTITY_COLS
 from .entities import EntityQueries
 from .lineage import LineageQueries
 from .versions import VersionQueries
@@ -66,28 +68,6 @@ def schema(dim: int) -> list[str]:
         "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Doc TO Doc, drift DOUBLE, ts STRING)",
     ]
 
-
-def rel_docs_text(ids: list[str]) -> str:
-    """`RELATED.docs` as stored: a JSON list of document and note ids (the ids need no
-    escaping, so most skip the encoder: a large consolidation writes 750k of them)."""
-    joined = '", "'.join(ids)
-    if '"' in joined or "\\" in joined or not joined.isprintable():
-        return json.dumps(ids)
-    return f'["{joined}"]' if ids else "[]"
-
-
-def rel_docs(stored: str | None) -> list[str]:
-    """The document and note ids of a relationship, from its stored `docs`."""
-    return list(json.loads(stored)) if stored else []
-
-
-# the columns of an entity, as the readers of entities return them
-ENTITY_COLS = (
-    "e.id AS id, e.name AS name, e.type AS type, e.description AS description,"
-    " e.confidence AS confidence, e.aliases AS aliases, e.docs AS docs,"
-    " e.verified AS verified, e.source_kind AS source_kind, e.ext_id AS ext_id,"
-    " e.extra AS extra"
-)
 
 # BM25 runs over `fts`, the text with every run of whitespace made one space: Kùzu's FTS
 # tokenizer splits on spaces only, so "and\ndurability" would otherwise be one token

@@ -1,13 +1,421 @@
-"""The entity graph's queries: entities, their mentions and relationships."""
+"""The entity graph's queries: entities, their mentions and relationships.
+
+`EntityQueries` holds them for Kùzu; `EntityStore` is what a backend of the entity graph
+provides, so the readers and consolidation do not depend on Cypher.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from ..records import (
+    ConsolidatedEntity,
+    CountedEntity,
+    Entity,
+    ExportedRelationship,
+    ExtractionData,
+    ExtractionIndexed,
+    ExtractionInput,
+    ExtractionKeys,
+    Mention,
+    RelatedPair,
+    Relationship,
+    RelationshipProps,
+    StoredRelationship,
+)
+from .consolidation import EntityWrites, RelKey, Steps, rel_docs
+
+# the columns of an entity, as the readers of entities return them
+ENTITY_COLS = (
+    "e.id AS id, e.name AS name, e.type AS type, e.description AS description,"
+    " e.confidence AS confidence, e.aliases AS aliases, e.docs AS docs,"
+    " e.verified AS verified, e.source_kind AS source_kind, e.ext_id AS ext_id,"
+    " e.extra AS extra"
+)
+
+
+class EntityQueries(EntityWrites):
+    """Named queries over Entity, MENTIONS and RELATED, mixed into `Graph`."""
+
+    # -- entities -----------------------------------------------------------------
+    def entities(
+        self, *, min_confidence: float, type: str | None = None, doc: str | None = None
+    ) -> list[CountedEntity]:
+        """Entities at or above a confidence, of a type, named by a document or note, with
+        their mention counts: most confident first (ties by name, then id)."""
+        where = ["e.confidence >= $mc"]
+        params: dict[str, Any] = {"mc": float(min_confidence)}
+        if type:
+            where.append("lower(e.type) = lower($t)")
+            params["t"] = type
+        if doc:
+            where.append("list_contains(e.docs, $d)")
+            params["d"] = doc
+        return self.query(  # type: ignore[return-value]
+            f"MATCH (e:Entity) WHERE {' AND '.join(where)} RETURN {ENTITY_COLS},"
+            " COUNT {MATCH (:Chunk)-[:MENTIONS]->(e)} + COUNT {MATCH (:MemoryNote)"
+            "-[:MENTIONS]->(e)} AS mentions"
+            " ORDER BY e.confidence DESC, e.name, e.id",
+            params,
+        )
+
+    def entity(self, eid: str) -> Entity | None:
+        """The entity with this id."""
+        rows = self.query(f"MATCH (e:Entity {{id: $id}}) RETURN {ENTITY_COLS}", {"id": eid})
+        return rows[0] if rows else None  # type: ignore[return-value]
+
+    def entity_either(self, eid: str, raw: str) -> Entity | None:
+        """The entity whose id is one of two (a name's id, or the name taken as an id)."""
+        rows = self.query(
+            f"MATCH (e:Entity) WHERE e.id = $id OR e.id = $raw RETURN {ENTITY_COLS}",
+            {"id": eid, "raw": raw},
+        )
+        return rows[0] if rows else None  # type: ignore[return-value]
+
+    def entity_aliases(self) -> list[tuple[str, list[str]]]:
+        """(id, aliases) of the entities that have aliases, most confident first."""
+        return [
+            (r["id"], r["a"])
+            for r in self.query(
+                "MATCH (e:Entity) WHERE size(e.aliases) > 0 RETURN e.id AS id, e.aliases AS a"
+                " ORDER BY e.confidence DESC, e.id"
+            )
+        ]
+
+    def entity_names_near(self, part: str) -> list[str]:
+        """The names of the five most confident entities whose id contains `part`."""
+        return [
+            r["name"]
+            for r in self.query(
+                "MATCH (e:Entity) WHERE e.id CONTAINS $p RETURN e.name AS name"
+                " ORDER BY e.confidence DESC, e.name LIMIT 5",
+                {"p": part},
+            )
+        ]
+
+    def entity_ids(self) -> list[str]:
+        """The id of every entity."""
+        return [r["id"] for r in self.query("MATCH (e:Entity) RETURN e.id AS id")]
+
+    def canonical_entity_ids(self) -> list[str]:
+        """The ids of the entities a canonical file contributes to."""
+        return [r["id"] for r in self.query("MATCH (e:Entity) WHERE e.canonical RETURN e.id AS id")]
+
+    def export_entities(
+        self,
+        *,
+        min_confidence: float | None = None,
+        type: str | None = None,
+        verified_only: bool = False,
+    ) -> list[Entity]:
+        """Entities for an export (any that pass the given filters), most confident first
+        (ties by id)."""
+        where: list[str] = []
+        params: dict[str, Any] = {}
+        if min_confidence is not None:
+            where.append("e.confidence >= $mc")
+            params["mc"] = float(min_confidence)
+        if type:
+            where.append("lower(e.type) = lower($t)")
+            params["t"] = type
+        if verified_only:
+            where.append("e.verified")
+        clause = ("WHERE " + " AND ".join(where)) if where else ""
+        return self.query(  # type: ignore[return-value]
+            f"MATCH (e:Entity) {clause} RETURN {ENTITY_COLS} ORDER BY e.confidence DESC, e.id",
+            params,
+        )
+
+    # -- mentions -------------------------------------------------------------------
+    def chunk_mentions(self, eid: str, limit: int) -> list[Mention]:
+        """The chunks that mention an entity, most confident first (ties by chunk id)."""
+        return [
+            {"id": r["id"], "confidence": r["c"]}
+            for r in self.query(
+                "MATCH (c:Chunk)-[m:MENTIONS]->(e:Entity {id: $id}) RETURN c.id AS id,"
+                " m.confidence AS c ORDER BY m.confidence DESC, c.id LIMIT $k",
+                {"id": eid, "k": limit},
+            )
+        ]
+
+    def note_mentions(self, eid: str, limit: int) -> list[Mention]:
+        """The memory notes that mention an entity, most confident first (ties by note id)."""
+        return [
+            {"id": r["id"], "confidence": r["c"]}
+            for r in self.query(
+                "MATCH (n:MemoryNote)-[m:MENTIONS]->(e:Entity {id: $id}) RETURN n.id AS id,"
+                " m.confidence AS c ORDER BY m.confidence DESC, n.id LIMIT $k",
+                {"id": eid, "k": limit},
+            )
+        ]
+
+    # -- relationships --------------------------------------------------------------
+    def relationships_of(self, eid: str, min_confidence: float) -> list[Relationship]:
+        """The relationships from or to an entity at or above a confidence: most confident
+        first (ties by type, then the ends' ids)."""
+        rows = self.query(
+            "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE (a.id = $id OR b.id = $id)"
+            " AND r.confidence >= $mc RETURN a.id AS from_id, a.name AS from_name, b.id AS to_id,"
+            " b.name AS to_name, r.type AS type, r.confidence AS confidence, r.evidence AS evidence,"
+            " r.docs AS docs, r.verified AS verified, r.source_kind AS source_kind,"
+            " r.description AS description ORDER BY r.confidence DESC, r.type, a.id, b.id",
+            {"id": eid, "mc": float(min_confidence)},
+        )
+        return [{**r, "docs": rel_docs(r["docs"])} for r in rows]  # type: ignore[typeddict-item]
+
+    def relationship_types(self) -> list[str]:
+        """Every relationship type, the most common first (ties by name)."""
+        return [
+            r["t"]
+            for r in self.query(
+                "MATCH ()-[r:RELATED]->() RETURN r.type AS t, count(*) AS n ORDER BY n DESC, t"
+            )
+        ]
+
+    def relationships_touching(self, ids: list[str], min_confidence: float) -> list[RelatedPair]:
+        """The relationships from or to any of these entities, where it and both its ends
+        are at or above a confidence: most confident first (ties by the ends' ids, type)."""
+        return self.query(  # type: ignore[return-value]
+            "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE (a.id IN $f OR b.id IN $f)"
+            " AND r.confidence >= $mc AND a.confidence >= $mc AND b.confidence >= $mc"
+            " RETURN a.id AS a, a.name AS an, b.id AS b, b.name AS bn, r.type AS type,"
+            " r.confidence AS confidence, r.evidence AS evidence"
+            " ORDER BY r.confidence DESC, a.id, b.id, r.type",
+            {"f": ids, "mc": float(min_confidence)},
+        )
+
+    def export_relationships(self) -> list[ExportedRelationship]:
+        """Every relationship, by the ends' ids and type."""
+        rows = self.query(
+            "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id AS a, b.id AS b,"
+            " r.type AS type, r.confidence AS confidence, r.description AS description,"
+            " r.docs AS docs, r.verified AS verified, r.source_kind AS source_kind,"
+            " r.ext_id AS ext_id, r.extra AS extra ORDER BY a.id, b.id, r.type"
+        )
+        return [{**r, "docs": rel_docs(r["docs"])} for r in rows]  # type: ignore[typeddict-item]
+
+    # -- what entities come from -----------------------------------------------------
+    def source_docs(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Id, title, path and source of the documents among these ids, by id."""
+        return {
+            r["id"]: r
+            for r in self.query(
+                "MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.title AS title,"
+                " d.path AS path, d.source AS source",
+                {"ids": ids},
+            )
+        }
+
+    def source_notes(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Id, path and text of the memory notes among these ids, by id."""
+        return {
+            r["id"]: r
+            for r in self.query(
+                "MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id, m.path AS path,"
+                " m.text AS text",
+                {"ids": ids},
+            )
+        }
+
+    def source_versions(self, ids: list[str]) -> list[dict[str, Any]]:
+        """Id, sha256 (as `sha`), path and title of the documents among these ids, by id."""
+        return self.query(
+            "MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.sha256 AS sha,"
+            " d.path AS path, d.title AS title ORDER BY d.id",
+            {"ids": ids},
+        )
 
 
 class EntityStore(Protocol):
-    """What the rest of openkl asks of the entity graph (part of `GraphStore`)."""
+    """What a backend of the entity graph provides: the readers of entities, mentions and
+    relationships, and the writes of extraction and consolidation."""
 
+    # -- entities
+    def entities(
+        self, *, min_confidence: float, type: str | None = None, doc: str | None = None
+    ) -> list[CountedEntity]:
+        """Entities at or above a confidence (of a type, named by a document), counted."""
+        ...
 
-class EntityQueries:
-    """Named queries over Entity, MENTIONS and RELATED, mixed into `Graph`."""
+    def entity(self, eid: str) -> Entity | None:
+        """The entity with this id."""
+        ...
+
+    def entity_either(self, eid: str, raw: str) -> Entity | None:
+        """The entity whose id is one of two."""
+        ...
+
+    def entity_aliases(self) -> list[tuple[str, list[str]]]:
+        """(id, aliases) of the entities that have aliases, most confident first."""
+        ...
+
+    def entity_names_near(self, part: str) -> list[str]:
+        """The names of the five most confident entities whose id contains `part`."""
+        ...
+
+    def entity_ids(self) -> list[str]:
+        """The id of every entity."""
+        ...
+
+    def canonical_entity_ids(self) -> list[str]:
+        """The ids of the entities a canonical file contributes to."""
+        ...
+
+    def export_entities(
+        self,
+        *,
+        min_confidence: float | None = None,
+        type: str | None = None,
+        verified_only: bool = False,
+    ) -> list[Entity]:
+        """Entities for an export, most confident first."""
+        ...
+
+    # -- mentions and relationships
+    def chunk_mentions(self, eid: str, limit: int) -> list[Mention]:
+        """The chunks that mention an entity, most confident first."""
+        ...
+
+    def note_mentions(self, eid: str, limit: int) -> list[Mention]:
+        """The memory notes that mention an entity, most confident first."""
+        ...
+
+    def relationships_of(self, eid: str, min_confidence: float) -> list[Relationship]:
+        """The relationships from or to an entity, most confident first."""
+        ...
+
+    def relationship_types(self) -> list[str]:
+        """Every relationship type, the most common first."""
+        ...
+
+    def relationships_touching(self, ids: list[str], min_confidence: float) -> list[RelatedPair]:
+        """The relationships from or to any of these entities, most confident first."""
+        ...
+
+    def export_relationships(self) -> list[ExportedRelationship]:
+        """Every relationship, by the ends' ids and type."""
+        ...
+
+    # -- what entities come from
+    def source_docs(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Title, path and source of the documents among these ids."""
+        ...
+
+    def source_notes(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Path and text of the memory notes among these ids."""
+        ...
+
+    def source_versions(self, ids: list[str]) -> list[dict[str, Any]]:
+        """sha256, path and title of the documents among these ids."""
+        ...
+
+    # -- extractions
+    def chunks_to_extract(self, doc_ids: list[str]) -> list[ExtractionInput]:
+        """The chunks of documents, with their text."""
+        ...
+
+    def notes_to_extract(self, note_ids: list[str]) -> list[ExtractionInput]:
+        """Memory notes, with their text."""
+        ...
+
+    def delete_extractions(self, ids: list[str]) -> None:
+        """Drop the extractions of chunks and notes."""
+        ...
+
+    def add_extractions(
+        self,
+        ids: list[str],
+        owners: list[str],
+        bases: list[int],
+        keys: list[list[str]],
+        aliases: list[list[str]],
+        data: list[str],
+    ) -> None:
+        """Store extractions in bulk."""
+        ...
+
+    def has_other_extractions(self, ids: list[str]) -> bool:
+        """Whether any extraction is held besides those of these ids."""
+        ...
+
+    def extraction_keys(self) -> list[ExtractionKeys]:
+        """The entity keys and aliases of every extraction."""
+        ...
+
+    def extraction_keys_of(self, owners: list[str]) -> list[ExtractionKeys]:
+        """The entity keys and aliases of the extractions of documents and notes."""
+        ...
+
+    def delete_extractions_of(self, owners: list[str]) -> None:
+        """Drop the extractions of documents and notes."""
+        ...
+
+    def extraction_index(self) -> list[ExtractionIndexed]:
+        """Every extraction's id, owner, base, keys and aliases."""
+        ...
+
+    def extraction_data(self, ids: list[str]) -> dict[str, ExtractionData]:
+        """The stored results of extractions, by id."""
+        ...
+
+    # -- consolidation's writer
+    def held_entities(
+        self, ids: list[str]
+    ) -> tuple[
+        dict[str, ConsolidatedEntity],
+        dict[tuple[str, str], float],
+        dict[RelKey, StoredRelationship | None],
+    ]:
+        """What is held for entity ids: entities, mentions and relationships."""
+        ...
+
+    def delete_entities(self, ids: list[str]) -> None:
+        """Delete entities with their mentions and relationships."""
+        ...
+
+    def add_entities(self, ents: list[ConsolidatedEntity]) -> None:
+        """Create entities in bulk."""
+        ...
+
+    def update_entities(self, ents: list[ConsolidatedEntity]) -> None:
+        """Set every column of existing entities."""
+        ...
+
+    def existing_entities(self, ids: list[str]) -> set[str]:
+        """Those of these entity ids that are held."""
+        ...
+
+    def delete_mentions(self, by_entity: Mapping[str, list[str]]) -> None:
+        """Delete mentions: entity id → chunk and note ids."""
+        ...
+
+    def add_mentions(
+        self,
+        sources: list[str],
+        entities: list[str],
+        confidences: list[float],
+        *,
+        notes: bool,
+        steps: Steps,
+    ) -> None:
+        """Create mentions in bulk, committing in the pieces `steps` cuts."""
+        ...
+
+    def delete_relationship(self, a: str, b: str, type: str) -> None:
+        """Delete the relationships of a type from entity a to entity b."""
+        ...
+
+    def add_relationships(
+        self, keys: list[RelKey], props: Mapping[RelKey, RelationshipProps], steps: Steps
+    ) -> None:
+        """Create relationships in bulk, committing in the pieces `steps` cuts."""
+        ...
+
+    def update_relationship(self, a: str, b: str, type: str, props: Mapping[str, Any]) -> None:
+        """Set the properties of a relationship."""
+        ...
+
+    def commit_and_continue(self) -> None:
+        """Commit what the open transaction holds so far and start the next one."""
+        ...

@@ -10,6 +10,7 @@ from ..entities.consolidation import min_confidence as default_min_confidence
 from ..folder import Folder
 from ..indexing import open_graph
 from ..mapping import resolve
+from ..records import EntityDetail, EntityListed, EntityPage, Traversal
 from .read import Opener, reading
 
 
@@ -45,7 +46,7 @@ def list_entities(
     name: str | None = None,
     limit: int | None = None,
     graph: Opener | None = None,
-) -> list[dict[str, Any]]:
+) -> list[EntityListed]:
     """Entities, most confident first: of this type, at least this confident (default
     entities.min_confidence), from this document (id, prefix or path), with names
     containing `name`; at most `limit` (None: all)."""
@@ -59,7 +60,7 @@ def list_entities(
 
 def entity(
     folder: Folder, name: str, *, min_confidence: float = 0.0, graph: Opener | None = None
-) -> dict[str, Any]:
+) -> EntityDetail:
     """One entity (name, alias or id): its relationships at least this confident, its
     sources and mentions."""
     with reading(folder, graph) as g:
@@ -75,7 +76,7 @@ def traverse(
     min_confidence: float | None = None,
     limit: int = 200,
     graph: Opener | None = None,
-) -> dict[str, Any]:
+) -> Traversal:
     """Breadth-first walk from an entity over relationships (only `rel`, if given), at
     least this confident (default entities.min_confidence), stopping after `limit`."""
     floor = _floor(folder, min_confidence)
@@ -85,7 +86,7 @@ def traverse(
 
 def entity_page(
     folder: Folder, name: str, *, force: bool = False, graph: Opener | None = None
-) -> dict[str, Any]:
+) -> EntityPage:
     """An entity's markdown page, cached by graph version unless `force`."""
     with reading(folder, graph) as g:
         return pages.page(folder, g, name, force=force)
