@@ -175,13 +175,13 @@ def known_names(folder: Folder) -> set[str] | None:
 
     try:
         with open_graph(folder) as g:
-            rows = g.query("MATCH (e:Entity) RETURN e.id AS id, e.aliases AS a")
+            rows = g.all_entity_aliases()
     except Exception:  # noqa: BLE001 - no index yet: nothing to check against
         return None
     out = set()
-    for r in rows:
-        out.add(r["id"].replace("-", " "))
-        out.update(key_of(a) for a in r["a"] or [])
+    for eid, aliases in rows:
+        out.add(eid.replace("-", " "))
+        out.update(key_of(a) for a in aliases)
     return out
 
 

@@ -17,8 +17,8 @@ from .entities.consolidation import min_confidence
 from .entities.local import STOP, key_of
 from .entities.queries import _entity_row
 from .folder import Folder
-from .graph import ENTITY_COLS, Graph
-from .records import Cite
+from .graph import Graph
+from .records import Cite, Entity
 
 PROMPT_VERSION = "context-1"
 
@@ -53,15 +53,7 @@ def context(
     if hits:
         ids = [h["id"] for h in hits]
         rank = {h["id"]: h for h in hits}
-        rows = []
-        for table in ("Chunk", "MemoryNote"):  # one label per query: mixed-label reads are unsafe
-            rows += g.query(
-                f"MATCH (x:{table})-[m:MENTIONS]->(e:Entity) WHERE x.id IN $ids AND"
-                " e.confidence >= $mc RETURN x.id AS x, e.id AS e, m.confidence AS c"
-                " ORDER BY x.id, e.id",
-                {"ids": ids, "mc": floor},
-            )
-        for r in rows:
+        for r in g.mentions_in(ids, floor):
             h = rank[r["x"]]
             w = (1.0 / h["rank"]) * float(r["c"])
             scores[r["e"]] += w
@@ -71,14 +63,9 @@ def context(
     terms = _query_terms(query)
     named: set[str] = set()
     for t in terms:
-        for r in g.query(
-            "MATCH (e:Entity) WHERE e.confidence >= $mc AND (e.id = $t OR"
-            " e.id STARTS WITH $p OR e.id ENDS WITH $s OR e.id CONTAINS $c OR"
-            " list_contains(e.aliases, $raw)) RETURN e.id AS id",
-            {"mc": floor, "t": t, "p": t + "-", "s": "-" + t, "c": "-" + t + "-", "raw": t.upper()},
-        ):
-            scores[r["id"]] += 0.5
-            named.add(r["id"])
+        for eid in g.entities_named_by(t, floor):
+            scores[eid] += 0.5
+            named.add(eid)
     if not scores:
         return _answer(
             query,
@@ -90,12 +77,7 @@ def context(
             "ranked",
             warnings,
         )
-    ent_rows = {
-        r["id"]: r
-        for r in g.query(
-            f"MATCH (e:Entity) WHERE e.id IN $ids RETURN {ENTITY_COLS}", {"ids": list(scores)}
-        )
-    }
+    ent_rows = g.entities_by_id(list(scores))
     ranked = sorted(scores, key=lambda e: (-(scores[e] * (0.5 + ent_rows[e]["confidence"])), e))
     method = "ranked"
     reasoning = ""
@@ -119,13 +101,7 @@ def context(
         ]
         ents.append(row)
     sel = [e["id"] for e in ents]
-    rels = g.query(
-        "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id IN $ids AND b.id IN $ids"
-        " AND r.confidence >= $mc RETURN a.id AS from_id, a.name AS from_name, r.type AS type,"
-        " b.id AS to_id, b.name AS to_name, r.confidence AS confidence, r.evidence AS evidence"
-        " ORDER BY r.confidence DESC, a.id, b.id, r.type",
-        {"ids": sel, "mc": floor},
-    )
+    rels = g.relationships_among(sel, floor)
     if method == "ranked":
         reasoning = _reasoning(ents, hits, named)
         label = _label(ents, hits, named)
@@ -191,7 +167,7 @@ def _ask_llm(
     query: str,
     hits: list[Cite],
     candidates: list[str],
-    rows: dict[str, dict[str, Any]],
+    rows: dict[str, Entity],
 ) -> tuple[list[str], str, str | None]:
     from .llm import ChatClient, LLMError, config_from
 

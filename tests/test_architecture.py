@@ -193,13 +193,6 @@ def test_lower_layers_do_not_import_higher_ones() -> None:
 # -- Cypher lives in the graph layer ----------------------------------------------------------
 # entity queries that move into openkl/graph/entities.py in a change of their own; this set
 # is emptied when it lands
-_ENTITY_QUERIES_NOT_YET_MOVED = {
-    "openkl.entities.queries",
-    "openkl.entities.consolidation",
-    "openkl.aks",
-    "openkl.context",
-    "openkl.backfeed",
-}
 # SQLite caches beside the graph: their `execute` runs SQL on their own files
 _SQLITE_NOT_THE_GRAPH = {"openkl.cache", "openkl.embeddings"}
 
@@ -249,7 +242,6 @@ def test_no_cypher_outside_the_graph_layer() -> None:
         hit
         for p in sorted(PKG.rglob("*.py"))
         if not module_name(p).startswith("openkl.graph")
-        and module_name(p) not in _ENTITY_QUERIES_NOT_YET_MOVED
         for hit in cypher_outside_the_graph_layer(p, module_name(p))
     ]
     assert not found, (

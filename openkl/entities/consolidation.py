@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import crash
-from ..cache import SqliteCache
+from ..cache import ExtractionCache
 from ..folder import Folder
 from ..graph import Graph
 from ..graph.consolidation import ENT_FIELDS, REL_FIELDS, Steps, rel_docs_text
@@ -68,29 +68,7 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-# -- extraction with a cache ----------------------------------------------------------------
-class ExtractionCache(SqliteCache):
-    """Extraction results by (extractor id, sha256 of the text)."""
-
-    ddl = "CREATE TABLE IF NOT EXISTS ext (key TEXT PRIMARY KEY, data TEXT)"
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
-        out: dict[str, str] = {}
-        keys = list(keys)
-        for i in range(0, len(keys), 500):
-            part = keys[i : i + 500]
-            q = f"SELECT key, data FROM ext WHERE key IN ({','.join('?' * len(part))})"
-            out.update(dict(self.db.execute(q, part)))
-        return out
-
-    def put_many(self, items: Iterable[tuple[str, str]]) -> None:
-        with self.db:
-            self.db.executemany("INSERT OR REPLACE INTO ext VALUES (?, ?)", list(items))
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+# -- extraction with a cache (ExtractionCache) -------------------------------------------
 
 
 def extractor_id(folder: Folder) -> str:

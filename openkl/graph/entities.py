@@ -195,6 +195,68 @@ class EntityQueries(EntityWrites):
         )
         return [{**r, "docs": rel_docs(r["docs"])} for r in rows]  # type: ignore[typeddict-item]
 
+    # -- what a question touches ----------------------------------------------------
+    def mentions_in(self, ids: list[str], min_confidence: float) -> list[dict[str, Any]]:
+        """The entities at or above a confidence that these chunks and notes mention:
+        `x` (chunk or note), `e` (entity), `c` (the mention's confidence), chunks first."""
+        rows: list[dict[str, Any]] = []
+        for table in ("Chunk", "MemoryNote"):  # one label per query: mixed-label reads are unsafe
+            rows += self.query(
+                f"MATCH (x:{table})-[m:MENTIONS]->(e:Entity) WHERE x.id IN $ids AND"
+                " e.confidence >= $mc RETURN x.id AS x, e.id AS e, m.confidence AS c"
+                " ORDER BY x.id, e.id",
+                {"ids": ids, "mc": min_confidence},
+            )
+        return rows
+
+    def entities_named_by(self, term: str, min_confidence: float) -> list[str]:
+        """The ids of the entities at or above a confidence that a query term names: the
+        id itself, one of its hyphenated parts, or an alias equal to the term upper-cased."""
+        t = term
+        return [
+            r["id"]
+            for r in self.query(
+                "MATCH (e:Entity) WHERE e.confidence >= $mc AND (e.id = $t OR"
+                " e.id STARTS WITH $p OR e.id ENDS WITH $s OR e.id CONTAINS $c OR"
+                " list_contains(e.aliases, $raw)) RETURN e.id AS id",
+                {
+                    "mc": min_confidence,
+                    "t": t,
+                    "p": t + "-",
+                    "s": "-" + t,
+                    "c": "-" + t + "-",
+                    "raw": t.upper(),
+                },
+            )
+        ]
+
+    def entities_by_id(self, ids: list[str]) -> dict[str, Entity]:
+        """The entities with these ids, by id."""
+        return {
+            r["id"]: r  # type: ignore[misc]
+            for r in self.query(
+                f"MATCH (e:Entity) WHERE e.id IN $ids RETURN {ENTITY_COLS}", {"ids": ids}
+            )
+        }
+
+    def relationships_among(self, ids: list[str], min_confidence: float) -> list[dict[str, Any]]:
+        """The relationships at or above a confidence whose both ends are among these
+        entities: most confident first (ties by the ends' ids, type)."""
+        return self.query(
+            "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id IN $ids AND b.id IN $ids"
+            " AND r.confidence >= $mc RETURN a.id AS from_id, a.name AS from_name, r.type AS type,"
+            " b.id AS to_id, b.name AS to_name, r.confidence AS confidence, r.evidence AS evidence"
+            " ORDER BY r.confidence DESC, a.id, b.id, r.type",
+            {"ids": ids, "mc": min_confidence},
+        )
+
+    def all_entity_aliases(self) -> list[tuple[str, list[str]]]:
+        """(id, aliases) of every entity, aliases or not."""
+        return [
+            (r["id"], r["a"] or [])
+            for r in self.query("MATCH (e:Entity) RETURN e.id AS id, e.aliases AS a")
+        ]
+
     # -- what entities come from -----------------------------------------------------
     def source_docs(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """Id, title, path and source of the documents among these ids, by id."""
@@ -295,6 +357,27 @@ class EntityStore(Protocol):
 
     def export_relationships(self) -> list[ExportedRelationship]:
         """Every relationship, by the ends' ids and type."""
+        ...
+
+    # -- what a question touches
+    def mentions_in(self, ids: list[str], min_confidence: float) -> list[dict[str, Any]]:
+        """The entities these chunks and notes mention (`x`, `e`, `c`), chunks first."""
+        ...
+
+    def entities_named_by(self, term: str, min_confidence: float) -> list[str]:
+        """The ids of the entities a query term names (id, id part or alias)."""
+        ...
+
+    def entities_by_id(self, ids: list[str]) -> dict[str, Entity]:
+        """The entities with these ids, by id."""
+        ...
+
+    def relationships_among(self, ids: list[str], min_confidence: float) -> list[dict[str, Any]]:
+        """The relationships whose both ends are among these entities, most confident first."""
+        ...
+
+    def all_entity_aliases(self) -> list[tuple[str, list[str]]]:
+        """(id, aliases) of every entity."""
         ...
 
     # -- what entities come from
