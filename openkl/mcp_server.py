@@ -445,19 +445,15 @@ class KnowledgeServer:
         the given text. Unchanged content is a no-op; changed content supersedes the old
         version (kept for citations). Symlinks that lead out of the folder are skipped and
         listed in `skipped`."""
-        from .store import ingest_paths, ingest_stdin
-
         st = self.stack(stack)
         f = st.folder
         if bool(paths) == (text is not None):
             raise UsageError("pass either `paths` or `text`")
         resolved = [str(safe_path(f, p)) for p in paths or []]
+        data = text.encode("utf-8") if text is not None else None
         with self._writing(st, "store_ingest"):
-            if text is not None:
-                rep = ingest_stdin(f, text.encode("utf-8"), name)
-            else:
-                # never out of the folder, whatever a link inside it says
-                rep = ingest_paths(f, resolved, confine=f.root)
+            # never out of the folder, whatever a link inside it says
+            rep = ops.ingest(f, resolved, data=data, name=name, confine=f.root)
         return {"stack": st.name, **rep.as_dict()}
 
     # -- tools: graph ---------------------------------------------------------------------

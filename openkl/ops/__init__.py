@@ -7,12 +7,69 @@ caller holds the writer lock for operations that write.
 
 from __future__ import annotations
 
+# writes
+from .distill import Distilled, distill_note, distill_prompt, distill_prompts, distill_run
+from .folder import Initialized, doctor, index, init_folder, sync
+from .freshness import events, follow_events, refresh
+from .knowledge import (
+    GraphExport,
+    backfeed_item,
+    backfeed_queue,
+    check_export,
+    export_graph,
+    flag_backfeed,
+    validate_bundle,
+)
+from .store import (
+    ingest,
+    refresh_policy,
+    remove_doc,
+    set_refresh_policy,
+    store_arxiv,
+    store_repo,
+    store_web,
+)
+from .triggers import add_trigger, list_triggers, match_triggers, remove_trigger
+
+# isort: split
 from .cite import keep_citations, remember_citations
 from .knowledge import decide_backfeed, import_bundle
 from .notes import add_note, delete_note, update_note
 from .search import SearchOptions, search, search_options
 
 __all__ = [
+    # writes
+    "Distilled",
+    "GraphExport",
+    "Initialized",
+    "add_trigger",
+    "backfeed_item",
+    "backfeed_queue",
+    "check_export",
+    "distill_note",
+    "distill_prompt",
+    "distill_prompts",
+    "distill_run",
+    "doctor",
+    "events",
+    "export_graph",
+    "flag_backfeed",
+    "follow_events",
+    "index",
+    "ingest",
+    "init_folder",
+    "list_triggers",
+    "match_triggers",
+    "refresh",
+    "refresh_policy",
+    "remove_doc",
+    "remove_trigger",
+    "set_refresh_policy",
+    "store_arxiv",
+    "store_repo",
+    "store_web",
+    "sync",
+    "validate_bundle",
     "SearchOptions",
     "add_note",
     "decide_backfeed",
