@@ -515,8 +515,6 @@ class KnowledgeServer:
     ) -> dict[str, Any]:
         """Make citations: cite objects with a deterministic id (c-…), the exact quote, its
         char span and context, as the files are now. Transient unless `persist`."""
-        from . import citations as cit
-
         st = self.stack(stack)
         f = st.folder
         if not refs:
@@ -528,13 +526,17 @@ class KnowledgeServer:
                 "this server is read-only, so citations cannot be persisted",
                 "call cite_make without persist",
             )
-        files = cit.Files(f)
-        cites = [cit.make(f, r, lines=lines, chars=chars, files=files, cwd=f.root) for r in refs]
-        if persist:
-            with self._writing(st, "cite_make"):
-                cites = ops.keep_citations(f, cites, notes_mod.clean_labels(tags), via="mcp")
-        else:
-            ops.remember_citations(f, cites)
+        with self._writing(st, "cite_make") if persist else contextlib.nullcontext():
+            cites = ops.make_citations(
+                f,
+                list(refs),
+                lines=lines,
+                chars=chars,
+                cwd=f.root,
+                persist=persist,
+                tags=notes_mod.clean_labels(tags),
+                via="mcp",
+            )
         return {"stack": st.name, "results": cites}
 
     def cite_verify(

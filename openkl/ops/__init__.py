@@ -8,6 +8,7 @@ caller holds the writer lock for operations that write.
 from __future__ import annotations
 
 # writes
+from .cite import gc_citations, make_citations
 from .distill import Distilled, distill_note, distill_prompt, distill_prompts, distill_run
 from .folder import Initialized, doctor, index, init_folder, sync
 from .freshness import events, follow_events, refresh
@@ -20,6 +21,7 @@ from .knowledge import (
     flag_backfeed,
     validate_bundle,
 )
+from .notes import regenerate_topics
 from .store import (
     ingest,
     refresh_policy,
@@ -54,14 +56,17 @@ __all__ = [
     "events",
     "export_graph",
     "flag_backfeed",
+    "gc_citations",
     "follow_events",
     "index",
     "ingest",
     "init_folder",
     "list_triggers",
+    "make_citations",
     "match_triggers",
     "refresh",
     "refresh_policy",
+    "regenerate_topics",
     "remove_doc",
     "remove_trigger",
     "set_refresh_policy",
