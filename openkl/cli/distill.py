@@ -52,7 +52,7 @@ def get_prompt(
     """Print a prompt, ready to paste into any model (optionally with the material)."""
     from .. import ops
 
-    material = output.read_stdin_text() if text == "-" else text
+    material = output.read_stdin_text if text == "-" else text
     emit(ops.distill_prompt(name, material), json_, plain=lambda d: d["prompt"])
 
 

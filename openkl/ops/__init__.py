@@ -2,7 +2,10 @@
 more than one step, so the CLI, the MCP server and the HTTP server do the same thing.
 
 Each operation takes resolved arguments and returns a result the adapter renders; the
-caller holds the writer lock for operations that write.
+caller holds the writer lock for operations that write. The exceptions say so: operations
+that fetch from the network or wait for a model first (store_web, store_arxiv, store_repo,
+refresh, distill_run) take the lock themselves for the part that writes, and init_folder
+takes it once the folder exists.
 """
 
 from __future__ import annotations

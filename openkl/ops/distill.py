@@ -32,9 +32,13 @@ def distill_prompts() -> list[dict[str, str]]:
     return distill_mod.list_prompts()
 
 
-def distill_prompt(name: str, material: str | None = None) -> dict[str, str]:
-    """A prompt's instructions, ready for any model, followed by `material` when given."""
+def distill_prompt(name: str, material: str | Callable[[], str] | None = None) -> dict[str, str]:
+    """A prompt's instructions, ready for any model, followed by `material` when given: the
+    text, or a function that reads it (called only once the prompt is known to exist, so a
+    wrong name fails before stdin is read)."""
     p = distill_mod.get_prompt(name)
+    if callable(material):
+        material = material()
     body = p.render(material) if material is not None else p.text()
     return {"name": p.name, "title": p.title, "description": p.description, "prompt": body}
 
