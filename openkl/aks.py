@@ -108,19 +108,8 @@ def export(
     if max_entities is not None:
         rows = rows[:max_entities]
     rows.sort(key=lambda r: r["id"])
-    doc_rows = {
-        r["id"]: r
-        for r in g.query(
-            "MATCH (d:Doc) RETURN d.id AS id, d.path AS path, d.title AS title, d.sha256 AS sha,"
-            " d.created_at AS created_at"
-        )
-    }
-    note_rows = {
-        r["id"]: r
-        for r in g.query(
-            "MATCH (m:MemoryNote) RETURN m.id AS id, m.path AS path, m.sha256 AS sha, m.ts AS ts"
-        )
-    }
+    doc_rows = {r["id"]: r for r in g.doc_summaries()}
+    note_rows = {r["id"]: r for r in g.note_summaries()}
     bundle_docs = imported_documents(folder)
     documents: dict[str, dict[str, Any]] = {}
 

@@ -24,6 +24,7 @@ from .citations import Files, make
 from .errors import UsageError
 from .folder import Folder
 from .graph import Graph
+from .records import Cite
 from .search import search
 
 INSUFFICIENT = "The knowledge folder does not hold enough to answer this."
@@ -206,7 +207,7 @@ def retrieve(
     k: int | None = None,
     scope: str = "all",
     embedder: Any = None,
-) -> list[dict[str, Any]]:
+) -> list[Cite]:
     """The passages an answer may use (the hybrid search of `ok search`); `k` defaults to
     the `ask.k` setting."""
     k = folder.setting("ask.k") if k is None else k
@@ -226,7 +227,7 @@ def retrieve(
 def answer(
     folder: Folder,
     question: str,
-    hits: list[dict[str, Any]],
+    hits: list[Cite],
     *,
     llm: Any = None,
     on_token: Callable[[str], None] | None = None,
@@ -245,7 +246,9 @@ def answer(
         from .citations import remember as keep
 
         for c in out["citations"]:
-            keep(folder, {k: v for k, v in c.items() if k != "n"})
+            kept = c.copy()
+            kept.pop("n", None)
+            keep(folder, kept)
     return {"question": question, **out, "retrieved": len(hits)}
 
 
@@ -281,7 +284,7 @@ class Candidate:
 
 def candidates(
     question: str,
-    hits: list[dict[str, Any]],
+    hits: list[Cite],
     qvec: np.ndarray,
     emb: Any,
     max_hits: int = SENTENCE_HITS,
@@ -309,7 +312,7 @@ def candidates(
 def _extractive(
     folder: Folder,
     question: str,
-    hits: list[dict[str, Any]],
+    hits: list[Cite],
     qvec: np.ndarray,
     emb: Any,
     max_sentences: int,
@@ -371,7 +374,7 @@ def unmarked(text: str) -> str:
 
 
 # -- with an LLM ---------------------------------------------------------------------------
-def passages_prompt(hits: list[dict[str, Any]]) -> str:
+def passages_prompt(hits: list[Cite]) -> str:
     """The retrieved passages, numbered from 1, as the model sees them."""
     blocks = []
     for n, h in enumerate(hits, 1):
@@ -406,7 +409,7 @@ def keep_markers(text: str, valid: set[int]) -> str:
 def _llm_answer(
     folder: Folder,
     question: str,
-    hits: list[dict[str, Any]],
+    hits: list[Cite],
     qvec: np.ndarray,
     emb: Any,
     cfg: Any,

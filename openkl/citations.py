@@ -26,15 +26,28 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import mapping as mapping_mod
 from .chunking import _strip as _strip_span  # whitespace trimmed off a span
 from .errors import BadInput, NotFound, UsageError
 from .folder import Folder, atomic_write, check_path, iso, shown
+from .records import (
+    Cite,
+    CiteContext,
+    CiteGcReport,
+    CitePassage,
+    CiteStatus,
+    FileProblem,
+    FoundAt,
+    MappingEntry,
+    Source,
+    new_cite,
+    note_title,
+)
 
 TYPES = ("doc", "chunk", "memory")
 STATUSES = ("verified", "moved", "changed", "missing")
@@ -112,12 +125,12 @@ class Files:
     def __init__(self, folder: Folder) -> None:
         self.folder = folder
         self._read: dict[tuple[str, str], FileText | None] = {}
-        self._entries: dict[str, dict[str, Any]] | None = None
+        self._entries: dict[str, MappingEntry] | None = None
         self._by_hash: dict[str, str] | None = None
         self._notes: dict[str, str] | None = None
 
     @property
-    def entries(self) -> dict[str, dict[str, Any]]:
+    def entries(self) -> dict[str, MappingEntry]:
         if self._entries is None:
             self._entries = mapping_mod.load(self.folder)
         return self._entries
@@ -192,11 +205,11 @@ class Files:
         return self._notes.get(note_id)
 
 
-def supersede_chain(entries: dict[str, dict[str, Any]], doc_id: str) -> list[str]:
+def supersede_chain(entries: dict[str, MappingEntry], doc_id: str) -> list[str]:
     """The ids of the versions that replaced `doc_id`, oldest first (empty when current)."""
     did, chain, seen = doc_id, [], {doc_id}
-    while (entries.get(did) or {}).get("superseded_by"):
-        nxt = entries[did]["superseded_by"]
+    while (e := entries.get(did)) and e.get("superseded_by"):
+        nxt = e["superseded_by"]
         if nxt in seen:
             break
         seen.add(nxt)
@@ -256,82 +269,57 @@ def _check_span(text: str, start: int, end: int, where: str, what: str) -> None:
         )
 
 
-def _context(text: str, start: int, end: int) -> dict[str, str]:
+def _context(text: str, start: int, end: int) -> CiteContext:
     return {
         "pre": text[max(0, start - CONTEXT_CHARS) : start],
         "post": text[end : end + CONTEXT_CHARS],
     }
 
 
-def _doc_meta(files: Files, doc_id: str, ft: FileText) -> tuple[str, dict[str, Any]]:
+def _doc_meta(files: Files, doc_id: str, ft: FileText) -> tuple[str, Source]:
     from .normalize import title_of
 
-    entry = files.entries.get(doc_id) or {}
-    source = dict(entry.get("source") or {"path": ft.path})
-    return entry.get("title") or title_of(ft.text, Path(ft.path).name), source
+    entry = files.entries.get(doc_id) or {"id": doc_id, "path": ft.path}
+    source = entry.get("source") or {"path": ft.path}
+    return entry.get("title") or title_of(ft.text, Path(ft.path).name), source.copy()
 
 
-def _doc_cite(
-    folder: Folder, files: Files, ft: FileText, start: int, end: int, whole: bool
-) -> dict[str, Any]:
-    from .search import chunk_cite
-
+def _doc_cite(files: Files, ft: FileText, start: int, end: int, whole: bool) -> Cite:
     title, source = _doc_meta(files, ft.doc_id, ft)
-    chunk = f"{ft.doc_id}#char{start}-{end}"
-    row = {
-        "id": chunk,
-        "doc_id": ft.doc_id,
-        "path": ft.path,
-        "sha256": ft.sha256,
-        "title": title,
-        "start": start,
-        "end": end,
-        "text": ft.text[start:end],
-        "source": json.dumps(source),
-    }
-    cite = chunk_cite(folder, row, {ft.path: ft.text})
-    return _finish(cite, "doc" if whole else "chunk", ft.doc_id if whole else chunk)
+    return new_cite(
+        "doc" if whole else "chunk",
+        cite_id(ft.doc_id, start, end),
+        ft.doc_id,
+        ft.path,
+        ft.sha256,
+        title,
+        start,
+        end,
+        ft.text[start:end],
+        _context(ft.text, start, end),
+        source,
+        iso(),
+        ref=ft.doc_id if whole else f"{ft.doc_id}#char{start}-{end}",
+    )
 
 
-def _note_cite(
-    folder: Folder, files: Files, ft: FileText, note_id: str, start: int, end: int, whole: bool
-) -> dict[str, Any]:
-    from .search import note_cite
-
-    row = {
-        "id": note_id,
-        "path": ft.path,
-        "sha256": ft.sha256,
-        "text": ft.text[start:end],
-        "ts": "",
-        "tags": [],
-        "topics": [],
-        "body_start": start,
-        "body_end": end,
-    }
-    cite = note_cite(folder, row, {ft.path: ft.text})
-    cite["doc_id"] = note_id
-    cite.pop("tags", None)  # the note's labels, not the citation's
-    cite.pop("topics", None)
-    return _finish(cite, "memory", note_id if whole else f"{note_id}#char{start}-{end}")
-
-
-def _finish(cite: dict[str, Any], type_: str, ref: str) -> dict[str, Any]:
-    s, e = cite["loc"]["start"], cite["loc"]["end"]
-    return {
-        "type": type_,
-        "id": cite_id(cite["doc_id"], s, e),
-        "ref": ref,
-        "doc_id": cite["doc_id"],
-        "path": cite["path"],
-        "sha256": cite["sha256"],
-        "title": cite.get("title") or "",
-        "loc": {"kind": "char", "start": s, "end": e},
-        "quote": cite["quote"],
-        "context": cite["context"],
-        "source": cite["source"],
-        "created_at": iso(),
-    }
+def _note_cite(ft: FileText, note_id: str, start: int, end: int, whole: bool) -> Cite:
+    quote = ft.text[start:end]
+    return new_cite(
+        "memory",
+        cite_id(note_id, start, end),
+        note_id,
+        ft.path,
+        ft.sha256,
+        note_title(quote),
+        start,
+        end,
+        quote,
+        _context(ft.text, start, end),
+        {"path": ft.path},
+        iso(),
+        ref=note_id if whole else f"{note_id}#char{start}-{end}",
+    )
 
 
 def make(
@@ -342,7 +330,7 @@ def make(
     chars: str | None = None,
     files: Files | None = None,
     cwd: Path | None = None,
-) -> dict[str, Any]:
+) -> Cite:
     """A citation of `ref`: a citation id, chunk id, doc id, memory id, or a path.
 
     `lines` ("a-b", 1-based inclusive) or `chars` ("a-b", 0-based, end exclusive) pick a
@@ -408,22 +396,22 @@ def _span_of_doc(
     span: tuple[int, int] | None,
     lines: str | None,
     chars: str | None,
-) -> dict[str, Any]:
+) -> Cite:
     if span is not None:
         _check_span(ft.text, span[0], span[1], ft.path, "span")
-        return _doc_cite(folder, files, ft, span[0], span[1], whole=False)
+        return _doc_cite(files, ft, span[0], span[1], whole=False)
     if lines:
         s, e = line_span(ft.text, *parse_range(lines, "--lines"), ft.path)
         _check_span(ft.text, s, e, ft.path, "--lines")
-        return _doc_cite(folder, files, ft, s, e, whole=False)
+        return _doc_cite(files, ft, s, e, whole=False)
     if chars:
         s, e = parse_range(chars, "--chars")
         _check_span(ft.text, s, e, ft.path, "--chars")
-        return _doc_cite(folder, files, ft, s, e, whole=False)
+        return _doc_cite(files, ft, s, e, whole=False)
     s, e = _strip_span(ft.text, 0, len(ft.text))
     if s >= e:
         raise BadInput(f"{ft.path} is empty", "cite a document with some text in it")
-    return _doc_cite(folder, files, ft, s, e, whole=True)
+    return _doc_cite(files, ft, s, e, whole=True)
 
 
 def _span_of_note(
@@ -434,7 +422,7 @@ def _span_of_note(
     span: tuple[int, int] | None,
     lines: str | None,
     chars: str | None,
-) -> dict[str, Any]:
+) -> Cite:
     from .notes import parse_note
 
     if span is None and lines:
@@ -447,18 +435,18 @@ def _span_of_note(
         what = "span"
     if span is not None:
         _check_span(ft.text, span[0], span[1], ft.path, what)
-        return _note_cite(folder, files, ft, note_id, span[0], span[1], whole=False)
+        return _note_cite(ft, note_id, span[0], span[1], whole=False)
     note = parse_note(ft.text, ft.path)
     s = note.body_start
     e = s + len(note.body)
     if not note.body.strip() or ft.text[s:e] != note.body:
         raise BadInput(f"{ft.path} has no body to cite", "cite a span with --lines or --chars")
-    return _note_cite(folder, files, ft, note_id, s, e, whole=True)
+    return _note_cite(ft, note_id, s, e, whole=True)
 
 
 def _make_from_path(
     folder: Folder, files: Files, ref: str, lines: str | None, chars: str | None, cwd: Path | None
-) -> dict[str, Any]:
+) -> Cite:
     from .notes import parse_note
 
     check_path(ref, "reference")
@@ -507,11 +495,11 @@ def citation_path(folder: Folder, cid: str) -> Path:
     return folder.citations_dir / f"{cid}.json"
 
 
-def _dump(cite: dict[str, Any]) -> str:
+def _dump(cite: Cite) -> str:
     return json.dumps(cite, ensure_ascii=False, indent=2) + "\n"
 
 
-def _read_json_file(folder: Folder, p: Path) -> dict[str, Any]:
+def _read_json_file(folder: Folder, p: Path) -> Cite:
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
@@ -519,7 +507,7 @@ def _read_json_file(folder: Folder, p: Path) -> dict[str, Any]:
     return check(folder, data, folder.rel(p))
 
 
-def load(folder: Folder, cid: str) -> dict[str, Any]:
+def load(folder: Folder, cid: str) -> Cite:
     """A persisted citation by id (or a transient one still in the cache)."""
     if not CITE_ID.match(cid):
         raise BadInput(f"{cid!r} is not a citation id", "citation ids look like c-<16 hex digits>")
@@ -535,10 +523,10 @@ def is_persisted(folder: Folder, cid: str) -> bool:
 
 def persist(
     folder: Folder,
-    cite: dict[str, Any],
+    cite: Cite,
     tags: list[str] | None = None,
     retention_class: str | None = None,
-) -> dict[str, Any]:
+) -> Cite:
     """Write `citations/<id>.json` (the caller holds the writer lock).
 
     Re-persisting the same citation keeps its created_at and history and merges the tags.
@@ -548,7 +536,7 @@ def persist(
             f"unknown retention class {retention_class!r}",
             "use one of: " + ", ".join(RETENTION_CLASSES),
         )
-    out = dict(cite)
+    out = cite.copy()
     p = citation_path(folder, cite["id"])
     old: dict[str, Any] = {}
     if p.is_file():
@@ -557,7 +545,7 @@ def persist(
         except (ValueError, UnicodeDecodeError):
             old = {}
     if old:
-        out = {**old, **{k: v for k, v in cite.items() if k not in old}}
+        out = cast(Cite, {**old, **{k: v for k, v in cite.items() if k not in old}})
     merged = list(
         dict.fromkeys([*(old.get("tags") or []), *(cite.get("tags") or []), *(tags or [])])
     )
@@ -572,16 +560,16 @@ def persist(
     return out
 
 
-def remember(folder: Folder, cite: dict[str, Any]) -> None:
+def remember(folder: Folder, cite: Cite) -> None:
     """Keep a transient citation in the cache so `ok cite open ID` finds it."""
     if not is_persisted(folder, cite["id"]):
         atomic_write(transient_dir(folder) / f"{cite['id']}.json", _dump(cite))
 
 
-def list_citations(folder: Folder) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+def list_citations(folder: Folder) -> tuple[list[Cite], list[FileProblem]]:
     """Every persisted citation, plus (path, problem) for files that cannot be read."""
-    out: list[dict[str, Any]] = []
-    problems: list[dict[str, str]] = []
+    out: list[Cite] = []
+    problems: list[FileProblem] = []
     if not folder.citations_dir.exists():
         return out, problems
     for p in sorted(folder.citations_dir.glob("*.json")):
@@ -593,7 +581,7 @@ def list_citations(folder: Folder) -> tuple[list[dict[str, Any]], list[dict[str,
 
 
 # -- validating cite objects ------------------------------------------------------------------
-def check(folder: Folder, obj: Any, where: str) -> dict[str, Any]:
+def check(folder: Folder, obj: Any, where: str) -> Cite:
     """Validate a cite object from a file or stdin; returns a normalized copy."""
     hint = "pass cite objects as printed by `ok cite make --json` or `ok search --json`"
     if not isinstance(obj, dict):
@@ -632,7 +620,7 @@ def check(folder: Folder, obj: Any, where: str) -> dict[str, Any]:
         doc_id = doc_id or obj["sha256"][:16]
         if not (isinstance(doc_id, str) and DOC_ID.match(doc_id)):
             raise BadInput(f"{where}: `doc_id` must be 16 hex digits", hint)
-    out = dict(obj)
+    out = cast(Cite, dict(obj))  # keys beyond the checked ones are kept as given
     out.update(
         {
             "type": type_,
@@ -647,7 +635,7 @@ def check(folder: Folder, obj: Any, where: str) -> dict[str, Any]:
     return out
 
 
-def parse_input(folder: Folder, text: str, where: str) -> list[str | dict[str, Any]]:
+def parse_input(folder: Folder, text: str, where: str) -> list[str | Cite]:
     """Items from stdin or a file: a JSON array or object, JSON lines, or one id per line.
 
     Lines that are not JSON contribute their first field that is an id, so the plain output
@@ -666,7 +654,7 @@ def parse_input(folder: Folder, text: str, where: str) -> list[str | dict[str, A
         if data is not None:
             items = data if isinstance(data, list) else [data]
             return [_item(folder, x, f"{where} item {i}") for i, x in enumerate(items, 1)]
-    out: list[str | dict[str, Any]] = []
+    out: list[str | Cite] = []
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or raw.startswith("\t"):
@@ -693,7 +681,7 @@ def parse_input(folder: Folder, text: str, where: str) -> list[str | dict[str, A
     return out
 
 
-def _item(folder: Folder, x: Any, where: str) -> str | dict[str, Any]:
+def _item(folder: Folder, x: Any, where: str) -> str | Cite:
     if isinstance(x, str):
         if not is_ref(x.strip()):
             raise BadInput(f"{where}: {x!r} is not an id", "pass ids or cite objects")
@@ -865,7 +853,7 @@ class Verifier:
         )
 
     # locating texts
-    def _original(self, cite: dict[str, Any]) -> FileText | None:
+    def _original(self, cite: Cite) -> FileText | None:
         kind = "memory" if cite["type"] == "memory" else "doc"
         ft = self.files.read(cite["path"], kind)
         if ft and ft.sha256 == cite["sha256"]:
@@ -876,7 +864,7 @@ class Verifier:
             return ft if ft and ft.sha256 == cite["sha256"] else None
         return self.files.doc(cite["doc_id"])
 
-    def _newer(self, cite: dict[str, Any]) -> Target | None:
+    def _newer(self, cite: Cite) -> Target | None:
         """The latest version of a doc whose content changed, or None when it is gone."""
         if cite["type"] == "memory":
             rel = self.files.note_path(cite["doc_id"])
@@ -887,9 +875,9 @@ class Verifier:
         if chain:
             did = chain[-1]
             notes = ["superseded by " + " -> ".join(chain)]
-            e = entries.get(did) or {}
+            e = entries.get(did)
             ft = self.files.doc(did)
-            if ft is None and e.get("path"):
+            if ft is None and e and e.get("path"):
                 ft = self.files.read(e["path"])
                 if ft is not None:
                     notes.append(f"{e['path']} was edited again since the last sync")
@@ -906,17 +894,18 @@ class Verifier:
                 return Target(ft, "newer", [f"{rel} was edited in place (content hash changed)"])
         return None
 
-    def _target(self, cite: dict[str, Any]) -> Target | None:
+    def _target(self, cite: Cite) -> Target | None:
         orig = self._original(cite)
         if orig is not None and cite["type"] != "memory":
-            superseded = (self.files.entries.get(cite["doc_id"]) or {}).get("superseded_by")
+            entry = self.files.entries.get(cite["doc_id"])
+            superseded = entry.get("superseded_by") if entry else None
             archived = versions_dir(self.folder) in (self.folder.root / orig.path).parents
             if superseded and archived:
                 # the cited text only survives as an old version: look in the newest one
                 return self._newer(cite) or Target(orig, "same")
         return Target(orig, "same") if orig else self._newer(cite)
 
-    def _elsewhere(self, cite: dict[str, Any]) -> Target | None:
+    def _elsewhere(self, cite: Cite) -> Target | None:
         """When the cited doc is gone entirely (say renamed and edited, then synced): a doc
         that holds the exact quote, preferring one from the same source."""
         src = cite.get("source") or {}
@@ -936,12 +925,12 @@ class Verifier:
                 )
         return None
 
-    def verify(self, cite: dict[str, Any]) -> dict[str, Any]:
+    def verify(self, cite: Cite) -> CiteStatus:
         """Check one (validated) cite object; returns the status record."""
         quote = cite["quote"]
         s0, e0 = cite["loc"]["start"], cite["loc"]["end"]
         ctx = cite.get("context") or {}
-        res: dict[str, Any] = {
+        res: CiteStatus = {
             "id": cite["id"],
             "status": "missing",
             "type": cite["type"],
@@ -1002,7 +991,7 @@ class Verifier:
             res["diagnostics"].append(f"span now {s}-{e} (was {s0}-{e0})")
         res["changes"] = changes
         res["similarity"] = round(sim, 3)
-        found = {
+        found: FoundAt = {
             "doc_id": cite["doc_id"] if cite["type"] == "memory" else ft.doc_id,
             "path": ft.path,
             "sha256": ft.sha256,
@@ -1020,7 +1009,7 @@ class Verifier:
         res["found"] = found
         return res
 
-    def _archived(self, cite: dict[str, Any], res: dict[str, Any]) -> None:
+    def _archived(self, cite: Cite, res: CiteStatus) -> None:
         """Note when the exact quote still exists in the cited (now superseded) version."""
         if cite["type"] == "memory":
             return
@@ -1052,19 +1041,18 @@ def _short(s: str, n: int = 40) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def updated(
-    cite: dict[str, Any], result: dict[str, Any], files: Files | None = None
-) -> dict[str, Any]:
+def updated(cite: Cite, result: CiteStatus, files: Files | None = None) -> Cite:
     """The cite object moved to where `result` found its quote (id and quote unchanged)."""
     found = result["found"]
-    new = dict(cite)
+    assert found is not None
+    new = cite.copy()
     s, e = found["loc"]["start"], found["loc"]["end"]
     new.update(
         {
             "doc_id": found["doc_id"],
             "path": found["path"],
             "sha256": found["sha256"],
-            "loc": dict(found["loc"]),
+            "loc": found["loc"].copy(),
         }
     )
     if files is not None:
@@ -1097,11 +1085,11 @@ def updated(
 
 def verify_many(
     folder: Folder,
-    items: Iterable[str | dict[str, Any]],
+    items: Iterable[str | Mapping[str, Any]],
     *,
     update: bool = False,
     min_similarity: float | None = None,
-) -> list[dict[str, Any]]:
+) -> list[CiteStatus]:
     """Verify ids and cite objects. With `update`, persisted citations that moved are
     rewritten to their new place (the caller holds the writer lock).
 
@@ -1121,11 +1109,10 @@ def verify_many(
     return out
 
 
-def resolve(
-    folder: Folder, item: str | dict[str, Any], files: Files | None = None
-) -> dict[str, Any]:
-    """A cite object from an id (citation, chunk, doc or memory) or a cite object."""
-    if isinstance(item, dict):
+def resolve(folder: Folder, item: str | Mapping[str, Any], files: Files | None = None) -> Cite:
+    """A cite object from an id (citation, chunk, doc or memory) or a cite object (which
+    is checked: it may come from anywhere)."""
+    if not isinstance(item, str):
         return check(folder, item, "cite object")
     if CITE_ID.match(item):
         return load(folder, item)
@@ -1141,27 +1128,26 @@ def all_ids(folder: Folder) -> list[str]:
 
 
 # -- showing a passage --------------------------------------------------------------------------
-def passage(folder: Folder, item: str | dict[str, Any], context_lines: int = 2) -> dict[str, Any]:
+def passage(folder: Folder, item: str | Mapping[str, Any], context_lines: int = 2) -> CitePassage:
     """Where a citation's quote is now, with `context_lines` lines around it."""
     if context_lines < 0:
         raise UsageError("--context must be 0 or more")
     v = Verifier(folder)
     cite = resolve(folder, item, v.files)
     res = v.verify(cite)
-    out: dict[str, Any] = {"id": cite["id"], "status": res["status"], "verification": res}
     if res["found"] is None:
         # nothing left in the files: show what the citation itself recorded
         pre, post = cite["context"]["pre"], cite["context"]["post"]
-        out.update(
-            {
-                "path": cite["path"],
-                "lines": None,
-                "text": pre + cite["quote"] + post,
-                "highlight": {"start": len(pre), "end": len(pre) + len(cite["quote"])},
-                "from_citation": True,
-            }
-        )
-        return out
+        return {
+            "id": cite["id"],
+            "status": res["status"],
+            "verification": res,
+            "path": cite["path"],
+            "lines": None,
+            "text": pre + cite["quote"] + post,
+            "highlight": {"start": len(pre), "end": len(pre) + len(cite["quote"])},
+            "from_citation": True,
+        }
     f = res["found"]
     ft = v.files.read(f["path"], "memory" if cite["type"] == "memory" else "doc")
     assert ft is not None
@@ -1174,27 +1160,27 @@ def passage(folder: Folder, item: str | dict[str, Any], context_lines: int = 2) 
     hi_line = min(len(line_starts) - 1, last + context_lines)
     lo = line_starts[lo_line]
     hi = line_starts[hi_line + 1] if hi_line + 1 < len(line_starts) else len(text)
-    out.update(
-        {
-            "path": f["path"],
-            "lines": {"start": first + 1, "end": last + 1},
-            "text": text[lo:hi].rstrip("\n"),
-            "highlight": {"start": s - lo, "end": e - lo},
-            "first_line": lo_line + 1,
-            "from_citation": False,
-        }
-    )
-    return out
+    return {
+        "id": cite["id"],
+        "status": res["status"],
+        "verification": res,
+        "path": f["path"],
+        "lines": {"start": first + 1, "end": last + 1},
+        "text": text[lo:hi].rstrip("\n"),
+        "highlight": {"start": s - lo, "end": e - lo},
+        "first_line": lo_line + 1,
+        "from_citation": False,
+    }
 
 
 # -- housekeeping ----------------------------------------------------------------------------------
 def select(
     folder: Folder,
-    cites: list[dict[str, Any]],
+    cites: list[Cite],
     *,
     tags: list[str] | None = None,
     doc: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Cite]:
     """Citations carrying all `tags`, and citing `doc` (doc/note id prefix or path part)."""
     out = []
     for c in cites:
@@ -1210,7 +1196,7 @@ def select(
     return out
 
 
-def gc(folder: Folder, dry_run: bool = False) -> dict[str, Any]:
+def gc(folder: Folder, dry_run: bool = False) -> CiteGcReport:
     """Remove transient citations and persisted ones nothing supports any more.
 
     Orphaned: the cited document (or note) is gone entirely. Ephemeral citations
@@ -1241,4 +1227,11 @@ def gc(folder: Folder, dry_run: bool = False) -> dict[str, Any]:
     if not dry_run:
         for p in doomed:
             p.unlink(missing_ok=True)
-    return {**removed, "kept": kept, "problems": problems, "dry_run": dry_run}
+    return {
+        "transient": removed["transient"],
+        "orphaned": removed["orphaned"],
+        "expired": removed["expired"],
+        "kept": kept,
+        "problems": problems,
+        "dry_run": dry_run,
+    }

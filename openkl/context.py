@@ -18,6 +18,7 @@ from .entities.local import STOP, key_of
 from .entities.queries import _entity_row
 from .folder import Folder
 from .graph import ENTITY_COLS, Graph
+from .records import Cite
 
 PROMPT_VERSION = "context-1"
 
@@ -133,7 +134,7 @@ def context(
     return _answer(query, ents, rels, hits, reasoning, label, method, warnings)
 
 
-def _label(ents: list[dict[str, Any]], hits: list[dict[str, Any]], named: set[str]) -> str:
+def _label(ents: list[dict[str, Any]], hits: list[Cite], named: set[str]) -> str:
     if not ents:
         return "LOW"
     top = ents[0]
@@ -143,7 +144,7 @@ def _label(ents: list[dict[str, Any]], hits: list[dict[str, Any]], named: set[st
     return "MEDIUM" if top["confidence"] >= 0.5 or top["id"] in named else "LOW"
 
 
-def _reasoning(ents: list[dict[str, Any]], hits: list[dict[str, Any]], named: set[str]) -> str:
+def _reasoning(ents: list[dict[str, Any]], hits: list[Cite], named: set[str]) -> str:
     if not ents:
         return "No entity in the graph is mentioned by the passages that match the query."
     parts = [f"{len(hits)} passage(s) matched the query"]
@@ -163,7 +164,7 @@ def _answer(
     query: str,
     ents: list[dict[str, Any]],
     rels: list[dict[str, Any]],
-    hits: list[dict[str, Any]],
+    hits: list[Cite],
     reasoning: str,
     label: str,
     method: str,
@@ -188,7 +189,7 @@ def _ask_llm(
     folder: Folder,
     g: Graph,
     query: str,
-    hits: list[dict[str, Any]],
+    hits: list[Cite],
     candidates: list[str],
     rows: dict[str, dict[str, Any]],
 ) -> tuple[list[str], str, str | None]:

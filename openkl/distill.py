@@ -21,6 +21,7 @@ from . import indexer, indexing
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, UsageError
 from .folder import Folder
+from .records import Cite
 
 _RULES = """\
 Rules:
@@ -125,7 +126,7 @@ def list_prompts() -> list[dict[str, str]]:
 
 
 # -- cites -------------------------------------------------------------------------------
-def _owner(cite: dict[str, Any]) -> str:
+def _owner(cite: Cite) -> str:
     """What a citation points at in the graph: the chunk (or span) it names, else its doc."""
     ref = str(cite.get("ref") or "")
     return ref if "#char" in ref and not ref.startswith("m-") else str(cite["doc_id"])
@@ -140,7 +141,7 @@ def create(
     tags: list[str] | None = None,
     topics: list[str] | None = None,
     extra: dict[str, Any] | None = None,
-) -> tuple[notes_mod.Note, list[dict[str, Any]]]:
+) -> tuple[notes_mod.Note, list[Cite]]:
     """Write a distilled memory citing `cite_ids` and index it. The caller holds the writer
     lock. Returns the note and the cite objects, in the order of its [N] markers."""
     from . import citations as cit

@@ -13,6 +13,7 @@ from . import events
 from . import mapping as mapping_mod
 from .errors import OkError
 from .folder import Folder
+from .records import Added, MappingEntry
 
 
 def doc_vector(folder: Folder, text: str) -> Any:
@@ -44,8 +45,8 @@ def drift_between(folder: Folder, old_text: str, new_text: str) -> float | None:
 
 def after_ingest(
     folder: Folder,
-    entries: dict[str, dict[str, Any]],
-    added: list[dict[str, Any]],
+    entries: dict[str, MappingEntry],
+    added: list[Added],
     drift_threshold: float | None = None,
 ) -> None:
     """After new docs were written: drift of each new version against the one it supersedes
@@ -75,14 +76,14 @@ def after_ingest(
         mapping_mod.save(folder, entries)
     batch: list[tuple[str, dict[str, Any]]] = []
     for a in added:
-        e = entries.get(a["id"], {})
+        e = entries.get(a["id"])
         batch.append(
             (
                 "ingested",
                 {
                     "doc": a["id"],
                     "path": a["path"],
-                    "source": e.get("source"),
+                    "source": e.get("source") if e else None,
                     "supersedes": a.get("supersedes"),
                     "drift": a.get("drift"),
                 },

@@ -13,7 +13,7 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from .folder import NAME_NOT_UTF8, Folder, is_utf8, iso, shown
 from .graph import Graph
 from .indexing import embed_all, embedder, files_newer_than_index, open_graph
 from .normalize import title_of
+from .records import DocMove, MappingEntry, SyncProblem, SyncReportDict
 
 __all__ = ["embed_all", "embedder", "files_newer_than_index", "open_graph"]  # for the adapters
 
@@ -87,7 +88,7 @@ def _read_text(folder: Folder, rel: str) -> str:
 
 
 def build_doc_rows(
-    folder: Folder, emb: Embedder, items: list[tuple[str, str]], entries: dict[str, dict[str, Any]]
+    folder: Folder, emb: Embedder, items: list[tuple[str, str]], entries: dict[str, MappingEntry]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Doc and chunk rows for (doc id, relative path) pairs."""
     max_tokens = folder.setting("chunking.max_tokens")
@@ -95,7 +96,7 @@ def build_doc_rows(
     docs, chunks = [], []
     for did, rel in items:
         text = _read_text(folder, rel)
-        entry = entries.get(did, {})
+        entry = entries.get(did) or {"id": did, "path": rel}
         source = entry.get("source") or {"path": rel}
         docs.append(
             {
@@ -133,7 +134,7 @@ class PreparedDocs:
 
 
 def prepare_docs(
-    folder: Folder, items: list[tuple[str, str]], entries: dict[str, dict[str, Any]] | None = None
+    folder: Folder, items: list[tuple[str, str]], entries: dict[str, MappingEntry] | None = None
 ) -> PreparedDocs:
     """Chunk and embed docs without touching the graph.
 
@@ -150,7 +151,7 @@ def index_docs(
     folder: Folder,
     g: Graph,
     items: list[tuple[str, str]],
-    entries: dict[str, dict[str, Any]] | None = None,
+    entries: dict[str, MappingEntry] | None = None,
     prepared: PreparedDocs | None = None,
 ) -> int:
     """Load docs (id, relative path) into the graph; returns the number of chunks."""
@@ -258,7 +259,7 @@ def replace_docs(
     g: Graph,
     removed: list[str],
     items: list[tuple[str, str]],
-    entries: dict[str, dict[str, Any]],
+    entries: dict[str, MappingEntry],
     prepared: PreparedDocs | None = None,
     removed_notes: list[str] | None = None,
 ) -> tuple[int, list[str]]:
@@ -288,12 +289,12 @@ def remove_from_graph(folder: Folder, g: Graph, doc_ids: list[str], note_ids: li
 class SyncReport:
     docs_added: list[str] = field(default_factory=list)
     docs_removed: list[str] = field(default_factory=list)
-    docs_moved: list[dict[str, str]] = field(default_factory=list)
+    docs_moved: list[DocMove] = field(default_factory=list)
     notes_added: list[str] = field(default_factory=list)
     notes_updated: list[str] = field(default_factory=list)
     notes_removed: list[str] = field(default_factory=list)
     chunks_added: int = 0
-    problems: list[dict[str, str]] = field(default_factory=list)
+    problems: list[SyncProblem] = field(default_factory=list)
     rebuilt: bool = False
     incomplete: list[str] = field(default_factory=list)  # re-indexed: derived parts missing
     docs_missing: list[str] = field(default_factory=list)  # in the mapping, not on disk
@@ -320,18 +321,25 @@ class SyncReport:
         return [p["path"] for p in self.problems if p["kind"] == "unreadable"]
 
     @property
-    def blocking(self) -> list[dict[str, str]]:
+    def blocking(self) -> list[SyncProblem]:
         """Files whose content is not in the graph as written: the user has to fix them."""
         return [p for p in self.problems if p["kind"] != "same_content"]
 
-    def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__} | {
-            "changed": self.changed,
-            "unreadable": self.unreadable,
-        }
+    def as_dict(self) -> SyncReportDict:
+        fields = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return cast(
+            SyncReportDict, fields | {"changed": self.changed, "unreadable": self.unreadable}
+        )
 
 
-def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
+class OnDisk(TypedDict):
+    """What `plan` read from the folder, for `sync` to load."""
+
+    files: dict[str, str]  # doc id -> normalized path (an unreadable one: the id the graph has)
+    notes: dict[str, notes_mod.Note]  # note id -> note
+
+
+def plan(folder: Folder, g: Graph) -> tuple[OnDisk, SyncReport]:
     """What `sync` would do, without doing it.
 
     A file that cannot be read (broken YAML, invalid UTF-8) is reported, and the version
@@ -353,15 +361,7 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
     for nid, n in gnotes.items():
         if n["path"] in broken and nid not in notes:
             kept[n["path"]] = nid
-    rep.problems = [
-        {
-            "path": p.path,
-            "problem": p.problem,
-            "kind": p.kind,
-            **({"kept": kept[p.path]} if p.path in kept else {}),
-        }
-        for p in problems + note_problems
-    ]
+    rep.problems = [_problem(p, kept.get(p.path)) for p in problems + note_problems]
     rep.docs_added = sorted(set(files) - set(in_graph))
     rep.docs_removed = sorted(set(in_graph) - set(files))
     rep.docs_moved = [
@@ -390,10 +390,7 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
         for d, e in entries.items()
         if not e.get("current", True) and e.get("superseded_by") in graph_docs
     }
-    have = {
-        (r["a"], r["b"])
-        for r in g.query("MATCH (a:Doc)-[:SUPERSEDES]->(b:Doc) RETURN a.id AS a, b.id AS b")
-    }
+    have = set(g.version_links())
     rep.docs_unlinked = sorted(old for _, old in want - have)
     # derived parts that are missing are indexed again: out, then in
     damaged = g.incomplete()
@@ -409,6 +406,13 @@ def plan(folder: Folder, g: Graph) -> tuple[dict[str, Any], SyncReport]:
     rep.docs_added = sorted(set(rep.docs_added) | set(redo_docs))
     rep.notes_updated = sorted(set(rep.notes_updated) | set(redo_notes))
     return {"files": files, "notes": notes}, rep
+
+
+def _problem(p: notes_mod.Problem, kept: str | None) -> SyncProblem:
+    out: SyncProblem = {"path": p.path, "problem": p.problem, "kind": p.kind}
+    if kept is not None:
+        out["kept"] = kept
+    return out
 
 
 def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
@@ -490,7 +494,7 @@ def _remove_stale_temp_files(folder: Folder) -> None:
 
 
 def _link_edits(
-    folder: Folder, entries: dict[str, dict[str, Any]], rep: SyncReport, files: dict[str, str]
+    folder: Folder, entries: dict[str, MappingEntry], rep: SyncReport, files: dict[str, str]
 ) -> None:
     """A doc edited in place (same path, new content) supersedes the version it replaced.
 
@@ -501,7 +505,7 @@ def _link_edits(
     linked = False
     for old in rep.docs_removed:
         e = entries.get(old)
-        new = added_at.get((e or {}).get("path", ""))
+        new = added_at.get(e.get("path", "") if e else "")
         if not e or not e.get("current", True) or not new or new == old:
             continue
         now = iso()
@@ -529,7 +533,7 @@ def _link_edits(
         mapping_mod.save(folder, entries)
 
 
-def _sync_versions(g: Graph, entries: dict[str, dict[str, Any]]) -> None:
+def _sync_versions(g: Graph, entries: dict[str, MappingEntry]) -> None:
     """Superseded versions from the mapping become non-current Doc nodes with SUPERSEDES."""
     have = g.docs()
     old = [
@@ -539,36 +543,25 @@ def _sync_versions(g: Graph, entries: dict[str, dict[str, Any]]) -> None:
     ]
     for did, e in old:
         if did not in have:
-            g.query(
-                "CREATE (:Doc {id: $id, path: $p, sha256: $s, title: $t, source: $src,"
-                " created_at: $c, chars: 0, current: false})",
-                {
-                    "id": did,
-                    "p": e.get("path", ""),
-                    "s": e.get("sha256", ""),
-                    "t": e.get("title", ""),
-                    "src": json.dumps(e.get("source") or {}),
-                    "c": e.get("ingested_at", ""),
-                },
+            g.add_old_version(
+                did,
+                e.get("path", ""),
+                e.get("sha256", ""),
+                e.get("title", ""),
+                json.dumps(e.get("source") or {}),
+                e.get("ingested_at", ""),
             )
         elif have[did]["current"]:
-            g.query("MATCH (d:Doc {id: $id}) SET d.current = false", {"id": did})
+            g.retire_doc(did)
     # every node first: an edge's newer end may be an old version created just above
     for did, e in old:
-        g.query(
-            "MATCH (n:Doc {id: $new}), (o:Doc {id: $old}) WHERE NOT (n)-[:SUPERSEDES]->(o)"
-            " CREATE (n)-[:SUPERSEDES {drift: $drift, ts: $ts}]->(o)",
-            {
-                "new": e["superseded_by"],
-                "old": did,
-                "drift": float(e.get("drift") or 0.0),
-                "ts": e.get("superseded_at") or "",
-            },
+        g.link_version(
+            e["superseded_by"], did, float(e.get("drift") or 0.0), e.get("superseded_at") or ""
         )
 
 
 def _sync_mapping(
-    folder: Folder, entries: dict[str, dict[str, Any]], files: dict[str, str], rep: SyncReport
+    folder: Folder, entries: dict[str, MappingEntry], files: dict[str, str], rep: SyncReport
 ) -> None:
     """Keep mapping.jsonl's paths in line with the files (renames, hand-added docs, deletions)."""
     changed = False

@@ -14,58 +14,49 @@ from typing import Any
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, OkError
 from .folder import Folder
-from .graph import Graph
+from .graph.protocol import GraphStore
 from .mapping import resolve
 
 DIRECTIONS = ("up", "down", "both")
 _UP = {"DERIVED_FROM", "PART_OF", "SUPERSEDES"}
 
 
-def _node(g: Any, kind: str, nid: str) -> dict[str, Any] | None:
+def _node(g: GraphStore, kind: str, nid: str) -> dict[str, Any] | None:
     if kind == "memory":
-        rows = g.query(
-            "MATCH (m:MemoryNote {id: $id}) RETURN m.path AS path, m.text AS text", {"id": nid}
-        )
-        if rows:
-            first = (rows[0]["text"] or "").strip().splitlines() or [""]
+        row = g.lineage_note(nid)
+        if row:
+            first = (row["text"] or "").strip().splitlines() or [""]
             return {
                 "id": nid,
                 "kind": kind,
-                "path": rows[0]["path"],
+                "path": row["path"],
                 "title": first[0][:80],
                 "current": True,
             }
     elif kind == "chunk":
-        rows = g.query(
-            "MATCH (c:Chunk {id: $id}) RETURN c.doc_id AS doc, c.current AS current,"
-            " c.text AS text",
-            {"id": nid},
-        )
-        if rows:
+        row = g.lineage_chunk(nid)
+        if row:
             return {
                 "id": nid,
                 "kind": kind,
-                "doc": rows[0]["doc"],
-                "current": bool(rows[0]["current"]),
-                "title": " ".join((rows[0]["text"] or "").split())[:80],
+                "doc": row["doc"],
+                "current": bool(row["current"]),
+                "title": " ".join((row["text"] or "").split())[:80],
             }
     else:
-        rows = g.query(
-            "MATCH (d:Doc {id: $id}) RETURN d.path AS path, d.title AS title, d.current AS current",
-            {"id": nid},
-        )
-        if rows:
+        row = g.lineage_doc(nid)
+        if row:
             return {
                 "id": nid,
                 "kind": "doc",
-                "path": rows[0]["path"],
-                "title": rows[0]["title"],
-                "current": bool(rows[0]["current"]),
+                "path": row["path"],
+                "title": row["title"],
+                "current": bool(row["current"]),
             }
     return None
 
 
-def _note_sources(folder: Folder, g: Any, nid: str) -> list[tuple[str, str, str]]:
+def _note_sources(folder: Folder, g: GraphStore, nid: str) -> list[tuple[str, str, str]]:
     """What a note says it was derived from (its `derived_from` frontmatter is canonical; a
     chunk of a version that was since replaced resolves to that version's document)."""
 
@@ -84,94 +75,36 @@ def _note_sources(folder: Folder, g: Any, nid: str) -> list[tuple[str, str, str]
 
 
 def _neighbours(
-    folder: Folder, g: Any, kind: str, nid: str, direction: str
+    folder: Folder, g: GraphStore, kind: str, nid: str, direction: str
 ) -> list[tuple[str, str, str]]:
     """(relationship, kind, id) of the next nodes."""
     out: list[tuple[str, str, str]] = []
     up, down = direction in ("up", "both"), direction in ("down", "both")
     if kind == "doc" and direction == "newer":
-        return [
-            ("SUPERSEDED_BY", "doc", r["id"])
-            for r in g.query(
-                "MATCH (n:Doc)-[:SUPERSEDES]->(:Doc {id: $id}) RETURN n.id AS id", {"id": nid}
-            )
-        ]
+        return [("SUPERSEDED_BY", "doc", i) for i in g.newer_versions(nid)]
     if kind == "memory" and up:
-        out += [
-            ("DERIVED_FROM", "chunk", r["id"])
-            for r in g.query(
-                "MATCH (:MemoryNote {id: $id})-[:DERIVED_FROM]->(c:Chunk) RETURN c.id AS id",
-                {"id": nid},
-            )
-        ]
-        out += [
-            ("DERIVED_FROM", "doc", r["id"])
-            for r in g.query(
-                "MATCH (:MemoryNote {id: $id})-[:DERIVED_FROM]->(d:Doc) RETURN d.id AS id",
-                {"id": nid},
-            )
-        ]
+        out += [("DERIVED_FROM", "chunk", i) for i in g.note_source_chunks(nid)]
+        out += [("DERIVED_FROM", "doc", i) for i in g.note_source_docs(nid)]
         out += _note_sources(folder, g, nid)
     if kind == "chunk":
         if up:
-            out += [
-                ("PART_OF", "doc", r["id"])
-                for r in g.query(
-                    "MATCH (d:Doc)-[:HAS_CHUNK]->(:Chunk {id: $id}) RETURN d.id AS id", {"id": nid}
-                )
-            ]
+            out += [("PART_OF", "doc", i) for i in g.docs_of_chunk(nid)]
         if down:
-            out += [
-                ("DERIVED_BY", "memory", r["id"])
-                for r in g.query(
-                    "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(:Chunk {id: $id}) RETURN m.id AS id",
-                    {"id": nid},
-                )
-            ]
+            out += [("DERIVED_BY", "memory", i) for i in g.notes_derived_from_chunk(nid)]
     if kind == "doc":
         if up:
-            out += [
-                ("SUPERSEDES", "doc", r["id"])
-                for r in g.query(
-                    "MATCH (:Doc {id: $id})-[:SUPERSEDES]->(o:Doc) RETURN o.id AS id", {"id": nid}
-                )
-            ]
+            out += [("SUPERSEDES", "doc", i) for i in g.older_versions(nid)]
         if up and not down:
             # provenance that reached an old version also names what replaced it
-            out += [
-                ("SUPERSEDED_BY", "doc", r["id"])
-                for r in g.query(
-                    "MATCH (n:Doc)-[:SUPERSEDES]->(d:Doc {id: $id}) WHERE NOT d.current"
-                    " RETURN n.id AS id",
-                    {"id": nid},
-                )
-            ]
+            out += [("SUPERSEDED_BY", "doc", i) for i in g.newer_versions_if_retired(nid)]
         if down:
-            out += [
-                ("SUPERSEDED_BY", "doc", r["id"])
-                for r in g.query(
-                    "MATCH (n:Doc)-[:SUPERSEDES]->(:Doc {id: $id}) RETURN n.id AS id", {"id": nid}
-                )
-            ]
-            out += [
-                ("DERIVED_BY", "memory", r["id"])
-                for r in g.query(
-                    "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(:Doc {id: $id}) RETURN m.id AS id",
-                    {"id": nid},
-                )
-            ]
-            out += [
-                ("DERIVED_BY", "memory", r["id"])
-                for r in g.query(
-                    "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(c:Chunk) WHERE c.doc_id = $id"
-                    " RETURN DISTINCT m.id AS id",
-                    {"id": nid},
-                )
-            ]
+            out += [("SUPERSEDED_BY", "doc", i) for i in g.newer_versions(nid)]
+            out += [("DERIVED_BY", "memory", i) for i in g.notes_derived_from_doc(nid)]
+            out += [("DERIVED_BY", "memory", i) for i in g.notes_derived_from_doc_chunks(nid)]
     return sorted(set(out))
 
 
-def _start(folder: Folder, g: Any, ref: str) -> tuple[str, str]:
+def _start(folder: Folder, g: GraphStore, ref: str) -> tuple[str, str]:
     ref = ref.strip()
     if not ref:
         raise BadInput("no id given", "pass a note, chunk or document id")
@@ -200,7 +133,7 @@ def _next_way(rel: str, way: str) -> str:
 
 
 def lineage(
-    folder: Folder, g: Any, ref: str, depth: int = 5, direction: str = "both"
+    folder: Folder, g: GraphStore, ref: str, depth: int = 5, direction: str = "both"
 ) -> dict[str, Any]:
     """The lineage of a note, chunk or document, breadth first up to `depth` hops."""
     if direction not in DIRECTIONS:
@@ -236,7 +169,7 @@ def lineage(
 
 
 # -- keeping DERIVED_FROM edges in step with new versions --------------------------------------
-def derived_notes(g: Any, doc_ids: list[str]) -> list[str]:
+def derived_notes(g: GraphStore, doc_ids: list[str]) -> list[str]:
     """Notes with a `DERIVED_FROM` edge into these documents or their chunks.
 
     Called before the documents leave the graph, so `relink` can restore those edges once
@@ -244,20 +177,10 @@ def derived_notes(g: Any, doc_ids: list[str]) -> list[str]:
     """
     if not doc_ids:
         return []
-    rows = g.query(
-        "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(c:Chunk) WHERE c.doc_id IN $ids"
-        " RETURN DISTINCT m.id AS id",
-        {"ids": list(doc_ids)},
-    )
-    rows += g.query(
-        "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(d:Doc) WHERE d.id IN $ids"
-        " RETURN DISTINCT m.id AS id",
-        {"ids": list(doc_ids)},
-    )
-    return sorted({r["id"] for r in rows})
+    return g.notes_derived_from_docs(doc_ids)
 
 
-def relink(folder: Folder, g: Any, note_ids: list[str]) -> None:
+def relink(folder: Folder, g: GraphStore, note_ids: list[str]) -> None:
     """Re-derive the `DERIVED_FROM` edges of notes from their files (`derived_from` is
     canonical), exactly as `ok index --rebuild` would."""
 
@@ -272,14 +195,11 @@ def relink(folder: Folder, g: Any, note_ids: list[str]) -> None:
             notes.append(notes_mod.read_note(folder.root / paths[nid]["path"], folder))
         except (OkError, OSError):
             continue
-    g.query(
-        "MATCH (m:MemoryNote)-[r:DERIVED_FROM]->() WHERE m.id IN $ids DELETE r",
-        {"ids": [n.id for n in notes]},
-    )
+    g.unlink_derived([n.id for n in notes])
     link_derived(g, notes)
 
 
-def link_derived(g: Graph, notes: list[notes_mod.Note]) -> None:
+def link_derived(g: GraphStore, notes: list[notes_mod.Note]) -> None:
     """`DERIVED_FROM` edges from a note's `derived_from` frontmatter (chunk or doc ids).
 
     A span that is not a chunk of its own (a sentence, `--lines`) links to the chunks it
@@ -288,30 +208,11 @@ def link_derived(g: Graph, notes: list[notes_mod.Note]) -> None:
     for n in notes:
         for ref in n.extra.get("derived_from") or []:
             ref = str(ref)
-            chunks = (
-                [ref]
-                if "#" in ref and g.query("MATCH (c:Chunk {id: $c}) RETURN c.id AS id", {"c": ref})
-                else []
-            )
+            chunks = [ref] if "#" in ref and g.has_chunk(ref) else []
             span = re.fullmatch(r"([0-9a-f]{16})#char(\d+)-(\d+)", ref)
             if span and not chunks:
-                chunks = [
-                    r["id"]
-                    for r in g.query(
-                        "MATCH (c:Chunk) WHERE c.doc_id = $d AND c.span_start < $e "
-                        "AND c.span_end > $s RETURN c.id AS id",
-                        {"d": span[1], "s": int(span[2]), "e": int(span[3])},
-                    )
-                ]
+                chunks = g.chunks_overlapping(span[1], int(span[2]), int(span[3]))
             for c in chunks:
-                g.query(
-                    "MATCH (m:MemoryNote {id: $m}), (c:Chunk {id: $c}) "
-                    "MERGE (m)-[:DERIVED_FROM]->(c)",
-                    {"m": n.id, "c": c},
-                )
+                g.link_note_to_chunk(n.id, c)
             if not chunks:
-                g.query(
-                    "MATCH (m:MemoryNote {id: $m}), (d:Doc {id: $d}) "
-                    "MERGE (m)-[:DERIVED_FROM]->(d)",
-                    {"m": n.id, "d": ref.split("#")[0]},
-                )
+                g.link_note_to_doc(n.id, ref.split("#")[0])

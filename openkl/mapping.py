@@ -9,15 +9,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from .errors import BadInput, NotFound
 from .folder import Folder, append_whole, atomic_write, shown
+from .records import MappingEntry
 
 
-def load(folder: Folder) -> dict[str, dict[str, Any]]:
+def load(folder: Folder) -> dict[str, MappingEntry]:
     """Entries by doc id; of several lines for one id (appended by a journal), the last wins."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, MappingEntry] = {}
     if not folder.mapping_path.exists():
         return out
     text = folder.mapping_path.read_text(encoding="utf-8", errors="replace")
@@ -35,11 +36,11 @@ def load(folder: Folder) -> dict[str, dict[str, Any]]:
                 "fix or delete that line, then run `ok sync`",
             ) from e
         if isinstance(entry, dict) and entry.get("id"):
-            out[entry["id"]] = entry
+            out[entry["id"]] = cast(MappingEntry, entry)  # its other keys are as written
     return out
 
 
-def append(folder: Folder, entries: list[dict[str, Any]]) -> None:
+def append(folder: Folder, entries: list[MappingEntry]) -> None:
     """Record entries at the end of the mapping before the files they describe are written,
     so a crash between the two cannot lose a document's provenance. `save` compacts."""
     from . import crash
@@ -73,7 +74,7 @@ def _cut_torn_tail(path: Path) -> None:
         os.close(fd)
 
 
-def save(folder: Folder, entries: dict[str, dict[str, Any]]) -> None:
+def save(folder: Folder, entries: dict[str, MappingEntry]) -> None:
     lines = [
         json.dumps(e, ensure_ascii=False, sort_keys=True)
         for _, e in sorted(entries.items(), key=lambda kv: (kv[1].get("path", ""), kv[0]))
@@ -81,11 +82,11 @@ def save(folder: Folder, entries: dict[str, dict[str, Any]]) -> None:
     atomic_write(folder.mapping_path, "\n".join(lines) + ("\n" if lines else ""))
 
 
-def by_path(entries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def by_path(entries: dict[str, MappingEntry]) -> dict[str, MappingEntry]:
     return {e["path"]: e for e in entries.values() if e.get("current", True) and e.get("path")}
 
 
-def resolve(folder: Folder, ref: str, include_old: bool = False) -> dict[str, Any]:
+def resolve(folder: Folder, ref: str, include_old: bool = False) -> MappingEntry:
     """A mapping entry by doc id, id prefix, path (normalized or source), URL or arXiv id."""
     entries = load(folder)
     if ref in entries:

@@ -19,27 +19,25 @@ import contextlib
 import functools
 import inspect
 import json
-import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from . import grep as grep_mod
 from . import indexer, ops
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
-from .folder import MAX_PATH, NAME_NOT_UTF8, Folder, check_path, is_utf8, open_folder, shown
+from .folder import MAX_PATH, Folder, open_folder, shown
+from .ops import safe_path
 
 SERVER_NAME = "openkl"
 MARKER = (
     "[truncated: {shown} of {total} {what} shown; the result exceeded the {cap}-byte cap "
     "(mcp.max_bytes){hint}]"
 )
-FS_SKIP = (".ok/kuzu", ".ok/cache", ".ok/lock")
 
 # arguments many tools share (the JSON schema an agent sees comes from these)
 StackArg = Annotated[
@@ -148,24 +146,6 @@ def limit(result: dict[str, Any], cap: int) -> dict[str, Any]:
     }
 
 
-def safe_path(folder: Folder, rel: str) -> Path:
-    """A path inside the folder, or `BadInput`: no NUL bytes, no absolute paths, no `..`,
-    and no symlink that leads out of the folder (the resolved path must stay inside)."""
-    if "\x00" in rel:
-        raise BadInput("path contains a NUL byte", "pass a plain relative path")
-    rel = rel.strip() or "."
-    check_path(rel)
-    if rel.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", rel) or Path(rel).is_absolute():
-        raise BadInput(
-            f"absolute path '{shown(rel)}' refused", "pass a path relative to the folder root"
-        )
-    if ".." in PurePosixPath(rel.replace("\\", "/")).parts:
-        raise BadInput(
-            f"path '{shown(rel)}' climbs out with `..`", "pass a path relative to the folder root"
-        )
-    return folder.inside(rel)
-
-
 # what a single string argument may hold: names and ids are short, paths at most PATH_MAX
 MAX_ARG = MAX_PATH
 
@@ -242,16 +222,20 @@ class KnowledgeServer:
             )
         return self.stacks[name]
 
-    def _k(self, st: Stack, k: int | None) -> int:
-        """`k`, or the folder's default, capped by `mcp.max_k` (a larger k is clamped, not
-        refused: the result says which k was used)."""
-        k = int(st.folder.setting("search.k") if k is None else k)
-        if k < 1:
+    def _check_k(self, st: Stack, k: int | None) -> int | None:
+        """A count the caller passed must be at least 1 (one over `mcp.max_k` is clamped,
+        not refused: the result says which k was used)."""
+        if k is not None and int(k) < 1:
             raise UsageError(
                 f"k must be at least 1, got {k}",
                 f"pass 1 to {st.folder.setting('mcp.max_k')} (mcp.max_k)",
             )
-        return min(k, st.folder.setting("mcp.max_k"))
+        return k
+
+    def _k(self, st: Stack, k: int) -> int:
+        """`k`, checked and capped by `mcp.max_k`."""
+        self._check_k(st, k)
+        return min(int(k), st.folder.setting("mcp.max_k"))
 
     def _read_graph(self, st: Stack, tool: str) -> Any:
         """Open the graph read-only for one call, with the tool's time cap on its queries."""
@@ -263,6 +247,10 @@ class KnowledgeServer:
                 yield g
 
         return cm()
+
+    def _reader(self, st: Stack, tool: str) -> Callable[[], Any]:
+        """How the operations open the graph for one call of `tool`."""
+        return functools.partial(self._read_graph, st, tool)
 
     @contextlib.contextmanager
     def _writing(self, st: Stack, tool: str) -> Iterator[None]:
@@ -287,16 +275,7 @@ class KnowledgeServer:
                 "read_only": self.read_only,
             }
             try:
-                with self._read_graph(st, "list_stacks") as g:
-                    c = g.counts()
-                row.update(
-                    {
-                        "docs": c.get("Doc", 0),
-                        "chunks": c.get("Chunk", 0),
-                        "notes": c.get("MemoryNote", 0),
-                        "entities": c.get("Entity", 0),
-                    }
-                )
+                row.update(ops.counts(st.folder, graph=self._reader(st, "list_stacks")))
             except OkError as e:
                 row["error"] = str(e)
             out.append(row)
@@ -316,31 +295,22 @@ class KnowledgeServer:
         since: str | None = None,
         until: str | None = None,
     ) -> dict[str, Any]:
-        from . import ops
-        from .search import Filters
-
         st = self.stack(stack)
-        f = st.folder
-        kk = self._k(st, k)
-        flt = Filters(
+        res = ops.search(
+            st.folder,
+            query,
+            k=self._check_k(st, k),
+            mode=mode,
+            max_k=st.folder.setting("mcp.max_k"),
+            scope=scope,
             tags=notes_mod.clean_labels(tags),
             topics=notes_mod.clean_labels(topics),
             path=path,
             since=since,
             until=until,
-        ).normalized()
-        emb = indexer.embedder(f)
-        with self._read_graph(st, tool) as g:
-            hits = ops.search(
-                f,
-                g,
-                query,
-                ops.search_options(f, k=kk, mode=mode),
-                scope=scope,
-                filters=flt,
-                embedder=emb,
-            )
-        return {"stack": st.name, "query": query, "k": kk, "results": hits}
+            graph=self._reader(st, tool),
+        )
+        return {"stack": st.name, "query": query, "k": res.options.k, "results": res.hits}
 
     def search(
         self,
@@ -473,8 +443,7 @@ class KnowledgeServer:
         st = self.stack(stack)
         cap = st.folder.setting("mcp.cypher_max_rows")
         try:
-            with self._read_graph(st, "graph_cypher") as g:
-                rows = g.cypher(query, params or {})
+            rows = ops.cypher(st.folder, query, params, graph=self._reader(st, "graph_cypher"))
         except ReadOnlyViolation as e:
             raise ReadOnlyViolation(
                 "graph_cypher is read-only; this query writes",
@@ -552,17 +521,11 @@ class KnowledgeServer:
         """Check citations against the files: verified (quote at its span, hash matches),
         moved (found elsewhere or in a newer version), changed (only a close match, with
         similarity) or missing. `ok` is true when every one is verified or moved."""
-        from . import citations as cit
-
         st = self.stack(stack)
         if not items:
             raise UsageError("nothing to verify", "pass citation ids or cite objects")
-        results = cit.verify_many(st.folder, [x if isinstance(x, dict) else str(x) for x in items])
-        return {
-            "stack": st.name,
-            "ok": all(r["status"] in cit.PASSING for r in results),
-            "results": results,
-        }
+        v = ops.verify_citations(st.folder, [x if isinstance(x, dict) else str(x) for x in items])
+        return {"stack": st.name, "ok": v.ok, "results": v.results}
 
     # -- tools: entity graph ----------------------------------------------------------------
     def entities(
@@ -587,19 +550,19 @@ class KnowledgeServer:
         """Entities of the graph (names, terms, people, systems …) with type, confidence,
         aliases and contributing documents, most confident first; or, with `name`, one
         entity in detail."""
-        from .entities import queries as ent
-
         st = self.stack(stack)
-        with self._read_graph(st, "entities") as g:
-            if name:
-                return {"stack": st.name, **ent.entity_detail(st.folder, g, name, min_confidence)}
-            rows = ent.list_entities(
-                g,
-                type=type,
-                min_confidence=min_confidence,
-                query=query,
-                limit=self._k(st, limit or 50),
-            )
+        graph = self._reader(st, "entities")
+        if name:
+            detail = ops.entity(st.folder, name, min_confidence=min_confidence, graph=graph)
+            return {"stack": st.name, **detail}
+        rows = ops.list_entities(
+            st.folder,
+            type=type,
+            min_confidence=min_confidence,
+            name=query,
+            limit=self._k(st, limit or 50),
+            graph=graph,
+        )
         return {"stack": st.name, "results": rows}
 
     def traverse(
@@ -614,16 +577,19 @@ class KnowledgeServer:
     ) -> dict[str, Any]:
         """Walk the entity graph from an entity over typed relationships (both directions),
         breadth first; each step carries its path and the evidence of every hop."""
-        from .entities import queries as ent
-
         st = self.stack(stack)
         if not 0 <= depth <= 4:
             raise UsageError("depth must be between 0 and 4")
         cap = st.folder.setting("mcp.max_k") * 4
-        with self._read_graph(st, "traverse") as g:
-            res = ent.traverse(
-                g, name, depth=depth, rel=rel, min_confidence=min_confidence, limit=cap
-            )
+        res = ops.traverse(
+            st.folder,
+            name,
+            depth=depth,
+            rel=rel,
+            min_confidence=min_confidence,
+            limit=cap,
+            graph=self._reader(st, "traverse"),
+        )
         out = {
             "stack": st.name,
             "start": res["start"],
@@ -662,20 +628,16 @@ class KnowledgeServer:
         why each matters), the relationships between them, the source passages, the
         reasoning and a HIGH/MEDIUM/LOW confidence. Uses the LLM to pick entities when one is
         configured."""
-        from .context import context as run
-
         st = self.stack(stack)
-        f = st.folder
-        with self._read_graph(st, "context") as g:
-            data = run(
-                f,
-                g,
-                query,
-                k=self._k(st, k or 8),
-                max_entities=self._k(st, max_entities),
-                min_conf=min_confidence,
-                embedder=indexer.embedder(f),
-            )
+        data = ops.context(
+            st.folder,
+            query,
+            k=self._check_k(st, k or None),
+            max_entities=self._check_k(st, max_entities),
+            min_confidence=min_confidence,
+            max_k=st.folder.setting("mcp.max_k"),
+            graph=self._reader(st, "context"),
+        )
         return {"stack": st.name, **data}
 
     # -- tools: answers -------------------------------------------------------------------
@@ -694,18 +656,16 @@ class KnowledgeServer:
         """Answer a question from the folder with [N] markers; `citations` holds the cite
         object of every [N] (its `n`). Uses the configured LLM, else an extractive answer of
         the best matching sentences. Says so when the folder does not hold the answer."""
-        from .ask import answer, retrieve
-        from .llm import config_from
-
         st = self.stack(stack)
-        f = st.folder
-        llm = config_from(f, required=False)
-        emb = indexer.embedder(f)
-        with self._read_graph(st, "ask") as g:  # not held while the LLM answers
-            hits = retrieve(
-                f, g, question, k=self._k(st, k or f.setting("ask.k")), scope=scope, embedder=emb
-            )
-        return {"stack": st.name, **answer(f, question, hits, llm=llm, embedder=emb, remember=True)}
+        res = ops.ask(
+            st.folder,
+            question,
+            k=self._check_k(st, k or None),
+            scope=scope,
+            max_k=st.folder.setting("mcp.max_k"),
+            graph=self._reader(st, "ask"),  # not held while the LLM answers
+        )
+        return {"stack": st.name, **res}
 
     # -- tools: files ---------------------------------------------------------------------
     def fs_list(
@@ -715,40 +675,12 @@ class KnowledgeServer:
     ) -> dict[str, Any]:
         """List a directory inside the knowledge folder (never outside it)."""
         st = self.stack(stack)
-        f = st.folder
-        d = safe_path(f, path)
-        if not d.is_dir():
-            raise BadInput(f"{path} is not a directory", "use fs_read for files")
         cap = st.folder.setting("mcp.fs_max_entries")
-        entries = sorted(d.iterdir(), key=lambda p: p.name)
-        rows = []
-        for p in entries[:cap]:
-            rel = (d / p.name).relative_to(f.root).as_posix()
-            row: dict[str, Any] = {"name": p.name, "path": rel}
-            if not is_utf8(p.name):  # JSON cannot carry it; the escaped form cannot be read
-                row.update(name=shown(p.name, 4096), path=shown(rel, 4096), problem=NAME_NOT_UTF8)
-            if p.is_symlink():
-                target = p.resolve()
-                inside = target == f.root or f.root in target.parents
-                row["type"] = "link" if inside else "link-outside"
-                if inside:
-                    row["target"] = f.rel(target)
-            elif p.is_dir():
-                row["type"] = "dir"
-            else:
-                row["type"] = "file"
-                row["size"] = p.stat().st_size
-            rows.append(row)
-        out: dict[str, Any] = {
-            "stack": st.name,
-            "path": f.rel(d) if d != f.root else ".",
-            "results": rows,
-        }
-        if len(entries) > cap:
+        ls = ops.list_dir(st.folder, path, max_entries=cap)
+        out: dict[str, Any] = {"stack": st.name, "path": ls.path, "results": ls.entries}
+        if ls.total > cap:
             out["truncated"] = True
-            out["marker"] = (
-                f"[truncated: {cap} of {len(entries)} entries shown (mcp.fs_max_entries)]"
-            )
+            out["marker"] = f"[truncated: {cap} of {ls.total} entries shown (mcp.fs_max_entries)]"
         return out
 
     def fs_read(
@@ -767,49 +699,25 @@ class KnowledgeServer:
         """Read a text file inside the knowledge folder (notes, normalized docs, config,
         citations). Long files come back in pieces: `next_offset` says where to go on."""
         st = self.stack(stack)
-        f = st.folder
-        p = safe_path(f, path)
-        rel = f.rel(p)
-        if any(rel == s or rel.startswith(s + "/") for s in FS_SKIP):
-            raise BadInput(f"{rel} is derived binary state", "read the files, not the index")
-        if not p.is_file():
-            raise NotFound(f"no file {path} in the folder", "use fs_list to see what is there")
         cap = st.folder.setting("mcp.max_bytes") - 1000
-        want = min(int(max_bytes or cap), cap)
-        size = p.stat().st_size
-        offset = max(0, int(offset))
-        if offset > size:
-            raise BadInput(
-                f"offset {offset} is past the end of {rel} ({size} bytes)",
-                f"pass an offset from 0 to {size} (next_offset of the last piece)",
-            )
-        with open(p, "rb") as fh:
-            head = fh.read(8192)
-            if b"\x00" in head:
-                raise BadInput(
-                    f"{rel} is a binary file", "read its normalized text under store/normalized/"
-                )
-            fh.seek(offset)
-            raw = fh.read(want + 4)
-        chunk = raw[:want]
-        text = chunk.decode("utf-8", errors="ignore")
-        used = len(text.encode("utf-8"))
-        end = offset + used
+        piece = ops.read_piece(
+            st.folder, path, offset=offset, max_bytes=min(int(max_bytes or cap), cap)
+        )
         out: dict[str, Any] = {
             "stack": st.name,
-            "path": rel,
-            "size": size,
-            "offset": offset,
-            "text": text,
+            "path": piece.path,
+            "size": piece.size,
+            "offset": piece.offset,
+            "text": piece.text,
         }
-        if end < size:
+        if piece.end < piece.size:
             out["truncated"] = True
-            out["next_offset"] = end
+            out["next_offset"] = piece.end
             out["marker"] = (
-                f"[truncated: bytes {offset}-{end} of {size} shown; call fs_read "
-                f"with offset={end} to continue]"
+                f"[truncated: bytes {piece.offset}-{piece.end} of {piece.size} shown; call "
+                f"fs_read with offset={piece.end} to continue]"
             )
-            out["text"] = text + "\n" + out["marker"]
+            out["text"] = piece.text + "\n" + out["marker"]
         return out
 
     def sh_grep(
@@ -834,11 +742,11 @@ class KnowledgeServer:
         st = self.stack(stack)
         cap = st.folder.setting("mcp.grep_max")
         n = min(int(max_count or cap), cap)
-        hits = grep_mod.grep(
-            st.folder, pattern, scope=scope, ignore_case=ignore_case, fixed=fixed, max_count=n + 1
+        res = ops.grep(
+            st.folder, pattern, scope=scope, ignore_case=ignore_case, fixed=fixed, max_count=n
         )
-        out: dict[str, Any] = {"stack": st.name, "pattern": pattern, "results": hits[:n]}
-        if len(hits) > n:
+        out: dict[str, Any] = {"stack": st.name, "pattern": pattern, "results": res.hits}
+        if res.more:
             out["truncated"] = True
             out["marker"] = f"[truncated: stopped after {n} matches (max_count, mcp.grep_max)]"
         return out
@@ -846,15 +754,12 @@ class KnowledgeServer:
     # -- resources --------------------------------------------------------------------------
     def read_note(self, stack: str, note_id: str) -> str:
         st = self.stack(stack)
-        note = notes_mod.find(st.folder, note_id)
+        note = ops.show_note(st.folder, note_id)
         assert note.path is not None
         return note.path.read_text(encoding="utf-8")
 
     def read_doc(self, stack: str, doc_id: str) -> str:
-        from .store import read_doc
-
-        _, text = read_doc(self.stack(stack).folder, doc_id)
-        return text
+        return ops.show_doc(self.stack(stack).folder, doc_id).text
 
     # -- the MCP server -------------------------------------------------------------------
     def tool_specs(self) -> list[tuple[Callable[..., dict[str, Any]], dict[str, bool]]]:

@@ -7,7 +7,441 @@ dict at run time, and mypy checks its keys.
 
 from __future__ import annotations
 
+from typing import Any, NotRequired, TypedDict, cast
+
 # -- files, citations and reports --------------------------------------------------------
+
+
+# The mapping: `.ok/mapping.jsonl`, one entry per document version (openkl.mapping).
+class Source(TypedDict, total=False):
+    """Where a document came from; which keys are set says what kind of source it is."""
+
+    path: str  # a file: its original under store/sources/ (or, hand-added, its own path)
+    url: str  # a web page, as asked for
+    arxiv: str  # an arXiv paper, the id as given (with a version when one was asked for)
+    repo: str  # a repository (path or git URL), with `file` inside it
+    file: str  # the file's path inside `repo`
+    branch: str  # the branch of `repo`, when one was asked for
+
+
+class RefreshPolicy(TypedDict, total=False):
+    """When a source is due again (`ok store … --refresh/--cron`); cron wins."""
+
+    interval: str  # "30m", "6h", "1d", "2w"
+    cron: str  # five fields, UTC, or a macro such as @daily
+
+
+class FetchInfo(TypedDict, total=False):
+    """What the last fetch of a source learnt, and what the next refresh asks with."""
+
+    kind: str  # web | arxiv | repo | file
+    url: str  # web: the URL after redirects; arxiv: the PDF's URL
+    etag: str | None  # web: for If-None-Match (None, as a fetch reports it, is not stored)
+    last_modified: str | None  # web: for If-Modified-Since (likewise)
+    content_type: str  # web
+    status: int  # web: the HTTP status (304 when a refresh found it unchanged)
+    version: str  # arxiv: the latest version, "v3"
+    updated: str  # arxiv: when that version appeared
+    commit: str  # repo: the commit the files were read at
+    include: list[str]  # repo: the --include globs
+    branch: str  # repo
+    unchanged: bool  # arxiv, during a refresh only (never stored): the version is known
+
+
+class RefreshError(TypedDict):
+    """Why the last refresh of a source failed."""
+
+    at: str  # when (UTC ISO)
+    error: str  # the error, as one line
+
+
+class ArxivMeta(TypedDict):
+    """What arXiv's API says about a paper; an arXiv document's `meta` holds it."""
+
+    title: str
+    authors: list[str]
+    abstract: str
+    published: str  # when the first version appeared (UTC ISO)
+    updated: str  # when this version appeared
+    version: str  # "v2"; empty when the API gave none
+    entry_id: str  # the abstract page's URL
+    categories: list[str]
+    pdf_url: str
+    doi: NotRequired[str]
+
+
+class MappingEntry(TypedDict):
+    """One document version in `.ok/mapping.jsonl`. Only `id` and `path` are always there:
+    entries found by `ok sync` (a hand-added file, a doc edited in place) have few keys."""
+
+    id: str  # the doc id: the first 16 hex digits of the normalized text's sha256
+    path: str  # the normalized text (store/normalized/…); for an old version its kept copy
+    # (.ok/versions/<id>.ok.md), or where that copy would be when `text_kept` is false
+    source: NotRequired[Source]  # where it came from
+    origin: NotRequired[str]  # what was read: an absolute path, a URL, or "-" for stdin
+    media_type: NotRequired[str]  # the original's media type
+    title: NotRequired[str]  # from the extractor or the fetcher (a page's <title>)
+    ingested_at: NotRequired[str]  # when this version was stored (UTC ISO)
+    fetched_at: NotRequired[str]  # when its source was last read (refreshes count from it)
+    sha256: NotRequired[str]  # of the normalized text (the id is its first 16 digits)
+    current: NotRequired[bool]  # false for a superseded version; absent means true
+    refresh: NotRequired[RefreshPolicy | None]  # the refresh policy; None or absent: none
+    meta: NotRequired[dict[str, Any]]  # what the extractor and the fetcher knew (ArxivMeta…)
+    fetch: NotRequired[FetchInfo]  # what the last fetch learnt
+    refresh_error: NotRequired[RefreshError]  # the last refresh failed; cleared by success
+    supersedes: NotRequired[str]  # the id of the version this one replaced
+    superseded_by: NotRequired[str]  # an old version: the id of the one that replaced it
+    superseded_at: NotRequired[str]  # an old version: when it was replaced
+    last_path: NotRequired[str]  # an old version edited in place: the path it had
+    text_kept: NotRequired[bool]  # false when an old version's text is gone (edited in place)
+    drift: NotRequired[float]  # an old version: 1 - cosine to the version that replaced it
+
+
+# Cite objects: what search returns, and what `ok cite` makes, keeps and verifies.
+class Loc(TypedDict):
+    """A span of a file's text."""
+
+    kind: str  # always "char"
+    start: int  # the first character (0-based)
+    end: int  # one past the last character
+
+
+class CiteContext(TypedDict):
+    """The text around a quote, so it can be found again after edits."""
+
+    pre: str  # up to 120 characters before the quote
+    post: str  # up to 120 characters after it
+
+
+class Signal(TypedDict):
+    """One search signal's part in a hit (`ok search --explain`)."""
+
+    score: float  # the signal's raw score (BM25 or cosine)
+    rank: int  # the hit's rank in that signal's list (1-based)
+
+
+class Cite(TypedDict):
+    """A cite object: a search hit, a citation (`ok cite make`), a citation kept in
+    `citations/<id>.json`, or a citation an answer gives. The required keys are always
+    there, in this order (`new_cite` builds one); each of the others belongs to one use."""
+
+    type: str  # chunk | memory (a note) | doc (a whole document)
+    id: str  # a hit: the chunk or note id; a citation: c-<16 hex> (`citations.cite_id`)
+    ref: NotRequired[str]  # a citation: what it cites (doc id, <doc>#char<s>-<e>, note id)
+    doc_id: str  # the document's id (a note's id for a memory)
+    path: str  # the cited file, relative to the folder's root
+    sha256: str  # of the cited file's text
+    title: str  # the document's title; a note's first line
+    loc: Loc  # the quote's span in that text
+    quote: str  # the cited text, exactly
+    context: CiteContext  # the text on either side (empty when the file is unreadable)
+    source: Source  # where the document came from
+    created_at: str  # a hit: when the doc was stored or the note written; a citation: made
+    tags: NotRequired[list[str]]  # a note hit: the note's tags; a kept citation: its own
+    topics: NotRequired[list[str]]  # a note hit: the note's topics
+    score: NotRequired[float]  # a hit: the fused score
+    rank: NotRequired[int]  # a hit: its place in the results (1-based)
+    signals: NotRequired[dict[str, Signal]]  # a hit with --explain: fts and vector
+    n: NotRequired[int]  # in an answer: the [N] marker the citation stands for
+    retention_class: NotRequired[str]  # a kept citation: standard | keep | ephemeral
+    history: NotRequired[list[CiteMove]]  # a kept citation: where `verify --update` moved it
+    updated_at: NotRequired[str]  # a kept citation: when it was last moved
+
+
+def new_cite(
+    type_: str,
+    id_: str,
+    doc_id: str,
+    path: str,
+    sha256: str,
+    title: str,
+    start: int,
+    end: int,
+    quote: str,
+    context: CiteContext,
+    source: Source,
+    created_at: str,
+    *,
+    ref: str | None = None,
+    tags: list[str] | None = None,
+    topics: list[str] | None = None,
+) -> Cite:
+    """A cite object with its keys in the order the JSON shows them (`ref` after `id`, the
+    note's `tags` and `topics` last)."""
+    head: dict[str, Any] = {"type": type_, "id": id_}
+    if ref is not None:
+        head["ref"] = ref
+    body: dict[str, Any] = {
+        "doc_id": doc_id,
+        "path": path,
+        "sha256": sha256,
+        "title": title,
+        "loc": {"kind": "char", "start": start, "end": end},
+        "quote": quote,
+        "context": context,
+        "source": source,
+        "created_at": created_at,
+    }
+    if tags is not None:
+        body["tags"] = tags
+    if topics is not None:
+        body["topics"] = topics
+    return cast(Cite, head | body)
+
+
+def note_title(text: str) -> str:
+    """A note's title in a cite object: the first line of the cited text (80 chars at most)."""
+    return (text.splitlines() or [""])[0][:80]
+
+
+class CitedAt(TypedDict):
+    """Which version of which file a citation points at, and where in it."""
+
+    doc_id: str
+    path: str
+    loc: Loc
+
+
+class FoundAt(TypedDict):
+    """Where `verify` found a citation's quote now."""
+
+    doc_id: str  # the version that holds it (a note's id for a memory)
+    path: str
+    sha256: str  # of that file's text
+    loc: Loc
+    quote: NotRequired[str]  # only when it changed: the passage that is there now
+
+
+class Archived(TypedDict):
+    """The superseded version that still holds a quote which its successor lost."""
+
+    path: str
+    doc_id: str
+
+
+class CiteStatus(TypedDict):
+    """What `ok cite verify` says about one citation."""
+
+    id: str
+    status: str  # verified | moved | changed | missing
+    type: str
+    ref: str | None
+    cited: CitedAt  # what the citation recorded
+    found: FoundAt | None  # where the quote is now; None when missing
+    similarity: float  # 1.0 for an exact quote; the closest passage's otherwise
+    changes: list[str]  # what differs: document, path, version, span
+    diagnostics: list[str]  # sentences saying what was looked at and found
+    reason: NotRequired[str]  # missing: document_gone | note_gone | quote_gone
+    archived: NotRequired[Archived]  # changed or missing, but the cited version has it
+    persisted: NotRequired[bool]  # kept in citations/ (from `verify_many`)
+    updated: NotRequired[bool]  # rewritten where it was found (`verify --update`)
+
+
+class CitedVersion(TypedDict):
+    """What a kept citation pointed at before `verify --update` moved it."""
+
+    doc_id: str
+    path: str
+    sha256: str
+    loc: Loc
+
+
+# "from" is a keyword, hence the functional form
+CiteMove = TypedDict(
+    "CiteMove",
+    {
+        "at": str,  # when it was moved
+        "status": str,  # what verify said then
+        "changes": list[str],  # what differed
+        "from": CitedVersion,  # where it pointed before
+    },
+)
+
+
+class Span(TypedDict):
+    start: int
+    end: int
+
+
+class CitePassage(TypedDict):
+    """A citation's quote where it is now, with lines around it (`ok cite open`)."""
+
+    id: str
+    status: str
+    verification: CiteStatus
+    path: str
+    lines: Span | None  # the quote's first and last line (1-based); None from the citation
+    text: str  # the lines shown
+    highlight: Span  # the quote within `text`
+    first_line: NotRequired[int]  # the number of `text`'s first line
+    from_citation: bool  # the files hold nothing: `text` is what the citation recorded
+
+
+class FileProblem(TypedDict):
+    """A file that could not be read, and why."""
+
+    path: str
+    problem: str
+
+
+class CiteGcReport(TypedDict):
+    """What `ok cite gc` removed (or would, with `dry_run`)."""
+
+    transient: list[str]  # ids of transient citations
+    orphaned: list[str]  # kept citations whose document or note is gone
+    expired: list[str]  # ephemeral citations that no longer verify
+    kept: int
+    problems: list[FileProblem]  # citation files that cannot be read
+    dry_run: bool
+
+
+# Reports of the writes: what `ok store ingest` / `web` / `arxiv` / `repo`, `ok sync` /
+# `ok index` and `ok refresh` print. The reports themselves stay dataclasses beside the code
+# that fills them (store.IngestReport, indexer.SyncReport, refresh.RefreshReport), since
+# they have derived parts; their items and their `as_dict()` are the records here.
+class Skipped(TypedDict):
+    """Something given or found that was not stored, and why."""
+
+    path: str  # as given, found or fetched (a path or a URL)
+    reason: str  # a sentence, with a hint where there is one
+
+
+class Added(TypedDict):
+    """A document version an ingest stored."""
+
+    id: str
+    path: str  # its normalized text
+    origin: str  # what it was read from
+    title: str
+    supersedes: NotRequired[str]  # the version it replaced
+    drift: NotRequired[float]  # from that version (when both texts could be read)
+
+
+class Unchanged(TypedDict):
+    """Something an ingest found already stored."""
+
+    id: str
+    path: str
+    origin: str
+    current: NotRequired[bool]  # false: it is an old version (of `superseded_by`)
+    superseded_by: NotRequired[str]
+
+
+class IngestReportDict(TypedDict):
+    """`store.IngestReport.as_dict()`."""
+
+    added: list[Added]
+    unchanged: list[Unchanged]
+    skipped: list[Skipped]
+    chunks: int  # chunks indexed
+
+
+# a document whose normalized file was renamed (`ok sync`); "from" is a keyword, hence the
+# functional form
+DocMove = TypedDict("DocMove", {"id": str, "from": str, "to": str})
+
+
+class SyncProblem(TypedDict):
+    """A file `ok sync` could not take in as written."""
+
+    path: str
+    problem: str  # what is wrong, and how to fix it
+    kind: str  # unreadable | same_content
+    kept: NotRequired[str]  # the id of the version the graph keeps for that path
+
+
+class SyncReportDict(TypedDict):
+    """`indexer.SyncReport.as_dict()`: what `ok sync` / `ok index` did (or would do)."""
+
+    docs_added: list[str]
+    docs_removed: list[str]
+    docs_moved: list[DocMove]
+    notes_added: list[str]
+    notes_updated: list[str]
+    notes_removed: list[str]
+    chunks_added: int
+    problems: list[SyncProblem]
+    rebuilt: bool
+    incomplete: list[str]  # re-indexed because derived parts were missing ("entities":
+    # a batched load was cut off before its entities were made)
+    docs_missing: list[str]  # in the mapping, not on disk
+    docs_unlinked: list[str]  # old versions without SUPERSEDES
+    recovered: list[str]  # ["graph"]: derived anew after a replayed log
+    changed: bool
+    unreadable: list[str]  # paths of the problems of kind unreadable
+
+
+class DueSource(TypedDict):
+    """A document a refresh looks at, or whose policy was set."""
+
+    id: str
+    path: str | None
+    kind: NotRequired[str | None]  # web | arxiv | repo | file; None: nothing to re-read
+    refresh: RefreshPolicy | None
+    next_due: str | None  # UTC ISO; None when never fetched or without a policy
+
+
+class RefreshChange(TypedDict):
+    """A refreshed document whose content changed: a new version."""
+
+    id: str  # the version that was current
+    new: str  # the new version's id
+    path: str
+    drift: float | None
+
+
+class DocRef(TypedDict):
+    """A document by id and path (new files of a refreshed repository)."""
+
+    id: str
+    path: str
+
+
+class RefreshRemoved(TypedDict):
+    id: str
+    path: str
+    reason: str  # "deleted upstream"
+
+
+class RefreshFailure(TypedDict):
+    id: str  # a doc id, or the path or URL of what failed
+    error: str
+
+
+class RefreshSkip(TypedDict):
+    id: str
+    reason: str
+
+
+class RefreshReportDict(TypedDict):
+    """`refresh.RefreshReport.as_dict()`: what `ok refresh` did."""
+
+    due: list[DueSource]  # what was looked at
+    changed: list[RefreshChange]
+    unchanged: list[str]
+    added: list[DocRef]  # new files of a repository
+    removed: list[RefreshRemoved]  # files deleted upstream
+    failed: list[RefreshFailure]
+    skipped: list[RefreshSkip]
+    dry_run: bool
+
+
+class DocVersion(TypedDict):
+    """One version of a document in `ok store history`, newest first."""
+
+    id: str
+    current: bool
+    path: str | None
+    title: str
+    sha256: str | None
+    source: Source | None
+    ingested_at: str | None
+    fetched_at: str | None
+    superseded_at: str | None
+    superseded_by: str | None
+    supersedes: str | None
+    drift: float | None  # from the version before
+    fetch: NotRequired[FetchInfo]
 
 
 # -- the entity graph --------------------------------------------------------------------

@@ -19,13 +19,29 @@ import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import crash, events
 from . import mapping as mapping_mod
 from .drift import after_ingest, doc_vector, drift_between
 from .errors import BadInput, OkError, UsageError
 from .folder import Folder, iso, utcnow
+from .records import (
+    DocRef,
+    DocVersion,
+    DueSource,
+    FetchInfo,
+    MappingEntry,
+    RefreshChange,
+    RefreshFailure,
+    RefreshPolicy,
+    RefreshRemoved,
+    RefreshReportDict,
+    RefreshSkip,
+)
+
+if TYPE_CHECKING:  # imported where a refresh runs: sources loads the store and the indexer
+    from .sources import Batch, WebClient
 
 __all__ = ["after_ingest", "doc_vector", "drift_between"]
 
@@ -179,9 +195,9 @@ def parse_cron(expr: str) -> Cron:
     return cron
 
 
-def make_policy(every: str | None = None, cron: str | None = None) -> dict[str, Any] | None:
+def make_policy(every: str | None = None, cron: str | None = None) -> RefreshPolicy | None:
     """A refresh policy from `--refresh` and `--cron`, validated (None when neither is given)."""
-    policy: dict[str, Any] = {}
+    policy: RefreshPolicy = {}
     if every:
         parse_interval(every)
         policy["interval"] = every.strip()
@@ -222,7 +238,7 @@ def _next_interval(every: str, last: str) -> dt.datetime | None:
 NEVER_FETCHED = dt.datetime.min.replace(tzinfo=dt.UTC)
 
 
-def next_due(entry: dict[str, Any]) -> dt.datetime | None:
+def next_due(entry: MappingEntry) -> dt.datetime | None:
     """When a document's source is next due (None: no policy, or no valid one)."""
     policy = entry.get("refresh")
     if not policy or not isinstance(policy, dict):
@@ -237,12 +253,12 @@ def next_due(entry: dict[str, Any]) -> dt.datetime | None:
     return None
 
 
-def is_due(entry: dict[str, Any], now: dt.datetime) -> bool:
+def is_due(entry: MappingEntry, now: dt.datetime) -> bool:
     when = next_due(entry)
     return when is not None and when <= now
 
 
-def source_kind(entry: dict[str, Any]) -> str | None:
+def source_kind(entry: MappingEntry) -> str | None:
     """web | arxiv | repo | file, or None when the source cannot be re-read."""
     src = entry.get("source") or {}
     if src.get("url"):
@@ -258,7 +274,7 @@ def source_kind(entry: dict[str, Any]) -> str | None:
 
 
 # -- drift -----------------------------------------------------------------------------------
-def history(folder: Folder, ref: str) -> list[dict[str, Any]]:
+def history(folder: Folder, ref: str) -> list[DocVersion]:
     """Every version of a document, newest first, with the drift from the version before."""
     from .mapping import resolve
 
@@ -269,29 +285,29 @@ def history(folder: Folder, ref: str) -> list[dict[str, Any]]:
     while cur.get("superseded_by") in entries and cur["id"] not in seen:
         seen.add(cur["id"])
         cur = entries[cur["superseded_by"]]
-    out: list[dict[str, Any]] = []
+    out: list[DocVersion] = []
     seen = set()
-    node: dict[str, Any] | None = cur
+    node: MappingEntry | None = cur
     while node is not None and node["id"] not in seen:
         seen.add(node["id"])
         prev = entries.get(node.get("supersedes") or "")
-        out.append(
-            {
-                "id": node["id"],
-                "current": bool(node.get("current", True)),
-                "path": node.get("path"),
-                "title": node.get("title", ""),
-                "sha256": node.get("sha256"),
-                "source": node.get("source"),
-                "ingested_at": node.get("ingested_at"),
-                "fetched_at": node.get("fetched_at"),
-                "superseded_at": node.get("superseded_at"),
-                "superseded_by": node.get("superseded_by"),
-                "supersedes": node.get("supersedes"),
-                "drift": prev.get("drift") if prev else None,
-                **({"fetch": node["fetch"]} if node.get("fetch") else {}),
-            }
-        )
+        version: DocVersion = {
+            "id": node["id"],
+            "current": bool(node.get("current", True)),
+            "path": node.get("path"),
+            "title": node.get("title", ""),
+            "sha256": node.get("sha256"),
+            "source": node.get("source"),
+            "ingested_at": node.get("ingested_at"),
+            "fetched_at": node.get("fetched_at"),
+            "superseded_at": node.get("superseded_at"),
+            "superseded_by": node.get("superseded_by"),
+            "supersedes": node.get("supersedes"),
+            "drift": prev.get("drift") if prev else None,
+        }
+        if node.get("fetch"):
+            version["fetch"] = node["fetch"]
+        out.append(version)
         node = prev
     return out
 
@@ -299,31 +315,31 @@ def history(folder: Folder, ref: str) -> list[dict[str, Any]]:
 # -- refresh ---------------------------------------------------------------------------------
 @dataclass
 class RefreshReport:
-    due: list[dict[str, Any]] = field(default_factory=list)  # what was looked at
-    changed: list[dict[str, Any]] = field(default_factory=list)
+    due: list[DueSource] = field(default_factory=list)  # what was looked at
+    changed: list[RefreshChange] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
-    added: list[dict[str, Any]] = field(default_factory=list)  # new files of a repository
-    removed: list[dict[str, Any]] = field(default_factory=list)  # files deleted upstream
-    failed: list[dict[str, str]] = field(default_factory=list)
-    skipped: list[dict[str, str]] = field(default_factory=list)
+    added: list[DocRef] = field(default_factory=list)  # new files of a repository
+    removed: list[RefreshRemoved] = field(default_factory=list)  # files deleted upstream
+    failed: list[RefreshFailure] = field(default_factory=list)
+    skipped: list[RefreshSkip] = field(default_factory=list)
     dry_run: bool = False
 
-    def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+    def as_dict(self) -> RefreshReportDict:
+        return cast(RefreshReportDict, {k: getattr(self, k) for k in self.__dataclass_fields__})
 
 
 def plan(
     folder: Folder,
     refs: list[str] | None = None,
     all_: bool = False,
-    entries: dict[str, dict[str, Any]] | None = None,
-) -> list[dict[str, Any]]:
+    entries: dict[str, MappingEntry] | None = None,
+) -> list[MappingEntry]:
     """The mapping entries a refresh looks at: the given docs, all sources, or the due ones."""
     entries = mapping_mod.load(folder) if entries is None else entries
     if refs:
         from .mapping import resolve
 
-        out: list[dict[str, Any]] = []
+        out: list[MappingEntry] = []
         for r in refs:
             e = entries[resolve(folder, r, include_old=True)["id"]]
             seen: set[str] = set()
@@ -388,15 +404,15 @@ def refresh(
 
 
 def _fetch(
-    folder: Folder, targets: list[dict[str, Any]], rep: RefreshReport
-) -> tuple[Any, dict[str, str], dict[str, dict[str, Any]]]:
+    folder: Folder, targets: list[MappingEntry], rep: RefreshReport
+) -> tuple[Batch, dict[str, str], dict[str, FetchInfo]]:
     from . import sources
 
     batch = sources.Batch()
     owners: dict[str, str] = {}  # candidate origin -> the doc it refreshes
-    not_modified: dict[str, dict[str, Any]] = {}  # doc id -> fetch info of an unchanged source
-    repos: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    papers: list[dict[str, Any]] = []
+    not_modified: dict[str, FetchInfo] = {}  # doc id -> fetch info of an unchanged source
+    repos: dict[tuple[str, str], list[MappingEntry]] = {}
+    papers: list[MappingEntry] = []
     with sources.WebClient(folder) as client:
         for e in targets:
             kind = source_kind(e)
@@ -428,11 +444,11 @@ def _fetch(
 
 
 def _fetch_web(
-    client: Any,
-    e: dict[str, Any],
-    batch: Any,
+    client: WebClient,
+    e: MappingEntry,
+    batch: Batch,
     owners: dict[str, str],
-    not_modified: dict[str, dict[str, Any]],
+    not_modified: dict[str, FetchInfo],
 ) -> None:
     from . import sources
 
@@ -451,7 +467,7 @@ def _fetch_web(
     owners[cand.origin] = e["id"]
 
 
-def _fetch_file(folder: Folder, e: dict[str, Any], batch: Any, owners: dict[str, str]) -> None:
+def _fetch_file(folder: Folder, e: MappingEntry, batch: Batch, owners: dict[str, str]) -> None:
     from .store import Candidate
 
     src = str(e["source"]["path"])
@@ -482,11 +498,11 @@ def _fetch_file(folder: Folder, e: dict[str, Any], batch: Any, owners: dict[str,
 
 def _fetch_arxiv(
     folder: Folder,
-    client: Any,
-    targets: list[dict[str, Any]],
-    batch: Any,
+    client: WebClient,
+    targets: list[MappingEntry],
+    batch: Batch,
     owners: dict[str, str],
-    not_modified: dict[str, dict[str, Any]],
+    not_modified: dict[str, FetchInfo],
     rep: RefreshReport,
 ) -> None:
     from . import sources
@@ -500,7 +516,9 @@ def _fetch_arxiv(
         return
     for key, info in b.fetch.items():
         if info.get("unchanged") and key in by_id:
-            not_modified[by_id[key]["id"]] = {k: v for k, v in info.items() if k != "unchanged"}
+            known_version = info.copy()
+            del known_version["unchanged"]
+            not_modified[by_id[key]["id"]] = known_version
     for c in b.cands:
         batch.cands.append(c)
         batch.fetch[c.origin] = b.fetch[c.origin]
@@ -511,8 +529,8 @@ def _fetch_repo(
     folder: Folder,
     repo: str,
     branch: str,
-    members: list[dict[str, Any]],
-    batch: Any,
+    members: list[MappingEntry],
+    batch: Batch,
     owners: dict[str, str],
     rep: RefreshReport,
 ) -> None:
@@ -557,9 +575,9 @@ def _fetch_repo(
 
 def _apply(
     folder: Folder,
-    batch: Any,
+    batch: Batch,
     owners: dict[str, str],
-    not_modified: dict[str, dict[str, Any]],
+    not_modified: dict[str, FetchInfo],
     rep: RefreshReport,
     drift_threshold: float | None,
 ) -> None:
@@ -583,8 +601,14 @@ def _apply(
     out: list[tuple[str, dict[str, Any]]] = []
     for a in ing.added:
         owner = owners.get(a["origin"])
+        new = entries.get(a["id"])
         if owner:
-            change = {"id": owner, "new": a["id"], "path": a["path"], "drift": a.get("drift")}
+            change: RefreshChange = {
+                "id": owner,
+                "new": a["id"],
+                "path": a["path"],
+                "drift": a.get("drift"),
+            }
             rep.changed.append(change)
             out.append(
                 (
@@ -594,7 +618,7 @@ def _apply(
                         "previous": owner,
                         "path": a["path"],
                         "drift": a.get("drift"),
-                        "source": entries.get(a["id"], {}).get("source"),
+                        "source": new.get("source") if new else None,
                     },
                 )
             )
@@ -628,14 +652,12 @@ def _apply(
     )
 
 
-def set_policy(
-    folder: Folder, refs: list[str], policy: dict[str, Any] | None
-) -> list[dict[str, Any]]:
+def set_policy(folder: Folder, refs: list[str], policy: RefreshPolicy | None) -> list[DueSource]:
     """Set (or, with None, clear) the refresh policy of documents. The caller holds the lock."""
     from .mapping import resolve
 
     entries = mapping_mod.load(folder)
-    out = []
+    out: list[DueSource] = []
     for r in refs:
         e = entries[resolve(folder, r)["id"]]
         if policy and not source_kind(e):

@@ -12,11 +12,12 @@ import fnmatch
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from .errors import UsageError
 from .folder import Folder, parse_time
 from .graph import Graph
+from .records import Cite, CiteContext, Source, new_cite, note_title
 
 MODES = ("hybrid", "vector", "fts")
 SCOPES = ("all", "mem", "store")
@@ -91,6 +92,23 @@ def _fts_query(q: str) -> str:
 Key = tuple[str, str]  # (table, id)
 
 
+class Scored(TypedDict):
+    """A candidate's place in one signal's list."""
+
+    score: float  # the raw score (BM25 or cosine), rounded
+    rank: int  # 1-based
+    norm: float  # the score scaled to 0..1 within the list (what wsum adds up)
+
+
+class Ranked(TypedDict):
+    """A candidate after fusion, before its row is read and it becomes a cite object."""
+
+    table: str  # Chunk | MemoryNote
+    id: str  # the chunk or note id
+    score: float  # the fused score
+    signals: dict[str, Scored]  # by signal name: fts, vector
+
+
 def pool_size(k: int, filtered: bool = False) -> int:
     """How many candidates each signal contributes for `k` hits (more when filters will
     drop some)."""
@@ -115,12 +133,10 @@ def candidates(
     return lists
 
 
-def fuse(
-    lists: dict[str, list[tuple[Key, float]]], mode: str, fusion: Fusion
-) -> list[dict[str, Any]]:
+def fuse(lists: dict[str, list[tuple[Key, float]]], mode: str, fusion: Fusion) -> list[Ranked]:
     """Ranked candidates [{table, id, score, signals}] from the per-signal lists of
     `candidates`: one signal's raw score in the fts and vector modes, else `fusion`."""
-    signals: dict[Key, dict[str, dict[str, float]]] = {}
+    signals: dict[Key, dict[str, Scored]] = {}
     for name, items in lists.items():
         top = items[0][1] if items else 0.0
         low = items[-1][1] if items else 0.0
@@ -131,7 +147,7 @@ def fuse(
                 "rank": rank,
                 "norm": norm,
             }
-    out: list[dict[str, Any]] = []
+    out: list[Ranked] = []
     for (table, cid), sig in signals.items():
         if mode == "fts":
             fused = sig["fts"]["score"]
@@ -141,20 +157,17 @@ def fuse(
             fused = sum(1.0 / (fusion.rrf_k + s["rank"]) for s in sig.values())
         else:
             w = fusion.vector_weight
-            fused = w * sig.get("vector", {}).get("norm", 0.0) + (1 - w) * sig.get("fts", {}).get(
-                "norm", 0.0
-            )
+            vec, fts = sig.get("vector"), sig.get("fts")
+            fused = w * (vec["norm"] if vec else 0.0) + (1 - w) * (fts["norm"] if fts else 0.0)
         out.append({"table": table, "id": cid, "score": fused, "signals": sig})
     out.sort(key=lambda h: (-h["score"], h["id"]))
     return out
 
 
-def first_per_doc(
-    hits: list[dict[str, Any]], per_doc: int, limit: int | None
-) -> list[dict[str, Any]]:
+def first_per_doc(hits: list[Ranked], per_doc: int, limit: int | None) -> list[Ranked]:
     """The best `per_doc` hits of each document (a chunk id starts with its doc id), in
     order, stopping at `limit` hits when given."""
-    picked: list[dict[str, Any]] = []
+    picked: list[Ranked] = []
     per: dict[str, int] = {}
     for h in hits:
         owner = h["id"].split("#", 1)[0]
@@ -181,7 +194,7 @@ def search(
     embedder: Any = None,
     fusion: Fusion | None = None,
     diversity: float = 0.0,
-) -> list[dict[str, Any]]:
+) -> list[Cite]:
     """Search the folder; returns up to `k` cite objects, best first.
 
     `diversity` in (0, 1] re-ranks the top candidates by maximal marginal relevance: each
@@ -213,7 +226,7 @@ def search(
         picked = _mmr(g, picked, qvec, k if not filters.active else len(picked), diversity)
     chunk_rows = g.chunks_by_id([h["id"] for h in picked if h["table"] == "Chunk"])
     note_rows = g.notes_by_id([h["id"] for h in picked if h["table"] == "MemoryNote"])
-    results: list[dict[str, Any]] = []
+    results: list[Cite] = []
     files: dict[str, str | None] = {}
     for h in picked:
         row = chunk_rows.get(h["id"]) if h["table"] == "Chunk" else note_rows.get(h["id"])
@@ -236,9 +249,7 @@ def search(
     return results
 
 
-def _mmr(
-    g: Graph, cands: list[dict[str, Any]], qvec: Any, k: int, diversity: float
-) -> list[dict[str, Any]]:
+def _mmr(g: Graph, cands: list[Ranked], qvec: Any, k: int, diversity: float) -> list[Ranked]:
     """Maximal marginal relevance: the best hit first, then each next one by
     `(1 - diversity) * cos(query, hit) - diversity * max cos(hit, chosen)`."""
     import numpy as np
@@ -290,7 +301,7 @@ def _file_text(folder: Folder, rel: str, cache: dict[str, str | None]) -> str | 
     return cache[rel]
 
 
-def _context(text: str | None, start: int, end: int, quote: str) -> dict[str, str]:
+def _context(text: str | None, start: int, end: int, quote: str) -> CiteContext:
     if text is None or text[start:end] != quote:
         return {"pre": "", "post": ""}
     return {
@@ -301,45 +312,50 @@ def _context(text: str | None, start: int, end: int, quote: str) -> dict[str, st
 
 def chunk_cite(
     folder: Folder, row: dict[str, Any], cache: dict[str, str | None] | None = None
-) -> dict[str, Any]:
+) -> Cite:
     """The cite object of a chunk row (from `Graph.chunks_by_id`)."""
     text = _file_text(folder, row["path"], {} if cache is None else cache)
-    source = json.loads(row.get("source") or "{}") or {"path": row["path"]}
-    return {
-        "type": "chunk",
-        "id": row["id"],
-        "doc_id": row["doc_id"],
-        "path": row["path"],
-        "sha256": row["sha256"],
-        "title": row.get("title") or "",
-        "loc": {"kind": "char", "start": row["start"], "end": row["end"]},
-        "quote": row["text"],
-        "context": _context(text, row["start"], row["end"], row["text"]),
-        "source": source,
-        "created_at": row.get("created_at") or "",
-    }
+    source: Source = json.loads(row.get("source") or "{}")
+    if not source:
+        source = {"path": row["path"]}
+    return new_cite(
+        "chunk",
+        row["id"],
+        row["doc_id"],
+        row["path"],
+        row["sha256"],
+        row.get("title") or "",
+        row["start"],
+        row["end"],
+        row["text"],
+        _context(text, row["start"], row["end"], row["text"]),
+        source,
+        row.get("created_at") or "",
+    )
 
 
 def note_cite(
     folder: Folder, row: dict[str, Any], cache: dict[str, str | None] | None = None
-) -> dict[str, Any]:
+) -> Cite:
+    """The cite object of a note row (from `Graph.notes_by_id`)."""
     text = _file_text(folder, row["path"], {} if cache is None else cache)
     s, e = int(row["body_start"]), int(row["body_end"])
-    return {
-        "type": "memory",
-        "id": row["id"],
-        "doc_id": row["id"],
-        "path": row["path"],
-        "sha256": row["sha256"],
-        "title": (row["text"].splitlines() or [""])[0][:80],
-        "loc": {"kind": "char", "start": s, "end": e},
-        "quote": row["text"],
-        "context": _context(text, s, e, row["text"]),
-        "source": {"path": row["path"]},
-        "created_at": row.get("ts") or "",
-        "tags": list(row.get("tags") or []),
-        "topics": list(row.get("topics") or []),
-    }
+    return new_cite(
+        "memory",
+        row["id"],
+        row["id"],
+        row["path"],
+        row["sha256"],
+        note_title(row["text"]),
+        s,
+        e,
+        row["text"],
+        _context(text, s, e, row["text"]),
+        {"path": row["path"]},
+        row.get("ts") or "",
+        tags=list(row.get("tags") or []),
+        topics=list(row.get("topics") or []),
+    )
 
 
 def snippet(text: str, query: str = "", width: int = 240) -> str:

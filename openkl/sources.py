@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from . import mapping as mapping_mod
@@ -28,6 +28,7 @@ from . import settings, store
 from .errors import BadInput, NotFound, OkError
 from .folder import Folder, iso
 from .normalize import supported
+from .records import ArxivMeta, FetchInfo, MappingEntry, RefreshPolicy, Skipped, Source
 
 USER_AGENT = "openkl/0.1 (+local-first knowledge folder; ok store web)"
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
@@ -62,8 +63,8 @@ class Batch:
     """What a fetch produced: candidates to ingest, and what to record per candidate."""
 
     cands: list[store.Candidate] = field(default_factory=list)
-    fetch: dict[str, dict[str, Any]] = field(default_factory=dict)  # origin -> entry["fetch"]
-    skipped: list[dict[str, str]] = field(default_factory=list)
+    fetch: dict[str, FetchInfo] = field(default_factory=dict)  # origin -> entry["fetch"]
+    skipped: list[Skipped] = field(default_factory=list)
     tree: Path | None = None  # a repository's working tree, when the batch came from one
 
 
@@ -496,7 +497,7 @@ def page_candidate(f: Fetched) -> tuple[store.Candidate, list[str]]:
     return cand, links
 
 
-def web_fetch_info(f: Fetched) -> dict[str, Any]:
+def web_fetch_info(f: Fetched) -> FetchInfo:
     return {
         "kind": "web",
         "url": f.final_url,
@@ -649,10 +650,10 @@ def arxiv_lookup(folder: Folder, ids: list[str]) -> dict[str, Any]:
     return out
 
 
-def arxiv_meta(r: Any) -> dict[str, Any]:
+def arxiv_meta(r: Any) -> ArxivMeta:
     short = r.get_short_id()
     _, version = parse_arxiv_id(short)
-    return {
+    meta: ArxivMeta = {
         "title": " ".join((r.title or "").split()),
         "authors": [a.name for a in r.authors],
         "abstract": " ".join((r.summary or "").split()),
@@ -662,8 +663,10 @@ def arxiv_meta(r: Any) -> dict[str, Any]:
         "entry_id": r.entry_id,
         "categories": list(r.categories),
         "pdf_url": r.pdf_url,
-        **({"doi": r.doi} if r.doi else {}),
     }
+    if r.doi:
+        meta["doi"] = r.doi
+    return meta
 
 
 def fetch_arxiv(
@@ -725,7 +728,7 @@ def _refuse_older_versions(folder: Folder, ids: list[str]) -> None:
     """An explicit version older than the current stored one would become a second current
     copy of the paper beside its successor; it is refused unless the store already keeps
     it as history (then storing it again is a no-op)."""
-    papers: dict[str, list[dict[str, Any]]] = {}
+    papers: dict[str, list[MappingEntry]] = {}
     for e in mapping_mod.load(folder).values():
         if (e.get("source") or {}).get("arxiv"):
             base, _ = parse_arxiv_id(str(e["source"]["arxiv"]))
@@ -751,7 +754,7 @@ def _refuse_older_versions(folder: Folder, ids: list[str]) -> None:
             )
 
 
-def _arxiv_fetch(info: dict[str, Any]) -> dict[str, Any]:
+def _arxiv_fetch(info: ArxivMeta) -> FetchInfo:
     return {
         "kind": "arxiv",
         "version": info["version"],
@@ -915,7 +918,7 @@ def fetch_repo(
     max_bytes = int(folder.setting("ingest.max_file_mb") * 1024 * 1024)
     name = repo_name(canonical)
     batch = Batch(tree=tree)
-    info = {
+    info: FetchInfo = {
         "kind": "repo",
         "commit": commit,
         "include": list(include or []),
@@ -948,7 +951,9 @@ def fetch_repo(
         except OSError as e:
             batch.skipped.append({"path": rel, "reason": f"unreadable: {e.strerror or e}"})
             continue
-        source = {"repo": canonical, "file": rel, **({"branch": branch} if branch else {})}
+        source: Source = {"repo": canonical, "file": rel}
+        if branch:
+            source["branch"] = branch
         cand = store.Candidate(
             data=data,
             rel=f"repos/{name}/{rel}",
@@ -965,7 +970,7 @@ def fetch_repo(
 def ingest_batch(
     folder: Folder,
     batch: Batch,
-    policy: dict[str, Any] | None = None,
+    policy: RefreshPolicy | None = None,
     drift_threshold: float | None = None,
 ) -> store.IngestReport:
     """Ingest what a fetch produced and record fetch details on the mapping entries.
@@ -979,7 +984,7 @@ def ingest_batch(
 
 
 def record_fetch(
-    folder: Folder, batch: Batch, rep: store.IngestReport, policy: dict[str, Any] | None = None
+    folder: Folder, batch: Batch, rep: store.IngestReport, policy: RefreshPolicy | None = None
 ) -> None:
     by_origin = {c.origin: c for c in batch.cands}
     entries = mapping_mod.load(folder)
@@ -990,7 +995,8 @@ def record_fetch(
         e = entries.get(item["id"])
         if cand is None or e is None or e.get("source") != cand.source:
             continue
-        e["fetch"] = {k: v for k, v in batch.fetch.get(cand.origin, {}).items() if v is not None}
+        fetch = batch.fetch.get(cand.origin, {})
+        e["fetch"] = cast(FetchInfo, {k: v for k, v in fetch.items() if v is not None})
         e["fetched_at"] = now
         e.pop("refresh_error", None)
         if policy:

@@ -24,18 +24,27 @@ from .folder import NAME_NOT_UTF8, Folder, atomic_write, is_utf8, iso, shown
 from .mapping import resolve
 from .normalize import Extracted, extract_bytes, require_ocr, supported
 from .progress import progress
+from .records import (
+    Added,
+    IngestReportDict,
+    MappingEntry,
+    RefreshPolicy,
+    Skipped,
+    Source,
+    Unchanged,
+)
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", ".ok", ".tox"}
 
 
 @dataclass
 class IngestReport:
-    added: list[dict[str, Any]] = field(default_factory=list)
-    unchanged: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, str]] = field(default_factory=list)
+    added: list[Added] = field(default_factory=list)
+    unchanged: list[Unchanged] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     chunks: int = 0
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> IngestReportDict:
         return {
             "added": self.added,
             "unchanged": self.unchanged,
@@ -51,7 +60,7 @@ class Candidate:
     data: bytes
     rel: str  # path under store/sources/
     origin: str  # where it came from (absolute path, "-", URL …)
-    source: dict[str, Any]
+    source: Source
     extra: dict[str, Any] = field(default_factory=dict)
     copy_original: bool = True
     # what to extract text from when it differs from the original (a web page's main content)
@@ -78,7 +87,7 @@ def collect(
     ocr: bool = False,
     follow: bool = False,
     confine: Path | None = None,
-) -> tuple[list[Candidate], list[dict[str, str]]]:
+) -> tuple[list[Candidate], list[Skipped]]:
     """Expand files and directories into candidates; report paths that cannot be read.
 
     Symlinks met while walking a directory are followed only when they stay inside it (or,
@@ -87,7 +96,7 @@ def collect(
     links anywhere inside it are fine.
     """
     cands: list[Candidate] = []
-    skipped: list[dict[str, str]] = []
+    skipped: list[Skipped] = []
     max_bytes = int(folder.setting("ingest.max_file_mb") * 1024 * 1024)
     for raw in paths:
         if not is_utf8(raw):
@@ -207,7 +216,7 @@ class Walk:
         self.folder, self.top, self.recursive = folder, top.resolve(), recursive
         self.follow, self.confine = follow, confine
         self.files: list[tuple[Path, Path]] = []
-        self.skipped: list[dict[str, str]] = []
+        self.skipped: list[Skipped] = []
         self._seen: set[Path] = set()
 
     def run(self) -> list[tuple[Path, Path]]:
@@ -303,7 +312,7 @@ def ingest(
     cands: list[Candidate],
     report: IngestReport | None = None,
     index: bool = True,
-    policy: dict[str, Any] | None = None,
+    policy: RefreshPolicy | None = None,
     drift_threshold: float | None = None,
     ocr: bool = False,
 ) -> IngestReport:
@@ -346,14 +355,14 @@ def ingest(
     return rep
 
 
-def _follow_origins(cands: list[Candidate], entries: dict[str, dict[str, Any]]) -> None:
+def _follow_origins(cands: list[Candidate], entries: dict[str, MappingEntry]) -> None:
     """A file stored before under another name keeps its place under `store/sources/`.
 
     `d4/a.md` given alone and as part of `d4` make different names, yet they are one
     source: identified by the resolved file it came from, its new version supersedes the
     old one instead of becoming a second current document.
     """
-    owners: dict[str, dict[str, Any]] = {}
+    owners: dict[str, MappingEntry] = {}
     for e in sorted(entries.values(), key=lambda e: e.get("ingested_at") or ""):
         src, origin = (e.get("source") or {}).get("path"), e.get("origin") or ""
         if e.get("current", True) and src and os.path.isabs(origin):
@@ -362,18 +371,20 @@ def _follow_origins(cands: list[Candidate], entries: dict[str, dict[str, Any]]) 
         if set(cand.source) != {"path"} or not os.path.isabs(cand.origin):
             continue
         owner = owners.get(os.path.realpath(cand.origin))
-        src = str((owner or {}).get("source", {}).get("path", ""))
-        if owner and src != cand.source["path"] and src.startswith("store/sources/"):
-            cand.rel, cand.source = src[len("store/sources/") :], dict(owner["source"])
+        if owner is None:
+            continue
+        src = str(owner.get("source", {}).get("path", ""))
+        if src != cand.source["path"] and src.startswith("store/sources/"):
+            cand.rel, cand.source = src[len("store/sources/") :], owner["source"].copy()
 
 
 def _take(
     folder: Folder,
     cand: Candidate,
     rep: IngestReport,
-    entries: dict[str, dict[str, Any]],
-    paths: dict[str, dict[str, Any]],
-    policy: dict[str, Any] | None,
+    entries: dict[str, MappingEntry],
+    paths: dict[str, MappingEntry],
+    policy: RefreshPolicy | None,
     new_items: list[tuple[str, str]],
     ocr: bool = False,
 ) -> None:
@@ -388,39 +399,31 @@ def _take(
     did, entry = _write_doc(folder, cand, ext, entries, paths, policy)
     if entry is None:
         have = entries[did]
-        rep.unchanged.append(
-            {
-                "id": did,
-                "path": have["path"],
-                "origin": cand.origin,
-                **(
-                    {"current": False, "superseded_by": have["superseded_by"]}
-                    if not have.get("current", True)
-                    else {}
-                ),
-            }
-        )
+        seen: Unchanged = {"id": did, "path": have["path"], "origin": cand.origin}
+        if not have.get("current", True):
+            seen |= {"current": False, "superseded_by": have["superseded_by"]}
+        rep.unchanged.append(seen)
         return
     new_items.append((did, entry["path"]))
-    rep.added.append(
-        {
-            "id": did,
-            "path": entry["path"],
-            "origin": cand.origin,
-            "title": entry.get("title", ""),
-            **({"supersedes": entry["supersedes"]} if entry.get("supersedes") else {}),
-        }
-    )
+    added: Added = {
+        "id": did,
+        "path": entry["path"],
+        "origin": cand.origin,
+        "title": entry.get("title", ""),
+    }
+    if entry.get("supersedes"):
+        added["supersedes"] = entry["supersedes"]
+    rep.added.append(added)
 
 
 def _write_doc(
     folder: Folder,
     cand: Candidate,
     ext: Extracted,
-    entries: dict[str, dict[str, Any]],
-    paths: dict[str, dict[str, Any]],
-    policy: dict[str, Any] | None,
-) -> tuple[str, dict[str, Any] | None]:
+    entries: dict[str, MappingEntry],
+    paths: dict[str, MappingEntry],
+    policy: RefreshPolicy | None,
+) -> tuple[str, MappingEntry | None]:
     body = ext.text.encode("utf-8")
     did = indexer.doc_id_of(body)
     have = entries.get(did)
@@ -467,7 +470,7 @@ def _write_doc(
     if cand.copy_original:
         atomic_write(folder.sources_dir / cand.rel, cand.data)
         crash.point("ingest.source-written")
-    entry: dict[str, Any] = {
+    entry: MappingEntry = {
         "id": did,
         "path": norm_rel,
         "source": cand.source,
@@ -478,7 +481,7 @@ def _write_doc(
         "fetched_at": now,
         "sha256": hashlib.sha256(body).hexdigest(),
         "current": True,
-        "refresh": policy or (previous or {}).get("refresh"),
+        "refresh": policy or (previous.get("refresh") if previous else None),
     }
     if ext.meta or cand.extra:
         entry["meta"] = {**ext.meta, **cand.extra}
@@ -503,7 +506,7 @@ def _write_doc(
     return did, entry
 
 
-def _revives(entries: dict[str, dict[str, Any]], old: dict[str, Any], cand: Candidate) -> bool:
+def _revives(entries: dict[str, MappingEntry], old: MappingEntry, cand: Candidate) -> bool:
     """Whether content equal to an old version may become current again.
 
     Only its own source may bring it back (a file edited back to an earlier text). Asked
@@ -527,7 +530,7 @@ def ingest_paths(
     paths: list[str],
     glob: list[str] | None = None,
     recursive: bool = True,
-    policy: dict[str, Any] | None = None,
+    policy: RefreshPolicy | None = None,
     ocr: bool = False,
     follow: bool = False,
     confine: Path | None = None,
@@ -561,7 +564,7 @@ def ingest_stdin(folder: Folder, data: bytes, name: str | None = None) -> Ingest
     return ingest(folder, [cand])
 
 
-def list_docs(folder: Folder, all_versions: bool = False) -> list[dict[str, Any]]:
+def list_docs(folder: Folder, all_versions: bool = False) -> list[MappingEntry]:
     return [
         e
         for e in sorted(mapping_mod.load(folder).values(), key=lambda e: e.get("path", ""))
@@ -571,7 +574,7 @@ def list_docs(folder: Folder, all_versions: bool = False) -> list[dict[str, Any]
 
 def remove(
     folder: Folder, ref: str, keep_source: bool = False, reason: str | None = None
-) -> dict[str, Any]:
+) -> MappingEntry:
     """Delete a document's normalized file (and original), its mapping entry and graph nodes."""
     entry = resolve(folder, ref)
     entries = mapping_mod.load(folder)
@@ -606,7 +609,7 @@ def remove(
     return entry
 
 
-def read_doc(folder: Folder, ref: str) -> tuple[dict[str, Any], str]:
+def read_doc(folder: Folder, ref: str) -> tuple[MappingEntry, str]:
     entry = resolve(folder, ref, include_old=True)
     path = folder.root / entry["path"]
     if not path.exists():

@@ -32,6 +32,7 @@ import yaml
 from . import events
 from .errors import BadInput, NotFound
 from .folder import Folder, atomic_write, iso
+from .graph.protocol import GraphStore
 
 TRIGGERS_DIR = "triggers"
 SCOPES = ("all", "mem", "store")
@@ -235,22 +236,12 @@ def test(folder: Folder, text: str) -> list[dict[str, Any]]:
 
 # -- the check after each index write ----------------------------------------------------------
 def _rows(
-    g: Any, doc_ids: list[str], note_ids: list[str], want_docs: bool, want_notes: bool
+    g: GraphStore, doc_ids: list[str], note_ids: list[str], want_docs: bool, want_notes: bool
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if want_docs and doc_ids:
-        paths = {
-            r["id"]: r["path"]
-            for r in g.query(
-                "MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.path AS path",
-                {"ids": doc_ids},
-            )
-        }
-        for r in g.query(
-            "MATCH (c:Chunk) WHERE c.doc_id IN $ids AND c.current RETURN c.id AS id,"
-            " c.doc_id AS doc, c.text AS text, c.vec AS vec",
-            {"ids": doc_ids},
-        ):
+        paths = g.doc_paths(doc_ids)
+        for r in g.current_chunks_of(doc_ids):
             rows.append(
                 {
                     "kind": "chunk",
@@ -262,11 +253,7 @@ def _rows(
                 }
             )
     if want_notes and note_ids:
-        for r in g.query(
-            "MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id,"
-            " m.path AS path, m.sha256 AS sha, m.text AS text, m.vec AS vec",
-            {"ids": note_ids},
-        ):
+        for r in g.notes_with_vectors(note_ids):
             rows.append(
                 {
                     "kind": "memory",

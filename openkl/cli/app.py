@@ -16,7 +16,7 @@ import typer
 
 from ..errors import OkError
 from . import output
-from .common import folder, writing
+from .common import folder, split_labels, writing
 from .output import JsonOpt, emit, state
 
 
@@ -191,9 +191,9 @@ def _fail_on_problems(blocking: list[dict[str, Any]]) -> None:
 @app.command()
 def status(json_: bool = JsonOpt) -> None:
     """Counts of what is indexed, and what is stale."""
-    from ..indexer import status as st
+    from .. import ops
 
-    data = st(folder())
+    data = ops.status(folder())
 
     def plain(d: dict[str, Any]) -> str:
         lines = [f"root: {d['root']}"]
@@ -319,24 +319,29 @@ def search(
     json_: bool = JsonOpt,
 ) -> None:
     """Hybrid (BM25 + vector) search over notes and documents; hits are cite objects."""
-    from .hits import run_search
+    from .. import ops
+    from .hits import query_arg, show_hits
 
-    run_search(
-        query,
+    q = query_arg(query)
+    res = ops.search(
+        folder(),
+        q,
         k=k,
-        scope=scope,
         mode=mode,
-        tags=tags,
-        topics=topics,
+        per_doc=per_doc,
+        diverse=diverse,
+        scope=scope,
+        tags=split_labels(tags),
+        topics=split_labels(topics),
         path=path,
         since=since,
         until=until,
-        per_doc=per_doc,
-        diverse=diverse,
         explain=explain,
-        show_query=show_query,
-        json_=json_,
+        trace=show_query,
+        check_stale=True,
+        names=("-k", "--per-doc", "--since", "--until"),
     )
+    show_hits(res, json_, explain)
 
 
 @app.command(

@@ -39,17 +39,13 @@ def ask(
       ok ask "who was Ada Lovelace?" --in store -k 4 --json | jq -r .answer
       ok ask "what is WAL?" --json | jq '.citations' | ok cite verify -
     """
-    from ..ask import answer, retrieve
-    from ..indexer import embedder, open_graph
-    from ..llm import config_from
+    from .. import ops
 
     if question == "-":
         question = output.read_stdin_text().strip()
     f = folder()
-    llm = None if no_llm else config_from(f, required=False)  # bad settings fail here, early
-    streaming = (
-        llm is not None and not no_stream and not output.want_json(json_) and output.is_tty()
-    )
+    # an LLM's answer streams to a terminal; ops calls on_token only when an LLM answers
+    streaming = not no_stream and not output.want_json(json_) and output.is_tty()
     streamed: list[str] = []
 
     def on_token(tok: str) -> None:
@@ -57,17 +53,13 @@ def ask(
         sys.stdout.write(tok)
         sys.stdout.flush()
 
-    emb = embedder(f)
-    with open_graph(f) as g:  # closed before the model answers, so writers are not kept out
-        hits = retrieve(f, g, question, k=k, scope=scope, embedder=emb)
-    res = answer(
+    res = ops.ask(
         f,
         question,
-        hits,
-        llm=llm,
+        k=k,
+        scope=scope,
+        use_llm=not no_llm,
         on_token=on_token if streaming else None,
-        embedder=emb,
-        remember=True,
     )
     if streamed:
         sys.stdout.write("\n")

@@ -11,6 +11,7 @@ import typer
 
 from .. import citations as cit
 from ..errors import BadInput, UsageError
+from ..records import Cite, CitePassage
 from . import output
 from .common import TagsOpt, folder, split_labels, writing
 from .output import JsonOpt, emit
@@ -20,9 +21,9 @@ app = typer.Typer(
 )
 
 
-def _items(f: Any, refs: list[str]) -> list[str | dict[str, Any]]:
+def _items(f: Any, refs: list[str]) -> list[str | Cite]:
     """Ids, cite-object files and `-` (stdin) as one list, all parsed before any work."""
-    out: list[str | dict[str, Any]] = []
+    out: list[str | Cite] = []
     for ref in refs:
         if ref == "-":
             out += cit.parse_input(f, output.read_stdin_text(), "stdin")
@@ -156,22 +157,17 @@ def verify(
             "nothing to verify: the input held no ids or cite objects",
             "check the command that feeds it",
         )
-    if all_:
-        items += cit.all_ids(f)
-        if not items:
-            output.info("no persisted citations to verify")
-    if update:
-        with writing(f, "ok cite verify --update"):
-            results = cit.verify_many(f, items, update=True, min_similarity=min_similarity)
-            moved = [r["id"] for r in results if r["updated"]]
-            if moved:
-                f.log_op("cite.update", ids=moved)
-    else:
-        results = cit.verify_many(f, items, min_similarity=min_similarity)
-    emit(results, json_, plain=_plain_results)
-    failed = [r for r in results if r["status"] not in cit.PASSING]
-    if failed:
-        output.info(f"{len(failed)} of {len(results)} citations failed verification")
+    from .. import ops
+
+    with writing(f, "ok cite verify --update") if update else contextlib.nullcontext():
+        v = ops.verify_citations(
+            f, items, all_persisted=all_, update=update, min_similarity=min_similarity
+        )
+    if all_ and not v.results:
+        output.info("no persisted citations to verify")
+    emit(v.results, json_, plain=_plain_results)
+    if v.failed:
+        output.info(f"{len(v.failed)} of {len(v.results)} citations failed verification")
         raise typer.Exit(1)
 
 
@@ -209,7 +205,9 @@ def open_(
     items = _items(f, [ref])
     if len(items) != 1:
         raise UsageError(f"`ok cite open` shows one citation, got {len(items)}")
-    p = cit.passage(f, items[0], context)
+    from .. import ops
+
+    p = ops.open_citation(f, items[0], context)
     if p["status"] == "changed":
         output.warn(
             f"{p['id']}: the quote was edited "
@@ -238,7 +236,7 @@ def open_(
         raise typer.Exit(1)
 
 
-def _render_passage(p: dict[str, Any]) -> None:
+def _render_passage(p: CitePassage) -> None:
     from rich.text import Text
 
     t = Text(p["text"])
@@ -269,21 +267,12 @@ def list_(
     json_: bool = JsonOpt,
 ) -> None:
     """List persisted citations."""
-    f = folder()
-    if status and status not in cit.STATUSES:
-        raise UsageError(f"unknown status {status!r}", "use one of: " + ", ".join(cit.STATUSES))
-    cites, problems = cit.list_citations(f)
-    for p in problems:
+    from .. import ops
+
+    res = ops.list_citations(folder(), tags=split_labels(tag), doc=doc, status=status)
+    for p in res.problems:
         output.warn(f"{p['path']}: {p['problem']}")
-    rows = cit.select(f, cites, tags=split_labels(tag), doc=doc)
-    if status:
-        v = cit.Verifier(f)
-        kept = []
-        for c in rows:
-            st = v.verify(c)["status"]
-            if st == status:
-                kept.append({**c, "status": st})
-        rows = kept
+    rows = res.citations
     emit(
         rows,
         json_,

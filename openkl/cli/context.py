@@ -32,23 +32,18 @@ def context(
       ok context "how does SQLite survive a crash"
       ok context "who worked with Babbage" --json | jq .entities
     """
-    from ..context import context as run
-    from ..indexer import embedder, open_graph
+    from .. import ops
 
     if query == "-":
         query = read_stdin_text().strip()
-    f = folder()
-    with open_graph(f) as g:
-        data = run(
-            f,
-            g,
-            query,
-            k=k,
-            max_entities=max_entities,
-            min_conf=min_confidence,
-            use_llm=llm,
-            embedder=embedder(f),
-        )
+    data = ops.context(
+        folder(),
+        query,
+        k=k,
+        max_entities=max_entities,
+        min_confidence=min_confidence,
+        use_llm=llm,
+    )
     for w in data["warnings"]:
         warn(w)
 

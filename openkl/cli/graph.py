@@ -37,7 +37,7 @@ def cypher(
     """
     import json
 
-    from ..indexer import open_graph
+    from .. import ops
     from .output import read_stdin_text
 
     if query == "-":
@@ -55,12 +55,10 @@ def cypher(
             raise typer.BadParameter(f"--param {k}: {v} does not fit in a 64-bit integer")
     f = folder()
     if write:
-        with writing(f, "ok graph cypher --write"), open_graph(f, write=True) as g:
-            rows = g.cypher(query, params)
-            f.log_op("graph.cypher", query=query)
+        with writing(f, "ok graph cypher --write"):
+            rows = ops.cypher(f, query, params, write=True)
     else:
-        with open_graph(f) as g:
-            rows = g.cypher(query, params)
+        rows = ops.cypher(f, query, params)
     emit(rows, json_, plain=_tsv)
 
 
@@ -110,12 +108,6 @@ def lineage(
 
 
 # -- entities -------------------------------------------------------------------------------
-def _min_conf(f: Any, value: float | None) -> float:
-    from ..entities.consolidation import min_confidence
-
-    return min_confidence(f) if value is None else value
-
-
 @app.command()
 def entities(
     type_: str = typer.Option(
@@ -140,24 +132,16 @@ def entities(
       ok graph entities --type Person
       ok graph entities --doc docs/crispr-gene-editing.md --min-confidence 0.6
     """
-    from ..entities.queries import list_entities
-    from ..indexer import open_graph
+    from .. import ops
 
-    f = folder()
-    doc_id = None
-    if doc:
-        from ..mapping import resolve
-
-        doc_id = resolve(f, doc)["id"]
-    with open_graph(f) as g:
-        rows = list_entities(
-            g,
-            type=type_,
-            min_confidence=_min_conf(f, min_confidence),
-            doc=doc_id,
-            limit=limit or None,
-            query=name,
-        )
+    rows = ops.list_entities(
+        folder(),
+        type=type_,
+        min_confidence=min_confidence,
+        doc=doc,
+        name=name,
+        limit=limit or None,
+    )
     emit(
         rows,
         json_,
@@ -185,12 +169,9 @@ def entity(
       ok graph entity "Ada Lovelace"
       ok graph entity wal --json | jq '.relationships'
     """
-    from ..entities.queries import entity_detail
-    from ..indexer import open_graph
+    from .. import ops
 
-    f = folder()
-    with open_graph(f) as g:
-        data = entity_detail(f, g, name, min_confidence=min_confidence)
+    data = ops.entity(folder(), name, min_confidence=min_confidence)
 
     def plain(d: dict[str, Any]) -> str:
         lines = [
@@ -235,14 +216,11 @@ def traverse(
       ok graph traverse SQLite --depth 2
       ok graph traverse "Ada Lovelace" --rel works_with --min-confidence 0
     """
-    from ..entities.queries import traverse as walk
-    from ..indexer import open_graph
+    from .. import ops
 
-    f = folder()
-    with open_graph(f) as g:
-        data = walk(
-            g, name, depth=depth, rel=rel, min_confidence=_min_conf(f, min_confidence), limit=limit
-        )
+    data = ops.traverse(
+        folder(), name, depth=depth, rel=rel, min_confidence=min_confidence, limit=limit
+    )
 
     def plain(d: dict[str, Any]) -> str:
         lines = [d["start"]["name"]]
@@ -276,15 +254,12 @@ def page(
       ok graph page "Write-ahead logging"
       ok graph page --all            # graph/pages/*.md and an index
     """
-    from ..indexer import open_graph
-    from ..pages import page as make_page
-    from ..pages import write_all
+    from .. import ops
 
     f = folder()
     if all_:
-        with writing(f, "ok graph page --all"), open_graph(f) as g:
-            data = write_all(f, g, min_confidence=_min_conf(f, min_confidence))
-            f.log_op("graph.pages", dir=data["dir"], pages=data["pages"])
+        with writing(f, "ok graph page --all"):
+            data = ops.write_pages(f, min_confidence=min_confidence)
         emit(
             data,
             json_,
@@ -296,8 +271,7 @@ def page(
         return
     if not name:
         raise typer.BadParameter("give an entity name, or --all")
-    with open_graph(f) as g:
-        data = make_page(f, g, name, force=force)
+    data = ops.entity_page(f, name, force=force)
     emit(data, json_, plain=lambda d: d["markdown"])
 
 

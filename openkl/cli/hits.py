@@ -1,4 +1,4 @@
-"""`ok search` and `ok mem search`: run one search, then print its hits (a table on a
+"""`ok search` and `ok mem search`: print a search's hits (a table on a
 terminal, one record per hit when piped, JSON with --json)."""
 
 from __future__ import annotations
@@ -7,53 +7,25 @@ from typing import Any
 
 from .. import ops
 from . import output
-from .common import folder, split_labels
 from .output import emit
 
 
-def run_search(
-    query: str,
-    *,
-    k: int | None,
-    scope: str,
-    mode: str | None,
-    tags: list[str] | None,
-    topics: list[str] | None,
-    path: str | None,
-    since: str | None,
-    until: str | None,
-    per_doc: int | None,
-    diverse: bool,
-    explain: bool,
-    show_query: bool,
-    json_: bool,
-) -> None:
-    from ..indexer import embedder, files_newer_than_index, open_graph
-    from ..search import Filters
+def query_arg(query: str) -> str:
+    """The query as given, or read from stdin for `-`."""
+    return output.read_stdin_text().strip() if query == "-" else query
 
-    if query == "-":
-        query = output.read_stdin_text().strip()
-    f = folder()
-    opts = ops.search_options(f, k, mode, per_doc, diverse, names=("-k", "--per-doc"))
-    flt = Filters(
-        tags=split_labels(tags), topics=split_labels(topics), path=path, since=since, until=until
-    ).normalized("--since", "--until")
-    with open_graph(f) as g:
-        if show_query:
-            g.trace = []
-        hits = ops.search(
-            f, g, query, opts, scope=scope, filters=flt, explain=explain, embedder=embedder(f)
-        )
-        if show_query:
-            for q in g.trace or []:
-                output.info(q)
+
+def show_hits(res: ops.SearchResult, json_: bool, explain: bool = False) -> None:
+    """Print a search's hits, the Cypher it ran (stderr) and a staleness warning."""
+    for q in res.queries:
+        output.info(q)
     emit(
-        hits,
+        res.hits,
         json_,
-        render=lambda h: _render_hits(h, query, explain),
-        plain=lambda h: _plain_hits(h, query),
+        render=lambda h: _render_hits(h, res.query, explain),
+        plain=lambda h: _plain_hits(h, res.query),
     )
-    if files_newer_than_index(f):
+    if res.stale:
         output.warn("files changed since the index was last updated; run `ok sync`")
 
 

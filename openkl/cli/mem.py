@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
-from .. import notes as notes_mod
 from . import output
 from .common import TagsOpt, TopicsOpt, folder, split_labels, writing
 from .output import JsonOpt, emit
@@ -43,32 +40,19 @@ def list_(
     json_: bool = JsonOpt,
 ) -> None:
     """List notes, newest first."""
+    from .. import ops
+
     f = folder()
-    notes, problems = notes_mod.scan(f, lambda: _indexed_note_paths(f))
-    for p in problems:
+    res = ops.list_notes(f, tags=split_labels(tag), topics=split_labels(topic), limit=limit)
+    for p in res.problems:
         output.warn(p.problem if p.kind == "unreadable" else f"{p.path}: {p.problem}")
-    want_tags, want_topics = set(split_labels(tag)), set(split_labels(topic))
-    rows = [
-        n.as_dict(f)
-        for n in sorted(notes.values(), key=lambda n: (n.ts, n.id), reverse=True)
-        if want_tags <= set(n.tags) and want_topics <= set(n.topics)
-    ]
-    rows = rows[:limit] if limit else rows
     emit(
-        rows,
+        [n.as_dict(f) for n in res.notes],
         json_,
         plain=lambda rs: "\n".join(
             f"{r['id']}\t{r['ts']}\t{','.join(r['tags'])}\t{_first_line(r['text'])}" for r in rs
         ),
     )
-
-
-def _indexed_note_paths(f: Any) -> dict[str, str]:
-    # the graph settles which of two files sharing an id is the established note; it is
-    # opened (and the indexer imported) only when such a clash exists
-    from ..indexer import indexed_note_paths
-
-    return indexed_note_paths(f)
 
 
 def _first_line(text: str) -> str:
@@ -81,8 +65,10 @@ def show(
     note_id: str = typer.Argument(..., help="Note id (or unique prefix)."), json_: bool = JsonOpt
 ) -> None:
     """Print a note."""
+    from .. import ops
+
     f = folder()
-    note = notes_mod.find(f, note_id)
+    note = ops.show_note(f, note_id)
     emit(note.as_dict(f), json_, plain=lambda d: note.to_text())
 
 
@@ -111,24 +97,25 @@ def search(
     json_: bool = JsonOpt,
 ) -> None:
     """Search notes only (same as `ok search --in mem`)."""
-    from .hits import run_search
+    from .. import ops
+    from .hits import query_arg, show_hits
 
-    run_search(
-        query,
+    q = query_arg(query)
+    res = ops.search(
+        folder(),
+        q,
         k=k,
-        scope="mem",
         mode=mode,
-        tags=tags,
-        topics=topics,
-        path=None,
+        scope="mem",
+        tags=split_labels(tags),
+        topics=split_labels(topics),
         since=since,
         until=until,
-        per_doc=None,
-        diverse=False,
         explain=explain,
-        show_query=False,
-        json_=json_,
+        check_stale=True,
+        names=("-k", "--per-doc", "--since", "--until"),
     )
+    show_hits(res, json_, explain)
 
 
 @app.command()

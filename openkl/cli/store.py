@@ -98,9 +98,9 @@ def list_(
     json_: bool = JsonOpt,
 ) -> None:
     """List documents."""
-    from ..store import list_docs
+    from .. import ops
 
-    rows = list_docs(folder(), all_versions)
+    rows = ops.list_docs(folder(), all_versions=all_versions)
     emit(
         rows,
         json_,
@@ -115,13 +115,13 @@ def show(
     json_: bool = JsonOpt,
 ) -> None:
     """Print a document's normalized text (or its metadata)."""
-    from ..store import read_doc
+    from .. import ops
 
-    entry, text = read_doc(folder(), doc)
+    d = ops.show_doc(folder(), doc)
     if meta or output.want_json(json_):
-        emit({**entry, **({} if meta else {"text": text})}, True)
+        emit({**d.entry, **({} if meta else {"text": d.text})}, True)
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(d.text)
 
 
 @app.command()

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import NotFound, UsageError
 from ..folder import Folder, shown
 from ..graph import ENTITY_COLS, Graph, rel_docs
+from ..records import Cite
 from .local import entity_id, key_of
 
 
@@ -163,7 +164,7 @@ def sources(folder: Folder, g: Graph, doc_ids: Sequence[str]) -> list[dict[str, 
     return out
 
 
-def evidence_cites(folder: Folder, g: Graph, eid: str, limit: int = 5) -> list[dict[str, Any]]:
+def evidence_cites(folder: Folder, g: Graph, eid: str, limit: int = 5) -> list[Cite]:
     """Cite objects for the chunks and notes that mention an entity, strongest first."""
     from ..search import chunk_cite, note_cite
 

@@ -14,7 +14,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     BadInput,
@@ -25,7 +25,10 @@ from ..errors import (
     QueryRefused,
     ReadOnlyViolation,
 )
+from .documents import DocumentQueries
 from .entities import EntityQueries
+from .lineage import LineageQueries
+from .versions import VersionQueries
 
 SCHEMA_VERSION = "4"
 DB_FILE = "graph.kz"
@@ -295,7 +298,7 @@ def _is_lock_error(e: Exception) -> bool:
     return "lock" in msg and ("could not set" in msg or "set lock" in msg or "locked" in msg)
 
 
-class Graph(EntityQueries):
+class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
     """An open connection to the folder's graph (read-only unless opened for writing)."""
 
     def __init__(self, db: Any, conn: Any, path: Path, writable: bool) -> None:
@@ -850,3 +853,10 @@ class Graph(EntityQueries):
         for t in ("Doc", "Chunk", "MemoryNote", "Entity", "Topic"):
             out[t] = int(self.query(f"MATCH (n:{t}) RETURN count(n) AS c")[0]["c"])
         return out
+
+
+if TYPE_CHECKING:
+    from .protocol import GraphStore
+
+    def _keeps_to_the_protocol(g: Graph) -> GraphStore:
+        return g  # mypy checks that Graph implements every GraphStore member

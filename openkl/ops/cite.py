@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from .. import citations as cit
 from ..folder import Folder
+from ..records import Cite, CiteGcReport
 from .notes import _via
 
 
 def keep_citations(
     folder: Folder,
-    cites: list[dict[str, Any]],
+    cites: list[Cite],
     tags: list[str] | None = None,
     retention_class: str | None = None,
     via: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Cite]:
     """Persist cite objects under citations/ and log it; returns them as kept."""
     kept = [cit.persist(folder, c, tags or [], retention_class) for c in cites]
     folder.log_op("cite.make", ids=[c["id"] for c in kept], **_via(via))
@@ -25,7 +25,7 @@ def keep_citations(
 
 def make_citations(
     folder: Folder,
-    items: list[str | dict[str, Any]],
+    items: list[str | Cite],
     *,
     lines: str | None = None,
     chars: str | None = None,
@@ -34,14 +34,14 @@ def make_citations(
     tags: list[str] | None = None,
     retention_class: str | None = None,
     via: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Cite]:
     """Cite objects for ids and paths (`lines`/`chars`: a span of the one item; paths are
     taken from `cwd`, default the working directory), as the files are now. Cite objects
     given are kept as they are, except search hits, which are cited anew. With `persist`
     they are kept under citations/ (the caller holds the writer lock), else remembered
     for `ok cite open`."""
     files = cit.Files(folder)
-    cites = []
+    cites: list[Cite] = []
     for it in items:
         if isinstance(it, dict) and not cit.CITE_ID.match(it["id"]) and cit.is_ref(it["id"]):
             it = it["id"]  # a search hit: cite what it points at, as it is now
@@ -56,7 +56,7 @@ def make_citations(
     return cites
 
 
-def gc_citations(folder: Folder, dry_run: bool = False) -> dict[str, Any]:
+def gc_citations(folder: Folder, dry_run: bool = False) -> CiteGcReport:
     """Remove transient citations, orphaned ones (their document is gone) and failed
     ephemeral ones, and log it; `dry_run` only reports. The caller holds the writer lock."""
     rep = cit.gc(folder, dry_run=dry_run)
@@ -68,7 +68,7 @@ def gc_citations(folder: Folder, dry_run: bool = False) -> dict[str, Any]:
     return rep
 
 
-def remember_citations(folder: Folder, cites: list[dict[str, Any]]) -> None:
+def remember_citations(folder: Folder, cites: list[Cite]) -> None:
     """Keep transient cite objects where `ok cite open ID` finds them."""
     for c in cites:
         cit.remember(folder, c)

@@ -10,6 +10,7 @@ from .. import distill as distill_mod
 from .. import llm as llm_mod
 from .. import notes as notes_mod
 from ..folder import Folder
+from ..records import Cite
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,7 @@ class Distilled:
     """A distilled note and the cite objects of its [N] markers, in their order."""
 
     note: notes_mod.Note
-    citations: list[dict[str, Any]]
+    citations: list[Cite]
 
     def as_dict(self, folder: Folder) -> dict[str, Any]:
         """The note as `ok mem show` has it, with its citations numbered (`n`) from 1."""

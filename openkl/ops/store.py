@@ -4,12 +4,12 @@ repositories, remove a document, set refresh policies."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from .. import refresh as refresh_mod
 from .. import sources
 from .. import store as store_mod
 from ..folder import Folder
+from ..records import DueSource, MappingEntry, RefreshPolicy
 
 IngestReport = store_mod.IngestReport
 
@@ -24,7 +24,7 @@ def ingest(
     recursive: bool = True,
     follow: bool = False,
     ocr: bool = False,
-    policy: dict[str, Any] | None = None,
+    policy: RefreshPolicy | None = None,
     confine: Path | None = None,
 ) -> IngestReport:
     """Ingest files and directories, or `data` as one document named `name` (then `paths`
@@ -57,7 +57,7 @@ def store_web(
     include: list[str] | None = None,
     exclude: list[str] | None = None,
     max_pages: int | None = None,
-    policy: dict[str, Any] | None = None,
+    policy: RefreshPolicy | None = None,
     what: str,
 ) -> IngestReport:
     """Fetch web pages (`max_pages` None: the folder's `web.max_pages`) and store them.
@@ -77,7 +77,7 @@ def store_web(
 
 
 def store_arxiv(
-    folder: Folder, ids: list[str], *, policy: dict[str, Any] | None = None, what: str
+    folder: Folder, ids: list[str], *, policy: RefreshPolicy | None = None, what: str
 ) -> IngestReport:
     """Fetch arXiv papers and store them; takes the writer lock itself, like `store_web`."""
     return _store(folder, sources.fetch_arxiv(folder, ids), policy, what)
@@ -89,7 +89,7 @@ def store_repo(
     *,
     include: list[str] | None = None,
     branch: str | None = None,
-    policy: dict[str, Any] | None = None,
+    policy: RefreshPolicy | None = None,
     what: str,
 ) -> IngestReport:
     """Read a repository's files (a path, or a git URL cloned under .ok/cache) and store
@@ -99,27 +99,27 @@ def store_repo(
 
 
 def _store(
-    folder: Folder, batch: sources.Batch, policy: dict[str, Any] | None, what: str
+    folder: Folder, batch: sources.Batch, policy: RefreshPolicy | None, what: str
 ) -> IngestReport:
     with folder.write_lock(what):
         return sources.ingest_batch(folder, batch, policy=policy)
 
 
-def remove_doc(folder: Folder, ref: str, keep_source: bool = False) -> dict[str, Any]:
+def remove_doc(folder: Folder, ref: str, keep_source: bool = False) -> MappingEntry:
     """Remove a document: its text, its original (unless `keep_source`), its mapping entry
     and its graph nodes; returns the mapping entry it had. The caller holds the writer lock."""
     return store_mod.remove(folder, ref, keep_source=keep_source)
 
 
 def set_refresh_policy(
-    folder: Folder, refs: list[str], policy: dict[str, Any] | None
-) -> list[dict[str, Any]]:
+    folder: Folder, refs: list[str], policy: RefreshPolicy | None
+) -> list[DueSource]:
     """Set (or, with None, clear) the refresh policy of documents; returns one row per
     document. The caller holds the writer lock."""
     return refresh_mod.set_policy(folder, refs, policy)
 
 
-def refresh_policy(every: str | None = None, cron: str | None = None) -> dict[str, Any] | None:
+def refresh_policy(every: str | None = None, cron: str | None = None) -> RefreshPolicy | None:
     """A refresh policy from an interval (6h, 1d) and/or a cron line, checked (None when
     neither is given)."""
     return refresh_mod.make_policy(every, cron)

@@ -1,0 +1,179 @@
+"""Lineage queries: where a note, chunk or document came from, and what came of it
+(`DERIVED_FROM`, `HAS_CHUNK`, `SUPERSEDES`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .base import Queries
+
+
+class LineageQueries(Queries):
+    """Named queries over the provenance edges, mixed into `Graph`."""
+
+    # -- what a lineage walk shows of each node ---------------------------------------
+    def lineage_note(self, note_id: str) -> dict[str, Any] | None:
+        """A note's `path` and `text`, or None when the graph does not hold it."""
+        rows = self.query(
+            "MATCH (m:MemoryNote {id: $id}) RETURN m.path AS path, m.text AS text", {"id": note_id}
+        )
+        return rows[0] if rows else None
+
+    def lineage_chunk(self, chunk_id: str) -> dict[str, Any] | None:
+        """A chunk's `doc`, `current` and `text`, or None when the graph does not hold it."""
+        rows = self.query(
+            "MATCH (c:Chunk {id: $id}) RETURN c.doc_id AS doc, c.current AS current,"
+            " c.text AS text",
+            {"id": chunk_id},
+        )
+        return rows[0] if rows else None
+
+    def lineage_doc(self, doc_id: str) -> dict[str, Any] | None:
+        """A document's `path`, `title` and `current`, or None when the graph does not hold it."""
+        rows = self.query(
+            "MATCH (d:Doc {id: $id}) RETURN d.path AS path, d.title AS title, d.current AS current",
+            {"id": doc_id},
+        )
+        return rows[0] if rows else None
+
+    # -- one step of the walk --------------------------------------------------------
+    def newer_versions(self, doc_id: str) -> list[str]:
+        """The documents that supersede this one."""
+        return [
+            r["id"]
+            for r in self.query(
+                "MATCH (n:Doc)-[:SUPERSEDES]->(:Doc {id: $id}) RETURN n.id AS id", {"id": doc_id}
+            )
+        ]
+
+    def newer_versions_if_retired(self, doc_id: str) -> list[str]:
+        """The documents that supersede this one, when it is no longer current."""
+        return [
+            r["id"]
+            for r in self.query(
+                "MATCH (n:Doc)-[:SUPERSEDES]->(d:Doc {id: $id}) WHERE NOT d.current"
+                " RETURN n.id AS id",
+                {"id": doc_id},
+            )
+        ]
+
+    def older_versions(self, doc_id: str) -> list[str]:
+        """The documents this one supersedes."""
+        return [
+            r["id"]
+            for r in self.query(
+                "MATCH (:Doc {id: $id})-[:SUPERSEDES]->(o:Doc) RETURN o.id AS id", {"id": doc_id}
+            )
+        ]
+
+    def note_source_chunks(self, note_id: str) -> list[str]:
+        """The chunks a note is derived from."""
+        return [
+            r["id"]
+            for r in self.query(
+                "MATCH (:MemoryNote {id: $id})-[:DERIVED_FROM]->(c:Chunk) RETURN c.id AS id",
+                {"id": note_id},
+            )
+        ]
+
+    def note_source_docs(self, note_id: str) -> list[str]:
+        """The documents a note is derived from as a whole."""
+        return [
+            r["id"]
+            for r in self.query(
+                "MATCH (:MemoryNote {id: $id})-[:DERIVED_FROM]->(d:Doc) RETURN d.id AS id",
+                {"id": note_id},
+            )
+        ]
+
+    def docs_of_chunk(self, chunk_id: str) -> list[str]:
+        """The document a chunk is part of (none when the chunk is gone)."""
+        return [
+            r["id"]
+            for r in self.query(
+                "MATCH (d:Doc)-[:HAS_CHUNK]->(:Chunk {id: $id}) RETURN d.id AS id", {"id": chunk_id}
+            )
+        ]
+
+    def notes_derived_from_chunk(self, chunk_id: str) -> list[str]:
+        """The notes derived from this chunk."""
+        return [
+            r["id"]
+            for r in self.query(
+                "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(:Chunk {id: $id}) RETURN m.id AS id",
+                {"id": chunk_id},
+            )
+        ]
+
+    def notes_derived_from_doc(self, doc_id: str) -> list[str]:
+        """The notes derived from this document as a whole."""
+        return [
+            r["id"]
+            for r in self.query(
+                "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(:Doc {id: $id}) RETURN m.id AS id",
+                {"id": doc_id},
+            )
+        ]
+
+    def notes_derived_from_doc_chunks(self, doc_id: str) -> list[str]:
+        """The notes derived from any chunk of this document, each once."""
+        return [
+            r["id"]
+            for r in self.query(
+                "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(c:Chunk) WHERE c.doc_id = $id"
+                " RETURN DISTINCT m.id AS id",
+                {"id": doc_id},
+            )
+        ]
+
+    # -- keeping DERIVED_FROM in step with new versions --------------------------------
+    def notes_derived_from_docs(self, doc_ids: Sequence[str]) -> list[str]:
+        """The notes derived from these documents or their chunks, sorted, each once."""
+        rows = self.query(
+            "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(c:Chunk) WHERE c.doc_id IN $ids"
+            " RETURN DISTINCT m.id AS id",
+            {"ids": list(doc_ids)},
+        )
+        rows += self.query(
+            "MATCH (m:MemoryNote)-[:DERIVED_FROM]->(d:Doc) WHERE d.id IN $ids"
+            " RETURN DISTINCT m.id AS id",
+            {"ids": list(doc_ids)},
+        )
+        return sorted({r["id"] for r in rows})
+
+    def unlink_derived(self, note_ids: Sequence[str]) -> None:
+        """Remove every `DERIVED_FROM` edge of these notes."""
+        self.query(
+            "MATCH (m:MemoryNote)-[r:DERIVED_FROM]->() WHERE m.id IN $ids DELETE r",
+            {"ids": list(note_ids)},
+        )
+
+    def has_chunk(self, chunk_id: str) -> bool:
+        """Whether the graph holds a chunk with this id."""
+        return bool(self.query("MATCH (c:Chunk {id: $c}) RETURN c.id AS id", {"c": chunk_id}))
+
+    def chunks_overlapping(self, doc_id: str, start: int, end: int) -> list[str]:
+        """The chunks of a document whose span overlaps [start, end)."""
+        return [
+            r["id"]
+            for r in self.query(
+                "MATCH (c:Chunk) WHERE c.doc_id = $d AND c.span_start < $e "
+                "AND c.span_end > $s RETURN c.id AS id",
+                {"d": doc_id, "s": start, "e": end},
+            )
+        ]
+
+    def link_note_to_chunk(self, note_id: str, chunk_id: str) -> None:
+        """A `DERIVED_FROM` edge from a note to a chunk (kept once)."""
+        self.query(
+            "MATCH (m:MemoryNote {id: $m}), (c:Chunk {id: $c}) MERGE (m)-[:DERIVED_FROM]->(c)",
+            {"m": note_id, "c": chunk_id},
+        )
+
+    def link_note_to_doc(self, note_id: str, doc_id: str) -> None:
+        """A `DERIVED_FROM` edge from a note to a whole document (kept once)."""
+        self.query(
+            "MATCH (m:MemoryNote {id: $m}), (d:Doc {id: $d}) MERGE (m)-[:DERIVED_FROM]->(d)",
+            {"m": note_id, "d": doc_id},
+        )

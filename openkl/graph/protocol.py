@@ -1,0 +1,175 @@
+"""`GraphStore`: what the rest of openkl asks of the derived graph.
+
+The methods speak of documents, chunks, notes, versions and lineage, never of Cypher, so a
+second backend implements this Protocol and nothing outside the graph layer changes.
+`Graph` (Kùzu) is the one implementation; a test checks that it keeps to it. Opening,
+rebuilding and swapping the database are `Graph`'s class methods and not part of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from .entities import EntityStore
+
+
+class GraphStore(EntityStore, Protocol):
+    """The derived graph as the features use it (entities: `EntityStore`)."""
+
+    trace: list[str] | None
+    """When a list, every query run is appended to it (`ok search --explain`)."""
+
+    # -- documents and chunks -------------------------------------------------------
+    def add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]], vecs: Any) -> None:
+        """Insert documents with their chunks and vectors, together."""
+
+    def remove_doc(self, doc_id: str) -> None:
+        """Remove a document and its chunks."""
+
+    def set_doc_path(self, doc_id: str, path: str) -> None:
+        """Record a document's new path (a rename)."""
+
+    def docs(self) -> dict[str, dict[str, Any]]:
+        """Every document's `id`, `path`, `sha256` and `current`, by id."""
+
+    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Chunk rows with their document's fields, by chunk id."""
+
+    def doc_paths(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """The path of each of these documents, by id."""
+
+    def current_chunks_of(self, doc_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The current chunks of these documents: `id`, `doc`, `text`, `vec`."""
+
+    def doc_summaries(self) -> list[dict[str, Any]]:
+        """Every document: `id`, `path`, `title`, `sha`, `created_at`."""
+
+    # -- memory notes ---------------------------------------------------------------
+    def add_notes(self, notes: list[dict[str, Any]], vecs: Any) -> None:
+        """Insert notes with their vectors and topics, together."""
+
+    def remove_note(self, note_id: str) -> None:
+        """Remove a note and its edges."""
+
+    def notes(self) -> dict[str, dict[str, Any]]:
+        """Every note's `id`, `path` and `sha256`, by id."""
+
+    def notes_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Note rows (text, ts, tags, topics, body span), by id."""
+
+    def notes_with_vectors(self, note_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """These notes: `id`, `path`, `sha`, `text`, `vec`."""
+
+    def note_summaries(self) -> list[dict[str, Any]]:
+        """Every note: `id`, `path`, `sha`, `ts`."""
+
+    # -- retrieval ------------------------------------------------------------------
+    def fts(
+        self, table: str, query: str, k: int, k1: float = 0.9, b: float = 0.4
+    ) -> list[tuple[str, float]]:
+        """BM25 over the chunks ("Chunk") or notes ("MemoryNote"): [(id, score)] best first."""
+
+    def vector(self, table: str, qvec: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """Cosine similarity over chunks or notes: [(id, score)] best first."""
+
+    def vectors(self, table: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """Stored vectors of chunks or notes, by id."""
+
+    # -- versions -------------------------------------------------------------------
+    def version_links(self) -> list[tuple[str, str]]:
+        """Every (newer, older) pair of document versions."""
+
+    def add_old_version(
+        self, doc_id: str, path: str, sha256: str, title: str, source: str, created_at: str
+    ) -> None:
+        """A document that is no longer current; `source` is its JSON."""
+
+    def retire_doc(self, doc_id: str) -> None:
+        """Mark a document as no longer current."""
+
+    def link_version(self, new_id: str, old_id: str, drift: float, ts: str) -> None:
+        """Record that `new_id` supersedes `old_id` (kept once)."""
+
+    # -- lineage --------------------------------------------------------------------
+    def lineage_note(self, note_id: str) -> dict[str, Any] | None:
+        """A note's `path` and `text`, or None."""
+
+    def lineage_chunk(self, chunk_id: str) -> dict[str, Any] | None:
+        """A chunk's `doc`, `current` and `text`, or None."""
+
+    def lineage_doc(self, doc_id: str) -> dict[str, Any] | None:
+        """A document's `path`, `title` and `current`, or None."""
+
+    def newer_versions(self, doc_id: str) -> list[str]:
+        """The documents that supersede this one."""
+
+    def newer_versions_if_retired(self, doc_id: str) -> list[str]:
+        """The documents that supersede this one, when it is no longer current."""
+
+    def older_versions(self, doc_id: str) -> list[str]:
+        """The documents this one supersedes."""
+
+    def note_source_chunks(self, note_id: str) -> list[str]:
+        """The chunks a note is derived from."""
+
+    def note_source_docs(self, note_id: str) -> list[str]:
+        """The documents a note is derived from as a whole."""
+
+    def docs_of_chunk(self, chunk_id: str) -> list[str]:
+        """The document a chunk is part of."""
+
+    def notes_derived_from_chunk(self, chunk_id: str) -> list[str]:
+        """The notes derived from this chunk."""
+
+    def notes_derived_from_doc(self, doc_id: str) -> list[str]:
+        """The notes derived from this document as a whole."""
+
+    def notes_derived_from_doc_chunks(self, doc_id: str) -> list[str]:
+        """The notes derived from any chunk of this document, each once."""
+
+    def notes_derived_from_docs(self, doc_ids: Sequence[str]) -> list[str]:
+        """The notes derived from these documents or their chunks, sorted, each once."""
+
+    def unlink_derived(self, note_ids: Sequence[str]) -> None:
+        """Remove every derived-from link of these notes."""
+
+    def has_chunk(self, chunk_id: str) -> bool:
+        """Whether a chunk with this id exists."""
+
+    def chunks_overlapping(self, doc_id: str, start: int, end: int) -> list[str]:
+        """The chunks of a document whose span overlaps [start, end)."""
+
+    def link_note_to_chunk(self, note_id: str, chunk_id: str) -> None:
+        """Record that a note is derived from a chunk (kept once)."""
+
+    def link_note_to_doc(self, note_id: str, doc_id: str) -> None:
+        """Record that a note is derived from a whole document (kept once)."""
+
+    # -- health and bookkeeping -----------------------------------------------------
+    def incomplete(self) -> dict[str, list[str]]:
+        """Documents and notes whose derived parts are missing: {"docs": […], "notes": […]}."""
+
+    def counts(self) -> dict[str, int]:
+        """How many documents, chunks, notes, entities and topics the graph holds."""
+
+    def meta(self) -> dict[str, str]:
+        """The graph's stamps (schema version, embedder, flags); {} when there are none."""
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set one stamp."""
+
+    # -- transactions and limits ----------------------------------------------------
+    def transaction(self) -> AbstractContextManager[None]:
+        """All writes inside happen together or not at all; a nested block joins the outer."""
+
+    def commit_and_continue(self) -> None:
+        """Commit what the open transaction holds so far and start the next one."""
+
+    def set_timeout(self, seconds: float) -> None:
+        """Abort any query that runs longer than `seconds`."""
+
+    # -- the user's own queries -----------------------------------------------------
+    def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a user's Cypher (CLI or MCP), refused unless it stays inside the graph."""

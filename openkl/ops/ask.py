@@ -1,0 +1,86 @@
+"""Answers and context: a question answered with [N] citations, and the entity subgraph
+relevant to a question."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .. import ask as ask_mod
+from .. import context as context_mod
+from ..folder import Folder
+from ..indexing import embedder
+from ..llm import config_from
+from .read import Opener, reading
+
+# `ok context`'s defaults: passages retrieved, entities returned
+CONTEXT_K = 8
+CONTEXT_MAX_ENTITIES = 12
+
+
+def ask(
+    folder: Folder,
+    question: str,
+    *,
+    k: int | None = None,
+    scope: str = "all",
+    use_llm: bool = True,
+    max_k: int | None = None,
+    on_token: Callable[[str], None] | None = None,
+    graph: Opener | None = None,
+) -> dict[str, Any]:
+    """Answer `question` from the folder (see `ask.ask` for the result), with the
+    configured LLM unless `use_llm` is false, else extractively. `k` defaults to ask.k
+    (`max_k` clamps it); `on_token` receives an LLM's answer as it streams. The graph is
+    closed before the model answers, so writers are not kept out; the citations are
+    remembered for `ok cite open`."""
+    llm = config_from(folder, required=False) if use_llm else None  # bad settings fail early
+    if k is None:
+        k = folder.setting("ask.k")
+    if max_k is not None:
+        k = min(k, max_k)
+    emb = embedder(folder)
+    with reading(folder, graph) as g:
+        hits = ask_mod.retrieve(folder, g, question, k=k, scope=scope, embedder=emb)
+    return ask_mod.answer(
+        folder,
+        question,
+        hits,
+        llm=llm,
+        on_token=on_token if llm is not None else None,
+        embedder=emb,
+        remember=True,
+    )
+
+
+def context(
+    folder: Folder,
+    query: str,
+    *,
+    k: int | None = None,
+    max_entities: int | None = None,
+    min_confidence: float | None = None,
+    use_llm: bool | None = None,
+    max_k: int | None = None,
+    graph: Opener | None = None,
+) -> dict[str, Any]:
+    """The entity subgraph relevant to `query` (see `context.context` for the result):
+    `k` passages (default 8), at most `max_entities` entities (default 12), both clamped
+    by `max_k`; `min_confidence` defaults to entities.min_confidence, and `use_llm` to
+    whether an LLM is configured."""
+    k = CONTEXT_K if k is None else k
+    max_entities = CONTEXT_MAX_ENTITIES if max_entities is None else max_entities
+    if max_k is not None:
+        k, max_entities = min(k, max_k), min(max_entities, max_k)
+    emb = embedder(folder)
+    with reading(folder, graph) as g:
+        return context_mod.context(
+            folder,
+            g,
+            query,
+            k=k,
+            max_entities=max_entities,
+            min_conf=min_confidence,
+            use_llm=use_llm,
+            embedder=emb,
+        )

@@ -1,0 +1,147 @@
+"""The folder's files, read directly: directory listings, pieces of text files, grep.
+
+Paths are relative to the folder root and never lead out of it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .. import grep as grep_mod
+from ..errors import BadInput, NotFound
+from ..folder import NAME_NOT_UTF8, Folder, check_path, is_utf8, shown
+
+# derived binary state, not files to read
+FS_SKIP = (".ok/kuzu", ".ok/cache", ".ok/lock")
+
+
+def safe_path(folder: Folder, rel: str) -> Path:
+    """A path inside the folder, or `BadInput`: no NUL bytes, no absolute paths, no `..`,
+    and no symlink that leads out of the folder (the resolved path must stay inside)."""
+    if "\x00" in rel:
+        raise BadInput("path contains a NUL byte", "pass a plain relative path")
+    rel = rel.strip() or "."
+    check_path(rel)
+    if rel.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", rel) or Path(rel).is_absolute():
+        raise BadInput(
+            f"absolute path '{shown(rel)}' refused", "pass a path relative to the folder root"
+        )
+    if ".." in PurePosixPath(rel.replace("\\", "/")).parts:
+        raise BadInput(
+            f"path '{shown(rel)}' climbs out with `..`", "pass a path relative to the folder root"
+        )
+    return folder.inside(rel)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A directory's entries by name ({name, path, type, size | target}), at most as many
+    as asked for, and how many there are."""
+
+    path: str
+    entries: list[dict[str, Any]]
+    total: int
+
+
+def list_dir(folder: Folder, path: str = ".", *, max_entries: int) -> Listing:
+    """The entries of a directory inside the folder, sorted by name."""
+    d = safe_path(folder, path)
+    if not d.is_dir():
+        raise BadInput(f"{path} is not a directory", "use fs_read for files")
+    entries = sorted(d.iterdir(), key=lambda p: p.name)
+    rows = []
+    for p in entries[:max_entries]:
+        rel = (d / p.name).relative_to(folder.root).as_posix()
+        row: dict[str, Any] = {"name": p.name, "path": rel}
+        if not is_utf8(p.name):  # JSON cannot carry it; the escaped form cannot be read
+            row.update(name=shown(p.name, 4096), path=shown(rel, 4096), problem=NAME_NOT_UTF8)
+        if p.is_symlink():
+            target = p.resolve()
+            inside = target == folder.root or folder.root in target.parents
+            row["type"] = "link" if inside else "link-outside"
+            if inside:
+                row["target"] = folder.rel(target)
+        elif p.is_dir():
+            row["type"] = "dir"
+        else:
+            row["type"] = "file"
+            row["size"] = p.stat().st_size
+        rows.append(row)
+    return Listing(
+        path=folder.rel(d) if d != folder.root else ".", entries=rows, total=len(entries)
+    )
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Bytes `offset` to `end` of a text file of `size` bytes, as text."""
+
+    path: str
+    size: int
+    offset: int
+    end: int
+    text: str
+
+
+def read_piece(folder: Folder, path: str, *, offset: int = 0, max_bytes: int) -> Piece:
+    """At most `max_bytes` of a text file inside the folder from `offset`, cut at a
+    character boundary."""
+    p = safe_path(folder, path)
+    rel = folder.rel(p)
+    if any(rel == s or rel.startswith(s + "/") for s in FS_SKIP):
+        raise BadInput(f"{rel} is derived binary state", "read the files, not the index")
+    if not p.is_file():
+        raise NotFound(f"no file {path} in the folder", "use fs_list to see what is there")
+    size = p.stat().st_size
+    offset = max(0, int(offset))
+    if offset > size:
+        raise BadInput(
+            f"offset {offset} is past the end of {rel} ({size} bytes)",
+            f"pass an offset from 0 to {size} (next_offset of the last piece)",
+        )
+    with open(p, "rb") as fh:
+        head = fh.read(8192)
+        if b"\x00" in head:
+            raise BadInput(
+                f"{rel} is a binary file", "read its normalized text under store/normalized/"
+            )
+        fh.seek(offset)
+        raw = fh.read(max_bytes + 4)
+    text = raw[:max_bytes].decode("utf-8", errors="ignore")
+    end = offset + len(text.encode("utf-8"))
+    return Piece(path=rel, size=size, offset=offset, end=end, text=text)
+
+
+@dataclass(frozen=True)
+class GrepResult:
+    """Matching lines ({path, line, column, text, match}), and whether there were more."""
+
+    hits: list[dict[str, Any]]
+    more: bool
+
+
+def grep(
+    folder: Folder,
+    pattern: str,
+    *,
+    scope: str = "all",
+    ignore_case: bool = False,
+    fixed: bool = False,
+    max_count: int,
+    use_rg: bool = True,
+) -> GrepResult:
+    """Grep notes and normalized documents (ripgrep, else Python), stopping after
+    `max_count` matches."""
+    hits = grep_mod.grep(
+        folder,
+        pattern,
+        scope=scope,
+        ignore_case=ignore_case,
+        fixed=fixed,
+        max_count=max_count + 1,
+        use_rg=use_rg,
+    )
+    return GrepResult(hits=hits[:max_count], more=len(hits) > max_count)

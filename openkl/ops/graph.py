@@ -1,0 +1,100 @@
+"""The derived graph, read: Cypher, entities, walks and entity pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import pages
+from ..entities import queries
+from ..entities.consolidation import min_confidence as default_min_confidence
+from ..folder import Folder
+from ..indexing import open_graph
+from ..mapping import resolve
+from .read import Opener, reading
+
+
+def _floor(folder: Folder, value: float | None) -> float:
+    return default_min_confidence(folder) if value is None else value
+
+
+def cypher(
+    folder: Folder,
+    query: str,
+    params: dict[str, Any] | None = None,
+    *,
+    write: bool = False,
+    graph: Opener | None = None,
+) -> list[dict[str, Any]]:
+    """Run one Cypher statement, read-only unless `write`: then on a graph opened for
+    writing, and logged (the caller holds the writer lock)."""
+    if write:
+        with open_graph(folder, write=True) as g:
+            rows = g.cypher(query, params or {})
+            folder.log_op("graph.cypher", query=query)
+        return rows
+    with reading(folder, graph) as g:
+        return g.cypher(query, params or {})
+
+
+def list_entities(
+    folder: Folder,
+    *,
+    type: str | None = None,
+    min_confidence: float | None = None,
+    doc: str | None = None,
+    name: str | None = None,
+    limit: int | None = None,
+    graph: Opener | None = None,
+) -> list[dict[str, Any]]:
+    """Entities, most confident first: of this type, at least this confident (default
+    entities.min_confidence), from this document (id, prefix or path), with names
+    containing `name`; at most `limit` (None: all)."""
+    doc_id = resolve(folder, doc)["id"] if doc else None
+    floor = _floor(folder, min_confidence)
+    with reading(folder, graph) as g:
+        return queries.list_entities(
+            g, type=type, min_confidence=floor, doc=doc_id, limit=limit, query=name
+        )
+
+
+def entity(
+    folder: Folder, name: str, *, min_confidence: float = 0.0, graph: Opener | None = None
+) -> dict[str, Any]:
+    """One entity (name, alias or id): its relationships at least this confident, its
+    sources and mentions."""
+    with reading(folder, graph) as g:
+        return queries.entity_detail(folder, g, name, min_confidence=min_confidence)
+
+
+def traverse(
+    folder: Folder,
+    name: str,
+    *,
+    depth: int = 2,
+    rel: str | None = None,
+    min_confidence: float | None = None,
+    limit: int = 200,
+    graph: Opener | None = None,
+) -> dict[str, Any]:
+    """Breadth-first walk from an entity over relationships (only `rel`, if given), at
+    least this confident (default entities.min_confidence), stopping after `limit`."""
+    floor = _floor(folder, min_confidence)
+    with reading(folder, graph) as g:
+        return queries.traverse(g, name, depth=depth, rel=rel, min_confidence=floor, limit=limit)
+
+
+def entity_page(
+    folder: Folder, name: str, *, force: bool = False, graph: Opener | None = None
+) -> dict[str, Any]:
+    """An entity's markdown page, cached by graph version unless `force`."""
+    with reading(folder, graph) as g:
+        return pages.page(folder, g, name, force=force)
+
+
+def write_pages(folder: Folder, *, min_confidence: float | None = None) -> dict[str, Any]:
+    """Every entity's page (at least this confident, default entities.min_confidence)
+    into graph/pages/, with an index, and log it (the caller holds the writer lock)."""
+    with open_graph(folder) as g:
+        data = pages.write_all(folder, g, min_confidence=_floor(folder, min_confidence))
+        folder.log_op("graph.pages", dir=data["dir"], pages=data["pages"])
+    return data

@@ -1,0 +1,77 @@
+"""`Graph` keeps to `GraphStore`, the interface the rest of openkl uses: every member of the
+Protocol exists on `Graph`, methods with the same parameters (names, kinds, defaults)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any, Protocol
+
+from openkl.graph import Graph
+from openkl.graph.protocol import GraphStore
+
+
+def members(proto: type) -> dict[str, Any]:
+    """The members a Protocol declares, its bases' included: name → function (or None for
+    an attribute declared by annotation)."""
+    out: dict[str, Any] = {}
+    for cls in reversed(proto.__mro__):
+        if cls in (object, Protocol) or not getattr(cls, "_is_protocol", False):
+            continue
+        out.update(dict.fromkeys(getattr(cls, "__annotations__", {})))
+        out.update(
+            {
+                name: value
+                for name, value in vars(cls).items()
+                if not name.startswith("_") and callable(value)
+            }
+        )
+    return out
+
+
+def _params(fn: Any) -> list[tuple[str, Any, Any]]:
+    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+
+def drift(proto: type, impl: type, instance: Any) -> list[str]:
+    """How `impl` differs from `proto`: members missing, methods with other parameters."""
+    out = []
+    for name, fn in sorted(members(proto).items()):
+        if not hasattr(impl, name) and not hasattr(instance, name):
+            out.append(f"{name}: missing")
+        elif fn is not None:
+            want, have = _params(fn), _params(getattr(impl, name))
+            if want != have:
+                out.append(f"{name}: {want} in the Protocol, {have} on {impl.__name__}")
+    return out
+
+
+def test_graph_keeps_to_the_graph_store_protocol() -> None:
+    g = Graph(None, None, Path("graph.kz"), False)  # no database: only its attributes
+    found = drift(GraphStore, Graph, g)
+    assert not found, "Graph and GraphStore differ:\n" + "\n".join(found)
+
+
+def test_the_protocol_lists_what_the_features_use() -> None:
+    have = set(members(GraphStore))
+    assert {"docs", "notes", "chunks_by_id", "fts", "vector", "meta", "transaction"} <= have
+    assert {"counts", "incomplete", "cypher", "newer_versions", "link_note_to_chunk"} <= have
+    assert "query" not in have  # Cypher of its own stays inside the graph layer
+
+
+def test_drift_is_found() -> None:
+    class Store(Protocol):
+        flag: bool
+
+        def read(self, doc_id: str, k: int = 5) -> list[str]: ...
+
+        def gone(self) -> None: ...
+
+    class Impl:
+        def read(self, doc_id: str, k: int = 10) -> list[str]:
+            return []
+
+    found = drift(Store, Impl, Impl())
+    assert [d.split(":")[0] for d in found] == ["flag", "gone", "read"]
+    assert found[:2] == ["flag: missing", "gone: missing"]
+    assert "5)] in the Protocol" in found[2] and "10)] on Impl" in found[2]
