@@ -415,19 +415,15 @@ class KnowledgeServer:
         the given text. Unchanged content is a no-op; changed content supersedes the old
         version (kept for citations). Symlinks that lead out of the folder are skipped and
         listed in `skipped`."""
-        from .store import ingest_paths, ingest_stdin
-
         st = self.stack(stack)
         f = st.folder
         if bool(paths) == (text is not None):
             raise UsageError("pass either `paths` or `text`")
         resolved = [str(safe_path(f, p)) for p in paths or []]
+        data = text.encode("utf-8") if text is not None else None
         with self._writing(st, "store_ingest"):
-            if text is not None:
-                rep = ingest_stdin(f, text.encode("utf-8"), name)
-            else:
-                # never out of the folder, whatever a link inside it says
-                rep = ingest_paths(f, resolved, confine=f.root)
+            # never out of the folder, whatever a link inside it says
+            rep = ops.ingest(f, resolved, data=data, name=name, confine=f.root)
         return {"stack": st.name, **rep.as_dict()}
 
     # -- tools: graph ---------------------------------------------------------------------
@@ -488,8 +484,6 @@ class KnowledgeServer:
     ) -> dict[str, Any]:
         """Make citations: cite objects with a deterministic id (c-…), the exact quote, its
         char span and context, as the files are now. Transient unless `persist`."""
-        from . import citations as cit
-
         st = self.stack(stack)
         f = st.folder
         if not refs:
@@ -501,13 +495,17 @@ class KnowledgeServer:
                 "this server is read-only, so citations cannot be persisted",
                 "call cite_make without persist",
             )
-        files = cit.Files(f)
-        cites = [cit.make(f, r, lines=lines, chars=chars, files=files, cwd=f.root) for r in refs]
-        if persist:
-            with self._writing(st, "cite_make"):
-                cites = ops.keep_citations(f, cites, notes_mod.clean_labels(tags), via="mcp")
-        else:
-            ops.remember_citations(f, cites)
+        with self._writing(st, "cite_make") if persist else contextlib.nullcontext():
+            cites = ops.make_citations(
+                f,
+                list(refs),
+                lines=lines,
+                chars=chars,
+                cwd=f.root,
+                persist=persist,
+                tags=notes_mod.clean_labels(tags),
+                via="mcp",
+            )
         return {"stack": st.name, "results": cites}
 
     def cite_verify(

@@ -88,17 +88,11 @@ def init(
     json_: bool = JsonOpt,
 ) -> None:
     """Create a knowledge folder (store/, memories/, citations/, graph/, .ok/)."""
-    from ..folder import Folder
-    from ..indexer import open_graph
+    from .. import ops  # imported when used: `ok --help` stays light
 
-    existed = (directory / ".ok").is_dir()
-    f = Folder.init(directory, domain)
-    with writing(f, "ok init"), open_graph(f, write=True):
-        pass
-    if not existed:
-        f.log_op("init", root=str(f.root))
+    done = ops.init_folder(directory, domain, what="ok init")
     emit(
-        {"root": str(f.root), "created": not existed},
+        done.as_dict(),
         json_,
         plain=lambda d: (
             f"{'Initialized' if d['created'] else 'Already a'} knowledge folder in {d['root']}"
@@ -112,32 +106,22 @@ def index(
     json_: bool = JsonOpt,
 ) -> None:
     """Build the graph from the files (incremental; --rebuild starts from scratch)."""
-    from ..indexer import sync as do_sync
+    from .. import ops
 
     f = folder()
     with writing(f, "ok index"):
-        rep = do_sync(f, rebuild=rebuild)
-        f.log_op("index", rebuild=rebuild, docs=len(rep.docs_added), notes=len(rep.notes_added))
+        rep = ops.index(f, rebuild=rebuild)
     _report_sync(rep, json_)
 
 
 @app.command()
 def sync(json_: bool = JsonOpt) -> None:
     """Bring the graph up to date after files were added, edited, renamed or deleted."""
-    from ..indexer import sync as do_sync
+    from .. import ops
 
     f = folder()
     with writing(f, "ok sync"):
-        rep = do_sync(f)
-        if rep.changed:
-            f.log_op(
-                "sync",
-                docs_added=rep.docs_added,
-                docs_removed=rep.docs_removed,
-                notes_added=rep.notes_added,
-                notes_updated=rep.notes_updated,
-                notes_removed=rep.notes_removed,
-            )
+        rep = ops.sync(f)
     _report_sync(rep, json_)
 
 
@@ -265,9 +249,9 @@ def _stale_part(key: str, value: list[str]) -> str:
 @app.command()
 def doctor(json_: bool = JsonOpt) -> None:
     """Check the folder, index, model, rg, kreuzberg and lock; print fixes."""
-    from ..doctor import run_checks
+    from .. import ops
 
-    checks = run_checks(state.root)
+    checks = ops.doctor(state.root)
     emit(
         checks,
         json_,

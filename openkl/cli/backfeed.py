@@ -38,7 +38,7 @@ def flag(
     """
     from pathlib import Path
 
-    from ..backfeed import flag as do_flag
+    from .. import ops
     from ..errors import BadInput
 
     if file == "-":
@@ -50,9 +50,9 @@ def flag(
         text = p.read_text(encoding="utf-8")
     f = folder()
     with writing(f, "ok backfeed flag"):
-        item, created = do_flag(f, text)
+        item = ops.flag_backfeed(f, text)
     emit(
-        {**item, "created": created},
+        item,
         json_,
         plain=lambda d: d["id"] + ("" if d["created"] else "\t(already queued)"),
     )
@@ -64,27 +64,31 @@ def queue(
     json_: bool = JsonOpt,
 ) -> None:
     """List backfeed items."""
-    from ..backfeed import queue as q
+    from .. import ops
 
-    emit(q(folder(), status), json_, plain=lambda items: "\n".join(_line(i) for i in items))
+    emit(
+        ops.backfeed_queue(folder(), status),
+        json_,
+        plain=lambda items: "\n".join(_line(i) for i in items),
+    )
 
 
 @app.command()
 def show(item_id: str = typer.Argument(...), json_: bool = JsonOpt) -> None:
     """One backfeed item."""
-    from ..backfeed import get
+    from .. import ops
 
-    emit(get(folder(), item_id), json_, plain=_line)
+    emit(ops.backfeed_item(folder(), item_id), json_, plain=_line)
 
 
 @app.command()
 def approve(item_id: str = typer.Argument(...), json_: bool = JsonOpt) -> None:
     """Approve an item: absorb it with verified=true, source_kind=backfeed."""
-    from ..ops import decide_backfeed
+    from .. import ops
 
     f = folder()
     with writing(f, "ok backfeed approve"):
-        item = decide_backfeed(f, item_id, approve=True)
+        item = ops.decide_backfeed(f, item_id, approve=True)
     emit(item, json_, plain=lambda i: f"approved {i['id']}")
 
 
@@ -95,9 +99,9 @@ def reject(
     json_: bool = JsonOpt,
 ) -> None:
     """Reject an item (it stays in the folder, marked rejected, with the reason)."""
-    from ..ops import decide_backfeed
+    from .. import ops
 
     f = folder()
     with writing(f, "ok backfeed reject"):
-        item = decide_backfeed(f, item_id, approve=False, reason=reason)
+        item = ops.decide_backfeed(f, item_id, approve=False, reason=reason)
     emit(item, json_, plain=lambda i: f"rejected {i['id']}")

@@ -38,12 +38,12 @@ def import_(
       ok bundle import team.aks.json
       curl -s https://example.org/kb.aks.json | ok bundle import -
     """
-    from ..ops import import_bundle
+    from .. import ops
 
     text, where = _read(path)
     f = folder()
     with writing(f, "ok bundle import"):
-        data = import_bundle(f, text, where)
+        data = ops.import_bundle(f, text, where)
     emit(
         data,
         json_,
@@ -65,12 +65,11 @@ def validate(
     json_: bool = JsonOpt,
 ) -> None:
     """Check a bundle against the AKS v0.1.0 schema (errors name the JSON path)."""
-    from ..aks import load_bundle
+    from .. import ops
 
     text, where = _read(path)
-    b = load_bundle(text, where)
     emit(
-        {"valid": True, "entities": b["entity_count"], "relationships": b["relationship_count"]},
+        ops.validate_bundle(text, where),
         json_,
         plain=lambda d: f"valid: {d['entities']} entities, {d['relationships']} relationships",
     )

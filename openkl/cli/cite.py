@@ -98,21 +98,18 @@ def make(
             "nothing to cite: the input held no ids or cite objects",
             "check the command that feeds it",
         )
-    files = cit.Files(f)
-    cites = []
-    for it in items:
-        if isinstance(it, dict) and not cit.CITE_ID.match(it["id"]) and cit.is_ref(it["id"]):
-            it = it["id"]  # a search hit: cite what it points at, as it is now
-        cites.append(
-            it if isinstance(it, dict) else cit.make(f, it, lines=lines, chars=chars, files=files)
-        )
     from .. import ops  # imported when used: `ok --help` stays light
 
-    if persist:
-        with writing(f, "ok cite make"):
-            cites = ops.keep_citations(f, cites, split_labels(tags), retention_class)
-    else:
-        ops.remember_citations(f, cites)
+    with writing(f, "ok cite make") if persist else contextlib.nullcontext():
+        cites = ops.make_citations(
+            f,
+            items,
+            lines=lines,
+            chars=chars,
+            persist=persist,
+            tags=split_labels(tags),
+            retention_class=retention_class,
+        )
     emit(
         cites,
         json_,
@@ -299,17 +296,11 @@ def gc(
     json_: bool = JsonOpt,
 ) -> None:
     """Remove transient citations and orphaned ones (their document is gone)."""
+    from .. import ops
+
     f = folder()
     with writing(f, "ok cite gc"):
-        rep = cit.gc(f, dry_run=dry_run)
-        gone = rep["transient"] + rep["orphaned"] + rep["expired"]
-        if gone and not dry_run:
-            f.log_op(
-                "cite.gc",
-                transient=rep["transient"],
-                orphaned=rep["orphaned"],
-                expired=rep["expired"],
-            )
+        rep = ops.gc_citations(f, dry_run=dry_run)
     for p in rep["problems"]:
         output.warn(f"{p['path']}: {p['problem']}")
     verb = "would remove" if dry_run else "removed"

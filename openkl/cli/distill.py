@@ -26,10 +26,10 @@ app = typer.Typer(
 )
 def prompts(json_: bool = JsonOpt) -> None:
     """List the distillation prompts."""
-    from ..distill import list_prompts
+    from .. import ops
 
     emit(
-        list_prompts(),
+        ops.distill_prompts(),
         json_,
         plain=lambda ps: "\n".join(f"{p['name']}\t{p['description']}" for p in ps),
     )
@@ -50,16 +50,10 @@ def get_prompt(
     json_: bool = JsonOpt,
 ) -> None:
     """Print a prompt, ready to paste into any model (optionally with the material)."""
-    from ..distill import get_prompt as get
+    from .. import ops
 
-    p = get(name)
-    material = output.read_stdin_text() if text == "-" else text
-    body = p.render(material) if material is not None else p.text()
-    emit(
-        {"name": p.name, "title": p.title, "description": p.description, "prompt": body},
-        json_,
-        plain=lambda d: d["prompt"],
-    )
+    material = output.read_stdin_text if text == "-" else text
+    emit(ops.distill_prompt(name, material), json_, plain=lambda d: d["prompt"])
 
 
 @app.command(
@@ -83,16 +77,15 @@ def create(
     json_: bool = JsonOpt,
 ) -> None:
     """Write a memory note that cites its sources (DERIVED_FROM edges to them)."""
-    from ..distill import create as do_create
+    from .. import ops
 
     f = folder()
     body = output.read_stdin_text() if text == "-" else text
     with writing(f, "ok distill create"):
-        note, cites = do_create(
+        done = ops.distill_note(
             f, body, cite_ids, tags=split_labels(tags), topics=split_labels(topics)
         )
-    data = {**note.as_dict(f), "citations": [{**c, "n": i} for i, c in enumerate(cites, 1)]}
-    emit(data, json_, plain=lambda d: d["id"])
+    emit(done.as_dict(f), json_, plain=lambda d: d["id"])
 
 
 @app.command(
@@ -115,24 +108,19 @@ def run(
     json_: bool = JsonOpt,
 ) -> None:
     """Search, distill the passages with the configured LLM, save a cited memory note."""
-    from ..distill import get_prompt as get
-    from ..distill import run as do_run
-    from ..llm import config_from
+    from .. import ops
 
     f = folder()
-    get(prompt)
-    llm = config_from(f, required=True)
     streaming = not output.want_json(json_) and output.is_tty()
 
     def on_token(tok: str) -> None:
         sys.stderr.write(tok)
         sys.stderr.flush()
 
-    res = do_run(
+    res = ops.distill_run(
         f,
         prompt,
         query,
-        llm=llm,
         k=k,
         tags=split_labels(tags),
         topics=split_labels(topics),

@@ -318,96 +318,28 @@ def export(
       ok graph export --format csv --table entities -o - | head
       ok graph export --min-confidence 0.6 --max-entities 500 -o team.aks.json
     """
-    import json
     import sys
-    from pathlib import Path
 
-    from ..aks import csv_tables, domain_slug, graphml
-    from ..aks import export as make_bundle
-    from ..errors import UsageError
-    from ..folder import atomic_write
-    from ..indexer import open_graph
+    from .. import ops
     from .output import want_json
 
-    if format_ not in ("aks", "graphml", "csv"):
-        raise UsageError(f"unknown format {format_!r}", "use aks, graphml or csv")
-    tables = {
-        "entities": "entities.csv",
-        "relationships": "relationships.csv",
-        "relations": "relationships.csv",
-    }
-    if table is not None and format_ != "csv":
-        raise UsageError("--table applies to --format csv only", "drop --table")
-    if table is not None and table not in tables:
-        raise UsageError(
-            f"unknown table {table!r}", "use --table entities or --table relationships"
-        )
     as_json = want_json(json_)
-    target = Path(out) if out and out != "-" else None
-    if format_ == "csv" and table is None:
-        # two tables in one stream would read as one CSV with a second header in the middle
-        if out == "-" and not as_json:
-            raise UsageError(
-                "--format csv is two tables (entities, relationships) and cannot "
-                "go to stdout together",
-                "pick one with --table entities|relationships, pass -o DIR for "
-                "both files, or add --json",
-            )
-        if target is not None and not target.is_dir() and (target.suffix or target.exists()):
-            raise UsageError(
-                f"--format csv writes two files, and {out} is not a directory",
-                "pass -o DIR for both files, or --table entities|relationships for one",
-            )
-    f = folder()
-    with open_graph(f) as g:
-        bundle = make_bundle(
-            f,
-            g,
-            min_confidence=min_confidence,
-            entity_type=type_,
-            max_entities=max_entities,
-            verified_only=verified_only,
-        )
-    files: dict[str, str]
-    slug = domain_slug(f)
-    if format_ == "aks":
-        files = {f"{slug}.aks.json": json.dumps(bundle, indent=2, ensure_ascii=False) + "\n"}
-    elif format_ == "graphml":
-        files = {f"{slug}.graphml": graphml(bundle)}
-    else:
-        files = csv_tables(bundle)
-        if table is not None:
-            files = {tables[table]: files[tables[table]]}
-    counts = {"entities": bundle["entity_count"], "relationships": bundle["relationship_count"]}
+    ops.check_export(format_, table=table, out=out, json_stdout=as_json)
+    done = ops.export_graph(
+        folder(),
+        format_=format_,
+        out=out,
+        table=table,
+        min_confidence=min_confidence,
+        entity_type=type_,
+        max_entities=max_entities,
+        verified_only=verified_only,
+    )
     if out == "-":
         if format_ == "aks" or not as_json:
-            for text in files.values():
+            for text in done.files.values():
                 sys.stdout.write(text)
             return
-        data: dict[str, Any] = {"format": format_, **counts, "content": files}
-        if format_ == "csv":
-            import csv
-            import io
-
-            data["rows"] = {
-                name.removesuffix(".csv"): list(csv.DictReader(io.StringIO(text)))
-                for name, text in files.items()
-            }
-        emit(data, True)
+        emit(done.content(), True)
         return
-    target = target or f.graph_dir
-    written = []
-    for fname, text in files.items():
-        p = (
-            target
-            if (out and len(files) == 1 and not target.is_dir() and target.suffix)
-            else target / fname
-        )
-        atomic_write(p, text)
-        written.append(str(p))
-    f.log_op("graph.export", format=format_, files=written)
-    emit(
-        {"format": format_, "files": written, **counts},
-        json_,
-        plain=lambda d: "\n".join(d["files"]),
-    )
+    emit(done.as_dict(), json_, plain=lambda d: "\n".join(d["files"]))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from .. import notes as notes_mod
 from . import output
 from .common import TagsOpt, TopicsOpt, folder, split_labels, writing
 from .output import JsonOpt, emit
@@ -160,8 +159,9 @@ def delete(note_id: str = typer.Argument(..., help="Note id."), json_: bool = Js
 @app.command()
 def topics(json_: bool = JsonOpt) -> None:
     """Regenerate memories/topics/<slug>/ symlinks from tags and topics."""
+    from .. import ops
+
     f = folder()
     with writing(f, "ok mem topics"):
-        counts = notes_mod.regenerate_topics(f)
-        f.log_op("mem.topics", topics=len(counts))
+        counts = ops.regenerate_topics(f)
     emit(counts, json_, plain=lambda c: "\n".join(f"{k}\t{v}" for k, v in c.items()))

@@ -41,13 +41,13 @@ def refresh(
       ok refresh https://example.org/guide --drift-threshold 0.2
       15 * * * *  cd ~/kb && ok refresh  # crontab: every hour
     """
-    from ..refresh import refresh as do_refresh
+    from .. import ops
 
     if drift_threshold is not None and not 0.0 <= drift_threshold <= 2.0:
         raise typer.BadParameter("--drift-threshold must be between 0 and 2")
-    rep = do_refresh(
+    rep = ops.refresh(
         folder(),
-        refs=docs or None,
+        docs,
         due=due,
         all_=all_,
         drift_threshold=drift_threshold,
@@ -119,13 +119,12 @@ def events(
       ok events -t drifted,removed --json
       ok events --follow | grep trigger_fired
     """
-    from ..events import follow as follow_events
-    from ..events import parse_since, read
+    from .. import ops
     from .common import split_labels
 
     f = folder()
     types = split_labels(type_)
-    rows = read(f, since=parse_since(since), types=types, doc=doc, limit=limit or None)
+    rows = ops.events(f, since=since, types=types, doc=doc, limit=limit)
     if not follow:
         emit(rows, json_, plain=lambda rs: "\n".join(_event_line(e) for e in rs))
         return
@@ -133,7 +132,7 @@ def events(
     for ev in rows:
         _print_event(ev, as_json)
     try:
-        for ev in follow_events(f, types=types, doc=doc, timeout=timeout):
+        for ev in ops.follow_events(f, types=types, doc=doc, timeout=timeout):
             _print_event(ev, as_json)
     except KeyboardInterrupt:
         pass

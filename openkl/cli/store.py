@@ -66,31 +66,29 @@ def ingest(
     json_: bool = JsonOpt,
 ) -> None:
     """Ingest documents: text/markdown as-is; pdf, html, docx, pptx, xlsx via kreuzberg."""
-    from ..refresh import make_policy, set_policy
-    from ..store import IngestReport, ingest_paths, ingest_stdin
+    from .. import ops
 
     f = folder()
-    policy = make_policy(every, cron)
+    policy = ops.refresh_policy(every, cron)
+    data = None
+    if paths == ["-"]:
+        if policy:
+            raise typer.BadParameter("stdin input cannot be refreshed: drop --refresh/--cron")
+        data = sys.stdin.buffer.read()
+    elif "-" in paths:
+        raise typer.BadParameter("`-` (stdin) cannot be mixed with paths")
     with writing(f, "ok store ingest"):
-        if paths == ["-"]:
-            if policy:
-                raise typer.BadParameter("stdin input cannot be refreshed: drop --refresh/--cron")
-            rep = ingest_stdin(f, sys.stdin.buffer.read(), name)
-        elif "-" in paths:
-            raise typer.BadParameter("`-` (stdin) cannot be mixed with paths")
-        else:
-            rep = ingest_paths(
-                f,
-                paths,
-                glob=glob,
-                recursive=not no_recursive,
-                policy=policy,
-                ocr=ocr,
-                follow=follow,
-            )
-            if policy and rep.unchanged:
-                set_policy(f, [u["id"] for u in rep.unchanged], policy)
-    assert isinstance(rep, IngestReport)
+        rep = ops.ingest(
+            f,
+            paths,
+            data=data,
+            name=name,
+            glob=glob,
+            recursive=not no_recursive,
+            follow=follow,
+            ocr=ocr,
+            policy=policy,
+        )
     report_ingest(rep, json_)
 
 
@@ -133,11 +131,11 @@ def remove(
     json_: bool = JsonOpt,
 ) -> None:
     """Remove a document (normalized text, original, mapping entry, graph nodes)."""
-    from ..store import remove as do_remove
+    from .. import ops
 
     f = folder()
     with writing(f, "ok store remove"):
-        entry = do_remove(f, doc, keep_source=keep_source)
+        entry = ops.remove_doc(f, doc, keep_source=keep_source)
     emit(
         {"removed": entry["id"], "path": entry["path"]},
         json_,
@@ -180,22 +178,20 @@ def web(
       ok store web https://example.org/guide --refresh 1d
       ok store web https://example.org/docs/ --depth 2 --include '/docs/*' --max-pages 100
     """
-    from ..refresh import make_policy
-    from ..sources import fetch_web, ingest_batch
+    from .. import ops
 
     f = folder()
-    policy = make_policy(every, cron)
-    batch = fetch_web(
+    rep = ops.store_web(
         f,
         url,
         depth=depth,
         same_host=same_host,
-        include=include or None,
-        exclude=exclude or None,
+        include=include,
+        exclude=exclude,
         max_pages=max_pages,
+        policy=ops.refresh_policy(every, cron),
+        what="ok store web",
     )
-    with writing(f, "ok store web"):
-        rep = ingest_batch(f, batch, policy=policy)
     _fetched(rep, json_)
 
 
@@ -216,14 +212,11 @@ def arxiv(
       ok store arxiv 1706.03762 2005.11401 --refresh 7d
       ok store arxiv 2005.11401v2               # this version only
     """
-    from ..refresh import make_policy
-    from ..sources import fetch_arxiv, ingest_batch
+    from .. import ops
 
     f = folder()
-    policy = make_policy(every, cron)
-    batch = fetch_arxiv(f, ids)
-    with writing(f, "ok store arxiv"):
-        rep = ingest_batch(f, batch, policy=policy)
+    policy = ops.refresh_policy(every, cron)
+    rep = ops.store_arxiv(f, ids, policy=policy, what="ok store arxiv")
     _fetched(rep, json_)
 
 
@@ -249,14 +242,13 @@ def repo(
       ok store repo ~/src/project --include '*.md' --include '*.py'
       ok store repo https://github.com/org/repo.git --branch main --refresh 7d
     """
-    from ..refresh import make_policy
-    from ..sources import fetch_repo, ingest_batch
+    from .. import ops
 
     f = folder()
-    policy = make_policy(every, cron)
-    batch = fetch_repo(f, target, include=include or None, branch=branch)
-    with writing(f, "ok store repo"):
-        rep = ingest_batch(f, batch, policy=policy)
+    policy = ops.refresh_policy(every, cron)
+    rep = ops.store_repo(
+        f, target, include=include, branch=branch, policy=policy, what="ok store repo"
+    )
     _fetched(rep, json_)
 
 
@@ -304,14 +296,14 @@ def policy(
       ok store policy 2401.00001 --cron "0 6 * * 1"
       ok store policy ee43fb66 --clear
     """
-    from ..refresh import make_policy, set_policy
+    from .. import ops
 
-    pol = make_policy(every, cron)
+    pol = ops.refresh_policy(every, cron)
     if bool(pol) == clear:
         raise typer.BadParameter("pass --refresh and/or --cron, or --clear")
     f = folder()
     with writing(f, "ok store policy"):
-        rows = set_policy(f, docs, None if clear else pol)
+        rows = ops.set_refresh_policy(f, docs, None if clear else pol)
     emit(
         rows,
         json_,

@@ -49,13 +49,13 @@ def add(
       ok trigger add papers -e "retrieval benchmarks" --in store --exec 'jq -r .path >> new.txt'
       ok trigger add alerts -e "outage" --exec 'curl -d @- "$HOOK_URL"' --env HOOK_URL
     """
-    from ..triggers import add as do_add
+    from .. import ops
 
     if example == "-":
         example = output.read_stdin_text()
     f = folder()
     with writing(f, "ok trigger add"):
-        t = do_add(
+        t = ops.add_trigger(
             f,
             name,
             example,
@@ -72,9 +72,9 @@ def add(
 @app.command("list")
 def list_(json_: bool = JsonOpt) -> None:
     """List triggers."""
-    from ..triggers import load
+    from .. import ops
 
-    trigs, problems = load(folder())
+    trigs, problems = ops.list_triggers(folder())
     for p in problems:
         output.warn(p)
     emit(
@@ -97,11 +97,11 @@ def _short(text: str, n: int = 60) -> str:
 @app.command()
 def remove(name: str = typer.Argument(..., help="Trigger name."), json_: bool = JsonOpt) -> None:
     """Remove a trigger."""
-    from ..triggers import remove as do_remove
+    from .. import ops
 
     f = folder()
     with writing(f, "ok trigger remove"):
-        t = do_remove(f, name)
+        t = ops.remove_trigger(f, name)
     emit({"removed": t.name}, json_, plain=lambda d: f"removed trigger {d['removed']}")
 
 
@@ -110,11 +110,11 @@ def test(
     text: str = typer.Argument(..., help="Text to test (`-` reads stdin)."), json_: bool = JsonOpt
 ) -> None:
     """Show how close a text is to each trigger, and which would fire (nothing is written)."""
-    from ..triggers import test as do_test
+    from .. import ops
 
     if text == "-":
         text = output.read_stdin_text()
-    rows = do_test(folder(), text)
+    rows = ops.match_triggers(folder(), text)
 
     def plain(rs: list[dict[str, Any]]) -> str:
         return (

@@ -1,12 +1,19 @@
-"""The entity graph's other inputs: AKS bundles and backfeed decisions."""
+"""The entity graph's other inputs and outputs: AKS bundles in, backfeed proposals and
+decisions, the graph exported as AKS, GraphML or CSV."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .. import aks, backfeed
 from ..entities import consolidation
-from ..folder import Folder
+from ..errors import UsageError
+from ..folder import Folder, atomic_write
 from ..indexing import open_graph
 
 
@@ -27,3 +34,157 @@ def decide_backfeed(
         with open_graph(folder, write=True) as g:
             consolidation.consolidate(folder, g, backfeed.touched_keys(item))
     return item
+
+
+def flag_backfeed(folder: Folder, text: str) -> dict[str, Any]:
+    """Queue a proposal (JSON: entities and relationships) for review; the item, with
+    `created` False when the same proposal was queued before. The caller holds the writer
+    lock."""
+    item, created = backfeed.flag(folder, text)
+    return {**item, "created": created}
+
+
+def backfeed_queue(folder: Folder, status: str = "pending") -> list[dict[str, Any]]:
+    """Backfeed items with this status (pending, approved, rejected or all), oldest first."""
+    return backfeed.queue(folder, status)
+
+
+def backfeed_item(folder: Folder, iid: str) -> dict[str, Any]:
+    """One backfeed item, by id or unique prefix."""
+    return backfeed.get(folder, iid)
+
+
+def validate_bundle(text: str, where: str = "bundle") -> dict[str, Any]:
+    """Check an AKS bundle against the schema (errors name the JSON path): {valid,
+    entities, relationships}."""
+    b = aks.load_bundle(text, where)
+    return {"valid": True, "entities": b["entity_count"], "relationships": b["relationship_count"]}
+
+
+EXPORT_FORMATS = ("aks", "graphml", "csv")
+CSV_TABLES = {
+    "entities": "entities.csv",
+    "relationships": "relationships.csv",
+    "relations": "relationships.csv",
+}
+
+
+@dataclass(frozen=True)
+class GraphExport:
+    """An exported entity graph: its files (name → text), and where they were written."""
+
+    format: str
+    entities: int
+    relationships: int
+    files: dict[str, str]
+    written: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        """What `ok graph export` reports after writing the files."""
+        return {
+            "format": self.format,
+            "files": self.written,
+            "entities": self.entities,
+            "relationships": self.relationships,
+        }
+
+    def content(self) -> dict[str, Any]:
+        """The files themselves, as one JSON object (CSV tables also as rows)."""
+        data: dict[str, Any] = {
+            "format": self.format,
+            "entities": self.entities,
+            "relationships": self.relationships,
+            "content": self.files,
+        }
+        if self.format == "csv":
+            data["rows"] = {
+                name.removesuffix(".csv"): list(csv.DictReader(io.StringIO(text)))
+                for name, text in self.files.items()
+            }
+        return data
+
+
+def check_export(
+    format_: str, *, table: str | None = None, out: str | None = None, json_stdout: bool = True
+) -> None:
+    """Refuse an export that cannot be written as asked, before any work is done (`json_stdout`
+    False: `-` means plain text on stdout, where two CSV tables cannot go together)."""
+    if format_ not in EXPORT_FORMATS:
+        raise UsageError(f"unknown format {format_!r}", "use aks, graphml or csv")
+    if table is not None and format_ != "csv":
+        raise UsageError("--table applies to --format csv only", "drop --table")
+    if table is not None and table not in CSV_TABLES:
+        raise UsageError(
+            f"unknown table {table!r}", "use --table entities or --table relationships"
+        )
+    if format_ != "csv" or table is not None:
+        return
+    # two tables in one stream would read as one CSV with a second header in the middle
+    if out == "-" and not json_stdout:
+        raise UsageError(
+            "--format csv is two tables (entities, relationships) and cannot go to stdout together",
+            "pick one with --table entities|relationships, pass -o DIR for "
+            "both files, or add --json",
+        )
+    target = Path(out) if out and out != "-" else None
+    if target is not None and not target.is_dir() and (target.suffix or target.exists()):
+        raise UsageError(
+            f"--format csv writes two files, and {out} is not a directory",
+            "pass -o DIR for both files, or --table entities|relationships for one",
+        )
+
+
+def export_graph(
+    folder: Folder,
+    *,
+    format_: str = "aks",
+    out: str | None = None,
+    table: str | None = None,
+    min_confidence: float | None = None,
+    entity_type: str | None = None,
+    max_entities: int | None = None,
+    verified_only: bool = False,
+) -> GraphExport:
+    """Export the entity graph as an AKS bundle, GraphML or CSV (two tables, or `table`
+    alone), and write it to `out`: a file or directory (None: graph/), or `-` to write
+    nothing and leave the files to the caller. Writing it is logged."""
+    check_export(format_, table=table, out=out)
+    target = Path(out) if out and out != "-" else None
+    with open_graph(folder) as g:
+        bundle = aks.export(
+            folder,
+            g,
+            min_confidence=min_confidence,
+            entity_type=entity_type,
+            max_entities=max_entities,
+            verified_only=verified_only,
+        )
+    files: dict[str, str]
+    slug = aks.domain_slug(folder)
+    if format_ == "aks":
+        files = {f"{slug}.aks.json": json.dumps(bundle, indent=2, ensure_ascii=False) + "\n"}
+    elif format_ == "graphml":
+        files = {f"{slug}.graphml": aks.graphml(bundle)}
+    else:
+        files = aks.csv_tables(bundle)
+        if table is not None:
+            files = {CSV_TABLES[table]: files[CSV_TABLES[table]]}
+    written: list[str] = []
+    if out != "-":
+        target = target or folder.graph_dir
+        for fname, text in files.items():
+            p = (
+                target
+                if (out and len(files) == 1 and not target.is_dir() and target.suffix)
+                else target / fname
+            )
+            atomic_write(p, text)
+            written.append(str(p))
+        folder.log_op("graph.export", format=format_, files=written)
+    return GraphExport(
+        format=format_,
+        entities=bundle["entity_count"],
+        relationships=bundle["relationship_count"],
+        files=files,
+        written=written,
+    )

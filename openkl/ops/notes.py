@@ -51,5 +51,13 @@ def delete_note(folder: Folder, note_id: str, via: str | None = None) -> notes_m
     return note
 
 
+def regenerate_topics(folder: Folder) -> dict[str, int]:
+    """Rebuild the memories/topics/<slug>/ links from every note's tags and topics, and log
+    it; notes per topic. The caller holds the writer lock."""
+    counts = notes_mod.regenerate_topics(folder)
+    folder.log_op("mem.topics", topics=len(counts))
+    return counts
+
+
 def _via(via: str | None) -> dict[str, str]:
     return {"via": via} if via else {}

@@ -1,0 +1,67 @@
+"""The folder itself: create it, bring its graph in line with the files, check it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import doctor as doctor_mod
+from .. import indexer
+from ..folder import Folder
+from ..indexing import open_graph
+
+
+@dataclass(frozen=True)
+class Initialized:
+    """A knowledge folder `init_folder` made, or found already there."""
+
+    folder: Folder
+    created: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"root": str(self.folder.root), "created": self.created}
+
+
+def init_folder(directory: Path, domain: str | None = None, *, what: str) -> Initialized:
+    """Create a knowledge folder (idempotent) and its graph, and log it when it is new.
+
+    There is no folder, so no writer lock, before this runs: it takes the lock itself,
+    named `what`, to create the graph."""
+    existed = (directory / ".ok").is_dir()
+    f = Folder.init(directory, domain)
+    with f.write_lock(what), open_graph(f, write=True):
+        pass
+    if not existed:
+        f.log_op("init", root=str(f.root))
+    return Initialized(folder=f, created=not existed)
+
+
+def index(folder: Folder, rebuild: bool = False) -> indexer.SyncReport:
+    """Build the graph from the files (`rebuild`: from scratch) and log it. The caller holds
+    the writer lock."""
+    rep = indexer.sync(folder, rebuild=rebuild)
+    folder.log_op("index", rebuild=rebuild, docs=len(rep.docs_added), notes=len(rep.notes_added))
+    return rep
+
+
+def sync(folder: Folder) -> indexer.SyncReport:
+    """Bring the graph up to date with the files, and log what changed. The caller holds the
+    writer lock."""
+    rep = indexer.sync(folder)
+    if rep.changed:
+        folder.log_op(
+            "sync",
+            docs_added=rep.docs_added,
+            docs_removed=rep.docs_removed,
+            notes_added=rep.notes_added,
+            notes_updated=rep.notes_updated,
+            notes_removed=rep.notes_removed,
+        )
+    return rep
+
+
+def doctor(root: str | None) -> list[dict[str, Any]]:
+    """`ok doctor`'s checks of the folder at `root` (or the one found from here), each
+    {check, ok, detail, fix}; it need not be a working folder, which is the point."""
+    return doctor_mod.run_checks(root)

@@ -1,0 +1,125 @@
+"""Collected documents: ingest files or text, fetch web pages, arXiv papers and
+repositories, remove a document, set refresh policies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import refresh as refresh_mod
+from .. import sources
+from .. import store as store_mod
+from ..folder import Folder
+from ..records import DueSource, MappingEntry, RefreshPolicy
+
+IngestReport = store_mod.IngestReport
+
+
+def ingest(
+    folder: Folder,
+    paths: list[str] | None = None,
+    *,
+    data: bytes | None = None,
+    name: str | None = None,
+    glob: list[str] | None = None,
+    recursive: bool = True,
+    follow: bool = False,
+    ocr: bool = False,
+    policy: RefreshPolicy | None = None,
+    confine: Path | None = None,
+) -> IngestReport:
+    """Ingest files and directories, or `data` as one document named `name` (then `paths`
+    is not looked at). A `policy` is set on what was stored already, too; `confine` keeps
+    every file, whatever a link says, inside that directory. The caller holds the writer
+    lock."""
+    if data is not None:
+        return store_mod.ingest_stdin(folder, data, name)
+    rep = store_mod.ingest_paths(
+        folder,
+        paths or [],
+        glob=glob,
+        recursive=recursive,
+        policy=policy,
+        ocr=ocr,
+        follow=follow,
+        confine=confine,
+    )
+    if policy and rep.unchanged:
+        refresh_mod.set_policy(folder, [u["id"] for u in rep.unchanged], policy)
+    return rep
+
+
+def store_web(
+    folder: Folder,
+    url: str,
+    *,
+    depth: int = 0,
+    same_host: bool = True,
+    include: list[str] | None = None,
+    exclude: list[str] | None = None,
+    max_pages: int | None = None,
+    policy: RefreshPolicy | None = None,
+    what: str,
+) -> IngestReport:
+    """Fetch web pages (`max_pages` None: the folder's `web.max_pages`) and store them.
+
+    Takes the writer lock itself, named `what`, and only to store: the fetch runs without
+    it, so a slow site does not block other writers."""
+    batch = sources.fetch_web(
+        folder,
+        url,
+        depth=depth,
+        same_host=same_host,
+        include=include or None,
+        exclude=exclude or None,
+        max_pages=max_pages,
+    )
+    return _store(folder, batch, policy, what)
+
+
+def store_arxiv(
+    folder: Folder, ids: list[str], *, policy: RefreshPolicy | None = None, what: str
+) -> IngestReport:
+    """Fetch arXiv papers and store them; takes the writer lock itself, like `store_web`."""
+    return _store(folder, sources.fetch_arxiv(folder, ids), policy, what)
+
+
+def store_repo(
+    folder: Folder,
+    target: str,
+    *,
+    include: list[str] | None = None,
+    branch: str | None = None,
+    policy: RefreshPolicy | None = None,
+    what: str,
+) -> IngestReport:
+    """Read a repository's files (a path, or a git URL cloned under .ok/cache) and store
+    them; takes the writer lock itself, like `store_web`."""
+    batch = sources.fetch_repo(folder, target, include=include or None, branch=branch)
+    return _store(folder, batch, policy, what)
+
+
+def _store(
+    folder: Folder, batch: sources.Batch, policy: RefreshPolicy | None, what: str
+) -> IngestReport:
+    with folder.write_lock(what):
+        return sources.ingest_batch(folder, batch, policy=policy)
+
+
+def remove_doc(folder: Folder, ref: str, keep_source: bool = False) -> MappingEntry:
+    """Remove a document: its text, its original (unless `keep_source`), its mapping entry
+    and its graph nodes; returns the mapping entry it had. The caller holds the writer lock."""
+    return store_mod.remove(folder, ref, keep_source=keep_source)
+
+
+def set_refresh_policy(
+    folder: Folder, refs: list[str], policy: RefreshPolicy | None
+) -> list[DueSource]:
+    """Set (or, with None, clear) the refresh policy of documents; returns one row per
+    document. The caller holds the writer lock."""
+    return refresh_mod.set_policy(folder, refs, policy)
+
+
+def refresh_policy(every: str | None = None, cron: str | None = None) -> RefreshPolicy | None:
+    """A refresh policy from an interval (6h, 1d) and/or a cron line, checked (None when
+    neither is given)."""
+    return refresh_mod.make_policy(every, cron)
