@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,7 +80,10 @@ def checked_tokenizer(path: Path | None = None) -> Path:
 def _prepare_default_dir(verify: bool = True) -> Path:
     """Assemble a fastembed-loadable model directory (symlinks to the installed files)."""
     onnx, tok = default_model_files()
-    target = user_cache_dir() / "models" / "all-MiniLM-L6-v2-int8"
+    # one directory per installed copy, so that checkouts sharing the cache never relink
+    # each other's files under a running process
+    where = hashlib.sha256(str(onnx.resolve()).encode()).hexdigest()[:12]
+    target = user_cache_dir() / "models" / f"all-MiniLM-L6-v2-int8-{where}"
     stamp = target / ".verified"
     if verify and not (stamp.exists() and stamp.read_text() == f"{onnx}:{onnx.stat().st_size}"):
         digest = _file_sha256(onnx)
@@ -92,11 +96,12 @@ def _prepare_default_dir(verify: bool = True) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     for name, src in (("model.onnx", onnx), ("tokenizer.json", tok)):
         link = target / name
-        if link.is_symlink() or link.exists():
-            if link.resolve() == src.resolve():
-                continue
-            link.unlink()
-        link.symlink_to(src)
+        if (link.is_symlink() or link.exists()) and link.resolve() == src.resolve():
+            continue
+        tmp = target / f".{name}.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(src)
+        os.replace(tmp, link)  # atomic: a concurrent reader sees the old link or the new
     files = {
         "tokenizer_config.json": {
             "model_max_length": DEFAULT_MAX_TOKENS,

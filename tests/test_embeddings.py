@@ -107,3 +107,28 @@ def test_chunking_never_loses_or_invents_text(text: str) -> None:
     tok = Embedder().tokenizer
     for c in chunk_text(text, tok, max_tokens=48, overlap=12):
         assert c.text == text[c.start : c.end] and c.text.strip() == c.text and c.text
+
+
+def test_two_installed_copies_keep_their_own_model_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checkouts (or a pipx install and a dev venv) share ~/.cache/openkl: each copy of the
+    model gets its own directory, so one never relinks the files another is loading."""
+    import shutil
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    onnx, tok = embeddings.default_model_files()
+    other = tmp_path / "other-venv" / "model.onnx"
+    other.parent.mkdir()
+    shutil.copyfile(onnx, other)
+    a = embeddings._prepare_default_dir()
+    monkeypatch.setattr(embeddings, "default_model_files", lambda: (other, tok))
+    b = embeddings._prepare_default_dir()
+    assert a != b
+    assert (a / "model.onnx").resolve() == onnx.resolve()
+    assert (b / "model.onnx").resolve() == other.resolve()
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert embeddings._prepare_default_dir() == a
+    assert (b / "model.onnx").resolve() == other.resolve()  # left alone
+    assert not [p for p in a.iterdir() if p.name.startswith(".model.onnx.")]
