@@ -122,6 +122,11 @@ def test_grep_with_rg_and_fallback(example_kf: Path) -> None:
     assert r.code == 1 and r.out == ""
     r = run_ok("grep", "(unclosed")
     assert r.code == 1 and "invalid pattern" in r.err
+    # --max counts matches as ripgrep's -m does: 0 prints none (and exits 1, like no match)
+    for rg in ([], ["--no-rg"]):
+        assert len(run_ok("grep", "Babbage", "--max", "1", "--json", *rg).json()) == 1
+        r = run_ok("grep", "Babbage", "--max", "0", *rg)
+        assert r.code == 1 and r.out == ""
 
 
 def test_snippet_centres_on_the_query_words() -> None:

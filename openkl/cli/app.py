@@ -363,9 +363,9 @@ def grep_cmd(
     json_: bool = JsonOpt,
 ) -> None:
     """Grep memories and normalized documents (ripgrep; Python fallback without rg)."""
-    from ..grep import grep
+    from .. import ops
 
-    hits = grep(
+    hits = ops.grep(
         folder(),
         pattern,
         scope=scope,
@@ -373,7 +373,7 @@ def grep_cmd(
         fixed=fixed,
         max_count=max_count,
         use_rg=not no_rg,
-    )
+    ).hits
     emit(
         hits, json_, plain=lambda hs: "\n".join(f"{h['path']}:{h['line']}:{h['text']}" for h in hs)
     )

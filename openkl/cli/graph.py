@@ -86,12 +86,9 @@ def lineage(
       ok graph lineage m-20260110-ab12            # the passages a note came from
       ok graph lineage ee43fb66 --direction down  # newer versions, notes derived from it
     """
-    from ..indexer import open_graph
-    from ..lineage import lineage as walk
+    from .. import ops
 
-    f = folder()
-    with open_graph(f) as g:
-        data = walk(f, g, ref, depth=depth, direction=direction)
+    data = ops.lineage(folder(), ref, depth=depth, direction=direction)
 
     def plain(d: dict[str, Any]) -> str:
         r = d["root"]

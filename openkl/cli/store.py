@@ -265,9 +265,9 @@ def history(
       ok store history https://example.org/guide
       ok store history ee43fb66 --json
     """
-    from ..refresh import history as doc_history
+    from .. import ops
 
-    rows = doc_history(folder(), doc)
+    rows = ops.doc_history(folder(), doc)
 
     def plain(rs: list[dict[str, Any]]) -> str:
         return "\n".join(

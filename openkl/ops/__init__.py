@@ -6,54 +6,36 @@ caller holds the writer lock for operations that write. The exceptions say so: o
 that fetch from the network or wait for a model first (store_web, store_arxiv, store_repo,
 refresh, distill_run) take the lock themselves for the part that writes, and init_folder
 takes it once the folder exists.
+
+The modules, by area: `ask` (answers and context); `cite` (citations, made and kept);
+`distill` (distillation); `files` (files, read directly); `folder` (the folder and its
+index); `freshness` (refresh and events); `graph` (the derived graph); `knowledge` (AKS
+bundles, backfeed, graph export); `notes` (memory notes); `read` (reading what the folder
+holds); `search` (search); `store` (collected documents); `triggers` (triggers); `verify`
+(citations, checked).
 """
 
 from __future__ import annotations
 
-# writes
-from .cite import gc_citations, make_citations
+from .ask import ask, context
+from .cite import gc_citations, keep_citations, make_citations, remember_citations
 from .distill import Distilled, distill_note, distill_prompt, distill_prompts, distill_run
+from .files import FS_SKIP, GrepResult, Listing, Piece, grep, list_dir, read_piece, safe_path
 from .folder import Initialized, doctor, index, init_folder, sync
 from .freshness import events, follow_events, refresh
+from .graph import cypher, entity, entity_page, lineage, list_entities, traverse, write_pages
 from .knowledge import (
     GraphExport,
     backfeed_item,
     backfeed_queue,
     check_export,
+    decide_backfeed,
     export_graph,
     flag_backfeed,
+    import_bundle,
     validate_bundle,
 )
-from .notes import regenerate_topics
-from .store import (
-    ingest,
-    refresh_policy,
-    remove_doc,
-    set_refresh_policy,
-    store_arxiv,
-    store_repo,
-    store_web,
-)
-from .triggers import add_trigger, list_triggers, match_triggers, remove_trigger
-
-# isort: split
-from .cite import keep_citations, remember_citations
-from .knowledge import decide_backfeed, import_bundle
-from .notes import add_note, delete_note, update_note
-from .search import SearchOptions, search, search_options
-
-# reads
-# isort: split
-from .ask import ask, context
-from .files import FS_SKIP, GrepResult, Listing, Piece, grep, list_dir, read_piece, safe_path
-from .graph import (
-    cypher,
-    entity,
-    entity_page,
-    list_entities,
-    traverse,
-    write_pages,
-)
+from .notes import add_note, delete_note, regenerate_topics, update_note
 from .read import (
     Counts,
     DocText,
@@ -66,86 +48,97 @@ from .read import (
     show_note,
     status,
 )
-from .search import SearchResult
+from .search import SearchOptions, SearchResult, search, search_options
+from .store import (
+    doc_history,
+    ingest,
+    refresh_policy,
+    remove_doc,
+    set_refresh_policy,
+    store_arxiv,
+    store_repo,
+    store_web,
+)
+from .triggers import add_trigger, list_triggers, match_triggers, remove_trigger
 from .verify import CitationList, Verification, list_citations, open_citation, verify_citations
 
 __all__ = [
-    # writes
-    "Distilled",
-    "GraphExport",
-    "Initialized",
-    "add_trigger",
-    "backfeed_item",
-    "backfeed_queue",
-    "check_export",
-    "distill_note",
-    "distill_prompt",
-    "distill_prompts",
-    "distill_run",
-    "doctor",
-    "events",
-    "export_graph",
-    "flag_backfeed",
-    "gc_citations",
-    "follow_events",
-    "index",
-    "ingest",
-    "init_folder",
-    "list_triggers",
-    "make_citations",
-    "match_triggers",
-    "refresh",
-    "refresh_policy",
-    "regenerate_topics",
-    "remove_doc",
-    "remove_trigger",
-    "set_refresh_policy",
-    "store_arxiv",
-    "store_repo",
-    "store_web",
-    "sync",
-    "validate_bundle",
-    "SearchOptions",
-    "add_note",
-    "decide_backfeed",
-    "delete_note",
-    "import_bundle",
-    "keep_citations",
-    "remember_citations",
-    "search",
-    "search_options",
-    "update_note",
-    # reads
-    "FS_SKIP",
     "CitationList",
     "Counts",
+    "Distilled",
     "DocText",
+    "FS_SKIP",
+    "GraphExport",
     "GrepResult",
+    "Initialized",
     "Listing",
     "NoteList",
     "Opener",
     "Piece",
+    "SearchOptions",
     "SearchResult",
     "Verification",
+    "add_note",
+    "add_trigger",
     "ask",
+    "backfeed_item",
+    "backfeed_queue",
+    "check_export",
     "context",
     "counts",
     "cypher",
+    "decide_backfeed",
+    "delete_note",
+    "distill_note",
+    "distill_prompt",
+    "distill_prompts",
+    "distill_run",
+    "doc_history",
+    "doctor",
     "entity",
     "entity_page",
+    "events",
+    "export_graph",
+    "flag_backfeed",
+    "follow_events",
+    "gc_citations",
     "grep",
+    "import_bundle",
+    "index",
+    "ingest",
+    "init_folder",
+    "keep_citations",
     "list_citations",
     "list_dir",
     "list_docs",
     "list_entities",
     "list_notes",
+    "lineage",
+    "list_triggers",
+    "make_citations",
+    "match_triggers",
     "open_citation",
     "read_piece",
+    "refresh",
+    "refresh_policy",
+    "regenerate_topics",
+    "remember_citations",
+    "remove_doc",
+    "remove_trigger",
     "safe_path",
+    "search",
+    "search_options",
+    "set_refresh_policy",
     "show_doc",
     "show_note",
     "status",
+    "store_arxiv",
+    "store_repo",
+    "store_web",
+    "sync",
     "traverse",
+    "update_note",
+    "validate_bundle",
     "verify_citations",
     "write_pages",
 ]

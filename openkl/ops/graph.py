@@ -1,9 +1,10 @@
-"""The derived graph, read: Cypher, entities, walks and entity pages."""
+"""The derived graph, read: Cypher, entities, walks, entity pages and lineage."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .. import lineage as lineage_mod
 from .. import pages
 from ..entities import queries
 from ..entities.consolidation import min_confidence as default_min_confidence
@@ -99,3 +100,17 @@ def write_pages(folder: Folder, *, min_confidence: float | None = None) -> dict[
         data = pages.write_all(folder, g, min_confidence=_floor(folder, min_confidence))
         folder.log_op("graph.pages", dir=data["dir"], pages=data["pages"])
     return data
+
+
+def lineage(
+    folder: Folder,
+    ref: str,
+    *,
+    depth: int = 5,
+    direction: str = "both",
+    graph: Opener | None = None,
+) -> dict[str, Any]:
+    """Where a note, chunk or document came from (`up`), what came of it (`down`), or both:
+    DERIVED_FROM and SUPERSEDES walked breadth first up to `depth` hops."""
+    with reading(folder, graph) as g:
+        return lineage_mod.lineage(folder, g, ref, depth=depth, direction=direction)

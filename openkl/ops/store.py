@@ -1,5 +1,5 @@
 """Collected documents: ingest files or text, fetch web pages, arXiv papers and
-repositories, remove a document, set refresh policies."""
+repositories, remove a document, set refresh policies, show its versions."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from .. import refresh as refresh_mod
 from .. import sources
 from .. import store as store_mod
 from ..folder import Folder
-from ..records import DueSource, MappingEntry, RefreshPolicy
+from ..records import DocVersion, DueSource, MappingEntry, RefreshPolicy
 
 IngestReport = store_mod.IngestReport
 
@@ -123,3 +123,9 @@ def refresh_policy(every: str | None = None, cron: str | None = None) -> Refresh
     """A refresh policy from an interval (6h, 1d) and/or a cron line, checked (None when
     neither is given)."""
     return refresh_mod.make_policy(every, cron)
+
+
+def doc_history(folder: Folder, doc: str) -> list[DocVersion]:
+    """Every version of a document (id, prefix, path or source), newest first, with the
+    drift from the version before."""
+    return refresh_mod.history(folder, doc)
