@@ -20,7 +20,7 @@ from .entities.local import VERSION as LOCAL_VERSION
 from .entities.local import entity_id, key_of
 from .errors import BadInput, OkError
 from .folder import Folder, atomic_write, iso
-from .graph import Graph
+from .graph.protocol import GraphStore
 
 AKS_VERSION = "0.1.0"
 NAMESPACE = uuid.UUID("5b0c5a8e-8f5e-5c1b-9d1e-6f6b6c2e6b31")
@@ -81,7 +81,7 @@ def validate(bundle: Any) -> None:
 # -- export ---------------------------------------------------------------------------------
 def export(
     folder: Folder,
-    g: Graph,
+    g: GraphStore,
     *,
     min_confidence: float | None = None,
     entity_type: str | None = None,
@@ -229,7 +229,7 @@ def _dt(ts: str | None) -> str:
     return ts if ts and re.match(r"\d{4}-\d{2}-\d{2}T", ts) else _EPOCH
 
 
-def _model(g: Graph) -> str:
+def _model(g: GraphStore) -> str:
     return g.meta().get("entities.extractor") or LOCAL_VERSION
 
 

@@ -23,7 +23,7 @@ from . import indexing
 from .citations import Files, make
 from .errors import UsageError
 from .folder import Folder
-from .graph import Graph
+from .graph.protocol import GraphStore
 from .records import Cite
 from .search import search
 
@@ -169,7 +169,7 @@ def confidence(sim: float) -> tuple[float, str]:
 
 def ask(
     folder: Folder,
-    g: Graph,
+    g: GraphStore,
     question: str,
     *,
     k: int | None = None,
@@ -201,7 +201,7 @@ def ask(
 
 def retrieve(
     folder: Folder,
-    g: Graph,
+    g: GraphStore,
     question: str,
     *,
     k: int | None = None,

@@ -17,7 +17,7 @@ from .entities.consolidation import min_confidence
 from .entities.local import STOP, key_of
 from .entities.queries import _entity_row
 from .folder import Folder
-from .graph import Graph
+from .graph.protocol import GraphStore
 from .records import Cite, Entity
 
 PROMPT_VERSION = "context-1"
@@ -30,7 +30,7 @@ def _query_terms(query: str) -> list[str]:
 
 def context(
     folder: Folder,
-    g: Graph,
+    g: GraphStore,
     query: str,
     *,
     k: int = 8,
@@ -163,7 +163,7 @@ def _answer(
 
 def _ask_llm(
     folder: Folder,
-    g: Graph,
+    g: GraphStore,
     query: str,
     hits: list[Cite],
     candidates: list[str],

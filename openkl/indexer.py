@@ -26,6 +26,7 @@ from .entities import consolidation
 from .errors import GraphUnrecoverable, OkError
 from .folder import NAME_NOT_UTF8, Folder, is_utf8, iso, shown
 from .graph import Graph
+from .graph.protocol import GraphStore
 from .indexing import embed_all, embedder, files_newer_than_index, open_graph
 from .normalize import title_of
 from .records import DocMove, MappingEntry, SyncProblem, SyncReportDict
@@ -149,7 +150,7 @@ def prepare_docs(
 
 def index_docs(
     folder: Folder,
-    g: Graph,
+    g: GraphStore,
     items: list[tuple[str, str]],
     entries: dict[str, MappingEntry] | None = None,
     prepared: PreparedDocs | None = None,
@@ -216,7 +217,7 @@ def note_row(folder: Folder, n: notes_mod.Note) -> dict[str, Any]:
     }
 
 
-def index_notes(folder: Folder, g: Graph, notes: list[notes_mod.Note]) -> None:
+def index_notes(folder: Folder, g: GraphStore, notes: list[notes_mod.Note]) -> None:
     if not notes:
         return
     emb = embedder(folder)
@@ -256,7 +257,7 @@ def index_note(folder: Folder, note: notes_mod.Note, replace: bool = False) -> N
 
 def replace_docs(
     folder: Folder,
-    g: Graph,
+    g: GraphStore,
     removed: list[str],
     items: list[tuple[str, str]],
     entries: dict[str, MappingEntry],
@@ -275,7 +276,9 @@ def replace_docs(
     return chunks, derived
 
 
-def remove_from_graph(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
+def remove_from_graph(
+    folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: list[str]
+) -> None:
     consolidation.on_removing(folder, g, doc_ids, note_ids)
     for d in doc_ids:
         g.remove_doc(d)
@@ -339,7 +342,7 @@ class OnDisk(TypedDict):
     notes: dict[str, notes_mod.Note]  # note id -> note
 
 
-def plan(folder: Folder, g: Graph) -> tuple[OnDisk, SyncReport]:
+def plan(folder: Folder, g: GraphStore) -> tuple[OnDisk, SyncReport]:
     """What `sync` would do, without doing it.
 
     A file that cannot be read (broken YAML, invalid UTF-8) is reported, and the version
@@ -533,7 +536,7 @@ def _link_edits(
         mapping_mod.save(folder, entries)
 
 
-def _sync_versions(g: Graph, entries: dict[str, MappingEntry]) -> None:
+def _sync_versions(g: GraphStore, entries: dict[str, MappingEntry]) -> None:
     """Superseded versions from the mapping become non-current Doc nodes with SUPERSEDES."""
     have = g.docs()
     old = [

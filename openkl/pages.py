@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from .entities.queries import entity_detail, find_entity, graph_version, list_entities
 from .folder import Folder, atomic_write, iso
-from .graph import Graph
+from .graph.protocol import GraphStore
 from .records import Cite, EntityDetail, EntityPage, PageBuilt
 
 RENDER = "2"  # bump when `render` changes, so cached pages are rebuilt
@@ -30,7 +30,7 @@ def confidence_label(c: float) -> str:
     return "HIGH" if c >= 0.75 else "MEDIUM" if c >= 0.5 else "LOW"
 
 
-def page(folder: Folder, g: Graph, name: str, *, force: bool = False) -> EntityPage:
+def page(folder: Folder, g: GraphStore, name: str, *, force: bool = False) -> EntityPage:
     """The page of one entity: {entity_name, markdown, generated_at, graph_version, cached, …}."""
     from .aks import entity_uuid
 
@@ -151,7 +151,7 @@ def _sentence_with(text: str, name: str, aliases: list[str], width: int = 280) -
 
 
 def write_all(
-    folder: Folder, g: Graph, min_confidence: float = 0.0, out_dir: Path | None = None
+    folder: Folder, g: GraphStore, min_confidence: float = 0.0, out_dir: Path | None = None
 ) -> dict[str, Any]:
     """Every page (at or above a confidence) into graph/pages/, plus an index."""
     out_dir = out_dir or folder.graph_dir / "pages"

@@ -16,7 +16,7 @@ from typing import Any, TypedDict
 
 from .errors import UsageError
 from .folder import Folder, parse_time
-from .graph import Graph
+from .graph.protocol import GraphStore
 from .records import Cite, CiteContext, Source, new_cite, note_title
 
 MODES = ("hybrid", "vector", "fts")
@@ -116,7 +116,7 @@ def pool_size(k: int, filtered: bool = False) -> int:
 
 
 def candidates(
-    g: Graph, query: str, qvec: Any, mode: str, scope: str, n_cand: int
+    g: GraphStore, query: str, qvec: Any, mode: str, scope: str, n_cand: int
 ) -> dict[str, list[tuple[Key, float]]]:
     """Each signal's candidates, {"fts": [((table, id), score)], "vector": [...]}, best
     first (ties by key), up to `n_cand` per table."""
@@ -182,7 +182,7 @@ def first_per_doc(hits: list[Ranked], per_doc: int, limit: int | None) -> list[R
 
 def search(
     folder: Folder,
-    g: Graph,
+    g: GraphStore,
     query: str,
     *,
     k: int = 10,
@@ -249,7 +249,7 @@ def search(
     return results
 
 
-def _mmr(g: Graph, cands: list[Ranked], qvec: Any, k: int, diversity: float) -> list[Ranked]:
+def _mmr(g: GraphStore, cands: list[Ranked], qvec: Any, k: int, diversity: float) -> list[Ranked]:
     """Maximal marginal relevance: the best hit first, then each next one by
     `(1 - diversity) * cos(query, hit) - diversity * max cos(hit, chosen)`."""
     import numpy as np

@@ -29,8 +29,8 @@ from typing import Any
 from .. import crash
 from ..cache import ExtractionCache
 from ..folder import Folder
-from ..graph import Graph
 from ..graph.consolidation import ENT_FIELDS, REL_FIELDS, Steps, rel_docs_text
+from ..graph.protocol import GraphStore
 from ..records import (
     ConsolidatedEntity,
     ExtractionData,
@@ -115,7 +115,7 @@ def extract_texts(folder: Folder, texts: Sequence[str]) -> list[dict[str, Any]]:
 PENDING = "entities.pending"  # Meta key: extractions were committed before their entities
 
 
-def on_indexed(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
+def on_indexed(folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: list[str]) -> None:
     """After docs/notes were loaded: extract their chunks and consolidate what they touch."""
     touched = extract(folder, g, doc_ids, note_ids)
     if touched:
@@ -123,7 +123,7 @@ def on_indexed(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]
         crash.point("entities.consolidated")
 
 
-def extract(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> set[str]:
+def extract(folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: list[str]) -> set[str]:
     """Store the entity extractions of loaded docs/notes; returns the entity keys they touch,
     which `consolidate` turns into entities and relationships.
 
@@ -167,7 +167,7 @@ def extract(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -
     return touched
 
 
-def consolidate_all(folder: Folder, g: Graph) -> None:
+def consolidate_all(folder: Folder, g: GraphStore) -> None:
     """Recompute every entity from the stored extractions: after a load was cut off between
     committing its extractions and consolidating them (`PENDING`)."""
     touched = {eid.replace("-", " ") for eid in g.entity_ids()}
@@ -179,7 +179,7 @@ def consolidate_all(folder: Folder, g: Graph) -> None:
     g.set_meta(PENDING, "")
 
 
-def extractor_mismatch(folder: Folder, g: Graph) -> dict[str, str] | None:
+def extractor_mismatch(folder: Folder, g: GraphStore) -> dict[str, str] | None:
     """The graph's entities came from another extractor (or version) than the configured
     one: {"graph": stamped id, "config": configured id}, else None."""
     stamped = g.meta().get("entities.extractor")
@@ -189,7 +189,7 @@ def extractor_mismatch(folder: Folder, g: Graph) -> dict[str, str] | None:
     return {"graph": stamped, "config": ident}
 
 
-def on_removing(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str]) -> None:
+def on_removing(folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: list[str]) -> None:
     """Before docs/notes leave the graph: drop their extractions and re-consolidate."""
     owners = list(doc_ids) + list(note_ids)
     if not owners:
@@ -207,7 +207,7 @@ def on_removing(folder: Folder, g: Graph, doc_ids: list[str], note_ids: list[str
     crash.point("entities.consolidated")
 
 
-def sync_canonical(folder: Folder, g: Graph) -> bool:
+def sync_canonical(folder: Folder, g: GraphStore) -> bool:
     """Re-consolidate when the canonical files (backfeed, imports) changed; True if it did."""
     canon = Canonical.load(folder)
     stamp = canon.stamp
@@ -305,7 +305,7 @@ def _resolver(amap: dict[str, str]) -> Any:
 
 def consolidate(
     folder: Folder,
-    g: Graph,
+    g: GraphStore,
     touched: Iterable[str],
     canon: Canonical | None = None,
     stepwise: bool = False,
@@ -321,7 +321,7 @@ def consolidate(
 
 def _consolidate(
     folder: Folder,
-    g: Graph,
+    g: GraphStore,
     touched: Iterable[str],
     canon: Canonical | None,
     step: Callable[[], None] | None,
@@ -551,7 +551,7 @@ def _entity(
 
 
 def _write(
-    g: Graph,
+    g: GraphStore,
     affected: set[str],
     ents: dict[str, ConsolidatedEntity],
     mentions: dict[tuple[str, str], float],

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from ..errors import NotFound, UsageError
 from ..folder import Folder, shown
-from ..graph import Graph
+from ..graph.protocol import GraphStore
 from ..records import (
     Cite,
     DirectedRelationship,
@@ -43,7 +43,7 @@ def _entity_view(r: Mapping[str, Any]) -> EntityView:
 
 
 def list_entities(
-    g: Graph,
+    g: GraphStore,
     *,
     type: str | None = None,
     min_confidence: float = 0.0,
@@ -62,7 +62,7 @@ def list_entities(
     return out[:limit] if limit else out
 
 
-def find_entity(g: Graph, name: str) -> EntityView:
+def find_entity(g: GraphStore, name: str) -> EntityView:
     """An entity by name, alias or id; NotFound suggests near names."""
     k = key_of(name)
     if not k:
@@ -84,7 +84,7 @@ def find_entity(g: Graph, name: str) -> EntityView:
 
 
 def relationships(
-    g: Graph, eid: str, min_confidence: float = 0.0, rel: str | None = None
+    g: GraphStore, eid: str, min_confidence: float = 0.0, rel: str | None = None
 ) -> list[DirectedRelationship]:
     """Relationships touching an entity, both directions, most confident first."""
     out: list[DirectedRelationship] = []
@@ -95,7 +95,7 @@ def relationships(
     return out
 
 
-def sources(folder: Folder, g: Graph, doc_ids: Sequence[str]) -> list[EntitySource]:
+def sources(folder: Folder, g: GraphStore, doc_ids: Sequence[str]) -> list[EntitySource]:
     """Titles and paths of contributing documents and notes (and bundle documents)."""
     from .. import aks
 
@@ -125,7 +125,7 @@ def sources(folder: Folder, g: Graph, doc_ids: Sequence[str]) -> list[EntitySour
     return out
 
 
-def evidence_cites(folder: Folder, g: Graph, eid: str, limit: int = 5) -> list[Cite]:
+def evidence_cites(folder: Folder, g: GraphStore, eid: str, limit: int = 5) -> list[Cite]:
     """Cite objects for the chunks and notes that mention an entity, strongest first."""
     from ..search import chunk_cite, note_cite
 
@@ -140,7 +140,7 @@ def evidence_cites(folder: Folder, g: Graph, eid: str, limit: int = 5) -> list[C
 
 
 def entity_detail(
-    folder: Folder, g: Graph, name: str, min_confidence: float = 0.0, cites: int = 3
+    folder: Folder, g: GraphStore, name: str, min_confidence: float = 0.0, cites: int = 3
 ) -> EntityDetail:
     """`ok graph entity NAME`: the entity, its relationships, sources and evidence."""
     e = find_entity(g, name)
@@ -153,7 +153,7 @@ def entity_detail(
 
 
 def traverse(
-    g: Graph,
+    g: GraphStore,
     name: str,
     depth: int = 2,
     rel: str | None = None,
@@ -234,7 +234,7 @@ def traverse(
     }
 
 
-def graph_version(g: Graph, eid: str) -> str:
+def graph_version(g: GraphStore, eid: str) -> str:
     """A hash of an entity, its relationships and its documents: pages cache by it."""
     e = g.entity(eid)
     rels = relationships(g, eid)
