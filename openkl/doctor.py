@@ -59,8 +59,9 @@ def run_checks(root: str | None) -> list[dict[str, Any]]:
                 lock is None,
                 "free"
                 if lock is None
-                else f"held by pid {lock.get('pid')} "
-                f"({lock.get('what')}, since {lock.get('since')})",
+                else f"held by pid {lock['pid']} ({lock.get('what')}, since {lock.get('since')})"
+                if lock.get("pid")
+                else "held by another process (it has not said which yet)",
                 "wait for that command, or end it if it is stuck",
             )
         )

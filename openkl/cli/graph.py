@@ -117,7 +117,7 @@ def entities(
         None, "--doc", help="Only entities from this document (id, prefix or path)."
     ),
     name: str = typer.Option(None, "--name", help="Only names containing this text."),
-    limit: int = typer.Option(0, "--limit", "-n", help="At most this many."),
+    limit: int = typer.Option(0, "--limit", "-n", min=0, help="At most this many (0: all)."),
     json_: bool = JsonOpt,
 ) -> None:
     """List compiled entities, most confident first.
@@ -296,7 +296,7 @@ def export(
     ),
     type_: str = typer.Option(None, "--type", metavar="TYPE", help="Only entities of this type."),
     max_entities: int = typer.Option(
-        None, "--max-entities", help="At most this many (most confident)."
+        None, "--max-entities", min=1, help="At most this many (most confident)."
     ),
     verified_only: bool = typer.Option(False, "--verified-only", help="Only verified entities."),
     json_: bool = JsonOpt,

@@ -36,7 +36,9 @@ def add(
 def list_(
     tag: list[str] = typer.Option(None, "--tag", "-t", help="Only notes with this tag."),
     topic: list[str] = typer.Option(None, "--topic", help="Only notes with this topic."),
-    limit: int = typer.Option(0, "--limit", "-n", help="At most this many (newest first)."),
+    limit: int = typer.Option(
+        0, "--limit", "-n", min=0, help="At most this many, newest first (0: all)."
+    ),
     json_: bool = JsonOpt,
 ) -> None:
     """List notes, newest first."""

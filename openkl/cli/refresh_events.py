@@ -105,7 +105,7 @@ def events(
         help="Only these types (repeatable, or comma-separated).",
     ),
     doc: str = typer.Option(None, "--doc", help="Only events about this doc or note id."),
-    limit: int = typer.Option(0, "--limit", "-n", help="Only the newest N."),
+    limit: int = typer.Option(0, "--limit", "-n", min=0, help="Only the newest N (0: all)."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events."),
     timeout: float = typer.Option(None, "--timeout", help="With --follow: stop after N seconds."),
     json_: bool = JsonOpt,
