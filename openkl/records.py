@@ -686,3 +686,129 @@ class EntityPage(PageBuilt):
     """An entity's page as `pages.page` returns it."""
 
     cached: bool  # read from the cache rather than built
+
+
+# -- answers: `ok ask` and `ok context` --------------------------------------------------
+class AnswerBody(TypedDict):
+    """An answer as the extractive or the LLM path makes it, before `ask.answer` adds the
+    question and the count of passages retrieved."""
+
+    answer: str  # the text, every [N] marker the `n` of one of the citations
+    citations: list[Cite]  # each with `n`
+    confidence: float  # 0..1, from the cited passages' similarity to the question
+    confidence_label: str  # HIGH | MEDIUM | LOW
+    insufficient: bool  # the folder does not hold enough to answer
+    mode: str  # extractive | llm
+    model: str | None  # the LLM's label; None when extractive
+    ungrounded: NotRequired[bool]  # an LLM's answer that cites nothing (then always true)
+
+
+class Answer(AnswerBody):
+    """`ok ask`: a question answered from the folder (`ask.answer`). The JSON has
+    `question` first, then the body's keys, then `retrieved`."""
+
+    question: str
+    retrieved: int  # how many passages were retrieved
+
+
+class ContextEntity(EntityView):
+    """An entity `ok context` picked, with why."""
+
+    score: float  # its ranking score (mentions by the passages, names in the query)
+    why: list[str]  # "named in the query", "mentioned in <title>" (three at most)
+
+
+class ContextRelationship(TypedDict):
+    """A relationship between two picked entities (`GraphStore.relationships_among`)."""
+
+    from_id: str
+    from_name: str
+    type: str
+    to_id: str
+    to_name: str
+    confidence: float
+    evidence: str
+
+
+class ContextSource(TypedDict):
+    """A passage `ok context` retrieved: the parts of its search hit that it shows."""
+
+    type: str
+    id: str
+    path: str
+    title: str
+    loc: Loc
+    quote: str
+    score: NotRequired[float]
+
+
+class Context(TypedDict):
+    """`ok context QUERY`: the entity subgraph relevant to a query (`context.context`)."""
+
+    query: str
+    entities: list[ContextEntity]  # best first
+    relationships: list[ContextRelationship]  # among `entities`, most confident first
+    sources: list[ContextSource]
+    reasoning: str
+    confidence: str  # HIGH | MEDIUM | LOW
+    method: str  # ranked | llm
+    warnings: list[str]  # e.g. the LLM failed and the ranking was used
+
+
+# -- status and lineage ------------------------------------------------------------------
+class ExtractorMismatch(TypedDict):
+    """The graph's entities came from another extractor than the configured one."""
+
+    graph: str  # the extractor id the graph is stamped with
+    config: str  # the configured one
+
+
+class Status(TypedDict):
+    """`ok status` (`indexer.status`): counts and staleness. When the graph cannot be
+    opened only `root`, `error`, `in_sync` (false) and `lock` are there."""
+
+    root: str
+    counts: NotRequired[dict[str, int]]  # by node label: Doc, Chunk, MemoryNote, Entity, Topic
+    embedder: NotRequired[str | None]  # the graph's embedder stamp
+    stale: NotRequired[dict[str, list[Any]]]  # the non-empty docs_*, notes_*, incomplete and
+    # recovered parts of what `ok sync` would do (`SyncReportDict`)
+    problems: NotRequired[list[SyncProblem]]
+    unreadable: NotRequired[list[str]]
+    error: NotRequired[str]  # why the graph could not be read
+    in_sync: NotRequired[bool]  # always there
+    extractor_mismatch: NotRequired[ExtractorMismatch | None]
+    lock: NotRequired[dict[str, Any] | None]  # always there: the writer lock's holder (its
+    # lock file: pid, what, …), None when free
+
+
+class LineageNode(TypedDict):
+    """A note, chunk or document in a lineage walk. Which of `path` and `doc` it has
+    depends on its kind; one that is not in the graph has only `id`, `kind` and `missing`."""
+
+    id: str
+    kind: str  # memory | chunk | doc
+    path: NotRequired[str]  # a note or a document
+    doc: NotRequired[str]  # a chunk: its document's id
+    title: NotRequired[str]
+    current: NotRequired[bool]  # false for a retired version (and its chunks)
+    missing: NotRequired[bool]  # named, but not in the graph
+
+
+class LineageStep(LineageNode):
+    """A node a lineage walk reached."""
+
+    depth: int  # hops from the root
+    via: str  # the id of the node it was reached from
+    rel: str  # DERIVED_FROM | PART_OF | SUPERSEDES | SUPERSEDED_BY | DERIVED_BY
+
+
+# one edge of a lineage walk, between node ids ("from" is a keyword, hence the functional form)
+LineageEdge = TypedDict("LineageEdge", {"from": str, "rel": str, "to": str})
+
+
+class Lineage(TypedDict):
+    """`ok graph lineage REF` (`lineage.lineage`)."""
+
+    root: LineageNode
+    nodes: list[LineageStep]  # breadth first
+    edges: list[LineageEdge]  # every edge walked, also those to nodes already seen

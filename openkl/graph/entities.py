@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from ..records import (
     ConsolidatedEntity,
+    ContextRelationship,
     CountedEntity,
     Entity,
     ExportedRelationship,
@@ -239,10 +240,12 @@ class EntityQueries(EntityWrites):
             )
         }
 
-    def relationships_among(self, ids: list[str], min_confidence: float) -> list[dict[str, Any]]:
+    def relationships_among(
+        self, ids: list[str], min_confidence: float
+    ) -> list[ContextRelationship]:
         """The relationships at or above a confidence whose both ends are among these
         entities: most confident first (ties by the ends' ids, type)."""
-        return self.query(
+        return self.query(  # type: ignore[return-value]
             "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id IN $ids AND b.id IN $ids"
             " AND r.confidence >= $mc RETURN a.id AS from_id, a.name AS from_name, r.type AS type,"
             " b.id AS to_id, b.name AS to_name, r.confidence AS confidence, r.evidence AS evidence"
@@ -372,7 +375,9 @@ class EntityStore(Protocol):
         """The entities with these ids, by id."""
         ...
 
-    def relationships_among(self, ids: list[str], min_confidence: float) -> list[dict[str, Any]]:
+    def relationships_among(
+        self, ids: list[str], min_confidence: float
+    ) -> list[ContextRelationship]:
         """The relationships whose both ends are among these entities, most confident first."""
         ...
 
