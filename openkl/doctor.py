@@ -81,8 +81,8 @@ def run_checks(root: str | None) -> list[dict[str, Any]]:
                     "run `ok sync`",
                 )
             )
-            if st.get("extractor_mismatch"):
-                m = st["extractor_mismatch"]
+            m = st.get("extractor_mismatch")
+            if m:
                 out.append(
                     _check(
                         "entities",

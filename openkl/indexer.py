@@ -29,7 +29,7 @@ from .graph import Graph
 from .graph.protocol import GraphStore
 from .indexing import embed_all, embedder, files_newer_than_index, open_graph
 from .normalize import title_of
-from .records import DocMove, MappingEntry, SyncProblem, SyncReportDict
+from .records import DocMove, MappingEntry, Status, SyncProblem, SyncReportDict
 
 __all__ = ["embed_all", "embedder", "files_newer_than_index", "open_graph"]  # for the adapters
 
@@ -592,16 +592,16 @@ def _sync_mapping(
         mapping_mod.save(folder, entries)
 
 
-def status(folder: Folder) -> dict[str, Any]:
+def status(folder: Folder) -> Status:
     """Counts and staleness, without changing anything."""
-    out: dict[str, Any] = {"root": str(folder.root)}
+    out: Status = {"root": str(folder.root)}
     try:
         with open_graph(folder, write=False) as g:
             out["counts"] = g.counts()
             out["embedder"] = g.meta().get("embedder")
             _, rep = plan(folder, g)
-            out["stale"] = {
-                k: v
+            stale = out["stale"] = {
+                k: cast(list[Any], v)
                 for k, v in rep.as_dict().items()
                 if k.startswith(("docs_", "notes_", "incomplete", "recovered")) and v
             }
@@ -613,8 +613,8 @@ def status(folder: Folder) -> dict[str, Any]:
                 and folder.lock_state() is None
             ):
                 # a killed writer's log that no writer has replayed yet (see _mark_replayed)
-                out["stale"]["recovered"] = ["graph"]
-            out["in_sync"] = not rep.changed and "recovered" not in out["stale"]
+                stale["recovered"] = ["graph"]
+            out["in_sync"] = not rep.changed and "recovered" not in stale
             out["extractor_mismatch"] = consolidation.extractor_mismatch(folder, g)
     except OkError as e:
         out["error"] = str(e)

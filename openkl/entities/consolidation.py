@@ -36,6 +36,7 @@ from ..records import (
     ExtractionData,
     ExtractionIndexed,
     ExtractionInput,
+    ExtractorMismatch,
     RelationshipProps,
 )
 from .local import TYPES, entity_id, key_of
@@ -179,7 +180,7 @@ def consolidate_all(folder: Folder, g: GraphStore) -> None:
     g.set_meta(PENDING, "")
 
 
-def extractor_mismatch(folder: Folder, g: GraphStore) -> dict[str, str] | None:
+def extractor_mismatch(folder: Folder, g: GraphStore) -> ExtractorMismatch | None:
     """The graph's entities came from another extractor (or version) than the configured
     one: {"graph": stamped id, "config": configured id}, else None."""
     stamped = g.meta().get("entities.extractor")

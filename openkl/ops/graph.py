@@ -11,7 +11,7 @@ from ..entities.consolidation import min_confidence as default_min_confidence
 from ..folder import Folder
 from ..indexing import open_graph
 from ..mapping import resolve
-from ..records import EntityDetail, EntityListed, EntityPage, Traversal
+from ..records import EntityDetail, EntityListed, EntityPage, Lineage, Traversal
 from .read import Opener, reading
 
 
@@ -109,7 +109,7 @@ def lineage(
     depth: int = 5,
     direction: str = "both",
     graph: Opener | None = None,
-) -> dict[str, Any]:
+) -> Lineage:
     """Where a note, chunk or document came from (`up`), what came of it (`down`), or both:
     DERIVED_FROM and SUPERSEDES walked breadth first up to `depth` hops."""
     with reading(folder, graph) as g:
