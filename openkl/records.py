@@ -812,3 +812,73 @@ class Lineage(TypedDict):
     root: LineageNode
     nodes: list[LineageStep]  # breadth first
     edges: list[LineageEdge]  # every edge walked, also those to nodes already seen
+
+
+# -- events and triggers -----------------------------------------------------------------
+class Event(TypedDict):
+    """One line of the event log (`events/YYYY-MM.jsonl`, `ok events`): `id`, `ts` and
+    `type` first, then the fields of its type (those that were None are left out). The
+    fields named here are the ones the readers look at; each type has more."""
+
+    id: str  # ev-<UTC yyyymmddHHMMSS>-<8 hex of the event's JSON>
+    ts: str  # when (UTC ISO)
+    type: str  # ingested | drifted | refreshed | refresh_failed | removed | mem_added | …
+    doc: NotRequired[str]  # the document it is about (the subject fields: `--doc` matches
+    # them, see `events.SUBJECT_FIELDS`)
+    previous: NotRequired[str]  # a new version: the id of the one it replaced
+    new: NotRequired[str]  # a drift: the new version's id
+    note: NotRequired[str]  # the note it is about
+    item: NotRequired[str]  # trigger_fired: the chunk or note that fired it
+    doc_id: NotRequired[str]
+    path: NotRequired[str]
+    trigger: NotRequired[str]  # trigger_fired, trigger_exec_failed: the trigger's name
+    kind: NotRequired[str]  # trigger_fired: chunk | memory
+    sha256: NotRequired[str]  # trigger_fired by a note: the note version's text hash
+
+
+class TriggerDict(TypedDict):
+    """A trigger as `ok trigger list --json` shows it (`triggers.Trigger.as_dict`)."""
+
+    name: str
+    example: str  # the text whose neighbours fire it
+    threshold: float  # the cosine similarity at or above which it fires
+    scope: str  # all | store | mem
+    exec: str | None  # a shell command run with the event JSON on stdin
+    env: list[str]  # variables passed on to `exec`
+    timeout: float  # seconds `exec` may run
+    created_at: str
+
+
+class TriggerTest(TypedDict):
+    """How close a text is to one trigger (`ok trigger test`)."""
+
+    name: str
+    similarity: float
+    threshold: float
+    fires: bool
+    scope: str
+
+
+class TriggerMatch(TypedDict):
+    """What a trigger matched after an index write: one per trigger and document (its best
+    chunk) or note version; a `trigger_fired` event holds it."""
+
+    trigger: str
+    threshold: float
+    similarity: float  # of the best matching chunk
+    kind: str  # chunk | memory
+    item: str  # the chunk or note id
+    path: str
+    quote: str  # the start of its text (`triggers.QUOTE_CHARS`)
+    doc: NotRequired[str]  # a chunk: its document
+    note: NotRequired[str]  # a note: its id
+    sha256: NotRequired[str]  # a note: its text's hash (it fires again when that changes)
+    matches: NotRequired[int]  # always there, last: how many chunks of the document matched
+
+
+class TriggerFired(TriggerMatch):
+    """A `trigger_fired` event: a match with the event's `id`, `ts` and `type` before it."""
+
+    id: str
+    ts: str
+    type: str
