@@ -21,6 +21,7 @@ from .entities.local import entity_id, key_of
 from .errors import BadInput, OkError
 from .folder import Folder, atomic_write, iso
 from .graph.protocol import GraphStore
+from .records import CanonicalEntity, CanonicalRelation
 
 AKS_VERSION = "0.1.0"
 NAMESPACE = uuid.UUID("5b0c5a8e-8f5e-5c1b-9d1e-6f6b6c2e6b31")
@@ -386,8 +387,9 @@ def keep_bundle(
 
 def _contrib_of(
     bundle: dict[str, Any], name: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
-    ents, rels = [], []
+) -> tuple[list[CanonicalEntity], list[CanonicalRelation], str]:
+    ents: list[CanonicalEntity] = []
+    rels: list[CanonicalRelation] = []
     by_id = {}
     for e in bundle["entities"]:
         k = key_of(e["name"])
@@ -458,9 +460,12 @@ def _imports(folder: Folder) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def contributions(folder: Folder) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
-    ents: list[dict[str, Any]] = []
-    rels: list[dict[str, Any]] = []
+def contributions(
+    folder: Folder,
+) -> tuple[list[CanonicalEntity], list[CanonicalRelation], str]:
+    """Entities and relationships of the imported bundles, for consolidation; plus a digest."""
+    ents: list[CanonicalEntity] = []
+    rels: list[CanonicalRelation] = []
     h = hashlib.sha256()
     for name, bundle in _imports(folder):
         e, r, digest = _contrib_of(bundle, name)

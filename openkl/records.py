@@ -882,3 +882,93 @@ class TriggerFired(TriggerMatch):
     id: str
     ts: str
     type: str
+
+
+# -- backfeed and the canonical contributions --------------------------------------------
+class ProposedEntity(TypedDict):
+    """An entity a backfeed item proposes (`backfeed.parse` has checked it)."""
+
+    name: str
+    type: str  # "Concept" when none was given
+    description: NotRequired[str]
+    confidence: NotRequired[float]
+    aliases: NotRequired[list[str]]
+    properties: NotRequired[dict[str, Any]]  # free-form, kept as given
+
+
+# a relationship a backfeed item proposes, between entity names ("from" is a keyword, hence
+# the functional form)
+ProposedRelationship = TypedDict(
+    "ProposedRelationship",
+    {
+        "from": str,
+        "to": str,
+        "type": str,
+        "confidence": NotRequired[float],
+        "description": NotRequired[str],
+    },
+)
+
+
+class BackfeedProposal(TypedDict):
+    """What a backfeed item proposes (`backfeed.parse`); its id is the hash of the
+    entities and relationships."""
+
+    entities: list[ProposedEntity]
+    relationships: list[ProposedRelationship]
+    content: str  # the text it came from, or ""
+    origin: str  # run | direct
+    flagged_by: str | None
+    source_run_id: str | None
+
+
+class BackfeedItem(BackfeedProposal):
+    """A backfeed item, `aks/backfeed/<id>.json` (`ok backfeed …`). Its JSON has these keys
+    first, then the proposal's (the file itself is written with sorted keys)."""
+
+    id: str  # bf-<12 hex>
+    status: str  # pending | approved | rejected
+    created_at: str
+    decided_at: str | None
+    reason: str | None  # a rejection's reason (or an approval's, when one was given)
+
+
+class CanonicalEntity(TypedDict):
+    """An entity a canonical file (an approved backfeed item, an imported AKS bundle)
+    contributes to consolidation (`backfeed.contributions`, `aks.contributions`)."""
+
+    key: str  # the entity key (`entities.local.key_of` of the name)
+    name: str
+    type: str
+    description: str
+    confidence: float | None  # None: the default for canonical items (0.9)
+    verified: bool
+    source_kind: str  # backfeed, or what the bundle says (document by default)
+    aliases: list[str]
+    alias_keys: list[str]
+    ext_id: NotRequired[str]  # a bundle's entity id
+    extra: dict[str, Any]  # what the file says beyond the columns (properties, source, …)
+    origin: str  # the backfeed item's id or the bundle's file name
+    docs: list[str]  # a bundle's documents, as aks:<uuid>
+
+
+class CanonicalRelation(TypedDict):
+    """A relationship a canonical file contributes to consolidation, between entity keys."""
+
+    src: str
+    dst: str
+    type: str
+    confidence: float | None  # None: the default for canonical items (0.9)
+    verified: bool
+    source_kind: str
+    description: str
+    ext_id: NotRequired[str]  # a bundle's relationship id
+    extra: NotRequired[dict[str, Any]]  # a bundle's `source`
+    evidence: str  # the backfeed item's id or the bundle's file name
+    docs: list[str]
+
+
+class FlaggedBackfeedItem(BackfeedItem):
+    """`ok backfeed flag`: the item, and whether this call queued it."""
+
+    created: bool  # false when the same proposal was queued before

@@ -15,6 +15,7 @@ from ..entities import consolidation
 from ..errors import UsageError
 from ..folder import Folder, atomic_write
 from ..indexing import open_graph
+from ..records import BackfeedItem, FlaggedBackfeedItem
 
 
 def import_bundle(folder: Folder, text: str, where: str = "bundle") -> dict[str, Any]:
@@ -27,7 +28,7 @@ def import_bundle(folder: Folder, text: str, where: str = "bundle") -> dict[str,
 
 def decide_backfeed(
     folder: Folder, iid: str, approve: bool, reason: str | None = None
-) -> dict[str, Any]:
+) -> BackfeedItem:
     """Approve (and absorb into the entity graph) or reject a pending backfeed item."""
     item = backfeed.decide(folder, iid, approve, reason)
     if approve:
@@ -36,7 +37,7 @@ def decide_backfeed(
     return item
 
 
-def flag_backfeed(folder: Folder, text: str) -> dict[str, Any]:
+def flag_backfeed(folder: Folder, text: str) -> FlaggedBackfeedItem:
     """Queue a proposal (JSON: entities and relationships) for review; the item, with
     `created` False when the same proposal was queued before. The caller holds the writer
     lock."""
@@ -44,12 +45,12 @@ def flag_backfeed(folder: Folder, text: str) -> dict[str, Any]:
     return {**item, "created": created}
 
 
-def backfeed_queue(folder: Folder, status: str = "pending") -> list[dict[str, Any]]:
+def backfeed_queue(folder: Folder, status: str = "pending") -> list[BackfeedItem]:
     """Backfeed items with this status (pending, approved, rejected or all), oldest first."""
     return backfeed.queue(folder, status)
 
 
-def backfeed_item(folder: Folder, iid: str) -> dict[str, Any]:
+def backfeed_item(folder: Folder, iid: str) -> BackfeedItem:
     """One backfeed item, by id or unique prefix."""
     return backfeed.get(folder, iid)
 
