@@ -972,3 +972,17 @@ class FlaggedBackfeedItem(BackfeedItem):
     """`ok backfeed flag`: the item, and whether this call queued it."""
 
     created: bool  # false when the same proposal was queued before
+
+
+# -- distillation ------------------------------------------------------------------------
+class DistillRun(TypedDict):
+    """`ok distill run` (`distill.run`): a memory note distilled by the LLM from what a
+    search found, or why there is none."""
+
+    prompt: str  # the distillation prompt's name
+    query: str
+    model: str  # the LLM's label
+    note: dict[str, Any] | None  # the note as `ok mem show` has it (`Note.as_dict`: its
+    # frontmatter is free-form); None when nothing was distilled
+    citations: list[Cite]  # the cite objects of its [N] markers, each with `n`
+    reason: NotRequired[str]  # why nothing was distilled
