@@ -986,3 +986,111 @@ class DistillRun(TypedDict):
     # frontmatter is free-form); None when nothing was distilled
     citations: list[Cite]  # the cite objects of its [N] markers, each with `n`
     reason: NotRequired[str]  # why nothing was distilled
+
+
+# -- AKS bundles -------------------------------------------------------------------------
+# An AKS bundle (openkl/data/aks-schema.json) as `ok graph export` writes it and `ok bundle
+# import` keeps it; an imported bundle has been validated against the schema, and what the
+# schema allows beyond these keys (connectors, runs, audits…) is kept as given.
+class AksSource(TypedDict, total=False):
+    """Where an entity or relationship of a bundle came from."""
+
+    document_id: str | None  # the first contributing document's uuid
+    connector_id: str | None
+    source_kind: str  # document | backfeed | manual …
+    extracted_at: str | None
+    model: str  # the extractor's id
+    verified: bool
+    pipeline: str  # openkl-entities | backfeed
+
+
+class AksDocument(TypedDict):
+    """A document a bundle lists."""
+
+    id: str  # a uuid
+    filename: str
+    ingested_at: str
+    source_hash: NotRequired[str | None]
+    truncated: NotRequired[bool]
+    original_length: NotRequired[int]
+    audit: NotRequired[dict[str, Any]]
+
+
+class ImportedDocument(AksDocument):
+    """A document listed by an imported bundle (`aks.imported_documents`)."""
+
+    bundle: str  # the bundle's file, aks/imports/<name>.json
+
+
+class AksEntity(TypedDict):
+    """An entity of a bundle."""
+
+    id: str  # a uuid: the entity's `ext_id`, or one derived from its id
+    name: str
+    type: str
+    description: NotRequired[str | None]
+    properties: NotRequired[dict[str, Any]]  # free-form; `aliases` is openkl's
+    confidence: float
+    contributing_documents: NotRequired[list[str]]  # document uuids
+    last_seen_at: NotRequired[str | None]
+    source: NotRequired[AksSource]
+
+
+class AksRelationship(TypedDict):
+    """A relationship of a bundle, between entity uuids."""
+
+    id: str
+    from_entity_id: str
+    to_entity_id: str
+    type: str
+    description: NotRequired[str | None]
+    confidence: float
+    source: NotRequired[AksSource]
+
+
+class AksFilters(TypedDict):
+    """The filters an export applied (`filters_applied`)."""
+
+    min_confidence: float | None
+    verified_only: bool | None  # None when false
+    entity_type: str | None
+    max_entities: int | None
+
+
+class AksBundle(TypedDict):
+    """An AKS bundle (`aks.export`, `aks.load_bundle`)."""
+
+    aks_version: str
+    domain: str
+    stack_id: str  # a uuid derived from the domain
+    stack_name: str
+    compiled_at: str
+    scope: str  # "stack"
+    entity_count: int
+    relationship_count: int
+    document_count: NotRequired[int | None]
+    compilation_strategy: NotRequired[str | None]
+    documents: NotRequired[list[AksDocument]]
+    entities: list[AksEntity]
+    relationships: list[AksRelationship]
+    filters_applied: NotRequired[AksFilters | None]
+
+
+class BundleKept(TypedDict):
+    """`ok bundle import`: the bundle kept under aks/imports/ (`aks.keep_bundle`)."""
+
+    path: str  # aks/imports/<domain>-<stack id's first 8>.json
+    domain: str
+    stack_id: str
+    entities: int
+    relationships: int  # those kept
+    dropped_relationships: int  # whose ends are not in the bundle
+    documents: int
+
+
+class BundleCheck(TypedDict):
+    """`ok bundle validate`: a bundle that passed the schema, and its counts."""
+
+    valid: bool  # always true (a failing bundle is an error)
+    entities: int
+    relationships: int

@@ -15,10 +15,10 @@ from ..entities import consolidation
 from ..errors import UsageError
 from ..folder import Folder, atomic_write
 from ..indexing import open_graph
-from ..records import BackfeedItem, FlaggedBackfeedItem
+from ..records import BackfeedItem, BundleCheck, BundleKept, FlaggedBackfeedItem
 
 
-def import_bundle(folder: Folder, text: str, where: str = "bundle") -> dict[str, Any]:
+def import_bundle(folder: Folder, text: str, where: str = "bundle") -> BundleKept:
     """Keep an AKS bundle under aks/imports/ and consolidate the entities it touches."""
     kept, keys = aks.keep_bundle(folder, text, where)
     with open_graph(folder, write=True) as g:
@@ -55,7 +55,7 @@ def backfeed_item(folder: Folder, iid: str) -> BackfeedItem:
     return backfeed.get(folder, iid)
 
 
-def validate_bundle(text: str, where: str = "bundle") -> dict[str, Any]:
+def validate_bundle(text: str, where: str = "bundle") -> BundleCheck:
     """Check an AKS bundle against the schema (errors name the JSON path): {valid,
     entities, relationships}."""
     b = aks.load_bundle(text, where)
