@@ -1094,3 +1094,44 @@ class BundleCheck(TypedDict):
     valid: bool  # always true (a failing bundle is an error)
     entities: int
     relationships: int
+
+
+# -- doctor ------------------------------------------------------------------------------
+class Check(TypedDict):
+    """One check of `ok doctor`."""
+
+    check: str  # what was checked: folder, index, embedding model, ripgrep, …
+    ok: bool
+    detail: str  # what was found
+    fix: str  # how to fix it, or ""
+
+
+# -- files: grep, listings and pages -----------------------------------------------------
+class GrepMatch(TypedDict):
+    """A line `ok grep` (or MCP `grep`) matched: the first match on it."""
+
+    path: str  # relative to the folder's root
+    line: int  # 1-based
+    column: int  # 1-based, in characters
+    text: str  # the whole line
+    match: str  # the text that matched
+
+
+class DirEntry(TypedDict):
+    """An entry of a directory inside the folder (MCP `fs_list`)."""
+
+    name: str
+    path: str  # relative to the folder's root
+    problem: NotRequired[str]  # a name that is not UTF-8: shown escaped, and why
+    type: NotRequired[str]  # always there: file | dir | link | link-outside
+    target: NotRequired[str]  # a link inside the folder: where it points
+    size: NotRequired[int]  # a file: its size in bytes
+
+
+class PagesWritten(TypedDict):
+    """`ok graph page --all`: every entity's page written under graph/pages/."""
+
+    dir: str  # relative to the folder's root
+    pages: int
+    regenerated: int  # built anew
+    cached: int  # taken from the cache

@@ -10,6 +10,7 @@ from .. import doctor as doctor_mod
 from .. import indexer
 from ..folder import Folder
 from ..indexing import open_graph
+from ..records import Check
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def sync(folder: Folder) -> indexer.SyncReport:
     return rep
 
 
-def doctor(root: str | None) -> list[dict[str, Any]]:
+def doctor(root: str | None) -> list[Check]:
     """`ok doctor`'s checks of the folder at `root` (or the one found from here), each
     {check, ok, detail, fix}; it need not be a working folder, which is the point."""
     return doctor_mod.run_checks(root)
