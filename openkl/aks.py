@@ -134,14 +134,14 @@ def export(
             return u
         if d in note_rows:
             u = uid("note", d)
-            r = note_rows[d]
+            n = note_rows[d]
             documents.setdefault(
                 u,
                 {
                     "id": u,
-                    "filename": Path(r["path"]).name,
-                    "ingested_at": _dt(r["ts"]),
-                    "source_hash": r["sha"],
+                    "filename": Path(n["path"]).name,
+                    "ingested_at": _dt(n["ts"]),
+                    "source_hash": n["sha"],
                 },
             )
             return u

@@ -23,35 +23,35 @@ _UP = {"DERIVED_FROM", "PART_OF", "SUPERSEDES"}
 
 def _node(g: GraphStore, kind: str, nid: str) -> LineageNode | None:
     if kind == "memory":
-        row = g.lineage_note(nid)
-        if row:
-            first = (row["text"] or "").strip().splitlines() or [""]
+        note = g.lineage_note(nid)
+        if note:
+            first = (note["text"] or "").strip().splitlines() or [""]
             return {
                 "id": nid,
                 "kind": kind,
-                "path": row["path"],
+                "path": note["path"],
                 "title": first[0][:80],
                 "current": True,
             }
     elif kind == "chunk":
-        row = g.lineage_chunk(nid)
-        if row:
+        chunk = g.lineage_chunk(nid)
+        if chunk:
             return {
                 "id": nid,
                 "kind": kind,
-                "doc": row["doc"],
-                "current": bool(row["current"]),
-                "title": " ".join((row["text"] or "").split())[:80],
+                "doc": chunk["doc"],
+                "current": bool(chunk["current"]),
+                "title": " ".join((chunk["text"] or "").split())[:80],
             }
     else:
-        row = g.lineage_doc(nid)
-        if row:
+        doc = g.lineage_doc(nid)
+        if doc:
             return {
                 "id": nid,
                 "kind": "doc",
-                "path": row["path"],
-                "title": row["title"],
-                "current": bool(row["current"]),
+                "path": doc["path"],
+                "title": doc["title"],
+                "current": bool(doc["current"]),
             }
     return None
 

@@ -1135,3 +1135,100 @@ class PagesWritten(TypedDict):
     pages: int
     regenerated: int  # built anew
     cached: int  # taken from the cache
+
+
+# -- rows the graph's named queries return -----------------------------------------------
+# (columns as the queries name them; a text column the engine may hold as NULL is `| None`)
+class NoteNode(TypedDict):
+    """A note as a lineage walk reads it (`lineage_note`)."""
+
+    path: str
+    text: str | None
+
+
+class ChunkNode(TypedDict):
+    """A chunk as a lineage walk reads it (`lineage_chunk`)."""
+
+    doc: str  # its document's id
+    current: bool
+    text: str | None
+
+
+class DocNode(TypedDict):
+    """A document as a lineage walk reads it (`lineage_doc`)."""
+
+    path: str
+    title: str
+    current: bool
+
+
+class ChunkVector(TypedDict):
+    """A current chunk with its vector (`current_chunks_of`), for the triggers."""
+
+    id: str
+    doc: str
+    text: str
+    vec: list[float]
+
+
+class NoteVector(TypedDict):
+    """A note with its vector (`notes_with_vectors`), for the triggers."""
+
+    id: str
+    path: str
+    sha: str  # the note text's sha256
+    text: str
+    vec: list[float]
+
+
+class DocSummary(TypedDict):
+    """A document, as an AKS export lists it (`doc_summaries`)."""
+
+    id: str
+    path: str
+    title: str
+    sha: str
+    created_at: str
+
+
+class NoteSummary(TypedDict):
+    """A note, as an AKS export lists it (`note_summaries`)."""
+
+    id: str
+    path: str
+    sha: str
+    ts: str
+
+
+class MentionedIn(TypedDict):
+    """An entity a chunk or note mentions (`mentions_in`)."""
+
+    x: str  # the chunk or note
+    e: str  # the entity
+    c: float  # the mention's confidence
+
+
+class SourceDoc(TypedDict):
+    """A document an entity came from (`source_docs`)."""
+
+    id: str
+    title: str
+    path: str
+    source: str  # the mapping's source, as JSON text
+
+
+class SourceNote(TypedDict):
+    """A note an entity came from (`source_notes`)."""
+
+    id: str
+    path: str
+    text: str
+
+
+class SourceVersion(TypedDict):
+    """A document version whose text an entity's evidence is read from (`source_versions`)."""
+
+    id: str
+    sha: str
+    path: str
+    title: str

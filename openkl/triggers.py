@@ -254,16 +254,16 @@ def _rows(
                 }
             )
     if want_notes and note_ids:
-        for r in g.notes_with_vectors(note_ids):
+        for n in g.notes_with_vectors(note_ids):
             rows.append(
                 {
                     "kind": "memory",
-                    "id": r["id"],
-                    "note": r["id"],
-                    "sha256": r["sha"],
-                    "text": r["text"],
-                    "vec": r["vec"],
-                    "path": r["path"],
+                    "id": n["id"],
+                    "note": n["id"],
+                    "sha256": n["sha"],
+                    "text": n["text"],
+                    "vec": n["vec"],
+                    "path": n["path"],
                 }
             )
     return rows

@@ -12,6 +12,15 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from ..records import (
+    ChunkNode,
+    ChunkVector,
+    DocNode,
+    DocSummary,
+    NoteNode,
+    NoteSummary,
+    NoteVector,
+)
 from .entities import EntityStore
 
 
@@ -40,10 +49,10 @@ class GraphStore(EntityStore, Protocol):
     def doc_paths(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """The path of each of these documents, by id."""
 
-    def current_chunks_of(self, doc_ids: Sequence[str]) -> list[dict[str, Any]]:
+    def current_chunks_of(self, doc_ids: Sequence[str]) -> list[ChunkVector]:
         """The current chunks of these documents: `id`, `doc`, `text`, `vec`."""
 
-    def doc_summaries(self) -> list[dict[str, Any]]:
+    def doc_summaries(self) -> list[DocSummary]:
         """Every document: `id`, `path`, `title`, `sha`, `created_at`."""
 
     # -- memory notes ---------------------------------------------------------------
@@ -59,10 +68,10 @@ class GraphStore(EntityStore, Protocol):
     def notes_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Note rows (text, ts, tags, topics, body span), by id."""
 
-    def notes_with_vectors(self, note_ids: Sequence[str]) -> list[dict[str, Any]]:
+    def notes_with_vectors(self, note_ids: Sequence[str]) -> list[NoteVector]:
         """These notes: `id`, `path`, `sha`, `text`, `vec`."""
 
-    def note_summaries(self) -> list[dict[str, Any]]:
+    def note_summaries(self) -> list[NoteSummary]:
         """Every note: `id`, `path`, `sha`, `ts`."""
 
     # -- retrieval ------------------------------------------------------------------
@@ -93,13 +102,13 @@ class GraphStore(EntityStore, Protocol):
         """Record that `new_id` supersedes `old_id` (kept once)."""
 
     # -- lineage --------------------------------------------------------------------
-    def lineage_note(self, note_id: str) -> dict[str, Any] | None:
+    def lineage_note(self, note_id: str) -> NoteNode | None:
         """A note's `path` and `text`, or None."""
 
-    def lineage_chunk(self, chunk_id: str) -> dict[str, Any] | None:
+    def lineage_chunk(self, chunk_id: str) -> ChunkNode | None:
         """A chunk's `doc`, `current` and `text`, or None."""
 
-    def lineage_doc(self, doc_id: str) -> dict[str, Any] | None:
+    def lineage_doc(self, doc_id: str) -> DocNode | None:
         """A document's `path`, `title` and `current`, or None."""
 
     def newer_versions(self, doc_id: str) -> list[str]:
