@@ -1232,3 +1232,49 @@ class SourceVersion(TypedDict):
     sha: str
     path: str
     title: str
+
+
+class DocIndexed(TypedDict):
+    """A document the graph holds, as `ok sync` compares it with the files (`docs`)."""
+
+    id: str
+    path: str
+    sha256: str
+    current: bool
+
+
+class NoteIndexed(TypedDict):
+    """A note the graph holds, as `ok sync` compares it with the files (`notes`)."""
+
+    id: str
+    path: str
+    sha256: str
+
+
+class ChunkRow(TypedDict):
+    """A chunk with its document's fields (`chunks_by_id`), for a search hit."""
+
+    id: str
+    doc_id: str
+    text: str
+    start: int  # the chunk's span in its document's text
+    end: int
+    path: str  # the document's
+    sha256: str
+    source: str  # the mapping's source, as JSON text
+    created_at: str
+    title: str
+
+
+class NoteRow(TypedDict):
+    """A note as the graph holds it (`notes_by_id`), for a search hit."""
+
+    id: str
+    path: str
+    sha256: str
+    text: str
+    ts: str
+    tags: list[str]
+    topics: list[str]
+    body_start: int  # where the body starts in the note's file
+    body_end: int

@@ -14,10 +14,14 @@ from typing import Any, Protocol
 
 from ..records import (
     ChunkNode,
+    ChunkRow,
     ChunkVector,
+    DocIndexed,
     DocNode,
     DocSummary,
+    NoteIndexed,
     NoteNode,
+    NoteRow,
     NoteSummary,
     NoteVector,
 )
@@ -40,10 +44,10 @@ class GraphStore(EntityStore, Protocol):
     def set_doc_path(self, doc_id: str, path: str) -> None:
         """Record a document's new path (a rename)."""
 
-    def docs(self) -> dict[str, dict[str, Any]]:
+    def docs(self) -> dict[str, DocIndexed]:
         """Every document's `id`, `path`, `sha256` and `current`, by id."""
 
-    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
         """Chunk rows with their document's fields, by chunk id."""
 
     def doc_paths(self, doc_ids: Sequence[str]) -> dict[str, str]:
@@ -62,10 +66,10 @@ class GraphStore(EntityStore, Protocol):
     def remove_note(self, note_id: str) -> None:
         """Remove a note and its edges."""
 
-    def notes(self) -> dict[str, dict[str, Any]]:
+    def notes(self) -> dict[str, NoteIndexed]:
         """Every note's `id`, `path` and `sha256`, by id."""
 
-    def notes_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def notes_by_id(self, ids: Sequence[str]) -> dict[str, NoteRow]:
         """Note rows (text, ts, tags, topics, body span), by id."""
 
     def notes_with_vectors(self, note_ids: Sequence[str]) -> list[NoteVector]:
