@@ -29,7 +29,16 @@ from .graph import Graph
 from .graph.protocol import GraphStore
 from .indexing import embed_all, embedder, files_newer_than_index, open_graph
 from .normalize import title_of
-from .records import DocMove, MappingEntry, Status, SyncProblem, SyncReportDict
+from .records import (
+    ChunkInput,
+    DocInput,
+    DocMove,
+    MappingEntry,
+    NoteRow,
+    Status,
+    SyncProblem,
+    SyncReportDict,
+)
 
 __all__ = ["embed_all", "embedder", "files_newer_than_index", "open_graph"]  # for the adapters
 
@@ -90,11 +99,12 @@ def _read_text(folder: Folder, rel: str) -> str:
 
 def build_doc_rows(
     folder: Folder, emb: Embedder, items: list[tuple[str, str]], entries: dict[str, MappingEntry]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[DocInput], list[ChunkInput]]:
     """Doc and chunk rows for (doc id, relative path) pairs."""
     max_tokens = folder.setting("chunking.max_tokens")
     overlap = folder.setting("chunking.overlap")
-    docs, chunks = [], []
+    docs: list[DocInput] = []
+    chunks: list[ChunkInput] = []
     for did, rel in items:
         text = _read_text(folder, rel)
         entry = entries.get(did) or {"id": did, "path": rel}
@@ -129,8 +139,8 @@ def build_doc_rows(
 class PreparedDocs:
     """Rows and vectors of docs, computed before the graph is opened."""
 
-    docs: list[dict[str, Any]]
-    chunks: list[dict[str, Any]]
+    docs: list[DocInput]
+    chunks: list[ChunkInput]
     vecs: np.ndarray
 
 
@@ -202,7 +212,7 @@ def index_docs(
     return len(p.chunks)
 
 
-def note_row(folder: Folder, n: notes_mod.Note) -> dict[str, Any]:
+def note_row(folder: Folder, n: notes_mod.Note) -> NoteRow:
     assert n.path is not None
     return {
         "id": n.id,

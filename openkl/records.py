@@ -1278,3 +1278,29 @@ class NoteRow(TypedDict):
     topics: list[str]
     body_start: int  # where the body starts in the note's file
     body_end: int
+
+
+# -- rows the indexer loads into the graph -----------------------------------------------
+class DocInput(TypedDict):
+    """A document as `indexer.build_doc_rows` makes it for `add_docs`."""
+
+    id: str
+    path: str  # the normalized text, relative to the folder's root
+    sha256: str  # of that text
+    title: str
+    source: str  # the mapping entry's source, as JSON text (sorted keys)
+    created_at: str  # when it was stored, or ""
+    chars: int  # the text's length
+    current: bool
+
+
+class ChunkInput(TypedDict):
+    """A chunk as `indexer.build_doc_rows` makes it for `add_docs`."""
+
+    id: str  # <doc id>#char<start>-<end>
+    doc_id: str
+    text: str
+    start: int
+    end: int
+    ord: int  # its place among the document's chunks
+    current: NotRequired[bool]  # absent means true

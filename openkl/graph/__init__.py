@@ -24,7 +24,7 @@ from ..errors import (
     QueryRefused,
     ReadOnlyViolation,
 )
-from ..records import ChunkRow, DocIndexed, NoteIndexed, NoteRow
+from ..records import ChunkInput, ChunkRow, DocIndexed, DocInput, NoteIndexed, NoteRow
 from .consolidation import rel_docs as rel_docs
 from .consolidation import rel_docs_text as rel_docs_text
 from .documents import DocumentQueries
@@ -615,14 +615,12 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
         self.conn.execute("BEGIN TRANSACTION")
 
     # -- documents and chunks --------------------------------------------------
-    def add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]], vecs: Any) -> None:
+    def add_docs(self, docs: list[DocInput], chunks: list[ChunkInput], vecs: Any) -> None:
         """Insert documents with their chunks and vectors in bulk, in one transaction."""
         with self.transaction():
             self._add_docs(docs, chunks, vecs)
 
-    def _add_docs(
-        self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]], vecs: Any
-    ) -> None:
+    def _add_docs(self, docs: list[DocInput], chunks: list[ChunkInput], vecs: Any) -> None:
         import pyarrow as pa
 
         if docs:
@@ -683,13 +681,13 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
         return {r["id"]: r for r in rows}  # type: ignore[misc]
 
     # -- memory notes ------------------------------------------------------------
-    def add_notes(self, notes: list[dict[str, Any]], vecs: Any) -> None:
+    def add_notes(self, notes: list[NoteRow], vecs: Any) -> None:
         """Insert notes with their vectors and topics, in one transaction."""
         if notes:
             with self.transaction():
                 self._add_notes(notes, vecs)
 
-    def _add_notes(self, notes: list[dict[str, Any]], vecs: Any) -> None:
+    def _add_notes(self, notes: list[NoteRow], vecs: Any) -> None:
         import pyarrow as pa
 
         dim = vecs.shape[1]

@@ -13,10 +13,12 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from ..records import (
+    ChunkInput,
     ChunkNode,
     ChunkRow,
     ChunkVector,
     DocIndexed,
+    DocInput,
     DocNode,
     DocSummary,
     NoteIndexed,
@@ -35,7 +37,7 @@ class GraphStore(EntityStore, Protocol):
     """When a list, every query run is appended to it (`ok search --explain`)."""
 
     # -- documents and chunks -------------------------------------------------------
-    def add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]], vecs: Any) -> None:
+    def add_docs(self, docs: list[DocInput], chunks: list[ChunkInput], vecs: Any) -> None:
         """Insert documents with their chunks and vectors, together."""
 
     def remove_doc(self, doc_id: str) -> None:
@@ -60,7 +62,7 @@ class GraphStore(EntityStore, Protocol):
         """Every document: `id`, `path`, `title`, `sha`, `created_at`."""
 
     # -- memory notes ---------------------------------------------------------------
-    def add_notes(self, notes: list[dict[str, Any]], vecs: Any) -> None:
+    def add_notes(self, notes: list[NoteRow], vecs: Any) -> None:
         """Insert notes with their vectors and topics, together."""
 
     def remove_note(self, note_id: str) -> None:
