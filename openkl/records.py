@@ -146,6 +146,7 @@ class Cite(TypedDict):
     retention_class: NotRequired[str]  # a kept citation: standard | keep | ephemeral
     history: NotRequired[list[CiteMove]]  # a kept citation: where `verify --update` moved it
     updated_at: NotRequired[str]  # a kept citation: when it was last moved
+    status: NotRequired[str]  # a kept citation listed by status: what verify says of it
 
 
 def new_cite(
