@@ -1305,3 +1305,18 @@ class ChunkInput(TypedDict):
     end: int
     ord: int  # its place among the document's chunks
     current: NotRequired[bool]  # absent means true
+
+
+# -- settings ----------------------------------------------------------------------------
+class SettingValue(TypedDict):
+    """A setting's effective value and where it came from (`ok config list/get/set`)."""
+
+    key: str  # dotted, e.g. search.k (an env-only variable: its name)
+    value: Any
+    source: str  # default | config | env
+    type: str
+    default: Any
+    env: str  # the environment variable that overrides it
+    help: str
+    choices: NotRequired[list[str]]  # when only these values are allowed
+    env_only: NotRequired[bool]  # read from the environment only (then always true)
