@@ -1320,3 +1320,22 @@ class SettingValue(TypedDict):
     help: str
     choices: NotRequired[list[str]]  # when only these values are allowed
     env_only: NotRequired[bool]  # read from the environment only (then always true)
+
+
+class ExportWritten(TypedDict):
+    """`ok graph export -o …`: the files written (`ops.GraphExport.as_dict`)."""
+
+    format: str  # aks | graphml | csv
+    files: list[str]  # the paths written
+    entities: int
+    relationships: int
+
+
+class ExportContent(TypedDict):
+    """`ok graph export --json` to stdout: the files themselves (`ops.GraphExport.content`)."""
+
+    format: str
+    entities: int
+    relationships: int
+    content: dict[str, str]  # file name → its text
+    rows: NotRequired[dict[str, list[dict[str, str]]]]  # csv: each table's rows, by table

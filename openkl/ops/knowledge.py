@@ -8,14 +8,20 @@ import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import aks, backfeed
 from ..entities import consolidation
 from ..errors import UsageError
 from ..folder import Folder, atomic_write
 from ..indexing import open_graph
-from ..records import BackfeedItem, BundleCheck, BundleKept, FlaggedBackfeedItem
+from ..records import (
+    BackfeedItem,
+    BundleCheck,
+    BundleKept,
+    ExportContent,
+    ExportWritten,
+    FlaggedBackfeedItem,
+)
 
 
 def import_bundle(folder: Folder, text: str, where: str = "bundle") -> BundleKept:
@@ -80,7 +86,7 @@ class GraphExport:
     files: dict[str, str]
     written: list[str]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ExportWritten:
         """What `ok graph export` reports after writing the files."""
         return {
             "format": self.format,
@@ -89,9 +95,9 @@ class GraphExport:
             "relationships": self.relationships,
         }
 
-    def content(self) -> dict[str, Any]:
+    def content(self) -> ExportContent:
         """The files themselves, as one JSON object (CSV tables also as rows)."""
-        data: dict[str, Any] = {
+        data: ExportContent = {
             "format": self.format,
             "entities": self.entities,
             "relationships": self.relationships,
