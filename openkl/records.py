@@ -1,5 +1,6 @@
 """The records that pass between the layers, by name: what a mapping entry, a cite object,
-a report, an entity or a relationship holds.
+a report, an entity or a relationship, an answer, an event, a bundle or a row of the graph
+holds.
 
 They are TypedDicts because they are also the JSON the adapters print: a record is a plain
 dict at run time, and mypy checks its keys.
@@ -934,6 +935,12 @@ class BackfeedItem(BackfeedProposal):
     reason: str | None  # a rejection's reason (or an approval's, when one was given)
 
 
+class FlaggedBackfeedItem(BackfeedItem):
+    """`ok backfeed flag`: the item, and whether this call queued it."""
+
+    created: bool  # false when the same proposal was queued before
+
+
 class CanonicalEntity(TypedDict):
     """An entity a canonical file (an approved backfeed item, an imported AKS bundle)
     contributes to consolidation (`backfeed.contributions`, `aks.contributions`)."""
@@ -967,12 +974,6 @@ class CanonicalRelation(TypedDict):
     extra: NotRequired[dict[str, Any]]  # a bundle's `source`
     evidence: str  # the backfeed item's id or the bundle's file name
     docs: list[str]
-
-
-class FlaggedBackfeedItem(BackfeedItem):
-    """`ok backfeed flag`: the item, and whether this call queued it."""
-
-    created: bool  # false when the same proposal was queued before
 
 
 # -- distillation ------------------------------------------------------------------------
@@ -1097,7 +1098,33 @@ class BundleCheck(TypedDict):
     relationships: int
 
 
-# -- doctor ------------------------------------------------------------------------------
+class ExportWritten(TypedDict):
+    """`ok graph export -o …`: the files written (`ops.GraphExport.as_dict`)."""
+
+    format: str  # aks | graphml | csv
+    files: list[str]  # the paths written
+    entities: int
+    relationships: int
+
+
+class ExportContent(TypedDict):
+    """`ok graph export --json` to stdout: the files themselves (`ops.GraphExport.content`)."""
+
+    format: str
+    entities: int
+    relationships: int
+    content: dict[str, str]  # file name → its text
+    rows: NotRequired[dict[str, list[dict[str, str]]]]  # csv: each table's rows, by table
+
+
+# -- the folder: init and doctor ---------------------------------------------------------
+class FolderInitialized(TypedDict):
+    """`ok init`: the knowledge folder, and whether this call made it."""
+
+    root: str
+    created: bool  # false when it was there already
+
+
 class Check(TypedDict):
     """One check of `ok doctor`."""
 
@@ -1320,22 +1347,3 @@ class SettingValue(TypedDict):
     help: str
     choices: NotRequired[list[str]]  # when only these values are allowed
     env_only: NotRequired[bool]  # read from the environment only (then always true)
-
-
-class ExportWritten(TypedDict):
-    """`ok graph export -o …`: the files written (`ops.GraphExport.as_dict`)."""
-
-    format: str  # aks | graphml | csv
-    files: list[str]  # the paths written
-    entities: int
-    relationships: int
-
-
-class ExportContent(TypedDict):
-    """`ok graph export --json` to stdout: the files themselves (`ops.GraphExport.content`)."""
-
-    format: str
-    entities: int
-    relationships: int
-    content: dict[str, str]  # file name → its text
-    rows: NotRequired[dict[str, list[dict[str, str]]]]  # csv: each table's rows, by table

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import doctor as doctor_mod
 from .. import indexer
 from ..folder import Folder
 from ..indexing import open_graph
-from ..records import Check
+from ..records import Check, FolderInitialized
 
 
 @dataclass(frozen=True)
@@ -20,7 +19,7 @@ class Initialized:
     folder: Folder
     created: bool
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> FolderInitialized:
         return {"root": str(self.folder.root), "created": self.created}
 
 
