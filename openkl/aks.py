@@ -14,13 +14,24 @@ import re
 import uuid
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .entities.local import VERSION as LOCAL_VERSION
 from .entities.local import entity_id, key_of
 from .errors import BadInput, OkError
 from .folder import Folder, atomic_write, iso
 from .graph.protocol import GraphStore
+from .records import (
+    AksBundle,
+    AksDocument,
+    AksEntity,
+    AksRelationship,
+    AksSource,
+    BundleKept,
+    CanonicalEntity,
+    CanonicalRelation,
+    ImportedDocument,
+)
 
 AKS_VERSION = "0.1.0"
 NAMESPACE = uuid.UUID("5b0c5a8e-8f5e-5c1b-9d1e-6f6b6c2e6b31")
@@ -87,7 +98,7 @@ def export(
     entity_type: str | None = None,
     max_entities: int | None = None,
     verified_only: bool = False,
-) -> dict[str, Any]:
+) -> AksBundle:
     """The folder's entity graph as an AKS bundle (validated before it is returned)."""
     rows = g.export_entities(
         min_confidence=min_confidence, type=entity_type, verified_only=verified_only
@@ -98,13 +109,15 @@ def export(
     doc_rows = {r["id"]: r for r in g.doc_summaries()}
     note_rows = {r["id"]: r for r in g.note_summaries()}
     bundle_docs = imported_documents(folder)
-    documents: dict[str, dict[str, Any]] = {}
+    documents: dict[str, AksDocument] = {}
 
     def doc_uuid(d: str) -> str | None:
         if d.startswith("aks:"):
             info = bundle_docs.get(d[4:])
             if info and d[4:] not in documents:
-                documents[d[4:]] = {k: v for k, v in info.items() if k != "bundle"}
+                documents[d[4:]] = cast(
+                    AksDocument, {k: v for k, v in info.items() if k != "bundle"}
+                )
             return d[4:]
         if d in doc_rows:
             u = uid("doc", d)
@@ -121,23 +134,23 @@ def export(
             return u
         if d in note_rows:
             u = uid("note", d)
-            r = note_rows[d]
+            n = note_rows[d]
             documents.setdefault(
                 u,
                 {
                     "id": u,
-                    "filename": Path(r["path"]).name,
-                    "ingested_at": _dt(r["ts"]),
-                    "source_hash": r["sha"],
+                    "filename": Path(n["path"]).name,
+                    "ingested_at": _dt(n["ts"]),
+                    "source_hash": n["sha"],
                 },
             )
             return u
         return None
 
-    ents = []
+    ents: list[AksEntity] = []
     uuids: dict[str, str] = {}
     for r in rows:
-        extra = json.loads(r["extra"]) if r.get("extra") else {}
+        extra: dict[str, Any] = json.loads(r["extra"]) if r.get("extra") else {}
         eu = r["ext_id"] or uid("entity", r["id"])
         uuids[r["id"]] = eu
         docs = sorted({u for u in (doc_uuid(d) for d in r["docs"] or []) if u})
@@ -147,7 +160,7 @@ def export(
         props = dict(extra.get("properties") or {})
         if r["aliases"]:
             props["aliases"] = list(r["aliases"])
-        ent: dict[str, Any] = {
+        ent: AksEntity = {
             "id": eu,
             "name": r["name"],
             "type": r["type"] or "Concept",
@@ -156,20 +169,24 @@ def export(
             "confidence": round(float(r["confidence"]), 4),
             "contributing_documents": docs,
             "last_seen_at": _dt(max(seen)) if seen else extra.get("last_seen_at"),
-            "source": extra.get("source")
-            or {
-                "document_id": docs[0] if docs else None,
-                "source_kind": r["source_kind"] or "document",
-                "extracted_at": _dt(max(seen)) if seen else None,
-                "model": _model(g),
-                "verified": bool(r["verified"]),
-                "pipeline": "openkl-entities",
-            },
+            "source": cast(
+                AksSource,
+                extra.get("source")
+                or {
+                    "document_id": docs[0] if docs else None,
+                    "source_kind": r["source_kind"] or "document",
+                    "extracted_at": _dt(max(seen)) if seen else None,
+                    "model": _model(g),
+                    "verified": bool(r["verified"]),
+                    "pipeline": "openkl-entities",
+                },
+            ),
         }
-        if ent["source"].get("source_kind") == "backfeed":
-            ent["source"]["pipeline"] = "backfeed"
+        src = ent["source"]
+        if src.get("source_kind") == "backfeed":
+            src["pipeline"] = "backfeed"
         ents.append(ent)
-    rels = []
+    rels: list[AksRelationship] = []
     for rel in g.export_relationships():
         if rel["a"] not in uuids or rel["b"] not in uuids:
             continue  # dangling in this (filtered) bundle
@@ -186,20 +203,23 @@ def export(
                 "type": rel["type"],
                 "description": rel["description"] or None,
                 "confidence": round(float(rel["confidence"]), 4),
-                "source": extra.get("source")
-                or {
-                    "document_id": docs[0] if docs else None,
-                    "source_kind": rel["source_kind"] or "document",
-                    "model": _model(g),
-                    "verified": bool(rel["verified"]),
-                    "pipeline": "backfeed"
-                    if rel["source_kind"] == "backfeed"
-                    else "openkl-entities",
-                },
+                "source": cast(
+                    AksSource,
+                    extra.get("source")
+                    or {
+                        "document_id": docs[0] if docs else None,
+                        "source_kind": rel["source_kind"] or "document",
+                        "model": _model(g),
+                        "verified": bool(rel["verified"]),
+                        "pipeline": "backfeed"
+                        if rel["source_kind"] == "backfeed"
+                        else "openkl-entities",
+                    },
+                ),
             }
         )
     domain = domain_slug(folder)
-    bundle: dict[str, Any] = {
+    bundle: AksBundle = {
         "aks_version": AKS_VERSION,
         "domain": domain,
         "stack_id": uid("stack", domain),
@@ -233,7 +253,7 @@ def _model(g: GraphStore) -> str:
     return g.meta().get("entities.extractor") or LOCAL_VERSION
 
 
-def graphml(bundle: dict[str, Any]) -> str:
+def graphml(bundle: AksBundle) -> str:
     from xml.sax.saxutils import escape, quoteattr
 
     keys = [
@@ -258,8 +278,9 @@ def graphml(bundle: dict[str, Any]) -> str:
         out.append(f'      <data key="name">{escape(e["name"])}</data>')
         out.append(f'      <data key="type">{escape(e["type"])}</data>')
         out.append(f'      <data key="confidence">{e["confidence"]}</data>')
-        if e.get("description"):
-            out.append(f'      <data key="description">{escape(e["description"])}</data>')
+        desc = e.get("description")
+        if desc:
+            out.append(f'      <data key="description">{escape(desc)}</data>')
         out.append("    </node>")
     for r in bundle["relationships"]:
         out.append(
@@ -273,7 +294,7 @@ def graphml(bundle: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def csv_tables(bundle: dict[str, Any]) -> dict[str, str]:
+def csv_tables(bundle: AksBundle) -> dict[str, str]:
     """entities.csv and relationships.csv."""
     import csv
     import io
@@ -326,18 +347,16 @@ def csv_tables(bundle: dict[str, Any]) -> dict[str, str]:
 
 
 # -- import ---------------------------------------------------------------------------------
-def load_bundle(text: str, where: str = "bundle") -> dict[str, Any]:
+def load_bundle(text: str, where: str = "bundle") -> AksBundle:
     try:
         data = json.loads(text)
     except ValueError as e:
         raise BadInput(f"{where} is not valid JSON: {e}", "pass an AKS bundle (JSON)") from e
     validate(data)
-    return data
+    return cast(AksBundle, data)
 
 
-def keep_bundle(
-    folder: Folder, text: str, where: str = "bundle"
-) -> tuple[dict[str, Any], set[str]]:
+def keep_bundle(folder: Folder, text: str, where: str = "bundle") -> tuple[BundleKept, set[str]]:
     """Keep a bundle under aks/imports/: what was kept, and the entity keys it touches
     (old copy and new), which `ops.import_bundle` consolidates.
 
@@ -385,9 +404,10 @@ def keep_bundle(
 
 
 def _contrib_of(
-    bundle: dict[str, Any], name: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
-    ents, rels = [], []
+    bundle: AksBundle, name: str
+) -> tuple[list[CanonicalEntity], list[CanonicalRelation], str]:
+    ents: list[CanonicalEntity] = []
+    rels: list[CanonicalRelation] = []
     by_id = {}
     for e in bundle["entities"]:
         k = key_of(e["name"])
@@ -443,7 +463,7 @@ def _contrib_of(
     return ents, rels, digest
 
 
-def _imports(folder: Folder) -> list[tuple[str, dict[str, Any]]]:
+def _imports(folder: Folder) -> list[tuple[str, AksBundle]]:
     d = imports_dir(folder)
     out = []
     if d.exists():
@@ -458,9 +478,12 @@ def _imports(folder: Folder) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def contributions(folder: Folder) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
-    ents: list[dict[str, Any]] = []
-    rels: list[dict[str, Any]] = []
+def contributions(
+    folder: Folder,
+) -> tuple[list[CanonicalEntity], list[CanonicalRelation], str]:
+    """Entities and relationships of the imported bundles, for consolidation; plus a digest."""
+    ents: list[CanonicalEntity] = []
+    rels: list[CanonicalRelation] = []
     h = hashlib.sha256()
     for name, bundle in _imports(folder):
         e, r, digest = _contrib_of(bundle, name)
@@ -470,9 +493,9 @@ def contributions(folder: Folder) -> tuple[list[dict[str, Any]], list[dict[str, 
     return ents, rels, h.hexdigest()
 
 
-def imported_documents(folder: Folder) -> dict[str, dict[str, Any]]:
+def imported_documents(folder: Folder) -> dict[str, ImportedDocument]:
     """Documents listed by imported bundles, by their uuid."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, ImportedDocument] = {}
     for name, bundle in _imports(folder):
         for d in bundle.get("documents") or []:
             out.setdefault(d["id"], {**d, "bundle": f"aks/imports/{name}"})

@@ -24,7 +24,7 @@ from .citations import Files, make
 from .errors import UsageError
 from .folder import Folder
 from .graph.protocol import GraphStore
-from .records import Cite
+from .records import Answer, AnswerBody, Cite
 from .search import search
 
 INSUFFICIENT = "The knowledge folder does not hold enough to answer this."
@@ -179,7 +179,7 @@ def ask(
     embedder: Any = None,
     max_sentences: int = 3,
     remember: bool = False,
-) -> dict[str, Any]:
+) -> Answer:
     """Answer `question`: {question, answer, citations (each with `n`), confidence,
     confidence_label, insufficient, mode, model, retrieved}.
 
@@ -234,7 +234,7 @@ def answer(
     embedder: Any = None,
     max_sentences: int = 3,
     remember: bool = False,
-) -> dict[str, Any]:
+) -> Answer:
     """Answer from retrieved passages; needs the files, not the graph."""
     emb = embedder or indexing.embedder(folder)
     qvec = emb.embed_query(question)
@@ -252,7 +252,7 @@ def answer(
     return {"question": question, **out, "retrieved": len(hits)}
 
 
-def _insufficient(mode: str, model: str | None) -> dict[str, Any]:
+def _insufficient(mode: str, model: str | None) -> AnswerBody:
     return {
         "answer": INSUFFICIENT,
         "citations": [],
@@ -316,7 +316,7 @@ def _extractive(
     qvec: np.ndarray,
     emb: Any,
     max_sentences: int,
-) -> dict[str, Any]:
+) -> AnswerBody:
     cands = candidates(question, hits, qvec, emb) if hits else []
     if not cands:
         return _insufficient("extractive", None)
@@ -414,7 +414,7 @@ def _llm_answer(
     emb: Any,
     cfg: Any,
     on_token: Callable[[str], None] | None,
-) -> dict[str, Any]:
+) -> AnswerBody:
     from .llm import ChatClient
 
     if not hits:
@@ -430,9 +430,9 @@ def _llm_answer(
     text = client.chat(messages, stream=on_token is not None, on_token=on_token).strip()
     if text.upper().startswith("INSUFFICIENT"):
         reason = text.split(":", 1)[1].strip() if ":" in text else ""
-        out = _insufficient("llm", cfg.label)
-        out["answer"] = f"{INSUFFICIENT} {reason}".strip()
-        return out
+        short = _insufficient("llm", cfg.label)
+        short["answer"] = f"{INSUFFICIENT} {reason}".strip()
+        return short
     valid = set(range(1, len(hits) + 1))
     cited = [n for n in markers(text) if n in valid]
     answer = keep_markers(text, valid)
@@ -447,7 +447,7 @@ def _llm_answer(
         conf, label = confidence(float(np.mean(vecs @ qvec)))
     else:
         conf, label = 0.0, "LOW"  # an answer that cites nothing is not grounded
-    return {
+    out: AnswerBody = {
         "answer": answer,
         "citations": cites,
         "confidence": conf,
@@ -455,5 +455,7 @@ def _llm_answer(
         "insufficient": False,
         "mode": "llm",
         "model": cfg.label,
-        **({} if cites else {"ungrounded": True}),
     }
+    if not cites:
+        out["ungrounded"] = True
+    return out

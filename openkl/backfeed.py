@@ -11,11 +11,19 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .entities.local import key_of
 from .errors import BadInput, NotFound, UsageError
 from .folder import Folder, atomic_write, iso
+from .records import (
+    BackfeedItem,
+    BackfeedProposal,
+    CanonicalEntity,
+    CanonicalRelation,
+    ProposedEntity,
+    ProposedRelationship,
+)
 
 STATUSES = ("pending", "approved", "rejected")
 _ENTITY_KEYS = {"name", "type", "description", "confidence", "aliases", "properties"}
@@ -34,7 +42,7 @@ def _fail(where: str, problem: str) -> BadInput:
     )
 
 
-def parse(text: str) -> dict[str, Any]:
+def parse(text: str) -> BackfeedProposal:
     """Validate a proposed item (JSON text); errors name the JSON path."""
     try:
         data = json.loads(text)
@@ -63,7 +71,7 @@ def parse(text: str) -> dict[str, Any]:
         raise _fail("$.relationships", "must be an array")
     if not ents and not rels:
         raise _fail("$", "proposes no entities and no relationships")
-    out_e = []
+    out_e: list[ProposedEntity] = []
     for i, ent in enumerate(ents):
         where = f"$.entities[{i}]"
         if not isinstance(ent, dict):
@@ -72,7 +80,10 @@ def parse(text: str) -> dict[str, Any]:
             raise _fail(f"{where}.{sorted(set(ent) - _ENTITY_KEYS)[0]}", "unknown field")
         if not isinstance(ent.get("name"), str) or not key_of(ent["name"]):
             raise _fail(f"{where}.name", "must be a non-empty name")
-        item = {"name": ent["name"].strip(), "type": str(ent.get("type") or "Concept")}
+        item: ProposedEntity = {
+            "name": ent["name"].strip(),
+            "type": str(ent.get("type") or "Concept"),
+        }
         if ent.get("description") is not None:
             item["description"] = str(ent["description"])
         if ent.get("confidence") is not None:
@@ -88,7 +99,7 @@ def parse(text: str) -> dict[str, Any]:
                 raise _fail(f"{where}.properties", "must be an object")
             item["properties"] = ent["properties"]
         out_e.append(item)
-    out_r = []
+    out_r: list[ProposedRelationship] = []
     for i, r in enumerate(rels):
         where = f"$.relationships[{i}]"
         if not isinstance(r, dict):
@@ -98,23 +109,27 @@ def parse(text: str) -> dict[str, Any]:
         for f in ("from", "to", "type"):
             if not isinstance(r.get(f), str) or not r[f].strip():
                 raise _fail(f"{where}.{f}", "must be a non-empty string")
-        item = {"from": r["from"].strip(), "to": r["to"].strip(), "type": r["type"].strip()}
-        if key_of(item["from"]) == key_of(item["to"]):
+        rel: ProposedRelationship = {
+            "from": r["from"].strip(),
+            "to": r["to"].strip(),
+            "type": r["type"].strip(),
+        }
+        if key_of(rel["from"]) == key_of(rel["to"]):
             raise _fail(where, "relates an entity to itself")
         if r.get("confidence") is not None:
-            item["confidence"] = _conf(r["confidence"], f"{where}.confidence")
+            rel["confidence"] = _conf(r["confidence"], f"{where}.confidence")
         if r.get("description") is not None:
-            item["description"] = str(r["description"])
-        out_r.append(item)
-    item = {
+            rel["description"] = str(r["description"])
+        out_r.append(rel)
+    proposal: BackfeedProposal = {
         "entities": out_e,
         "relationships": out_r,
         "content": str(data.get("content") or ""),
-        "origin": data.get("origin") if data.get("origin") in ("run", "direct") else "direct",
+        "origin": data["origin"] if data.get("origin") in ("run", "direct") else "direct",
         "flagged_by": data.get("flagged_by"),
         "source_run_id": data.get("source_run_id"),
     }
-    return item
+    return proposal
 
 
 def _conf(v: Any, where: str) -> float:
@@ -123,7 +138,7 @@ def _conf(v: Any, where: str) -> float:
     return float(v)
 
 
-def item_id(item: dict[str, Any]) -> str:
+def item_id(item: BackfeedProposal) -> str:
     payload = json.dumps(
         {"entities": item["entities"], "relationships": item["relationships"]},
         sort_keys=True,
@@ -136,16 +151,16 @@ def _path(folder: Folder, iid: str) -> Path:
     return backfeed_dir(folder) / f"{iid}.json"
 
 
-def _save(folder: Folder, item: dict[str, Any]) -> None:
+def _save(folder: Folder, item: BackfeedItem) -> None:
     atomic_write(
         _path(folder, item["id"]),
         json.dumps(item, indent=2, ensure_ascii=False, sort_keys=True) + "\n",
     )
 
 
-def load_all(folder: Folder) -> list[dict[str, Any]]:
+def load_all(folder: Folder) -> list[BackfeedItem]:
     d = backfeed_dir(folder)
-    out: list[dict[str, Any]] = []
+    out: list[BackfeedItem] = []
     if not d.exists():
         return out
     for p in sorted(d.glob("bf-*.json")):
@@ -159,14 +174,14 @@ def load_all(folder: Folder) -> list[dict[str, Any]]:
     return out
 
 
-def get(folder: Folder, iid: str) -> dict[str, Any]:
+def get(folder: Folder, iid: str) -> BackfeedItem:
     p = _path(folder, iid)
     if not p.exists():
         hits = [i for i in load_all(folder) if i["id"].startswith(iid)]
         if len(hits) == 1:
             return hits[0]
         raise NotFound(f"no backfeed item {iid}", "list items with `ok backfeed queue`")
-    return json.loads(p.read_text(encoding="utf-8"))
+    return cast(BackfeedItem, json.loads(p.read_text(encoding="utf-8")))
 
 
 def known_names(folder: Folder) -> set[str] | None:
@@ -185,7 +200,7 @@ def known_names(folder: Folder) -> set[str] | None:
     return out
 
 
-def check_endpoints(item: dict[str, Any], known: set[str] | None) -> None:
+def check_endpoints(item: BackfeedProposal, known: set[str] | None) -> None:
     """Every relationship must join entities the item proposes or the graph already has."""
     if known is None:
         known = set()
@@ -203,21 +218,21 @@ def check_endpoints(item: dict[str, Any], known: set[str] | None) -> None:
                 )
 
 
-def flag(folder: Folder, text: str) -> tuple[dict[str, Any], bool]:
+def flag(folder: Folder, text: str) -> tuple[BackfeedItem, bool]:
     """Queue a proposal; returns (item, created). The same proposal twice is one item."""
-    item = parse(text)
-    check_endpoints(item, known_names(folder))
-    iid = item_id(item)
+    proposal = parse(text)
+    check_endpoints(proposal, known_names(folder))
+    iid = item_id(proposal)
     p = _path(folder, iid)
     if p.exists():
-        return json.loads(p.read_text(encoding="utf-8")), False
-    item = {
+        return cast(BackfeedItem, json.loads(p.read_text(encoding="utf-8"))), False
+    item: BackfeedItem = {
         "id": iid,
         "status": "pending",
         "created_at": iso(),
         "decided_at": None,
         "reason": None,
-        **item,
+        **proposal,
     }
     _save(folder, item)
     folder.log_op(
@@ -229,7 +244,7 @@ def flag(folder: Folder, text: str) -> tuple[dict[str, Any], bool]:
     return item, True
 
 
-def queue(folder: Folder, status: str | None = "pending") -> list[dict[str, Any]]:
+def queue(folder: Folder, status: str | None = "pending") -> list[BackfeedItem]:
     if status not in (None, "all", *STATUSES):
         raise UsageError(f"unknown status {status!r}", "use pending, approved, rejected or all")
     items = load_all(folder)
@@ -238,7 +253,7 @@ def queue(folder: Folder, status: str | None = "pending") -> list[dict[str, Any]
     return sorted(items, key=lambda i: (i.get("created_at") or "", i["id"]))
 
 
-def decide(folder: Folder, iid: str, approve: bool, reason: str | None = None) -> dict[str, Any]:
+def decide(folder: Folder, iid: str, approve: bool, reason: str | None = None) -> BackfeedItem:
     """Approve or reject a pending item (`ops.decide_backfeed` absorbs an approved one)."""
     item = get(folder, iid)
     if item.get("status") != "pending":
@@ -260,7 +275,7 @@ def decide(folder: Folder, iid: str, approve: bool, reason: str | None = None) -
     return item
 
 
-def touched_keys(item: dict[str, Any]) -> set[str]:
+def touched_keys(item: BackfeedProposal) -> set[str]:
     """The entity keys an item names, which its approval consolidates."""
     keys = {key_of(e["name"]) for e in item["entities"]}
     keys |= {key_of(a) for e in item["entities"] for a in e.get("aliases", [])}
@@ -268,10 +283,12 @@ def touched_keys(item: dict[str, Any]) -> set[str]:
     return keys
 
 
-def contributions(folder: Folder) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+def contributions(
+    folder: Folder,
+) -> tuple[list[CanonicalEntity], list[CanonicalRelation], str]:
     """Entities and relationships of approved items, for consolidation; plus a digest."""
-    ents: list[dict[str, Any]] = []
-    rels: list[dict[str, Any]] = []
+    ents: list[CanonicalEntity] = []
+    rels: list[CanonicalRelation] = []
     h = hashlib.sha256()
     for item in load_all(folder):
         if item.get("status") != "approved":

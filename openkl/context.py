@@ -15,10 +15,17 @@ from typing import Any
 
 from .entities.consolidation import min_confidence
 from .entities.local import STOP, key_of
-from .entities.queries import _entity_row
+from .entities.queries import _entity_view
 from .folder import Folder
 from .graph.protocol import GraphStore
-from .records import Cite, Entity
+from .records import (
+    Cite,
+    Context,
+    ContextEntity,
+    ContextRelationship,
+    ContextSource,
+    Entity,
+)
 
 PROMPT_VERSION = "context-1"
 
@@ -38,7 +45,7 @@ def context(
     min_conf: float | None = None,
     use_llm: bool | None = None,
     embedder: Any = None,
-) -> dict[str, Any]:
+) -> Context:
     """The entity subgraph relevant to `query` (see module doc). Read-only."""
     from .errors import UsageError
     from .search import search
@@ -92,13 +99,14 @@ def context(
         except Exception as e:  # noqa: BLE001 - the ranking below always works
             warnings.append(f"LLM unavailable, used the deterministic ranking: {e}")
     top = ranked[:max_entities]
-    ents = []
+    ents: list[ContextEntity] = []
     for eid in top:
-        row = _entity_row(ent_rows[eid])
-        row["score"] = round(scores.get(eid, 0.0), 4)
-        row["why"] = (["named in the query"] if eid in named else []) + [
-            f"mentioned in {w}" for w in why.get(eid, [])[:3]
-        ]
+        row: ContextEntity = {
+            **_entity_view(ent_rows[eid]),
+            "score": round(scores.get(eid, 0.0), 4),
+            "why": (["named in the query"] if eid in named else [])
+            + [f"mentioned in {w}" for w in why.get(eid, [])[:3]],
+        }
         ents.append(row)
     sel = [e["id"] for e in ents]
     rels = g.relationships_among(sel, floor)
@@ -110,7 +118,7 @@ def context(
     return _answer(query, ents, rels, hits, reasoning, label, method, warnings)
 
 
-def _label(ents: list[dict[str, Any]], hits: list[Cite], named: set[str]) -> str:
+def _label(ents: list[ContextEntity], hits: list[Cite], named: set[str]) -> str:
     if not ents:
         return "LOW"
     top = ents[0]
@@ -120,7 +128,7 @@ def _label(ents: list[dict[str, Any]], hits: list[Cite], named: set[str]) -> str
     return "MEDIUM" if top["confidence"] >= 0.5 or top["id"] in named else "LOW"
 
 
-def _reasoning(ents: list[dict[str, Any]], hits: list[Cite], named: set[str]) -> str:
+def _reasoning(ents: list[ContextEntity], hits: list[Cite], named: set[str]) -> str:
     if not ents:
         return "No entity in the graph is mentioned by the passages that match the query."
     parts = [f"{len(hits)} passage(s) matched the query"]
@@ -138,27 +146,38 @@ def _reasoning(ents: list[dict[str, Any]], hits: list[Cite], named: set[str]) ->
 
 def _answer(
     query: str,
-    ents: list[dict[str, Any]],
-    rels: list[dict[str, Any]],
+    ents: list[ContextEntity],
+    rels: list[ContextRelationship],
     hits: list[Cite],
     reasoning: str,
     label: str,
     method: str,
     warnings: list[str],
-) -> dict[str, Any]:
+) -> Context:
     return {
         "query": query,
         "entities": ents,
         "relationships": rels,
-        "sources": [
-            {k: h[k] for k in ("type", "id", "path", "title", "loc", "quote", "score") if k in h}
-            for h in hits
-        ],
+        "sources": [_source(h) for h in hits],
         "reasoning": reasoning,
         "confidence": label,
         "method": method,
         "warnings": warnings,
     }
+
+
+def _source(h: Cite) -> ContextSource:
+    src: ContextSource = {
+        "type": h["type"],
+        "id": h["id"],
+        "path": h["path"],
+        "title": h["title"],
+        "loc": h["loc"],
+        "quote": h["quote"],
+    }
+    if "score" in h:
+        src["score"] = h["score"]
+    return src
 
 
 def _ask_llm(

@@ -21,7 +21,7 @@ from . import indexer, indexing
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, UsageError
 from .folder import Folder
-from .records import Cite
+from .records import Cite, DistillRun
 
 _RULES = """\
 Rules:
@@ -194,7 +194,7 @@ def run(
     topics: list[str] | None = None,
     scope: str = "all",
     on_token: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> DistillRun:
     """search → prompt over the numbered passages → a memory citing what the model used.
 
     The writer lock is taken only to write the note, not while the model thinks. Returns
@@ -207,9 +207,8 @@ def run(
     p = get_prompt(prompt)
     with indexing.open_graph(folder) as g:
         hits = search(folder, g, query, k=k, scope=scope, embedder=indexing.embedder(folder))
-    base = {"prompt": p.name, "query": query, "model": llm.label}
     if not hits:
-        return {**base, "note": None, "citations": [], "reason": "the search found nothing"}
+        return _run(p.name, query, llm.label, None, [], "the search found nothing")
     material = passages_prompt(hits)
     messages = [
         {"role": "system", "content": p.text()},
@@ -217,7 +216,7 @@ def run(
     ]
     text = ChatClient(llm).chat(messages, stream=on_token is not None, on_token=on_token).strip()
     if not text or text.upper().startswith("NOTHING"):
-        return {**base, "note": None, "citations": [], "reason": "the model found nothing"}
+        return _run(p.name, query, llm.label, None, [], "the model found nothing")
     valid = set(range(1, len(hits) + 1))
     used = [n for n in markers(text) if n in valid] or sorted(valid)
     # renumber so that [i] in the note is its i-th citation
@@ -239,8 +238,25 @@ def run(
             topics=topics,
             extra={"prompt": p.name, "query": query, "model": llm.model},
         )
-    return {
-        **base,
-        "note": note.as_dict(folder),
-        "citations": [{**c, "n": i} for i, c in enumerate(cites, 1)],
+    numbered: list[Cite] = [{**c, "n": i} for i, c in enumerate(cites, 1)]
+    return _run(p.name, query, llm.label, note.as_dict(folder), numbered)
+
+
+def _run(
+    prompt: str,
+    query: str,
+    model: str,
+    note: dict[str, Any] | None,
+    citations: list[Cite],
+    reason: str | None = None,
+) -> DistillRun:
+    out: DistillRun = {
+        "prompt": prompt,
+        "query": query,
+        "model": model,
+        "note": note,
+        "citations": citations,
     }
+    if reason is not None:
+        out["reason"] = reason
+    return out

@@ -6,16 +6,17 @@ import subprocess
 from typing import Any
 
 from .errors import OkError
+from .records import Check
 
 
-def _check(name: str, ok: bool, detail: str, fix: str = "") -> dict[str, Any]:
+def _check(name: str, ok: bool, detail: str, fix: str = "") -> Check:
     return {"check": name, "ok": ok, "detail": detail, "fix": fix}
 
 
-def run_checks(root: str | None) -> list[dict[str, Any]]:
+def run_checks(root: str | None) -> list[Check]:
     from .folder import open_folder
 
-    out: list[dict[str, Any]] = []
+    out: list[Check] = []
     settings_ok = False
     try:
         folder = open_folder(root)
@@ -82,8 +83,8 @@ def run_checks(root: str | None) -> list[dict[str, Any]]:
                     "run `ok sync`",
                 )
             )
-            if st.get("extractor_mismatch"):
-                m = st["extractor_mismatch"]
+            m = st.get("extractor_mismatch")
+            if m:
                 out.append(
                     _check(
                         "entities",
@@ -104,7 +105,7 @@ def run_checks(root: str | None) -> list[dict[str, Any]]:
     return out
 
 
-def _config_check(folder: Any) -> dict[str, Any]:
+def _config_check(folder: Any) -> Check:
     """Every setting has a value of its type; the file sets no key that is not a setting."""
     from .settings import DECLARED, resolve, suggest, unknown_keys
 
@@ -124,7 +125,7 @@ def _config_check(folder: Any) -> dict[str, Any]:
     return _check("config", False, "; ".join(problems), "; ".join(fixes))
 
 
-def _model_check() -> dict[str, Any]:
+def _model_check() -> Check:
     try:
         from .embeddings import Embedder
 
@@ -140,7 +141,7 @@ def _model_check() -> dict[str, Any]:
         )
 
 
-def _rg_check() -> dict[str, Any]:
+def _rg_check() -> Check:
     from .grep import rg_binary
 
     rg = rg_binary()
@@ -155,7 +156,7 @@ def _rg_check() -> dict[str, Any]:
     return _check("ripgrep", True, ver)
 
 
-def _kreuzberg_check() -> dict[str, Any]:
+def _kreuzberg_check() -> Check:
     try:
         from .normalize import extract_bytes
 

@@ -15,11 +15,12 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .folder import Folder, append_whole, iso, parse_time, utcnow
+from .records import Event
 
 EVENTS_DIR = "events"
 _MONTH_FILE = re.compile(r"^(\d{4})-(\d{2})\.jsonl$")
@@ -31,19 +32,20 @@ def events_dir(folder: Folder) -> Path:
     return folder.root / EVENTS_DIR
 
 
-def _build(type_: str, fields: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
+def _build(type_: str, fields: Mapping[str, Any], now: dt.datetime) -> Event:
     event: dict[str, Any] = {"ts": iso(now), "type": type_}
     event.update({k: v for k, v in fields.items() if v is not None})
     body = json.dumps(event, ensure_ascii=False, sort_keys=True, default=str)
-    return {"id": f"ev-{now:%Y%m%d%H%M%S}-{hashlib.sha256(body.encode()).hexdigest()[:8]}", **event}
+    eid = f"ev-{now:%Y%m%d%H%M%S}-{hashlib.sha256(body.encode()).hexdigest()[:8]}"
+    return cast(Event, {"id": eid, **event})
 
 
-def emit(folder: Folder, type_: str, **fields: Any) -> dict[str, Any]:
+def emit(folder: Folder, type_: str, **fields: Any) -> Event:
     """Append one event and return it (fields that are None are left out)."""
     return emit_many(folder, [(type_, fields)])[0]
 
 
-def emit_many(folder: Folder, items: Iterable[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+def emit_many(folder: Folder, items: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Event]:
     """Append several events with one write.
 
     Appending (O_APPEND, whole lines or nothing, then fsync) is what keeps the log
@@ -77,7 +79,7 @@ def _files(folder: Folder, since: str | None = None) -> list[Path]:
     return out
 
 
-def _decode(line: str) -> dict[str, Any] | None:
+def _decode(line: str) -> Event | None:
     line = line.strip()
     if not line:
         return None
@@ -85,11 +87,11 @@ def _decode(line: str) -> dict[str, Any] | None:
         ev = json.loads(line)
     except ValueError:
         return None  # a torn line from a crash mid-append: skip it, keep the rest
-    return ev if isinstance(ev, dict) else None
+    return cast(Event, ev) if isinstance(ev, dict) else None
 
 
 def matches(
-    ev: dict[str, Any],
+    ev: Event,
     since: str | None = None,
     types: Iterable[str] | None = None,
     doc: str | None = None,
@@ -112,10 +114,10 @@ def read(
     types: Iterable[str] | None = None,
     doc: str | None = None,
     limit: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Event]:
     """Events, oldest first, filtered; `limit` keeps the newest ones."""
     types = list(types or [])
-    out: list[dict[str, Any]] = []
+    out: list[Event] = []
     for p in _files(folder, since):
         for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
             ev = _decode(line)
@@ -130,7 +132,7 @@ def follow(
     doc: str | None = None,
     poll: float = 0.5,
     timeout: float | None = None,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Event]:
     """Yield matching events appended from now on (like `tail -f`), until `timeout` seconds."""
     types = list(types or [])
     offsets: dict[Path, int] = {p: p.stat().st_size for p in _files(folder)}

@@ -13,10 +13,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from .errors import BadInput, UsageError
 from .folder import Folder, shown
+from .records import GrepMatch
 
 
 def rg_binary() -> str | None:
@@ -45,7 +45,7 @@ def grep(
     fixed: bool = False,
     max_count: int = 1000,
     use_rg: bool = True,
-) -> list[dict[str, Any]]:
+) -> list[GrepMatch]:
     if not pattern:
         raise UsageError("the pattern is empty", "pass a regular expression or use -F for text")
     if "\x00" in pattern:
@@ -70,7 +70,7 @@ def _rg(
     ignore_case: bool,
     fixed: bool,
     max_count: int,
-) -> list[dict[str, Any]]:
+) -> list[GrepMatch]:
     cmd = [rg, "--json", "--no-config", "--sort", "path", "-g", "*.md"]
     if ignore_case:
         cmd.append("-i")
@@ -81,7 +81,7 @@ def _rg(
     if proc.returncode == 2 and not proc.stdout:
         msg = (proc.stderr.strip().splitlines() or ["rg failed"])[-1]
         raise BadInput(f"invalid pattern: {msg}", "check the regex, or use -F for plain text")
-    out: list[dict[str, Any]] = []
+    out: list[GrepMatch] = []
     for line in proc.stdout.splitlines():
         ev = json.loads(line)
         if ev.get("type") != "match":
@@ -111,12 +111,12 @@ def _col(line: str, byte_off: int) -> int:
 
 def _py(
     folder: Folder, pattern: str, paths: list[Path], ignore_case: bool, fixed: bool, max_count: int
-) -> list[dict[str, Any]]:
+) -> list[GrepMatch]:
     try:
         rx = re.compile(re.escape(pattern) if fixed else pattern, re.I if ignore_case else 0)
     except re.error as e:
         raise BadInput(f"invalid pattern: {e}", "check the regex, or use -F for plain text") from e
-    out: list[dict[str, Any]] = []
+    out: list[GrepMatch] = []
     files = sorted(f for p in paths for f in p.rglob("*.md") if f.is_file())
     for f in files:
         text = f.read_text(encoding="utf-8", errors="replace")

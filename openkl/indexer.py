@@ -29,7 +29,16 @@ from .graph import Graph
 from .graph.protocol import GraphStore
 from .indexing import embed_all, embedder, files_newer_than_index, open_graph
 from .normalize import title_of
-from .records import DocMove, MappingEntry, SyncProblem, SyncReportDict
+from .records import (
+    ChunkInput,
+    DocInput,
+    DocMove,
+    MappingEntry,
+    NoteRow,
+    Status,
+    SyncProblem,
+    SyncReportDict,
+)
 
 __all__ = ["embed_all", "embedder", "files_newer_than_index", "open_graph"]  # for the adapters
 
@@ -90,11 +99,12 @@ def _read_text(folder: Folder, rel: str) -> str:
 
 def build_doc_rows(
     folder: Folder, emb: Embedder, items: list[tuple[str, str]], entries: dict[str, MappingEntry]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[DocInput], list[ChunkInput]]:
     """Doc and chunk rows for (doc id, relative path) pairs."""
     max_tokens = folder.setting("chunking.max_tokens")
     overlap = folder.setting("chunking.overlap")
-    docs, chunks = [], []
+    docs: list[DocInput] = []
+    chunks: list[ChunkInput] = []
     for did, rel in items:
         text = _read_text(folder, rel)
         entry = entries.get(did) or {"id": did, "path": rel}
@@ -129,8 +139,8 @@ def build_doc_rows(
 class PreparedDocs:
     """Rows and vectors of docs, computed before the graph is opened."""
 
-    docs: list[dict[str, Any]]
-    chunks: list[dict[str, Any]]
+    docs: list[DocInput]
+    chunks: list[ChunkInput]
     vecs: np.ndarray
 
 
@@ -202,7 +212,7 @@ def index_docs(
     return len(p.chunks)
 
 
-def note_row(folder: Folder, n: notes_mod.Note) -> dict[str, Any]:
+def note_row(folder: Folder, n: notes_mod.Note) -> NoteRow:
     assert n.path is not None
     return {
         "id": n.id,
@@ -592,16 +602,16 @@ def _sync_mapping(
         mapping_mod.save(folder, entries)
 
 
-def status(folder: Folder) -> dict[str, Any]:
+def status(folder: Folder) -> Status:
     """Counts and staleness, without changing anything."""
-    out: dict[str, Any] = {"root": str(folder.root)}
+    out: Status = {"root": str(folder.root)}
     try:
         with open_graph(folder, write=False) as g:
             out["counts"] = g.counts()
             out["embedder"] = g.meta().get("embedder")
             _, rep = plan(folder, g)
-            out["stale"] = {
-                k: v
+            stale = out["stale"] = {
+                k: cast(list[Any], v)
                 for k, v in rep.as_dict().items()
                 if k.startswith(("docs_", "notes_", "incomplete", "recovered")) and v
             }
@@ -613,8 +623,8 @@ def status(folder: Folder) -> dict[str, Any]:
                 and folder.lock_state() is None
             ):
                 # a killed writer's log that no writer has replayed yet (see _mark_replayed)
-                out["stale"]["recovered"] = ["graph"]
-            out["in_sync"] = not rep.changed and "recovered" not in out["stale"]
+                stale["recovered"] = ["graph"]
+            out["in_sync"] = not rep.changed and "recovered" not in stale
             out["extractor_mismatch"] = consolidation.extractor_mismatch(folder, g)
     except OkError as e:
         out["error"] = str(e)

@@ -9,51 +9,55 @@ Walks the derived graph from a note, chunk or document:
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, OkError
 from .folder import Folder
 from .graph.protocol import GraphStore
 from .mapping import resolve
+from .records import Lineage, LineageEdge, LineageNode, LineageStep
 
 DIRECTIONS = ("up", "down", "both")
 _UP = {"DERIVED_FROM", "PART_OF", "SUPERSEDES"}
 
 
-def _node(g: GraphStore, kind: str, nid: str) -> dict[str, Any] | None:
+def _node(g: GraphStore, kind: str, nid: str) -> LineageNode | None:
     if kind == "memory":
-        row = g.lineage_note(nid)
-        if row:
-            first = (row["text"] or "").strip().splitlines() or [""]
+        note = g.lineage_note(nid)
+        if note:
+            first = (note["text"] or "").strip().splitlines() or [""]
             return {
                 "id": nid,
                 "kind": kind,
-                "path": row["path"],
+                "path": note["path"],
                 "title": first[0][:80],
                 "current": True,
             }
     elif kind == "chunk":
-        row = g.lineage_chunk(nid)
-        if row:
+        chunk = g.lineage_chunk(nid)
+        if chunk:
             return {
                 "id": nid,
                 "kind": kind,
-                "doc": row["doc"],
-                "current": bool(row["current"]),
-                "title": " ".join((row["text"] or "").split())[:80],
+                "doc": chunk["doc"],
+                "current": bool(chunk["current"]),
+                "title": " ".join((chunk["text"] or "").split())[:80],
             }
     else:
-        row = g.lineage_doc(nid)
-        if row:
+        doc = g.lineage_doc(nid)
+        if doc:
             return {
                 "id": nid,
                 "kind": "doc",
-                "path": row["path"],
-                "title": row["title"],
-                "current": bool(row["current"]),
+                "path": doc["path"],
+                "title": doc["title"],
+                "current": bool(doc["current"]),
             }
     return None
+
+
+def _missing(kind: str, nid: str) -> LineageNode:
+    return {"id": nid, "kind": kind, "missing": True}
 
 
 def _note_sources(folder: Folder, g: GraphStore, nid: str) -> list[tuple[str, str, str]]:
@@ -134,7 +138,7 @@ def _next_way(rel: str, way: str) -> str:
 
 def lineage(
     folder: Folder, g: GraphStore, ref: str, depth: int = 5, direction: str = "both"
-) -> dict[str, Any]:
+) -> Lineage:
     """The lineage of a note, chunk or document, breadth first up to `depth` hops."""
     if direction not in DIRECTIONS:
         raise BadInput(
@@ -144,9 +148,9 @@ def lineage(
     if depth < 1:
         raise BadInput("--depth must be at least 1", "e.g. --depth 3")
     kind, nid = _start(folder, g, ref)
-    root = _node(g, kind, nid) or {"id": nid, "kind": kind, "missing": True}
-    nodes: list[dict[str, Any]] = []
-    edges: list[dict[str, Any]] = []
+    root = _node(g, kind, nid) or _missing(kind, nid)
+    nodes: list[LineageStep] = []
+    edges: list[LineageEdge] = []
     seen = {(kind, nid)}
     frontier = [(kind, nid, direction)]
     for level in range(1, depth + 1):
@@ -157,7 +161,7 @@ def lineage(
                 if (k2, i2) in seen:
                     continue
                 seen.add((k2, i2))
-                node = _node(g, k2, i2) or {"id": i2, "kind": k2, "missing": True}
+                node = _node(g, k2, i2) or _missing(k2, i2)
                 nodes.append({**node, "depth": level, "via": i, "rel": rel})
                 # provenance keeps going up and descendants keep going down: no zig-zag
                 # from a note to its chunk to every other note derived from that chunk

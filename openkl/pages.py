@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from .entities.queries import entity_detail, find_entity, graph_version, list_entities
 from .folder import Folder, atomic_write, iso
 from .graph.protocol import GraphStore
-from .records import Cite, EntityDetail, EntityPage, PageBuilt
+from .records import Cite, EntityDetail, EntityPage, PageBuilt, PagesWritten
 
 RENDER = "2"  # bump when `render` changes, so cached pages are rebuilt
 
@@ -152,7 +152,7 @@ def _sentence_with(text: str, name: str, aliases: list[str], width: int = 280) -
 
 def write_all(
     folder: Folder, g: GraphStore, min_confidence: float = 0.0, out_dir: Path | None = None
-) -> dict[str, Any]:
+) -> PagesWritten:
     """Every page (at or above a confidence) into graph/pages/, plus an index."""
     out_dir = out_dir or folder.graph_dir / "pages"
     ents = list_entities(g, min_confidence=min_confidence)

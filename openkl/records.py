@@ -1,5 +1,6 @@
 """The records that pass between the layers, by name: what a mapping entry, a cite object,
-a report, an entity or a relationship holds.
+a report, an entity or a relationship, an answer, an event, a bundle or a row of the graph
+holds.
 
 They are TypedDicts because they are also the JSON the adapters print: a record is a plain
 dict at run time, and mypy checks its keys.
@@ -146,6 +147,7 @@ class Cite(TypedDict):
     retention_class: NotRequired[str]  # a kept citation: standard | keep | ephemeral
     history: NotRequired[list[CiteMove]]  # a kept citation: where `verify --update` moved it
     updated_at: NotRequired[str]  # a kept citation: when it was last moved
+    status: NotRequired[str]  # a kept citation listed by status: what verify says of it
 
 
 def new_cite(
@@ -686,3 +688,662 @@ class EntityPage(PageBuilt):
     """An entity's page as `pages.page` returns it."""
 
     cached: bool  # read from the cache rather than built
+
+
+# -- answers: `ok ask` and `ok context` --------------------------------------------------
+class AnswerBody(TypedDict):
+    """An answer as the extractive or the LLM path makes it, before `ask.answer` adds the
+    question and the count of passages retrieved."""
+
+    answer: str  # the text, every [N] marker the `n` of one of the citations
+    citations: list[Cite]  # each with `n`
+    confidence: float  # 0..1, from the cited passages' similarity to the question
+    confidence_label: str  # HIGH | MEDIUM | LOW
+    insufficient: bool  # the folder does not hold enough to answer
+    mode: str  # extractive | llm
+    model: str | None  # the LLM's label; None when extractive
+    ungrounded: NotRequired[bool]  # an LLM's answer that cites nothing (then always true)
+
+
+class Answer(AnswerBody):
+    """`ok ask`: a question answered from the folder (`ask.answer`). The JSON has
+    `question` first, then the body's keys, then `retrieved`."""
+
+    question: str
+    retrieved: int  # how many passages were retrieved
+
+
+class ContextEntity(EntityView):
+    """An entity `ok context` picked, with why."""
+
+    score: float  # its ranking score (mentions by the passages, names in the query)
+    why: list[str]  # "named in the query", "mentioned in <title>" (three at most)
+
+
+class ContextRelationship(TypedDict):
+    """A relationship between two picked entities (`GraphStore.relationships_among`)."""
+
+    from_id: str
+    from_name: str
+    type: str
+    to_id: str
+    to_name: str
+    confidence: float
+    evidence: str
+
+
+class ContextSource(TypedDict):
+    """A passage `ok context` retrieved: the parts of its search hit that it shows."""
+
+    type: str
+    id: str
+    path: str
+    title: str
+    loc: Loc
+    quote: str
+    score: NotRequired[float]
+
+
+class Context(TypedDict):
+    """`ok context QUERY`: the entity subgraph relevant to a query (`context.context`)."""
+
+    query: str
+    entities: list[ContextEntity]  # best first
+    relationships: list[ContextRelationship]  # among `entities`, most confident first
+    sources: list[ContextSource]
+    reasoning: str
+    confidence: str  # HIGH | MEDIUM | LOW
+    method: str  # ranked | llm
+    warnings: list[str]  # e.g. the LLM failed and the ranking was used
+
+
+# -- status and lineage ------------------------------------------------------------------
+class ExtractorMismatch(TypedDict):
+    """The graph's entities came from another extractor than the configured one."""
+
+    graph: str  # the extractor id the graph is stamped with
+    config: str  # the configured one
+
+
+class Status(TypedDict):
+    """`ok status` (`indexer.status`): counts and staleness. When the graph cannot be
+    opened only `root`, `error`, `in_sync` (false) and `lock` are there."""
+
+    root: str
+    counts: NotRequired[dict[str, int]]  # by node label: Doc, Chunk, MemoryNote, Entity, Topic
+    embedder: NotRequired[str | None]  # the graph's embedder stamp
+    stale: NotRequired[dict[str, list[Any]]]  # the non-empty docs_*, notes_*, incomplete and
+    # recovered parts of what `ok sync` would do (`SyncReportDict`)
+    problems: NotRequired[list[SyncProblem]]
+    unreadable: NotRequired[list[str]]
+    error: NotRequired[str]  # why the graph could not be read
+    in_sync: NotRequired[bool]  # always there
+    extractor_mismatch: NotRequired[ExtractorMismatch | None]
+    lock: NotRequired[dict[str, Any] | None]  # always there: the writer lock's holder (its
+    # lock file: pid, what, …), None when free
+
+
+class LineageNode(TypedDict):
+    """A note, chunk or document in a lineage walk. Which of `path` and `doc` it has
+    depends on its kind; one that is not in the graph has only `id`, `kind` and `missing`."""
+
+    id: str
+    kind: str  # memory | chunk | doc
+    path: NotRequired[str]  # a note or a document
+    doc: NotRequired[str]  # a chunk: its document's id
+    title: NotRequired[str]
+    current: NotRequired[bool]  # false for a retired version (and its chunks)
+    missing: NotRequired[bool]  # named, but not in the graph
+
+
+class LineageStep(LineageNode):
+    """A node a lineage walk reached."""
+
+    depth: int  # hops from the root
+    via: str  # the id of the node it was reached from
+    rel: str  # DERIVED_FROM | PART_OF | SUPERSEDES | SUPERSEDED_BY | DERIVED_BY
+
+
+# one edge of a lineage walk, between node ids ("from" is a keyword, hence the functional form)
+LineageEdge = TypedDict("LineageEdge", {"from": str, "rel": str, "to": str})
+
+
+class Lineage(TypedDict):
+    """`ok graph lineage REF` (`lineage.lineage`)."""
+
+    root: LineageNode
+    nodes: list[LineageStep]  # breadth first
+    edges: list[LineageEdge]  # every edge walked, also those to nodes already seen
+
+
+# -- events and triggers -----------------------------------------------------------------
+class Event(TypedDict):
+    """One line of the event log (`events/YYYY-MM.jsonl`, `ok events`): `id`, `ts` and
+    `type` first, then the fields of its type (those that were None are left out). The
+    fields named here are the ones the readers look at; each type has more."""
+
+    id: str  # ev-<UTC yyyymmddHHMMSS>-<8 hex of the event's JSON>
+    ts: str  # when (UTC ISO)
+    type: str  # ingested | drifted | refreshed | refresh_failed | removed | mem_added | …
+    doc: NotRequired[str]  # the document it is about (the subject fields: `--doc` matches
+    # them, see `events.SUBJECT_FIELDS`)
+    previous: NotRequired[str]  # a new version: the id of the one it replaced
+    new: NotRequired[str]  # a drift: the new version's id
+    note: NotRequired[str]  # the note it is about
+    item: NotRequired[str]  # trigger_fired: the chunk or note that fired it
+    doc_id: NotRequired[str]
+    path: NotRequired[str]
+    trigger: NotRequired[str]  # trigger_fired, trigger_exec_failed: the trigger's name
+    kind: NotRequired[str]  # trigger_fired: chunk | memory
+    sha256: NotRequired[str]  # trigger_fired by a note: the note version's text hash
+
+
+class TriggerDict(TypedDict):
+    """A trigger as `ok trigger list --json` shows it (`triggers.Trigger.as_dict`)."""
+
+    name: str
+    example: str  # the text whose neighbours fire it
+    threshold: float  # the cosine similarity at or above which it fires
+    scope: str  # all | store | mem
+    exec: str | None  # a shell command run with the event JSON on stdin
+    env: list[str]  # variables passed on to `exec`
+    timeout: float  # seconds `exec` may run
+    created_at: str
+
+
+class TriggerTest(TypedDict):
+    """How close a text is to one trigger (`ok trigger test`)."""
+
+    name: str
+    similarity: float
+    threshold: float
+    fires: bool
+    scope: str
+
+
+class TriggerMatch(TypedDict):
+    """What a trigger matched after an index write: one per trigger and document (its best
+    chunk) or note version; a `trigger_fired` event holds it."""
+
+    trigger: str
+    threshold: float
+    similarity: float  # of the best matching chunk
+    kind: str  # chunk | memory
+    item: str  # the chunk or note id
+    path: str
+    quote: str  # the start of its text (`triggers.QUOTE_CHARS`)
+    doc: NotRequired[str]  # a chunk: its document
+    note: NotRequired[str]  # a note: its id
+    sha256: NotRequired[str]  # a note: its text's hash (it fires again when that changes)
+    matches: NotRequired[int]  # always there, last: how many chunks of the document matched
+
+
+class TriggerFired(TriggerMatch):
+    """A `trigger_fired` event: a match with the event's `id`, `ts` and `type` before it."""
+
+    id: str
+    ts: str
+    type: str
+
+
+# -- backfeed and the canonical contributions --------------------------------------------
+class ProposedEntity(TypedDict):
+    """An entity a backfeed item proposes (`backfeed.parse` has checked it)."""
+
+    name: str
+    type: str  # "Concept" when none was given
+    description: NotRequired[str]
+    confidence: NotRequired[float]
+    aliases: NotRequired[list[str]]
+    properties: NotRequired[dict[str, Any]]  # free-form, kept as given
+
+
+# a relationship a backfeed item proposes, between entity names ("from" is a keyword, hence
+# the functional form)
+ProposedRelationship = TypedDict(
+    "ProposedRelationship",
+    {
+        "from": str,
+        "to": str,
+        "type": str,
+        "confidence": NotRequired[float],
+        "description": NotRequired[str],
+    },
+)
+
+
+class BackfeedProposal(TypedDict):
+    """What a backfeed item proposes (`backfeed.parse`); its id is the hash of the
+    entities and relationships."""
+
+    entities: list[ProposedEntity]
+    relationships: list[ProposedRelationship]
+    content: str  # the text it came from, or ""
+    origin: str  # run | direct
+    flagged_by: str | None
+    source_run_id: str | None
+
+
+class BackfeedItem(BackfeedProposal):
+    """A backfeed item, `aks/backfeed/<id>.json` (`ok backfeed …`). Its JSON has these keys
+    first, then the proposal's (the file itself is written with sorted keys)."""
+
+    id: str  # bf-<12 hex>
+    status: str  # pending | approved | rejected
+    created_at: str
+    decided_at: str | None
+    reason: str | None  # a rejection's reason (or an approval's, when one was given)
+
+
+class FlaggedBackfeedItem(BackfeedItem):
+    """`ok backfeed flag`: the item, and whether this call queued it."""
+
+    created: bool  # false when the same proposal was queued before
+
+
+class CanonicalEntity(TypedDict):
+    """An entity a canonical file (an approved backfeed item, an imported AKS bundle)
+    contributes to consolidation (`backfeed.contributions`, `aks.contributions`)."""
+
+    key: str  # the entity key (`entities.local.key_of` of the name)
+    name: str
+    type: str
+    description: str
+    confidence: float | None  # None: the default for canonical items (0.9)
+    verified: bool
+    source_kind: str  # backfeed, or what the bundle says (document by default)
+    aliases: list[str]
+    alias_keys: list[str]
+    ext_id: NotRequired[str]  # a bundle's entity id
+    extra: dict[str, Any]  # what the file says beyond the columns (properties, source, …)
+    origin: str  # the backfeed item's id or the bundle's file name
+    docs: list[str]  # a bundle's documents, as aks:<uuid>
+
+
+class CanonicalRelation(TypedDict):
+    """A relationship a canonical file contributes to consolidation, between entity keys."""
+
+    src: str
+    dst: str
+    type: str
+    confidence: float | None  # None: the default for canonical items (0.9)
+    verified: bool
+    source_kind: str
+    description: str
+    ext_id: NotRequired[str]  # a bundle's relationship id
+    extra: NotRequired[dict[str, Any]]  # a bundle's `source`
+    evidence: str  # the backfeed item's id or the bundle's file name
+    docs: list[str]
+
+
+# -- distillation ------------------------------------------------------------------------
+class DistillRun(TypedDict):
+    """`ok distill run` (`distill.run`): a memory note distilled by the LLM from what a
+    search found, or why there is none."""
+
+    prompt: str  # the distillation prompt's name
+    query: str
+    model: str  # the LLM's label
+    note: dict[str, Any] | None  # the note as `ok mem show` has it (`Note.as_dict`: its
+    # frontmatter is free-form); None when nothing was distilled
+    citations: list[Cite]  # the cite objects of its [N] markers, each with `n`
+    reason: NotRequired[str]  # why nothing was distilled
+
+
+# -- AKS bundles -------------------------------------------------------------------------
+# An AKS bundle (openkl/data/aks-schema.json) as `ok graph export` writes it and `ok bundle
+# import` keeps it; an imported bundle has been validated against the schema, and what the
+# schema allows beyond these keys (connectors, runs, audits…) is kept as given.
+class AksSource(TypedDict, total=False):
+    """Where an entity or relationship of a bundle came from."""
+
+    document_id: str | None  # the first contributing document's uuid
+    connector_id: str | None
+    source_kind: str  # document | backfeed | manual …
+    extracted_at: str | None
+    model: str  # the extractor's id
+    verified: bool
+    pipeline: str  # openkl-entities | backfeed
+
+
+class AksDocument(TypedDict):
+    """A document a bundle lists."""
+
+    id: str  # a uuid
+    filename: str
+    ingested_at: str
+    source_hash: NotRequired[str | None]
+    truncated: NotRequired[bool]
+    original_length: NotRequired[int]
+    audit: NotRequired[dict[str, Any]]
+
+
+class ImportedDocument(AksDocument):
+    """A document listed by an imported bundle (`aks.imported_documents`)."""
+
+    bundle: str  # the bundle's file, aks/imports/<name>.json
+
+
+class AksEntity(TypedDict):
+    """An entity of a bundle."""
+
+    id: str  # a uuid: the entity's `ext_id`, or one derived from its id
+    name: str
+    type: str
+    description: NotRequired[str | None]
+    properties: NotRequired[dict[str, Any]]  # free-form; `aliases` is openkl's
+    confidence: float
+    contributing_documents: NotRequired[list[str]]  # document uuids
+    last_seen_at: NotRequired[str | None]
+    source: NotRequired[AksSource]
+
+
+class AksRelationship(TypedDict):
+    """A relationship of a bundle, between entity uuids."""
+
+    id: str
+    from_entity_id: str
+    to_entity_id: str
+    type: str
+    description: NotRequired[str | None]
+    confidence: float
+    source: NotRequired[AksSource]
+
+
+class AksFilters(TypedDict):
+    """The filters an export applied (`filters_applied`)."""
+
+    min_confidence: float | None
+    verified_only: bool | None  # None when false
+    entity_type: str | None
+    max_entities: int | None
+
+
+class AksBundle(TypedDict):
+    """An AKS bundle (`aks.export`, `aks.load_bundle`)."""
+
+    aks_version: str
+    domain: str
+    stack_id: str  # a uuid derived from the domain
+    stack_name: str
+    compiled_at: str
+    scope: str  # "stack"
+    entity_count: int
+    relationship_count: int
+    document_count: NotRequired[int | None]
+    compilation_strategy: NotRequired[str | None]
+    documents: NotRequired[list[AksDocument]]
+    entities: list[AksEntity]
+    relationships: list[AksRelationship]
+    filters_applied: NotRequired[AksFilters | None]
+
+
+class BundleKept(TypedDict):
+    """`ok bundle import`: the bundle kept under aks/imports/ (`aks.keep_bundle`)."""
+
+    path: str  # aks/imports/<domain>-<stack id's first 8>.json
+    domain: str
+    stack_id: str
+    entities: int
+    relationships: int  # those kept
+    dropped_relationships: int  # whose ends are not in the bundle
+    documents: int
+
+
+class BundleCheck(TypedDict):
+    """`ok bundle validate`: a bundle that passed the schema, and its counts."""
+
+    valid: bool  # always true (a failing bundle is an error)
+    entities: int
+    relationships: int
+
+
+class ExportWritten(TypedDict):
+    """`ok graph export -o …`: the files written (`ops.GraphExport.as_dict`)."""
+
+    format: str  # aks | graphml | csv
+    files: list[str]  # the paths written
+    entities: int
+    relationships: int
+
+
+class ExportContent(TypedDict):
+    """`ok graph export --json` to stdout: the files themselves (`ops.GraphExport.content`)."""
+
+    format: str
+    entities: int
+    relationships: int
+    content: dict[str, str]  # file name → its text
+    rows: NotRequired[dict[str, list[dict[str, str]]]]  # csv: each table's rows, by table
+
+
+# -- the folder: init and doctor ---------------------------------------------------------
+class FolderInitialized(TypedDict):
+    """`ok init`: the knowledge folder, and whether this call made it."""
+
+    root: str
+    created: bool  # false when it was there already
+
+
+class Check(TypedDict):
+    """One check of `ok doctor`."""
+
+    check: str  # what was checked: folder, index, embedding model, ripgrep, …
+    ok: bool
+    detail: str  # what was found
+    fix: str  # how to fix it, or ""
+
+
+# -- files: grep, listings and pages -----------------------------------------------------
+class GrepMatch(TypedDict):
+    """A line `ok grep` (or MCP `grep`) matched: the first match on it."""
+
+    path: str  # relative to the folder's root
+    line: int  # 1-based
+    column: int  # 1-based, in characters
+    text: str  # the whole line
+    match: str  # the text that matched
+
+
+class DirEntry(TypedDict):
+    """An entry of a directory inside the folder (MCP `fs_list`)."""
+
+    name: str
+    path: str  # relative to the folder's root
+    problem: NotRequired[str]  # a name that is not UTF-8: shown escaped, and why
+    type: NotRequired[str]  # always there: file | dir | link | link-outside
+    target: NotRequired[str]  # a link inside the folder: where it points
+    size: NotRequired[int]  # a file: its size in bytes
+
+
+class PagesWritten(TypedDict):
+    """`ok graph page --all`: every entity's page written under graph/pages/."""
+
+    dir: str  # relative to the folder's root
+    pages: int
+    regenerated: int  # built anew
+    cached: int  # taken from the cache
+
+
+# -- rows the graph's named queries return -----------------------------------------------
+# (columns as the queries name them; a text column the engine may hold as NULL is `| None`)
+class NoteNode(TypedDict):
+    """A note as a lineage walk reads it (`lineage_note`)."""
+
+    path: str
+    text: str | None
+
+
+class ChunkNode(TypedDict):
+    """A chunk as a lineage walk reads it (`lineage_chunk`)."""
+
+    doc: str  # its document's id
+    current: bool
+    text: str | None
+
+
+class DocNode(TypedDict):
+    """A document as a lineage walk reads it (`lineage_doc`)."""
+
+    path: str
+    title: str
+    current: bool
+
+
+class ChunkVector(TypedDict):
+    """A current chunk with its vector (`current_chunks_of`), for the triggers."""
+
+    id: str
+    doc: str
+    text: str
+    vec: list[float]
+
+
+class NoteVector(TypedDict):
+    """A note with its vector (`notes_with_vectors`), for the triggers."""
+
+    id: str
+    path: str
+    sha: str  # the note text's sha256
+    text: str
+    vec: list[float]
+
+
+class DocSummary(TypedDict):
+    """A document, as an AKS export lists it (`doc_summaries`)."""
+
+    id: str
+    path: str
+    title: str
+    sha: str
+    created_at: str
+
+
+class NoteSummary(TypedDict):
+    """A note, as an AKS export lists it (`note_summaries`)."""
+
+    id: str
+    path: str
+    sha: str
+    ts: str
+
+
+class MentionedIn(TypedDict):
+    """An entity a chunk or note mentions (`mentions_in`)."""
+
+    x: str  # the chunk or note
+    e: str  # the entity
+    c: float  # the mention's confidence
+
+
+class SourceDoc(TypedDict):
+    """A document an entity came from (`source_docs`)."""
+
+    id: str
+    title: str
+    path: str
+    source: str  # the mapping's source, as JSON text
+
+
+class SourceNote(TypedDict):
+    """A note an entity came from (`source_notes`)."""
+
+    id: str
+    path: str
+    text: str
+
+
+class SourceVersion(TypedDict):
+    """A document version whose text an entity's evidence is read from (`source_versions`)."""
+
+    id: str
+    sha: str
+    path: str
+    title: str
+
+
+class DocIndexed(TypedDict):
+    """A document the graph holds, as `ok sync` compares it with the files (`docs`)."""
+
+    id: str
+    path: str
+    sha256: str
+    current: bool
+
+
+class NoteIndexed(TypedDict):
+    """A note the graph holds, as `ok sync` compares it with the files (`notes`)."""
+
+    id: str
+    path: str
+    sha256: str
+
+
+class ChunkRow(TypedDict):
+    """A chunk with its document's fields (`chunks_by_id`), for a search hit."""
+
+    id: str
+    doc_id: str
+    text: str
+    start: int  # the chunk's span in its document's text
+    end: int
+    path: str  # the document's
+    sha256: str
+    source: str  # the mapping's source, as JSON text
+    created_at: str
+    title: str
+
+
+class NoteRow(TypedDict):
+    """A note as the graph holds it (`notes_by_id`), for a search hit."""
+
+    id: str
+    path: str
+    sha256: str
+    text: str
+    ts: str
+    tags: list[str]
+    topics: list[str]
+    body_start: int  # where the body starts in the note's file
+    body_end: int
+
+
+# -- rows the indexer loads into the graph -----------------------------------------------
+class DocInput(TypedDict):
+    """A document as `indexer.build_doc_rows` makes it for `add_docs`."""
+
+    id: str
+    path: str  # the normalized text, relative to the folder's root
+    sha256: str  # of that text
+    title: str
+    source: str  # the mapping entry's source, as JSON text (sorted keys)
+    created_at: str  # when it was stored, or ""
+    chars: int  # the text's length
+    current: bool
+
+
+class ChunkInput(TypedDict):
+    """A chunk as `indexer.build_doc_rows` makes it for `add_docs`."""
+
+    id: str  # <doc id>#char<start>-<end>
+    doc_id: str
+    text: str
+    start: int
+    end: int
+    ord: int  # its place among the document's chunks
+    current: NotRequired[bool]  # absent means true
+
+
+# -- settings ----------------------------------------------------------------------------
+class SettingValue(TypedDict):
+    """A setting's effective value and where it came from (`ok config list/get/set`)."""
+
+    key: str  # dotted, e.g. search.k (an env-only variable: its name)
+    value: Any
+    source: str  # default | config | env
+    type: str
+    default: Any
+    env: str  # the environment variable that overrides it
+    help: str
+    choices: NotRequired[list[str]]  # when only these values are allowed
+    env_only: NotRequired[bool]  # read from the environment only (then always true)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from .errors import UsageError
 from .folder import Folder, parse_time
 from .graph.protocol import GraphStore
-from .records import Cite, CiteContext, Source, new_cite, note_title
+from .records import ChunkRow, Cite, CiteContext, NoteRow, Source, new_cite, note_title
 
 MODES = ("hybrid", "vector", "fts")
 SCOPES = ("all", "mem", "store")
@@ -229,14 +230,16 @@ def search(
     results: list[Cite] = []
     files: dict[str, str | None] = {}
     for h in picked:
-        row = chunk_rows.get(h["id"]) if h["table"] == "Chunk" else note_rows.get(h["id"])
-        if row is None or not _passes(row, h["table"], filters):
-            continue
-        cite = (
-            chunk_cite(folder, row, files)
-            if h["table"] == "Chunk"
-            else note_cite(folder, row, files)
-        )
+        if h["table"] == "Chunk":
+            crow = chunk_rows.get(h["id"])
+            if crow is None or not _passes(crow, h["table"], filters):
+                continue
+            cite = chunk_cite(folder, crow, files)
+        else:
+            nrow = note_rows.get(h["id"])
+            if nrow is None or not _passes(nrow, h["table"], filters):
+                continue
+            cite = note_cite(folder, nrow, files)
         cite["score"] = round(h["score"], 6)
         cite["rank"] = len(results) + 1
         if explain:
@@ -274,7 +277,7 @@ def _mmr(g: GraphStore, cands: list[Ranked], qvec: Any, k: int, diversity: float
     return [cands[i] for i in chosen]
 
 
-def _passes(row: dict[str, Any], table: str, f: Filters) -> bool:
+def _passes(row: Mapping[str, Any], table: str, f: Filters) -> bool:
     if f.path and not (
         fnmatch.fnmatch(row["path"], f.path) or fnmatch.fnmatch(row["path"], f"*{f.path}*")
     ):
@@ -310,9 +313,7 @@ def _context(text: str | None, start: int, end: int, quote: str) -> CiteContext:
     }
 
 
-def chunk_cite(
-    folder: Folder, row: dict[str, Any], cache: dict[str, str | None] | None = None
-) -> Cite:
+def chunk_cite(folder: Folder, row: ChunkRow, cache: dict[str, str | None] | None = None) -> Cite:
     """The cite object of a chunk row (from `Graph.chunks_by_id`)."""
     text = _file_text(folder, row["path"], {} if cache is None else cache)
     source: Source = json.loads(row.get("source") or "{}")
@@ -334,9 +335,7 @@ def chunk_cite(
     )
 
 
-def note_cite(
-    folder: Folder, row: dict[str, Any], cache: dict[str, str | None] | None = None
-) -> Cite:
+def note_cite(folder: Folder, row: NoteRow, cache: dict[str, str | None] | None = None) -> Cite:
     """The cite object of a note row (from `Graph.notes_by_id`)."""
     text = _file_text(folder, row["path"], {} if cache is None else cache)
     s, e = int(row["body_start"]), int(row["body_end"])

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import BadInput, UsageError
+from .records import SettingValue
 
 # the tools `ok mcp` serves; each has its own time cap `mcp.timeouts.<tool>`
 MCP_TOOLS = (
@@ -375,9 +376,9 @@ class Value:
     value: Any
     source: str
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> SettingValue:
         s = self.setting
-        out: dict[str, Any] = {
+        out: SettingValue = {
             "key": s.key,
             "value": self.value,
             "source": self.source,

@@ -25,7 +25,7 @@ import sys
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -33,6 +33,7 @@ from . import events
 from .errors import BadInput, NotFound
 from .folder import Folder, atomic_write, iso
 from .graph.protocol import GraphStore
+from .records import Event, TriggerDict, TriggerMatch, TriggerTest
 
 TRIGGERS_DIR = "triggers"
 SCOPES = ("all", "mem", "store")
@@ -56,8 +57,8 @@ class Trigger:
     timeout: float = 30.0
     created_at: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> TriggerDict:
+        return cast(TriggerDict, asdict(self))
 
 
 def triggers_dir(folder: Folder) -> Path:
@@ -210,7 +211,7 @@ def _example_vectors(folder: Folder, trigs: list[Trigger]) -> Any:
     return embedder(folder).embed([t.example for t in trigs])
 
 
-def test(folder: Folder, text: str) -> list[dict[str, Any]]:
+def test(folder: Folder, text: str) -> list[TriggerTest]:
     """How close `text` is to every trigger, and whether it would fire."""
     from .indexing import embedder
 
@@ -253,30 +254,28 @@ def _rows(
                 }
             )
     if want_notes and note_ids:
-        for r in g.notes_with_vectors(note_ids):
+        for n in g.notes_with_vectors(note_ids):
             rows.append(
                 {
                     "kind": "memory",
-                    "id": r["id"],
-                    "note": r["id"],
-                    "sha256": r["sha"],
-                    "text": r["text"],
-                    "vec": r["vec"],
-                    "path": r["path"],
+                    "id": n["id"],
+                    "note": n["id"],
+                    "sha256": n["sha"],
+                    "text": n["text"],
+                    "vec": n["vec"],
+                    "path": n["path"],
                 }
             )
     return rows
 
 
-def _key(ev: dict[str, Any]) -> tuple[str, ...]:
+def _key(ev: TriggerMatch | Event) -> tuple[str, ...]:
     if ev.get("kind") == "memory":
         return (str(ev.get("trigger")), "memory", str(ev.get("note")), str(ev.get("sha256")))
     return (str(ev.get("trigger")), "chunk", str(ev.get("doc")))
 
 
-def matches(
-    folder: Folder, trigs: list[Trigger], rows: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+def matches(folder: Folder, trigs: list[Trigger], rows: list[dict[str, Any]]) -> list[TriggerMatch]:
     """The events the rows fire: one per trigger and document (its best chunk) or note."""
     import numpy as np
 
@@ -295,10 +294,10 @@ def matches(
         dtype=bool,
     )
     hit = (sims >= thresholds) & scope_ok
-    best: dict[tuple[str, ...], dict[str, Any]] = {}
+    best: dict[tuple[str, ...], TriggerMatch] = {}
     for i, j in zip(*np.nonzero(hit), strict=True):
         r, t, s = rows[i], trigs[j], float(sims[i, j])
-        ev = {
+        ev: TriggerMatch = {
             "trigger": t.name,
             "threshold": t.threshold,
             "similarity": round(s, 6),
@@ -310,7 +309,8 @@ def matches(
         if r["kind"] == "chunk":
             ev["doc"] = r["doc"]
         else:
-            ev.update(note=r["note"], sha256=r["sha256"])
+            ev["note"] = r["note"]
+            ev["sha256"] = r["sha256"]
         k = _key(ev)
         if k in best:
             best[k]["matches"] += 1
@@ -323,7 +323,7 @@ def matches(
     return sorted(best.values(), key=lambda e: (e["trigger"], -e["similarity"], e["item"]))
 
 
-def check(folder: Folder, g: Any, doc_ids: list[str], note_ids: list[str]) -> list[dict[str, Any]]:
+def check(folder: Folder, g: Any, doc_ids: list[str], note_ids: list[str]) -> list[Event]:
     """Compare newly indexed chunks and notes with the triggers; append `trigger_fired` events
     (each trigger fires once per document version or note version) and start `exec` commands.
     """
@@ -350,7 +350,7 @@ def check(folder: Folder, g: Any, doc_ids: list[str], note_ids: list[str]) -> li
     return evs
 
 
-def run_exec(folder: Folder, t: Trigger, event: dict[str, Any]) -> threading.Thread:
+def run_exec(folder: Folder, t: Trigger, event: Event) -> threading.Thread:
     """Run the trigger's command with the event JSON on stdin, in a background thread.
 
     It runs after the event is safely written, in the folder's root with OK_ROOT set, so
@@ -397,7 +397,7 @@ def run_exec(folder: Folder, t: Trigger, event: dict[str, Any]) -> threading.Thr
     return th
 
 
-def exec_env(folder: Folder, t: Trigger, event: dict[str, Any]) -> dict[str, str]:
+def exec_env(folder: Folder, t: Trigger, event: Event) -> dict[str, str]:
     """The environment of a trigger's command: BASE_ENV, the variables the trigger names,
     and OK_ROOT, OK_TRIGGER and OK_EVENT_ID."""
     env = {k: os.environ[k] for k in (*BASE_ENV, *t.env) if k in os.environ}

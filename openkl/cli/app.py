@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from ..errors import OkError
+from ..records import Status, SyncProblem
 from . import output
 from .common import folder, split_labels, writing
 from .output import JsonOpt, emit, state
@@ -166,7 +167,7 @@ def _report_sync(rep: Any, json_: bool) -> None:
     _fail_on_problems(rep.blocking)
 
 
-def _problem_line(p: dict[str, Any]) -> str:
+def _problem_line(p: SyncProblem) -> str:
     line = f"{p['path']}: {p['problem']}"
     if p.get("kind") == "unreadable":
         line += (
@@ -177,7 +178,7 @@ def _problem_line(p: dict[str, Any]) -> str:
     return line
 
 
-def _fail_on_problems(blocking: list[dict[str, Any]]) -> None:
+def _fail_on_problems(blocking: list[SyncProblem]) -> None:
     """Files the graph cannot follow are an error, after the rest of the work is done."""
     if not blocking:
         return
@@ -195,7 +196,7 @@ def status(json_: bool = JsonOpt) -> None:
 
     data = ops.status(folder())
 
-    def plain(d: dict[str, Any]) -> str:
+    def plain(d: Status) -> str:
         lines = [f"root: {d['root']}"]
         if "error" in d:
             lines.append(f"index: {d['error']}")
@@ -217,8 +218,8 @@ def status(json_: bool = JsonOpt) -> None:
                 lines[-1] += f"; {len(d['unreadable'])} unreadable"
             for p in d["problems"]:
                 lines.append(f"problem: {_problem_line(p)}")
-            if d.get("extractor_mismatch"):
-                m = d["extractor_mismatch"]
+            m = d.get("extractor_mismatch")
+            if m:
                 lines.append(
                     f"entities: extracted by {m['graph']}, configured {m['config']}"
                     " (run `ok index --rebuild`)"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import typer
 
+from ..records import Answer
 from . import output
 from .common import folder
 from .output import JsonOpt, emit
@@ -70,7 +70,7 @@ def ask(
     emit(res, json_, plain=lambda r: f"{r['answer']}\n{_sources(r)}")
 
 
-def _sources(r: dict[str, Any]) -> str:
+def _sources(r: Answer) -> str:
     lines = [""]
     for c in r["citations"]:
         loc = c["loc"]

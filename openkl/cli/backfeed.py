@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
+from ..records import BackfeedItem
 from .common import folder, writing
 from .output import JsonOpt, emit, read_stdin_text
 
@@ -14,7 +13,7 @@ app = typer.Typer(
 )
 
 
-def _line(i: dict[str, Any]) -> str:
+def _line(i: BackfeedItem) -> str:
     ents = ", ".join(e["name"] for e in i["entities"])
     rels = ", ".join(f"{r['from']} -{r['type']}-> {r['to']}" for r in i["relationships"])
     return f"{i['id']}\t{i['status']}\t{ents}" + (f"\t{rels}" if rels else "")

@@ -11,7 +11,7 @@ import typer
 
 from .. import citations as cit
 from ..errors import BadInput, UsageError
-from ..records import Cite, CitePassage
+from ..records import Cite, CitedAt, CitePassage, CiteStatus, FoundAt
 from . import output
 from .common import TagsOpt, folder, split_labels, writing
 from .output import JsonOpt, emit
@@ -40,7 +40,7 @@ def _items(f: Any, refs: list[str]) -> list[str | Cite]:
     return out
 
 
-def _where(c: dict[str, Any]) -> str:
+def _where(c: Cite | CitedAt | FoundAt) -> str:
     return f"{c['path']}:{c['loc']['start']}-{c['loc']['end']}"
 
 
@@ -171,7 +171,7 @@ def verify(
         raise typer.Exit(1)
 
 
-def _plain_results(rs: list[dict[str, Any]]) -> str:
+def _plain_results(rs: list[CiteStatus]) -> str:
     lines = []
     for r in rs:
         where = r["found"] or r["cited"]

@@ -6,6 +6,7 @@ from typing import Any
 
 import typer
 
+from ..records import SettingValue
 from . import output
 from .common import folder
 from .output import JsonOpt, emit
@@ -38,14 +39,14 @@ def _warn_unknown(data: dict[str, Any]) -> None:
         )
 
 
-def _plain_row(d: dict[str, Any]) -> str:
+def _plain_row(d: SettingValue) -> str:
     from ..settings import render
 
     where = f"env {d['env']}" if d["source"] == "env" else d["source"]
     return f"{d['key']}\t{render(d['value'])}\t{where}\t{d['type']}\t{d['help']}"
 
 
-def _render_rows(rows: list[dict[str, Any]]) -> None:
+def _render_rows(rows: list[SettingValue]) -> None:
     from rich.table import Table
 
     from ..settings import render

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
+from ..records import Context
 from .common import folder
 from .output import JsonOpt, emit, read_stdin_text, warn
 
@@ -47,7 +46,7 @@ def context(
     for w in data["warnings"]:
         warn(w)
 
-    def plain(d: dict[str, Any]) -> str:
+    def plain(d: Context) -> str:
         lines = [f"confidence: {d['confidence']} ({d['method']})", d["reasoning"], ""]
         for e in d["entities"]:
             lines.append(f"{e['confidence']:.2f}\t{e['type']}\t{e['name']}")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import typer
 
+from ..records import DistillRun
 from . import output
 from .common import TagsOpt, TopicsOpt, folder, split_labels, writing
 from .output import JsonOpt, emit
@@ -134,5 +134,5 @@ def run(
     emit(res, json_, plain=_plain_run)
 
 
-def _plain_run(r: dict[str, Any]) -> str:
+def _plain_run(r: DistillRun) -> str:
     return r["note"]["id"] if r["note"] else ""

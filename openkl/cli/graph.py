@@ -6,6 +6,7 @@ from typing import Any
 
 import typer
 
+from ..records import EntityDetail, Lineage, Traversal
 from .common import folder, writing
 from .output import JsonOpt, emit
 
@@ -90,7 +91,7 @@ def lineage(
 
     data = ops.lineage(folder(), ref, depth=depth, direction=direction)
 
-    def plain(d: dict[str, Any]) -> str:
+    def plain(d: Lineage) -> str:
         r = d["root"]
         lines = [f"{r['kind']} {r['id']}  {r.get('path') or r.get('title') or ''}"]
         for n in d["nodes"]:
@@ -170,7 +171,7 @@ def entity(
 
     data = ops.entity(folder(), name, min_confidence=min_confidence)
 
-    def plain(d: dict[str, Any]) -> str:
+    def plain(d: EntityDetail) -> str:
         lines = [
             f"{d['name']}  ({d['type']}, confidence {d['confidence']:.2f}"
             + (", verified" if d["verified"] else "")
@@ -219,7 +220,7 @@ def traverse(
         folder(), name, depth=depth, rel=rel, min_confidence=min_confidence, limit=limit
     )
 
-    def plain(d: dict[str, Any]) -> str:
+    def plain(d: Traversal) -> str:
         lines = [d["start"]["name"]]
         for s in d["steps"]:
             v = s["via"]

@@ -3,9 +3,8 @@ terminal, one record per hit when piped, JSON with --json)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from .. import ops
+from ..records import Cite
 from . import output
 from .output import emit
 
@@ -29,7 +28,7 @@ def show_hits(res: ops.SearchResult, json_: bool, explain: bool = False) -> None
         output.warn("files changed since the index was last updated; run `ok sync`")
 
 
-def _plain_hits(hits: list[dict[str, Any]], query: str = "") -> str:
+def _plain_hits(hits: list[Cite], query: str = "") -> str:
     from ..search import snippet
 
     lines = []
@@ -46,7 +45,7 @@ def _plain_hits(hits: list[dict[str, Any]], query: str = "") -> str:
     return "\n".join(lines) if hits else ""
 
 
-def _render_hits(hits: list[dict[str, Any]], query: str, explain: bool) -> None:
+def _render_hits(hits: list[Cite], query: str, explain: bool) -> None:
     import re
 
     from rich.table import Table

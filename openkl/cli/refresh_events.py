@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 import typer
 
+from ..records import Event, RefreshReportDict
 from . import output
 from .common import folder
 from .output import JsonOpt, emit
@@ -60,7 +60,7 @@ def refresh(
         raise typer.Exit(1)
 
 
-def _plain_refresh(d: dict[str, Any]) -> str:
+def _plain_refresh(d: RefreshReportDict) -> str:
     if d["dry_run"]:
         return (
             "\n".join(f"due {r['id']}\t{r['kind'] or '-'}\t{r['path']}" for r in d["due"])
@@ -84,7 +84,7 @@ def _plain_refresh(d: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _event_line(ev: dict[str, Any]) -> str:
+def _event_line(ev: Event) -> str:
     about = ev.get("doc") or ev.get("note") or ev.get("trigger") or ""
     rest = {
         k: v
@@ -138,7 +138,7 @@ def events(
         pass
 
 
-def _print_event(ev: dict[str, Any], as_json: bool) -> None:
+def _print_event(ev: Event, as_json: bool) -> None:
     # one JSON object per line while following, so `jq` can consume the stream
     sys.stdout.write((json.dumps(ev, ensure_ascii=False) if as_json else _event_line(ev)) + "\n")
     sys.stdout.flush()

@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 
+from ..records import DocVersion
 from . import output
 from .common import folder, writing
 from .output import JsonOpt, emit
@@ -269,7 +270,7 @@ def history(
 
     rows = ops.doc_history(folder(), doc)
 
-    def plain(rs: list[dict[str, Any]]) -> str:
+    def plain(rs: list[DocVersion]) -> str:
         return "\n".join(
             f"{r['id']}\t{'current' if r['current'] else 'old'}\t{r['ingested_at'] or ''}\t"
             + ("-" if r["drift"] is None else f"drift {r['drift']:.4f}")

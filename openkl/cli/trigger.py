@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
+from ..records import TriggerTest
 from . import output
 from .common import folder, writing
 from .output import JsonOpt, emit
@@ -116,7 +115,7 @@ def test(
         text = output.read_stdin_text()
     rows = ops.match_triggers(folder(), text)
 
-    def plain(rs: list[dict[str, Any]]) -> str:
+    def plain(rs: list[TriggerTest]) -> str:
         return (
             "\n".join(
                 f"{r['name']}\t{r['similarity']:.4f}\t"

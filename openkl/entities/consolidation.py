@@ -32,10 +32,13 @@ from ..folder import Folder
 from ..graph.consolidation import ENT_FIELDS, REL_FIELDS, Steps, rel_docs_text
 from ..graph.protocol import GraphStore
 from ..records import (
+    CanonicalEntity,
+    CanonicalRelation,
     ConsolidatedEntity,
     ExtractionData,
     ExtractionIndexed,
     ExtractionInput,
+    ExtractorMismatch,
     RelationshipProps,
 )
 from .local import TYPES, entity_id, key_of
@@ -179,7 +182,7 @@ def consolidate_all(folder: Folder, g: GraphStore) -> None:
     g.set_meta(PENDING, "")
 
 
-def extractor_mismatch(folder: Folder, g: GraphStore) -> dict[str, str] | None:
+def extractor_mismatch(folder: Folder, g: GraphStore) -> ExtractorMismatch | None:
     """The graph's entities came from another extractor (or version) than the configured
     one: {"graph": stamped id, "config": configured id}, else None."""
     stamped = g.meta().get("entities.extractor")
@@ -225,8 +228,8 @@ def sync_canonical(folder: Folder, g: GraphStore) -> bool:
 class Canonical:
     """Entities and relationships from the folder's canonical files (backfeed, imports)."""
 
-    entities: list[dict[str, Any]] = field(default_factory=list)
-    relations: list[dict[str, Any]] = field(default_factory=list)
+    entities: list[CanonicalEntity] = field(default_factory=list)
+    relations: list[CanonicalRelation] = field(default_factory=list)
     stamp: str = ""
 
     @classmethod
@@ -402,7 +405,7 @@ def _aggregate(
             c = float(c)
             if prev is None or c > prev[0]:
                 rslot[p] = (c, xid)
-    canon_ents: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    canon_ents: dict[str, list[CanonicalEntity]] = defaultdict(list)
     for e in canon.entities:
         if e["key"] in affected:
             canon_ents[e["key"]].append(e)
@@ -487,7 +490,7 @@ def _entity(
     types: dict[str, float],
     alias_names: set[str],
     defs: list[tuple[float, str, int, str]],
-    canon: list[dict[str, Any]],
+    canon: list[CanonicalEntity],
 ) -> ConsolidatedEntity:
     per = [_source_conf(list(slot.values())) for _, slot in sorted(conf.items())]
     canon = sorted(
@@ -498,7 +501,7 @@ def _entity(
             e.get("origin", ""),
         ),
     )
-    per += [float(e["confidence"]) if e.get("confidence") is not None else 0.9 for e in canon]
+    per += [0.9 if e["confidence"] is None else float(e["confidence"]) for e in canon]
     confidence = _noisy_or(per)
     if not canon and conf and max(max(slot.values()) for slot in conf.values()) < WEAK:
         # only weak mentions (a common word, never defined, titled or named): repetition

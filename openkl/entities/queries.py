@@ -111,13 +111,13 @@ def sources(folder: Folder, g: GraphStore, doc_ids: Sequence[str]) -> list[Entit
             first = (notes[d]["text"].splitlines() or [""])[0][:80]
             out.append({"id": d, "kind": "memory", "title": first, "path": notes[d]["path"]})
         elif d.startswith("aks:"):
-            info = bundle_docs.get(d[4:], {})
+            info = bundle_docs.get(d[4:])
             out.append(
                 {
                     "id": d,
                     "kind": "bundle",
-                    "title": info.get("filename") or d[4:],
-                    "path": info.get("bundle") or "",
+                    "title": (info.get("filename") if info else None) or d[4:],
+                    "path": (info.get("bundle") if info else None) or "",
                 }
             )
         else:

@@ -24,6 +24,7 @@ from ..errors import (
     QueryRefused,
     ReadOnlyViolation,
 )
+from ..records import ChunkInput, ChunkRow, DocIndexed, DocInput, NoteIndexed, NoteRow
 from .consolidation import rel_docs as rel_docs
 from .consolidation import rel_docs_text as rel_docs_text
 from .documents import DocumentQueries
@@ -614,14 +615,12 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
         self.conn.execute("BEGIN TRANSACTION")
 
     # -- documents and chunks --------------------------------------------------
-    def add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]], vecs: Any) -> None:
+    def add_docs(self, docs: list[DocInput], chunks: list[ChunkInput], vecs: Any) -> None:
         """Insert documents with their chunks and vectors in bulk, in one transaction."""
         with self.transaction():
             self._add_docs(docs, chunks, vecs)
 
-    def _add_docs(
-        self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]], vecs: Any
-    ) -> None:
+    def _add_docs(self, docs: list[DocInput], chunks: list[ChunkInput], vecs: Any) -> None:
         import pyarrow as pa
 
         if docs:
@@ -674,21 +673,21 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
     def set_doc_path(self, doc_id: str, path: str) -> None:
         self.query("MATCH (d:Doc {id: $id}) SET d.path = $p", {"id": doc_id, "p": path})
 
-    def docs(self) -> dict[str, dict[str, Any]]:
+    def docs(self) -> dict[str, DocIndexed]:
         rows = self.query(
             "MATCH (d:Doc) RETURN d.id AS id, d.path AS path, d.sha256 AS sha256,"
             " d.current AS current"
         )
-        return {r["id"]: r for r in rows}
+        return {r["id"]: r for r in rows}  # type: ignore[misc]
 
     # -- memory notes ------------------------------------------------------------
-    def add_notes(self, notes: list[dict[str, Any]], vecs: Any) -> None:
+    def add_notes(self, notes: list[NoteRow], vecs: Any) -> None:
         """Insert notes with their vectors and topics, in one transaction."""
         if notes:
             with self.transaction():
                 self._add_notes(notes, vecs)
 
-    def _add_notes(self, notes: list[dict[str, Any]], vecs: Any) -> None:
+    def _add_notes(self, notes: list[NoteRow], vecs: Any) -> None:
         import pyarrow as pa
 
         dim = vecs.shape[1]
@@ -728,11 +727,11 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
     def remove_note(self, note_id: str) -> None:
         self.query("MATCH (m:MemoryNote {id: $id}) DETACH DELETE m", {"id": note_id})
 
-    def notes(self) -> dict[str, dict[str, Any]]:
+    def notes(self) -> dict[str, NoteIndexed]:
         rows = self.query(
             "MATCH (m:MemoryNote) RETURN m.id AS id, m.path AS path, m.sha256 AS sha256"
         )
-        return {r["id"]: r for r in rows}
+        return {r["id"]: r for r in rows}  # type: ignore[misc]
 
     # -- retrieval ---------------------------------------------------------------
     def fts(
@@ -759,7 +758,7 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
         )
         return [(r["id"], float(r["s"])) for r in rows]
 
-    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
         """Chunk rows with their document's fields, by chunk id."""
         if not ids:
             return {}
@@ -778,7 +777,7 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
                 {"ids": sorted({r["doc_id"] for r in rows})},
             )
         }
-        return {r["id"]: {**r, **docs[r["doc_id"]]} for r in rows if r["doc_id"] in docs}
+        return {r["id"]: {**r, **docs[r["doc_id"]]} for r in rows if r["doc_id"] in docs}  # type: ignore[typeddict-item]
 
     def vectors(self, table: str, ids: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors of chunks or notes, by id."""
@@ -790,7 +789,7 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
         )
         return {r["id"]: r["vec"] for r in rows}
 
-    def notes_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def notes_by_id(self, ids: Sequence[str]) -> dict[str, NoteRow]:
         if not ids:
             return {}
         rows = self.query(
@@ -799,7 +798,7 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
             " m.topics AS topics, m.body_start AS body_start, m.body_end AS body_end",
             {"ids": list(ids)},
         )
-        return {r["id"]: r for r in rows}
+        return {r["id"]: r for r in rows}  # type: ignore[misc]
 
     def incomplete(self) -> dict[str, list[str]]:
         """Documents and notes whose derived parts are missing: a current document with text

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from ..records import (
     ConsolidatedEntity,
+    ContextRelationship,
     CountedEntity,
     Entity,
     ExportedRelationship,
@@ -19,9 +20,13 @@ from ..records import (
     ExtractionInput,
     ExtractionKeys,
     Mention,
+    MentionedIn,
     RelatedPair,
     Relationship,
     RelationshipProps,
+    SourceDoc,
+    SourceNote,
+    SourceVersion,
     StoredRelationship,
 )
 from .consolidation import EntityWrites, RelKey, Steps, rel_docs
@@ -196,12 +201,12 @@ class EntityQueries(EntityWrites):
         return [{**r, "docs": rel_docs(r["docs"])} for r in rows]  # type: ignore[typeddict-item]
 
     # -- what a question touches ----------------------------------------------------
-    def mentions_in(self, ids: list[str], min_confidence: float) -> list[dict[str, Any]]:
+    def mentions_in(self, ids: list[str], min_confidence: float) -> list[MentionedIn]:
         """The entities at or above a confidence that these chunks and notes mention:
         `x` (chunk or note), `e` (entity), `c` (the mention's confidence), chunks first."""
-        rows: list[dict[str, Any]] = []
+        rows: list[MentionedIn] = []
         for table in ("Chunk", "MemoryNote"):  # one label per query: mixed-label reads are unsafe
-            rows += self.query(
+            rows += self.query(  # type: ignore[arg-type]
                 f"MATCH (x:{table})-[m:MENTIONS]->(e:Entity) WHERE x.id IN $ids AND"
                 " e.confidence >= $mc RETURN x.id AS x, e.id AS e, m.confidence AS c"
                 " ORDER BY x.id, e.id",
@@ -239,10 +244,12 @@ class EntityQueries(EntityWrites):
             )
         }
 
-    def relationships_among(self, ids: list[str], min_confidence: float) -> list[dict[str, Any]]:
+    def relationships_among(
+        self, ids: list[str], min_confidence: float
+    ) -> list[ContextRelationship]:
         """The relationships at or above a confidence whose both ends are among these
         entities: most confident first (ties by the ends' ids, type)."""
-        return self.query(
+        return self.query(  # type: ignore[return-value]
             "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id IN $ids AND b.id IN $ids"
             " AND r.confidence >= $mc RETURN a.id AS from_id, a.name AS from_name, r.type AS type,"
             " b.id AS to_id, b.name AS to_name, r.confidence AS confidence, r.evidence AS evidence"
@@ -258,10 +265,10 @@ class EntityQueries(EntityWrites):
         ]
 
     # -- what entities come from -----------------------------------------------------
-    def source_docs(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+    def source_docs(self, ids: list[str]) -> dict[str, SourceDoc]:
         """Id, title, path and source of the documents among these ids, by id."""
         return {
-            r["id"]: r
+            r["id"]: r  # type: ignore[misc]
             for r in self.query(
                 "MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.title AS title,"
                 " d.path AS path, d.source AS source",
@@ -269,10 +276,10 @@ class EntityQueries(EntityWrites):
             )
         }
 
-    def source_notes(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+    def source_notes(self, ids: list[str]) -> dict[str, SourceNote]:
         """Id, path and text of the memory notes among these ids, by id."""
         return {
-            r["id"]: r
+            r["id"]: r  # type: ignore[misc]
             for r in self.query(
                 "MATCH (m:MemoryNote) WHERE m.id IN $ids RETURN m.id AS id, m.path AS path,"
                 " m.text AS text",
@@ -280,9 +287,9 @@ class EntityQueries(EntityWrites):
             )
         }
 
-    def source_versions(self, ids: list[str]) -> list[dict[str, Any]]:
+    def source_versions(self, ids: list[str]) -> list[SourceVersion]:
         """Id, sha256 (as `sha`), path and title of the documents among these ids, by id."""
-        return self.query(
+        return self.query(  # type: ignore[return-value]
             "MATCH (d:Doc) WHERE d.id IN $ids RETURN d.id AS id, d.sha256 AS sha,"
             " d.path AS path, d.title AS title ORDER BY d.id",
             {"ids": ids},
@@ -360,7 +367,7 @@ class EntityStore(Protocol):
         ...
 
     # -- what a question touches
-    def mentions_in(self, ids: list[str], min_confidence: float) -> list[dict[str, Any]]:
+    def mentions_in(self, ids: list[str], min_confidence: float) -> list[MentionedIn]:
         """The entities these chunks and notes mention (`x`, `e`, `c`), chunks first."""
         ...
 
@@ -372,7 +379,9 @@ class EntityStore(Protocol):
         """The entities with these ids, by id."""
         ...
 
-    def relationships_among(self, ids: list[str], min_confidence: float) -> list[dict[str, Any]]:
+    def relationships_among(
+        self, ids: list[str], min_confidence: float
+    ) -> list[ContextRelationship]:
         """The relationships whose both ends are among these entities, most confident first."""
         ...
 
@@ -381,15 +390,15 @@ class EntityStore(Protocol):
         ...
 
     # -- what entities come from
-    def source_docs(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+    def source_docs(self, ids: list[str]) -> dict[str, SourceDoc]:
         """Title, path and source of the documents among these ids."""
         ...
 
-    def source_notes(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+    def source_notes(self, ids: list[str]) -> dict[str, SourceNote]:
         """Path and text of the memory notes among these ids."""
         ...
 
-    def source_versions(self, ids: list[str]) -> list[dict[str, Any]]:
+    def source_versions(self, ids: list[str]) -> list[SourceVersion]:
         """sha256, path and title of the documents among these ids."""
         ...
 

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from ..records import ChunkNode, DocNode, NoteNode
 from .base import Queries
 
 
@@ -13,29 +13,29 @@ class LineageQueries(Queries):
     """Named queries over the provenance edges, mixed into `Graph`."""
 
     # -- what a lineage walk shows of each node ---------------------------------------
-    def lineage_note(self, note_id: str) -> dict[str, Any] | None:
+    def lineage_note(self, note_id: str) -> NoteNode | None:
         """A note's `path` and `text`, or None when the graph does not hold it."""
         rows = self.query(
             "MATCH (m:MemoryNote {id: $id}) RETURN m.path AS path, m.text AS text", {"id": note_id}
         )
-        return rows[0] if rows else None
+        return rows[0] if rows else None  # type: ignore[return-value]
 
-    def lineage_chunk(self, chunk_id: str) -> dict[str, Any] | None:
+    def lineage_chunk(self, chunk_id: str) -> ChunkNode | None:
         """A chunk's `doc`, `current` and `text`, or None when the graph does not hold it."""
         rows = self.query(
             "MATCH (c:Chunk {id: $id}) RETURN c.doc_id AS doc, c.current AS current,"
             " c.text AS text",
             {"id": chunk_id},
         )
-        return rows[0] if rows else None
+        return rows[0] if rows else None  # type: ignore[return-value]
 
-    def lineage_doc(self, doc_id: str) -> dict[str, Any] | None:
+    def lineage_doc(self, doc_id: str) -> DocNode | None:
         """A document's `path`, `title` and `current`, or None when the graph does not hold it."""
         rows = self.query(
             "MATCH (d:Doc {id: $id}) RETURN d.path AS path, d.title AS title, d.current AS current",
             {"id": doc_id},
         )
-        return rows[0] if rows else None
+        return rows[0] if rows else None  # type: ignore[return-value]
 
     # -- one step of the walk --------------------------------------------------------
     def newer_versions(self, doc_id: str) -> list[str]:

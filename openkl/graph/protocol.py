@@ -12,6 +12,21 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from ..records import (
+    ChunkInput,
+    ChunkNode,
+    ChunkRow,
+    ChunkVector,
+    DocIndexed,
+    DocInput,
+    DocNode,
+    DocSummary,
+    NoteIndexed,
+    NoteNode,
+    NoteRow,
+    NoteSummary,
+    NoteVector,
+)
 from .entities import EntityStore
 
 
@@ -22,7 +37,7 @@ class GraphStore(EntityStore, Protocol):
     """When a list, every query run is appended to it (`ok search --explain`)."""
 
     # -- documents and chunks -------------------------------------------------------
-    def add_docs(self, docs: list[dict[str, Any]], chunks: list[dict[str, Any]], vecs: Any) -> None:
+    def add_docs(self, docs: list[DocInput], chunks: list[ChunkInput], vecs: Any) -> None:
         """Insert documents with their chunks and vectors, together."""
 
     def remove_doc(self, doc_id: str) -> None:
@@ -31,38 +46,38 @@ class GraphStore(EntityStore, Protocol):
     def set_doc_path(self, doc_id: str, path: str) -> None:
         """Record a document's new path (a rename)."""
 
-    def docs(self) -> dict[str, dict[str, Any]]:
+    def docs(self) -> dict[str, DocIndexed]:
         """Every document's `id`, `path`, `sha256` and `current`, by id."""
 
-    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
         """Chunk rows with their document's fields, by chunk id."""
 
     def doc_paths(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """The path of each of these documents, by id."""
 
-    def current_chunks_of(self, doc_ids: Sequence[str]) -> list[dict[str, Any]]:
+    def current_chunks_of(self, doc_ids: Sequence[str]) -> list[ChunkVector]:
         """The current chunks of these documents: `id`, `doc`, `text`, `vec`."""
 
-    def doc_summaries(self) -> list[dict[str, Any]]:
+    def doc_summaries(self) -> list[DocSummary]:
         """Every document: `id`, `path`, `title`, `sha`, `created_at`."""
 
     # -- memory notes ---------------------------------------------------------------
-    def add_notes(self, notes: list[dict[str, Any]], vecs: Any) -> None:
+    def add_notes(self, notes: list[NoteRow], vecs: Any) -> None:
         """Insert notes with their vectors and topics, together."""
 
     def remove_note(self, note_id: str) -> None:
         """Remove a note and its edges."""
 
-    def notes(self) -> dict[str, dict[str, Any]]:
+    def notes(self) -> dict[str, NoteIndexed]:
         """Every note's `id`, `path` and `sha256`, by id."""
 
-    def notes_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def notes_by_id(self, ids: Sequence[str]) -> dict[str, NoteRow]:
         """Note rows (text, ts, tags, topics, body span), by id."""
 
-    def notes_with_vectors(self, note_ids: Sequence[str]) -> list[dict[str, Any]]:
+    def notes_with_vectors(self, note_ids: Sequence[str]) -> list[NoteVector]:
         """These notes: `id`, `path`, `sha`, `text`, `vec`."""
 
-    def note_summaries(self) -> list[dict[str, Any]]:
+    def note_summaries(self) -> list[NoteSummary]:
         """Every note: `id`, `path`, `sha`, `ts`."""
 
     # -- retrieval ------------------------------------------------------------------
@@ -93,13 +108,13 @@ class GraphStore(EntityStore, Protocol):
         """Record that `new_id` supersedes `old_id` (kept once)."""
 
     # -- lineage --------------------------------------------------------------------
-    def lineage_note(self, note_id: str) -> dict[str, Any] | None:
+    def lineage_note(self, note_id: str) -> NoteNode | None:
         """A note's `path` and `text`, or None."""
 
-    def lineage_chunk(self, chunk_id: str) -> dict[str, Any] | None:
+    def lineage_chunk(self, chunk_id: str) -> ChunkNode | None:
         """A chunk's `doc`, `current` and `text`, or None."""
 
-    def lineage_doc(self, doc_id: str) -> dict[str, Any] | None:
+    def lineage_doc(self, doc_id: str) -> DocNode | None:
         """A document's `path`, `title` and `current`, or None."""
 
     def newer_versions(self, doc_id: str) -> list[str]:

@@ -4,13 +4,13 @@ relevant to a question."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from .. import ask as ask_mod
 from .. import context as context_mod
 from ..folder import Folder
 from ..indexing import embedder
 from ..llm import config_from
+from ..records import Answer, Context
 from .read import Opener, reading
 
 # `ok context`'s defaults: passages retrieved, entities returned
@@ -28,7 +28,7 @@ def ask(
     max_k: int | None = None,
     on_token: Callable[[str], None] | None = None,
     graph: Opener | None = None,
-) -> dict[str, Any]:
+) -> Answer:
     """Answer `question` from the folder (see `ask.ask` for the result), with the
     configured LLM unless `use_llm` is false, else extractively. `k` defaults to ask.k
     (`max_k` clamps it); `on_token` receives an LLM's answer as it streams. The graph is
@@ -63,7 +63,7 @@ def context(
     use_llm: bool | None = None,
     max_k: int | None = None,
     graph: Opener | None = None,
-) -> dict[str, Any]:
+) -> Context:
     """The entity subgraph relevant to `query` (see `context.context` for the result):
     `k` passages (default 8), at most `max_entities` entities (default 12), both clamped
     by `max_k`; `min_confidence` defaults to entities.min_confidence, and `use_llm` to

@@ -10,7 +10,7 @@ from .. import distill as distill_mod
 from .. import llm as llm_mod
 from .. import notes as notes_mod
 from ..folder import Folder
-from ..records import Cite
+from ..records import Cite, DistillRun
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def distill_run(
     tags: list[str] | None = None,
     topics: list[str] | None = None,
     on_token: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> DistillRun:
     """Search for `query`, distill the `k` best passages with the folder's LLM (which must be
     configured), and save a cited memory note: {note, citations, prompt, query, model};
     `note` is None (with a `reason`) when nothing was distilled.

@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from .. import grep as grep_mod
 from ..errors import BadInput, NotFound
 from ..folder import NAME_NOT_UTF8, Folder, check_path, is_utf8, shown
+from ..records import DirEntry, GrepMatch
 
 # derived binary state, not files to read
 FS_SKIP = (".ok/kuzu", ".ok/cache", ".ok/lock")
@@ -42,7 +42,7 @@ class Listing:
     as asked for, and how many there are."""
 
     path: str
-    entries: list[dict[str, Any]]
+    entries: list[DirEntry]
     total: int
 
 
@@ -52,12 +52,14 @@ def list_dir(folder: Folder, path: str = ".", *, max_entries: int) -> Listing:
     if not d.is_dir():
         raise BadInput(f"{path} is not a directory", "use fs_read for files")
     entries = sorted(d.iterdir(), key=lambda p: p.name)
-    rows = []
+    rows: list[DirEntry] = []
     for p in entries[:max_entries]:
         rel = (d / p.name).relative_to(folder.root).as_posix()
-        row: dict[str, Any] = {"name": p.name, "path": rel}
+        row: DirEntry = {"name": p.name, "path": rel}
         if not is_utf8(p.name):  # JSON cannot carry it; the escaped form cannot be read
-            row.update(name=shown(p.name, 4096), path=shown(rel, 4096), problem=NAME_NOT_UTF8)
+            row["name"] = shown(p.name, 4096)
+            row["path"] = shown(rel, 4096)
+            row["problem"] = NAME_NOT_UTF8
         if p.is_symlink():
             target = p.resolve()
             inside = target == folder.root or folder.root in target.parents
@@ -119,7 +121,7 @@ def read_piece(folder: Folder, path: str, *, offset: int = 0, max_bytes: int) ->
 class GrepResult:
     """Matching lines ({path, line, column, text, match}), and whether there were more."""
 
-    hits: list[dict[str, Any]]
+    hits: list[GrepMatch]
     more: bool
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import doctor as doctor_mod
 from .. import indexer
 from ..folder import Folder
 from ..indexing import open_graph
+from ..records import Check, FolderInitialized
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class Initialized:
     folder: Folder
     created: bool
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> FolderInitialized:
         return {"root": str(self.folder.root), "created": self.created}
 
 
@@ -61,7 +61,7 @@ def sync(folder: Folder) -> indexer.SyncReport:
     return rep
 
 
-def doctor(root: str | None) -> list[dict[str, Any]]:
+def doctor(root: str | None) -> list[Check]:
     """`ok doctor`'s checks of the folder at `root` (or the one found from here), each
     {check, ok, detail, fix}; it need not be a working folder, which is the point."""
     return doctor_mod.run_checks(root)

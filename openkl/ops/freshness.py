@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from .. import events as events_mod
 from .. import refresh as refresh_mod
 from ..folder import Folder
+from ..records import Event
 
 RefreshReport = refresh_mod.RefreshReport
 
@@ -44,7 +44,7 @@ def events(
     types: list[str] | None = None,
     doc: str | None = None,
     limit: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Event]:
     """Events, oldest first: those since `since` (ISO date/time or a span: 30m, 12h, 7d), of
     these `types`, about this `doc` or note; `limit` keeps the newest ones."""
     return events_mod.read(
@@ -58,6 +58,6 @@ def follow_events(
     types: list[str] | None = None,
     doc: str | None = None,
     timeout: float | None = None,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Event]:
     """Matching events appended from now on (like `tail -f`), until `timeout` seconds."""
     return events_mod.follow(folder, types=types, doc=doc, timeout=timeout)

@@ -11,7 +11,7 @@ from ..entities.consolidation import min_confidence as default_min_confidence
 from ..folder import Folder
 from ..indexing import open_graph
 from ..mapping import resolve
-from ..records import EntityDetail, EntityListed, EntityPage, Traversal
+from ..records import EntityDetail, EntityListed, EntityPage, Lineage, PagesWritten, Traversal
 from .read import Opener, reading
 
 
@@ -93,7 +93,7 @@ def entity_page(
         return pages.page(folder, g, name, force=force)
 
 
-def write_pages(folder: Folder, *, min_confidence: float | None = None) -> dict[str, Any]:
+def write_pages(folder: Folder, *, min_confidence: float | None = None) -> PagesWritten:
     """Every entity's page (at least this confident, default entities.min_confidence)
     into graph/pages/, with an index, and log it (the caller holds the writer lock)."""
     with open_graph(folder) as g:
@@ -109,7 +109,7 @@ def lineage(
     depth: int = 5,
     direction: str = "both",
     graph: Opener | None = None,
-) -> dict[str, Any]:
+) -> Lineage:
     """Where a note, chunk or document came from (`up`), what came of it (`down`), or both:
     DERIVED_FROM and SUPERSEDES walked breadth first up to `depth` hops."""
     with reading(folder, graph) as g:

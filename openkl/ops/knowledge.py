@@ -8,16 +8,23 @@ import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import aks, backfeed
 from ..entities import consolidation
 from ..errors import UsageError
 from ..folder import Folder, atomic_write
 from ..indexing import open_graph
+from ..records import (
+    BackfeedItem,
+    BundleCheck,
+    BundleKept,
+    ExportContent,
+    ExportWritten,
+    FlaggedBackfeedItem,
+)
 
 
-def import_bundle(folder: Folder, text: str, where: str = "bundle") -> dict[str, Any]:
+def import_bundle(folder: Folder, text: str, where: str = "bundle") -> BundleKept:
     """Keep an AKS bundle under aks/imports/ and consolidate the entities it touches."""
     kept, keys = aks.keep_bundle(folder, text, where)
     with open_graph(folder, write=True) as g:
@@ -27,7 +34,7 @@ def import_bundle(folder: Folder, text: str, where: str = "bundle") -> dict[str,
 
 def decide_backfeed(
     folder: Folder, iid: str, approve: bool, reason: str | None = None
-) -> dict[str, Any]:
+) -> BackfeedItem:
     """Approve (and absorb into the entity graph) or reject a pending backfeed item."""
     item = backfeed.decide(folder, iid, approve, reason)
     if approve:
@@ -36,7 +43,7 @@ def decide_backfeed(
     return item
 
 
-def flag_backfeed(folder: Folder, text: str) -> dict[str, Any]:
+def flag_backfeed(folder: Folder, text: str) -> FlaggedBackfeedItem:
     """Queue a proposal (JSON: entities and relationships) for review; the item, with
     `created` False when the same proposal was queued before. The caller holds the writer
     lock."""
@@ -44,17 +51,17 @@ def flag_backfeed(folder: Folder, text: str) -> dict[str, Any]:
     return {**item, "created": created}
 
 
-def backfeed_queue(folder: Folder, status: str = "pending") -> list[dict[str, Any]]:
+def backfeed_queue(folder: Folder, status: str = "pending") -> list[BackfeedItem]:
     """Backfeed items with this status (pending, approved, rejected or all), oldest first."""
     return backfeed.queue(folder, status)
 
 
-def backfeed_item(folder: Folder, iid: str) -> dict[str, Any]:
+def backfeed_item(folder: Folder, iid: str) -> BackfeedItem:
     """One backfeed item, by id or unique prefix."""
     return backfeed.get(folder, iid)
 
 
-def validate_bundle(text: str, where: str = "bundle") -> dict[str, Any]:
+def validate_bundle(text: str, where: str = "bundle") -> BundleCheck:
     """Check an AKS bundle against the schema (errors name the JSON path): {valid,
     entities, relationships}."""
     b = aks.load_bundle(text, where)
@@ -79,7 +86,7 @@ class GraphExport:
     files: dict[str, str]
     written: list[str]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ExportWritten:
         """What `ok graph export` reports after writing the files."""
         return {
             "format": self.format,
@@ -88,9 +95,9 @@ class GraphExport:
             "relationships": self.relationships,
         }
 
-    def content(self) -> dict[str, Any]:
+    def content(self) -> ExportContent:
         """The files themselves, as one JSON object (CSV tables also as rows)."""
-        data: dict[str, Any] = {
+        data: ExportContent = {
             "format": self.format,
             "entities": self.entities,
             "relationships": self.relationships,

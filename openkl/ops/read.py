@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from .. import indexer, store
 from .. import notes as notes_mod
 from ..folder import Folder
 from ..graph import Graph
 from ..indexing import open_graph
-from ..records import MappingEntry
+from ..records import MappingEntry, Status
 
 # how an adapter opens the graph for reading, if not with `open_graph(folder)`
 Opener = Callable[[], AbstractContextManager[Graph]]
@@ -28,7 +28,7 @@ def reading(folder: Folder, graph: Opener | None = None) -> AbstractContextManag
     return graph() if graph is not None else open_graph(folder)
 
 
-def status(folder: Folder) -> dict[str, Any]:
+def status(folder: Folder) -> Status:
     """Counts and staleness, without changing anything (`ok status`)."""
     return indexer.status(folder)
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from .. import triggers as triggers_mod
 from ..folder import Folder
+from ..records import TriggerTest
 
 Trigger = triggers_mod.Trigger
 
@@ -47,6 +46,6 @@ def remove_trigger(folder: Folder, name: str) -> Trigger:
     return triggers_mod.remove(folder, name)
 
 
-def match_triggers(folder: Folder, text: str) -> list[dict[str, Any]]:
+def match_triggers(folder: Folder, text: str) -> list[TriggerTest]:
     """How close `text` is to each trigger, and which would fire (nothing is written)."""
     return triggers_mod.test(folder, text)

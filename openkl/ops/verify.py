@@ -64,7 +64,7 @@ class CitationList:
     """Persisted citations, and the files under citations/ that could not be read."""
 
     # cite objects; filtered by `status`, each also carries its status
-    citations: list[Cite] | list[dict[str, Any]]
+    citations: list[Cite]
     problems: list[FileProblem]
 
 
@@ -84,7 +84,7 @@ def list_citations(
     if not status:
         return CitationList(citations=rows, problems=problems)
     v = cit.Verifier(folder)
-    kept: list[dict[str, Any]] = []
+    kept: list[Cite] = []
     for c in rows:
         st = v.verify(c)["status"]
         if st == status:
