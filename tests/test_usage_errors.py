@@ -3,8 +3,8 @@ not silently read as "all" or passed on to fail deeper down."""
 
 from __future__ import annotations
 
-import fcntl
-import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,29 +34,27 @@ def test_zero_still_means_all(example_kf: Path) -> None:
 def test_doctor_names_a_lock_holder_that_has_not_said_who_it_is(kf: Path) -> None:
     """A holder that has the lock but has not written its pid yet (or never does)."""
     lock = kf / ".ok" / "lock"
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    lock.write_text("")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time\n"
+            "f = open(sys.argv[1], 'r+')\n"
+            "fcntl.flock(f, fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\n"
+            "time.sleep(120)\n",
+            str(lock),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        os.ftruncate(fd, 0)
-        pid = os.fork()
-        if pid == 0:  # the child holds the lock until killed
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            while True:
-                os.pause()
-        try:
-            import time
-
-            for _ in range(100):  # until the child has it
-                try:
-                    fcntl.flock(os.open(lock, os.O_RDWR), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    break
-                time.sleep(0.05)
-            r = run_ok("doctor", "--json")
-            [check] = [c for c in r.json() if c["check"] == "lock"]
-            assert "pid None" not in check["detail"]
-            assert "another process" in check["detail"]
-        finally:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        r = run_ok("doctor", "--json")
+        [check] = [c for c in r.json() if c["check"] == "lock"]
+        assert "pid None" not in check["detail"]
+        assert "another process" in check["detail"]
     finally:
-        os.close(fd)
+        holder.kill()
+        holder.wait()
