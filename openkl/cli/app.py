@@ -56,6 +56,15 @@ Run `ok COMMAND --help` for each command's options and examples.""",
 )
 
 
+def _print_version(value: bool) -> None:
+    # eager: runs before click asks for a command, so `ok --version` alone works
+    if value:
+        from importlib.metadata import version
+
+        print(f"ok {version('openkl')}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     root: str = typer.Option(
@@ -71,13 +80,15 @@ def _root(
         None, "--tee", metavar="FILE", help="Also append ops-log lines to this file."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
-    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        is_eager=True,
+        expose_value=False,
+        callback=_print_version,
+        help="Print the version and exit.",
+    ),
 ) -> None:
-    if version:
-        from importlib.metadata import version as v
-
-        print(v("openkl"))
-        raise typer.Exit()
     state.root, state.json, state.tee, state.debug = root, json_, tee, debug
 
 
