@@ -80,6 +80,12 @@ def _root(
         None, "--tee", metavar="FILE", help="Also append ops-log lines to this file."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    color: str = typer.Option(
+        "auto",
+        "--color",
+        metavar="auto|always|never",
+        help="Styled output: auto (on a terminal, unless NO_COLOR is set), always, never.",
+    ),
     version: bool = typer.Option(
         False,
         "--version",
@@ -89,7 +95,12 @@ def _root(
         help="Print the version and exit.",
     ),
 ) -> None:
+    if color not in ("auto", "always", "never"):
+        raise typer.BadParameter(
+            f"{color!r} is not one of auto, always, never", param_hint="'--color'"
+        )
     state.root, state.json, state.tee, state.debug = root, json_, tee, debug
+    state.color = color
 
 
 # -- folder -------------------------------------------------------------------------------
@@ -434,6 +445,7 @@ _register()
 def run(argv: list[str] | None = None) -> int:
     """Run `ok` with `argv`; expected errors become one line on stderr. Returns the exit code."""
     state.root, state.json, state.tee, state.debug = None, False, None, False
+    state.color = "auto"
     try:
         rv = app(args=argv, prog_name="ok", standalone_mode=False)
         return rv if isinstance(rv, int) else 0

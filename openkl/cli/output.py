@@ -23,6 +23,7 @@ class State:
     json: bool = False
     debug: bool = False
     tee: str | None = None
+    color: str = "auto"
 
 
 state = State()
@@ -35,7 +36,16 @@ def want_json(flag: bool) -> bool:
 
 
 def is_tty() -> bool:
-    return sys.stdout.isatty()
+    """Rich (styled) output: stdout is a terminal, or `--color always` asks for it anyway."""
+    return state.color == "always" or sys.stdout.isatty()
+
+
+def styled() -> bool:
+    """Bold, dim and colours at all: `--color` wins; on auto, `NO_COLOR` (any value) turns
+    every style off, not only colours (https://no-color.org)."""
+    if state.color in ("always", "never"):
+        return state.color == "always"
+    return not settings.env("NO_COLOR")
 
 
 def emit_json(data: Any) -> None:
@@ -50,7 +60,16 @@ def emit_jsonl(rows: Iterable[Any]) -> None:
 def console(stderr: bool = False) -> Any:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=not stderr and not is_tty())
+    if not styled():  # no escape codes at all: rich's own NO_COLOR keeps bold and dim
+        return Console(
+            stderr=stderr, highlight=False, soft_wrap=not stderr and not is_tty(), color_system=None
+        )
+    return Console(
+        stderr=stderr,
+        highlight=False,
+        soft_wrap=not stderr and not is_tty(),
+        force_terminal=True if state.color == "always" else None,
+    )
 
 
 def emit(
