@@ -49,7 +49,7 @@ app = typer.Typer(
 
 Run `ok COMMAND --help` for each command's options and examples.""",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -437,6 +437,9 @@ def _register() -> None:
     from . import config as config_cli
 
     app.add_typer(config_cli.app, name="config")
+    from . import completion as completion_cli
+
+    app.command("completion")(completion_cli.completion)
 
 
 _register()
