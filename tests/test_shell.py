@@ -161,3 +161,44 @@ def test_install_completion_writes_the_script_under_home(tmp_path: Path) -> None
     assert "bash completion installed in" in _in_bash("--install-completion", home=tmp_path)
     installed = list(tmp_path.rglob("ok*"))
     assert installed and any("_OK_COMPLETE" in p.read_text() for p in installed if p.is_file())
+
+
+PAGER = "sed 's/^/PAGED:/'"
+
+
+def test_long_output_goes_through_the_pager_on_a_terminal_only(
+    example_kf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = run_ok("store", "list", "--json").json()[0]["id"]
+    env = {"OK_ROOT": str(example_kf), "PAGER": PAGER}
+    shown = _on_tty("store", "show", doc, env=env)
+    assert shown.startswith(b"PAGED:") and shown.count(b"PAGED:") > 1
+    assert b"PAGED:" not in _on_tty("store", "show", doc, "--json", env=env)
+    assert b"PAGED:" not in _on_tty("store", "show", doc, env={**env, "PAGER": "cat"})
+
+    cid = run_ok("cite", "make", doc, "--json").json()
+    cid = (cid[0] if isinstance(cid, list) else cid)["id"]
+    assert b"PAGED:" in _on_tty("cite", "open", cid, env=env)
+
+    monkeypatch.setenv("PAGER", PAGER)  # a pipe is never paged
+    r = run_ok("store", "show", doc)
+    assert r.code == 0 and r.out and "PAGED:" not in r.out
+    r = run_ok("cite", "open", cid)
+    assert r.code == 0 and ">>> " in r.out and "PAGED:" not in r.out
+
+
+def test_a_missing_pager_still_shows_the_text(example_kf: Path) -> None:
+    doc = run_ok("store", "list", "--json").json()[0]["id"]
+    env = {"OK_ROOT": str(example_kf), "PAGER": "no-such-pager-here"}
+    text = run_ok("store", "show", doc).out
+    assert _on_tty("store", "show", doc, env=env).replace(b"\r\n", b"\n") == text.encode()
+
+
+def test_graph_page_is_paged_on_a_terminal(example_kf: Path) -> None:
+    ents = run_ok("graph", "entities", "--json")
+    assert ents.code == 0, ents.err
+    name = ents.json()[0]["name"]
+    piped = run_ok("graph", "page", name)
+    assert piped.code == 0 and "PAGED:" not in piped.out
+    shown = _on_tty("graph", "page", name, env={"OK_ROOT": str(example_kf), "PAGER": PAGER})
+    assert shown.startswith(b"PAGED:") and name.encode() in shown

@@ -226,7 +226,8 @@ def open_(
         where = p["path"] + (f":{p['lines']['start']}-{p['lines']['end']}" if p["lines"] else "")
         output.info(f"{p['id']}  {where}  ({p['status']})")
         if output.is_tty():
-            _render_passage(p)
+            with output.paged():
+                _render_passage(p)
         else:
             text, h = p["text"], p["highlight"]
             sys.stdout.write(

@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from ..records import EntityDetail, Lineage, Traversal
-from . import completion
+from . import completion, output
 from .common import folder, writing
 from .output import JsonOpt, emit
 
@@ -275,7 +275,8 @@ def page(
     if not name:
         raise typer.BadParameter("give an entity name, or --all")
     built = ops.entity_page(f, name, force=force)
-    emit(built, json_, plain=lambda d: d["markdown"])
+    with output.paged(json_):
+        emit(built, json_, plain=lambda d: d["markdown"])
 
 
 @app.command()

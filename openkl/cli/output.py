@@ -5,9 +5,11 @@ Data goes to stdout; progress, warnings and errors go to stderr.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import typer
@@ -90,6 +92,45 @@ def emit(
     else:
         assert render is not None
         render(data)
+
+
+class _Captured(io.StringIO):
+    """stdout while a pager waits for it: still a terminal, so output is styled as one."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@contextlib.contextmanager
+def paged(json_flag: bool = False) -> Iterator[None]:
+    """Send what the block prints through `$PAGER` (default `less -FRX`), as git does: only
+    when stdout is a terminal and the output is not JSON."""
+    import os
+
+    pager = settings.env("PAGER")
+    pager = "less -FRX" if pager is None else pager.strip()
+    if not sys.stdout.isatty() or want_json(json_flag) or pager in ("", "cat"):
+        yield
+        return
+    real, buf = sys.stdout, _Captured()
+    sys.stdout = buf
+    try:
+        yield
+    finally:
+        sys.stdout = real
+        text = buf.getvalue()
+        if text:
+            import subprocess
+
+            env = {"LESS": "FRX", **os.environ}  # the shell runs $PAGER, as git does
+            real.flush()
+            try:
+                ran = subprocess.run(pager, shell=True, input=text.encode(), env=env, check=False)
+                missing = ran.returncode == 127  # the shell found no such pager
+            except OSError:
+                missing = True
+            if missing:  # print the text itself rather than lose it
+                real.write(text)
 
 
 def warn(message: str) -> None:

@@ -124,7 +124,8 @@ def show(
     if meta or output.want_json(json_):
         emit({**d.entry, **({} if meta else {"text": d.text})}, True)
     else:
-        sys.stdout.write(d.text)
+        with output.paged():
+            sys.stdout.write(d.text)
 
 
 @app.command()
