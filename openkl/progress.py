@@ -29,7 +29,8 @@ def progress(description: str, total: int | None) -> Iterator[Advance]:
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
-        console=Console(stderr=True),
+        # NO_COLOR: no escape codes at all (rich alone would keep bold and dim)
+        console=Console(stderr=True, color_system=None if settings.env("NO_COLOR") else "auto"),
         transient=True,
     ) as bar:
         task = bar.add_task(description, total=total)

@@ -320,6 +320,15 @@ DECLARED: tuple[Setting, ...] = (
         env_only=True,
         nullable=True,
     ),
+    _s(
+        "PAGER",
+        None,
+        str,
+        "Pager for long output on a terminal (`ok store show`, `ok graph page`, "
+        "`ok cite open`); unset: `less -FRX`; empty or `cat`: no pager.",
+        env_only=True,
+        nullable=True,
+    ),
 )
 
 SETTINGS: dict[str, Setting] = {s.key: s for s in DECLARED}

@@ -49,11 +49,20 @@ app = typer.Typer(
 
 Run `ok COMMAND --help` for each command's options and examples.""",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(value: bool) -> None:
+    # eager: runs before click asks for a command, so `ok --version` alone works
+    if value:
+        from importlib.metadata import version
+
+        print(f"ok {version('openkl')}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -71,14 +80,27 @@ def _root(
         None, "--tee", metavar="FILE", help="Also append ops-log lines to this file."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
-    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+    color: str = typer.Option(
+        "auto",
+        "--color",
+        metavar="auto|always|never",
+        help="Styled output: auto (on a terminal, unless NO_COLOR is set), always, never.",
+    ),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        is_eager=True,
+        expose_value=False,
+        callback=_print_version,
+        help="Print the version and exit.",
+    ),
 ) -> None:
-    if version:
-        from importlib.metadata import version as v
-
-        print(v("openkl"))
-        raise typer.Exit()
+    if color not in ("auto", "always", "never"):
+        raise typer.BadParameter(
+            f"{color!r} is not one of auto, always, never", param_hint="'--color'"
+        )
     state.root, state.json, state.tee, state.debug = root, json_, tee, debug
+    state.color = color
 
 
 # -- folder -------------------------------------------------------------------------------
@@ -415,6 +437,9 @@ def _register() -> None:
     from . import config as config_cli
 
     app.add_typer(config_cli.app, name="config")
+    from . import completion as completion_cli
+
+    app.command("completion")(completion_cli.completion)
 
 
 _register()
@@ -423,6 +448,7 @@ _register()
 def run(argv: list[str] | None = None) -> int:
     """Run `ok` with `argv`; expected errors become one line on stderr. Returns the exit code."""
     state.root, state.json, state.tee, state.debug = None, False, None, False
+    state.color = "auto"
     try:
         rv = app(args=argv, prog_name="ok", standalone_mode=False)
         return rv if isinstance(rv, int) else 0

@@ -12,7 +12,7 @@ import typer
 from .. import citations as cit
 from ..errors import BadInput, UsageError
 from ..records import Cite, CitedAt, CitePassage, CiteStatus, FoundAt
-from . import output
+from . import completion, output
 from .common import TagsOpt, folder, split_labels, writing
 from .output import JsonOpt, emit
 
@@ -63,6 +63,7 @@ def make(
         ...,
         help="Search-hit/chunk ids (<doc>#char<s>-<e>), doc "
         "ids, memory ids, a PATH, or `-` for stdin.",
+        autocompletion=completion.note_or_doc_ids,
     ),
     lines: str = typer.Option(
         None, "--lines", metavar="A-B", help="Lines a-b of one PATH or id (1-based)."
@@ -128,7 +129,9 @@ def make(
 )
 def verify(
     refs: list[str] = typer.Argument(
-        None, help="Citation ids, other ids, cite-object JSON files, or `-` (JSON or ids on stdin)."
+        None,
+        help="Citation ids, other ids, cite-object JSON files, or `-` (JSON or ids on stdin).",
+        autocompletion=completion.citation_ids,
     ),
     all_: bool = typer.Option(False, "--all", help="Verify every persisted citation."),
     update: bool = typer.Option(
@@ -193,7 +196,9 @@ def _plain_results(rs: list[CiteStatus]) -> str:
 )
 def open_(
     ref: str = typer.Argument(
-        ..., help="Citation id (or chunk/memory id, or `-` for one cite object on stdin)."
+        ...,
+        help="Citation id (or chunk/memory id, or `-` for one cite object on stdin).",
+        autocompletion=completion.citation_or_note_ids,
     ),
     context: int = typer.Option(
         2, "--context", "-n", metavar="N", help="Lines of context around the span."
@@ -221,7 +226,8 @@ def open_(
         where = p["path"] + (f":{p['lines']['start']}-{p['lines']['end']}" if p["lines"] else "")
         output.info(f"{p['id']}  {where}  ({p['status']})")
         if output.is_tty():
-            _render_passage(p)
+            with output.paged():
+                _render_passage(p)
         else:
             text, h = p["text"], p["highlight"]
             sys.stdout.write(

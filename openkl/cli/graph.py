@@ -7,6 +7,7 @@ from typing import Any
 import typer
 
 from ..records import EntityDetail, Lineage, Traversal
+from . import completion, output
 from .common import folder, writing
 from .output import JsonOpt, emit
 
@@ -72,7 +73,11 @@ def _tsv(rows: list[dict[str, Any]]) -> str:
 
 @app.command()
 def lineage(
-    ref: str = typer.Argument(..., help="A note id, chunk id or document id/path."),
+    ref: str = typer.Argument(
+        ...,
+        help="A note id, chunk id or document id/path.",
+        autocompletion=completion.note_or_doc_ids,
+    ),
     depth: int = typer.Option(5, "--depth", help="How many hops to walk."),
     direction: str = typer.Option(
         "both", "--direction", help="up (where it came from), down (what came of it), both."
@@ -270,7 +275,8 @@ def page(
     if not name:
         raise typer.BadParameter("give an entity name, or --all")
     built = ops.entity_page(f, name, force=force)
-    emit(built, json_, plain=lambda d: d["markdown"])
+    with output.paged(json_):
+        emit(built, json_, plain=lambda d: d["markdown"])
 
 
 @app.command()

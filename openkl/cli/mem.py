@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import output
+from . import completion, output
 from .common import TagsOpt, TopicsOpt, folder, split_labels, writing
 from .output import JsonOpt, emit
 
@@ -64,7 +64,10 @@ def _first_line(text: str) -> str:
 
 @app.command()
 def show(
-    note_id: str = typer.Argument(..., help="Note id (or unique prefix)."), json_: bool = JsonOpt
+    note_id: str = typer.Argument(
+        ..., help="Note id (or unique prefix).", autocompletion=completion.note_ids
+    ),
+    json_: bool = JsonOpt,
 ) -> None:
     """Print a note."""
     from .. import ops
@@ -122,7 +125,7 @@ def search(
 
 @app.command()
 def update(
-    note_id: str = typer.Argument(..., help="Note id."),
+    note_id: str = typer.Argument(..., help="Note id.", autocompletion=completion.note_ids),
     text: str = typer.Option(None, "--text", help="New body (`-` reads stdin)."),
     tags: list[str] = typer.Option(None, "--tags", help="Replace the tags."),
     add_tag: list[str] = typer.Option(None, "--add-tag", help="Add a tag."),
@@ -148,7 +151,10 @@ def update(
 
 
 @app.command()
-def delete(note_id: str = typer.Argument(..., help="Note id."), json_: bool = JsonOpt) -> None:
+def delete(
+    note_id: str = typer.Argument(..., help="Note id.", autocompletion=completion.note_ids),
+    json_: bool = JsonOpt,
+) -> None:
     """Delete a note file and drop it from the graph."""
     from .. import ops
 

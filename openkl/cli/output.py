@@ -5,9 +5,11 @@ Data goes to stdout; progress, warnings and errors go to stderr.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import typer
@@ -23,6 +25,7 @@ class State:
     json: bool = False
     debug: bool = False
     tee: str | None = None
+    color: str = "auto"
 
 
 state = State()
@@ -35,7 +38,16 @@ def want_json(flag: bool) -> bool:
 
 
 def is_tty() -> bool:
-    return sys.stdout.isatty()
+    """Rich (styled) output: stdout is a terminal, or `--color always` asks for it anyway."""
+    return state.color == "always" or sys.stdout.isatty()
+
+
+def styled() -> bool:
+    """Bold, dim and colours at all: `--color` wins; on auto, `NO_COLOR` (any value) turns
+    every style off, not only colours (https://no-color.org)."""
+    if state.color in ("always", "never"):
+        return state.color == "always"
+    return not settings.env("NO_COLOR")
 
 
 def emit_json(data: Any) -> None:
@@ -50,7 +62,16 @@ def emit_jsonl(rows: Iterable[Any]) -> None:
 def console(stderr: bool = False) -> Any:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=not stderr and not is_tty())
+    if not styled():  # no escape codes at all: rich's own NO_COLOR keeps bold and dim
+        return Console(
+            stderr=stderr, highlight=False, soft_wrap=not stderr and not is_tty(), color_system=None
+        )
+    return Console(
+        stderr=stderr,
+        highlight=False,
+        soft_wrap=not stderr and not is_tty(),
+        force_terminal=True if state.color == "always" else None,
+    )
 
 
 def emit(
@@ -71,6 +92,45 @@ def emit(
     else:
         assert render is not None
         render(data)
+
+
+class _Captured(io.StringIO):
+    """stdout while a pager waits for it: still a terminal, so output is styled as one."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@contextlib.contextmanager
+def paged(json_flag: bool = False) -> Iterator[None]:
+    """Send what the block prints through `$PAGER` (default `less -FRX`), as git does: only
+    when stdout is a terminal and the output is not JSON."""
+    import os
+
+    pager = settings.env("PAGER")
+    pager = "less -FRX" if pager is None else pager.strip()
+    if not sys.stdout.isatty() or want_json(json_flag) or pager in ("", "cat"):
+        yield
+        return
+    real, buf = sys.stdout, _Captured()
+    sys.stdout = buf
+    try:
+        yield
+    finally:
+        sys.stdout = real
+        text = buf.getvalue()
+        if text:
+            import subprocess
+
+            env = {"LESS": "FRX", **os.environ}  # the shell runs $PAGER, as git does
+            real.flush()
+            try:
+                ran = subprocess.run(pager, shell=True, input=text.encode(), env=env, check=False)
+                missing = ran.returncode == 127  # the shell found no such pager
+            except OSError:
+                missing = True
+            if missing:  # print the text itself rather than lose it
+                real.write(text)
 
 
 def warn(message: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from ..records import DocVersion
-from . import output
+from . import completion, output
 from .common import folder, writing
 from .output import JsonOpt, emit
 
@@ -111,7 +111,9 @@ def list_(
 
 @app.command()
 def show(
-    doc: str = typer.Argument(..., help="Doc id, id prefix or path."),
+    doc: str = typer.Argument(
+        ..., help="Doc id, id prefix or path.", autocompletion=completion.doc_ids
+    ),
     meta: bool = typer.Option(False, "--meta", help="Only the mapping entry."),
     json_: bool = JsonOpt,
 ) -> None:
@@ -122,12 +124,15 @@ def show(
     if meta or output.want_json(json_):
         emit({**d.entry, **({} if meta else {"text": d.text})}, True)
     else:
-        sys.stdout.write(d.text)
+        with output.paged():
+            sys.stdout.write(d.text)
 
 
 @app.command()
 def remove(
-    doc: str = typer.Argument(..., help="Doc id, id prefix or path."),
+    doc: str = typer.Argument(
+        ..., help="Doc id, id prefix or path.", autocompletion=completion.doc_ids
+    ),
     keep_source: bool = typer.Option(False, "--keep-source", help="Keep the original."),
     json_: bool = JsonOpt,
 ) -> None:
@@ -255,7 +260,9 @@ def repo(
 
 @app.command()
 def history(
-    doc: str = typer.Argument(..., help="Doc id (any version), prefix or path."),
+    doc: str = typer.Argument(
+        ..., help="Doc id (any version), prefix or path.", autocompletion=completion.doc_ids
+    ),
     json_: bool = JsonOpt,
 ) -> None:
     """Every version of a document, newest first, with drift from the version before.
@@ -282,7 +289,9 @@ def history(
 
 @app.command()
 def policy(
-    docs: list[str] = typer.Argument(..., help="Doc ids, prefixes or paths."),
+    docs: list[str] = typer.Argument(
+        ..., help="Doc ids, prefixes or paths.", autocompletion=completion.doc_ids
+    ),
     every: str = RefreshOpt,
     cron: str = CronOpt,
     clear: bool = typer.Option(False, "--clear", help="Remove the refresh policy."),
