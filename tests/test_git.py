@@ -77,3 +77,42 @@ def test_two_clones_append_events_and_merge(
     git(b, "push", "-q", "origin", "HEAD")
     git(a, "pull", "-q", "--no-edit", "origin", "main")
     assert (a / "events/2026-05.jsonl").read_text() == (b / "events/2026-05.jsonl").read_text()
+
+
+def test_fresh_clone_syncs_and_searches(team: tuple[Path, Path]) -> None:
+    a, _ = team
+    # the graph is derived and not committed; the mapping is, so provenance survives
+    assert not (a / ".ok/kuzu").exists()
+    mapping = (a / ".ok/mapping.jsonl").read_text()
+    assert "store/sources/docs/crispr-gene-editing.txt" in mapping
+    r = run_ok("--root", str(a), "sync")
+    assert r.code == 0, r.err
+    r = run_ok("--root", str(a), "search", "CRISPR gene editing", "--json")
+    assert r.code == 0, r.err
+    assert any("crispr" in json.dumps(h).lower() for h in r.json())
+    # syncing a fresh clone leaves the committed files as they were
+    assert not git(a, "status", "--porcelain", "--untracked-files=no")
+
+
+def test_two_clones_ingest_and_merge_the_mapping(team: tuple[Path, Path]) -> None:
+    a, b = team
+    for clone, text in (
+        (a, "Alice writes about tidal power."),
+        (b, "Bob writes about wind farms."),
+    ):
+        doc = clone.parent / f"{clone.name}-note.txt"
+        doc.write_text(text + "\n")
+        assert run_ok("--root", str(clone), "sync").code == 0
+        r = run_ok("--root", str(clone), "store", "ingest", str(doc))
+        assert r.code == 0, r.err
+        git(clone, "add", "-A")
+        git(clone, "commit", "-qm", f"a document from {clone.name}")
+    git(a, "push", "-q", "origin", "HEAD")
+    git(b, "pull", "-q", "--no-edit", "origin", "main")
+    assert not git(b, "diff", "--name-only", "--diff-filter=U")
+    r = run_ok("--root", str(b), "sync")
+    assert r.code == 0, r.err
+    r = run_ok("--root", str(b), "store", "list", "--json")
+    assert r.code == 0, r.err
+    listed = json.dumps(r.json())
+    assert "a-note" in listed and "b-note" in listed
