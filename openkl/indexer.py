@@ -484,6 +484,8 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
             crash.point("rebuild.loading")
     if target is not None:
         Graph.swap_in(folder.kuzu_dir)
+    # the topic links are a view of the notes: a pull or a hand edit can add or remove notes
+    notes_mod.sync_topics(folder, notes)
     return rep
 
 
