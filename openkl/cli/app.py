@@ -129,6 +129,11 @@ def sync(json_: bool = JsonOpt) -> None:
 def _report_sync(rep: Any, json_: bool) -> None:
     for p in rep.problems:
         output.warn(_problem_line(p))
+    for src in rep.sources_kept:
+        output.warn(
+            f"{src} is kept though its normalized file was deleted "
+            "(delete it too if the document is meant to go; `ok store remove` drops both)"
+        )
 
     def plain(d: dict[str, Any]) -> str:
         parts = [
@@ -154,6 +159,8 @@ def _report_sync(rep: Any, json_: bool) -> None:
             parts.append("entities of a cut-off load consolidated")
         if d["recovered"]:
             parts.append("index rebuilt from the files after a killed writer")
+        if d["sources_kept"]:
+            parts.append(f"{len(d['sources_kept'])} originals kept in store/sources/")
         done = (
             (", ".join(parts) + f" ({d['chunks_added']} chunks embedded).")
             if parts
