@@ -64,7 +64,7 @@ def _root(
         "-C",
         envvar="OK_ROOT",
         metavar="DIR",
-        help="Knowledge folder (default: nearest parent with .ok/).",
+        help="Knowledge folder (default: nearest parent with .ok/); also after the subcommand.",
     ),
     json_: bool = typer.Option(False, "--json", help="JSON output for every command."),
     tee: str = typer.Option(
@@ -427,9 +427,37 @@ def _register() -> None:
 _register()
 
 
+_ROOT_FLAGS = ("-C", "--root")
+
+
+def hoist_root(argv: list[str]) -> list[str]:
+    """Move `-C DIR` / `--root DIR` / `--root=DIR` given after the subcommand to the front,
+    where the top-level option is parsed, so `ok search x -C DIR` works like `ok -C DIR
+    search x`. Nothing after `--` is touched; no subcommand has an option of these names."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            rest.extend(argv[i:])
+            break
+        if a in _ROOT_FLAGS and i + 1 < len(argv):
+            front += [a, argv[i + 1]]
+            i += 2
+            continue
+        if a.startswith("--root="):
+            front.append(a)
+        else:
+            rest.append(a)
+        i += 1
+    return front + rest
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run `ok` with `argv`; expected errors become one line on stderr. Returns the exit code."""
     state.root, state.json, state.tee, state.debug = None, False, None, False
+    argv = hoist_root(sys.argv[1:] if argv is None else argv)
     try:
         rv = app(args=argv, prog_name="ok", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
