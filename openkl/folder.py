@@ -51,6 +51,16 @@ memories/topics/
 graph/
 """
 
+# what `ok init` writes to .gitattributes: how git merges the files that two clones both add
+# lines to. The event log is only ever appended to; the mapping is appended to and compacted
+# by `ok sync`, and reads the last line of an id as its entry, so a line kept from both sides
+# still loads (docs/git.md).
+GITATTRIBUTES = """\
+# Written by `ok init`: lines added on both sides of a merge are all kept (docs/git.md).
+events/*.jsonl merge=union
+.ok/mapping.jsonl merge=union
+"""
+
 
 def utcnow() -> dt.datetime:
     """The current time in UTC; `OK_NOW` (ISO 8601) pins it for reproducible runs and tests."""
@@ -271,6 +281,16 @@ class Folder:
             atomic_write(
                 gi,
                 gi.read_text(encoding="utf-8", errors="replace").rstrip("\n") + "\n\n" + GITIGNORE,
+            )
+        ga = root / ".gitattributes"
+        if not ga.exists():
+            atomic_write(ga, GITATTRIBUTES)
+        elif "events/*.jsonl" not in ga.read_text(encoding="utf-8", errors="replace"):
+            atomic_write(
+                ga,
+                ga.read_text(encoding="utf-8", errors="replace").rstrip("\n")
+                + "\n\n"
+                + GITATTRIBUTES,
             )
         if not folder.mapping_path.exists():
             atomic_write(folder.mapping_path, "")

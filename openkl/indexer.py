@@ -313,6 +313,9 @@ class SyncReport:
     docs_missing: list[str] = field(default_factory=list)  # in the mapping, not on disk
     docs_unlinked: list[str] = field(default_factory=list)  # old versions without SUPERSEDES
     recovered: list[str] = field(default_factory=list)  # derived anew after a replayed log
+    # originals left in store/sources/ when their normalized file was deleted by hand: kept,
+    # since the original may be the only copy of what was fetched (`ok store remove` drops both)
+    sources_kept: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -484,6 +487,8 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
             crash.point("rebuild.loading")
     if target is not None:
         Graph.swap_in(folder.kuzu_dir)
+    # the topic links are a view of the notes: a pull or a hand edit can add or remove notes
+    notes_mod.sync_topics(folder, notes)
     return rep
 
 
@@ -593,11 +598,17 @@ def _sync_mapping(
             e["path"], e["current"] = rel, True
             e.pop("superseded_by", None)
             changed = True
+    gone = []
     for did in list(entries):
         e = entries[did]
         if e.get("current", True) and did not in files:
-            del entries[did]
+            gone.append(entries.pop(did))
             changed = True
+    used = {(e.get("source") or {}).get("path") for e in entries.values()}
+    for e in gone:
+        src = (e.get("source") or {}).get("path") or ""
+        if src.startswith("store/sources/") and src not in used and (folder.root / src).exists():
+            rep.sources_kept.append(src)
     if changed:
         mapping_mod.save(folder, entries)
 

@@ -1,11 +1,13 @@
 """Memory notes: markdown files with YAML frontmatter under `memories/by_date/YYYY-MM/DD/`.
 
 The file is the note. Its id (`m-YYYYMMDD-xxxx`) lives in the frontmatter and survives edits;
-`memories/topics/<slug>/` holds symlinks regenerated from tags and topics (a view only).
+`memories/topics/<slug>/` holds symlinks from tags and topics (a view only), kept current by
+every add, update and delete and by `ok sync`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import os
@@ -203,6 +205,7 @@ def add(
     atomic_write(path, note.to_text())
     crash.point("note.written")
     events.emit(folder, "mem_added", note=note.id, path=folder.rel(path), tags=note.tags or None)
+    _relink(folder, path, [], note.topics + note.tags)
     return read_note(path, folder)
 
 
@@ -302,6 +305,7 @@ def update(
     add_tags: list[str] | None = None,
 ) -> Note:
     note = find(folder, note_id)
+    old_labels = note.topics + note.tags
     if text is not None:
         if not text.strip():
             raise BadInput("the new text is empty", "use `ok mem delete` to remove a note")
@@ -318,6 +322,7 @@ def update(
     atomic_write(note.path, note.to_text())
     crash.point("note.written")
     events.emit(folder, "mem_updated", note=note.id, path=folder.rel(note.path))
+    _relink(folder, note.path, old_labels, note.topics + note.tags)
     return read_note(note.path, folder)
 
 
@@ -330,12 +335,59 @@ def delete(folder: Folder, note_id: str) -> Note:
         if d != folder.by_date_dir and d.exists() and not any(d.iterdir()):
             d.rmdir()
     events.emit(folder, "mem_deleted", note=note.id, path=folder.rel(note.path))
+    _relink(folder, note.path, note.topics + note.tags, [])
     return note
 
 
 def slug(label: str) -> str:
     s = re.sub(r"[^\w.-]+", "-", label.strip().lower(), flags=re.U).strip("-.")
     return s or "untitled"
+
+
+def _relink(folder: Folder, path: Path, old: list[str], new: list[str]) -> None:
+    """Move one note's links in `memories/topics/` from its `old` labels to its `new` ones
+    (a deleted note has none), so the view never points at a file that is gone."""
+    keep = {slug(label) for label in new}
+    for s in {slug(label) for label in old} - keep:
+        d = folder.topics_dir / s
+        link = d / path.name
+        if link.is_symlink():
+            link.unlink()
+        if d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
+    if not path.exists():
+        return
+    for s in keep:
+        d = folder.topics_dir / s
+        d.mkdir(parents=True, exist_ok=True)
+        link = d / path.name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(os.path.relpath(path, d))
+
+
+def sync_topics(folder: Folder, notes: dict[str, Note]) -> None:
+    """Make `memories/topics/` match `notes` (what `ok sync` found): links to notes gone,
+    moved or relabelled since are taken out, links for new labels are made, empty topic
+    folders removed. Files that are not links are left alone."""
+    want: dict[Path, Path] = {}
+    for n in notes.values():
+        assert n.path is not None
+        for label in dict.fromkeys(n.topics + n.tags):
+            want[folder.topics_dir / slug(label) / n.path.name] = n.path
+    have = [p for p in folder.topics_dir.glob("*/*") if p.is_symlink()]
+    for link in have:
+        target = want.get(link)
+        if target is None or link.resolve() != target.resolve():
+            link.unlink()
+    for link, target in want.items():
+        if not link.is_symlink():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                link.symlink_to(os.path.relpath(target, link.parent))
+    for d in folder.topics_dir.glob("*"):
+        if d.is_dir() and not d.is_symlink() and not any(d.iterdir()):
+            d.rmdir()
 
 
 def regenerate_topics(folder: Folder) -> dict[str, int]:

@@ -369,6 +369,7 @@ class SyncReportDict(TypedDict):
     docs_missing: list[str]  # in the mapping, not on disk
     docs_unlinked: list[str]  # old versions without SUPERSEDES
     recovered: list[str]  # ["graph"]: derived anew after a replayed log
+    sources_kept: list[str]  # originals under store/sources/ of normalized files deleted by hand
     changed: bool
     unreadable: list[str]  # paths of the problems of kind unreadable
 

@@ -277,3 +277,24 @@ def test_mcp_server_refuses_files_without_read_only(example_kf: Path, tmp_path: 
 
     serve([example_kf], go)
     assert not list(tmp_path.glob("leak*"))
+
+
+def test_unaliased_columns_get_the_query_text_as_headers(example_kf: Path) -> None:
+    q = (
+        "MATCH (d:Doc) RETURN count(*), lower(d.title) AS low, size(d.title) > 2, "
+        "d.title + ', x' ORDER BY low LIMIT 1"
+    )
+    r = run_ok("graph", "cypher", q)
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[0].split("\t") == [
+        "count(*)",
+        "low",
+        "size(d.title) > 2",
+        "d.title + ', x'",
+    ]
+    # JSON keeps the engine's column names, as before
+    keys = list(run_ok("graph", "cypher", q, "--json").json()[0])
+    assert keys[0] == "COUNT_STAR()" and keys[1] == "low"
+    # RETURN * has nothing to name the columns by: the engine's names stay
+    r = run_ok("graph", "cypher", "MATCH (d:Doc) RETURN * LIMIT 1")
+    assert r.code == 0 and r.out.splitlines()[0] == "d"

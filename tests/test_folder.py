@@ -120,3 +120,25 @@ def test_init_in_a_read_only_directory(tmp_path: Path) -> None:
         assert r.err.startswith(f"Error: cannot create a knowledge folder at {ro / 'kb'}")
     finally:
         ro.chmod(0o755)
+
+
+def test_root_option_after_the_subcommand(
+    example_kf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OK_ROOT")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    root = str(example_kf)
+    r = run_ok("search", "CRISPR gene editing", "-C", root, "--json", cwd=elsewhere)
+    assert r.code == 0, r.err
+    assert "crispr" in r.out.lower()
+    r = run_ok("status", "--root", root, "--json", cwd=elsewhere)
+    assert r.code == 0, r.err
+    assert r.json()["root"] == str(example_kf.resolve())
+    r = run_ok("mem", "add", "said after the command", f"--root={root}", cwd=elsewhere)
+    assert r.code == 0, r.err
+    r = run_ok("mem", "list", "--json", "-C", root, cwd=elsewhere)
+    assert "said after the command" in r.out
+    # before the subcommand, as always; and a note whose text is `-C` after `--` stays text
+    r = run_ok("-C", root, "mem", "add", "--", "-C", cwd=elsewhere)
+    assert r.code == 0, r.err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from conftest import run_ok
@@ -114,3 +115,36 @@ def test_broken_frontmatter_is_reported_and_kept(kf: Path) -> None:
     assert bad.exists() and unclosed.exists() and latin.exists()
     ids = [n["id"] for n in run_ok("mem", "list", "--json").json()]
     assert ids == [good]
+
+
+def _topic_view(kf: Path) -> dict[str, list[str]]:
+    """The links under memories/topics/, by topic; fails if any of them dangles."""
+    out: dict[str, list[str]] = {}
+    for link in sorted((kf / "memories/topics").glob("*/*")):
+        assert link.is_symlink() and link.exists(), f"{link} dangles"
+        out.setdefault(link.parent.name, []).append(link.stem)
+    return out
+
+
+def test_topic_links_follow_add_update_delete_and_sync(kf: Path) -> None:
+    # no `ok mem topics` anywhere here: every write keeps the view current
+    a = run_ok("mem", "add", "first", "--topics", "kuzu", "--tags", "db").out.strip()
+    b = run_ok("mem", "add", "second", "--topics", "kuzu").out.strip()
+    assert _topic_view(kf) == {"db": [a], "kuzu": sorted([a, b])}
+    assert run_ok("mem", "update", a, "--topics", "storage", "--tags", "db").code == 0
+    assert _topic_view(kf) == {"db": [a], "kuzu": [b], "storage": [a]}
+    assert run_ok("mem", "delete", a).code == 0
+    assert _topic_view(kf) == {"kuzu": [b]}
+    # notes arriving by hand (a git pull) or taken away show up after sync
+    d = kf / "memories/by_date/2026-01/05"
+    d.mkdir(parents=True)
+    (d / "m-20260105-abcd.md").write_text(
+        "---\nid: m-20260105-abcd\nts: 2026-01-05T10:00:00Z\ntopics: [pulled]\n---\nFrom git.\n"
+    )
+    _note_file(kf, b).unlink()
+    assert run_ok("sync").code == 0
+    assert _topic_view(kf) == {"pulled": ["m-20260105-abcd"]}
+    # a fresh clone has no topics folder at all (it is ignored by git)
+    shutil.rmtree(kf / "memories/topics")
+    assert run_ok("sync").code == 0
+    assert _topic_view(kf) == {"pulled": ["m-20260105-abcd"]}

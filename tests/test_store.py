@@ -202,3 +202,16 @@ def test_ocr_without_tesseract_is_refused_before_any_work(
     assert r.code == 1
     assert "tesseract is not installed" in r.err and "apt-get install" in r.err
     assert not list((kf / "store/normalized").rglob("*.ok.md"))
+
+
+def test_sync_reports_the_original_of_a_deleted_normalized_file(example_kf: Path) -> None:
+    norm = example_kf / "store/normalized/docs/crispr-gene-editing.ok.md"
+    src = "store/sources/docs/crispr-gene-editing.txt"
+    norm.unlink()
+    r = run_ok("sync", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["sources_kept"] == [src]
+    assert f"{src} is kept" in r.err and (example_kf / src).exists()
+    # said once: the next sync has nothing to say
+    r = run_ok("sync")
+    assert r.code == 0 and "is kept" not in r.err

@@ -73,7 +73,7 @@ def _root(
         "-C",
         envvar="OK_ROOT",
         metavar="DIR",
-        help="Knowledge folder (default: nearest parent with .ok/).",
+        help="Knowledge folder (default: nearest parent with .ok/); also after the subcommand.",
     ),
     json_: bool = typer.Option(False, "--json", help="JSON output for every command."),
     tee: str = typer.Option(
@@ -151,6 +151,11 @@ def sync(json_: bool = JsonOpt) -> None:
 def _report_sync(rep: Any, json_: bool) -> None:
     for p in rep.problems:
         output.warn(_problem_line(p))
+    for src in rep.sources_kept:
+        output.warn(
+            f"{src} is kept though its normalized file was deleted "
+            "(delete it too if the document is meant to go; `ok store remove` drops both)"
+        )
 
     def plain(d: dict[str, Any]) -> str:
         parts = [
@@ -176,6 +181,8 @@ def _report_sync(rep: Any, json_: bool) -> None:
             parts.append("entities of a cut-off load consolidated")
         if d["recovered"]:
             parts.append("index rebuilt from the files after a killed writer")
+        if d["sources_kept"]:
+            parts.append(f"{len(d['sources_kept'])} originals kept in store/sources/")
         done = (
             (", ".join(parts) + f" ({d['chunks_added']} chunks embedded).")
             if parts
@@ -445,10 +452,38 @@ def _register() -> None:
 _register()
 
 
+_ROOT_FLAGS = ("-C", "--root")
+
+
+def hoist_root(argv: list[str]) -> list[str]:
+    """Move `-C DIR` / `--root DIR` / `--root=DIR` given after the subcommand to the front,
+    where the top-level option is parsed, so `ok search x -C DIR` works like `ok -C DIR
+    search x`. Nothing after `--` is touched; no subcommand has an option of these names."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            rest.extend(argv[i:])
+            break
+        if a in _ROOT_FLAGS and i + 1 < len(argv):
+            front += [a, argv[i + 1]]
+            i += 2
+            continue
+        if a.startswith("--root="):
+            front.append(a)
+        else:
+            rest.append(a)
+        i += 1
+    return front + rest
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run `ok` with `argv`; expected errors become one line on stderr. Returns the exit code."""
     state.root, state.json, state.tee, state.debug = None, False, None, False
     state.color = "auto"
+    argv = hoist_root(sys.argv[1:] if argv is None else argv)
     try:
         rv = app(args=argv, prog_name="ok", standalone_mode=False)
         return rv if isinstance(rv, int) else 0

@@ -61,14 +61,67 @@ def cypher(
             rows = ops.cypher(f, query, params, write=True)
     else:
         rows = ops.cypher(f, query, params)
-    emit(rows, json_, plain=_tsv)
+    # JSON keys stay the engine's column names (stable for scripts; `AS` names them);
+    # the table's headers are the RETURN items as written
+    emit(rows, json_, plain=lambda rs: _tsv(rs, _return_items(query)))
 
 
-def _tsv(rows: list[dict[str, Any]]) -> str:
+def _tsv(rows: list[dict[str, Any]], headers: list[str] | None = None) -> str:
     if not rows:
         return ""
     cols = list(rows[0])
-    return "\n".join(["\t".join(cols)] + ["\t".join(str(r[c]) for c in cols) for r in rows])
+    shown = headers if headers and len(headers) == len(cols) else cols
+    return "\n".join(["\t".join(shown)] + ["\t".join(str(r[c]) for c in cols) for r in rows])
+
+
+def _return_items(query: str) -> list[str] | None:
+    """The items of the query's last RETURN as written (`count(*)`, not `COUNT_STAR()`),
+    an alias for an item with `AS`; None when they cannot be told apart (`RETURN *`)."""
+    import re
+
+    items: list[str] = []
+    depth, quote, start, cur, i = 0, "", -1, "", 0
+    q = query.strip().rstrip(";")
+    tail_kw = re.compile(r"(ORDER\s+BY|SKIP|LIMIT|UNION)\b", re.I)
+    while i < len(q):
+        c = q[i]
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "'\"`":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and start >= 0 and c == ",":
+            items.append(cur)
+            cur = ""
+            i += 1
+            continue
+        elif depth == 0 and (i == 0 or not (q[i - 1].isalnum() or q[i - 1] == "_")):
+            if re.match(r"RETURN\b", q[i:], re.I):
+                start, items, cur = i + 6, [], ""
+                i += 6
+                continue
+            if start >= 0 and tail_kw.match(q[i:]):
+                break
+        if start >= 0:
+            cur += c
+        i += 1
+    if start < 0:
+        return None
+    items.append(cur)
+    items = [" ".join(x.split()) for x in items]
+    if items and re.match(r"DISTINCT\b", items[0], re.I):
+        items[0] = items[0][8:].strip()
+    if not all(items) or items == ["*"]:
+        return None
+    out = []
+    for x in items:
+        m = re.search(r"\s+AS\s+`?(\w+)`?$", x, re.I)
+        out.append(m.group(1) if m else x)
+    return out
 
 
 @app.command()
