@@ -142,3 +142,19 @@ def test_root_option_after_the_subcommand(
     # before the subcommand, as always; and a note whose text is `-C` after `--` stays text
     r = run_ok("-C", root, "mem", "add", "--", "-C", cwd=elsewhere)
     assert r.code == 0, r.err
+
+
+def test_ok_mcp_keeps_its_own_roots() -> None:
+    """`ok mcp --root A --root B` serves two folders: its --root is not the global one."""
+    from openkl.cli.app import hoist_root
+
+    argv = ["mcp", "--root", "a", "--root", "b", "--read-only"]
+    assert hoist_root(argv) == argv
+    assert hoist_root(["--color", "never", "mcp", "--root", "a"]) == [
+        "--color",
+        "never",
+        "mcp",
+        "--root",
+        "a",
+    ]
+    assert hoist_root(["search", "x", "-C", "d"]) == ["-C", "d", "search", "x"]

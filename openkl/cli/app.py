@@ -453,12 +453,34 @@ _register()
 
 
 _ROOT_FLAGS = ("-C", "--root")
+_VALUED_GLOBALS = {"-C", "--root", "--tee", "--color"}
+_OWN_ROOT = {"mcp"}  # subcommands with a --root option of their own
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand's name: the first argument that is neither a global option nor the
+    value of one."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return None
+        if a in _VALUED_GLOBALS:
+            i += 2
+            continue
+        if not a.startswith("-"):
+            return a
+        i += 1
+    return None
 
 
 def hoist_root(argv: list[str]) -> list[str]:
     """Move `-C DIR` / `--root DIR` / `--root=DIR` given after the subcommand to the front,
     where the top-level option is parsed, so `ok search x -C DIR` works like `ok -C DIR
-    search x`. Nothing after `--` is touched; no subcommand has an option of these names."""
+    search x`. Nothing after `--` is touched, nor the arguments of `ok mcp`, whose own
+    repeatable `--root` names the folders it serves."""
+    if _command_of(argv) in _OWN_ROOT:
+        return argv
     front: list[str] = []
     rest: list[str] = []
     i = 0
