@@ -274,24 +274,8 @@ class Folder:
         if not folder.config_path.exists():
             cfg = {"version": CONFIG_VERSION, "domain": domain or root.name}
             folder.write_config(cfg)
-        gi = root / ".gitignore"
-        if not gi.exists():
-            atomic_write(gi, GITIGNORE)
-        elif ".ok/kuzu/" not in gi.read_text(encoding="utf-8", errors="replace"):
-            atomic_write(
-                gi,
-                gi.read_text(encoding="utf-8", errors="replace").rstrip("\n") + "\n\n" + GITIGNORE,
-            )
-        ga = root / ".gitattributes"
-        if not ga.exists():
-            atomic_write(ga, GITATTRIBUTES)
-        elif "events/*.jsonl" not in ga.read_text(encoding="utf-8", errors="replace"):
-            atomic_write(
-                ga,
-                ga.read_text(encoding="utf-8", errors="replace").rstrip("\n")
-                + "\n\n"
-                + GITATTRIBUTES,
-            )
+        _ensure_block(root / ".gitignore", GITIGNORE, ".ok/kuzu/")
+        _ensure_block(root / ".gitattributes", GITATTRIBUTES, "events/*.jsonl")
         if not folder.mapping_path.exists():
             atomic_write(folder.mapping_path, "")
         return folder
@@ -539,3 +523,14 @@ __all__ = [
     "parse_time",
     "utcnow",
 ]
+
+
+def _ensure_block(path: Path, block: str, marker: str) -> None:
+    """Write `block` to a git file (.gitignore, .gitattributes), or append it to the user's
+    own file when that does not have it yet (`marker` is a line only the block has)."""
+    if not path.exists():
+        atomic_write(path, block)
+        return
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if marker not in text:
+        atomic_write(path, text.rstrip("\n") + "\n\n" + block)
