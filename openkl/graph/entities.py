@@ -135,22 +135,18 @@ class EntityQueries(EntityWrites):
     # -- mentions -------------------------------------------------------------------
     def chunk_mentions(self, eid: str, limit: int) -> list[Mention]:
         """The chunks that mention an entity, most confident first (ties by chunk id)."""
-        return [
-            {"id": r["id"], "confidence": r["c"]}
-            for r in self.query(
-                "MATCH (c:Chunk)-[m:MENTIONS]->(e:Entity {id: $id}) RETURN c.id AS id,"
-                " m.confidence AS c ORDER BY m.confidence DESC, c.id LIMIT $k",
-                {"id": eid, "k": limit},
-            )
-        ]
+        return self._mentions_of("Chunk", eid, limit)
 
     def note_mentions(self, eid: str, limit: int) -> list[Mention]:
         """The memory notes that mention an entity, most confident first (ties by note id)."""
+        return self._mentions_of("MemoryNote", eid, limit)
+
+    def _mentions_of(self, label: str, eid: str, limit: int) -> list[Mention]:
         return [
             {"id": r["id"], "confidence": r["c"]}
             for r in self.query(
-                "MATCH (n:MemoryNote)-[m:MENTIONS]->(e:Entity {id: $id}) RETURN n.id AS id,"
-                " m.confidence AS c ORDER BY m.confidence DESC, n.id LIMIT $k",
+                f"MATCH (x:{label})-[m:MENTIONS]->(e:Entity {{id: $id}}) RETURN x.id AS id,"
+                " m.confidence AS c ORDER BY m.confidence DESC, x.id LIMIT $k",
                 {"id": eid, "k": limit},
             )
         ]
