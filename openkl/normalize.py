@@ -129,8 +129,25 @@ def title_of(text: str, fallback: str = "") -> str:
     return fallback
 
 
+SNIFF_BYTES = 8192
+
+
 def _looks_binary(data: bytes) -> bool:
-    return b"\x00" in data[:8192]
+    return b"\x00" in data[:SNIFF_BYTES]
+
+
+def looks_like_text(head: bytes) -> bool:
+    """Whether a file's first bytes read as text: no NUL byte and valid UTF-8 (a character
+    cut off at the end of `head` is fine)."""
+    import codecs
+
+    if _looks_binary(head):
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head[:SNIFF_BYTES], final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def extract_bytes(data: bytes, name: str, where: str | None = None, ocr: bool = False) -> Extracted:

@@ -215,3 +215,27 @@ def test_sync_reports_the_original_of_a_deleted_normalized_file(example_kf: Path
     # said once: the next sync has nothing to say
     r = run_ok("sync")
     assert r.code == 0 and "is kept" not in r.err
+
+
+def test_extensionless_text_is_ingested_and_other_files_are_reported(
+    kf: Path, tmp_path: Path
+) -> None:
+    src = tmp_path / "pkg"
+    src.mkdir()
+    (src / "README").write_text("Lighthouses guide ships past the rocks at night.\n")
+    (src / "README.Debian").write_text("Debian notes: the lamp package needs a keeper.\n")
+    (src / "a.out").write_bytes(b"\x7fELF\x00\x00\x01")
+    (src / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (src / "latin1.dat").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    r = run_ok("store", "ingest", str(src), "--json")
+    assert r.code == 1
+    rep = r.json()
+    assert sorted(Path(a["origin"]).name for a in rep["added"]) == ["README", "README.Debian"]
+    reasons = {Path(s["path"]).name: s["reason"] for s in rep["skipped"]}
+    assert set(reasons) == {"a.out", "logo.png", "latin1.dat"}
+    assert "not a supported file type ('.out')" in reasons["a.out"]
+    assert "--ocr" in reasons["logo.png"]
+    assert "not UTF-8 text" in reasons["latin1.dat"]
+    plain = run_ok("store", "ingest", str(src))
+    assert "0 added, 2 unchanged, 3 skipped" in plain.out
+    assert "skipped " + str(src / "a.out") in plain.err
