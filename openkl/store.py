@@ -576,8 +576,26 @@ def ingest_paths(
     if ocr:
         require_ocr()
     cands, skipped = collect(folder, paths, glob, recursive, ocr, follow, confine)
+    if not cands and not skipped:
+        raise NotFound(*_nothing_matched(paths, glob, recursive))
     rep = IngestReport(skipped=skipped)
     return ingest(folder, cands, rep, policy=policy, ocr=ocr)
+
+
+def _nothing_matched(paths: list[str], glob: list[str] | None, recursive: bool) -> tuple[str, str]:
+    """The message and hint for an ingest that found no file to read."""
+    where = ", ".join(shown(p) for p in paths)
+    if glob:
+        pats = " ".join(f"'{g}'" for g in glob)
+        return (
+            f"no file in {where} matches --glob {pats}",
+            "a pattern matches a file's name or its path under the directory, e.g. "
+            "--glob '*.pdf' or --glob 'docs/*.md'",
+        )
+    hint = "name files directly, or a directory with documents in it"
+    if not recursive:
+        hint = "drop --no-recursive to look in subdirectories too"
+    return f"no files to ingest in {where}", hint
 
 
 # NAME_MAX less room for the `.ok.md` suffix, a disambiguating id and atomic_write's temp name

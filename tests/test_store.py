@@ -239,3 +239,21 @@ def test_extensionless_text_is_ingested_and_other_files_are_reported(
     plain = run_ok("store", "ingest", str(src))
     assert "0 added, 2 unchanged, 3 skipped" in plain.out
     assert "skipped " + str(src / "a.out") in plain.err
+
+
+def test_ingest_matching_nothing_is_an_error(kf: Path, tmp_path: Path) -> None:
+    src = tmp_path / "papers"
+    src.mkdir()
+    (src / "notes.md").write_text("Some notes about lighthouses.\n")
+    before = sorted(p.relative_to(kf) for p in kf.rglob("*"))
+    r = run_ok("store", "ingest", str(src), "--glob", "*.pdf")
+    assert r.code == 1 and r.out == ""
+    assert r.err.strip().splitlines() == [
+        f"Error: no file in {src} matches --glob '*.pdf' (hint: a pattern matches a file's "
+        "name or its path under the directory, e.g. --glob '*.pdf' or --glob 'docs/*.md')"
+    ]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run_ok("store", "ingest", str(empty), "--json")
+    assert r.code == 1 and "no files to ingest in" in r.err and "hint:" in r.err
+    assert sorted(p.relative_to(kf) for p in kf.rglob("*")) == before
