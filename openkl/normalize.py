@@ -118,7 +118,44 @@ def normalize_text(text: str) -> str:
     return text + "\n" if text else ""
 
 
+_FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*(?:\n|\Z)", re.S)
+
+
+def frontmatter(text: str) -> tuple[dict[str, Any], int]:
+    """A leading YAML block (`---` lines around a mapping) and where the body after it
+    starts; `({}, 0)` when the text has none, or the block is not a YAML mapping.
+
+    The block stays in the normalized file (the doc id is the hash of the whole text, and
+    spans point into it); only the chunks, and so the index, leave it out.
+    """
+    m = _FRONT.match(text)
+    if not m:
+        return {}, 0
+    import yaml
+
+    try:
+        meta = yaml.safe_load(m.group(1) or "")
+    except yaml.YAMLError:
+        return {}, 0
+    if not isinstance(meta, dict):
+        return {}, 0
+    return meta, m.end()
+
+
+def _tags(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = re.split(r"[,\s]+", value)
+    if not isinstance(value, list):
+        return []
+    return [str(v).strip() for v in value if str(v).strip()]
+
+
 def title_of(text: str, fallback: str = "") -> str:
+    meta, body = frontmatter(text)
+    named = meta.get("title")
+    if isinstance(named, str | int | float) and str(named).strip():
+        return str(named).strip()
+    text = text[body:]
     for line in text.splitlines()[:50]:
         m = re.match(r"^#{1,3}\s+(.+?)\s*#*\s*$", line)
         if m:
@@ -191,7 +228,13 @@ def extract_bytes(data: bytes, name: str, where: str | None = None, ocr: bool = 
     if not text.strip():
         raise BadInput(f"{where}: only whitespace, nothing to index", "add content or leave it out")
     media = "text/markdown" if suffix in MARKDOWN_LIKE or not suffix else "text/plain"
-    return Extracted(text=text, media_type=media, title=title_of(text, Path(name).stem))
+    tags = _tags(frontmatter(text)[0].get("tags"))
+    return Extracted(
+        text=text,
+        media_type=media,
+        title=title_of(text, Path(name).stem),
+        meta={"tags": tags} if tags else {},
+    )
 
 
 _META_LINE = re.compile(r"^\s*(?:#+\s*)?[\w-]+:\s.*$|^\s*$")

@@ -257,3 +257,33 @@ def test_ingest_matching_nothing_is_an_error(kf: Path, tmp_path: Path) -> None:
     r = run_ok("store", "ingest", str(empty), "--json")
     assert r.code == 1 and "no files to ingest in" in r.err and "hint:" in r.err
     assert sorted(p.relative_to(kf) for p in kf.rglob("*")) == before
+
+
+def test_markdown_frontmatter_is_title_and_tags_not_text(kf: Path, tmp_path: Path) -> None:
+    doc = tmp_path / "keepers.md"
+    doc.write_text(
+        "---\ntitle: Keepers of the Light\ntags: [lighthouses, history]\n---\n\n"
+        "Lighthouse keepers trimmed the wicks every night so ships could pass the reef.\n"
+    )
+    r = run_ok("store", "ingest", str(doc), "--json")
+    assert r.code == 0, r.err
+    [added] = r.json()["added"]
+    assert added["title"] == "Keepers of the Light"
+    meta = run_ok("store", "show", added["id"], "--meta").json()
+    assert meta["title"] == "Keepers of the Light"
+    assert meta["meta"]["tags"] == ["lighthouses", "history"]
+    # the normalized file keeps the block (the id is its hash); the index does not see it
+    text = (kf / added["path"]).read_text(encoding="utf-8")
+    assert text.startswith("---\ntitle: Keepers of the Light\n")
+    hits = run_ok("search", "lighthouse keepers wicks", "--json").json()
+    assert hits
+    for h in hits:
+        assert "title:" not in h["quote"] and "tags:" not in h["quote"]
+        assert h["quote"].startswith("Lighthouse keepers")
+        assert text[h["loc"]["start"] : h["loc"]["end"]] == h["quote"]
+    c = run_ok("cite", "make", hits[0]["id"], "--json").json()[0]
+    assert text[c["loc"]["start"] : c["loc"]["end"]] == c["quote"]
+    grep = run_ok("graph", "cypher", "MATCH (c:Chunk) RETURN c.text AS t", "--json")
+    assert grep.code == 0, grep.err
+    rows = grep.json()
+    assert rows and all("tags:" not in row["t"] for row in rows)
