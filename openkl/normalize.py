@@ -150,6 +150,28 @@ def _tags(value: Any) -> list[str]:
     return [str(v).strip() for v in value if str(v).strip()]
 
 
+TITLE_CHARS = 80
+_FIRST_SENTENCE = re.compile(r"(.+?[.!?])(?=\s|$)")
+
+
+def title_from_line(line: str) -> str:
+    """A title from a document's first line: its first sentence when that fits in
+    `TITLE_CHARS` (without a closing full stop), else the line when it fits, else the line
+    cut at the last word boundary that fits, with "…"."""
+    line = " ".join(line.split())
+    m = _FIRST_SENTENCE.match(line)
+    if m and len(m.group(1)) <= TITLE_CHARS:
+        sentence = m.group(1)
+        return sentence[:-1] if sentence.endswith(".") and not sentence.endswith("..") else sentence
+    if len(line) <= TITLE_CHARS:
+        return line
+    cut = line[: TITLE_CHARS - 1]
+    space = cut.rfind(" ")
+    if space >= TITLE_CHARS // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
+
+
 def title_of(text: str, fallback: str = "") -> str:
     meta, body = frontmatter(text)
     named = meta.get("title")
@@ -162,7 +184,7 @@ def title_of(text: str, fallback: str = "") -> str:
             return m.group(1).strip()
     for line in text.splitlines():
         if line.strip():
-            return line.strip()[:120]
+            return title_from_line(line)
     return fallback
 
 

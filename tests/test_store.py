@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import EXAMPLES, run_ok
 from docgen import make_docx, make_pdf
 
@@ -287,3 +288,32 @@ def test_markdown_frontmatter_is_title_and_tags_not_text(kf: Path, tmp_path: Pat
     assert grep.code == 0, grep.err
     rows = grep.json()
     assert rows and all("tags:" not in row["t"] for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("first_line", "title"),
+    [
+        ("Tide tables", "Tide tables"),
+        (
+            "The harbour log. Entries run from 1890 to 1932 and name every ship that "
+            "passed the breakwater.",
+            "The harbour log",
+        ),
+        (
+            "Keepers of the northern lights recorded the weather, the passing ships, the "
+            "state of the lamp and the oil they burnt every single night",
+            "Keepers of the northern lights recorded the weather, the passing ships, the…",
+        ),
+        ("Was the lamp lit? The log says so.", "Was the lamp lit?"),
+    ],
+)
+def test_txt_title_is_first_sentence_or_line_cut_at_a_word(
+    kf: Path, tmp_path: Path, first_line: str, title: str
+) -> None:
+    doc = tmp_path / "log.txt"
+    doc.write_text(first_line + "\n\nMore text about the lighthouse follows here.\n")
+    r = run_ok("store", "ingest", str(doc), "--json")
+    assert r.code == 0, r.err
+    [added] = r.json()["added"]
+    assert added["title"] == title
+    assert len(added["title"]) <= 80
