@@ -138,15 +138,17 @@ def _cheap_identity(folder: Folder, emb: Embedder) -> str | None:
 
 
 def embed_all(emb: Embedder, texts: list[str], what: str = "embedding") -> np.ndarray:
-    """Embed with a progress bar, in blocks so the cache is filled as we go."""
+    """Embed with a progress bar, one model batch at a time: the bar moves as each batch
+    finishes, and the cache is filled as we go."""
     if not texts:
         return np.zeros((0, emb.dim), dtype=np.float32)
     out = np.zeros((len(texts), emb.dim), dtype=np.float32)
     # shortest first across all blocks, so each model batch holds texts of similar length
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    step = max(1, min(EMBED_BLOCK, emb.batch_size))
     with progress(what, emb.missing(texts)) as advance:
-        for i in range(0, len(order), EMBED_BLOCK):
-            idx = order[i : i + EMBED_BLOCK]
+        for i in range(0, len(order), step):
+            idx = order[i : i + step]
             block = [texts[j] for j in idx]
             todo = emb.missing(block)
             out[idx] = emb.embed(block)

@@ -317,3 +317,56 @@ def test_txt_title_is_first_sentence_or_line_cut_at_a_word(
     [added] = r.json()["added"]
     assert added["title"] == title
     assert len(added["title"]) <= 80
+
+
+def test_embedding_progress_moves_batch_by_batch(kf: Path, tmp_path: Path) -> None:
+    """On a terminal the embedding bar shows counts between 0 and the total, not just
+    the two ends."""
+    import os
+    import pty
+    import re
+    import subprocess
+    import threading
+    import uuid
+
+    from conftest import OK_BIN
+
+    src = tmp_path / "many"
+    src.mkdir()
+    for i in range(6):
+        words = " ".join(f"lamp{uuid.uuid4().hex[:8]}" for _ in range(400))
+        (src / f"log{i}.md").write_text(f"# Log {i}\n\n{words}.\n")
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "OK_NO_PROGRESS"}
+    env.update({"COLUMNS": "120", "TERM": "xterm"})
+    seen: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            seen.append(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    proc = subprocess.run(
+        [OK_BIN, "store", "ingest", str(src)],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=env,
+        timeout=300,
+    )
+    os.close(slave)
+    reader.join(timeout=10)
+    os.close(master)
+    assert proc.returncode == 0, b"".join(seen).decode(errors="replace")
+    shown = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", b"".join(seen).decode(errors="replace"))
+    counts = {(int(a), int(b)) for a, b in re.findall(r"embedding\S*\s.*?(\d+)/(\d+)", shown)}
+    assert counts, shown
+    total = max(b for _, b in counts)
+    assert total > 64
+    assert any(0 < a < total for a, b in counts if b == total), counts
