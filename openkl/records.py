@@ -87,7 +87,8 @@ class MappingEntry(TypedDict):
     sha256: NotRequired[str]  # of the normalized text (the id is its first 16 digits)
     current: NotRequired[bool]  # false for a superseded version; absent means true
     refresh: NotRequired[RefreshPolicy | None]  # the refresh policy; None or absent: none
-    meta: NotRequired[dict[str, Any]]  # what the extractor and the fetcher knew (ArxivMeta…)
+    meta: NotRequired[dict[str, Any]]  # what the extractor and the fetcher knew (ArxivMeta…,
+    # a markdown file's frontmatter `tags`)
     fetch: NotRequired[FetchInfo]  # what the last fetch learnt
     refresh_error: NotRequired[RefreshError]  # the last refresh failed; cleared by success
     supersedes: NotRequired[str]  # the id of the version this one replaced
