@@ -19,7 +19,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -484,6 +484,24 @@ def _leading_comments(lines: list[str]) -> list[str]:
         if not line.startswith("#"):
             break
         out.append(line)
+    return out
+
+
+def stacks_of(folders: Sequence[Folder]) -> dict[str, Folder]:
+    """The folders a server serves, by stack name: the folder's `domain` setting, else its
+    directory's name. The same folder twice counts once; two folders with one name are
+    refused."""
+    out: dict[str, Folder] = {}
+    for f in folders:
+        name = str(f.setting("domain") or f.root.name)
+        if name in out:
+            if out[name].root == f.root:
+                continue
+            raise BadInput(
+                f"two folders are both named {name!r} ({out[name].root} and {f.root})",
+                "set a distinct `domain:` in one folder's .ok/config.yml",
+            )
+        out[name] = f
     return out
 
 

@@ -48,7 +48,8 @@ def open_graph(
     ident = emb.identity if write else _cheap_identity(folder, emb)
     if kuzu_dir is None:
         kuzu_dir = folder.kuzu_dir
-        Graph.finish_swap(kuzu_dir, writer=write)
+        if not Graph.is_resident(kuzu_dir):  # a resident one finished any swap on opening
+            Graph.finish_swap(kuzu_dir, writer=write)
     with Graph.open(
         kuzu_dir,
         write=write,

@@ -30,7 +30,7 @@ from pydantic import Field
 from . import indexer, ops
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
-from .folder import MAX_PATH, Folder, open_folder, shown
+from .folder import MAX_PATH, Folder, open_folder, shown, stacks_of
 from .ops import safe_path
 
 SERVER_NAME = "openkl"
@@ -196,19 +196,8 @@ class KnowledgeServer:
     def __init__(
         self, roots: Sequence[str | Path | None] | None = None, read_only: bool = False
     ) -> None:
-        folders = [open_folder(r) for r in (roots or [None])]
-        self.stacks: dict[str, Stack] = {}
-        for f in folders:
-            name = str(f.setting("domain") or f.root.name)
-            if name in self.stacks:
-                if self.stacks[name].folder.root == f.root:
-                    continue
-                raise BadInput(
-                    f"two folders are both named {name!r} "
-                    f"({self.stacks[name].folder.root} and {f.root})",
-                    "set a distinct `domain:` in one folder's .ok/config.yml",
-                )
-            self.stacks[name] = Stack(name, f)
+        folders = stacks_of([open_folder(r) for r in (roots or [None])])
+        self.stacks = {name: Stack(name, f) for name, f in folders.items()}
         first = next(iter(self.stacks.values())).folder
         self.read_only = read_only or first.setting("mcp.read_only")
 

@@ -447,6 +447,9 @@ def _register() -> None:
     from . import completion as completion_cli
 
     app.command("completion")(completion_cli.completion)
+    from . import serve as serve_cli
+
+    app.command("serve")(serve_cli.serve)
 
 
 _register()
@@ -454,7 +457,7 @@ _register()
 
 _ROOT_FLAGS = ("-C", "--root")
 _VALUED_GLOBALS = {"-C", "--root", "--tee", "--color"}
-_OWN_ROOT = {"mcp"}  # subcommands with a --root option of their own
+_OWN_ROOT = {"mcp", "serve"}  # subcommands with a --root option of their own
 
 
 def _command_of(argv: list[str]) -> str | None:
@@ -477,7 +480,7 @@ def _command_of(argv: list[str]) -> str | None:
 def hoist_root(argv: list[str]) -> list[str]:
     """Move `-C DIR` / `--root DIR` / `--root=DIR` given after the subcommand to the front,
     where the top-level option is parsed, so `ok search x -C DIR` works like `ok -C DIR
-    search x`. Nothing after `--` is touched, nor the arguments of `ok mcp`, whose own
+    search x`. Nothing after `--` is touched, nor the arguments of `ok mcp` and `ok serve`, whose own
     repeatable `--root` names the folders it serves."""
     if _command_of(argv) in _OWN_ROOT:
         return argv

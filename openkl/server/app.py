@@ -1,0 +1,341 @@
+"""The HTTP API: the AKS v1 surface under `/aks/v1` and the rest of openkl under `/v1/{stack}`.
+
+Every route is parse → one `openkl.ops` call → JSON, like the CLI and the MCP server. Reads
+run in the worker threads, each on its own connection to the resident graph; writes hold
+the stack's writer. An `OkError` becomes a 4xx with `{"error": …, "hint": …}`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from importlib.metadata import version
+from typing import Annotated, Any
+
+from fastapi import Body, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import ops
+from ..errors import (
+    BadInput,
+    IndexMismatch,
+    LockBusy,
+    NotFound,
+    OkError,
+    QueryRefused,
+    ReadOnlyViolation,
+    UsageError,
+)
+from .stacks import Stacks
+
+MAX_BODY = 16 << 20  # bytes of a request body
+
+# the AKS routes name the stack as `?domain=`
+Domain = Annotated[str | None, Query(description="The stack (default: the first).")]
+
+_STATUS: list[tuple[type[OkError], int]] = [
+    (NotFound, 404),
+    (ReadOnlyViolation, 403),
+    (QueryRefused, 403),
+    (LockBusy, 503),
+    (IndexMismatch, 503),
+    (UsageError, 400),
+    (BadInput, 400),
+]
+
+
+def _error(status: int, message: str, hint: str | None = None) -> JSONResponse:
+    body: dict[str, Any] = {"error": message}
+    if hint:
+        body["hint"] = hint
+    return JSONResponse(body, status_code=status)
+
+
+class NoteIn(BaseModel):
+    text: str = Field(min_length=1, description="The note's markdown body.")
+    tags: list[str] = []
+    topics: list[str] = []
+
+
+class NotePatch(BaseModel):
+    text: str | None = Field(default=None, min_length=1)
+    tags: list[str] | None = None
+    topics: list[str] | None = None
+
+
+class CypherIn(BaseModel):
+    query: str = Field(min_length=1, description="Read-only Cypher, as `ok graph cypher`.")
+    params: dict[str, Any] = {}
+
+
+class AskIn(BaseModel):
+    question: str = Field(min_length=1)
+    k: int | None = Field(default=None, ge=1)
+    scope: str = "all"
+    llm: bool = Field(default=True, description="Use the configured LLM, if there is one.")
+
+
+class ContextIn(BaseModel):
+    query: str = Field(min_length=1)
+    domain: str | None = Field(default=None, description="The stack (default: the first).")
+    k: int | None = Field(default=None, ge=1)
+    max_entities: int | None = Field(default=None, ge=1)
+    min_confidence: float | None = Field(default=None, ge=0, le=1)
+
+
+def create_app(stacks: Stacks) -> FastAPI:
+    """The API over `stacks`, which it opens on startup and closes on shutdown."""
+    __version__ = version("openkl")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        stacks.open()
+        app.state.ready = True
+        try:
+            yield
+        finally:
+            app.state.ready = False
+            stacks.close()
+
+    app = FastAPI(
+        title="openkl",
+        version=__version__,
+        summary="Knowledge folders: search, notes, documents, citations and the entity graph.",
+        lifespan=lifespan,
+    )
+    app.state.ready = False
+
+    @app.exception_handler(OkError)
+    async def ok_error(request: Request, exc: OkError) -> JSONResponse:
+        status = next((code for cls, code in _STATUS if isinstance(exc, cls)), 400)
+        return _error(status, exc.message, exc.hint)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        msg = first.get("msg", "invalid request")
+        return _error(422, f"{where}: {msg}" if where else msg, "see /docs for the request shape")
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        return _error(500, f"internal error: {type(exc).__name__}", "see the server's log")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        hint = "see /docs for the routes" if exc.status_code in (404, 405) else None
+        return _error(exc.status_code, str(exc.detail), hint)
+
+    @app.middleware("http")
+    async def cap_body(request: Request, call_next: Any) -> Any:
+        size = request.headers.get("content-length")
+        if size is not None and (not size.isdigit() or int(size) > MAX_BODY):
+            return _error(413, f"the request body is over {MAX_BODY} bytes", "send less at once")
+        return await call_next(request)
+
+    # -- health -------------------------------------------------------------------------
+    @app.get("/health", tags=["health"])
+    def health() -> dict[str, Any]:
+        """The process is up."""
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/ready", tags=["health"])
+    def ready() -> JSONResponse:
+        """Every stack is open and serving."""
+        if not app.state.ready:
+            return _error(503, "starting", "wait for the folders to open")
+        return JSONResponse({"status": "ready", "stacks": list(stacks.by_name)})
+
+    # -- AKS v1 -------------------------------------------------------------------------
+    @app.get("/aks/v1/stacks", tags=["aks"])
+    def list_stacks() -> list[dict[str, Any]]:
+        """The stacks served, with their counts."""
+        return [_stack_row(name) for name in stacks.by_name]
+
+    def _stack_row(name: str) -> dict[str, Any]:
+        st = stacks.get(name)
+        return {"name": name, "root": str(st.folder.root), **ops.counts(st.folder)}
+
+    @app.get("/aks/v1/stacks/{stack}", tags=["aks"])
+    def get_stack(stack: str) -> dict[str, Any]:
+        """One stack, with its counts."""
+        return _stack_row(stacks.get(stack).name)
+
+    @app.get("/aks/v1/stacks/{stack}/documents", tags=["aks"])
+    def stack_documents(stack: str) -> list[Any]:
+        """The stack's documents (their mapping entries)."""
+        return list(ops.list_docs(stacks.get(stack).folder))
+
+    @app.get("/aks/v1/entities", tags=["aks"])
+    def entities(
+        domain: Domain = None,
+        type: str | None = None,
+        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
+        name: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+    ) -> list[Any]:
+        """Entities, most mentioned first, filtered by type, confidence and name."""
+        folder = stacks.get(domain).folder
+        return list(
+            ops.list_entities(
+                folder, type=type, min_confidence=min_confidence, name=name, limit=limit
+            )
+        )
+
+    @app.get("/aks/v1/entities/{name}", tags=["aks"])
+    def entity(name: str, domain: Domain = None) -> Any:
+        """One entity by name: its relationships and evidence."""
+        return ops.entity(stacks.get(domain).folder, name)
+
+    @app.get("/aks/v1/traverse", tags=["aks"])
+    def traverse(
+        start: str,
+        domain: Domain = None,
+        depth: Annotated[int, Query(ge=1, le=5)] = 2,
+        rel: str | None = None,
+        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 200,
+    ) -> Any:
+        """Walk the entity graph from `start`, up to `depth` hops."""
+        return ops.traverse(
+            stacks.get(domain).folder,
+            start,
+            depth=depth,
+            rel=rel,
+            min_confidence=min_confidence,
+            limit=limit,
+        )
+
+    @app.post("/aks/v1/context", tags=["aks"])
+    def context(body: ContextIn) -> Any:
+        """Passages and the entities around them for a natural-language query."""
+        return ops.context(
+            stacks.get(body.domain).folder,
+            body.query,
+            k=body.k,
+            max_entities=body.max_entities,
+            min_confidence=body.min_confidence,
+        )
+
+    @app.get("/aks/v1/pages/{name}", tags=["aks"])
+    def page(name: str, domain: Domain = None) -> Any:
+        """An entity's page as markdown."""
+        return ops.entity_page(stacks.get(domain).folder, name)
+
+    # -- openkl -------------------------------------------------------------------------
+    @app.get("/v1/{stack}/status", tags=["openkl"])
+    def status(stack: str) -> Any:
+        """Counts and staleness, as `ok status --json`."""
+        return ops.status(stacks.get(stack).folder)
+
+    @app.get("/v1/{stack}/search", tags=["openkl"])
+    def search(
+        stack: str,
+        q: Annotated[str, Query(min_length=1, description="The query.")],
+        k: Annotated[int | None, Query(ge=1)] = None,
+        mode: str | None = None,
+        scope: str = "all",
+        tag: Annotated[list[str] | None, Query()] = None,
+        topic: Annotated[list[str] | None, Query()] = None,
+        path: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        per_doc: Annotated[int | None, Query(ge=1)] = None,
+        explain: bool = False,
+    ) -> dict[str, Any]:
+        """Hybrid search: the same parameters and cite objects as `ok search --json`."""
+        st = stacks.get(stack)
+        res = ops.search(
+            st.folder,
+            q,
+            k=k,
+            mode=mode,
+            scope=scope,
+            tags=tag,
+            topics=topic,
+            path=path,
+            since=since,
+            until=until,
+            per_doc=per_doc,
+            explain=explain,
+        )
+        return {"stack": st.name, "query": res.query, "hits": res.hits}
+
+    @app.post("/v1/{stack}/ask", tags=["openkl"])
+    def ask(stack: str, body: AskIn) -> Any:
+        """An answer with `[N]` citations, as `ok ask --json`."""
+        return ops.ask(
+            stacks.get(stack).folder, body.question, k=body.k, scope=body.scope, use_llm=body.llm
+        )
+
+    @app.get("/v1/{stack}/notes", tags=["notes"])
+    def list_notes(
+        stack: str,
+        tag: Annotated[list[str] | None, Query()] = None,
+        topic: Annotated[list[str] | None, Query()] = None,
+        limit: Annotated[int | None, Query(ge=1)] = None,
+    ) -> list[dict[str, Any]]:
+        """Notes, newest first."""
+        folder = stacks.get(stack).folder
+        got = ops.list_notes(folder, tags=tag, topics=topic, limit=limit)
+        return [n.as_dict(folder) for n in got.notes]
+
+    @app.post("/v1/{stack}/notes", tags=["notes"], status_code=201)
+    def add_note(stack: str, body: NoteIn) -> dict[str, Any]:
+        """Write a note and index it."""
+        st = stacks.get(stack)
+        with st.writing("mem add"):
+            note = ops.add_note(st.folder, body.text, body.tags, body.topics, via="http")
+        return note.as_dict(st.folder)
+
+    @app.get("/v1/{stack}/notes/{note_id}", tags=["notes"])
+    def show_note(stack: str, note_id: str) -> dict[str, Any]:
+        """One note by id or unique prefix."""
+        folder = stacks.get(stack).folder
+        return ops.show_note(folder, note_id).as_dict(folder)
+
+    @app.patch("/v1/{stack}/notes/{note_id}", tags=["notes"])
+    def update_note(stack: str, note_id: str, body: NotePatch) -> dict[str, Any]:
+        """Change a note's text, tags or topics; its id stays."""
+        st = stacks.get(stack)
+        with st.writing("mem update"):
+            note = ops.update_note(
+                st.folder, note_id, text=body.text, tags=body.tags, topics=body.topics, via="http"
+            )
+        return note.as_dict(st.folder)
+
+    @app.delete("/v1/{stack}/notes/{note_id}", tags=["notes"])
+    def delete_note(stack: str, note_id: str) -> dict[str, Any]:
+        """Delete a note and drop it from the index."""
+        st = stacks.get(stack)
+        with st.writing("mem delete"):
+            note = ops.delete_note(st.folder, note_id, via="http")
+        return {"deleted": note.id}
+
+    @app.get("/v1/{stack}/documents", tags=["documents"])
+    def list_documents(stack: str, all_versions: bool = False) -> list[Any]:
+        """The stored documents' mapping entries."""
+        return list(ops.list_docs(stacks.get(stack).folder, all_versions=all_versions))
+
+    @app.get("/v1/{stack}/documents/{doc}", tags=["documents"])
+    def show_document(stack: str, doc: str) -> dict[str, Any]:
+        """A document by id or id prefix: its mapping entry and normalized text."""
+        got = ops.show_doc(stacks.get(stack).folder, doc)
+        return {"entry": got.entry, "text": got.text}
+
+    @app.post("/v1/{stack}/cypher", tags=["graph"])
+    def cypher(stack: str, body: Annotated[CypherIn, Body()]) -> list[dict[str, Any]]:
+        """Read-only Cypher under the CLI's rules (no files, no extensions, no writes)."""
+        return ops.cypher(stacks.get(stack).folder, body.query, body.params)
+
+    @app.post("/v1/{stack}/sync", tags=["openkl"])
+    def sync(stack: str) -> Any:
+        """Bring the index in line with the files, as `ok sync --json`."""
+        st = stacks.get(stack)
+        with st.writing("sync"):
+            return ops.sync(st.folder).as_dict()
+
+    return app

@@ -1,0 +1,66 @@
+"""The folders a server owns: each one's graph kept open, and one writer at a time."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import ops
+from ..errors import NotFound
+from ..folder import Folder, open_folder, stacks_of
+from ..graph import Graph
+from ..indexing import embedder
+
+
+@dataclass
+class Served:
+    """One served folder (a stack)."""
+
+    name: str
+    folder: Folder
+    # writes of this process queue here before taking the folder's writer lock, which is
+    # re-entrant per thread and so does not order this process's own threads
+    writer: threading.Lock = field(default_factory=threading.Lock)
+
+    @contextlib.contextmanager
+    def writing(self, what: str) -> Iterator[None]:
+        """Hold this stack's writer slot and the folder's writer lock."""
+        with self.writer, self.folder.write_lock(f"ok serve {what}"):
+            yield
+
+
+class Stacks:
+    """The served folders by name, open from `open()` until `close()`."""
+
+    def __init__(self, roots: Sequence[str | Path | None]) -> None:
+        folders = stacks_of([open_folder(r) for r in (roots or [None])])
+        self.by_name = {name: Served(name, f) for name, f in folders.items()}
+        self._open = contextlib.ExitStack()
+
+    def open(self) -> None:
+        """Bring each folder's index in line with its files, then keep its graph open and
+        the model loaded."""
+        for st in self.by_name.values():
+            with st.writing("start"):
+                ops.sync(st.folder)
+            self._open.enter_context(
+                Graph.resident(
+                    st.folder.kuzu_dir, buffer_pool_mb=st.folder.setting("graph.buffer_pool_mb")
+                )
+            )
+            embedder(st.folder).embed_query("warm up")
+
+    def close(self) -> None:
+        """Finish the open connections and close every graph."""
+        self._open.close()
+
+    def get(self, name: str | None) -> Served:
+        """The stack called `name`, or the first one when no name is given."""
+        if not name:
+            return next(iter(self.by_name.values()))
+        if name not in self.by_name:
+            raise NotFound(f"no stack named {name!r}", "stacks: " + ", ".join(self.by_name))
+        return self.by_name[name]

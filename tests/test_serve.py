@@ -1,0 +1,217 @@
+"""`ok serve`: a real uvicorn on 127.0.0.1, called over HTTP with httpx."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import OK_BIN, run_cli, run_ok
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    stack: str
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = root.parent / f"serve-{self.port}.log"
+        self.proc = subprocess.Popen(
+            [OK_BIN, "serve", "--root", str(root), "--port", str(self.port)],
+            stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "OK_NO_PROGRESS": "1"},
+        )
+        self.http = httpx.Client(base_url=self.url, timeout=60)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, self.log.read_text()
+            try:
+                if self.http.get("/ready").status_code == 200:
+                    self.stack = self.http.get("/aks/v1/stacks").json()[0]["name"]
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError("the server did not become ready: " + self.log.read_text())
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        self.http.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def server(example_kf: Path) -> Iterator[Server]:
+    s = Server(example_kf)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def test_search_over_http_gives_the_cli_s_cite_objects(example_kf: Path) -> None:
+    cli = run_ok("search", "gene editing", "-k", "3", "--json")
+    assert cli.code == 0, cli.err
+    s = Server(example_kf)
+    try:
+        r = s.http.get(f"/v1/{s.stack}/search", params={"q": "gene editing", "k": 3})
+        assert r.status_code == 200, r.text
+        assert r.json()["hits"] == cli.json()
+        stacks = s.http.get("/aks/v1/stacks").json()
+        assert [st["name"] for st in stacks] == [s.stack] and stacks[0]["chunks"] > 0
+    finally:
+        assert s.stop() == 0
+    # a stopped server leaves the folder as it found it
+    r = run_ok("status", "--json")
+    assert r.code == 0 and r.json()["in_sync"], r.out
+
+
+def test_notes_written_over_http_are_searchable_and_files(server: Server) -> None:
+    h = server.http
+    r = h.post(
+        f"/v1/{server.stack}/notes", json={"text": "The harbour pilot boards at the red buoy."}
+    )
+    assert r.status_code == 201, r.text
+    note = r.json()
+    assert (
+        (server.root / note["path"])
+        .read_text()
+        .endswith("The harbour pilot boards at the red buoy.\n")
+    )
+    hits = h.get(
+        f"/v1/{server.stack}/search", params={"q": "harbour pilot red buoy", "k": 1}
+    ).json()
+    assert hits["hits"][0]["id"] == note["id"]
+    r = h.patch(f"/v1/{server.stack}/notes/{note['id']}", json={"tags": ["harbour"]})
+    assert r.status_code == 200 and r.json()["tags"] == ["harbour"]
+    assert h.get(f"/v1/{server.stack}/notes/{note['id']}").json()["tags"] == ["harbour"]
+    assert h.delete(f"/v1/{server.stack}/notes/{note['id']}").json() == {"deleted": note["id"]}
+    r = h.get(f"/v1/{server.stack}/notes/{note['id']}")
+    assert r.status_code == 404 and "error" in r.json()
+    hits = h.get(f"/v1/{server.stack}/search", params={"q": "harbour pilot red buoy"}).json()[
+        "hits"
+    ]
+    assert note["id"] not in [x["id"] for x in hits]
+
+
+def test_reads_run_while_notes_are_written(server: Server) -> None:
+    errors: list[str] = []
+    done = threading.Event()
+
+    def reader() -> None:
+        with httpx.Client(base_url=server.url, timeout=60) as c:
+            while not done.is_set():
+                r = c.get(f"/v1/{server.stack}/search", params={"q": "gene editing", "k": 3})
+                if r.status_code != 200 or not r.json()["hits"]:
+                    errors.append(r.text)
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for t in threads:
+        t.start()
+    ids = []
+    try:
+        for i in range(6):
+            r = server.http.post(
+                f"/v1/{server.stack}/notes", json={"text": f"Tide table entry {i}."}
+            )
+            assert r.status_code == 201, r.text
+            ids.append(r.json()["id"])
+    finally:
+        done.set()
+        for t in threads:
+            t.join(timeout=120)
+    assert errors == []
+    listed = {n["id"] for n in server.http.get(f"/v1/{server.stack}/notes").json()}
+    assert set(ids) <= listed
+    status = server.http.get(f"/v1/{server.stack}/status").json()
+    assert status["in_sync"], status
+
+
+def test_bad_requests_get_a_json_4xx_and_write_nothing(server: Server) -> None:
+    h = server.http
+    notes_before = len(h.get(f"/v1/{server.stack}/notes").json())
+    cases = [
+        h.post(
+            f"/v1/{server.stack}/notes",
+            content=b"{bad json",
+            headers={"content-type": "application/json"},
+        ),
+        h.post(f"/v1/{server.stack}/notes", json={"text": ""}),
+        h.post(
+            f"/v1/{server.stack}/notes", content=b"text", headers={"content-type": "text/plain"}
+        ),
+        h.post(
+            f"/v1/{server.stack}/notes",
+            content=b"x" * (17 << 20),
+            headers={"content-type": "application/json"},
+        ),
+        h.get("/v1/nowhere/search", params={"q": "x"}),
+        h.get(f"/v1/{server.stack}/search", params={"q": "x", "k": 0}),
+        h.get(f"/v1/{server.stack}/notes/..%2F..%2Fetc%2Fpasswd"),
+        h.get(f"/v1/{server.stack}/documents/%00"),
+        h.post(
+            f"/v1/{server.stack}/cypher",
+            json={"query": "LOAD FROM '/etc/passwd' (file_format='csv') RETURN *"},
+        ),
+        h.post(f"/v1/{server.stack}/cypher", json={"query": "MATCH (n:Entity) DETACH DELETE n"}),
+    ]
+    for r in cases:
+        assert 400 <= r.status_code < 500, (r.request.url, r.status_code, r.text)
+        body = r.json()
+        assert isinstance(body["error"], str) and body["error"], body
+    assert [r.status_code for r in cases][3:5] == [413, 404]
+    assert len(h.get(f"/v1/{server.stack}/notes").json()) == notes_before
+    assert h.get("/aks/v1/entities", params={"limit": 1}).status_code == 200
+
+
+def test_aks_routes_answer(server: Server) -> None:
+    h = server.http
+    ents = h.get("/aks/v1/entities", params={"limit": 5}).json()
+    assert ents and all("name" in e for e in ents)
+    name = ents[0]["name"]
+    assert h.get(f"/aks/v1/entities/{name}").json()["name"] == name
+    walk = h.get("/aks/v1/traverse", params={"start": name, "depth": 1})
+    assert walk.status_code == 200, walk.text
+    ctx = h.post("/aks/v1/context", json={"query": "gene editing"})
+    assert ctx.status_code == 200 and ctx.json()["sources"], ctx.text
+    assert h.get("/aks/v1/entities/no-such-entity-anywhere").status_code == 404
+    docs = h.get(f"/v1/{server.stack}/documents").json()
+    one = h.get(f"/v1/{server.stack}/documents/{docs[0]['id']}").json()
+    assert one["entry"]["id"] == docs[0]["id"] and one["text"]
+    assert h.get("/docs").status_code == 200
+    assert "/v1/{stack}/search" in h.get("/openapi.json").json()["paths"]
+
+
+def test_serve_refuses_an_address_other_than_loopback(example_kf: Path) -> None:
+    r = run_cli("serve", "--host", "0.0.0.0", "--port", str(_free_port()))
+    assert r.code == 2 and "loopback" in r.err and r.err.count("\n") == 1
+
+
+def test_a_killed_server_leaves_a_folder_the_next_command_repairs(example_kf: Path) -> None:
+    s = Server(example_kf)
+    for i in range(3):
+        assert s.http.post(f"/v1/{s.stack}/notes", json={"text": f"Buoy {i} is green."}).status_code
+    s.stop(signal.SIGKILL)
+    r = run_ok("sync", "--json")
+    assert r.code == 0, r.err
+    assert run_ok("status", "--json").json()["in_sync"]
+    hits = run_ok("search", "buoy green", "--json").json()
+    assert any("Buoy" in h["quote"] for h in hits)
+    r = run_ok("graph", "cypher", "MATCH (n:MemoryNote) RETURN count(*) AS n", "--json")
+    assert r.code == 0 and r.json()[0]["n"] == 1 + 3  # the example's note and the three
