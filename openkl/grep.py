@@ -173,7 +173,9 @@ def _py(pattern: str, paths: list[Path], opts: Options) -> list[_File]:
     except re.error as e:
         raise BadInput(f"invalid pattern: {e}", "check the regex, or use -F for plain text") from e
     files: list[_File] = []
-    for f in sorted(f for p in paths for f in p.rglob("*.md") if f.is_file()):
+    # links are not followed, as rg does not follow them: one leading out is never read
+    found = (f for p in paths for f in p.rglob("*.md") if f.is_file() and not f.is_symlink())
+    for f in sorted(found):
         text = f.read_text(encoding="utf-8", errors="replace").splitlines()
         lines: dict[int, str] = {}
         matched: list[tuple[int, str, tuple[tuple[int, int], ...]]] = []

@@ -116,7 +116,6 @@ def test_matches_are_coloured_on_a_terminal_only(docs: Path, monkeypatch: Any) -
     for plain in (
         _on_tty("grep", "-w", "Ada", env={**env, "NO_COLOR": "1"}),
         _on_tty("grep", "-w", "Ada", "--color", "never", env=env),
-        _on_tty("--color", "never", "grep", "-w", "Ada", env=env),
     ):
         assert b"six Ada Adams" in plain and b"\x1b[" not in plain
 
@@ -172,3 +171,17 @@ def test_mcp_sh_grep_words_context_files_and_counts(docs: Path) -> None:
         assert "less than or equal to 20" in err
 
     serve([docs], go)
+
+
+@pytest.mark.parametrize("rg", BOTH)
+def test_links_out_of_the_folder_are_not_read(docs: Path, tmp_path: Path, rg: list[str]) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("before\nlaunch codes\nafter\n")
+    norm = docs / "store" / "normalized"
+    (norm / "leak.ok.md").symlink_to(outside / "secret.md")
+    (norm / "leakdir").symlink_to(outside, target_is_directory=True)
+    for extra in ([], ["-C", "2"], ["-l"], ["-c"], ["-C", "1", "--json"]):
+        r = run_ok("grep", "launch codes|before", *extra, *rg)
+        assert r.code == 1 and r.err == "", r.err
+        assert "launch" not in r.out and "before" not in r.out
