@@ -73,7 +73,8 @@ def _root(
         "-C",
         envvar="OK_ROOT",
         metavar="DIR",
-        help="Knowledge folder (default: nearest parent with .ok/); also after the subcommand.",
+        help="Knowledge folder (default: nearest parent with .ok/); also after the subcommand "
+        "(after `grep`, -C is lines of context, as in rg: use --root there).",
     ),
     json_: bool = typer.Option(False, "--json", help="JSON output for every command."),
     tee: str = typer.Option(
