@@ -1145,6 +1145,17 @@ class GrepMatch(TypedDict):
     column: int  # 1-based, in characters
     text: str  # the whole line
     match: str  # the text that matched
+    # with context asked for (-A/-B/-C, MCP before/after/context): the lines around it,
+    # nearest last in `before`, nearest first in `after`; both there, maybe empty
+    before: NotRequired[list[GrepLine]]
+    after: NotRequired[list[GrepLine]]
+
+
+class GrepLine(TypedDict):
+    """A line of context around a grep match."""
+
+    line: int  # 1-based
+    text: str
 
 
 class DirEntry(TypedDict):

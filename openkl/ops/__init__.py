@@ -20,7 +20,18 @@ from __future__ import annotations
 from .ask import ask, context
 from .cite import gc_citations, keep_citations, make_citations, remember_citations
 from .distill import Distilled, distill_note, distill_prompt, distill_prompts, distill_run
-from .files import FS_SKIP, GrepResult, Listing, Piece, grep, list_dir, read_piece, safe_path
+from .files import (
+    FS_SKIP,
+    GrepFiles,
+    GrepResult,
+    Listing,
+    Piece,
+    grep,
+    grep_files,
+    list_dir,
+    read_piece,
+    safe_path,
+)
 from .folder import Initialized, doctor, index, init_folder, sync
 from .freshness import events, follow_events, refresh
 from .graph import cypher, entity, entity_page, lineage, list_entities, traverse, write_pages
@@ -69,6 +80,7 @@ __all__ = [
     "DocText",
     "FS_SKIP",
     "GraphExport",
+    "GrepFiles",
     "GrepResult",
     "Initialized",
     "Listing",
@@ -103,6 +115,7 @@ __all__ = [
     "follow_events",
     "gc_citations",
     "grep",
+    "grep_files",
     "import_bundle",
     "index",
     "ingest",
