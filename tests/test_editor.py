@@ -306,7 +306,9 @@ def terminal(tmp_path: Path, kf: Path):  # type: ignore[no-untyped-def]
             "TERM": "xterm",
         }
         envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        line = f"env -i {envs} {command}; echo EXIT=$?; sleep 600"
+        script = tmp_path / "in-terminal.sh"
+        script.write_text(f"{command}\n")
+        line = f"env -i {envs} bash {shlex.quote(str(script))}; echo EXIT=$?; sleep 600"
         _tmux(sock, "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "200", "-y", "50")
         _tmux(sock, "send-keys", "-t", "t", line, "Enter")
 
@@ -314,9 +316,13 @@ def terminal(tmp_path: Path, kf: Path):  # type: ignore[no-untyped-def]
     subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True, timeout=30)
 
 
-def test_mem_add_opens_the_editor_in_the_terminal(terminal, kf: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("captured", [False, True], ids=["plain", "output-captured"])
+def test_mem_add_opens_the_editor_in_the_terminal(  # type: ignore[no-untyped-def]
+    terminal, kf: Path, tmp_path: Path, captured: bool
+) -> None:
     """No text and a terminal: the editor opens there, reads what is typed, and its text
-    is the note."""
+    is the note; also when the output is captured (`id=$(ok mem add)`), where the editor
+    still has the terminal and only the id is captured."""
     start, sock = terminal
     ed = tmp_path / "tty-editor.sh"
     ed.write_text(
@@ -326,13 +332,14 @@ def test_mem_add_opens_the_editor_in_the_terminal(terminal, kf: Path, tmp_path: 
         'printf -- "---\\ntags: [tmux]\\n---\\n%s\\n" "$line" > "$1"\n'
     )
     ed.chmod(0o755)
-    start(f"{shlex.quote(OK_BIN)} mem add", ed)
+    cmd = f"{shlex.quote(OK_BIN)} mem add"
+    start(f'id=$({cmd}) && echo "ID=[$id]"' if captured else cmd, ed)
     _wait_for(sock, r"EDITOR ON A TTY: note-\w+\.md")
     _tmux(sock, "send-keys", "-t", "t", "typed in the terminal about quokkas", "Enter")
     screen = _wait_for(sock, r"EXIT=\d")
     assert "EXIT=0" in screen, screen
     [path] = _notes(kf)
-    assert path.stem in screen
+    assert (f"ID=[{path.stem}]" if captured else path.stem) in screen
     text = path.read_text()
     assert "tags: [tmux]" in text and "typed in the terminal about quokkas" in text
     hits = run_ok("search", "quokkas", "--in", "mem", "--mode", "fts", "--json").json()

@@ -26,9 +26,11 @@ def edit(path: Path, saved: str = "nothing was saved") -> None:
     cmd = command()
     sys.stdout.flush()
     sys.stderr.flush()
+    # `id=$(ok mem add)`: the editor draws on the terminal, not into the captured output
+    out = 2 if not os.isatty(1) and os.isatty(2) and os.isatty(0) else None
     try:
         # like git: the command is shell text and the file its first argument
-        code = subprocess.call(["/bin/sh", "-c", f'{cmd} "$@"', cmd, str(path)])
+        code = subprocess.call(["/bin/sh", "-c", f'{cmd} "$@"', cmd, str(path)], stdout=out)
     except OSError as e:
         raise OkError(f"cannot run the editor `{cmd}`: {e}; {saved}", _HINT) from e
     if code == 127:
@@ -54,7 +56,7 @@ def shown(path: Path) -> str:
 
 def interactive() -> bool:
     """Whether a person is at the terminal to answer a question."""
-    return sys.stdin.isatty() and sys.stderr.isatty()
+    return sys.stdin is not None and sys.stdin.isatty() and sys.stderr.isatty()
 
 
 def again(problem: str) -> bool:

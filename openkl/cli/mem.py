@@ -63,7 +63,7 @@ def add(
     if from_ is not None and text is not None:
         raise typer.BadParameter("give the note's text or --from FILE, not both")
     if text is None and from_ is None and not edit:
-        if sys.stdin.isatty():
+        if sys.stdin is None or sys.stdin.isatty():
             edit = True
         else:
             text = "-"  # piped in, as `echo x | ok mem add`
