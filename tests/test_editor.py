@@ -4,11 +4,14 @@ tests drive a real tmux."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -165,6 +168,54 @@ def test_a_failed_save_keeps_the_text(
     assert r.code == 0, r.err
     assert r.json()["text"] == "worth keeping" and r.json()["tags"] == ["a"]
     assert not draft.exists()
+
+
+HOLD_LOCK = """
+import sys, time
+from openkl.folder import Folder
+with Folder(__import__("pathlib").Path(sys.argv[1])).write_lock("a test holder"):
+    print("locked", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_the_lock_is_not_held_while_the_editor_is_open(
+    kf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer may write while the note is being written; if the folder is locked
+    when the editor closes, the save fails and says where the text is kept."""
+    script = tmp_path / "busy.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'{shlex.quote(OK_BIN)} mem add "another writer meanwhile" || exit 5\n'
+        'printf "written in the editor\\n" > "$1"\n'
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(script))
+    r = run_ok("mem", "add", "--edit", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["text"] == "written in the editor" and len(_notes(kf)) == 2
+    # now the folder is locked (for 5 s) from inside the editor, and we wait 1 s
+    holder = tmp_path / "holder.py"
+    holder.write_text(HOLD_LOCK)
+    pid_file = tmp_path / "holder.pid"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"{shlex.quote(sys.executable)} {holder} {kf} 5 > {tmp_path}/held &\n"
+        f"echo $! > {pid_file}\n"
+        f"until grep -q locked {tmp_path}/held; do sleep 0.1; done\n"
+        'printf "kept while locked\\n" > "$1"\n'
+    )
+    monkeypatch.setenv("OK_LOCK_TIMEOUT", "1")
+    try:
+        r = run_ok("mem", "add", "--edit", cwd=kf)
+    finally:
+        with contextlib.suppress(ProcessLookupError, FileNotFoundError, ValueError):
+            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+    assert r.code == 1 and "locked by another writer" in r.err
+    [draft] = _drafts(kf)
+    assert f"your text is kept in .ok/drafts/{draft.name}" in r.err
+    assert "kept while locked" in draft.read_text() and len(_notes(kf)) == 2
 
 
 def test_add_from_a_file_of_ones_own(kf: Path, tmp_path: Path) -> None:

@@ -148,8 +148,8 @@ def _add_drafted(
                 draft=draft,
             )
     except OkError as e:
-        if draft is not None and draft.exists():
-            raise type(e)(e.message, f"{e.hint}; {kept}" if e.hint else kept) from e
+        if draft is not None and draft.exists():  # not saved: say where the text is
+            e.hint = f"{e.hint}; {kept}" if e.hint else kept
         raise
 
 
