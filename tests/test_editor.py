@@ -397,22 +397,55 @@ def test_mem_add_opens_the_editor_in_the_terminal(  # type: ignore[no-untyped-de
     assert [h["id"] for h in hits] == [path.stem]
 
 
-def test_a_bad_save_asks_to_edit_again(terminal, kf: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """At a terminal, broken frontmatter asks `Edit again?` (as `crontab -e`); yes reopens
-    the same text."""
+# an editor that breaks the frontmatter the first time and mends it the second
+BREAK_THEN_MEND = (
+    "#!/bin/sh\n"
+    'if grep -q "tags: \\[a$" "$1"; then sed -i "s/tags: \\[a$/tags: [a]/" "$1"\n'
+    'else printf -- "---\\ntags: [a\\n---\\nsecond try\\n" > "$1"; fi\n'
+)
+
+
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_a_bad_save_asks_to_edit_again(  # type: ignore[no-untyped-def]
+    terminal, kf: Path, tmp_path: Path, answer: str
+) -> None:
+    """At a terminal, broken frontmatter asks `Edit again?` (as `crontab -e`): yes reopens
+    the same text, no keeps it in the draft and says where."""
     start, sock = terminal
+    ed = tmp_path / "twice.sh"
+    ed.write_text(BREAK_THEN_MEND)
+    ed.chmod(0o755)
+    start(f"cd {shlex.quote(str(kf))} && {shlex.quote(OK_BIN)} mem add", ed)
+    screen = _wait_for(sock, r"Edit again\? \[Y/n\]")
+    assert "broken YAML frontmatter" in screen
+    _tmux(sock, "send-keys", "-t", "t", answer, "Enter")
+    screen = _wait_for(sock, r"EXIT=\d")
+    if answer == "y":
+        assert "EXIT=0" in screen, screen
+        [path] = _notes(kf)
+        assert "second try" in path.read_text() and _drafts(kf) == []
+    else:
+        assert "EXIT=1" in screen, screen
+        [draft] = _drafts(kf)
+        assert f"your text is kept in .ok/drafts/{draft.name}" in screen
+        assert _notes(kf) == [] and "second try" in draft.read_text()
+
+
+def test_mem_edit_asks_to_edit_again(terminal, kf: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    start, sock = terminal
+    nid = _add("Edited at a terminal.")
     ed = tmp_path / "twice.sh"
     ed.write_text(
         "#!/bin/sh\n"
-        'if grep -q "tags: \\[a$" "$1"; then sed -i "s/tags: \\[a$/tags: [a]/" "$1"\n'
-        'else printf -- "---\\ntags: [a\\n---\\nsecond try\\n" > "$1"; fi\n'
+        'if grep -q "^tags: \\[old$" "$1"; then sed -i "s/^tags: \\[old$/tags: [mended]/" "$1"\n'
+        'else sed -i "s/^tags: .*/tags: [old/" "$1"; fi\n'
     )
     ed.chmod(0o755)
-    start(f"{shlex.quote(OK_BIN)} mem add", ed)
+    start(f"{shlex.quote(OK_BIN)} mem edit {nid}", ed)
     screen = _wait_for(sock, r"Edit again\? \[Y/n\]")
     assert "broken YAML frontmatter" in screen
-    _tmux(sock, "send-keys", "-t", "t", "y", "Enter")
+    _tmux(sock, "send-keys", "-t", "t", "Enter")  # the default is yes
     screen = _wait_for(sock, r"EXIT=\d")
     assert "EXIT=0" in screen, screen
-    [path] = _notes(kf)
-    assert "second try" in path.read_text() and _drafts(kf) == []
+    shown = run_ok("mem", "show", nid, "--json").json()
+    assert shown["tags"] == ["mended"] and shown["text"] == "Edited at a terminal."
