@@ -250,7 +250,7 @@ def draft_template(
 def parse_draft(text: str, where: str = "draft") -> Draft:
     """Read a draft: frontmatter (optional) and body, without the scissors line and what
     follows it. An empty body is a `BadInput`; so are `id` and `ts`, which saving sets."""
-    lines = text.splitlines()
+    lines = text.removeprefix("\ufeff").splitlines()  # some editors save a BOM
     if SCISSORS in lines:
         lines = lines[: lines.index(SCISSORS)]
     lines = [ln for ln in lines if ln not in _DRAFT_HELP]  # in case the scissors went

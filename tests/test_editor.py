@@ -95,6 +95,16 @@ def test_the_editor_starts_from_the_text_and_drops_the_comments(
     assert r.json()["tags"] == [] and "title" not in r.json()
 
 
+def test_a_draft_saved_with_a_bom_and_crlf(
+    kf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = "\ufeff---\r\ntags: [windows]\r\n---\r\nSaved by a Windows editor.\r\n"
+    monkeypatch.setenv("EDITOR", str(_editor(tmp_path, body)))
+    r = run_ok("mem", "add", "--edit", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["tags"] == ["windows"] and r.json()["text"] == "Saved by a Windows editor."
+
+
 def test_visual_wins_and_the_editor_runs_through_the_shell(
     kf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
