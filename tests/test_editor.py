@@ -366,6 +366,8 @@ def terminal(tmp_path: Path, kf: Path):  # type: ignore[no-untyped-def]
             "HOME": os.environ.get("HOME", str(tmp_path)),
             "TERM": "xterm",
         }
+        if "XDG_CACHE_HOME" in os.environ:  # where the model is unpacked
+            env["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
         envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         script = tmp_path / "in-terminal.sh"
         script.write_text(f"{command}\n")
