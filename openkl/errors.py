@@ -41,6 +41,10 @@ class BadInput(OkError):
     """A file or value that cannot be used as given."""
 
 
+class EmptyDraft(BadInput):
+    """A note written in the editor came back empty: nothing is saved."""
+
+
 class LockBusy(OkError):
     """Another process holds the writer lock (or the graph) longer than we may wait."""
 

@@ -47,6 +47,7 @@ GITIGNORE = """\
 .ok/ops.log
 .ok/lock
 .ok/lock.info
+.ok/drafts/
 memories/topics/
 graph/
 """

@@ -46,7 +46,14 @@ from .knowledge import (
     import_bundle,
     validate_bundle,
 )
-from .notes import add_note, delete_note, regenerate_topics, update_note
+from .notes import (
+    add_note,
+    delete_note,
+    note_for_editing,
+    regenerate_topics,
+    save_edited_note,
+    update_note,
+)
 from .read import (
     Counts,
     DocText,
@@ -134,11 +141,13 @@ __all__ = [
     "read_piece",
     "refresh",
     "refresh_policy",
+    "note_for_editing",
     "regenerate_topics",
     "remember_citations",
     "remove_doc",
     "remove_trigger",
     "safe_path",
+    "save_edited_note",
     "search",
     "search_options",
     "set_refresh_policy",
