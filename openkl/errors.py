@@ -49,6 +49,10 @@ class LockBusy(OkError):
     """Another process holds the writer lock (or the graph) longer than we may wait."""
 
 
+class Served(LockBusy):
+    """An `ok serve` process owns the folder: it alone opens the graph and writes."""
+
+
 class GraphUnrecoverable(OkError):
     """The derived graph cannot be opened (its engine crashes replaying a killed writer's
     log); the files are intact and a rebuild recreates it."""

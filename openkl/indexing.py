@@ -42,6 +42,8 @@ def open_graph(
     leaves the graph as it was, and `ok status` sees the files it did write as not indexed.
     `kuzu_dir` points a rebuild at its new database.
     """
+    if not Graph.is_resident(folder.kuzu_dir if kuzu_dir is None else kuzu_dir):
+        folder.refuse_if_served()
     if write:
         _room_to_write(folder)
     emb = embedder(folder)

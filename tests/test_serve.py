@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -198,9 +199,17 @@ def test_aks_routes_answer(server: Server) -> None:
     assert "/v1/{stack}/search" in h.get("/openapi.json").json()["paths"]
 
 
-def test_serve_refuses_an_address_other_than_loopback(example_kf: Path) -> None:
+def test_serve_refuses_an_address_other_than_loopback_or_a_port_in_use(
+    example_kf: Path,
+) -> None:
     r = run_cli("serve", "--host", "0.0.0.0", "--port", str(_free_port()))
     assert r.code == 2 and "loopback" in r.err and r.err.count("\n") == 1
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        r = run_cli("serve", "--port", str(taken.getsockname()[1]))
+    assert r.code == 1 and "cannot listen on 127.0.0.1:" in r.err and "--port" in r.err
+    assert not (example_kf / ".ok/serve.json").exists()
 
 
 def test_a_killed_server_leaves_a_folder_the_next_command_repairs(example_kf: Path) -> None:
@@ -208,10 +217,32 @@ def test_a_killed_server_leaves_a_folder_the_next_command_repairs(example_kf: Pa
     for i in range(3):
         assert s.http.post(f"/v1/{s.stack}/notes", json={"text": f"Buoy {i} is green."}).status_code
     s.stop(signal.SIGKILL)
+    assert (example_kf / ".ok/serve.json").exists()  # the killed server's claim stays
     r = run_ok("sync", "--json")
     assert r.code == 0, r.err
+    assert not (example_kf / ".ok/serve.json").exists()  # seen to be stale, and removed
     assert run_ok("status", "--json").json()["in_sync"]
     hits = run_ok("search", "buoy green", "--json").json()
     assert any("Buoy" in h["quote"] for h in hits)
     r = run_ok("graph", "cypher", "MATCH (n:MemoryNote) RETURN count(*) AS n", "--json")
     assert r.code == 0 and r.json()[0]["n"] == 1 + 3  # the example's note and the three
+
+
+def test_other_commands_say_the_folder_is_served(server: Server) -> None:
+    claim = json.loads((server.root / ".ok/serve.json").read_text())
+    assert claim["pid"] == server.proc.pid and claim["url"] == server.url
+    # ok status says so and still reports what the files hold
+    r = run_cli("status", cwd=server.root)
+    assert r.code == 0 and f"served by `ok serve` (pid {server.proc.pid}" in r.out
+    for args in (["search", "gene"], ["mem", "add", "a note"], ["sync"]):
+        r = run_cli(*args, cwd=server.root)
+        assert r.code == 1, (args, r.out, r.err)
+        assert f"served by `ok serve` (pid {server.proc.pid}" in r.err and r.err.count("\n") == 1
+    assert not list((server.root / "memories").rglob("*a note*"))
+    # a second server is refused the same way, and the first one keeps serving
+    r = run_cli("serve", "--root", str(server.root), "--port", str(_free_port()))
+    assert r.code == 1 and "served by `ok serve`" in r.err
+    assert server.http.get(f"/v1/{server.stack}/status").status_code == 200
+    server.stop()
+    assert not (server.root / ".ok/serve.json").exists()
+    assert run_ok("status").code == 0

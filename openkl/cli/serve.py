@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ipaddress
 import signal
+import socket
 
 import typer
 
-from ..errors import UsageError
+from ..errors import BadInput, UsageError
 from .output import state
 
 
@@ -52,13 +53,28 @@ def serve(
 
     from ..server import Stacks, create_app
 
-    stacks = Stacks(list(roots or []) or [state.root])
-    app = create_app(stacks)
-    names = ", ".join(stacks.by_name)
-    print(f"serving {names} on http://{host}:{port} (Ctrl-C stops)", flush=True)
-    # uvicorn finishes the requests under way and closes the folders on SIGTERM or SIGINT,
-    # then sends the signal again: a stop asked for is a clean exit, not a death by signal
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: None)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise BadInput(
+            f"cannot listen on {host}:{port}: {e.strerror}", "choose another --port (0: any)"
+        ) from e
+    url = f"http://{host}:{sock.getsockname()[1]}"
+    stacks = Stacks(list(roots or []) or [state.root], url=url)
+    try:
+        stacks.open()
+        app = create_app(stacks)
+        print(f"serving {', '.join(stacks.by_name)} on {url} (Ctrl-C stops)", flush=True)
+        # uvicorn finishes the requests under way on SIGTERM or SIGINT, then sends the
+        # signal again: a stop asked for is a clean exit, not a death by signal
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: None)
+        config = uvicorn.Config(app, log_level="warning", access_log=False)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        stacks.close()
+        sock.close()
     print("stopped", flush=True)

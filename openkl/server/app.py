@@ -87,12 +87,13 @@ class ContextIn(BaseModel):
 
 
 def create_app(stacks: Stacks) -> FastAPI:
-    """The API over `stacks`, which it opens on startup and closes on shutdown."""
+    """The API over `stacks`, which it opens on startup (unless they are open) and closes
+    on shutdown."""
     __version__ = version("openkl")
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        stacks.open()
+        stacks.open()  # if the caller has not
         app.state.ready = True
         try:
             yield

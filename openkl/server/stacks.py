@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -10,7 +12,7 @@ from pathlib import Path
 
 from .. import ops
 from ..errors import NotFound
-from ..folder import Folder, open_folder, stacks_of
+from ..folder import Folder, atomic_write, iso, open_folder, stacks_of
 from ..graph import Graph
 from ..indexing import embedder
 
@@ -35,14 +37,19 @@ class Served:
 class Stacks:
     """The served folders by name, open from `open()` until `close()`."""
 
-    def __init__(self, roots: Sequence[str | Path | None]) -> None:
+    def __init__(self, roots: Sequence[str | Path | None], url: str = "") -> None:
         folders = stacks_of([open_folder(r) for r in (roots or [None])])
         self.by_name = {name: Served(name, f) for name, f in folders.items()}
+        self.url = url
+        self.is_open = False
         self._open = contextlib.ExitStack()
 
     def open(self) -> None:
         """Bring each folder's index in line with its files, then keep its graph open and
-        the model loaded."""
+        the model loaded. Once: a second call does nothing."""
+        if self.is_open:
+            return
+        self.is_open = True
         for st in self.by_name.values():
             with st.writing("start"):
                 ops.sync(st.folder)
@@ -52,10 +59,13 @@ class Stacks:
                 )
             )
             embedder(st.folder).embed_query("warm up")
+            self._open.callback(_unclaim, st.folder)
+            _claim(st.folder, self.url)
 
     def close(self) -> None:
-        """Finish the open connections and close every graph."""
+        """Finish the open connections and close every graph (again: nothing)."""
         self._open.close()
+        self.is_open = False
 
     def get(self, name: str | None) -> Served:
         """The stack called `name`, or the first one when no name is given."""
@@ -64,3 +74,18 @@ class Stacks:
         if name not in self.by_name:
             raise NotFound(f"no stack named {name!r}", "stacks: " + ", ".join(self.by_name))
         return self.by_name[name]
+
+
+def _claim(folder: Folder, url: str) -> None:
+    """Say in the folder that this process serves it: other `ok` commands then refuse to
+    open its graph rather than wait for a lock the server never lets go."""
+    other = folder.server()
+    if other and other.get("pid") != os.getpid():
+        folder.refuse_if_served()
+    record = {"pid": os.getpid(), "url": url, "since": iso()}
+    atomic_write(folder.served_path, json.dumps(record) + "\n")
+
+
+def _unclaim(folder: Folder) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        folder.served_path.unlink()
