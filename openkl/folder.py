@@ -48,6 +48,8 @@ GITIGNORE = """\
 .ok/lock
 .ok/lock.info
 .ok/drafts/
+.ok/serve.json
+.ok/keys.json
 memories/topics/
 graph/
 """

@@ -26,24 +26,33 @@ def _free_port() -> int:
 class Server:
     stack: str
 
-    def __init__(self, root: Path) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *args: str,
+        more: tuple[Path, ...] = (),
+        env: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.root = root
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = root.parent / f"serve-{self.port}.log"
+        roots = [a for r in (root, *more) for a in ("--root", str(r))]
         self.proc = subprocess.Popen(
-            [OK_BIN, "serve", "--root", str(root), "--port", str(self.port)],
+            [OK_BIN, "serve", *roots, "--port", str(self.port), *args],
             stdout=self.log.open("w"),
             stderr=subprocess.STDOUT,
-            env={**os.environ, "OK_NO_PROGRESS": "1"},
+            env={**os.environ, "OK_NO_PROGRESS": "1", **(env or {})},
         )
-        self.http = httpx.Client(base_url=self.url, timeout=60)
+        self.http = httpx.Client(base_url=self.url, timeout=60, headers=headers)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, self.log.read_text()
             try:
-                if self.http.get("/ready").status_code == 200:
-                    self.stack = self.http.get("/aks/v1/stacks").json()[0]["name"]
+                r = self.http.get("/ready")
+                if r.status_code == 200:
+                    self.stack = r.json()["stacks"][0]
                     return
             except httpx.TransportError:
                 pass
@@ -199,11 +208,7 @@ def test_aks_routes_answer(server: Server) -> None:
     assert "/v1/{stack}/search" in h.get("/openapi.json").json()["paths"]
 
 
-def test_serve_refuses_an_address_other_than_loopback_or_a_port_in_use(
-    example_kf: Path,
-) -> None:
-    r = run_cli("serve", "--host", "0.0.0.0", "--port", str(_free_port()))
-    assert r.code == 2 and "loopback" in r.err and r.err.count("\n") == 1
+def test_serve_refuses_a_port_in_use(example_kf: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -246,3 +251,134 @@ def test_other_commands_say_the_folder_is_served(server: Server) -> None:
     server.stop()
     assert not (server.root / ".ok/serve.json").exists()
     assert run_ok("status").code == 0
+
+
+def _jwt(secret: str, scope: str, **claims: object) -> str:
+    import jwt
+
+    body = {"sub": "agent-7", "scope": scope, "exp": int(time.time()) + 600, **claims}
+    return jwt.encode(body, secret, algorithm="HS256")
+
+
+# every route, with the scope it needs; {s} is the stack
+ROUTES = [
+    ("GET", "/aks/v1/stacks/{s}", None, "read"),
+    ("GET", "/aks/v1/stacks/{s}/documents", None, "read"),
+    ("GET", "/aks/v1/entities?domain={s}", None, "read"),
+    ("GET", "/aks/v1/entities/crispr?domain={s}", None, "read"),
+    ("GET", "/aks/v1/traverse?start=crispr&domain={s}", None, "read"),
+    ("POST", "/aks/v1/context", {"query": "gene", "domain": "{s}"}, "read"),
+    ("GET", "/aks/v1/pages/crispr?domain={s}", None, "read"),
+    ("GET", "/v1/{s}/status", None, "read"),
+    ("GET", "/v1/{s}/search?q=gene", None, "read"),
+    ("POST", "/v1/{s}/ask", {"question": "what is crispr?", "llm": False}, "read"),
+    ("GET", "/v1/{s}/notes", None, "read"),
+    ("POST", "/v1/{s}/notes", {"text": "A note from a caller."}, "write"),
+    ("GET", "/v1/{s}/notes/m-x", None, "read"),
+    ("PATCH", "/v1/{s}/notes/m-x", {"tags": ["x"]}, "write"),
+    ("DELETE", "/v1/{s}/notes/m-x", None, "write"),
+    ("GET", "/v1/{s}/documents", None, "read"),
+    ("GET", "/v1/{s}/documents/x", None, "read"),
+    ("POST", "/v1/{s}/cypher", {"query": "MATCH (d:Doc) RETURN count(*) AS n"}, "read"),
+    ("POST", "/v1/{s}/sync", None, "write"),
+]
+
+
+def _call(h: httpx.Client, method: str, path: str, body: object, stack: str, token: str):
+    path = path.replace("{s}", stack)
+    if isinstance(body, dict):
+        body = {k: (v.replace("{s}", stack) if isinstance(v, str) else v) for k, v in body.items()}
+    return h.request(
+        method, path, json=body, headers={"Authorization": f"Bearer {token}"} if token else {}
+    )
+
+
+def test_every_route_checks_the_key_its_stack_and_its_scope(
+    example_kf: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    assert run_ok("init", str(other)).code == 0
+    assert run_ok("-C", str(other), "mem", "add", "The other team's secret plan.").code == 0
+    read = run_ok("serve", "keys", "add", "reader", "--scope", "read").out.strip()
+    write = run_ok("serve", "keys", "add", "writer", "--scope", "write", "--json").json()["key"]
+    revoked = run_ok("serve", "keys", "add", "gone").out.strip()
+    assert run_ok("serve", "keys", "revoke", "gone").code == 0
+    theirs = run_ok("serve", "keys", "add", "them", "--root", str(other)).out.strip()
+    listed = run_ok("serve", "keys", "list", "--json").json()
+    assert [k["name"] for k in listed] == ["reader", "writer", "gone"]
+    assert all("sha256" not in k and "key" not in k for k in listed)
+    assert read not in (example_kf / ".ok/keys.json").read_text()
+    secret = "s3cret-for-tests-that-is-long-enough-for-hs256"
+    s = Server(
+        example_kf,
+        "--auth",
+        more=(other,),
+        env={"OK_SERVE_JWT_SECRET_ENV": "T_SECRET", "T_SECRET": secret},
+    )
+    try:
+        h = s.http
+        mine, their_name = s.stack, "other"
+        assert h.get("/health").status_code == 200 and h.get("/ready").status_code == 200
+        forged = _jwt("not-the-secret-but-as-long-as-one-for-hs256", f"{mine}:admin")
+        expired = _jwt(secret, f"{mine}:admin", exp=int(time.time()) - 60)
+        their_jwt = _jwt(secret, f"{their_name}:admin")
+        for method, path, body, need in ROUTES:
+            for token, want in [
+                ("", 401),
+                ("okk_kdeadbeef_nope", 401),
+                (revoked, 401),
+                (forged, 401),
+                (expired, 401),
+                (theirs, 403),
+                (their_jwt, 403),
+                *([(read, 403)] if need == "write" else []),
+            ]:
+                r = _call(h, method, path, body, mine, token)
+                assert r.status_code == want, (method, path, token[:12], r.status_code, r.text)
+                assert r.json()["error"]
+            for token in (write, _jwt(secret, f"{mine}:write")) + (
+                (read,) if need == "read" else ()
+            ):
+                r = _call(h, method, path, body, mine, token)
+                assert r.status_code not in (401, 403), (method, path, r.text)
+        # a caller sees only its own stack, and cannot reach the other one's notes
+        r = h.get("/aks/v1/stacks", headers={"Authorization": f"Bearer {read}"})
+        assert [x["name"] for x in r.json()] == [mine]
+        r = h.get(
+            f"/v1/{their_name}/search",
+            params={"q": "secret plan"},
+            headers={"Authorization": f"Bearer {read}"},
+        )
+        assert r.status_code == 403 and "secret" not in r.text.replace("secret plan", "")
+        r = h.get("/aks/v1/entities", headers={"Authorization": f"Bearer {theirs}"})
+        assert r.status_code == 200  # the default stack is the caller's own
+        r = h.get(
+            f"/v1/{their_name}/search",
+            params={"q": "secret plan"},
+            headers={"Authorization": f"Bearer {theirs}"},
+        )
+        assert "secret plan" in r.json()["hits"][0]["quote"]
+    finally:
+        s.stop()
+
+
+def test_a_caller_over_its_rate_gets_429_with_retry_after(example_kf: Path) -> None:
+    s = Server(example_kf, env={"OK_SERVE_RATE_LIMIT": "0.5", "OK_SERVE_BURST": "3"})
+    try:
+        codes = [s.http.get(f"/v1/{s.stack}/status").status_code for _ in range(5)]
+        assert codes[:3] == [200, 200, 200] and codes[3:] == [429, 429], codes
+        r = s.http.get(f"/v1/{s.stack}/status")
+        assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1
+        assert "too many requests" in r.json()["error"]
+        assert s.http.get("/health").status_code == 200  # never metered
+    finally:
+        s.stop()
+
+
+def test_serving_beyond_loopback_needs_credentials(example_kf: Path) -> None:
+    r = run_cli("serve", "--host", "0.0.0.0", "--port", str(_free_port()))
+    assert r.code == 2 and "needs credentials" in r.err and "ok serve keys add" in r.err
+    r = run_ok("serve", "keys", "add", "x", "--scope", "root")
+    assert r.code == 1 and "unknown scope 'root'" in r.err
+    r = run_ok("serve", "keys", "revoke", "nobody")
+    assert r.code == 1 and "no live key" in r.err

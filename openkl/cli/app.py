@@ -513,7 +513,7 @@ def _register() -> None:
     app.command("completion")(completion_cli.completion)
     from . import serve as serve_cli
 
-    app.command("serve")(serve_cli.serve)
+    app.add_typer(serve_cli.app, name="serve")
 
 
 _register()

@@ -8,6 +8,7 @@ the stack's writer. An `OkError` becomes a 4xx with `{"error": …, "hint": …}
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import AsyncIterator
 from importlib.metadata import version
 from typing import Annotated, Any
@@ -29,14 +30,21 @@ from ..errors import (
     ReadOnlyViolation,
     UsageError,
 )
-from .stacks import Stacks
+from .auth import OPEN, Authenticator, Caller, Forbidden, RateLimited, RateLimiter, Unauthorized
+from .stacks import Served, Stacks
 
 MAX_BODY = 16 << 20  # bytes of a request body
 
 # the AKS routes name the stack as `?domain=`
 Domain = Annotated[str | None, Query(description="The stack (default: the first).")]
 
+# what needs no credentials
+PUBLIC = {"/health", "/ready", "/docs", "/openapi.json", "/docs/oauth2-redirect", "/redoc"}
+
 _STATUS: list[tuple[type[OkError], int]] = [
+    (Unauthorized, 401),
+    (Forbidden, 403),
+    (RateLimited, 429),
     (NotFound, 404),
     (ReadOnlyViolation, 403),
     (QueryRefused, 403),
@@ -45,6 +53,10 @@ _STATUS: list[tuple[type[OkError], int]] = [
     (UsageError, 400),
     (BadInput, 400),
 ]
+
+
+def _status(exc: OkError) -> int:
+    return next((code for cls, code in _STATUS if isinstance(exc, cls)), 400)
 
 
 def _error(status: int, message: str, hint: str | None = None) -> JSONResponse:
@@ -86,9 +98,13 @@ class ContextIn(BaseModel):
     min_confidence: float | None = Field(default=None, ge=0, le=1)
 
 
-def create_app(stacks: Stacks) -> FastAPI:
+def create_app(
+    stacks: Stacks, auth: Authenticator | None = None, limiter: RateLimiter | None = None
+) -> FastAPI:
     """The API over `stacks`, which it opens on startup (unless they are open) and closes
-    on shutdown."""
+    on shutdown. With `auth`, every route but /health, /ready and the docs needs a key or
+    a JWT whose scope covers the stack; without, every caller may do everything. `limiter`
+    meters each caller (each client address when auth is off)."""
     __version__ = version("openkl")
 
     @contextlib.asynccontextmanager
@@ -111,8 +127,7 @@ def create_app(stacks: Stacks) -> FastAPI:
 
     @app.exception_handler(OkError)
     async def ok_error(request: Request, exc: OkError) -> JSONResponse:
-        status = next((code for cls, code in _STATUS if isinstance(exc, cls)), 400)
-        return _error(status, exc.message, exc.hint)
+        return _error(_status(exc), exc.message, exc.hint)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -131,11 +146,42 @@ def create_app(stacks: Stacks) -> FastAPI:
         return _error(exc.status_code, str(exc.detail), hint)
 
     @app.middleware("http")
-    async def cap_body(request: Request, call_next: Any) -> Any:
+    async def gate(request: Request, call_next: Any) -> Any:
+        """Body cap, credentials, rate limit: before any route runs."""
         size = request.headers.get("content-length")
         if size is not None and (not size.isdigit() or int(size) > MAX_BODY):
             return _error(413, f"the request body is over {MAX_BODY} bytes", "send less at once")
+        if request.url.path in PUBLIC:
+            return await call_next(request)
+        try:
+            if auth is None:
+                caller = OPEN
+                who = request.client.host if request.client else "local"
+            else:
+                caller = auth.caller(request.headers.get("authorization"))
+                who = caller.who
+            if limiter is not None:
+                limiter.take(who)
+        except RateLimited as e:
+            resp = _error(429, e.message, e.hint)
+            resp.headers["Retry-After"] = str(max(1, math.ceil(e.retry_after)))
+            return resp
+        except OkError as e:
+            return _error(_status(e), e.message, e.hint)
+        request.state.caller = caller
         return await call_next(request)
+
+    def allow(request: Request, name: str | None, need: str) -> Served:
+        """The stack called `name` (none: the first the caller may read), if the caller's
+        scope covers `need` there. A caller is never told of stacks it may not see."""
+        caller: Caller = request.state.caller
+        if not name:
+            name = next((n for n in stacks.by_name if caller.allows(n, "read")), None)
+            if name is None:
+                raise Forbidden(f"{caller.who} may read no stack here", "ask for a key")
+        if auth is not None:
+            auth.check(caller, name, need)
+        return stacks.get(name)
 
     # -- health -------------------------------------------------------------------------
     @app.get("/health", tags=["health"])
@@ -152,26 +198,28 @@ def create_app(stacks: Stacks) -> FastAPI:
 
     # -- AKS v1 -------------------------------------------------------------------------
     @app.get("/aks/v1/stacks", tags=["aks"])
-    def list_stacks() -> list[dict[str, Any]]:
-        """The stacks served, with their counts."""
-        return [_stack_row(name) for name in stacks.by_name]
+    def list_stacks(request: Request) -> list[dict[str, Any]]:
+        """The stacks served that the caller may read, with their counts."""
+        caller: Caller = request.state.caller
+        return [_stack_row(name) for name in stacks.by_name if caller.allows(name, "read")]
 
     def _stack_row(name: str) -> dict[str, Any]:
         st = stacks.get(name)
         return {"name": name, "root": str(st.folder.root), **ops.counts(st.folder)}
 
     @app.get("/aks/v1/stacks/{stack}", tags=["aks"])
-    def get_stack(stack: str) -> dict[str, Any]:
+    def get_stack(request: Request, stack: str) -> dict[str, Any]:
         """One stack, with its counts."""
-        return _stack_row(stacks.get(stack).name)
+        return _stack_row(allow(request, stack, "read").name)
 
     @app.get("/aks/v1/stacks/{stack}/documents", tags=["aks"])
-    def stack_documents(stack: str) -> list[Any]:
+    def stack_documents(request: Request, stack: str) -> list[Any]:
         """The stack's documents (their mapping entries)."""
-        return list(ops.list_docs(stacks.get(stack).folder))
+        return list(ops.list_docs(allow(request, stack, "read").folder))
 
     @app.get("/aks/v1/entities", tags=["aks"])
     def entities(
+        request: Request,
         domain: Domain = None,
         type: str | None = None,
         min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
@@ -179,7 +227,7 @@ def create_app(stacks: Stacks) -> FastAPI:
         limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
     ) -> list[Any]:
         """Entities, most mentioned first, filtered by type, confidence and name."""
-        folder = stacks.get(domain).folder
+        folder = allow(request, domain, "read").folder
         return list(
             ops.list_entities(
                 folder, type=type, min_confidence=min_confidence, name=name, limit=limit
@@ -187,12 +235,13 @@ def create_app(stacks: Stacks) -> FastAPI:
         )
 
     @app.get("/aks/v1/entities/{name}", tags=["aks"])
-    def entity(name: str, domain: Domain = None) -> Any:
+    def entity(request: Request, name: str, domain: Domain = None) -> Any:
         """One entity by name: its relationships and evidence."""
-        return ops.entity(stacks.get(domain).folder, name)
+        return ops.entity(allow(request, domain, "read").folder, name)
 
     @app.get("/aks/v1/traverse", tags=["aks"])
     def traverse(
+        request: Request,
         start: str,
         domain: Domain = None,
         depth: Annotated[int, Query(ge=1, le=5)] = 2,
@@ -202,7 +251,7 @@ def create_app(stacks: Stacks) -> FastAPI:
     ) -> Any:
         """Walk the entity graph from `start`, up to `depth` hops."""
         return ops.traverse(
-            stacks.get(domain).folder,
+            allow(request, domain, "read").folder,
             start,
             depth=depth,
             rel=rel,
@@ -211,10 +260,10 @@ def create_app(stacks: Stacks) -> FastAPI:
         )
 
     @app.post("/aks/v1/context", tags=["aks"])
-    def context(body: ContextIn) -> Any:
+    def context(request: Request, body: ContextIn) -> Any:
         """Passages and the entities around them for a natural-language query."""
         return ops.context(
-            stacks.get(body.domain).folder,
+            allow(request, body.domain, "read").folder,
             body.query,
             k=body.k,
             max_entities=body.max_entities,
@@ -222,18 +271,19 @@ def create_app(stacks: Stacks) -> FastAPI:
         )
 
     @app.get("/aks/v1/pages/{name}", tags=["aks"])
-    def page(name: str, domain: Domain = None) -> Any:
+    def page(request: Request, name: str, domain: Domain = None) -> Any:
         """An entity's page as markdown."""
-        return ops.entity_page(stacks.get(domain).folder, name)
+        return ops.entity_page(allow(request, domain, "read").folder, name)
 
     # -- openkl -------------------------------------------------------------------------
     @app.get("/v1/{stack}/status", tags=["openkl"])
-    def status(stack: str) -> Any:
+    def status(request: Request, stack: str) -> Any:
         """Counts and staleness, as `ok status --json`."""
-        return ops.status(stacks.get(stack).folder)
+        return ops.status(allow(request, stack, "read").folder)
 
     @app.get("/v1/{stack}/search", tags=["openkl"])
     def search(
+        request: Request,
         stack: str,
         q: Annotated[str, Query(min_length=1, description="The query.")],
         k: Annotated[int | None, Query(ge=1)] = None,
@@ -248,7 +298,7 @@ def create_app(stacks: Stacks) -> FastAPI:
         explain: bool = False,
     ) -> dict[str, Any]:
         """Hybrid search: the same parameters and cite objects as `ok search --json`."""
-        st = stacks.get(stack)
+        st = allow(request, stack, "read")
         res = ops.search(
             st.folder,
             q,
@@ -266,42 +316,47 @@ def create_app(stacks: Stacks) -> FastAPI:
         return {"stack": st.name, "query": res.query, "hits": res.hits}
 
     @app.post("/v1/{stack}/ask", tags=["openkl"])
-    def ask(stack: str, body: AskIn) -> Any:
+    def ask(request: Request, stack: str, body: AskIn) -> Any:
         """An answer with `[N]` citations, as `ok ask --json`."""
         return ops.ask(
-            stacks.get(stack).folder, body.question, k=body.k, scope=body.scope, use_llm=body.llm
+            allow(request, stack, "read").folder,
+            body.question,
+            k=body.k,
+            scope=body.scope,
+            use_llm=body.llm,
         )
 
     @app.get("/v1/{stack}/notes", tags=["notes"])
     def list_notes(
+        request: Request,
         stack: str,
         tag: Annotated[list[str] | None, Query()] = None,
         topic: Annotated[list[str] | None, Query()] = None,
         limit: Annotated[int | None, Query(ge=1)] = None,
     ) -> list[dict[str, Any]]:
         """Notes, newest first."""
-        folder = stacks.get(stack).folder
+        folder = allow(request, stack, "read").folder
         got = ops.list_notes(folder, tags=tag, topics=topic, limit=limit)
         return [n.as_dict(folder) for n in got.notes]
 
     @app.post("/v1/{stack}/notes", tags=["notes"], status_code=201)
-    def add_note(stack: str, body: NoteIn) -> dict[str, Any]:
+    def add_note(request: Request, stack: str, body: NoteIn) -> dict[str, Any]:
         """Write a note and index it."""
-        st = stacks.get(stack)
+        st = allow(request, stack, "write")
         with st.writing("mem add"):
             note = ops.add_note(st.folder, body.text, body.tags, body.topics, via="http")
         return note.as_dict(st.folder)
 
     @app.get("/v1/{stack}/notes/{note_id}", tags=["notes"])
-    def show_note(stack: str, note_id: str) -> dict[str, Any]:
+    def show_note(request: Request, stack: str, note_id: str) -> dict[str, Any]:
         """One note by id or unique prefix."""
-        folder = stacks.get(stack).folder
+        folder = allow(request, stack, "read").folder
         return ops.show_note(folder, note_id).as_dict(folder)
 
     @app.patch("/v1/{stack}/notes/{note_id}", tags=["notes"])
-    def update_note(stack: str, note_id: str, body: NotePatch) -> dict[str, Any]:
+    def update_note(request: Request, stack: str, note_id: str, body: NotePatch) -> dict[str, Any]:
         """Change a note's text, tags or topics; its id stays."""
-        st = stacks.get(stack)
+        st = allow(request, stack, "write")
         with st.writing("mem update"):
             note = ops.update_note(
                 st.folder, note_id, text=body.text, tags=body.tags, topics=body.topics, via="http"
@@ -309,33 +364,35 @@ def create_app(stacks: Stacks) -> FastAPI:
         return note.as_dict(st.folder)
 
     @app.delete("/v1/{stack}/notes/{note_id}", tags=["notes"])
-    def delete_note(stack: str, note_id: str) -> dict[str, Any]:
+    def delete_note(request: Request, stack: str, note_id: str) -> dict[str, Any]:
         """Delete a note and drop it from the index."""
-        st = stacks.get(stack)
+        st = allow(request, stack, "write")
         with st.writing("mem delete"):
             note = ops.delete_note(st.folder, note_id, via="http")
         return {"deleted": note.id}
 
     @app.get("/v1/{stack}/documents", tags=["documents"])
-    def list_documents(stack: str, all_versions: bool = False) -> list[Any]:
+    def list_documents(request: Request, stack: str, all_versions: bool = False) -> list[Any]:
         """The stored documents' mapping entries."""
-        return list(ops.list_docs(stacks.get(stack).folder, all_versions=all_versions))
+        return list(ops.list_docs(allow(request, stack, "read").folder, all_versions=all_versions))
 
     @app.get("/v1/{stack}/documents/{doc}", tags=["documents"])
-    def show_document(stack: str, doc: str) -> dict[str, Any]:
+    def show_document(request: Request, stack: str, doc: str) -> dict[str, Any]:
         """A document by id or id prefix: its mapping entry and normalized text."""
-        got = ops.show_doc(stacks.get(stack).folder, doc)
+        got = ops.show_doc(allow(request, stack, "read").folder, doc)
         return {"entry": got.entry, "text": got.text}
 
     @app.post("/v1/{stack}/cypher", tags=["graph"])
-    def cypher(stack: str, body: Annotated[CypherIn, Body()]) -> list[dict[str, Any]]:
+    def cypher(
+        request: Request, stack: str, body: Annotated[CypherIn, Body()]
+    ) -> list[dict[str, Any]]:
         """Read-only Cypher under the CLI's rules (no files, no extensions, no writes)."""
-        return ops.cypher(stacks.get(stack).folder, body.query, body.params)
+        return ops.cypher(allow(request, stack, "read").folder, body.query, body.params)
 
     @app.post("/v1/{stack}/sync", tags=["openkl"])
-    def sync(stack: str) -> Any:
+    def sync(request: Request, stack: str) -> Any:
         """Bring the index in line with the files, as `ok sync --json`."""
-        st = stacks.get(stack)
+        st = allow(request, stack, "write")
         with st.writing("sync"):
             return ops.sync(st.folder).as_dict()
 
