@@ -271,6 +271,7 @@ DECLARED: tuple[Setting, ...] = (
         "Requests a second one caller may make to `ok serve`, on average (0: no limit).",
     ),
     _s("serve.burst", 40, int, "Requests one caller may make to `ok serve` at once."),
+    _s("serve.access_log", True, bool, "`ok serve` logs each request as a JSON line on stderr."),
     _s(
         "serve.jwt_secret_env",
         None,

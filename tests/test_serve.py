@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -382,3 +383,87 @@ def test_serving_beyond_loopback_needs_credentials(example_kf: Path) -> None:
     assert r.code == 1 and "unknown scope 'root'" in r.err
     r = run_ok("serve", "keys", "revoke", "nobody")
     assert r.code == 1 and "no live key" in r.err
+
+
+def _mcp(url: str, fn: Any, token: str | None = None) -> Any:
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def main() -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+            transport = streamable_http_client(f"{url}/mcp", http_client=http)
+            async with Client(transport, read_timeout_seconds=120) as client:
+                return await fn(client)
+
+    try:
+        return anyio.run(main)
+    except BaseExceptionGroup as eg:
+        leaf: BaseException = eg
+        while isinstance(leaf, BaseExceptionGroup):
+            leaf = leaf.exceptions[0]
+        raise leaf from None
+
+
+def test_mcp_over_streamable_http_has_the_tools_of_ok_mcp(example_kf: Path) -> None:
+    read = run_ok("serve", "keys", "add", "agent", "--scope", "read").out.strip()
+    write = run_ok("serve", "keys", "add", "writer", "--scope", "write").out.strip()
+    stdio = {t["name"] for t in run_ok("mcp", "--list-tools", "--root", str(example_kf)).json()}
+    s = Server(example_kf, "--auth")
+
+    async def use(client: Any) -> Any:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        hit = await client.call_tool("search", {"query": "gene editing", "k": 2})
+        return tools, json.loads(hit.content[0].text)
+
+    async def add(client: Any) -> Any:
+        r = await client.call_tool("mem_add", {"text": "Agents may write over HTTP too."})
+        assert not r.is_error, r.content[0].text
+        return json.loads(r.content[0].text)
+
+    try:
+        tools, found = _mcp(s.url, use, write)
+        assert tools == stdio
+        assert found["results"] and found["results"][0]["type"] == "chunk"
+        note = _mcp(s.url, add, write)
+        hits = s.http.get(
+            f"/v1/{s.stack}/search",
+            params={"q": "agents write over HTTP", "k": 1},
+            headers={"Authorization": f"Bearer {read}"},
+        ).json()["hits"]
+        assert hits[0]["id"] == note["id"]
+        # a read key gets the read-only tools; no key, no MCP
+        read_tools, _ = _mcp(s.url, use, read)
+        assert "mem_add" not in read_tools and "search" in read_tools
+        assert read_tools < tools
+        r = httpx.post(f"{s.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert r.status_code == 401 and r.json()["error"]
+    finally:
+        s.stop()
+
+
+def test_metrics_count_requests_per_route_and_stack_and_the_log_says_who(
+    example_kf: Path,
+) -> None:
+    s = Server(example_kf)
+    try:
+        for q in ("gene", "editing", "crispr"):
+            assert s.http.get(f"/v1/{s.stack}/search", params={"q": q}).status_code == 200
+        assert s.http.get("/v1/made-up/search", params={"q": "x"}).status_code == 404
+        text = s.http.get("/metrics").text
+        want = (
+            'ok_http_requests_total{method="GET",route="/v1/{stack}/search",'
+            f'stack="{s.stack}",status="200"}} 3.0'
+        )
+        assert want in text, text[:2000]
+        assert 'stack="made-up"' not in text and 'status="404"' in text
+        assert 'ok_search_seconds_count{mode="hybrid"} 3.0' in text
+        assert f'ok_writer_queue_depth{{stack="{s.stack}"}} 0.0' in text
+    finally:
+        s.stop()
+    lines = [json.loads(x) for x in s.log.read_text().splitlines() if x.startswith("{")]
+    searches = [x for x in lines if x["path"] == f"/v1/{s.stack}/search"]
+    assert len(searches) == 3 and all(x["status"] == 200 and x["ms"] > 0 for x in searches)
+    assert {x["who"] for x in searches} == {"local"}

@@ -93,7 +93,13 @@ def serve(
     stacks.url = f"http://{host}:{sock.getsockname()[1]}"
     try:
         stacks.open()
-        api = create_app(stacks, authenticator, limiter)
+        api = create_app(
+            stacks,
+            authenticator,
+            limiter,
+            host=host,
+            access_log=first.setting("serve.access_log"),
+        )
         print(f"serving {', '.join(stacks.by_name)} on {stacks.url} (Ctrl-C stops)", flush=True)
         _run(api, sock)
     finally:

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import AsyncIterator
 from importlib.metadata import version
 from typing import Annotated, Any
 
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from .. import ops
 from ..errors import (
@@ -31,6 +33,7 @@ from ..errors import (
     UsageError,
 )
 from .auth import OPEN, Authenticator, Caller, Forbidden, RateLimited, RateLimiter, Unauthorized
+from .metrics import AccessLog, Metrics
 from .stacks import Served, Stacks
 
 MAX_BODY = 16 << 20  # bytes of a request body
@@ -99,7 +102,11 @@ class ContextIn(BaseModel):
 
 
 def create_app(
-    stacks: Stacks, auth: Authenticator | None = None, limiter: RateLimiter | None = None
+    stacks: Stacks,
+    auth: Authenticator | None = None,
+    limiter: RateLimiter | None = None,
+    host: str = "127.0.0.1",
+    access_log: bool = True,
 ) -> FastAPI:
     """The API over `stacks`, which it opens on startup (unless they are open) and closes
     on shutdown. With `auth`, every route but /health, /ready and the docs needs a key or
@@ -107,15 +114,22 @@ def create_app(
     meters each caller (each client address when auth is off)."""
     __version__ = version("openkl")
 
+    mcp_full, mcp_read = _mcp_apps(stacks, host)
+    metrics = Metrics()
+    log = AccessLog(access_log)
+    for st in stacks.by_name.values():
+        metrics.writers_waiting.labels(st.name).set_function(st.queued)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stacks.open()  # if the caller has not
-        app.state.ready = True
-        try:
-            yield
-        finally:
-            app.state.ready = False
-            stacks.close()
+        async with mcp_full.session_manager.run(), mcp_read.session_manager.run():
+            app.state.ready = True
+            try:
+                yield
+            finally:
+                app.state.ready = False
+                stacks.close()
 
     app = FastAPI(
         title="openkl",
@@ -144,6 +158,31 @@ def create_app(
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         hint = "see /docs for the routes" if exc.status_code in (404, 405) else None
         return _error(exc.status_code, str(exc.detail), hint)
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next: Any) -> Any:
+        """Count and time every request, and log it."""
+        started = time.perf_counter()
+        response = await call_next(request)
+        took = time.perf_counter() - started
+        route = getattr(request.scope.get("route"), "path", "unmatched")
+        params = request.scope.get("path_params") or {}
+        stack = params.get("stack") or request.query_params.get("domain") or "-"
+        if stack not in stacks.by_name:
+            stack = "-"  # a label per made-up name would grow without end
+        labels = (request.method, route, stack)
+        metrics.requests.labels(*labels, str(response.status_code)).inc()
+        metrics.latency.labels(*labels).observe(took)
+        caller = getattr(request.state, "caller", None)
+        log.write(
+            method=request.method,
+            path=request.url.path,
+            status=response.status_code,
+            ms=round(took * 1000, 1),
+            who=caller.who if caller is not None else None,
+            client=request.client.host if request.client else None,
+        )
+        return response
 
     @app.middleware("http")
     async def gate(request: Request, call_next: Any) -> Any:
@@ -195,6 +234,16 @@ def create_app(
         if not app.state.ready:
             return _error(503, "starting", "wait for the folders to open")
         return JSONResponse({"status": "ready", "stacks": list(stacks.by_name)})
+
+    @app.get("/metrics", tags=["health"])
+    def prometheus(request: Request) -> Response:
+        """Prometheus metrics: requests and latency per route and stack, search latency by
+        mode, writers waiting, chunks indexed."""
+        caller: Caller = request.state.caller
+        if not all(caller.allows(n, "read") for n in stacks.by_name):
+            raise Forbidden(f"{caller.who} may not read every stack", "use an admin's key")
+        body, kind = metrics.render()
+        return Response(body, media_type=kind)
 
     # -- AKS v1 -------------------------------------------------------------------------
     @app.get("/aks/v1/stacks", tags=["aks"])
@@ -299,6 +348,7 @@ def create_app(
     ) -> dict[str, Any]:
         """Hybrid search: the same parameters and cite objects as `ok search --json`."""
         st = allow(request, stack, "read")
+        started = time.perf_counter()
         res = ops.search(
             st.folder,
             q,
@@ -313,6 +363,7 @@ def create_app(
             per_doc=per_doc,
             explain=explain,
         )
+        metrics.search.labels(res.options.mode).observe(time.perf_counter() - started)
         return {"stack": st.name, "query": res.query, "hits": res.hits}
 
     @app.post("/v1/{stack}/ask", tags=["openkl"])
@@ -394,6 +445,47 @@ def create_app(
         """Bring the index in line with the files, as `ok sync --json`."""
         st = allow(request, stack, "write")
         with st.writing("sync"):
-            return ops.sync(st.folder).as_dict()
+            rep = ops.sync(st.folder)
+        metrics.chunks_indexed.labels(st.name).inc(rep.chunks_added)
+        return rep.as_dict()
 
+    full_app = mcp_full.streamable_http_app(streamable_http_path="/mcp", host=host)
+    read_app = mcp_read.streamable_http_app(streamable_http_path="/mcp", host=host)
+
+    app.router.routes.append(
+        Route("/mcp", _McpGate(list(stacks.by_name), full_app, read_app), include_in_schema=False)
+    )
     return app
+
+
+def _mcp_apps(stacks: Stacks, host: str) -> tuple[Any, Any]:
+    """The MCP servers over the same folders as `ok mcp`: all tools, and read-only."""
+    from ..mcp_server import KnowledgeServer
+
+    roots = [st.folder.root for st in stacks.by_name.values()]
+    return (
+        KnowledgeServer(roots).build(),
+        KnowledgeServer(roots, read_only=True).build(),
+    )
+
+
+class _McpGate:
+    """MCP over streamable HTTP: every tool to a caller who may write every stack, the
+    read-only tools to one who may read them all (an ASGI app, so the SDK streams)."""
+
+    def __init__(self, names: list[str], full: Any, read: Any) -> None:
+        self.names, self.full, self.read = names, full, read
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        caller: Caller = scope["state"]["caller"]
+        if all(caller.allows(n, "write") for n in self.names):
+            await self.full(scope, receive, send)
+        elif all(caller.allows(n, "read") for n in self.names):
+            await self.read(scope, receive, send)
+        else:
+            resp = _error(
+                403,
+                f"{caller.who} may not read every stack this server holds, as MCP needs",
+                "use the HTTP routes of your stack, or a key for each stack",
+            )
+            await resp(scope, receive, send)

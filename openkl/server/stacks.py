@@ -26,12 +26,25 @@ class Served:
     # writes of this process queue here before taking the folder's writer lock, which is
     # re-entrant per thread and so does not order this process's own threads
     writer: threading.Lock = field(default_factory=threading.Lock)
+    _waiting: list[None] = field(default_factory=list)  # one item per queued write
+
+    def queued(self) -> int:
+        """Writes waiting for this stack's writer."""
+        return len(self._waiting)
 
     @contextlib.contextmanager
     def writing(self, what: str) -> Iterator[None]:
         """Hold this stack's writer slot and the folder's writer lock."""
-        with self.writer, self.folder.write_lock(f"ok serve {what}"):
-            yield
+        self._waiting.append(None)  # list operations are atomic: no lock to count
+        try:
+            self.writer.acquire()
+        finally:
+            self._waiting.pop()
+        try:
+            with self.folder.write_lock(f"ok serve {what}"):
+                yield
+        finally:
+            self.writer.release()
 
 
 class Stacks:
