@@ -9,6 +9,9 @@ folder in a temporary directory through the same code as `ok store ingest`, runs
 through the code of `ok search` in each mode, and scores the runs with the functions of
 ../shared/bench/eval_run.py: nDCG@10, Recall@10, Recall@100 and MRR@10, overall and per
 language. The vector mode does not read the FTS text, so its numbers are the same for both.
+Two references come with them: `same_language_chance`, the score of ranking the query's own
+language first in random order, and `unknown_tokens`, the share of each language's tokens
+the embedding model's tokenizer maps to [UNK].
 """
 
 from __future__ import annotations
@@ -128,7 +131,28 @@ def same_language_chance(ev: Any, qrels: dict, seed: int = 0, rounds: int = 200)
             runs[q] = own
         for key, value in score(ev, qrels, runs).items():
             totals[key] = totals.get(key, 0.0) + value / rounds
-    return {k: round(v, 4) for k, v in totals.items()}
+    out: dict[str, float | int] = {k: round(v, 4) for k, v in totals.items()}
+    out["queries"] = len(qrels)
+    del out["no_hit_queries"]
+    return out
+
+
+def unknown_tokens(emb: Any) -> dict[str, float]:
+    """Per language, the share of the corpus's tokens that the model's tokenizer cannot
+    represent ([UNK]): what the vector model never sees."""
+    import copy
+
+    tok = copy.deepcopy(emb.tokenizer)
+    tok.no_padding()
+    tok.no_truncation()
+    counts: dict[str, list[int]] = {}
+    for line in (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        d = json.loads(line)
+        tokens = tok.encode(f"{d['title']} {d['text']}").tokens[1:-1]  # without [CLS], [SEP]
+        c = counts.setdefault(LANGS["q" + d["_id"][0]], [0, 0])
+        c[0] += tokens.count("[UNK]")
+        c[1] += len(tokens)
+    return {lang: round(u / n, 3) for lang, (u, n) in counts.items()}
 
 
 def run_variant(name: str, modes: list[str], ev: Any, qrels: dict) -> list[dict]:
@@ -165,6 +189,9 @@ def main() -> None:
         "queries": len(qrels),
         "judgments": sum(len(r) for r in qrels.values()),
     }
+    with tempfile.TemporaryDirectory() as tmp:
+        report["unknown_tokens"] = unknown_tokens(indexer.embedder(Folder.init(Path(tmp) / "kf")))
+    print(json.dumps({"unknown_tokens": report["unknown_tokens"]}))
     report["same_language_chance"] = same_language_chance(ev, qrels)
     print(json.dumps({"same_language_chance": report["same_language_chance"]}))
     report["runs"] = []
