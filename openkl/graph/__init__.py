@@ -772,7 +772,8 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
     def fts(
         self, table: str, query: str, k: int, k1: float = 0.9, b: float = 0.4
     ) -> list[tuple[str, float]]:
-        """BM25 over a table's FTS index: [(id, score)] best first."""
+        """BM25 over a table's FTS index: [(id, score)] best first. The query goes through
+        `fts_text`, as the indexed text did."""
         index = dict((t, n) for t, n, _ in FTS_INDEXES)[table]
         where = " WHERE node.current" if table == "Chunk" else ""
         rows = self.query(
