@@ -85,3 +85,21 @@ def test_an_index_from_before_bigrams_asks_for_a_rebuild(cjk_kf: Path) -> None:
     assert r.code == 1 and "schema version 4" in r.err and "ok index --rebuild" in r.err
     assert run_ok("index", "--rebuild").code == 0
     assert fts_paths("机器学习")[:1] == ["zh.ok.md"]
+
+
+def test_only_cjk_text_is_rewritten_in_the_keyword_index(cjk_kf: Path) -> None:
+    rows = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (d:Doc)-[:HAS_CHUNK]->(c:Chunk) RETURN d.path AS path, c.text AS text, c.fts AS fts",
+        "--json",
+    ).json()
+    by_name = {Path(r["path"]).name: r for r in rows}
+    en = by_name["en.ok.md"]
+    assert en["fts"] == " ".join(en["text"].split())  # byte for byte what it was before
+    zh = by_name["zh.ok.md"]["fts"]
+    assert "机器 器学 学习 习是" in zh and "，" not in zh and "。" not in zh
+    assert (
+        "我们 们评 评估 估了 GPT 模型 型和 BM25 检索 カタ タカ カナ is"
+        in by_name["mixed.ok.md"]["fts"]
+    )
