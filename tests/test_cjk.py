@@ -49,6 +49,9 @@ def fts_paths(query: str, *args: str) -> list[str]:
         ("模型", "mixed.ok.md"),  # Han next to Latin letters, GPT模型
         ("GPT", "mixed.ok.md"),
         ("カタカナ", "mixed.ok.md"),  # half-width ｶﾀｶﾅ in the text
+        ("智", "zh.ok.md"),  # one character, inside a word
+        ("則", "ja.ok.md"),
+        ("야", "ko.ok.md"),
     ],
 )
 def test_cjk_words_are_found_by_keyword_search(cjk_kf: Path, query: str, doc: str) -> None:
@@ -100,6 +103,12 @@ def test_only_cjk_text_is_rewritten_in_the_keyword_index(cjk_kf: Path) -> None:
     zh = by_name["zh.ok.md"]["fts"]
     assert "机器 器学 学习 习是" in zh and "，" not in zh and "。" not in zh
     assert (
-        "我们 们评 评估 估了 GPT 模型 型和 BM25 检索 カタ タカ カナ is"
-        in by_name["mixed.ok.md"]["fts"]
-    )
+        "我们 们评 评估 估了 我 们 评 估 了 GPT 模型 型和 模 型 和 BM25 检索 检 索 "
+        "カタ タカ カナ カ タ カ ナ is half-width"
+    ) in by_name["mixed.ok.md"]["fts"]
+
+
+def test_a_cjk_word_is_matched_as_a_whole_not_by_its_characters(cjk_kf: Path) -> None:
+    # 学 and 习 are both in the Chinese document, but not as the word 习学
+    assert fts_paths("习学") == []
+    assert fts_paths("学习") == ["zh.ok.md"]

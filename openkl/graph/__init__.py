@@ -75,7 +75,7 @@ def schema(dim: int) -> list[str]:
 # BM25 runs over `fts`, a copy of the text made for Kùzu's FTS tokenizer, which splits on
 # spaces only: every run of whitespace becomes one space (else "and\ndurability" would be
 # one token), and Chinese, Japanese and Korean, written without spaces between words, become
-# overlapping character bigrams. Queries go through the same function (`Graph.fts`).
+# overlapping character bigrams (and single characters). Queries go through `fts_query`.
 FTS_INDEXES = (("Chunk", "chunk_fts", "fts"), ("MemoryNote", "note_fts", "fts"))
 
 # Han (with radicals, iteration marks and extensions A to I, compatibility ideographs),
@@ -93,25 +93,37 @@ _CJK_STRETCH = re.compile(f"[{_CJK_LETTERS}\u3000-\u303f\uff00-\uffef]+")
 _WORD_OR_CJK = re.compile(f"([{_CJK_LETTERS}]+)|[^\\W{_CJK_LETTERS}]+")
 
 
-def _bigrams(run: str) -> str:
+def _grams(run: str, unigrams: bool) -> str:
     if len(run) == 1:
         return run
-    return " ".join(run[i : i + 2] for i in range(len(run) - 1))
+    pairs = " ".join(run[i : i + 2] for i in range(len(run) - 1))
+    return pairs + " " + " ".join(run) if unigrams else pairs
 
 
-def _cjk_tokens(stretch: str) -> str:
-    out = []
-    for m in _WORD_OR_CJK.finditer(unicodedata.normalize("NFKC", stretch)):
-        out.append(_bigrams(m[1]) if m[1] else m[0])
-    return " " + " ".join(out) + " "
+def _cjk(text: str, unigrams: bool) -> str:
+    def tokens(stretch: re.Match[str]) -> str:
+        out = []
+        for m in _WORD_OR_CJK.finditer(unicodedata.normalize("NFKC", stretch[0])):
+            out.append(_grams(m[1], unigrams) if m[1] else m[0])
+        return " " + " ".join(out) + " "
+
+    if _CJK_STRETCH.search(text):
+        text = _CJK_STRETCH.sub(tokens, text)
+    return " ".join(text.split())
 
 
 def fts_text(text: str) -> str:
-    """The text as the FTS index sees it (and the query as it is asked). Text without CJK
-    letters, CJK punctuation or full-width forms only has its whitespace collapsed."""
-    if _CJK_STRETCH.search(text):
-        text = _CJK_STRETCH.sub(lambda m: _cjk_tokens(m[0]), text)
-    return " ".join(text.split())
+    """The text as the FTS index holds it: each run of CJK letters as its overlapping pairs
+    and its single characters, so that a one-character query finds it too. Text without
+    CJK letters, CJK punctuation or full-width forms only has its whitespace collapsed."""
+    return _cjk(text, unigrams=True)
+
+
+def fts_query(query: str) -> str:
+    """A query as the FTS index is asked: like `fts_text`, but a CJK run of two or more
+    characters as its pairs only, so that a word is matched as a whole, not as any of its
+    characters."""
+    return _cjk(query, unigrams=False)
 
 
 # -- the guard for Cypher from users (CLI and MCP) ---------------------------------------
@@ -773,13 +785,13 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
         self, table: str, query: str, k: int, k1: float = 0.9, b: float = 0.4
     ) -> list[tuple[str, float]]:
         """BM25 over a table's FTS index: [(id, score)] best first. The query goes through
-        `fts_text`, as the indexed text did."""
+        `fts_query`, the counterpart of `fts_text`, which made the indexed text."""
         index = dict((t, n) for t, n, _ in FTS_INDEXES)[table]
         where = " WHERE node.current" if table == "Chunk" else ""
         rows = self.query(
             f"CALL QUERY_FTS_INDEX('{table}', '{index}', $q, K := $k1, B := $b, top := $top) "
             f"WITH node, score{where} RETURN node.id AS id, score ORDER BY score DESC, id LIMIT $lim",
-            {"q": fts_text(query), "k1": k1, "b": b, "top": k * 2, "lim": k},
+            {"q": fts_query(query), "k1": k1, "b": b, "top": k * 2, "lim": k},
         )
         return [(r["id"], float(r["score"])) for r in rows]
 
