@@ -2,13 +2,15 @@
 
     uv run python bench/cjk.py [--modes fts,vector,hybrid] [--save]
 
-The test set is bench/data/cjk (32 short documents, 37 queries with graded judgments, see
-its README). For each way of preparing the FTS text, "spaces" (whitespace collapsed only, as
-before schema version 5) and "bigrams" (the current `fts_text`), it builds a knowledge
+The test set is bench/data/cjk (32 short documents, 43 queries with graded judgments, see
+its README). For each way of preparing the FTS text and the query, "spaces" (whitespace
+collapsed only, as before schema version 5), "bigrams" (CJK runs as overlapping character
+pairs in both) and "bigrams+unigrams" (the current `fts_text` and `fts_query`: the index
+also holds each character alone, the query asks for pairs), it builds a knowledge
 folder in a temporary directory through the same code as `ok store ingest`, runs every query
 through the code of `ok search` in each mode, and scores the runs with the functions of
-../shared/bench/eval_run.py: nDCG@10, Recall@10, Recall@100 and MRR@10, overall and per
-language. The vector mode does not read the FTS text, so its numbers are the same for both.
+../shared/bench/eval_run.py: nDCG@10, Recall@10, Recall@100 and MRR@10, overall, per
+language, and for the one-character queries apart from the longer ones. The vector mode does not read the FTS text, so its numbers are the same for all.
 Two references come with them: `same_language_chance`, the score of ranking the query's own
 language first in random order, and `unknown_tokens`, the share of each language's tokens
 the embedding model's tokenizer maps to [UNK].
@@ -49,7 +51,12 @@ def spaces_only(text: str) -> str:
     return " ".join(text.split())
 
 
-VARIANTS: dict[str, Callable[[str], str]] = {"spaces": spaces_only, "bigrams": graph.fts_text}
+# name: (what the index holds, what the query asks)
+VARIANTS: dict[str, tuple[Callable[[str], str], Callable[[str], str]]] = {
+    "spaces": (spaces_only, spaces_only),
+    "bigrams": (graph.fts_query, graph.fts_query),
+    "bigrams+unigrams": (graph.fts_text, graph.fts_query),
+}
 
 
 def _eval_module() -> Any:
@@ -61,14 +68,15 @@ def _eval_module() -> Any:
 
 
 @contextlib.contextmanager
-def fts_variant(fn: Callable[[str], str]) -> Iterator[None]:
-    """Index and query with `fn` as the FTS text (the graph module reads it at each call)."""
-    old = graph.fts_text
-    graph.fts_text = fn  # type: ignore[assignment]
+def fts_variant(index: Callable[[str], str], query: Callable[[str], str]) -> Iterator[None]:
+    """Index with `index` and query with `query` (the graph module reads both names at each
+    call)."""
+    old = graph.fts_text, graph.fts_query
+    graph.fts_text, graph.fts_query = index, query  # type: ignore[assignment]
     try:
         yield
     finally:
-        graph.fts_text = old
+        graph.fts_text, graph.fts_query = old
 
 
 def build_folder(root: Path) -> Folder:
@@ -157,7 +165,8 @@ def unknown_tokens(emb: Any) -> dict[str, float]:
 
 def run_variant(name: str, modes: list[str], ev: Any, qrels: dict) -> list[dict]:
     out = []
-    with tempfile.TemporaryDirectory() as tmp, fts_variant(VARIANTS[name]):
+    short = {qid for qid, text in load_queries() if len(text.strip()) == 1}
+    with tempfile.TemporaryDirectory() as tmp, fts_variant(*VARIANTS[name]):
         folder = build_folder(Path(tmp) / "kf")
         emb = indexer.embedder(folder)
         with indexer.open_graph(folder) as g:
@@ -170,6 +179,10 @@ def run_variant(name: str, modes: list[str], ev: Any, qrels: dict) -> list[dict]
                 row["by_language"] = {
                     lang: score(ev, {q: r for q, r in qrels.items() if q.startswith(p)}, runs)
                     for p, lang in LANGS.items()
+                }
+                row["by_length"] = {
+                    kind: score(ev, {q: r for q, r in qrels.items() if (q in short) == one}, runs)
+                    for kind, one in (("one_character", True), ("longer", False))
                 }
                 out.append(row)
                 print(json.dumps(row, ensure_ascii=False))
