@@ -90,6 +90,8 @@ _CJK_LETTERS = (
 # a stretch to rewrite: CJK letters, CJK punctuation (U+3000-303F) and the full-width and
 # half-width forms (U+FF00-FFEF), whose Latin letters and digits NFKC makes ASCII
 _CJK_STRETCH = re.compile(f"[{_CJK_LETTERS}\u3000-\u303f\uff00-\uffef]+")
+# inside a stretch (after NFKC): a run of CJK letters, or a word of other letters or digits;
+# what is neither (punctuation, symbols) becomes a space
 _WORD_OR_CJK = re.compile(f"([{_CJK_LETTERS}]+)|[^\\W{_CJK_LETTERS}]+")
 
 
