@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util  # noqa: F401  (kuzu's query preparation needs importlib.util loaded)
+import re
 import shutil
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +36,7 @@ from .entities import EntityQueries
 from .lineage import LineageQueries
 from .versions import VersionQueries
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 DB_FILE = "graph.kz"
 
 
@@ -71,13 +73,60 @@ def schema(dim: int) -> list[str]:
     ]
 
 
-# BM25 runs over `fts`, the text with every run of whitespace made one space: Kùzu's FTS
-# tokenizer splits on spaces only, so "and\ndurability" would otherwise be one token
+# BM25 runs over `fts`, a copy of the text made for Kùzu's FTS tokenizer, which splits on
+# spaces only: every run of whitespace becomes one space (else "and\ndurability" would be
+# one token), and Chinese, Japanese and Korean, written without spaces between words, become
+# overlapping character bigrams (and single characters). Queries go through `fts_query`.
 FTS_INDEXES = (("Chunk", "chunk_fts", "fts"), ("MemoryNote", "note_fts", "fts"))
+
+# Han (with radicals, iteration marks and extensions A to I, compatibility ideographs),
+# Bopomofo, Hiragana and Katakana (with half-width forms and the kana supplements), Hangul
+# (syllables, jamo and half-width forms). Punctuation of these scripts is not in it.
+_CJK_LETTERS = (
+    "\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3031-\u3035\u3038-\u303c"
+    "\u3041-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3105-\u312f\u3131-\u318f\u31a0-\u31bf"
+    "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff"
+    "\uff66-\uffdc\U0001b000-\U0001b16f\U00020000-\U000323af"
+)
+# a stretch to rewrite: CJK letters, CJK punctuation (U+3000-303F) and the full-width and
+# half-width forms (U+FF00-FFEF), whose Latin letters and digits NFKC makes ASCII
+_CJK_STRETCH = re.compile(f"[{_CJK_LETTERS}\u3000-\u303f\uff00-\uffef]+")
+# inside a stretch (after NFKC): a run of CJK letters, or a word of other letters or digits;
+# what is neither (punctuation, symbols) becomes a space
+_WORD_OR_CJK = re.compile(f"([{_CJK_LETTERS}]+)|[^\\W{_CJK_LETTERS}]+")
+
+
+def _grams(run: str, unigrams: bool) -> str:
+    if len(run) == 1:
+        return run
+    pairs = " ".join(run[i : i + 2] for i in range(len(run) - 1))
+    return pairs + " " + " ".join(run) if unigrams else pairs
+
+
+def _cjk(text: str, unigrams: bool) -> str:
+    def tokens(stretch: re.Match[str]) -> str:
+        out = []
+        for m in _WORD_OR_CJK.finditer(unicodedata.normalize("NFKC", stretch[0])):
+            out.append(_grams(m[1], unigrams) if m[1] else m[0])
+        return " " + " ".join(out) + " "
+
+    if _CJK_STRETCH.search(text):
+        text = _CJK_STRETCH.sub(tokens, text)
+    return " ".join(text.split())
 
 
 def fts_text(text: str) -> str:
-    return " ".join(text.split())
+    """The text as the FTS index holds it: each run of CJK letters as its overlapping pairs
+    and its single characters, so that a one-character query finds it too. Text without
+    CJK letters, CJK punctuation or full-width forms only has its whitespace collapsed."""
+    return _cjk(text, unigrams=True)
+
+
+def fts_query(query: str) -> str:
+    """A query as the FTS index is asked: like `fts_text`, but a CJK run of two or more
+    characters as its pairs only, so that a word is matched as a whole, not as any of its
+    characters."""
+    return _cjk(query, unigrams=False)
 
 
 # -- the guard for Cypher from users (CLI and MCP) ---------------------------------------
@@ -894,13 +943,14 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
     def fts(
         self, table: str, query: str, k: int, k1: float = 0.9, b: float = 0.4
     ) -> list[tuple[str, float]]:
-        """BM25 over a table's FTS index: [(id, score)] best first."""
+        """BM25 over a table's FTS index: [(id, score)] best first. The query goes through
+        `fts_query`, the counterpart of `fts_text`, which made the indexed text."""
         index = dict((t, n) for t, n, _ in FTS_INDEXES)[table]
         where = " WHERE node.current" if table == "Chunk" else ""
         rows = self.query(
             f"CALL QUERY_FTS_INDEX('{table}', '{index}', $q, K := $k1, B := $b, top := $top) "
             f"WITH node, score{where} RETURN node.id AS id, score ORDER BY score DESC, id LIMIT $lim",
-            {"q": query, "k1": k1, "b": b, "top": k * 2, "lim": k},
+            {"q": fts_query(query), "k1": k1, "b": b, "top": k * 2, "lim": k},
         )
         return [(r["id"], float(r["score"])) for r in rows]
 
