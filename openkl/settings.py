@@ -273,6 +273,18 @@ DECLARED: tuple[Setting, ...] = (
     _s("serve.burst", 40, int, "Requests one caller may make to `ok serve` at once."),
     _s("serve.access_log", True, bool, "`ok serve` logs each request as a JSON line on stderr."),
     _s(
+        "serve.watch",
+        True,
+        bool,
+        "`ok serve` syncs shortly after files of its folders change on disk (an editor, a pull).",
+    ),
+    _s(
+        "serve.refresh_every",
+        60.0,
+        float,
+        "Seconds between `ok serve`'s runs of the refreshes that are due (0: none).",
+    ),
+    _s(
         "serve.jwt_secret_env",
         None,
         str,

@@ -467,3 +467,58 @@ def test_metrics_count_requests_per_route_and_stack_and_the_log_says_who(
     searches = [x for x in lines if x["path"] == f"/v1/{s.stack}/search"]
     assert len(searches) == 3 and all(x["status"] == 200 and x["ms"] > 0 for x in searches)
     assert {x["who"] for x in searches} == {"local"}
+
+
+def _hand_written_note(root: Path, nid: str, body: str) -> Path:
+    path = root / "memories/by_date/2026-01/05" / f"{nid}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\nid: {nid}\nts: 2026-01-05T10:00:00Z\n---\n{body}\n")
+    return path
+
+
+def _until(check: Any, seconds: float = 90) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.3)
+    raise AssertionError("not seen in time")
+
+
+def test_the_server_syncs_files_changed_on_disk(server: Server) -> None:
+    h = server.http
+    path = _hand_written_note(server.root, "m-20260105-wtch", "Kelp forests shelter otters.")
+
+    def found() -> bool:
+        r = h.get(f"/v1/{server.stack}/search", params={"q": "kelp forests otters", "k": 1})
+        return r.json()["hits"][:1] != [] and r.json()["hits"][0]["id"] == "m-20260105-wtch"
+
+    _until(found)
+    path.unlink()
+    _until(lambda: not found())
+    assert h.get(f"/v1/{server.stack}/status").json()["in_sync"]
+
+
+def test_ok_sync_watch_syncs_after_each_change(example_kf: Path) -> None:
+    proc = subprocess.Popen(
+        [OK_BIN, "sync", "--watch", "--json"],
+        cwd=example_kf,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OK_NO_PROGRESS": "1"},
+    )
+    try:
+        assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())
+        assert first["notes_added"] == []
+        _hand_written_note(example_kf, "m-20260105-swch", "Sea urchins graze the kelp.")
+        line = json.loads(proc.stdout.readline())
+        assert line["notes_added"] == ["m-20260105-swch"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=60)
+    assert code == 0, proc.stderr.read() if proc.stderr else ""
+    hits = run_ok("search", "sea urchins graze kelp", "-k", "1", "--json").json()
+    assert hits[0]["id"] == "m-20260105-swch"

@@ -143,14 +143,49 @@ def index(
 
 
 @app.command()
-def sync(json_: bool = JsonOpt) -> None:
-    """Bring the graph up to date after files were added, edited, renamed or deleted."""
+def sync(
+    json_: bool = JsonOpt,
+    watch: bool = typer.Option(
+        False,
+        "--watch",
+        help="Then keep watching the folder and sync after each change (Ctrl-C stops).",
+    ),
+) -> None:
+    """Bring the graph up to date after files were added, edited, renamed or deleted.
+
+    With --watch it stays, and syncs again shortly after files change (an editor saving,
+    `git pull`), printing what each sync did; with --json, one JSON object per line.
+    """
     from .. import ops
 
     f = folder()
+    if watch:
+        output.info(f"watching {f.root} for changes (Ctrl-C stops)")
+        said: list[object] = []
+
+        def line(r: Any) -> None:
+            _watch_line(r, json_, always=not said)
+            said.append(r)
+
+        ops.watch(f, line, writing=lambda: writing(f, "ok sync --watch"), initial=True)
+        return
     with writing(f, "ok sync"):
         rep = ops.sync(f)
     _report_sync(rep, json_)
+
+
+def _watch_line(rep: Any, json_: bool, always: bool = False) -> None:
+    """One line per sync of `ok sync --watch` (a failed sync is a warning; the watch goes on)."""
+    if isinstance(rep, OkError):
+        output.warn(str(rep))
+        return
+    for p in rep.problems:
+        output.warn(_problem_line(p))
+    if json_ or state.json:
+        output.emit_jsonl([rep.as_dict()])
+        sys.stdout.flush()
+    elif rep.changed or always:
+        print(_sync_summary(rep.as_dict()), flush=True)
 
 
 def _report_sync(rep: Any, json_: bool) -> None:
@@ -162,43 +197,43 @@ def _report_sync(rep: Any, json_: bool) -> None:
             "(delete it too if the document is meant to go; `ok store remove` drops both)"
         )
 
-    def plain(d: dict[str, Any]) -> str:
-        parts = [
-            f"{len(d[k])} {k.replace('_', ' ')}"
-            for k in (
-                "docs_added",
-                "docs_removed",
-                "docs_moved",
-                "notes_added",
-                "notes_updated",
-                "notes_removed",
-            )
-            if d[k]
-        ]
-        if d["docs_missing"]:
-            parts.append(f"{len(d['docs_missing'])} mapping entries without a file dropped")
-        if d["docs_unlinked"]:
-            parts.append(f"{len(d['docs_unlinked'])} old versions linked")
-        redone = [x for x in d["incomplete"] if x != "entities"]
-        if redone:
-            parts.append(f"{len(redone)} with missing derived parts indexed again")
-        if "entities" in d["incomplete"]:
-            parts.append("entities of a cut-off load consolidated")
-        if d["recovered"]:
-            parts.append("index rebuilt from the files after a killed writer")
-        if d["sources_kept"]:
-            parts.append(f"{len(d['sources_kept'])} originals kept in store/sources/")
-        done = (
-            (", ".join(parts) + f" ({d['chunks_added']} chunks embedded).")
-            if parts
-            else "Up to date."
-        )
-        if d["unreadable"]:
-            done += f" {len(d['unreadable'])} unreadable (see the warnings)."
-        return done
-
-    emit(rep.as_dict(), json_, plain=plain)
+    emit(rep.as_dict(), json_, plain=_sync_summary)
     _fail_on_problems(rep.blocking)
+
+
+def _sync_summary(d: Any) -> str:
+    """What a sync did, in one line."""
+    parts = [
+        f"{len(d[k])} {k.replace('_', ' ')}"
+        for k in (
+            "docs_added",
+            "docs_removed",
+            "docs_moved",
+            "notes_added",
+            "notes_updated",
+            "notes_removed",
+        )
+        if d[k]
+    ]
+    if d["docs_missing"]:
+        parts.append(f"{len(d['docs_missing'])} mapping entries without a file dropped")
+    if d["docs_unlinked"]:
+        parts.append(f"{len(d['docs_unlinked'])} old versions linked")
+    redone = [x for x in d["incomplete"] if x != "entities"]
+    if redone:
+        parts.append(f"{len(redone)} with missing derived parts indexed again")
+    if "entities" in d["incomplete"]:
+        parts.append("entities of a cut-off load consolidated")
+    if d["recovered"]:
+        parts.append("index rebuilt from the files after a killed writer")
+    if d["sources_kept"]:
+        parts.append(f"{len(d['sources_kept'])} originals kept in store/sources/")
+    done = (
+        (", ".join(parts) + f" ({d['chunks_added']} chunks embedded).") if parts else "Up to date."
+    )
+    if d["unreadable"]:
+        done += f" {len(d['unreadable'])} unreadable (see the warnings)."
+    return done
 
 
 def _problem_line(p: SyncProblem) -> str:

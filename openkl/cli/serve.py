@@ -100,6 +100,9 @@ def serve(
             host=host,
             access_log=first.setting("serve.access_log"),
         )
+        stacks.start_background(
+            watch=first.setting("serve.watch"), refresh_every=first.setting("serve.refresh_every")
+        )
         print(f"serving {', '.join(stacks.by_name)} on {stacks.url} (Ctrl-C stops)", flush=True)
         _run(api, sock)
     finally:

@@ -32,7 +32,7 @@ from .files import (
     read_piece,
     safe_path,
 )
-from .folder import Initialized, doctor, index, init_folder, sync
+from .folder import Initialized, doctor, index, init_folder, sync, watch
 from .freshness import events, follow_events, refresh
 from .graph import cypher, entity, entity_page, lineage, list_entities, traverse, write_pages
 from .knowledge import (
@@ -161,6 +161,7 @@ __all__ = [
     "traverse",
     "update_note",
     "validate_bundle",
+    "watch",
     "verify_citations",
     "write_pages",
 ]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import doctor as doctor_mod
 from .. import indexer
+from ..errors import OkError
 from ..folder import Folder
 from ..indexing import open_graph
 from ..records import Check, FolderInitialized
@@ -59,6 +63,60 @@ def sync(folder: Folder) -> indexer.SyncReport:
             notes_removed=rep.notes_removed,
         )
     return rep
+
+
+# what a watcher leaves alone: derived or private to ok, and half-written temp files
+_UNWATCHED = (".ok", ".git", "graph", "memories/topics")
+
+
+def _watched(folder: Folder, path: str) -> bool:
+    try:
+        rel = Path(path).relative_to(folder.root).as_posix()
+    except ValueError:
+        return False
+    name = rel.rsplit("/", 1)[-1]
+    if name.startswith(".") and name.endswith(".tmp"):
+        return False
+    return not any(rel == d or rel.startswith(d + "/") for d in _UNWATCHED)
+
+
+def watch(
+    folder: Folder,
+    on_sync: Callable[[indexer.SyncReport | OkError], None],
+    *,
+    stop: threading.Event | None = None,
+    debounce_ms: int = 500,
+    writing: Callable[[], AbstractContextManager[object]] | None = None,
+    initial: bool = False,
+) -> None:
+    """Sync whenever files of the folder change (an editor, `git pull`), a burst of changes
+    once `debounce_ms` after it settles, until `stop` is set; `on_sync` gets each report, or
+    the error a sync ended with (the watch goes on). With `initial`, sync once as soon as
+    the watch is set up, so no change between that sync and the watch is missed. Takes the
+    writer lock for each sync (or what `writing` gives)."""
+    import watchfiles
+
+    hold = writing or (lambda: folder.write_lock("ok sync --watch"))
+    first = True
+    for changes in watchfiles.watch(
+        folder.root,
+        watch_filter=lambda _change, path: _watched(folder, path),
+        debounce=debounce_ms,
+        stop_event=stop,
+        raise_interrupt=False,
+        yield_on_timeout=True,  # the first (empty) yield: the watch is set up
+        rust_timeout=1000,
+    ):
+        if not changes and not (first and initial):
+            continue
+        first = False
+        try:
+            with hold():
+                rep = sync(folder)
+        except OkError as e:
+            on_sync(e)
+            continue
+        on_sync(rep)
 
 
 def doctor(root: str | None) -> list[Check]:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import ops
-from ..errors import NotFound
+from ..errors import NotFound, OkError
 from ..folder import Folder, atomic_write, iso, open_folder, stacks_of
 from ..graph import Graph
 from ..indexing import embedder
@@ -56,6 +58,8 @@ class Stacks:
         self.url = url
         self.is_open = False
         self._open = contextlib.ExitStack()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
 
     def open(self) -> None:
         """Bring each folder's index in line with its files, then keep its graph open and
@@ -75,8 +79,49 @@ class Stacks:
             self._open.callback(_unclaim, st.folder)
             _claim(st.folder, self.url)
 
+    def start_background(self, watch: bool, refresh_every: float) -> None:
+        """Per stack, a thread that syncs after files change on disk (`watch`) and one that
+        runs the refreshes that are due every `refresh_every` seconds (0: none). They stop
+        on `close()`."""
+        for st in self.by_name.values():
+            if watch:
+                self._thread(st, "watch", functools.partial(self._watch, st))
+            if refresh_every > 0:
+                self._thread(st, "refresh", functools.partial(self._refresh, st, refresh_every))
+
+    def _thread(self, st: Served, what: str, run: Callable[[], None]) -> None:
+        t = threading.Thread(target=run, name=f"ok-serve-{what}-{st.name}", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _watch(self, st: Served) -> None:
+        def said(rep: object) -> None:
+            if isinstance(rep, OkError):
+                _log(stack=st.name, event="watch.failed", error=str(rep))
+            elif getattr(rep, "changed", False):
+                _log(stack=st.name, event="watch.synced", **_counts(rep))
+
+        ops.watch(
+            st.folder, said, stop=self._stop, writing=lambda: st.writing("watch"), initial=True
+        )
+
+    def _refresh(self, st: Served, every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                rep = ops.refresh(st.folder, due=True)
+            except OkError as e:
+                _log(stack=st.name, event="refresh.failed", error=str(e))
+                continue
+            if rep.changed or rep.added or rep.removed or rep.failed:
+                _log(stack=st.name, event="refresh.done", **rep.as_dict())
+
     def close(self) -> None:
-        """Finish the open connections and close every graph (again: nothing)."""
+        """Stop the background threads, finish the open connections and close every graph
+        (again: nothing)."""
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=30)
+        self._threads.clear()
         self._open.close()
         self.is_open = False
 
@@ -102,3 +147,13 @@ def _claim(folder: Folder, url: str) -> None:
 def _unclaim(folder: Folder) -> None:
     with contextlib.suppress(FileNotFoundError):
         folder.served_path.unlink()
+
+
+def _counts(rep: object) -> dict[str, int]:
+    d = rep.as_dict()  # type: ignore[attr-defined]
+    return {k: len(v) for k, v in d.items() if isinstance(v, list) and v}
+
+
+def _log(**fields: object) -> None:
+    """A line of the server's log about its own work (the access log's shape)."""
+    print(json.dumps({"ts": iso(), **fields}, default=str), file=sys.stderr, flush=True)
