@@ -295,6 +295,9 @@ def find(
     n_cand = pool_size(k, filters.active)
     lists = candidates(g, query, qvec, mode, scope, n_cand)
     best, keywords = best_cosine(lists), bool(lists["fts"])
+    if mode == "vector" and no_good_match(best, keywords, min_score):
+        # vector mode ran no BM25; whether the query's words occur still halves the floor
+        keywords = any(c for c in candidates(g, query, None, "fts", scope, 1)["fts"])
     if no_good_match(best, keywords, min_score):
         return Found([], best, keywords, min_score)
     hits = fuse(lists, mode, fusion or Fusion.from_folder(folder))
