@@ -2,12 +2,12 @@
 
     uv run python bench/nomatch.py [--target 0.01] [--save]
 
-`ok search` answers "no good match" when the best passage's cosine similarity to the query
-is under a floor (`search.min_score`), or under half of it when some of the query's words
-occur in scope (BM25 finds something). The floor is tuned on the SciFact train split alone, with one rule
+`ok search` answers "no good match" when none of the query's words occur in scope (BM25
+finds nothing) and the best passage's cosine similarity to the query is under a floor
+(`search.min_score`). The floor is tuned on the SciFact train split alone, with one rule
 fixed in advance: the highest floor (on a 0.01 grid) that at most `--target` of the train
 queries, all of which have a relevant document, fail to reach on cosine alone (they all
-share words with the corpus, so the halved floor applies to them). It is then
+share words with the corpus, so the keyword condition alone would never cut them). It is then
 checked, never tuned, on:
 
 - the SciFact test split: the share of queries wrongly cut, and nDCG@10 with and without
@@ -197,9 +197,8 @@ def main() -> None:
     collect_s = time.perf_counter() - t0
 
     # the tuning: train only, one rule fixed in advance. Every train query shares words
-    # with the corpus (so only the halved floor would apply); the floor is tuned as the one
-    # for meaning alone: the cosine that all but `target` of real questions' best passages
-    # reach
+    # with the corpus (so none would be cut); the floor is tuned as the one for meaning
+    # alone: the cosine that all but `target` of real questions' best passages reach
     floor = max(f for f in GRID if share_cut(rows["train"], f, keywords=False) <= args.target)
 
     def ndcg(split: str, with_floor: bool) -> float:
@@ -244,8 +243,8 @@ def main() -> None:
 
     report.update(
         {
-            "rule": "no good match when the best passage's cosine similarity is under the floor, "
-            "or under half of it when BM25 finds some of the query's words in scope",
+            "rule": "no good match when BM25 finds none of the query's words in scope and the "
+            "best passage's cosine similarity is under the floor",
             "tuning": {
                 "split": "train",
                 "queries": len(rows["train"]),

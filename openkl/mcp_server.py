@@ -320,10 +320,9 @@ class KnowledgeServer:
         }
         if res.no_good_match:
             out["message"] = (
-                f"no good match: the nearest passage's cosine similarity is "
-                f"{res.best_score or 0.0:.2f}, under min_score {res.options.min_score:g}"
-                f"{' (halved as some query words occur)' if res.keywords else ''}; "
-                "nothing here is about this query"
+                f"no good match: none of the query's words occur, and the nearest "
+                f"passage's cosine similarity is {res.best_score or 0.0:.2f}, under "
+                f"min_score {res.options.min_score:g}; nothing here is about this query"
             )
         return out
 
@@ -352,8 +351,8 @@ class KnowledgeServer:
             Field(
                 ge=0,
                 le=1,
-                description="The cosine similarity the best passage must reach (half of it "
-                "when some query words occur), else no good match and no results (default "
+                description="When none of the query's words occur, the cosine similarity the "
+                "best passage must reach, else no good match and no results (default "
                 "search.min_score; 0 shows the nearest anyway).",
             ),
         ] = None,

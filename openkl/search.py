@@ -141,13 +141,12 @@ def best_cosine(lists: dict[str, list[tuple[Key, float]]]) -> float | None:
 
 
 def no_good_match(best: float | None, keywords: bool, min_score: float) -> bool:
-    """Whether nothing in scope is about the query: the best passage's cosine similarity
-    `best` is under the floor `min_score`, or under half of it when some of the query's
-    words occur (`keywords`: BM25 found something), since then the words are evidence too.
-    0 disables the floor; without a vector signal there is nothing to judge by."""
-    if min_score <= 0 or best is None:
-        return False
-    return best < (min_score / 2 if keywords else min_score)
+    """Whether nothing in scope is about the query: none of its words occur (`keywords`:
+    BM25 found something) and the best passage's cosine similarity `best` is under the
+    floor `min_score` (0 disables it; without a vector signal there is nothing to judge
+    by). A query whose words occur is never cut: a lone name embeds poorly (`Babbage` is
+    0.12 from the page about him) but the user asked for those words."""
+    return min_score > 0 and not keywords and best is not None and best < min_score
 
 
 def fuse(lists: dict[str, list[tuple[Key, float]]], mode: str, fusion: Fusion) -> list[Ranked]:
@@ -267,11 +266,10 @@ def find(
     """Search the folder: up to `k` cite objects, best first.
 
     `diversity` in (0, 1] re-ranks the top candidates by maximal marginal relevance: each
-    next hit trades relevance against similarity to the hits already chosen. When no
-    passage has a cosine similarity of `min_score` to the query (half of it when some of
-    its words occur), there is no good match and no hits (see `no_good_match`; the floor
-    judges the whole query, so it never reorders or thins the hits of a query that
-    passes).
+    next hit trades relevance against similarity to the hits already chosen. When none of
+    the query's words occur in scope and no passage has a cosine similarity of `min_score`
+    to it, there is no good match and no hits (see `no_good_match`; the floor judges the
+    whole query, so it never reorders or thins the hits of a query that passes).
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}", "use one of: " + ", ".join(MODES))
@@ -296,7 +294,7 @@ def find(
     lists = candidates(g, query, qvec, mode, scope, n_cand)
     best, keywords = best_cosine(lists), bool(lists["fts"])
     if mode == "vector" and no_good_match(best, keywords, min_score):
-        # vector mode ran no BM25; whether the query's words occur still halves the floor
+        # vector mode ran no BM25; whether the query's words occur still counts
         keywords = any(c for c in candidates(g, query, None, "fts", scope, 1)["fts"])
     if no_good_match(best, keywords, min_score):
         return Found([], best, keywords, min_score)

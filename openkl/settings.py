@@ -190,9 +190,9 @@ DECLARED: tuple[Setting, ...] = (
         "search.min_score",
         0.37,
         float,
-        "No good match (no hits; `ok search` exits 1) when no passage's cosine similarity to "
-        "the query reaches this (half of it when some query words occur); `--min-score` "
-        "overrides, 0 turns it off (tuned on SciFact train: bench/nomatch.py).",
+        "No good match (no hits; `ok search` exits 1) when none of the query's words occur "
+        "and no passage's cosine similarity to it reaches this; `--min-score` overrides, "
+        "0 turns it off (tuned on SciFact train: bench/nomatch.py).",
     ),
     # the writer lock and the graph
     _s("lock_timeout", 30.0, float, "Seconds a writer waits for the folder's writer lock."),

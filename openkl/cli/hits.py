@@ -40,12 +40,10 @@ def show_hits(res: ops.SearchResult, json_: bool, explain: bool = False) -> None
 
 def no_good_match_line(res: ops.SearchResult) -> str:
     """The one stderr line of a search that found nothing near its query."""
-    floor = res.options.min_score / (2 if res.keywords else 1)
     return (
-        f"no good match for {res.query!r}: the nearest passage's similarity is "
-        f"{res.best_score or 0.0:.2f}, under {floor:g} (--min-score {res.options.min_score:g}"
-        f"{', halved as some words occur' if res.keywords else ''}; "
-        "hint: --min-score 0 shows the nearest passages anyway)"
+        f"no good match for {res.query!r}: none of its words occur, and the nearest "
+        f"passage's similarity is {res.best_score or 0.0:.2f}, under --min-score "
+        f"{res.options.min_score:g} (hint: --min-score 0 shows the nearest passages anyway)"
     )
 
 

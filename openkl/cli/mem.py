@@ -102,8 +102,8 @@ def search(
         None,
         "--min-score",
         metavar="X",
-        help="Say no good match (exit 1) unless a passage's cosine similarity to the query "
-        "reaches X, or X/2 if some query words occur (default search.min_score; 0: off).",
+        help="If no query word occurs, say no good match (exit 1) unless a passage's cosine "
+        "similarity to the query reaches X (0-1; default search.min_score; 0: off).",
     ),
     explain: bool = typer.Option(False, "--explain"),
     json_: bool = JsonOpt,

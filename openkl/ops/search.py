@@ -94,8 +94,8 @@ def search(
     """Hybrid search with the folder's defaults for what is not given (`max_k` clamps k:
     an adapter's cap); `names` are the adapter's names for k, per_doc, since and until,
     for error messages. `min_score` (default search.min_score) is the cosine similarity
-    the best passage must reach (half of it when some of the query's words occur), else
-    there is no good match and no hits; 0 turns it off."""
+    the best passage must reach when none of the query's words occur, else there is no
+    good match and no hits; 0 turns it off."""
     if k is None:
         k = folder.setting("search.k")
     if max_k is not None:
