@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import run_ok
+from openai_stub import chat_server
 from test_mcp import call, serve
 
 GIBBERISH = "asdkjh qwpoeiru"
@@ -99,6 +101,22 @@ def test_ask_and_context_do_not_answer_from_nothing(example_kf: Path) -> None:
     ctx = r.json()
     assert ctx["sources"] == [] and ctx["entities"] == []
     assert ctx["reasoning"].startswith("No good match")
+
+
+def test_ask_does_not_send_the_model_passages_nothing_is_near(
+    example_kf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with chat_server(["The folder says [1]."]) as stub:
+        monkeypatch.setenv("OK_LLM_BASE_URL", stub.url)
+        monkeypatch.setenv("OK_LLM_MODEL", "stub-model")
+        monkeypatch.setenv("OK_LLM_RETRIES", "0")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-logged")
+        r = run_ok("ask", GIBBERISH, "--json")
+        assert r.code == 0, r.err
+        res = r.json()
+        assert res["insufficient"] is True and "no good match" in res["answer"]
+        assert res["mode"] == "llm" and res["citations"] == []
+        assert stub.requests == []
 
 
 def test_mcp_search_says_no_good_match(example_kf: Path) -> None:
