@@ -28,6 +28,8 @@ from .records import Answer, AnswerBody, Cite
 from .search import search
 
 INSUFFICIENT = "The knowledge folder does not hold enough to answer this."
+# said when retrieval found no passage at all: the search's floor (search.min_score) held
+NO_GOOD_MATCH = "There is no good match: no passage in it is near the question."
 MARKER = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 PASSAGE_CHARS = 1600
 
@@ -208,8 +210,8 @@ def retrieve(
     scope: str = "all",
     embedder: Any = None,
 ) -> list[Cite]:
-    """The passages an answer may use (the hybrid search of `ok search`); `k` defaults to
-    the `ask.k` setting."""
+    """The passages an answer may use (the hybrid search of `ok search`, none when the best
+    is under its floor, search.min_score); `k` defaults to the `ask.k` setting."""
     k = folder.setting("ask.k") if k is None else k
     if not question.strip():
         raise UsageError("the question is empty", "ask something")
@@ -221,6 +223,7 @@ def retrieve(
         scope=scope,
         embedder=embedder or indexing.embedder(folder),
         per_doc=folder.setting("search.per_doc"),
+        min_score=folder.setting("search.min_score"),
     )
 
 
@@ -252,9 +255,9 @@ def answer(
     return {"question": question, **out, "retrieved": len(hits)}
 
 
-def _insufficient(mode: str, model: str | None) -> AnswerBody:
+def _insufficient(mode: str, model: str | None, no_match: bool = False) -> AnswerBody:
     return {
-        "answer": INSUFFICIENT,
+        "answer": INSUFFICIENT + (f" {NO_GOOD_MATCH}" if no_match else ""),
         "citations": [],
         "confidence": 0.0,
         "confidence_label": "LOW",
@@ -319,7 +322,7 @@ def _extractive(
 ) -> AnswerBody:
     cands = candidates(question, hits, qvec, emb) if hits else []
     if not cands:
-        return _insufficient("extractive", None)
+        return _insufficient("extractive", None, no_match=not hits)
     best = cands[0]
     chosen = [best]
     for cand in cands[1:]:
@@ -418,7 +421,7 @@ def _llm_answer(
     from .llm import ChatClient
 
     if not hits:
-        return _insufficient("llm", cfg.label)
+        return _insufficient("llm", cfg.label, no_match=True)
     messages = [
         {"role": "system", "content": SYSTEM_PROMPT},
         {

@@ -48,13 +48,22 @@ def context(
 ) -> Context:
     """The entity subgraph relevant to `query` (see module doc). Read-only."""
     from .errors import UsageError
-    from .search import search
+    from .search import find
 
     if not query.strip():
         raise UsageError("the query is empty", "ask something, e.g. `ok context 'what is WAL?'`")
     floor = min_confidence(folder) if min_conf is None else min_conf
     warnings: list[str] = []
-    hits = search(folder, g, query, k=k, per_doc=2, embedder=embedder)
+    found = find(
+        folder,
+        g,
+        query,
+        k=k,
+        per_doc=2,
+        embedder=embedder,
+        min_score=folder.setting("search.min_score"),
+    )
+    hits = found.hits
     scores: dict[str, float] = defaultdict(float)
     why: dict[str, list[str]] = defaultdict(list)
     if hits:
@@ -79,7 +88,9 @@ def context(
             [],
             [],
             hits,
-            "No passages or entity names matched the query.",
+            "No good match: no passage is near the query, and it names no entity."
+            if found.no_good_match
+            else "No passages or entity names matched the query.",
             "LOW",
             "ranked",
             warnings,

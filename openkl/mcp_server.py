@@ -285,6 +285,7 @@ class KnowledgeServer:
         stack: str | None,
         since: str | None = None,
         until: str | None = None,
+        min_score: float | None = None,
     ) -> dict[str, Any]:
         st = self.stack(stack)
         res = ops.search(
@@ -299,9 +300,22 @@ class KnowledgeServer:
             path=path,
             since=since,
             until=until,
+            min_score=min_score,
             graph=self._reader(st, tool),
         )
-        return {"stack": st.name, "query": query, "k": res.options.k, "results": res.hits}
+        out: dict[str, Any] = {
+            "stack": st.name,
+            "query": query,
+            "k": res.options.k,
+            "results": res.hits,
+        }
+        if res.no_good_match:
+            out["message"] = (
+                f"no good match: none of the query's words occur, and the nearest "
+                f"passage's cosine similarity is {res.best_score or 0.0:.2f}, under "
+                f"min_score {res.options.min_score:g}; nothing here is about this query"
+            )
+        return out
 
     def search(
         self,
@@ -323,12 +337,23 @@ class KnowledgeServer:
         path: Annotated[str | None, Field(description="Only paths matching this glob.")] = None,
         since: SinceArg = None,
         until: UntilArg = None,
+        min_score: Annotated[
+            float | None,
+            Field(
+                ge=0,
+                le=1,
+                description="When none of the query's words occur, the cosine similarity the "
+                "best passage must reach, else no good match and no results (default "
+                "search.min_score; 0 shows the nearest anyway).",
+            ),
+        ] = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Hybrid (BM25 + vector) search over memory notes and documents. Each hit is a cite
-        object: type, id, path, loc (char span), quote, context, source, score, rank."""
+        object: type, id, path, loc (char span), quote, context, source, score, rank. When
+        nothing in the folder is near the query, `results` is empty and `message` says so."""
         return self._search(
-            "search", query, k, scope, mode, tags, topics, path, stack, since, until
+            "search", query, k, scope, mode, tags, topics, path, stack, since, until, min_score
         )
 
     def mem_search(

@@ -118,8 +118,11 @@ class CiteContext(TypedDict):
 class Signal(TypedDict):
     """One search signal's part in a hit (`ok search --explain`)."""
 
-    score: float  # the signal's raw score (BM25 or cosine)
+    # the signal's raw score: BM25 (relative to the query) or cosine similarity (comparable
+    # across queries and folders: what `--min-score` holds the best passage to)
+    score: float
     rank: int  # the hit's rank in that signal's list (1-based)
+    norm: float  # the score min-max scaled within the query's list (what fusion adds)
 
 
 class Cite(TypedDict):

@@ -135,6 +135,21 @@ def candidates(
     return lists
 
 
+def best_cosine(lists: dict[str, list[tuple[Key, float]]]) -> float | None:
+    """The best cosine similarity among the vector candidates of `candidates`, or None
+    without a vector signal (fts mode, nothing embedded)."""
+    return lists["vector"][0][1] if lists.get("vector") else None
+
+
+def no_good_match(best: float | None, keywords: bool, min_score: float) -> bool:
+    """Whether nothing in scope is about the query: none of its words occur (`keywords`:
+    BM25 found something) and the best passage's cosine similarity `best` is under the
+    floor `min_score` (0 disables it; without a vector signal there is nothing to judge
+    by). A query whose words occur is never cut: a lone name embeds poorly (`Babbage` is
+    0.12 from the page about him) but the user asked for those words."""
+    return min_score > 0 and not keywords and best is not None and best < min_score
+
+
 def fuse(lists: dict[str, list[tuple[Key, float]]], mode: str, fusion: Fusion) -> list[Ranked]:
     """Ranked candidates [{table, id, score, signals}] from the per-signal lists of
     `candidates`: one signal's raw score in the fts and vector modes, else `fusion`."""
@@ -196,11 +211,66 @@ def search(
     embedder: Any = None,
     fusion: Fusion | None = None,
     diversity: float = 0.0,
+    min_score: float = 0.0,
 ) -> list[Cite]:
-    """Search the folder; returns up to `k` cite objects, best first.
+    """Search the folder; returns up to `k` cite objects, best first (none when the best
+    passage is under `min_score`, see `find`)."""
+    return find(
+        folder,
+        g,
+        query,
+        k=k,
+        mode=mode,
+        scope=scope,
+        filters=filters,
+        per_doc=per_doc,
+        explain=explain,
+        embedder=embedder,
+        fusion=fusion,
+        diversity=diversity,
+        min_score=min_score,
+    ).hits
+
+
+@dataclass
+class Found:
+    """A search's hits, and how close the folder came to the query."""
+
+    hits: list[Cite]
+    # the best cosine similarity between the query and a passage in the searched scope:
+    # comparable across queries, unlike the fused score (None without a vector signal)
+    best_score: float | None
+    keywords: bool  # whether BM25 found any of the query's words in scope
+    min_score: float  # the floor it was held to (0: none)
+
+    @property
+    def no_good_match(self) -> bool:
+        return no_good_match(self.best_score, self.keywords, self.min_score)
+
+
+def find(
+    folder: Folder,
+    g: GraphStore,
+    query: str,
+    *,
+    k: int = 10,
+    mode: str = "hybrid",
+    scope: str = "all",
+    filters: Filters | None = None,
+    per_doc: int = 1,
+    explain: bool = False,
+    embedder: Any = None,
+    fusion: Fusion | None = None,
+    diversity: float = 0.0,
+    min_score: float = 0.0,
+) -> Found:
+    """Search the folder: up to `k` cite objects, best first.
 
     `diversity` in (0, 1] re-ranks the top candidates by maximal marginal relevance: each
-    next hit trades relevance against similarity to the hits already chosen.
+    next hit trades relevance against similarity to the hits already chosen. When none of
+    the query's words occur in scope and no passage has a cosine similarity of `min_score`
+    to it, there is no good match and no hits (see `no_good_match`; the floor judges the
+    whole query, so it never reorders or thins the hits of a query that passes).
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}", "use one of: " + ", ".join(MODES))
@@ -211,6 +281,11 @@ def search(
     check_counts(k, per_doc)
     if not 0.0 <= diversity <= 1.0:
         raise UsageError(f"diversity {diversity} is out of range", "use a value from 0 to 1")
+    if not 0.0 <= min_score <= 1.0:
+        raise UsageError(
+            f"min-score {min_score} is out of range",
+            "use a cosine similarity from 0 to 1; 0 turns the floor off",
+        )
     # idempotent: values the CLI already parsed come back unchanged
     filters = (filters or Filters()).normalized()
     if filters.tags or filters.topics:
@@ -218,6 +293,12 @@ def search(
     qvec = embedder.embed_query(query) if mode != "fts" and embedder is not None else None
     n_cand = pool_size(k, filters.active)
     lists = candidates(g, query, qvec, mode, scope, n_cand)
+    best, keywords = best_cosine(lists), bool(lists["fts"])
+    if mode == "vector" and no_good_match(best, keywords, min_score):
+        # vector mode ran no BM25; whether the query's words occur still counts
+        keywords = any(c for c in candidates(g, query, None, "fts", scope, 1)["fts"])
+    if no_good_match(best, keywords, min_score):
+        return Found([], best, keywords, min_score)
     hits = fuse(lists, mode, fusion or Fusion.from_folder(folder))
     # one pass of per-document capping on ids alone; rows are fetched only for what can be
     # shown, or for every survivor when filters need them
@@ -245,12 +326,13 @@ def search(
         cite["rank"] = len(results) + 1
         if explain:
             cite["signals"] = {
-                n: {"score": s["score"], "rank": s["rank"]} for n, s in h["signals"].items()
+                n: {"score": s["score"], "rank": s["rank"], "norm": round(s["norm"], 6)}
+                for n, s in h["signals"].items()
             }
         results.append(cite)
         if len(results) >= k:
             break
-    return results
+    return Found(results, best, keywords, min_score)
 
 
 def _mmr(g: GraphStore, cands: list[Ranked], qvec: Any, k: int, diversity: float) -> list[Ranked]:

@@ -186,6 +186,14 @@ DECLARED: tuple[Setting, ...] = (
     _s("search.vector_weight", 0.5, float, "Weight of the vector signal in `wsum` fusion (0-1)."),
     _s("search.rrf_k", 60, int, "The k of reciprocal rank fusion (`rrf`)."),
     _s("search.diversity", 0.5, float, "How strongly `--diverse` (MMR) favours unlike hits (0-1)."),
+    _s(
+        "search.min_score",
+        0.37,
+        float,
+        "No good match (no hits; `ok search` exits 1) when none of the query's words occur "
+        "and no passage's cosine similarity to it reaches this; `--min-score` overrides, "
+        "0 turns it off (tuned on SciFact train: bench/nomatch.py).",
+    ),
     # the writer lock and the graph
     _s("lock_timeout", 30.0, float, "Seconds a writer waits for the folder's writer lock."),
     _s("graph.buffer_pool_mb", 512, int, "Kùzu's page buffer, in MiB."),

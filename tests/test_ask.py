@@ -268,6 +268,9 @@ def test_graph_is_closed_while_the_llm_answers(example_kf: Path) -> None:
 
 
 def test_llm_insufficient(example_kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # nothing in the folder is near Lima, so the search floor would answer before the
+    # model; without it the model gets the nearest passages and says they do not tell
+    monkeypatch.setenv("OK_SEARCH_MIN_SCORE", "0")
     with chat_server(["INSUFFICIENT: the passages do not mention Lima."]) as stub:
         _llm_env(monkeypatch, stub.url)
         r = run_ok("ask", "what is the population of Lima?", "--json")

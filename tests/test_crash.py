@@ -44,7 +44,9 @@ def snapshot(root: Path) -> dict[str, Any]:
     """What the derived state answers, timestamps pinned by OK_NOW."""
     out: dict[str, Any] = {}
     for q in QUERIES:
-        hits = ok_at(root, "search", q, "-k", "5", "--json").json()
+        # without the no-good-match floor: the ranking is compared even for a query
+        # the scenario leaves nothing near
+        hits = ok_at(root, "search", q, "-k", "5", "--json", "--min-score", "0").json()
         out[q] = [(h["id"], round(h["score"], 6), h["path"], h["sha256"]) for h in hits]
     for name, cypher in {
         "docs": "MATCH (d:Doc) RETURN d.current AS c, count(*) AS n ORDER BY c",

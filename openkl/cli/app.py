@@ -384,6 +384,13 @@ def search(
     diverse: bool = typer.Option(
         False, "--diverse", help="Prefer hits that differ from each other (MMR)."
     ),
+    min_score: float | None = typer.Option(
+        None,
+        "--min-score",
+        metavar="X",
+        help="If no query word occurs, say no good match (exit 1) unless a passage's cosine "
+        "similarity to the query reaches X (0-1; default search.min_score; 0: off).",
+    ),
     explain: bool = typer.Option(False, "--explain", help="Per-signal scores and ranks."),
     show_query: bool = typer.Option(False, "--show-query", help="Print the Cypher run (stderr)."),
     json_: bool = JsonOpt,
@@ -407,6 +414,7 @@ def search(
         since=since,
         until=until,
         explain=explain,
+        min_score=min_score,
         trace=show_query,
         check_stale=True,
         names=("-k", "--per-doc", "--since", "--until"),

@@ -15,9 +15,19 @@ def query_arg(query: str) -> str:
 
 
 def show_hits(res: ops.SearchResult, json_: bool, explain: bool = False) -> None:
-    """Print a search's hits, the Cypher it ran (stderr) and a staleness warning."""
+    """Print a search's hits, the Cypher it ran (stderr) and a staleness warning; with no
+    good match, say so on stderr (`[]` for --json) and exit 1, as rg does."""
     for q in res.queries:
         output.info(q)
+    if res.no_good_match:
+        import typer
+
+        if output.want_json(json_):
+            output.emit_json([])
+        output.info(no_good_match_line(res))
+        if res.stale:
+            output.warn("files changed since the index was last updated; run `ok sync`")
+        raise typer.Exit(1)
     emit(
         res.hits,
         json_,
@@ -26,6 +36,15 @@ def show_hits(res: ops.SearchResult, json_: bool, explain: bool = False) -> None
     )
     if res.stale:
         output.warn("files changed since the index was last updated; run `ok sync`")
+
+
+def no_good_match_line(res: ops.SearchResult) -> str:
+    """The one stderr line of a search that found nothing near its query."""
+    return (
+        f"no good match for {res.query!r}: none of its words occur, and the nearest "
+        f"passage's similarity is {res.best_score or 0.0:.2f}, under --min-score "
+        f"{res.options.min_score:g} (hint: --min-score 0 shows the nearest passages anyway)"
+    )
 
 
 def _plain_hits(hits: list[Cite], query: str = "") -> str:

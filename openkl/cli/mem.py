@@ -219,6 +219,13 @@ def search(
     until: str = typer.Option(
         None, "--until", metavar="WHEN", help="Only notes dated on/before (same forms as --since)."
     ),
+    min_score: float | None = typer.Option(
+        None,
+        "--min-score",
+        metavar="X",
+        help="If no query word occurs, say no good match (exit 1) unless a passage's cosine "
+        "similarity to the query reaches X (0-1; default search.min_score; 0: off).",
+    ),
     explain: bool = typer.Option(False, "--explain"),
     json_: bool = JsonOpt,
 ) -> None:
@@ -238,6 +245,7 @@ def search(
         since=since,
         until=until,
         explain=explain,
+        min_score=min_score,
         check_stale=True,
         names=("-k", "--per-doc", "--since", "--until"),
     )
