@@ -329,6 +329,23 @@ DECLARED: tuple[Setting, ...] = (
         env_only=True,
         nullable=True,
     ),
+    _s(
+        "VISUAL",
+        None,
+        str,
+        "Editor `ok open` starts on a terminal, at the hit's line (wins over EDITOR).",
+        env_only=True,
+        nullable=True,
+    ),
+    _s(
+        "EDITOR",
+        None,
+        str,
+        "Editor `ok open` starts on a terminal when VISUAL is unset; neither set: "
+        "`ok open` prints the lines.",
+        env_only=True,
+        nullable=True,
+    ),
 )
 
 SETTINGS: dict[str, Setting] = {s.key: s for s in DECLARED}

@@ -1,12 +1,14 @@
-"""`ok search` and `ok mem search`: print a search's hits (a table on a
-terminal, one record per hit when piped, JSON with --json)."""
+"""`ok search` and `ok mem search`: print a search's hits (a table on a terminal, one line
+per hit when piped, records with --json/--format)."""
 
 from __future__ import annotations
+
+import os
+from typing import Any
 
 from .. import ops
 from ..records import Cite
 from . import output
-from .output import emit
 
 
 def query_arg(query: str) -> str:
@@ -14,38 +16,63 @@ def query_arg(query: str) -> str:
     return output.read_stdin_text().strip() if query == "-" else query
 
 
-def show_hits(res: ops.SearchResult, json_: bool, explain: bool = False) -> None:
+def show_hits(
+    res: ops.SearchResult, json_: bool, explain: bool = False, fmt: str | None = None
+) -> None:
     """Print a search's hits, the Cypher it ran (stderr) and a staleness warning."""
     for q in res.queries:
         output.info(q)
-    emit(
-        res.hits,
+    output.emit_records(
+        list(res.hits),
         json_,
+        fmt,
         render=lambda h: _render_hits(h, res.query, explain),
-        plain=lambda h: _plain_hits(h, res.query),
+        plain=lambda h: _plain_hits(h, res.query, explain),
     )
     if res.stale:
         output.warn("files changed since the index was last updated; run `ok sync`")
 
 
-def _plain_hits(hits: list[Cite], query: str = "") -> str:
+def shown_path(hit: Cite | dict[str, Any]) -> str:
+    """The hit's file as a path to type or paste here: relative to the working directory
+    when the file is at most two folders up from it, else absolute."""
+    full = hit.get("abs_path") or hit["path"]
+    try:
+        rel = os.path.relpath(full)
+    except ValueError:  # another drive (Windows)
+        return str(full)
+    return str(full) if rel.startswith(os.path.join("..", "..", "..")) else rel
+
+
+def _signals(h: Cite, sep: str = " ") -> str:
+    """Every signal of a hit as name=score#rank, whatever signals the search reports."""
+    parts = []
+    for name, s in (h.get("signals") or {}).items():
+        fields = [f"{s['score']:.4f}" if isinstance(s.get("score"), float) else str(s.get("score"))]
+        if "rank" in s:
+            fields.append(f"#{s['rank']}")
+        parts.append(f"{name}={''.join(fields)}")
+    return sep.join(parts)
+
+
+def _plain_hits(hits: list[Cite], query: str = "", explain: bool = False) -> str:
+    """One line per hit, tab-separated: rank, score, id, path (relative to the root, as in
+    the JSON), snippet, and with --explain the signals; `cut -f3` gives the ids."""
     from ..search import snippet
 
     lines = []
     for h in hits:
-        lines.append(f"{h['rank']}\t{h['score']:.4f}\t{h['id']}\t{h['path']}")
-        if h.get("signals"):
-            lines.append(
-                "\t"
-                + "  ".join(
-                    f"{n}={s['score']:.4f} (rank {s['rank']})" for n, s in h["signals"].items()
-                )
-            )
-        lines.append(f"\t{snippet(h['quote'], query)}")
-    return "\n".join(lines) if hits else ""
+        fields = [str(h.get("rank", "")), f"{h.get('score', 0.0):.4f}", h["id"], h["path"]]
+        fields.append(snippet(h["quote"], query).replace("\t", " "))
+        if explain:
+            fields.append(_signals(h))
+        lines.append("\t".join(fields))
+    return "\n".join(lines)
 
 
 def _render_hits(hits: list[Cite], query: str, explain: bool) -> None:
+    """A table that reads at 80 columns: rank and score, then the id and the path on one line
+    (the id never folds, so it can be copied), the title, and the passage wrapped below."""
     import re
 
     from rich.table import Table
@@ -53,23 +80,77 @@ def _render_hits(hits: list[Cite], query: str, explain: bool) -> None:
 
     from ..search import snippet
 
+    con = output.console()
     if not hits:
         output.console(stderr=True).print("no results")
         return
     words = [w for w in re.findall(r"\w{3,}", query.lower())]
-    table = Table(show_lines=True, expand=True)
-    table.add_column("#", justify="right", width=3)
-    table.add_column("score", width=7)
-    table.add_column("where", ratio=1, overflow="fold")
-    table.add_column("passage", ratio=3)
+    table = Table(box=None, expand=True, padding=(0, 2, 1, 0), show_edge=False)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("score", no_wrap=True)
+    table.add_column("hit", ratio=1)
+    room = max(20, con.width - 13)  # what the hit column gets, padding taken off
     for h in hits:
-        text = Text(snippet(h["quote"], query, 320))
+        cell = Text()
+        where = shown_path(h)
+        cell.append(h["id"], style="bold cyan")
+        # the path beside the id when both fit, else on a line of its own
+        cell.append("  " if len(h["id"]) + 2 + len(where) <= room else "\n")
+        cell.append(where, style="green")
+        title = h.get("title") or ""
+        if title and h.get("type") != "memory":
+            cell.append("\n" + title, style="bold")
+        passage = Text(snippet(h["quote"], query, 320))
         for w in words:
-            text.highlight_words([w], style="bold yellow", case_sensitive=False)
-        where = f"{h['title'] or h['path']}\n[dim]{h['id']}[/dim]"
+            passage.highlight_words([w], style="bold yellow", case_sensitive=False)
+        cell.append("\n")
+        cell.append_text(passage)
         if explain and h.get("signals"):
-            where += "\n" + " ".join(
-                f"{n}:{s['score']:.3f}#{s['rank']}" for n, s in h["signals"].items()
-            )
-        table.add_row(str(h["rank"]), f"{h['score']:.3f}", where, text)
-    output.console().print(table)
+            cell.append("\n" + _signals(h, "  "), style="dim")
+        table.add_row(str(h.get("rank", "")), f"{h.get('score', 0.0):.3f}", cell)
+    con.print(table)
+
+
+# GUI editors of the VS Code family take `--goto file:line`; the rest (vi, vim, nvim, nano,
+# emacs, micro, kak, helix …) take `+LINE file`
+_GOTO_EDITORS = {"code", "code-insiders", "codium", "vscodium", "cursor", "windsurf"}
+
+
+def editor_argv(editor: str, path: str, line: int) -> list[str]:
+    """The command that opens `path` at `line` in `editor` (a command line, as $EDITOR
+    holds it: `vim`, `code -w`, `emacs -nw`)."""
+    import shlex
+
+    argv = shlex.split(editor)
+    name = os.path.basename(argv[0]) if argv else ""
+    if name.removesuffix(".exe") in _GOTO_EDITORS:
+        return [*argv, "--goto", f"{path}:{line}"]
+    return [*argv, f"+{line}", path]
+
+
+def open_spot(spot: Any, json_: bool) -> int:
+    """Open the spot in $VISUAL or $EDITOR when stdout is a terminal; else print it: a
+    `path:line` header, then the lines. Returns the exit code."""
+    import subprocess
+    import sys
+
+    from .. import settings
+
+    editor = (settings.env("VISUAL") or settings.env("EDITOR") or "").strip()
+    if output.want_json(json_):
+        output.emit_json(spot)
+        return 0
+    if sys.stdout.isatty() and editor:
+        argv = editor_argv(editor, spot["abs_path"], spot["line"])
+        try:
+            return subprocess.run(argv, check=False).returncode
+        except OSError as e:
+            from ..errors import OkError
+
+            raise OkError(
+                f"cannot run the editor {argv[0]!r}: {e.strerror or e}",
+                "set $VISUAL or $EDITOR to an editor on your PATH",
+            ) from e
+    span = f"{spot['line']}" + (f"-{spot['end_line']}" if spot["end_line"] != spot["line"] else "")
+    sys.stdout.write(f"{shown_path(spot)}:{span}\n{spot['text']}\n")
+    return 0

@@ -6,7 +6,7 @@ import typer
 
 from . import completion, output
 from .common import TagsOpt, TopicsOpt, folder, split_labels, writing
-from .output import JsonOpt, emit
+from .output import FormatOpt, JsonOpt, emit, emit_records
 
 app = typer.Typer(help="Memory notes: markdown files with YAML frontmatter.", no_args_is_help=True)
 
@@ -40,6 +40,7 @@ def list_(
         0, "--limit", "-n", min=0, help="At most this many, newest first (0: all)."
     ),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """List notes, newest first."""
     from .. import ops
@@ -48,9 +49,10 @@ def list_(
     res = ops.list_notes(f, tags=split_labels(tag), topics=split_labels(topic), limit=limit)
     for p in res.problems:
         output.warn(p.problem if p.kind == "unreadable" else f"{p.path}: {p.problem}")
-    emit(
+    emit_records(
         [n.as_dict(f) for n in res.notes],
         json_,
+        fmt,
         plain=lambda rs: "\n".join(
             f"{r['id']}\t{r['ts']}\t{','.join(r['tags'])}\t{_first_line(r['text'])}" for r in rs
         ),
@@ -100,6 +102,7 @@ def search(
     ),
     explain: bool = typer.Option(False, "--explain"),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """Search notes only (same as `ok search --in mem`)."""
     from .. import ops
@@ -118,9 +121,10 @@ def search(
         until=until,
         explain=explain,
         check_stale=True,
+        remember=True,
         names=("-k", "--per-doc", "--since", "--until"),
     )
-    show_hits(res, json_, explain)
+    show_hits(res, json_, explain, fmt)
 
 
 @app.command()
