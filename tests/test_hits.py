@@ -326,3 +326,13 @@ def test_format_errors_and_the_json_alias(example_kf: Path) -> None:
     assert r.code == 0 and all(json.loads(x) for x in r.out.splitlines())
     empty = run_ok("events", "--type", "no_such_type", "--format", "csv")
     assert empty.code == 0 and empty.out == ""
+
+
+def test_open_completes_the_last_search_ids(example_kf: Path, tmp_path: Path) -> None:
+    from test_shell import _bash_complete
+
+    script = tmp_path / "ok.bash"
+    script.write_text(run_ok("completion", "bash").out)
+    hits = run_ok("search", QUERY, "-k", "2", "--json").json()
+    offered = _bash_complete(script, ["ok", "open", hits[1]["id"][:6]], example_kf)
+    assert hits[1]["id"] in offered

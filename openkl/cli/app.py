@@ -16,7 +16,7 @@ import typer
 
 from ..errors import OkError
 from ..records import Status, SyncProblem
-from . import output
+from . import completion, output
 from .common import folder, split_labels, writing
 from .output import FormatOpt, JsonOpt, emit, state
 
@@ -395,7 +395,9 @@ def search(
 )
 def open_(
     ref: str = typer.Argument(
-        ..., help="A rank of the last search, an id as `ok search` prints it, or PATH[:LINE]."
+        ...,
+        help="A rank of the last search, an id as `ok search` prints it, or PATH[:LINE].",
+        autocompletion=completion.hit_refs,
     ),
     json_: bool = JsonOpt,
 ) -> None:

@@ -45,13 +45,20 @@ def shown_path(hit: Cite | dict[str, Any]) -> str:
 
 
 def _signals(h: Cite, sep: str = " ") -> str:
-    """Every signal of a hit as name=score#rank, whatever signals the search reports."""
+    """Every signal of a hit as name=score#rank, then any other values it reports
+    (name=score#rank,key=value…), whatever signals the search gives."""
+
+    def num(v: object) -> str:
+        return f"{v:.4f}" if isinstance(v, float) else str(v)
+
     parts = []
     for name, s in (h.get("signals") or {}).items():
-        fields = [f"{s['score']:.4f}" if isinstance(s.get("score"), float) else str(s.get("score"))]
-        if "rank" in s:
-            fields.append(f"#{s['rank']}")
-        parts.append(f"{name}={''.join(fields)}")
+        sig: dict[str, Any] = dict(s)
+        part = f"{name}={num(sig.pop('score', ''))}"
+        if "rank" in sig:
+            part += f"#{sig.pop('rank')}"
+        part += "".join(f",{k}={num(v)}" for k, v in sig.items() if not isinstance(v, dict | list))
+        parts.append(part)
     return sep.join(parts)
 
 
