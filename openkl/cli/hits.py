@@ -118,46 +118,19 @@ def _render_hits(hits: list[Cite], query: str, explain: bool) -> None:
     con.print(table)
 
 
-# GUI editors of the VS Code family take `--goto file:line`; the rest (vi, vim, nvim, nano,
-# emacs, micro, kak, helix …) take `+LINE file`
-_GOTO_EDITORS = {"code", "code-insiders", "codium", "vscodium", "cursor", "windsurf"}
-
-
-def editor_argv(editor: str, path: str, line: int) -> list[str]:
-    """The command that opens `path` at `line` in `editor` (a command line, as $EDITOR
-    holds it: `vim`, `code -w`, `emacs -nw`)."""
-    import shlex
-
-    argv = shlex.split(editor)
-    name = os.path.basename(argv[0]) if argv else ""
-    if name.removesuffix(".exe") in _GOTO_EDITORS:
-        return [*argv, "--goto", f"{path}:{line}"]
-    return [*argv, f"+{line}", path]
-
-
-def open_spot(spot: Any, json_: bool) -> int:
-    """Open the spot in $VISUAL or $EDITOR when stdout is a terminal; else print it: a
-    `path:line` header, then the lines. Returns the exit code."""
-    import subprocess
+def open_spot(spot: Any, json_: bool) -> None:
+    """Open the spot in the editor ($VISUAL, else $EDITOR, else vi) at its line when stdout
+    is a terminal; else print it: a `path:line` header, then the lines."""
     import sys
+    from pathlib import Path
 
-    from .. import settings
+    from . import editor
 
-    editor = (settings.env("VISUAL") or settings.env("EDITOR") or "").strip()
     if output.want_json(json_):
         output.emit_json(spot)
-        return 0
-    if sys.stdout.isatty() and editor:
-        argv = editor_argv(editor, spot["abs_path"], spot["line"])
-        try:
-            return subprocess.run(argv, check=False).returncode
-        except OSError as e:
-            from ..errors import OkError
-
-            raise OkError(
-                f"cannot run the editor {argv[0]!r}: {e.strerror or e}",
-                "set $VISUAL or $EDITOR to an editor on your PATH",
-            ) from e
+        return
+    if sys.stdout.isatty():
+        editor.edit(Path(spot["abs_path"]), saved=None, line=spot["line"])
+        return
     span = f"{spot['line']}" + (f"-{spot['end_line']}" if spot["end_line"] != spot["line"] else "")
     sys.stdout.write(f"{shown_path(spot)}:{span}\n{spot['text']}\n")
-    return 0
