@@ -47,6 +47,7 @@ from .records import (
     Source,
     new_cite,
     note_title,
+    with_abs_path,
 )
 
 TYPES = ("doc", "chunk", "memory")
@@ -300,10 +301,11 @@ def _doc_cite(files: Files, ft: FileText, start: int, end: int, whole: bool) -> 
         source,
         iso(),
         ref=ft.doc_id if whole else f"{ft.doc_id}#char{start}-{end}",
+        root=files.folder.root,
     )
 
 
-def _note_cite(ft: FileText, note_id: str, start: int, end: int, whole: bool) -> Cite:
+def _note_cite(files: Files, ft: FileText, note_id: str, start: int, end: int, whole: bool) -> Cite:
     quote = ft.text[start:end]
     return new_cite(
         "memory",
@@ -319,6 +321,7 @@ def _note_cite(ft: FileText, note_id: str, start: int, end: int, whole: bool) ->
         {"path": ft.path},
         iso(),
         ref=note_id if whole else f"{note_id}#char{start}-{end}",
+        root=files.folder.root,
     )
 
 
@@ -435,13 +438,13 @@ def _span_of_note(
         what = "span"
     if span is not None:
         _check_span(ft.text, span[0], span[1], ft.path, what)
-        return _note_cite(ft, note_id, span[0], span[1], whole=False)
+        return _note_cite(files, ft, note_id, span[0], span[1], whole=False)
     note = parse_note(ft.text, ft.path)
     s = note.body_start
     e = s + len(note.body)
     if not note.body.strip() or ft.text[s:e] != note.body:
         raise BadInput(f"{ft.path} has no body to cite", "cite a span with --lines or --chars")
-    return _note_cite(ft, note_id, s, e, whole=True)
+    return _note_cite(files, ft, note_id, s, e, whole=True)
 
 
 def _make_from_path(
@@ -496,7 +499,8 @@ def citation_path(folder: Folder, cid: str) -> Path:
 
 
 def _dump(cite: Cite) -> str:
-    return json.dumps(cite, ensure_ascii=False, indent=2) + "\n"
+    # stored citations stay portable: paths relative to the root, no `abs_path`
+    return json.dumps(with_abs_path(cite, None), ensure_ascii=False, indent=2) + "\n"
 
 
 def _read_json_file(folder: Folder, p: Path) -> Cite:
@@ -557,7 +561,7 @@ def persist(
     transient = transient_dir(folder) / f"{cite['id']}.json"
     if transient.exists():
         transient.unlink()
-    return out
+    return with_abs_path(out, folder.root)
 
 
 def remember(folder: Folder, cite: Cite) -> None:
@@ -632,7 +636,7 @@ def check(folder: Folder, obj: Any, where: str) -> Cite:
     out["id"] = str(obj.get("id") or cite_id(doc_id, s, e))
     ctx: dict[str, Any] = obj["context"] if isinstance(obj.get("context"), dict) else {}
     out["context"] = {"pre": str(ctx.get("pre") or ""), "post": str(ctx.get("post") or "")}
-    return out
+    return with_abs_path(out, folder.root)  # this folder's, whatever the input said
 
 
 def parse_input(folder: Folder, text: str, where: str) -> list[str | Cite]:
@@ -1080,7 +1084,7 @@ def updated(cite: Cite, result: CiteStatus, files: Files | None = None) -> Cite:
     )
     new["history"] = history
     new["updated_at"] = iso()
-    return new
+    return with_abs_path(new, files.folder.root) if files is not None else new
 
 
 def verify_many(

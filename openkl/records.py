@@ -8,6 +8,7 @@ dict at run time, and mypy checks its keys.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
 
 # -- files, citations and reports --------------------------------------------------------
@@ -135,6 +136,7 @@ class Cite(TypedDict):
     ref: NotRequired[str]  # a citation: what it cites (doc id, <doc>#char<s>-<e>, note id)
     doc_id: str  # the document's id (a note's id for a memory)
     path: str  # the cited file, relative to the folder's root
+    abs_path: NotRequired[str]  # printed: the cited file's absolute path (never stored)
     sha256: str  # of the cited file's text
     title: str  # the document's title; a note's first line
     loc: Loc  # the quote's span in that text
@@ -171,15 +173,18 @@ def new_cite(
     ref: str | None = None,
     tags: list[str] | None = None,
     topics: list[str] | None = None,
+    root: Path | None = None,
 ) -> Cite:
-    """A cite object with its keys in the order the JSON shows them (`ref` after `id`, the
-    note's `tags` and `topics` last)."""
+    """A cite object with its keys in the order the JSON shows them (`ref` after `id`,
+    `abs_path` after `path` when the folder's `root` is given, the note's `tags` and
+    `topics` last)."""
     head: dict[str, Any] = {"type": type_, "id": id_}
     if ref is not None:
         head["ref"] = ref
     body: dict[str, Any] = {
         "doc_id": doc_id,
         "path": path,
+        **({} if root is None else {"abs_path": str(root / path)}),
         "sha256": sha256,
         "title": title,
         "loc": {"kind": "char", "start": start, "end": end},
@@ -193,6 +198,19 @@ def new_cite(
     if topics is not None:
         body["topics"] = topics
     return cast(Cite, head | body)
+
+
+def with_abs_path(cite: Cite, root: Path | None) -> Cite:
+    """A copy of `cite` whose `abs_path` (right after `path`) is its file under `root`;
+    without a root, a copy without one (what is written to disk stays relative)."""
+    out: dict[str, Any] = {}
+    for k, v in cite.items():
+        if k == "abs_path":
+            continue
+        out[k] = v
+        if k == "path" and root is not None:
+            out["abs_path"] = str(root / str(v))
+    return cast(Cite, out)
 
 
 def note_title(text: str) -> str:
@@ -281,6 +299,18 @@ class CitePassage(TypedDict):
     highlight: Span  # the quote within `text`
     first_line: NotRequired[int]  # the number of `text`'s first line
     from_citation: bool  # the files hold nothing: `text` is what the citation recorded
+
+
+class Spot(TypedDict):
+    """Where `ok open` goes: a file, a line in it, and the text there."""
+
+    id: str  # what was asked for, resolved: a hit's or citation's id, or path:line
+    status: str  # verified | moved | changed (an id, as verify says); a path: "file"
+    path: str  # the file, relative to the folder's root (or as given, outside it)
+    abs_path: str  # the file's absolute path
+    line: int  # the first line of the span (1-based)
+    end_line: int  # its last line
+    text: str  # those lines
 
 
 class FileProblem(TypedDict):

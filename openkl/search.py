@@ -415,6 +415,7 @@ def chunk_cite(folder: Folder, row: ChunkRow, cache: dict[str, str | None] | Non
         _context(text, row["start"], row["end"], row["text"]),
         source,
         row.get("created_at") or "",
+        root=folder.root,
     )
 
 
@@ -437,6 +438,7 @@ def note_cite(folder: Folder, row: NoteRow, cache: dict[str, str | None] | None 
         row.get("ts") or "",
         tags=list(row.get("tags") or []),
         topics=list(row.get("topics") or []),
+        root=folder.root,
     )
 
 

@@ -374,6 +374,22 @@ DECLARED: tuple[Setting, ...] = (
         env_only=True,
         nullable=True,
     ),
+    _s(
+        "VISUAL",
+        None,
+        str,
+        "Editor for `ok mem add`/`mem edit` and, on a terminal, `ok open` (wins over EDITOR).",
+        env_only=True,
+        nullable=True,
+    ),
+    _s(
+        "EDITOR",
+        None,
+        str,
+        "Editor when VISUAL is unset; neither set: vi.",
+        env_only=True,
+        nullable=True,
+    ),
 )
 
 SETTINGS: dict[str, Setting] = {s.key: s for s in DECLARED}

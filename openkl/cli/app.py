@@ -16,9 +16,9 @@ import typer
 
 from ..errors import OkError
 from ..records import Status, SyncProblem
-from . import output
+from . import completion, output
 from .common import folder, split_labels, writing
-from .output import JsonOpt, emit, is_tty, state, styled
+from .output import FormatOpt, JsonOpt, emit, is_tty, state, styled
 
 
 # A private typer API (pyproject.toml pins typer to the versions that have it).
@@ -343,6 +343,9 @@ SEARCH_EXAMPLES = """Examples:
   ok search "deadline" --in mem --tag work -k 5   # notes tagged work
   ok search "BM25" --mode fts --explain           # keyword only, with scores
   ok search "gene editing" --json | jq -r '.[].id' | ok cite make - --persist
+  ok search "BM25" | cut -f4 | sort -u              # piped: rank, score, id, path, snippet
+  ok search "BM25" --format tsv | cut -f5           # a header row; nested values as JSON
+  ok open 1                                       # the first hit, in $EDITOR
 """
 
 
@@ -394,8 +397,12 @@ def search(
     explain: bool = typer.Option(False, "--explain", help="Per-signal scores and ranks."),
     show_query: bool = typer.Option(False, "--show-query", help="Print the Cypher run (stderr)."),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
-    """Hybrid (BM25 + vector) search over notes and documents; hits are cite objects."""
+    """Hybrid (BM25 + vector) search over notes and documents; hits are cite objects.
+
+    On a terminal, a table; piped, one line per hit (rank, score, id, path, snippet,
+    tab-separated). `ok open RANK` opens a hit of the last search."""
     from .. import ops
     from .hits import query_arg, show_hits
 
@@ -417,9 +424,39 @@ def search(
         min_score=min_score,
         trace=show_query,
         check_stale=True,
+        remember=True,
         names=("-k", "--per-doc", "--since", "--until"),
     )
-    show_hits(res, json_, explain)
+    show_hits(res, json_, explain, fmt)
+
+
+@app.command(
+    "open",
+    epilog="""Examples:
+
+\b
+  ok search "write-ahead logging" && ok open 1   # the first hit, at its line
+  ok open 87d2d091278facbb#char0-1042            # a chunk, a note, a doc or a citation id
+  ok open store/normalized/docs/wal.ok.md:12     # a path (from here or the root) and line
+  ok open 2 | head -3                            # piped: path:line, then the lines
+""",
+)
+def open_(
+    ref: str = typer.Argument(
+        ...,
+        help="A rank of the last search, an id as `ok search` prints it, or PATH[:LINE].",
+        autocompletion=completion.hit_refs,
+    ),
+    json_: bool = JsonOpt,
+) -> None:
+    """Open a hit in $VISUAL, else $EDITOR, else vi, at its line; piped, print its lines.
+
+    Ids are followed to where their text is now (as `ok cite verify` finds it). Editors of
+    the VS Code family get `--goto FILE:LINE`, all others `+LINE FILE`."""
+    from .. import ops
+    from .hits import open_spot
+
+    open_spot(ops.locate(folder(), ref, Path.cwd()), json_)
 
 
 @app.command(

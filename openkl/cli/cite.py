@@ -14,7 +14,7 @@ from ..errors import BadInput, UsageError
 from ..records import Cite, CitedAt, CitePassage, CiteStatus, FoundAt
 from . import completion, output
 from .common import TagsOpt, folder, split_labels, writing
-from .output import JsonOpt, emit
+from .output import FormatOpt, JsonOpt, emit, emit_records
 
 app = typer.Typer(
     help="Citations: make, verify and open them, even after files change.", no_args_is_help=True
@@ -271,6 +271,7 @@ def list_(
         help="Only this status (verifies each): verified, moved, changed, missing.",
     ),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """List persisted citations."""
     from .. import ops
@@ -279,9 +280,10 @@ def list_(
     for p in res.problems:
         output.warn(f"{p['path']}: {p['problem']}")
     rows = res.citations
-    emit(
+    emit_records(
         rows,
         json_,
+        fmt,
         plain=lambda rs: "\n".join(
             f"{c['id']}\t{_where(c)}\t{','.join(c.get('tags') or [])}\t{_snippet(c['quote'], 60)}"
             for c in rs

@@ -92,3 +92,18 @@ def note_or_doc_ids(ctx: typer.Context, incomplete: str) -> list[str]:
 
 def citation_or_note_ids(ctx: typer.Context, incomplete: str) -> list[str]:
     return citation_ids(ctx, incomplete) + note_ids(ctx, incomplete)
+
+
+def hit_refs(ctx: typer.Context, incomplete: str) -> list[str]:
+    """The ids of the last search's hits (.ok/cache/last-search.json), citation and note ids."""
+    import json
+
+    root = _root(ctx)
+    if root is None:
+        return []
+    try:
+        last = json.loads((root / ".ok" / "cache" / "last-search.json").read_text("utf-8"))
+        ids = [str(h["id"]) for h in last["hits"]]
+    except Exception:  # no search yet, or a damaged file: offer the rest
+        ids = []
+    return _matching(ids, incomplete) + citation_or_note_ids(ctx, incomplete)

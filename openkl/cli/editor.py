@@ -20,24 +20,47 @@ def command() -> str:
     return "vi"
 
 
-def edit(path: Path, saved: str = "nothing was saved") -> None:
-    """Open `path` in the editor and wait for it; an editor that fails (or cannot be
-    started) is an `OkError` that says `saved`: what became of the text."""
+# GUI editors of the VS Code family take `--goto file:line`; the rest (vi, vim, nvim, nano,
+# emacs, micro, kak, helix …) take `+LINE file`
+_GOTO_EDITORS = {"code", "code-insiders", "codium", "vscodium", "cursor", "windsurf"}
+
+
+def file_args(cmd: str, path: str, line: int | None = None) -> list[str]:
+    """The arguments that open `path` in the editor `cmd`, at `line` when given."""
+    if line is None:
+        return [path]
+    import shlex
+
+    try:
+        first = shlex.split(cmd)[0]
+    except (ValueError, IndexError):
+        first = cmd
+    if os.path.basename(first).removesuffix(".exe") in _GOTO_EDITORS:
+        return ["--goto", f"{path}:{line}"]
+    return [f"+{line}", path]
+
+
+def edit(path: Path, saved: str | None = "nothing was saved", line: int | None = None) -> None:
+    """Open `path` in the editor (at `line` when given) and wait for it; an editor that
+    fails (or cannot be started) is an `OkError` that says `saved`: what became of the
+    text."""
     cmd = command()
+    tail = f"; {saved}" if saved else ""
     sys.stdout.flush()
     sys.stderr.flush()
     # `id=$(ok mem add)`: the editor draws on the terminal, not into the captured output
     out = 2 if not os.isatty(1) and os.isatty(2) and os.isatty(0) else None
+    args = file_args(cmd, str(path), line)
     try:
-        # like git: the command is shell text and the file its first argument
-        code = subprocess.call(["/bin/sh", "-c", f'{cmd} "$@"', cmd, str(path)], stdout=out)
+        # like git: the command is shell text and the file its argument
+        code = subprocess.call(["/bin/sh", "-c", f'{cmd} "$@"', cmd, *args], stdout=out)
     except OSError as e:
-        raise OkError(f"cannot run the editor `{cmd}`: {e}; {saved}", _HINT) from e
+        raise OkError(f"cannot run the editor `{cmd}`: {e}{tail}", _HINT) from e
     if code == 127:
-        raise OkError(f"the editor `{cmd}` was not found; {saved}", _HINT)
+        raise OkError(f"the editor `{cmd}` was not found{tail}", _HINT)
     if code != 0:
         raise OkError(
-            f"the editor `{cmd}` exited with status {code}; {saved}",
+            f"the editor `{cmd}` exited with status {code}{tail}",
             "an editor that fails aborts, as in git: save and quit it normally to go on",
         )
 

@@ -9,7 +9,7 @@ import typer
 from ..records import EntityDetail, Lineage, Traversal
 from . import completion, output
 from .common import folder, writing
-from .output import JsonOpt, emit
+from .output import FormatOpt, JsonOpt, emit, emit_records
 
 app = typer.Typer(help="The derived graph: Cypher, entities, exports.", no_args_is_help=True)
 
@@ -178,6 +178,7 @@ def entities(
     name: str = typer.Option(None, "--name", help="Only names containing this text."),
     limit: int = typer.Option(0, "--limit", "-n", min=0, help="At most this many (0: all)."),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """List compiled entities, most confident first.
 
@@ -198,9 +199,10 @@ def entities(
         name=name,
         limit=limit or None,
     )
-    emit(
+    emit_records(
         rows,
         json_,
+        fmt,
         plain=lambda rs: "\n".join(
             f"{r['confidence']:.2f}\t{r['type']}\t{r['name']}\t{len(r['docs'])} doc{'s' if len(r['docs']) != 1 else ''}"
             + ("\tverified" if r["verified"] else "")

@@ -1,12 +1,14 @@
-"""`ok search` and `ok mem search`: print a search's hits (a table on a
-terminal, one record per hit when piped, JSON with --json)."""
+"""`ok search` and `ok mem search`: print a search's hits (a table on a terminal, one line
+per hit when piped, records with --json/--format)."""
 
 from __future__ import annotations
+
+import os
+from typing import Any
 
 from .. import ops
 from ..records import Cite
 from . import output
-from .output import emit
 
 
 def query_arg(query: str) -> str:
@@ -14,7 +16,9 @@ def query_arg(query: str) -> str:
     return output.read_stdin_text().strip() if query == "-" else query
 
 
-def show_hits(res: ops.SearchResult, json_: bool, explain: bool = False) -> None:
+def show_hits(
+    res: ops.SearchResult, json_: bool, explain: bool = False, fmt: str | None = None
+) -> None:
     """Print a search's hits, the Cypher it ran (stderr) and a staleness warning; with no
     good match, say so on stderr (`[]` for --json) and exit 1, as rg does."""
     for q in res.queries:
@@ -22,17 +26,18 @@ def show_hits(res: ops.SearchResult, json_: bool, explain: bool = False) -> None
     if res.no_good_match:
         import typer
 
-        if output.want_json(json_):
+        if output.want_json(json_) or fmt == "json":
             output.emit_json([])
         output.info(no_good_match_line(res))
         if res.stale:
             output.warn("files changed since the index was last updated; run `ok sync`")
         raise typer.Exit(1)
-    emit(
-        res.hits,
+    output.emit_records(
+        list(res.hits),
         json_,
+        fmt,
         render=lambda h: _render_hits(h, res.query, explain),
-        plain=lambda h: _plain_hits(h, res.query),
+        plain=lambda h: _plain_hits(h, res.query, explain),
     )
     if res.stale:
         output.warn("files changed since the index was last updated; run `ok sync`")
@@ -47,24 +52,53 @@ def no_good_match_line(res: ops.SearchResult) -> str:
     )
 
 
-def _plain_hits(hits: list[Cite], query: str = "") -> str:
+def shown_path(hit: Cite | dict[str, Any]) -> str:
+    """The hit's file as a path to type or paste here: relative to the working directory
+    when the file is at most two folders up from it, else absolute."""
+    full = hit.get("abs_path") or hit["path"]
+    try:
+        rel = os.path.relpath(full)
+    except ValueError:  # another drive (Windows)
+        return str(full)
+    return str(full) if rel.startswith(os.path.join("..", "..", "..")) else rel
+
+
+def _signals(h: Cite, sep: str = " ") -> str:
+    """Every signal of a hit as name=score#rank, then any other values it reports
+    (name=score#rank,key=value…), whatever signals the search gives."""
+
+    def num(v: object) -> str:
+        return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+    parts = []
+    for name, s in (h.get("signals") or {}).items():
+        sig: dict[str, Any] = dict(s)
+        part = f"{name}={num(sig.pop('score', ''))}"
+        if "rank" in sig:
+            part += f"#{sig.pop('rank')}"
+        part += "".join(f",{k}={num(v)}" for k, v in sig.items() if not isinstance(v, dict | list))
+        parts.append(part)
+    return sep.join(parts)
+
+
+def _plain_hits(hits: list[Cite], query: str = "", explain: bool = False) -> str:
+    """One line per hit, tab-separated: rank, score, id, path (relative to the root, as in
+    the JSON), snippet, and with --explain the signals; `cut -f3` gives the ids."""
     from ..search import snippet
 
     lines = []
     for h in hits:
-        lines.append(f"{h['rank']}\t{h['score']:.4f}\t{h['id']}\t{h['path']}")
-        if h.get("signals"):
-            lines.append(
-                "\t"
-                + "  ".join(
-                    f"{n}={s['score']:.4f} (rank {s['rank']})" for n, s in h["signals"].items()
-                )
-            )
-        lines.append(f"\t{snippet(h['quote'], query)}")
-    return "\n".join(lines) if hits else ""
+        fields = [str(h.get("rank", "")), f"{h.get('score', 0.0):.4f}", h["id"], h["path"]]
+        fields.append(snippet(h["quote"], query).replace("\t", " "))
+        if explain:
+            fields.append(_signals(h))
+        lines.append("\t".join(fields))
+    return "\n".join(lines)
 
 
 def _render_hits(hits: list[Cite], query: str, explain: bool) -> None:
+    """A table that reads at 80 columns: rank and score, then the id and the path on one line
+    (the id never folds, so it can be copied), the title, and the passage wrapped below."""
     import re
 
     from rich.table import Table
@@ -72,23 +106,50 @@ def _render_hits(hits: list[Cite], query: str, explain: bool) -> None:
 
     from ..search import snippet
 
+    con = output.console()
     if not hits:
         output.console(stderr=True).print("no results")
         return
     words = [w for w in re.findall(r"\w{3,}", query.lower())]
-    table = Table(show_lines=True, expand=True)
-    table.add_column("#", justify="right", width=3)
-    table.add_column("score", width=7)
-    table.add_column("where", ratio=1, overflow="fold")
-    table.add_column("passage", ratio=3)
+    table = Table(box=None, expand=True, padding=(0, 2, 1, 0), show_edge=False)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("score", no_wrap=True)
+    table.add_column("hit", ratio=1)
+    room = max(20, con.width - 13)  # what the hit column gets, padding taken off
     for h in hits:
-        text = Text(snippet(h["quote"], query, 320))
+        cell = Text()
+        where = shown_path(h)
+        cell.append(h["id"], style="bold cyan")
+        # the path beside the id when both fit, else on a line of its own
+        cell.append("  " if len(h["id"]) + 2 + len(where) <= room else "\n")
+        cell.append(where, style="green")
+        title = h.get("title") or ""
+        if title and h.get("type") != "memory":
+            cell.append("\n" + title, style="bold")
+        passage = Text(snippet(h["quote"], query, 320))
         for w in words:
-            text.highlight_words([w], style="bold yellow", case_sensitive=False)
-        where = f"{h['title'] or h['path']}\n[dim]{h['id']}[/dim]"
+            passage.highlight_words([w], style="bold yellow", case_sensitive=False)
+        cell.append("\n")
+        cell.append_text(passage)
         if explain and h.get("signals"):
-            where += "\n" + " ".join(
-                f"{n}:{s['score']:.3f}#{s['rank']}" for n, s in h["signals"].items()
-            )
-        table.add_row(str(h["rank"]), f"{h['score']:.3f}", where, text)
-    output.console().print(table)
+            cell.append("\n" + _signals(h, "  "), style="dim")
+        table.add_row(str(h.get("rank", "")), f"{h.get('score', 0.0):.3f}", cell)
+    con.print(table)
+
+
+def open_spot(spot: Any, json_: bool) -> None:
+    """Open the spot in the editor ($VISUAL, else $EDITOR, else vi) at its line when stdout
+    is a terminal; else print it: a `path:line` header, then the lines."""
+    import sys
+    from pathlib import Path
+
+    from . import editor
+
+    if output.want_json(json_):
+        output.emit_json(spot)
+        return
+    if sys.stdout.isatty():
+        editor.edit(Path(spot["abs_path"]), saved=None, line=spot["line"])
+        return
+    span = f"{spot['line']}" + (f"-{spot['end_line']}" if spot["end_line"] != spot["line"] else "")
+    sys.stdout.write(f"{shown_path(spot)}:{span}\n{spot['text']}\n")

@@ -13,7 +13,7 @@ import typer
 from ..errors import BadInput, EmptyDraft, OkError
 from . import completion, output
 from .common import TagsOpt, TopicsOpt, folder, split_labels, writing
-from .output import JsonOpt, emit
+from .output import FormatOpt, JsonOpt, emit, emit_records
 
 if TYPE_CHECKING:
     from ..folder import Folder
@@ -161,6 +161,7 @@ def list_(
         0, "--limit", "-n", min=0, help="At most this many, newest first (0: all)."
     ),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """List notes, newest first."""
     from .. import ops
@@ -169,9 +170,10 @@ def list_(
     res = ops.list_notes(f, tags=split_labels(tag), topics=split_labels(topic), limit=limit)
     for p in res.problems:
         output.warn(p.problem if p.kind == "unreadable" else f"{p.path}: {p.problem}")
-    emit(
+    emit_records(
         [n.as_dict(f) for n in res.notes],
         json_,
+        fmt,
         plain=lambda rs: "\n".join(
             f"{r['id']}\t{r['ts']}\t{','.join(r['tags'])}\t{_first_line(r['text'])}" for r in rs
         ),
@@ -228,6 +230,7 @@ def search(
     ),
     explain: bool = typer.Option(False, "--explain"),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """Search notes only (same as `ok search --in mem`)."""
     from .. import ops
@@ -247,9 +250,10 @@ def search(
         explain=explain,
         min_score=min_score,
         check_stale=True,
+        remember=True,
         names=("-k", "--per-doc", "--since", "--until"),
     )
-    show_hits(res, json_, explain)
+    show_hits(res, json_, explain, fmt)
 
 
 @app.command()

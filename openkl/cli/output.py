@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from .. import settings
-from ..errors import OkError
+from ..errors import OkError, UsageError
 
 
 class State:
@@ -31,6 +31,24 @@ class State:
 state = State()
 
 JsonOpt = typer.Option(False, "--json", help="Print JSON to stdout (stable shapes, for jq).")
+
+FORMATS = ("json", "jsonl", "csv", "tsv")
+
+
+def _check_format(value: str | None) -> str | None:
+    if value is not None and value not in FORMATS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(FORMATS)}")
+    return value
+
+
+FormatOpt = typer.Option(
+    None,
+    "--format",
+    metavar="json|jsonl|csv|tsv",
+    callback=_check_format,
+    help="Records as a JSON array (same as --json), JSON lines, or CSV/TSV with a header "
+    "row (nested values as JSON text; TSV escapes tab, newline and backslash as \\t \\n \\\\).",
+)
 
 
 def want_json(flag: bool) -> bool:
@@ -57,6 +75,66 @@ def emit_json(data: Any) -> None:
 def emit_jsonl(rows: Iterable[Any]) -> None:
     for r in rows:
         sys.stdout.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
+
+
+def records_format(fmt: str | None, json_flag: bool) -> str | None:
+    """The format a list of records is printed in: `--format`, else json for `--json`
+    (or OK_JSON=1), else None (a table on a terminal, plain lines on a pipe)."""
+    if fmt is not None:
+        if json_flag and fmt != "json":
+            raise UsageError(f"--json and --format {fmt} disagree", "give one of them")
+        return fmt
+    return "json" if want_json(json_flag) else None
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+_TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def write_records(rows: list[Any], fmt: str) -> None:
+    """Print `rows` (dicts) as json, jsonl, csv or tsv. CSV and TSV get a header row of the
+    keys in the order they first appear; a row without a key leaves its cell empty."""
+    if fmt == "json":
+        emit_json(rows)
+        return
+    if fmt == "jsonl":
+        emit_jsonl(rows)
+        return
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    if not columns:
+        return
+    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
+    if fmt == "tsv":
+        for line in [columns, *cells]:
+            sys.stdout.write("\t".join(c.translate(_TSV_ESCAPES) for c in line) + "\n")
+        return
+    import csv
+
+    w = csv.writer(sys.stdout, lineterminator="\n")
+    w.writerow(columns)
+    w.writerows(cells)
+
+
+def emit_records(
+    rows: list[Any],
+    json_flag: bool,
+    fmt: str | None,
+    render: Callable[[Any], None] | None = None,
+    plain: Callable[[Any], str] | None = None,
+) -> None:
+    """Print a list of records in the `--format` asked for, or as `emit` would."""
+    chosen = records_format(fmt, json_flag)
+    if chosen is None:
+        emit(rows, False, render, plain)
+    else:
+        write_records(rows, chosen)
 
 
 def console(stderr: bool = False) -> Any:

@@ -7,10 +7,11 @@ import sys
 
 import typer
 
+from ..errors import UsageError
 from ..records import Event, RefreshReportDict
 from . import output
 from .common import folder
-from .output import JsonOpt, emit
+from .output import FormatOpt, JsonOpt, emit, emit_records
 
 
 def refresh(
@@ -109,6 +110,7 @@ def events(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events."),
     timeout: float = typer.Option(None, "--timeout", help="With --follow: stop after N seconds."),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """The event log (events/YYYY-MM.jsonl): ingested, refreshed, drifted, trigger_fired…
 
@@ -126,9 +128,15 @@ def events(
     types = split_labels(type_)
     rows = ops.events(f, since=since, types=types, doc=doc, limit=limit)
     if not follow:
-        emit(rows, json_, plain=lambda rs: "\n".join(_event_line(e) for e in rs))
+        emit_records(rows, json_, fmt, plain=lambda rs: "\n".join(_event_line(e) for e in rs))
         return
-    as_json = output.want_json(json_)
+    chosen = output.records_format(fmt, json_)
+    if chosen in ("csv", "tsv"):
+        raise UsageError(
+            f"--follow cannot print {chosen}: the columns are not known in advance",
+            "use --format jsonl (or --json: JSON lines while following)",
+        )
+    as_json = chosen is not None
     for ev in rows:
         _print_event(ev, as_json)
     try:

@@ -10,7 +10,7 @@ import typer
 from ..records import DocVersion
 from . import completion, output
 from .common import folder, writing
-from .output import JsonOpt, emit
+from .output import FormatOpt, JsonOpt, emit, emit_records
 
 app = typer.Typer(
     help="Documents: originals in store/sources, text in store/normalized.", no_args_is_help=True
@@ -97,14 +97,16 @@ def ingest(
 def list_(
     all_versions: bool = typer.Option(False, "--all", help="Include old versions."),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """List documents."""
     from .. import ops
 
     rows = ops.list_docs(folder(), all_versions=all_versions)
-    emit(
+    emit_records(
         rows,
         json_,
+        fmt,
         plain=lambda rs: "\n".join(f"{r['id']}\t{r['path']}\t{r.get('title', '')}" for r in rs),
     )
 

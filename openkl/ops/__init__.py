@@ -66,7 +66,7 @@ from .read import (
     show_note,
     status,
 )
-from .search import SearchOptions, SearchResult, search, search_options
+from .search import SearchOptions, SearchResult, locate, search, search_options
 from .store import (
     doc_history,
     ingest,
@@ -135,6 +135,7 @@ __all__ = [
     "list_notes",
     "lineage",
     "list_triggers",
+    "locate",
     "make_citations",
     "match_triggers",
     "open_citation",

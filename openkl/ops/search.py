@@ -1,14 +1,19 @@
-"""Search: the folder's defaults filled in, then hybrid search."""
+"""Search: the folder's defaults filled in, then hybrid search; and going to a hit."""
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from .. import citations as cit
 from .. import search as search_mod
-from ..folder import Folder
+from ..errors import BadInput, NotFound, UsageError
+from ..folder import Folder, atomic_write
 from ..indexing import embedder as folder_embedder
 from ..indexing import files_newer_than_index
-from ..records import Cite
+from ..records import Cite, Spot
 from .read import Opener, reading
 
 
@@ -88,6 +93,7 @@ def search(
     min_score: float | None = None,
     trace: bool = False,
     check_stale: bool = False,
+    remember: bool = False,
     names: tuple[str, str, str, str] = ("k", "per_doc", "since", "until"),
     graph: Opener | None = None,
 ) -> SearchResult:
@@ -95,7 +101,8 @@ def search(
     an adapter's cap); `names` are the adapter's names for k, per_doc, since and until,
     for error messages. `min_score` (default search.min_score) is the cosine similarity
     the best passage must reach when none of the query's words occur, else there is no
-    good match and no hits; 0 turns it off."""
+    good match and no hits; 0 turns it off. With `remember`, the hits' ids are kept so
+    that `locate` takes a rank for the last search."""
     if k is None:
         k = folder.setting("search.k")
     if max_k is not None:
@@ -126,6 +133,8 @@ def search(
         )
         queries = list(g.trace or []) if trace else []
     stale = check_stale and files_newer_than_index(folder)
+    if remember:
+        _remember(folder, query, found.hits)
     return SearchResult(
         query=query,
         options=opts,
@@ -135,3 +144,92 @@ def search(
         best_score=found.best_score,
         keywords=found.keywords,
     )
+
+
+def _last_search(folder: Folder) -> Path:
+    return folder.cache_dir / "last-search.json"
+
+
+def _remember(folder: Folder, query: str, hits: list[Cite]) -> None:
+    ranked = [{"rank": h.get("rank", i), "id": h["id"]} for i, h in enumerate(hits, 1)]
+    try:  # a convenience: a read-only folder still searches
+        folder.cache_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(_last_search(folder), json.dumps({"query": query, "hits": ranked}) + "\n")
+    except OSError:
+        pass
+
+
+RANK = re.compile(r"^\d{1,4}$")  # doc ids are 16 hex digits, so no rank is one
+PATH_LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
+
+
+def locate(folder: Folder, ref: str, cwd: Path | None = None) -> Spot:
+    """Where `ref` points: a rank of the last remembered search, an id (citation, chunk,
+    note or document) followed to where its text is now, or `path:line` / a path (relative
+    to `cwd`, or to the root)."""
+    ref = ref.strip()
+    if not ref:
+        raise UsageError("nothing to open", "pass a hit's rank, an id or path:line")
+    if RANK.match(ref):
+        ref = _ranked(folder, int(ref))
+    if not cit.is_ref(ref):
+        m = PATH_LINE.match(ref)
+        path, line = (m["path"], int(m["line"])) if m else (ref, 1)
+        return _file_spot(folder, path, line, cwd)
+    p = cit.passage(folder, ref, 0)
+    if p["lines"] is None:
+        raise NotFound(
+            f"the text {ref} cites is no longer in the files",
+            f"see what it recorded with `ok cite open {ref}`",
+        )
+    return {
+        "id": ref,
+        "status": p["status"],
+        "path": p["path"],
+        "abs_path": str(folder.root / p["path"]),
+        "line": p["lines"]["start"],
+        "end_line": p["lines"]["end"],
+        "text": p["text"],
+    }
+
+
+def _ranked(folder: Folder, rank: int) -> str:
+    try:
+        last = json.loads(_last_search(folder).read_text(encoding="utf-8"))
+        ranked = {int(h["rank"]): str(h["id"]) for h in last["hits"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise NotFound(
+            f"no search to take hit {rank} from", "run `ok search QUERY` first, or pass an id"
+        ) from e
+    if rank not in ranked:
+        raise NotFound(
+            f"the last search ({last.get('query')!r}) has no hit {rank}",
+            f"it has {len(ranked)}; run `ok search` again, or pass an id",
+        )
+    return ranked[rank]
+
+
+def _file_spot(folder: Folder, path: str, line: int, cwd: Path | None) -> Spot:
+    given = Path(path).expanduser()
+    tries = [given] if given.is_absolute() else [(cwd or Path.cwd()) / given, folder.root / given]
+    full = next((t.resolve() for t in tries if t.is_file()), None)
+    if full is None:
+        raise NotFound(
+            f"no file {path}", "pass a hit's rank, an id, or a path relative to here or the root"
+        )
+    try:
+        text = full.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInput(f"{path} cannot be read as UTF-8 text", "open it another way") from e
+    lines = text.splitlines()
+    if not 1 <= line <= max(1, len(lines)):
+        raise UsageError(f"{path} has {len(lines)} lines, not {line}", "pass a line in it")
+    return {
+        "id": f"{path}:{line}",
+        "status": "file",
+        "path": folder.rel(full) if folder.holds(full) else str(full),
+        "abs_path": str(full),
+        "line": line,
+        "end_line": line,
+        "text": lines[line - 1] if lines else "",
+    }
