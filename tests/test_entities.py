@@ -202,6 +202,65 @@ def test_page_is_cached_until_its_neighbourhood_changes(example_kf: Path, tmp_pa
     assert (example_kf / "graph" / "pages" / "index.md").exists()
 
 
+def test_page_all_writes_the_pages_one_at_a_time_would(example_kf: Path) -> None:
+    """`--all` reads the graph for many pages at once; each page it writes is the page
+    `ok graph page` gives for that entity alone, and `--force` rebuilds them all."""
+    r = run_ok("graph", "page", "--all", "--min-confidence", "0", "--json")
+    assert r.code == 0, r.err
+    first = r.json()
+    from openkl.pages import page_file
+
+    pages = example_kf / "graph" / "pages"
+    ents = _entities("--min-confidence", "0")
+    assert first["pages"] == len(ents) > 50 and first["regenerated"] == len(ents)
+    for e in ents:
+        one = run_ok("graph", "page", e["id"], "--json").json()
+        assert one["cached"]  # the --all run cached the very page
+        assert (pages / page_file(e["id"])).read_text() == one["markdown"], e["id"]
+        forced = run_ok("graph", "page", e["id"], "--force", "--json").json()
+        assert forced["markdown"] == one["markdown"] and not forced["cached"]
+    again = run_ok("graph", "page", "--all", "--min-confidence", "0", "--force", "--json").json()
+    assert again["regenerated"] == len(ents) and again["cached"] == 0
+
+
+def test_page_all_reads_the_graph_a_few_times_not_per_entity(
+    example_kf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openkl.graph import Graph
+
+    seen: list[str] = []
+    query = Graph.query
+
+    def counted(self: Graph, cypher: str, params: dict | None = None) -> list[dict]:
+        seen.append(cypher)
+        return query(self, cypher, params)
+
+    monkeypatch.setattr(Graph, "query", counted)
+    r = run_ok("graph", "page", "--all", "--min-confidence", "0", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["pages"] > 50
+    assert len(seen) < 40, len(seen)
+
+
+def test_page_all_skips_entities_below_the_floor(example_kf: Path) -> None:
+    """Only entities at or above the confidence floor get a page; pages an earlier run wrote
+    for entities now below it are removed, so the folder holds what the index lists."""
+    from openkl.pages import page_file
+
+    pages = example_kf / "graph" / "pages"
+    assert run_ok("graph", "page", "--all", "--min-confidence", "0").code == 0
+    low = {e["id"] for e in _entities("--min-confidence", "0")} - {e["id"] for e in _entities()}
+    assert low and all((pages / page_file(eid)).exists() for eid in low)
+    r = run_ok("graph", "page", "--all", "--json")
+    assert r.code == 0, r.err
+    kept = {e["id"] for e in _entities()}
+    assert r.json()["pages"] == len(kept) and r.json()["removed"] == len(low)
+    assert {p.name for p in pages.glob("*.md")} == {page_file(e) for e in kept} | {"index.md"}
+    index = (pages / "index.md").read_text()
+    assert all(f"]({page_file(eid)})" not in index for eid in low)
+    assert "removed" in run_ok("graph", "page", "--all", "--min-confidence", "0.9").out
+
+
 def test_page_describes_the_entity_from_a_defining_sentence(example_kf: Path) -> None:
     md = run_ok("graph", "page", "Write-ahead logging").out
     assert md.split("\n")[6] == (

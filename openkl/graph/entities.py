@@ -151,7 +151,42 @@ class EntityQueries(EntityWrites):
             )
         ]
 
+    def mentions_of_many(self, label: str, ids: list[str], limit: int) -> dict[str, list[Mention]]:
+        """For each of these entities, what `chunk_mentions` (label "Chunk") or
+        `note_mentions` ("MemoryNote") returns for it, in one query."""
+        out: dict[str, list[Mention]] = {eid: [] for eid in ids}
+        for r in self.query(
+            f"MATCH (x:{label})-[m:MENTIONS]->(e:Entity) WHERE e.id IN $ids RETURN e.id AS e,"
+            " x.id AS id, m.confidence AS c ORDER BY e.id, m.confidence DESC, x.id",
+            {"ids": ids},
+        ):
+            got = out[r["e"]]
+            if len(got) < limit:
+                got.append({"id": r["id"], "confidence": r["c"]})
+        return out
+
     # -- relationships --------------------------------------------------------------
+    def relationships_of_many(
+        self, ids: list[str], min_confidence: float
+    ) -> dict[str, list[Relationship]]:
+        """For each of these entities, what `relationships_of` returns for it, in one query:
+        a subsequence of one ordered list is ordered as the list."""
+        out: dict[str, list[Relationship]] = {eid: [] for eid in ids}
+        rows = self.query(
+            "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE (a.id IN $ids OR b.id IN $ids)"
+            " AND r.confidence >= $mc RETURN a.id AS from_id, a.name AS from_name, b.id AS to_id,"
+            " b.name AS to_name, r.type AS type, r.confidence AS confidence, r.evidence AS evidence,"
+            " r.docs AS docs, r.verified AS verified, r.source_kind AS source_kind,"
+            " r.description AS description ORDER BY r.confidence DESC, r.type, a.id, b.id",
+            {"ids": ids, "mc": float(min_confidence)},
+        )
+        for r in rows:
+            rel: Relationship = {**r, "docs": rel_docs(r["docs"])}  # type: ignore[typeddict-item]
+            for end in dict.fromkeys((r["from_id"], r["to_id"])):
+                if end in out:
+                    out[end].append(rel)
+        return out
+
     def relationships_of(self, eid: str, min_confidence: float) -> list[Relationship]:
         """The relationships from or to an entity at or above a confidence: most confident
         first (ties by type, then the ends' ids)."""
@@ -346,8 +381,18 @@ class EntityStore(Protocol):
         """The memory notes that mention an entity, most confident first."""
         ...
 
+    def mentions_of_many(self, label: str, ids: list[str], limit: int) -> dict[str, list[Mention]]:
+        """Chunk ("Chunk") or note ("MemoryNote") mentions of many entities, by entity."""
+        ...
+
     def relationships_of(self, eid: str, min_confidence: float) -> list[Relationship]:
         """The relationships from or to an entity, most confident first."""
+        ...
+
+    def relationships_of_many(
+        self, ids: list[str], min_confidence: float
+    ) -> dict[str, list[Relationship]]:
+        """`relationships_of` for many entities at once, by entity."""
         ...
 
     def relationship_types(self) -> list[str]:
