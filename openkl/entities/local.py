@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VERSION = "local-8"
+VERSION = "local-9"
 
 # -- vocabulary -----------------------------------------------------------------------------
 STOP = frozenset(
@@ -34,6 +34,12 @@ STOP = frozenset(
         "or",
         "but",
         "nor",
+        "and/or",
+        "hereby",
+        "herein",
+        "thereof",
+        "therein",
+        "whereas",
         "so",
         "yet",
         "of",
@@ -259,6 +265,7 @@ STOP = frozenset(
 # words that start a sentence in capitals but are not names
 COMMON_CAPS = frozenset(
     [
+        "thanks",  # "Thanks Erik Pfannenstein" in a changelog
         "the",
         "a",
         "an",
@@ -1403,6 +1410,30 @@ _IRREG_BASE = {
 
 TYPES = ("Person", "Organization", "Concept", "Code", "Reference")
 
+# the vocabulary of licences and copyright notices: on its own such a word names no entity
+# ("Copyright", "License", "redistributions"); "Apache License", "MIT license" still do
+LEGAL_WORDS = frozenset(
+    [
+        "copyright",
+        "license",
+        "licence",
+        "licensed",
+        "licensing",
+        "licensor",
+        "licensee",
+        "sublicense",
+        "permission",
+        "warranty",
+        "disclaimer",
+        "notice",
+        "redistribution",
+        "liability",
+        "merchantability",
+        "noninfringement",
+        "software",
+    ]
+)
+
 # dates are not entities (here): month and day names
 CALENDAR = frozenset(
     [
@@ -1436,6 +1467,15 @@ CALENDAR = frozenset(
         "oct",
         "nov",
         "dec",
+        "mon",
+        "tue",
+        "tues",
+        "wed",
+        "thu",
+        "thur",
+        "thurs",
+        "fri",
+        "sat",
     ]
 )
 
@@ -1519,9 +1559,15 @@ SUBJECT_OR_MODAL = frozenset(
 )
 
 # a line that starts with one of these and a colon is a field label ("Returns:", "Note:")
+# ("Upstream-Name:" in a Debian copyright file, "(Closes: #1234)" in a changelog)
 _LABEL = re.compile(
-    r"(?:^[ \t]*(?:[-*+][ \t]+)?|(?<=[.!?] ))([A-Z][a-z]+(?: [a-z]+){0,2}):(?=[ \t\n]|$)", re.M
+    r"(?:^[ \t]*(?:[-*+][ \t]+)?|(?<=[.!?] )|(?<=\())([A-Z][a-z]+(?:-[A-Z]?[a-z]+)*"
+    r"(?: [a-z]+){0,2}):(?=[ \t\n]|$)",
+    re.M,
 )
+# a line that starts with a field label ("License: MIT", "Issuer: …") starts a record: no
+# name runs into it (RFC 822-style headers, Debian control and copyright files)
+_FIELD_LINE = re.compile(r"^[ \t]*[A-Z][A-Za-z]*(?:[-/][A-Za-z]+)*(?: [a-z]+){0,2}:[ \t].*$", re.M)
 LABELS = frozenset(
     [
         "returns",
@@ -1602,8 +1648,27 @@ _TOKEN = re.compile(r"(?:[A-Za-z]\.){2,}(?![\w])|[\w][\w'’.@+&/-]*[\w+]|[\w]|[
 _ABBREV_END = re.compile(
     r"(?:\b(?:[A-Za-z]\.){2,}|\b(?:Dr|Mr|Mrs|Ms|Prof|St|vs|Fig|No|Inc|Ltd|Corp|Jr|Sr)\.)$"
 )
+# a middle initial after a capitalized word: "Steve M. Robbins", "Eric S. Raymond"
+_INITIAL_END = re.compile(r"\b[A-Z][a-z]+ [A-Z]\.$")
 _SENT_END = re.compile(
-    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_])|\n\s*\n|\n(?=[-*+] |\d+\. )"
+    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_])|\n\s*\n|\n[ \t]*(?=[-*+] |\d+\. )"
+)
+_BY_EMAIL = re.compile(r"[ \t]*<[\w.+-]+@[\w-]+(?:\.[\w-]+)+>")
+# e-mail addresses name a mailbox, not an entity (the person beside it is one)
+_EMAIL = re.compile(r"<?\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b>?")
+# key fingerprints and serials: colon-separated hex bytes, and long hex numbers
+_HEX_BYTES = re.compile(r"\b[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){3,}\b")
+# the attribute names of an X.500 distinguished name ("/CN=…/O=…/C=DE") and escaped bytes
+_DN_ATTR = re.compile(
+    r"(?:(?<=/)|(?<=^)|(?<=[\s,]))(?:CN|OU|O|L|ST|DC|EMail|emailAddress)="
+    r"|(?<=/)C=(?:[A-Z]{2}\b)?|\\x[0-9a-fA-F]{2}",
+    re.M,
+)
+_HEX_NUMBER = re.compile(r"^(?=[0-9A-Fa-f]*\d)(?:[0-9A-Fa-f]{6,}|0[0-9A-Fa-f]{2,})$")
+# "LibYAML-based", "Windows-related": the entity is the word before the suffix
+_SUFFIXED = re.compile(
+    r"-(?:based|style|related|like|accelerated|powered|compatible|specific|aware|enabled"
+    r"|driven|friendly|oriented|centric|only|free|ready|capable)$"
 )
 _ACRONYM = re.compile(r"^[A-Z][A-Z0-9&]*[A-Z0-9]$")
 _TECH = re.compile(
@@ -1782,9 +1847,21 @@ class _Doc:
     def add(
         self, name: str, typ: str, conf: float, start: int, end: int, natural: bool = True
     ) -> Mention | None:
+        sm = _SUFFIXED.search(name)
+        if sm and sm.start() > 0:
+            end -= len(name) - sm.start()
+            name = name[: sm.start()]
         name = " ".join(name.split())
         k = key_of(name)
-        if not k or len(k) < 2 or k in STOP or k.isdigit() or len(name) > 80:
+        if (
+            not k
+            or len(k) < 2
+            or k in STOP
+            or k.isdigit()
+            or len(name) > 80
+            or k in LEGAL_WORDS
+            or _HEX_NUMBER.match(name)
+        ):
             return None
         m = Mention(k, name, typ, conf, start, end, natural)
         self.res.mentions.append(m)
@@ -1805,9 +1882,7 @@ def extract(text: str) -> Result:
     segs = _segments(text, d)
     # the mask is final once references and code are found: tokenize each segment once
     seg_toks = [
-        [t for t in _tokens(text, s, e) if not d.masked(t.start, t.end)]
-        if d.masked(s, e)
-        else _tokens(text, s, e)
+        _unmasked(d, _tokens(text, s, e)) if d.masked(s, e) else _tokens(text, s, e)
         for s, e, _ in segs
     ]
     for (_, _, is_heading), toks in zip(segs, seg_toks, strict=True):
@@ -1825,8 +1900,26 @@ def extract(text: str) -> Result:
     return d.res
 
 
+def _unmasked(d: _Doc, toks: list[Tok]) -> list[Tok]:
+    """The tokens outside the masks; a token whose tail is masked keeps its head
+    ("GmbH" of "GmbH/L=Stuttgart")."""
+    out = []
+    for t in toks:
+        k = d.mask.find(1, t.start, t.end)
+        if k < 0:
+            out.append(t)
+        elif k > t.start:
+            head = re.match(r"^.*\w", t.text[: k - t.start])
+            if head:
+                out.append(Tok(head.group(), t.start, t.start + head.end(), initial=t.initial))
+    return out
+
+
 def _references(d: _Doc) -> None:
     t = d.text
+    for rx in (_EMAIL, _HEX_BYTES, _DN_ATTR):
+        for m in rx.finditer(t):
+            d.set_mask(m.start(), m.end())
     for m in _URL.finditer(t):
         d.add(m.group(0), "Reference", 0.9, m.start(), m.end())
         d.set_mask(m.start(), m.end())
@@ -1933,9 +2026,34 @@ def _line_start(text: str, i: int) -> int:
 
 def _sentences(text: str, s: int, e: int) -> list[tuple[int, int, bool]]:
     out = []
+    for a, b in _field_records(text, s, e):
+        out += _sentences_in(text, a, b)
+    return out
+
+
+def _field_records(text: str, s: int, e: int) -> list[tuple[int, int]]:
+    """[s, e) cut before and after each line that starts with a field label."""
+    cuts = [s]
+    for m in _FIELD_LINE.finditer(text, s, e):
+        cuts.append(m.start())
+        if text[m.end() + 1 : m.end() + 2] in (" ", "\t"):
+            # the field's value goes on in an indented line ("License: MIT\n Permission is
+            # …"): the label's line is a record of its own; a value wrapped as prose is not
+            cuts.append(m.end())
+    cuts.append(e)
+    return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+
+
+def _sentences_in(text: str, s: int, e: int) -> list[tuple[int, int, bool]]:
+    out = []
     cur = s
     for m in _SENT_END.finditer(text, s, e):
-        if m.group(0)[:1] != "\n" and _ABBREV_END.search(text, max(cur, m.start() - 8), m.start()):
+        if m.group(0)[:1] != "\n" and (
+            _ABBREV_END.search(text, max(cur, m.start() - 8), m.start())
+            or _INITIAL_END.search(text, max(cur, m.start() - 24), m.start())
+            and text[m.end() : m.end() + 1].isupper()
+            and text[m.end() + 1 : m.end() + 2].islower()
+        ):
             continue  # "U.S. Department", "Dr. Smith": an abbreviation, not a sentence end
         if m.start() > cur:
             out.append((cur, m.start(), False))
@@ -1962,11 +2080,22 @@ def _sentence(d: _Doc, s: int, e: int, heading: bool, toks: list[Tok] | None = N
     for t in toks:
         if t.word and not t.cap:
             d.lower_words.add(t.low)
+    if _shouted(toks):
+        return
     spans: list[tuple[int, int, Mention]] = []  # token index ranges of strong mentions
     _acronym_defs(d, toks, spans)
     _names(d, toks, spans, heading)
     _phrases(d, toks, spans, heading)
     _patterns(d, toks, spans, s, heading)
+
+
+def _shouted(toks: list[Tok]) -> bool:
+    """A sentence in capitals, function words too ("IN NO EVENT SHALL THE AUTHORS BE
+    LIABLE"): a licence's disclaimer, where capitals mark no names. A sentence of acronyms
+    ("HTTP GET over TLS") writes its function words in lower case."""
+    words = [t for t in toks if t.word and t.text.isalpha()]
+    caps = [t for t in words if t.text.isupper() and len(t.text) > 1]
+    return len([t for t in caps if t.low in STOP]) >= 3 and len(caps) >= 0.6 * len(words)
 
 
 def _taken(spans: list[tuple[int, int, Mention]], i: int, j: int) -> bool:
@@ -2028,6 +2157,7 @@ def _acronym_defs(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]
 
 
 def _type_of_name(words: list[str]) -> str:
+    words = [w for w in words if w != "."]  # the dot of a middle initial
     low = [w.lower().strip(".,") for w in words]
     if any(w in ORG_WORDS for w in low):
         return "Organization"
@@ -2054,8 +2184,22 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
         j = i + 1
         while j < n:
             u = toks[j]
+            if d.masked(toks[j - 1].end, u.start):
+                break  # an e-mail address or a code span between: two runs, not one
             if u.word and (u.cap or (u.tech and u.text[0].isupper())):
                 j += 1
+                continue
+            if (
+                u.text == "."
+                and len(toks[j - 1].text) == 1
+                and toks[j - 1].text.isupper()
+                and j - 1 > i
+                and u.start == toks[j - 1].end
+                and j + 1 < n
+                and toks[j + 1].cap
+                and toks[j + 1].text[1:2].islower()
+            ):
+                j += 2  # a middle initial: "Eric S. Raymond"
                 continue
             if (
                 u.word
@@ -2210,6 +2354,14 @@ def _name_run(
     nxt = d.text[end : end + 20]
     if typ != "Organization" and len(words) in (2, 3) and _YEARS.match(nxt):
         typ, conf = "Person", 0.9
+    elif (
+        typ == "Concept"
+        and 2 <= len(wl) <= 5
+        and not tech
+        and _BY_EMAIL.match(d.text, end)
+        and all(w[:1].isupper() or w.lower() in NAME_CONNECTORS or w == "." for w in wl)
+    ):
+        typ, conf = "Person", 0.85  # "Clint Adams <clint@debian.org>": an author line
     m = d.add(name, typ, conf, start, end)
     if m is None:
         return
@@ -2236,6 +2388,8 @@ def _noun_like(t: Tok, prev: Tok | None, nxt: Tok | None = None) -> bool:
     w = t.low
     if not t.word or w in STOP or w.isdigit() or len(w) < 2:
         return False
+    if prev is not None and prev.text == "-" and prev.end == t.start:
+        return False  # "--launch", "-v": a command-line option
     if _NUMERIC.fullmatch(w):
         return False
     if w.endswith("ly") and w not in ADVERB_EXCEPT and len(w) > 4:
