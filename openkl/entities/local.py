@@ -1273,6 +1273,12 @@ TRAILING_ADJ = frozenset(
 
 NOT_PERSON_LAST = frozenset(
     [
+        "st",  # "Franklin St": a street of an address
+        "street",
+        "avenue",
+        "ave",
+        "road",
+        "floor",
         "day",
         "prize",
         "award",
@@ -1433,6 +1439,9 @@ LEGAL_WORDS = frozenset(
         "software",
     ]
 )
+
+# the legal form of a company, alone ("Free Software Foundation, Inc."): no entity
+LEGAL_FORMS = frozenset(["inc", "ltd", "llc", "gmbh", "corp", "plc", "co", "ag", "sa", "bv"])
 
 # dates are not entities (here): month and day names
 CALENDAR = frozenset(
@@ -1654,6 +1663,24 @@ _SENT_END = re.compile(
     r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_])|\n\s*\n|\n[ \t]*(?=[-*+] |\d+\. )"
 )
 _BY_EMAIL = re.compile(r"[ \t]*<[\w.+-]+@[\w-]+(?:\.[\w-]+)+>")
+# paragraphs: blank lines, and the " ." and " *" lines of Debian copyright files and C comments
+_PARA_BREAK = re.compile(r"\n[ \t]*[.*]?[ \t]*\n")
+_LEGAL_CUE = re.compile(
+    r"\b(?:licen[cs](?:e[ds]?|ing|or|ee)|copyrights?|warrant(?:y|ies)|liab(?:le|ility)"
+    r"|permission|hereby|redistribut\w*|merchantability|infringement|disclaim\w*)\b",
+    re.I,
+)
+_WORD = re.compile(r"[^\W\d_]+")
+# dates of e-mail headers and changelogs: "Sat, 18 Mar 2023 10:22:00 +0100", "Sun Nov  7 13:58:10 2004"
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_DATE = re.compile(
+    r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),?[ \t]+(?:\d{1,2}[ \t]+"
+    + _MONTH
+    + r"|"
+    + _MONTH
+    + r"[ \t]+\d{1,2})\b(?:[ \t]+\d{4})?(?:[ \t]+\d{1,2}:\d{2}(?::\d{2})?)?(?:[ \t]+\d{4})?"
+    r"(?:[ \t]+[+-]\d{4})?"
+)
 # e-mail addresses name a mailbox, not an entity (the person beside it is one)
 _EMAIL = re.compile(r"<?\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b>?")
 # key fingerprints and serials: colon-separated hex bytes, and long hex numbers
@@ -1843,6 +1870,9 @@ class _Doc:
         self.inner_caps: set[str] = set()
         self.person_last: dict[str, str] = {}
         self.lower_singular: set[str] = set()
+        # paragraphs of licence text and lines in capitals, as sorted (start, end) ranges
+        self.legal: list[tuple[int, int]] = []
+        self.shouting: list[tuple[int, int]] = []
 
     def add(
         self, name: str, typ: str, conf: float, start: int, end: int, natural: bool = True
@@ -1860,6 +1890,7 @@ class _Doc:
             or k.isdigit()
             or len(name) > 80
             or k in LEGAL_WORDS
+            or k in LEGAL_FORMS
             or _HEX_NUMBER.match(name)
         ):
             return None
@@ -1877,6 +1908,7 @@ class _Doc:
 def extract(text: str) -> Result:
     """Entities, relations and aliases of one chunk of markdown or plain text."""
     d = _Doc(text)
+    _registers(d)
     _references(d)
     _code(d)
     segs = _segments(text, d)
@@ -1900,6 +1932,28 @@ def extract(text: str) -> Result:
     return d.res
 
 
+def _registers(d: _Doc) -> None:
+    """Find licence paragraphs and lines in capitals: their words name little."""
+    t = d.text
+    pos = 0
+    for m in [*_PARA_BREAK.finditer(t), None]:
+        end = m.start() if m else len(t)
+        if len(_LEGAL_CUE.findall(t, pos, end)) >= 2:
+            d.legal.append((pos, end))
+        pos = m.end() if m else end
+    o = 0
+    for ln in t.split("\n"):
+        words = [w for w in _WORD.findall(ln)]
+        caps = [w for w in words if w.isupper() and len(w) > 1]
+        if len([w for w in caps if w.lower() in STOP]) >= 3 and len(caps) >= 0.6 * len(words):
+            d.shouting.append((o, o + len(ln)))
+        o += len(ln) + 1
+
+
+def _within(ranges: list[tuple[int, int]], s: int, e: int) -> bool:
+    return any(a <= s and e <= b for a, b in ranges)
+
+
 def _unmasked(d: _Doc, toks: list[Tok]) -> list[Tok]:
     """The tokens outside the masks; a token whose tail is masked keeps its head
     ("GmbH" of "GmbH/L=Stuttgart")."""
@@ -1917,7 +1971,7 @@ def _unmasked(d: _Doc, toks: list[Tok]) -> list[Tok]:
 
 def _references(d: _Doc) -> None:
     t = d.text
-    for rx in (_EMAIL, _HEX_BYTES, _DN_ATTR):
+    for rx in (_EMAIL, _HEX_BYTES, _DN_ATTR, _DATE):
         for m in rx.finditer(t):
             d.set_mask(m.start(), m.end())
     for m in _URL.finditer(t):
@@ -2080,7 +2134,7 @@ def _sentence(d: _Doc, s: int, e: int, heading: bool, toks: list[Tok] | None = N
     for t in toks:
         if t.word and not t.cap:
             d.lower_words.add(t.low)
-    if _shouted(toks):
+    if _shouted(toks) or _within_lines(d.shouting, s, e):
         return
     spans: list[tuple[int, int, Mention]] = []  # token index ranges of strong mentions
     _acronym_defs(d, toks, spans)
@@ -2096,6 +2150,20 @@ def _shouted(toks: list[Tok]) -> bool:
     words = [t for t in toks if t.word and t.text.isalpha()]
     caps = [t for t in words if t.text.isupper() and len(t.text) > 1]
     return len([t for t in caps if t.low in STOP]) >= 3 and len(caps) >= 0.6 * len(words)
+
+
+def _within_lines(lines: list[tuple[int, int]], s: int, e: int) -> bool:
+    """Is every line that [s, e) touches one of these lines?"""
+    covered = s
+    for a, b in lines:
+        if b < covered:
+            continue
+        if a > covered:
+            return False
+        covered = b + 1
+        if covered >= e:
+            return True
+    return False
 
 
 def _taken(spans: list[tuple[int, int, Mention]], i: int, j: int) -> bool:
@@ -2288,6 +2356,17 @@ def _name_run(
     single = len(words) == 1
     if not (first.cap or first.tech or first.ident):
         return
+    if all(w.text.isupper() for w in words if w.word) and (
+        (not single and any(w.low in STOP for w in words))
+        or (
+            single
+            and first.text.isalpha()
+            and len(first.text) > 3
+            and not is_rare(first.low)
+            and _within(d.legal, first.start, first.end)
+        )
+    ):
+        return  # "WITHOUT ANY WARRANTY", "AS IS", an "AS IS" "BASIS": a licence shouting
     tech = bool(first.tech or _ACRONYM.match(first.text) or first.ident)
     compound = len(words) > 1 and words[-1].text[0].islower()
     if compound and len(words) == 2 and words[0].initial and words[0].low in d.lower_words:
@@ -2390,6 +2469,8 @@ def _noun_like(t: Tok, prev: Tok | None, nxt: Tok | None = None) -> bool:
         return False
     if prev is not None and prev.text == "-" and prev.end == t.start:
         return False  # "--launch", "-v": a command-line option
+    if t.initial and w in VERB_BASE_SET and nxt is not None and nxt.word and not t.text.isupper():
+        return False  # "See systemctl(1)", "Add patch …": an imperative, not a noun
     if _NUMERIC.fullmatch(w):
         return False
     if w.endswith("ly") and w not in ADVERB_EXCEPT and len(w) > 4:
@@ -2608,6 +2689,8 @@ def _phrase_run(
         # a heading of common words ("Action items", "Blocking code") is a section label
         # until the text uses it as a term elsewhere
         conf = (0.6 if any(is_rare(w.low) for w in words) else 0.35) if heading else 0.4
+        if _within(d.legal, words[0].start, words[-1].end):
+            conf = 0.3  # "substantial portions", "associated documentation files": a licence's
     start, end = words[0].start, words[-1].end
     name = d.text[start:end]
     natural = not (words[0].initial and words[0].cap)
