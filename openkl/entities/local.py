@@ -1627,6 +1627,10 @@ LABELS = frozenset(
 KIND_HEADS = frozenset(
     ["project", "library", "package", "module", "tool", "crate", "plugin", "extension"]
 )
+# kinds that come before a name: "the file LICENSE", "the package libfoo-dev"
+LEAD_KINDS = frozenset(
+    [*KIND_HEADS, "file", "command", "program", "script", "directory", "option", "binary"]
+)
 QUANTITY = frozenset(
     [
         "million",
@@ -1692,10 +1696,10 @@ _DN_ATTR = re.compile(
     re.M,
 )
 _HEX_NUMBER = re.compile(r"^(?=[0-9A-Fa-f]*\d)(?:[0-9A-Fa-f]{6,}|0[0-9A-Fa-f]{2,})$")
-# "LibYAML-based", "Windows-related": the entity is the word before the suffix
+# "LibYAML-based", "Windows-related": the entity is the name before the suffix
 _SUFFIXED = re.compile(
     r"-(?:based|style|related|like|accelerated|powered|compatible|specific|aware|enabled"
-    r"|driven|friendly|oriented|centric|only|free|ready|capable)$"
+    r"|driven|friendly|oriented|centric|capable)(?=\s|$)"
 )
 _ACRONYM = re.compile(r"^[A-Z][A-Z0-9&]*[A-Z0-9]$")
 _TECH = re.compile(
@@ -1878,7 +1882,8 @@ class _Doc:
         self, name: str, typ: str, conf: float, start: int, end: int, natural: bool = True
     ) -> Mention | None:
         sm = _SUFFIXED.search(name)
-        if sm and sm.start() > 0:
+        if sm and sm.start() > 0 and not name[: sm.start()].islower():
+            # only after a name: "event-driven design" is a term of its own
             end -= len(name) - sm.start()
             name = name[: sm.start()]
         name = " ".join(name.split())
@@ -2595,7 +2600,13 @@ def _phrases(
             and (not toks[j].cap or heading or toks[j].tech)
         ):
             j += 1
-        if j - i == 1 and j < n and toks[i].low not in GENERIC_ADJ and not toks[i].cap:
+        if (
+            j - i == 1
+            and j < n
+            and toks[i].low not in GENERIC_ADJ
+            and toks[i].low not in LEAD_KINDS  # "the file THANKS" names THANKS
+            and not toks[i].cap
+        ):
             hit = [
                 sp
                 for sp in spans
@@ -2663,6 +2674,19 @@ def _phrase_run(
         j -= 1  # "the uvloop project" names uvloop
         words = toks[i:j]
         head = words[-1].low
+    elif (
+        len(words) == 2
+        and words[0].low in LEAD_KINDS
+        and (words[1].tech or words[1].text.isupper() or not words[1].text.isalpha())
+        and not heading
+    ):
+        # "the package libgmp10-doc", "the file THANKS": the kind, then its name
+        w = words[1]
+        typ = "Concept" if w.text.isalpha() else "Code"
+        m = d.add(w.text, typ, 0.5, w.start, w.end)
+        if m is not None:
+            spans.append((i + 1, j, m))
+        return
     if head in GENERIC_HEAD and len(words) <= 2:
         return
     if len(words) == 1:
