@@ -1675,8 +1675,10 @@ _LEGAL_CUE = re.compile(
     re.I,
 )
 _WORD = re.compile(r"[^\W\d_]+")
+_CAPS_STOP = re.compile(r"\b(?:THE|AND|OR|OF|ANY|FOR|IN|TO|IS|BY|NO|NOT|WITH|ON)\b")
 # dates of e-mail headers and changelogs: "Sat, 18 Mar 2023 10:22:00 +0100", "Sun Nov  7 13:58:10 2004"
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_DAY = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\b")
 _DATE = re.compile(
     r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),?[ \t]+(?:\d{1,2}[ \t]+"
     + _MONTH
@@ -1877,11 +1879,12 @@ class _Doc:
         # paragraphs of licence text and lines in capitals, as sorted (start, end) ranges
         self.legal: list[tuple[int, int]] = []
         self.shouting: list[tuple[int, int]] = []
+        self.caps = False  # any function word in capitals ("THE", "AND")
 
     def add(
         self, name: str, typ: str, conf: float, start: int, end: int, natural: bool = True
     ) -> Mention | None:
-        sm = _SUFFIXED.search(name)
+        sm = _SUFFIXED.search(name) if "-" in name else None
         if sm and sm.start() > 0 and not name[: sm.start()].islower():
             # only after a name: "event-driven design" is a term of its own
             end -= len(name) - sm.start()
@@ -1941,11 +1944,14 @@ def _registers(d: _Doc) -> None:
     """Find licence paragraphs and lines in capitals: their words name little."""
     t = d.text
     pos = 0
-    for m in [*_PARA_BREAK.finditer(t), None]:
+    for m in [*_PARA_BREAK.finditer(t), None] if _LEGAL_CUE.search(t) else []:
         end = m.start() if m else len(t)
         if len(_LEGAL_CUE.findall(t, pos, end)) >= 2:
             d.legal.append((pos, end))
         pos = m.end() if m else end
+    if not _CAPS_STOP.search(t):
+        return
+    d.caps = True
     o = 0
     for ln in t.split("\n"):
         words = [w for w in _WORD.findall(ln)]
@@ -1976,8 +1982,13 @@ def _unmasked(d: _Doc, toks: list[Tok]) -> list[Tok]:
 
 def _references(d: _Doc) -> None:
     t = d.text
-    for rx in (_EMAIL, _HEX_BYTES, _DN_ATTR, _DATE):
-        for m in rx.finditer(t):
+    # each only where its mark is (a scan for "@" or ":" is far cheaper than the pattern)
+    for rx, mark in ((_EMAIL, "@"), (_HEX_BYTES, ":"), (_DN_ATTR, "="), (_DN_ATTR, "\\x")):
+        if mark in t:
+            for m in rx.finditer(t):
+                d.set_mask(m.start(), m.end())
+    if _DAY.search(t):
+        for m in _DATE.finditer(t):
             d.set_mask(m.start(), m.end())
     for m in _URL.finditer(t):
         d.add(m.group(0), "Reference", 0.9, m.start(), m.end())
@@ -2109,8 +2120,9 @@ def _sentences_in(text: str, s: int, e: int) -> list[tuple[int, int, bool]]:
     for m in _SENT_END.finditer(text, s, e):
         if m.group(0)[:1] != "\n" and (
             _ABBREV_END.search(text, max(cur, m.start() - 8), m.start())
-            or _INITIAL_END.search(text, max(cur, m.start() - 24), m.start())
+            or text[m.start() - 2 : m.start() - 1].isupper()
             and text[m.end() : m.end() + 1].isupper()
+            and _INITIAL_END.search(text, max(cur, m.start() - 24), m.start())
             and text[m.end() + 1 : m.end() + 2].islower()
         ):
             continue  # "U.S. Department", "Dr. Smith": an abbreviation, not a sentence end
@@ -2139,7 +2151,7 @@ def _sentence(d: _Doc, s: int, e: int, heading: bool, toks: list[Tok] | None = N
     for t in toks:
         if t.word and not t.cap:
             d.lower_words.add(t.low)
-    if _shouted(toks) or _within_lines(d.shouting, s, e):
+    if d.caps and (_shouted(toks) or _within_lines(d.shouting, s, e)):
         return
     spans: list[tuple[int, int, Mention]] = []  # token index ranges of strong mentions
     _acronym_defs(d, toks, spans)
