@@ -1,6 +1,6 @@
 """Entity extraction benchmark: local extractor throughput and its share of ingest time.
 
-    .venv/bin/python bench/entities.py [--chunks 10000] [--ingest-docs 300] [--gold]
+    .venv/bin/python bench/entities.py [--chunks 10000] [--ingest-docs 300] [--gold] [--save]
 
 1. Throughput: the local extractor over N chunk-sized passages made from the example and
    gold documents (each copy numbered, so no two texts are alike and nothing is cached).
@@ -8,9 +8,9 @@
    entity hook (extraction + consolidation) against the whole ingest (chunking, embedding,
    loading). Embeddings are cold, as on a first ingest.
 3. --gold: precision/recall of the entity graph on the development sets, all seen while the
-   extractor was tuned (tests/gold/docs, tests/gold/dev, tests/gold/dev2), and on the
-   held-out set (tests/gold/heldout), which nothing else runs the extractor on; see
-   tests/gold/evaluate.py.
+   extractor was tuned (tests/gold/docs, tests/gold/dev, tests/gold/dev2, tests/gold/mixed),
+   and on the held-out sets (tests/gold/heldout, tests/gold/mixed_heldout), which nothing
+   else runs the extractor on; see tests/gold/evaluate.py.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "tests" / "gold"))
+
+import provenance  # noqa: E402
 
 from openkl import indexer  # noqa: E402
 from openkl.entities.local import extract  # noqa: E402
@@ -103,14 +105,17 @@ def ingest_share(docs: int) -> dict[str, float]:
 
 
 def gold(which: str = "gold") -> dict[float, Any]:
-    """Scores on a gold set: "gold", "dev" and "dev2" are for tuning, "heldout" never is."""
-    from evaluate import DEV, DEV2, DOCS, GOLD, HELDOUT, evaluate
+    """Scores on a gold set: "gold", "dev", "dev2" and "mixed" are for tuning, "heldout" and
+    "mixed_heldout" never are."""
+    from evaluate import DEV, DEV2, DOCS, GOLD, HELDOUT, MIXED, MIXED_HELDOUT, evaluate
 
     docs, path = {
         "gold": (DOCS, GOLD),
         "dev": (DEV / "docs", DEV / "gold.json"),
         "dev2": (DEV2 / "docs", DEV2 / "gold.json"),
         "heldout": (HELDOUT / "docs", HELDOUT / "gold.json"),
+        "mixed": (MIXED / "docs", MIXED / "gold.json"),
+        "mixed_heldout": (MIXED_HELDOUT / "docs", MIXED_HELDOUT / "gold.json"),
     }[which]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Folder.init(Path(tmp) / "kf")
@@ -125,9 +130,15 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=10000)
     ap.add_argument("--ingest-docs", type=int, default=300)
     ap.add_argument("--gold", action="store_true")
-    ap.add_argument("--sets", default="gold,dev,dev2,heldout", help="gold sets for --gold")
+    ap.add_argument(
+        "--sets", default="gold,dev,dev2,mixed,heldout,mixed_heldout", help="gold sets for --gold"
+    )
+    ap.add_argument(
+        "--save", action="store_true", help="write bench/results/entities-<commit>.json"
+    )
     a = ap.parse_args()
-    out: dict[str, Any] = {"throughput": throughput(a.chunks)}
+    out: dict[str, Any] = provenance.stamp()
+    out["throughput"] = throughput(a.chunks)
     print(json.dumps(out["throughput"]), file=sys.stderr)
     if a.ingest_docs:
         out["ingest"] = ingest_share(a.ingest_docs)
@@ -137,6 +148,8 @@ def main() -> None:
             res = gold(name)
             out[name] = {th: {k: v for k, v in r.items() if k != "docs"} for th, r in res.items()}
     print(json.dumps(out, indent=2))
+    if a.save:
+        provenance.save(out)
 
 
 if __name__ == "__main__":

@@ -114,8 +114,9 @@ def parse_time(value: str | None, option: str = "--since", end_of_day: bool = Fa
     return when.astimezone(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write a file so that readers see the old or the new content, never half of it."""
+def atomic_write(path: Path, data: str | bytes, *, durable: bool = True) -> None:
+    """Write a file so that readers see the old or the new content, never half of it;
+    `durable=False` skips the sync to disk, for derived files a crash may lose."""
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -123,7 +124,8 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException as e:
         with contextlib.suppress(FileNotFoundError):

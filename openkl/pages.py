@@ -13,12 +13,12 @@ import json
 from pathlib import Path
 from typing import cast
 
-from .entities.queries import entity_detail, find_entity, graph_version, list_entities
+from .entities.queries import EntityReader, find_entity, list_entities
 from .folder import Folder, atomic_write, iso
 from .graph.protocol import GraphStore
 from .records import Cite, EntityDetail, EntityPage, PageBuilt, PagesWritten
 
-RENDER = "2"  # bump when `render` changes, so cached pages are rebuilt
+RENDER = "3"  # bump when `render` changes, so cached pages are rebuilt
 
 
 def _cache_path(folder: Folder, eid: str) -> Path:
@@ -32,35 +32,62 @@ def confidence_label(c: float) -> str:
 
 def page(folder: Folder, g: GraphStore, name: str, *, force: bool = False) -> EntityPage:
     """The page of one entity: {entity_name, markdown, generated_at, graph_version, cached, …}."""
+    e = find_entity(g, name)
+    return _pages(folder, g, [e["id"]], force=force)[e["id"]]
+
+
+def _pages(
+    folder: Folder, g: GraphStore, ids: list[str], *, force: bool = False
+) -> dict[str, EntityPage]:
+    """The pages of these entities, reading the graph once for all of them."""
     from .aks import entity_uuid
 
-    e = find_entity(g, name)
-    version = graph_version(g, e["id"])
-    cp = _cache_path(folder, e["id"])
-    if not force and cp.exists():
-        try:
-            cached = json.loads(cp.read_text(encoding="utf-8"))
-            if cached.get("graph_version") == version and cached.get("render") == RENDER:
-                return cast(EntityPage, {**cached, "cached": True})
-        except ValueError:
-            pass
-    detail = entity_detail(folder, g, e["id"], cites=20)
-    out: PageBuilt = {
-        "entity_name": e["name"],
-        "markdown": render(detail),
-        "generated_at": iso(),
-        "source_entity_id": e.get("ext_id") or entity_uuid(e["id"]),
-        "entity_id": e["id"],
-        "graph_version": version,
-        "source_type": "compiled",
-        "render": RENDER,
-    }
-    atomic_write(cp, json.dumps(out, ensure_ascii=False, sort_keys=True))
-    return {**out, "cached": False}
+    reader = EntityReader(g, ids)
+    out: dict[str, EntityPage] = {}
+    stale: dict[str, str] = {}
+    for eid in ids:
+        version = reader.version(eid)
+        cp = _cache_path(folder, eid)
+        if not force and cp.exists():
+            try:
+                cached = json.loads(cp.read_text(encoding="utf-8"))
+                if cached.get("graph_version") == version and cached.get("render") == RENDER:
+                    out[eid] = cast(EntityPage, {**cached, "cached": True})
+                    continue
+            except ValueError:
+                pass
+        stale[eid] = version
+    details = reader.details(folder, list(stale), cites=20)
+    for eid, version in stale.items():
+        detail = details[eid]
+        built: PageBuilt = {
+            "entity_name": detail["name"],
+            "markdown": render(detail),
+            "generated_at": iso(),
+            "source_entity_id": reader.rows[eid].get("ext_id") or entity_uuid(eid),
+            "entity_id": eid,
+            "graph_version": version,
+            "source_type": "compiled",
+            "render": RENDER,
+        }
+        # a cache: losing it to a crash costs a rebuild, so it is not synced to disk
+        atomic_write(
+            _cache_path(folder, eid),
+            json.dumps(built, ensure_ascii=False, sort_keys=True),
+            durable=False,
+        )
+        out[eid] = {**built, "cached": False}
+    return {eid: out[eid] for eid in ids}
+
+
+def page_file(eid: str) -> str:
+    """The file name of an entity's page in graph/pages/. The entity "index" cannot have
+    index.md, the list of pages: its page is index-.md (no id ends in a hyphen)."""
+    return "index-.md" if eid == "index" else f"{eid}.md"
 
 
 def _link(name: str, eid: str) -> str:
-    return f"[{name}]({eid}.md)"
+    return f"[{name}]({page_file(eid)})"
 
 
 def render(d: EntityDetail) -> str:
@@ -150,24 +177,57 @@ def _sentence_with(text: str, name: str, aliases: list[str], width: int = 280) -
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+BATCH = 256  # pages read from the graph at once: a few queries each, bounded memory
+
+
 def write_all(
-    folder: Folder, g: GraphStore, min_confidence: float = 0.0, out_dir: Path | None = None
+    folder: Folder,
+    g: GraphStore,
+    min_confidence: float = 0.0,
+    out_dir: Path | None = None,
+    *,
+    force: bool = False,
 ) -> PagesWritten:
-    """Every page (at or above a confidence) into graph/pages/, plus an index."""
+    """Every page of an entity at or above a confidence into graph/pages/, plus an index.
+    Pages left from an earlier run whose entity is gone or now below the confidence are
+    removed, so the folder holds what the index lists."""
     out_dir = out_dir or folder.graph_dir / "pages"
-    ents = list_entities(g, min_confidence=min_confidence)
+    ents = sorted(
+        list_entities(g, min_confidence=min_confidence), key=lambda e: (e["name"].lower(), e["id"])
+    )
     regenerated = cached = 0
     index = ["# Entities", ""]
-    for e in sorted(ents, key=lambda e: (e["name"].lower(), e["id"])):
-        p = page(folder, g, e["id"])
-        cached += p["cached"]
-        regenerated += not p["cached"]
-        atomic_write(out_dir / f"{e['id']}.md", p["markdown"])
-        index.append(f"- {_link(e['name'], e['id'])} — {e['type']}, {e['confidence']:.2f}")
+    written = {"index.md"}
+    for i in range(0, len(ents), BATCH):
+        batch = ents[i : i + BATCH]
+        built = _pages(folder, g, [e["id"] for e in batch], force=force)
+        for e in batch:
+            p = built[e["id"]]
+            cached += p["cached"]
+            regenerated += not p["cached"]
+            path = out_dir / page_file(e["id"])
+            written.add(path.name)
+            if not _holds(path, p["markdown"]):
+                # derived from the graph, like the cache: rebuilt by the next run if lost
+                atomic_write(path, p["markdown"], durable=False)
+            index.append(f"- {_link(e['name'], e['id'])} — {e['type']}, {e['confidence']:.2f}")
     atomic_write(out_dir / "index.md", "\n".join(index) + "\n")
+    removed = 0
+    for old in out_dir.glob("*.md"):
+        if old.name not in written:
+            old.unlink(missing_ok=True)
+            removed += 1
     return {
         "dir": folder.rel(out_dir),
         "pages": len(ents),
         "regenerated": regenerated,
         "cached": cached,
+        "removed": removed,
     }
+
+
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False

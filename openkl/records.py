@@ -1209,6 +1209,7 @@ class PagesWritten(TypedDict):
     pages: int
     regenerated: int  # built anew
     cached: int  # taken from the cache
+    removed: int  # pages of an earlier run whose entity is gone or now below the floor
 
 
 # -- rows the graph's named queries return -----------------------------------------------

@@ -297,9 +297,16 @@ def traverse(
 @app.command()
 def page(
     name: str = typer.Argument(None, help="Entity name (omit with --all)."),
-    all_: bool = typer.Option(False, "--all", help="Write every page into graph/pages/."),
+    all_: bool = typer.Option(
+        False,
+        "--all",
+        help="Write the page of every entity at or above the confidence floor into "
+        "graph/pages/ (and remove pages of entities now below it).",
+    ),
     min_confidence: float = typer.Option(
-        None, "--min-confidence", help="With --all: only entities this confident."
+        None,
+        "--min-confidence",
+        help="With --all: only entities this confident (default entities.min_confidence).",
     ),
     force: bool = typer.Option(False, "--force", help="Regenerate even if cached."),
     json_: bool = JsonOpt,
@@ -317,13 +324,15 @@ def page(
     f = folder()
     if all_:
         with writing(f, "ok graph page --all"):
-            data = ops.write_pages(f, min_confidence=min_confidence)
+            data = ops.write_pages(f, min_confidence=min_confidence, force=force)
         emit(
             data,
             json_,
             plain=lambda d: (
                 f"{d['pages']} pages in {d['dir']} "
-                f"({d['regenerated']} regenerated, {d['cached']} cached)"
+                f"({d['regenerated']} regenerated, {d['cached']} cached"
+                + (f", {d['removed']} removed" if d["removed"] else "")
+                + ")"
             ),
         )
         return

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VERSION = "local-8"
+VERSION = "local-9"
 
 # -- vocabulary -----------------------------------------------------------------------------
 STOP = frozenset(
@@ -34,6 +34,12 @@ STOP = frozenset(
         "or",
         "but",
         "nor",
+        "and/or",
+        "hereby",
+        "herein",
+        "thereof",
+        "therein",
+        "whereas",
         "so",
         "yet",
         "of",
@@ -259,6 +265,7 @@ STOP = frozenset(
 # words that start a sentence in capitals but are not names
 COMMON_CAPS = frozenset(
     [
+        "thanks",  # "Thanks Erik Pfannenstein" in a changelog
         "the",
         "a",
         "an",
@@ -1266,6 +1273,12 @@ TRAILING_ADJ = frozenset(
 
 NOT_PERSON_LAST = frozenset(
     [
+        "st",  # "Franklin St": a street of an address
+        "street",
+        "avenue",
+        "ave",
+        "road",
+        "floor",
         "day",
         "prize",
         "award",
@@ -1403,6 +1416,33 @@ _IRREG_BASE = {
 
 TYPES = ("Person", "Organization", "Concept", "Code", "Reference")
 
+# the vocabulary of licences and copyright notices: on its own such a word names no entity
+# ("Copyright", "License", "redistributions"); "Apache License", "MIT license" still do
+LEGAL_WORDS = frozenset(
+    [
+        "copyright",
+        "license",
+        "licence",
+        "licensed",
+        "licensing",
+        "licensor",
+        "licensee",
+        "sublicense",
+        "permission",
+        "warranty",
+        "disclaimer",
+        "notice",
+        "redistribution",
+        "liability",
+        "merchantability",
+        "noninfringement",
+        "software",
+    ]
+)
+
+# the legal form of a company, alone ("Free Software Foundation, Inc."): no entity
+LEGAL_FORMS = frozenset(["inc", "ltd", "llc", "gmbh", "corp", "plc", "co", "ag", "sa", "bv"])
+
 # dates are not entities (here): month and day names
 CALENDAR = frozenset(
     [
@@ -1436,6 +1476,15 @@ CALENDAR = frozenset(
         "oct",
         "nov",
         "dec",
+        "mon",
+        "tue",
+        "tues",
+        "wed",
+        "thu",
+        "thur",
+        "thurs",
+        "fri",
+        "sat",
     ]
 )
 
@@ -1519,9 +1568,15 @@ SUBJECT_OR_MODAL = frozenset(
 )
 
 # a line that starts with one of these and a colon is a field label ("Returns:", "Note:")
+# ("Upstream-Name:" in a Debian copyright file, "(Closes: #1234)" in a changelog)
 _LABEL = re.compile(
-    r"(?:^[ \t]*(?:[-*+][ \t]+)?|(?<=[.!?] ))([A-Z][a-z]+(?: [a-z]+){0,2}):(?=[ \t\n]|$)", re.M
+    r"(?:^[ \t]*(?:[-*+][ \t]+)?|(?<=[.!?] )|(?<=\())([A-Z][a-z]+(?:-[A-Z]?[a-z]+)*"
+    r"(?: [a-z]+){0,2}):(?=[ \t\n]|$)",
+    re.M,
 )
+# a line that starts with a field label ("License: MIT", "Issuer: …") starts a record: no
+# name runs into it (RFC 822-style headers, Debian control and copyright files)
+_FIELD_LINE = re.compile(r"^[ \t]*[A-Z][A-Za-z]*(?:[-/][A-Za-z]+)*(?: [a-z]+){0,2}:[ \t].*$", re.M)
 LABELS = frozenset(
     [
         "returns",
@@ -1572,6 +1627,10 @@ LABELS = frozenset(
 KIND_HEADS = frozenset(
     ["project", "library", "package", "module", "tool", "crate", "plugin", "extension"]
 )
+# kinds that come before a name: "the file LICENSE", "the package libfoo-dev"
+LEAD_KINDS = frozenset(
+    [*KIND_HEADS, "file", "command", "program", "script", "directory", "option", "binary"]
+)
 QUANTITY = frozenset(
     [
         "million",
@@ -1602,8 +1661,47 @@ _TOKEN = re.compile(r"(?:[A-Za-z]\.){2,}(?![\w])|[\w][\w'’.@+&/-]*[\w+]|[\w]|[
 _ABBREV_END = re.compile(
     r"(?:\b(?:[A-Za-z]\.){2,}|\b(?:Dr|Mr|Mrs|Ms|Prof|St|vs|Fig|No|Inc|Ltd|Corp|Jr|Sr)\.)$"
 )
+# a middle initial after a capitalized word: "Steve M. Robbins", "Eric S. Raymond"
+_INITIAL_END = re.compile(r"\b[A-Z][a-z]+ [A-Z]\.$")
 _SENT_END = re.compile(
-    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_])|\n\s*\n|\n(?=[-*+] |\d+\. )"
+    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_])|\n\s*\n|\n[ \t]*(?=[-*+] |\d+\. )"
+)
+_BY_EMAIL = re.compile(r"[ \t]*<[\w.+-]+@[\w-]+(?:\.[\w-]+)+>")
+# paragraphs: blank lines, and the " ." and " *" lines of Debian copyright files and C comments
+_PARA_BREAK = re.compile(r"\n[ \t]*[.*]?[ \t]*\n")
+_LEGAL_CUE = re.compile(
+    r"\b(?:licen[cs](?:e[ds]?|ing|or|ee)|copyrights?|warrant(?:y|ies)|liab(?:le|ility)"
+    r"|permission|hereby|redistribut\w*|merchantability|infringement|disclaim\w*)\b",
+    re.I,
+)
+_WORD = re.compile(r"[^\W\d_]+")
+_CAPS_STOP = re.compile(r"\b(?:THE|AND|OR|OF|ANY|FOR|IN|TO|IS|BY|NO|NOT|WITH|ON)\b")
+# dates of e-mail headers and changelogs: "Sat, 18 Mar 2023 10:22:00 +0100", "Sun Nov  7 13:58:10 2004"
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_DAY = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\b")
+_DATE = re.compile(
+    r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),?[ \t]+(?:\d{1,2}[ \t]+"
+    + _MONTH
+    + r"|"
+    + _MONTH
+    + r"[ \t]+\d{1,2})\b(?:[ \t]+\d{4})?(?:[ \t]+\d{1,2}:\d{2}(?::\d{2})?)?(?:[ \t]+\d{4})?"
+    r"(?:[ \t]+[+-]\d{4})?"
+)
+# e-mail addresses name a mailbox, not an entity (the person beside it is one)
+_EMAIL = re.compile(r"<?\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b>?")
+# key fingerprints and serials: colon-separated hex bytes, and long hex numbers
+_HEX_BYTES = re.compile(r"\b[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){3,}\b")
+# the attribute names of an X.500 distinguished name ("/CN=…/O=…/C=DE") and escaped bytes
+_DN_ATTR = re.compile(
+    r"(?:(?<=/)|(?<=^)|(?<=[\s,]))(?:CN|OU|O|L|ST|DC|EMail|emailAddress)="
+    r"|(?<=/)C=(?:[A-Z]{2}\b)?|\\x[0-9a-fA-F]{2}",
+    re.M,
+)
+_HEX_NUMBER = re.compile(r"^(?=[0-9A-Fa-f]*\d)(?:[0-9A-Fa-f]{6,}|0[0-9A-Fa-f]{2,})$")
+# "LibYAML-based", "Windows-related": the entity is the name before the suffix
+_SUFFIXED = re.compile(
+    r"-(?:based|style|related|like|accelerated|powered|compatible|specific|aware|enabled"
+    r"|driven|friendly|oriented|centric|capable)(?=\s|$)"
 )
 _ACRONYM = re.compile(r"^[A-Z][A-Z0-9&]*[A-Z0-9]$")
 _TECH = re.compile(
@@ -1778,13 +1876,31 @@ class _Doc:
         self.inner_caps: set[str] = set()
         self.person_last: dict[str, str] = {}
         self.lower_singular: set[str] = set()
+        # paragraphs of licence text and lines in capitals, as sorted (start, end) ranges
+        self.legal: list[tuple[int, int]] = []
+        self.shouting: list[tuple[int, int]] = []
+        self.caps = False  # any function word in capitals ("THE", "AND")
 
     def add(
         self, name: str, typ: str, conf: float, start: int, end: int, natural: bool = True
     ) -> Mention | None:
+        sm = _SUFFIXED.search(name) if "-" in name else None
+        if sm and sm.start() > 0 and not name[: sm.start()].islower():
+            # only after a name: "event-driven design" is a term of its own
+            end -= len(name) - sm.start()
+            name = name[: sm.start()]
         name = " ".join(name.split())
         k = key_of(name)
-        if not k or len(k) < 2 or k in STOP or k.isdigit() or len(name) > 80:
+        if (
+            not k
+            or len(k) < 2
+            or k in STOP
+            or k.isdigit()
+            or len(name) > 80
+            or k in LEGAL_WORDS
+            or k in LEGAL_FORMS
+            or _HEX_NUMBER.match(name)
+        ):
             return None
         m = Mention(k, name, typ, conf, start, end, natural)
         self.res.mentions.append(m)
@@ -1800,14 +1916,13 @@ class _Doc:
 def extract(text: str) -> Result:
     """Entities, relations and aliases of one chunk of markdown or plain text."""
     d = _Doc(text)
+    _registers(d)
     _references(d)
     _code(d)
     segs = _segments(text, d)
     # the mask is final once references and code are found: tokenize each segment once
     seg_toks = [
-        [t for t in _tokens(text, s, e) if not d.masked(t.start, t.end)]
-        if d.masked(s, e)
-        else _tokens(text, s, e)
+        _unmasked(d, _tokens(text, s, e)) if d.masked(s, e) else _tokens(text, s, e)
         for s, e, _ in segs
     ]
     for (_, _, is_heading), toks in zip(segs, seg_toks, strict=True):
@@ -1825,8 +1940,56 @@ def extract(text: str) -> Result:
     return d.res
 
 
+def _registers(d: _Doc) -> None:
+    """Find licence paragraphs and lines in capitals: their words name little."""
+    t = d.text
+    pos = 0
+    for m in [*_PARA_BREAK.finditer(t), None] if _LEGAL_CUE.search(t) else []:
+        end = m.start() if m else len(t)
+        if len(_LEGAL_CUE.findall(t, pos, end)) >= 2:
+            d.legal.append((pos, end))
+        pos = m.end() if m else end
+    if not _CAPS_STOP.search(t):
+        return
+    d.caps = True
+    o = 0
+    for ln in t.split("\n"):
+        words = [w for w in _WORD.findall(ln)]
+        caps = [w for w in words if w.isupper() and len(w) > 1]
+        if len([w for w in caps if w.lower() in STOP]) >= 3 and len(caps) >= 0.6 * len(words):
+            d.shouting.append((o, o + len(ln)))
+        o += len(ln) + 1
+
+
+def _within(ranges: list[tuple[int, int]], s: int, e: int) -> bool:
+    return any(a <= s and e <= b for a, b in ranges)
+
+
+def _unmasked(d: _Doc, toks: list[Tok]) -> list[Tok]:
+    """The tokens outside the masks; a token whose tail is masked keeps its head
+    ("GmbH" of "GmbH/L=Stuttgart")."""
+    out = []
+    for t in toks:
+        k = d.mask.find(1, t.start, t.end)
+        if k < 0:
+            out.append(t)
+        elif k > t.start:
+            head = re.match(r"^.*\w", t.text[: k - t.start])
+            if head:
+                out.append(Tok(head.group(), t.start, t.start + head.end(), initial=t.initial))
+    return out
+
+
 def _references(d: _Doc) -> None:
     t = d.text
+    # each only where its mark is (a scan for "@" or ":" is far cheaper than the pattern)
+    for rx, mark in ((_EMAIL, "@"), (_HEX_BYTES, ":"), (_DN_ATTR, "="), (_DN_ATTR, "\\x")):
+        if mark in t:
+            for m in rx.finditer(t):
+                d.set_mask(m.start(), m.end())
+    if _DAY.search(t):
+        for m in _DATE.finditer(t):
+            d.set_mask(m.start(), m.end())
     for m in _URL.finditer(t):
         d.add(m.group(0), "Reference", 0.9, m.start(), m.end())
         d.set_mask(m.start(), m.end())
@@ -1933,9 +2096,35 @@ def _line_start(text: str, i: int) -> int:
 
 def _sentences(text: str, s: int, e: int) -> list[tuple[int, int, bool]]:
     out = []
+    for a, b in _field_records(text, s, e):
+        out += _sentences_in(text, a, b)
+    return out
+
+
+def _field_records(text: str, s: int, e: int) -> list[tuple[int, int]]:
+    """[s, e) cut before and after each line that starts with a field label."""
+    cuts = [s]
+    for m in _FIELD_LINE.finditer(text, s, e):
+        cuts.append(m.start())
+        if text[m.end() + 1 : m.end() + 2] in (" ", "\t"):
+            # the field's value goes on in an indented line ("License: MIT\n Permission is
+            # …"): the label's line is a record of its own; a value wrapped as prose is not
+            cuts.append(m.end())
+    cuts.append(e)
+    return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+
+
+def _sentences_in(text: str, s: int, e: int) -> list[tuple[int, int, bool]]:
+    out = []
     cur = s
     for m in _SENT_END.finditer(text, s, e):
-        if m.group(0)[:1] != "\n" and _ABBREV_END.search(text, max(cur, m.start() - 8), m.start()):
+        if m.group(0)[:1] != "\n" and (
+            _ABBREV_END.search(text, max(cur, m.start() - 8), m.start())
+            or text[m.start() - 2 : m.start() - 1].isupper()
+            and text[m.end() : m.end() + 1].isupper()
+            and _INITIAL_END.search(text, max(cur, m.start() - 24), m.start())
+            and text[m.end() + 1 : m.end() + 2].islower()
+        ):
             continue  # "U.S. Department", "Dr. Smith": an abbreviation, not a sentence end
         if m.start() > cur:
             out.append((cur, m.start(), False))
@@ -1962,11 +2151,36 @@ def _sentence(d: _Doc, s: int, e: int, heading: bool, toks: list[Tok] | None = N
     for t in toks:
         if t.word and not t.cap:
             d.lower_words.add(t.low)
+    if d.caps and (_shouted(toks) or _within_lines(d.shouting, s, e)):
+        return
     spans: list[tuple[int, int, Mention]] = []  # token index ranges of strong mentions
     _acronym_defs(d, toks, spans)
     _names(d, toks, spans, heading)
     _phrases(d, toks, spans, heading)
     _patterns(d, toks, spans, s, heading)
+
+
+def _shouted(toks: list[Tok]) -> bool:
+    """A sentence in capitals, function words too ("IN NO EVENT SHALL THE AUTHORS BE
+    LIABLE"): a licence's disclaimer, where capitals mark no names. A sentence of acronyms
+    ("HTTP GET over TLS") writes its function words in lower case."""
+    words = [t for t in toks if t.word and t.text.isalpha()]
+    caps = [t for t in words if t.text.isupper() and len(t.text) > 1]
+    return len([t for t in caps if t.low in STOP]) >= 3 and len(caps) >= 0.6 * len(words)
+
+
+def _within_lines(lines: list[tuple[int, int]], s: int, e: int) -> bool:
+    """Is every line that [s, e) touches one of these lines?"""
+    covered = s
+    for a, b in lines:
+        if b < covered:
+            continue
+        if a > covered:
+            return False
+        covered = b + 1
+        if covered >= e:
+            return True
+    return False
 
 
 def _taken(spans: list[tuple[int, int, Mention]], i: int, j: int) -> bool:
@@ -2028,6 +2242,7 @@ def _acronym_defs(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]
 
 
 def _type_of_name(words: list[str]) -> str:
+    words = [w for w in words if w != "."]  # the dot of a middle initial
     low = [w.lower().strip(".,") for w in words]
     if any(w in ORG_WORDS for w in low):
         return "Organization"
@@ -2054,8 +2269,22 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
         j = i + 1
         while j < n:
             u = toks[j]
+            if d.masked(toks[j - 1].end, u.start):
+                break  # an e-mail address or a code span between: two runs, not one
             if u.word and (u.cap or (u.tech and u.text[0].isupper())):
                 j += 1
+                continue
+            if (
+                u.text == "."
+                and len(toks[j - 1].text) == 1
+                and toks[j - 1].text.isupper()
+                and j - 1 > i
+                and u.start == toks[j - 1].end
+                and j + 1 < n
+                and toks[j + 1].cap
+                and toks[j + 1].text[1:2].islower()
+            ):
+                j += 2  # a middle initial: "Eric S. Raymond"
                 continue
             if (
                 u.word
@@ -2144,6 +2373,17 @@ def _name_run(
     single = len(words) == 1
     if not (first.cap or first.tech or first.ident):
         return
+    if all(w.text.isupper() for w in words if w.word) and (
+        (not single and any(w.low in STOP for w in words))
+        or (
+            single
+            and first.text.isalpha()
+            and len(first.text) > 3
+            and not is_rare(first.low)
+            and _within(d.legal, first.start, first.end)
+        )
+    ):
+        return  # "WITHOUT ANY WARRANTY", "AS IS", an "AS IS" "BASIS": a licence shouting
     tech = bool(first.tech or _ACRONYM.match(first.text) or first.ident)
     compound = len(words) > 1 and words[-1].text[0].islower()
     if compound and len(words) == 2 and words[0].initial and words[0].low in d.lower_words:
@@ -2210,6 +2450,14 @@ def _name_run(
     nxt = d.text[end : end + 20]
     if typ != "Organization" and len(words) in (2, 3) and _YEARS.match(nxt):
         typ, conf = "Person", 0.9
+    elif (
+        typ == "Concept"
+        and 2 <= len(wl) <= 5
+        and not tech
+        and _BY_EMAIL.match(d.text, end)
+        and all(w[:1].isupper() or w.lower() in NAME_CONNECTORS or w == "." for w in wl)
+    ):
+        typ, conf = "Person", 0.85  # "Clint Adams <clint@debian.org>": an author line
     m = d.add(name, typ, conf, start, end)
     if m is None:
         return
@@ -2236,6 +2484,10 @@ def _noun_like(t: Tok, prev: Tok | None, nxt: Tok | None = None) -> bool:
     w = t.low
     if not t.word or w in STOP or w.isdigit() or len(w) < 2:
         return False
+    if prev is not None and prev.text == "-" and prev.end == t.start:
+        return False  # "--launch", "-v": a command-line option
+    if t.initial and w in VERB_BASE_SET and nxt is not None and nxt.word and not t.text.isupper():
+        return False  # "See systemctl(1)", "Add patch …": an imperative, not a noun
     if _NUMERIC.fullmatch(w):
         return False
     if w.endswith("ly") and w not in ADVERB_EXCEPT and len(w) > 4:
@@ -2360,7 +2612,13 @@ def _phrases(
             and (not toks[j].cap or heading or toks[j].tech)
         ):
             j += 1
-        if j - i == 1 and j < n and toks[i].low not in GENERIC_ADJ and not toks[i].cap:
+        if (
+            j - i == 1
+            and j < n
+            and toks[i].low not in GENERIC_ADJ
+            and toks[i].low not in LEAD_KINDS  # "the file THANKS" names THANKS
+            and not toks[i].cap
+        ):
             hit = [
                 sp
                 for sp in spans
@@ -2428,6 +2686,19 @@ def _phrase_run(
         j -= 1  # "the uvloop project" names uvloop
         words = toks[i:j]
         head = words[-1].low
+    elif (
+        len(words) == 2
+        and words[0].low in LEAD_KINDS
+        and (words[1].tech or words[1].text.isupper() or not words[1].text.isalpha())
+        and not heading
+    ):
+        # "the package libgmp10-doc", "the file THANKS": the kind, then its name
+        w = words[1]
+        typ = "Concept" if w.text.isalpha() else "Code"
+        m = d.add(w.text, typ, 0.5, w.start, w.end)
+        if m is not None:
+            spans.append((i + 1, j, m))
+        return
     if head in GENERIC_HEAD and len(words) <= 2:
         return
     if len(words) == 1:
@@ -2454,6 +2725,8 @@ def _phrase_run(
         # a heading of common words ("Action items", "Blocking code") is a section label
         # until the text uses it as a term elsewhere
         conf = (0.6 if any(is_rare(w.low) for w in words) else 0.35) if heading else 0.4
+        if _within(d.legal, words[0].start, words[-1].end):
+            conf = 0.3  # "substantial portions", "associated documentation files": a licence's
     start, end = words[0].start, words[-1].end
     name = d.text[start:end]
     natural = not (words[0].initial and words[0].cap)

@@ -97,46 +97,67 @@ def relationships(
 
 def sources(folder: Folder, g: GraphStore, doc_ids: Sequence[str]) -> list[EntitySource]:
     """Titles and paths of contributing documents and notes (and bundle documents)."""
-    from .. import aks
+    return _Sources(folder, g, doc_ids).of(doc_ids)
 
-    local = [d for d in doc_ids if not d.startswith("aks:")]
-    rows = g.source_docs(local)
-    notes = g.source_notes(local)
-    bundle_docs = aks.imported_documents(folder) if len(local) < len(doc_ids) else {}
-    out: list[EntitySource] = []
-    for d in doc_ids:
-        if d in rows:
-            out.append({"id": d, "kind": "doc", "title": rows[d]["title"], "path": rows[d]["path"]})
-        elif d in notes:
-            first = (notes[d]["text"].splitlines() or [""])[0][:80]
-            out.append({"id": d, "kind": "memory", "title": first, "path": notes[d]["path"]})
-        elif d.startswith("aks:"):
-            info = bundle_docs.get(d[4:])
-            out.append(
-                {
-                    "id": d,
-                    "kind": "bundle",
-                    "title": (info.get("filename") if info else None) or d[4:],
-                    "path": (info.get("bundle") if info else None) or "",
-                }
-            )
-        else:
-            out.append({"id": d, "kind": "missing", "title": "", "path": ""})
-    return out
+
+class _Sources:
+    """The documents, notes and bundle documents among some ids, read once."""
+
+    def __init__(self, folder: Folder, g: GraphStore, doc_ids: Sequence[str]) -> None:
+        from .. import aks
+
+        local = [d for d in doc_ids if not d.startswith("aks:")]
+        self.rows = g.source_docs(local)
+        self.notes = g.source_notes(local)
+        self.bundle_docs = aks.imported_documents(folder) if len(local) < len(doc_ids) else {}
+
+    def of(self, doc_ids: Sequence[str]) -> list[EntitySource]:
+        rows, notes, bundle_docs = self.rows, self.notes, self.bundle_docs
+        out: list[EntitySource] = []
+        for d in doc_ids:
+            if d in rows:
+                out.append(
+                    {"id": d, "kind": "doc", "title": rows[d]["title"], "path": rows[d]["path"]}
+                )
+            elif d in notes:
+                first = (notes[d]["text"].splitlines() or [""])[0][:80]
+                out.append({"id": d, "kind": "memory", "title": first, "path": notes[d]["path"]})
+            elif d.startswith("aks:"):
+                info = bundle_docs.get(d[4:])
+                out.append(
+                    {
+                        "id": d,
+                        "kind": "bundle",
+                        "title": (info.get("filename") if info else None) or d[4:],
+                        "path": (info.get("bundle") if info else None) or "",
+                    }
+                )
+            else:
+                out.append({"id": d, "kind": "missing", "title": "", "path": ""})
+        return out
 
 
 def evidence_cites(folder: Folder, g: GraphStore, eid: str, limit: int = 5) -> list[Cite]:
     """Cite objects for the chunks and notes that mention an entity, strongest first."""
+    return _evidence_of_many(folder, g, [eid], limit)[eid]
+
+
+def _evidence_of_many(
+    folder: Folder, g: GraphStore, ids: list[str], limit: int
+) -> dict[str, list[Cite]]:
     from ..search import chunk_cite, note_cite
 
-    rows = g.chunk_mentions(eid, limit)
-    nrows = g.note_mentions(eid, limit)
+    rows = g.mentions_of_many("Chunk", ids, limit)
+    nrows = g.mentions_of_many("MemoryNote", ids, limit)
     files: dict[str, str | None] = {}
-    chunks = g.chunks_by_id([r["id"] for r in rows])
-    notes = g.notes_by_id([r["id"] for r in nrows])
-    out = [chunk_cite(folder, chunks[r["id"]], files) for r in rows if r["id"] in chunks]
-    out += [note_cite(folder, notes[r["id"]], files) for r in nrows if r["id"] in notes]
-    return out[:limit]
+    chunks = g.chunks_by_id(sorted({r["id"] for eid in ids for r in rows[eid]}))
+    notes = g.notes_by_id(sorted({r["id"] for eid in ids for r in nrows[eid]}))
+    out: dict[str, list[Cite]] = {}
+    for eid in ids:
+        cites = [chunk_cite(folder, chunks[r["id"]], files) for r in rows[eid] if r["id"] in chunks]
+        cites += [note_cite(folder, notes[r["id"]], files) for r in nrows[eid] if r["id"] in notes]
+        out[eid] = cites[:limit]
+    return out
 
 
 def entity_detail(
@@ -236,15 +257,53 @@ def traverse(
 
 def graph_version(g: GraphStore, eid: str) -> str:
     """A hash of an entity, its relationships and its documents: pages cache by it."""
-    e = g.entity(eid)
-    rels = relationships(g, eid)
-    docs = e["docs"] if e else []
-    doc_rows = g.source_versions(list(docs))
-    payload = {
-        "entity": {k: (sorted(v) if isinstance(v, list) else v) for k, v in (e or {}).items()},
-        "relations": sorted(json.dumps(r, sort_keys=True, default=str) for r in rels),
-        "docs": [json.dumps(r, sort_keys=True) for r in doc_rows],
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[
-        :16
-    ]
+    return EntityReader(g, [eid]).version(eid)
+
+
+class EntityReader:
+    """What the pages of many entities read, in a few queries for all of them instead of a
+    dozen for each (`ok graph page --all`); one entity's page reads through it too, so both
+    give the same page."""
+
+    def __init__(self, g: GraphStore, ids: list[str]) -> None:
+        self.g = g
+        self.rows = g.entities_by_id(ids)
+        self.rels = g.relationships_of_many(ids, 0.0)
+        docs = sorted({d for r in self.rows.values() for d in r["docs"] or []})
+        self.doc_rows = {r["id"]: r for r in g.source_versions(docs)}
+
+    def relationships(self, eid: str) -> list[DirectedRelationship]:
+        return [
+            {**r, "direction": "out" if r["from_id"] == eid else "in"}
+            for r in self.rels.get(eid, [])
+        ]
+
+    def version(self, eid: str) -> str:
+        """`graph_version` of one of the entities."""
+        e = self.rows.get(eid)
+        docs = sorted(set(e["docs"] or []) & self.doc_rows.keys()) if e else []
+        payload = {
+            "entity": {k: (sorted(v) if isinstance(v, list) else v) for k, v in (e or {}).items()},
+            "relations": sorted(
+                json.dumps(r, sort_keys=True, default=str) for r in self.relationships(eid)
+            ),
+            "docs": [json.dumps(self.doc_rows[d], sort_keys=True) for d in docs],
+        }
+        return hashlib.sha256(
+            json.dumps(payload, sort_keys=True, default=str).encode()
+        ).hexdigest()[:16]
+
+    def details(self, folder: Folder, ids: list[str], cites: int) -> dict[str, EntityDetail]:
+        """`entity_detail(…, cites=cites)` of some of the entities, by id."""
+        views = {eid: _entity_view(self.rows[eid]) for eid in ids}
+        srcs = _Sources(folder, self.g, sorted({d for v in views.values() for d in v["docs"]}))
+        evidence = _evidence_of_many(folder, self.g, ids, cites) if cites else {}
+        return {
+            eid: {
+                **v,
+                "relationships": self.relationships(eid),
+                "sources": srcs.of(v["docs"]),
+                "mentions": evidence.get(eid, []),
+            }
+            for eid, v in views.items()
+        }

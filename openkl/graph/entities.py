@@ -151,7 +151,52 @@ class EntityQueries(EntityWrites):
             )
         ]
 
+    def mentions_of_many(self, label: str, ids: list[str], limit: int) -> dict[str, list[Mention]]:
+        """For each of these entities, what `chunk_mentions` (label "Chunk") or
+        `note_mentions` ("MemoryNote") returns for it, in one query."""
+        out: dict[str, list[Mention]] = {eid: [] for eid in ids}
+        # UNWIND and a key lookup: an IN list is compared with every row of a large table
+        rows = self.query(
+            f"UNWIND $ids AS i MATCH (x:{label})-[m:MENTIONS]->(e:Entity {{id: i}})"
+            " RETURN e.id AS e, x.id AS id, m.confidence AS c",
+            {"ids": ids},
+        )
+        for r in sorted(rows, key=lambda r: (r["e"], -r["c"], r["id"])):
+            got = out[r["e"]]
+            if len(got) < limit:
+                got.append({"id": r["id"], "confidence": r["c"]})
+        return out
+
     # -- relationships --------------------------------------------------------------
+    def relationships_of_many(
+        self, ids: list[str], min_confidence: float
+    ) -> dict[str, list[Relationship]]:
+        """For each of these entities, what `relationships_of` returns for it: two queries
+        (out of and into them), in the order `relationships_of` gives."""
+        out: dict[str, list[Relationship]] = {eid: [] for eid in ids}
+        cols = (
+            " AND r.confidence >= $mc RETURN a.id AS from_id, a.name AS from_name, b.id AS to_id,"
+            " b.name AS to_name, r.type AS type, r.confidence AS confidence, r.evidence AS evidence,"
+            " r.docs AS docs, r.verified AS verified, r.source_kind AS source_kind,"
+            " r.description AS description"
+        )
+        seen: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for pattern in (
+            "UNWIND $ids AS i MATCH (a:Entity {id: i})-[r:RELATED]->(b:Entity) WHERE true",
+            "UNWIND $ids AS i MATCH (a:Entity)-[r:RELATED]->(b:Entity {id: i}) WHERE true",
+        ):
+            for r in self.query(pattern + cols, {"ids": ids, "mc": float(min_confidence)}):
+                seen.setdefault((r["from_id"], r["to_id"], r["type"]), r)
+        rows = sorted(
+            seen.values(), key=lambda r: (-r["confidence"], r["type"], r["from_id"], r["to_id"])
+        )
+        for r in rows:
+            rel: Relationship = {**r, "docs": rel_docs(r["docs"])}  # type: ignore[typeddict-item]
+            for end in dict.fromkeys((r["from_id"], r["to_id"])):
+                if end in out:
+                    out[end].append(rel)
+        return out
+
     def relationships_of(self, eid: str, min_confidence: float) -> list[Relationship]:
         """The relationships from or to an entity at or above a confidence: most confident
         first (ties by type, then the ends' ids)."""
@@ -346,8 +391,18 @@ class EntityStore(Protocol):
         """The memory notes that mention an entity, most confident first."""
         ...
 
+    def mentions_of_many(self, label: str, ids: list[str], limit: int) -> dict[str, list[Mention]]:
+        """Chunk ("Chunk") or note ("MemoryNote") mentions of many entities, by entity."""
+        ...
+
     def relationships_of(self, eid: str, min_confidence: float) -> list[Relationship]:
         """The relationships from or to an entity, most confident first."""
+        ...
+
+    def relationships_of_many(
+        self, ids: list[str], min_confidence: float
+    ) -> dict[str, list[Relationship]]:
+        """`relationships_of` for many entities at once, by entity."""
         ...
 
     def relationship_types(self) -> list[str]:

@@ -93,11 +93,15 @@ def entity_page(
         return pages.page(folder, g, name, force=force)
 
 
-def write_pages(folder: Folder, *, min_confidence: float | None = None) -> PagesWritten:
+def write_pages(
+    folder: Folder, *, min_confidence: float | None = None, force: bool = False
+) -> PagesWritten:
     """Every entity's page (at least this confident, default entities.min_confidence)
     into graph/pages/, with an index, and log it (the caller holds the writer lock)."""
     with open_graph(folder) as g:
-        data = pages.write_all(folder, g, min_confidence=_floor(folder, min_confidence))
+        data = pages.write_all(
+            folder, g, min_confidence=_floor(folder, min_confidence), force=force
+        )
         folder.log_op("graph.pages", dir=data["dir"], pages=data["pages"])
     return data
 
