@@ -17,7 +17,7 @@ from typing import Any, TypedDict, cast
 
 import numpy as np
 
-from . import crash, lineage, triggers
+from . import crash, lineage, links, triggers
 from . import mapping as mapping_mod
 from . import notes as notes_mod
 from .chunking import chunk_text
@@ -253,6 +253,7 @@ def index_note(folder: Folder, note: notes_mod.Note, replace: bool = False) -> N
             if replace:
                 remove_from_graph(folder, g, [], [note.id])
             index_notes(folder, g, [note])
+            links.refresh(folder, g)  # its links, and links elsewhere that name it
     except OkError as e:
         raise type(e)(
             f"note {note.id} is saved in {where} but not indexed: {e.message}",
@@ -483,6 +484,8 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         lineage.relink(folder, g, [n for n in derived if n in notes])  # notes left as they were
         # approved backfeed items and imported bundles are files too
         consolidation.sync_canonical(folder, g)
+        # every note's links, once all it may point to is in place
+        links.sync_links(g, notes)
         if target is not None:
             crash.point("rebuild.loading")
     if target is not None:

@@ -1191,6 +1191,51 @@ class DocNode(TypedDict):
     current: bool
 
 
+class LinkEdge(TypedDict):
+    """A `[[…]]` link in a note, as the graph holds it (`LINKS_TO`)."""
+
+    src: str  # the note the link is in
+    kind: str  # memory | doc: what it points to
+    dst: str  # the note's or document's id
+    text: str  # the target as written, without `#heading` and `|alias`
+    heading: str  # after `#`, or ""
+    alias: str  # after `|`, or ""
+    line: int  # in the file of the note the link is in, from 1
+
+
+class LinkEnd(TypedDict):
+    """A note or document at the end of a link, as the readers name it."""
+
+    kind: str  # memory | doc
+    id: str
+    path: str
+    title: str
+
+
+class NoteLink(TypedDict):
+    """A `[[…]]` link as a note's file has it, with what it points to (`ok mem show`)."""
+
+    target: str
+    heading: str
+    alias: str
+    line: int
+    to: LinkEnd | None  # None: it matches no note or document
+
+
+Backlink = TypedDict(
+    "Backlink",
+    {"from": str, "path": str, "title": str, "line": int, "target": str},
+)
+"""A link in another note that points to this one: its note, where it stands, as written."""
+
+
+class NoteLinks(TypedDict):
+    """A note's links and backlinks."""
+
+    links: list[NoteLink]
+    backlinks: list[Backlink]
+
+
 class ChunkVector(TypedDict):
     """A current chunk with its vector (`current_chunks_of`), for the triggers."""
 

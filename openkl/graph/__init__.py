@@ -31,9 +31,10 @@ from .documents import DocumentQueries
 from .entities import ENTITY_COLS as ENTITY_COLS
 from .entities import EntityQueries
 from .lineage import LineageQueries
+from .links import LinkQueries
 from .versions import VersionQueries
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 DB_FILE = "graph.kz"
 
 
@@ -67,6 +68,9 @@ def schema(dim: int) -> list[str]:
         " confidence DOUBLE, evidence STRING, docs STRING, verified BOOLEAN,"
         " source_kind STRING, description STRING, ext_id STRING, extra STRING)",
         "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Doc TO Doc, drift DOUBLE, ts STRING)",
+        # `[[…]]` links in notes (schema version 5)
+        "CREATE REL TABLE IF NOT EXISTS LINKS_TO(FROM MemoryNote TO MemoryNote,"
+        " FROM MemoryNote TO Doc, text STRING, heading STRING, alias STRING, line INT64)",
     ]
 
 
@@ -279,7 +283,7 @@ def _is_lock_error(e: Exception) -> bool:
     return "lock" in msg and ("could not set" in msg or "set lock" in msg or "locked" in msg)
 
 
-class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
+class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, VersionQueries):
     """An open connection to the folder's graph (read-only unless opened for writing)."""
 
     def __init__(self, db: Any, conn: Any, path: Path, writable: bool) -> None:

@@ -1,0 +1,102 @@
+"""Link queries: the `LINKS_TO` edges that `[[…]]` links in notes become."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..records import LinkEdge, LinkEnd
+from .base import Queries
+
+# what a link may point to: the edge's target table by the kind the readers use
+_TABLES = {"memory": "MemoryNote", "doc": "Doc"}
+_EDGE = (
+    "m.id AS src, t.id AS dst, r.text AS text, r.heading AS heading, r.alias AS alias,"
+    " r.line AS line"
+)
+
+
+def _first_line(text: str | None) -> str:
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip().lstrip("#").strip()[:80]
+    return ""
+
+
+class LinkQueries(Queries):
+    """Named queries over `LINKS_TO`, mixed into `Graph`."""
+
+    def _edges(self, where: str, ids: Sequence[str] | None) -> list[LinkEdge]:
+        out: list[LinkEdge] = []
+        for kind, table in _TABLES.items():
+            rows = self.query(
+                f"MATCH (m:MemoryNote)-[r:LINKS_TO]->(t:{table}){where} RETURN {_EDGE}"
+                " ORDER BY src, line, dst",
+                {"ids": list(ids)} if ids is not None else None,
+            )
+            out += [{**r, "kind": kind} for r in rows]  # type: ignore[typeddict-item]
+        return out
+
+    def all_links(self) -> list[LinkEdge]:
+        """Every link edge."""
+        return self._edges("", None)
+
+    def links_from(self, note_ids: Sequence[str]) -> list[LinkEdge]:
+        """The links in these notes."""
+        return self._edges(" WHERE m.id IN $ids", note_ids)
+
+    def links_to(self, ids: Sequence[str]) -> list[LinkEdge]:
+        """The links that point to these notes or documents."""
+        return self._edges(" WHERE t.id IN $ids", ids)
+
+    def unlink_notes(self, note_ids: Sequence[str]) -> None:
+        """Remove the link edges that start in these notes."""
+        self.query(
+            "MATCH (m:MemoryNote)-[r:LINKS_TO]->() WHERE m.id IN $ids DELETE r",
+            {"ids": list(note_ids)},
+        )
+
+    def add_links(self, links: Sequence[LinkEdge]) -> None:
+        """Create these link edges (their notes and documents are in the graph)."""
+        for kind, table in _TABLES.items():
+            rows = [dict(link) for link in links if link["kind"] == kind]
+            if rows:
+                self.query(
+                    f"UNWIND $rows AS l MATCH (m:MemoryNote {{id: l.src}}), (t:{table} {{id: l.dst}})"
+                    " CREATE (m)-[:LINKS_TO {text: l.text, heading: l.heading, alias: l.alias,"
+                    " line: l.line}]->(t)",
+                    {"rows": rows},
+                )
+
+    def doc_titles(self) -> dict[str, str]:
+        """The title of every current document, by id."""
+        rows = self.query("MATCH (d:Doc) WHERE d.current RETURN d.id AS id, d.title AS title")
+        return {r["id"]: r["title"] or "" for r in rows}
+
+    def link_ends(self, note_ids: Sequence[str], doc_ids: Sequence[str]) -> dict[str, LinkEnd]:
+        """Path and title of these notes (the first line of the text) and documents, by id."""
+        out: dict[str, LinkEnd] = {}
+        if note_ids:
+            for r in self.query(
+                "UNWIND $ids AS i MATCH (m:MemoryNote {id: i})"
+                " RETURN m.id AS id, m.path AS path, m.text AS text",
+                {"ids": list(note_ids)},
+            ):
+                out[r["id"]] = {
+                    "kind": "memory",
+                    "id": r["id"],
+                    "path": r["path"],
+                    "title": _first_line(r["text"]),
+                }
+        if doc_ids:
+            for r in self.query(
+                "UNWIND $ids AS i MATCH (d:Doc {id: i}) RETURN d.id AS id, d.path AS path,"
+                " d.title AS title",
+                {"ids": list(doc_ids)},
+            ):
+                out[r["id"]] = {
+                    "kind": "doc",
+                    "id": r["id"],
+                    "path": r["path"] or "",
+                    "title": r["title"] or "",
+                }
+        return out

@@ -1,0 +1,274 @@
+"""Links between notes: `[[target]]`, `[[target|alias]]`, `[[target#heading]]` (Obsidian,
+basic-memory) in a note become `LINKS_TO` edges.
+
+The files are the truth: the edges are derived from the notes on disk whenever the graph
+is brought in line with them, so `ok index` rebuilds them and `ok sync` after any change
+sets every note's links again (a link whose target appears, is renamed or goes away
+changes with it, in whichever note it stands).
+
+A target is matched, in this order, as a note id, a note title, a document id, a document
+title. A note's titles are its frontmatter `title`, its first `# heading` and its file
+name without `.md`; titles are compared case-insensitively with runs of whitespace made
+one. When several notes share a title the oldest note (then the smallest id) wins.
+Links inside fenced code blocks and inline code are not links.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from . import notes as notes_mod
+from .errors import OkError
+from .folder import Folder
+from .graph.protocol import GraphStore
+from .records import Backlink, LinkEdge, LinkEnd, NoteLink, NoteLinks
+
+_LINK = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$")
+
+
+@dataclass(frozen=True)
+class Link:
+    """One `[[…]]` as written in a note."""
+
+    raw: str  # between the brackets
+    target: str
+    heading: str
+    alias: str
+    line: int  # in the note's file, from 1
+
+
+def key(text: str) -> str:
+    """How titles are compared: case-insensitive, runs of whitespace made one space."""
+    return " ".join(text.split()).casefold()
+
+
+def _prose_lines(body: str) -> Iterable[tuple[int, str]]:
+    """(index, line) of the body's lines outside fenced code, inline code blanked out."""
+    fence = ""
+    for i, line in enumerate(body.split("\n")):
+        m = _FENCE.match(line)
+        if fence:
+            if (
+                m
+                and m[1][0] == fence[0]
+                and len(m[1]) >= len(fence)
+                and not line[m.end() :].strip()
+            ):
+                fence = ""
+            continue
+        if m:
+            fence = m[1]
+            continue
+        yield i, _CODE_SPAN.sub(lambda s: " " * len(s[0]), line)
+
+
+def parse(body: str, first_line: int = 1) -> list[Link]:
+    """The links in a note's body; `first_line` is the body's first line in the file."""
+    out: list[Link] = []
+    for i, line in _prose_lines(body):
+        for m in _LINK.finditer(line):
+            raw = m[1]
+            target, _, alias = raw.partition("|")
+            target = target.rstrip("\\")  # `[[a\|b]]` in a markdown table
+            target, _, heading = target.partition("#")
+            if not target.strip():
+                continue  # `[[#heading]]` points into the note itself
+            out.append(Link(raw, target.strip(), heading.strip(), alias.strip(), first_line + i))
+    return out
+
+
+def titles(note: notes_mod.Note) -> list[str]:
+    """The names a `[[Title]]` link may give a note (see the module doc)."""
+    out = []
+    fm = note.extra.get("title")
+    if isinstance(fm, str | int | float) and str(fm).strip():
+        out.append(str(fm))
+    for _, line in _prose_lines(note.body):
+        m = _H1.match(line)
+        if m:
+            out.append(m[1])
+            break
+    if note.path is not None:
+        out.append(note.path.stem)
+    return out
+
+
+class Resolver:
+    """Finds what a link's target names: a note id, note title, document id or title."""
+
+    def __init__(
+        self,
+        notes: dict[str, notes_mod.Note],
+        note_ids: Iterable[str] = (),
+        doc_titles: dict[str, str] | None = None,
+        doc_ids: Iterable[str] = (),
+    ) -> None:
+        self.note_ids = set(notes) | set(note_ids)
+        self.note_titles: dict[str, str] = {}
+        for n in sorted(notes.values(), key=lambda n: (n.ts, n.id)):
+            for t in titles(n):
+                self.note_titles.setdefault(key(t), n.id)
+        docs = doc_titles or {}
+        self.doc_ids = set(docs) | set(doc_ids)
+        self.doc_titles: dict[str, str] = {}
+        for did, t in sorted(docs.items()):
+            if t.strip():
+                self.doc_titles.setdefault(key(t), did)
+
+    def resolve(self, target: str) -> tuple[str, str] | None:
+        """(kind, id) of what `target` names, or None."""
+        if target in self.note_ids:
+            return "memory", target
+        k = key(target)
+        if k in self.note_titles:
+            return "memory", self.note_titles[k]
+        if target in self.doc_ids:
+            return "doc", target
+        if k in self.doc_titles:
+            return "doc", self.doc_titles[k]
+        return None
+
+
+def _resolver(g: GraphStore, notes: dict[str, notes_mod.Note]) -> Resolver:
+    docs = g.docs()
+    return Resolver(notes, g.notes(), g.doc_titles(), docs)
+
+
+def edges(notes: dict[str, notes_mod.Note], res: Resolver) -> list[LinkEdge]:
+    """The link edges these notes' files say the graph should hold."""
+    out: list[LinkEdge] = []
+    for n in sorted(notes.values(), key=lambda n: n.id):
+        for link in parse(n.body, n.body_line):
+            hit = res.resolve(link.target)
+            if hit is None:
+                continue
+            out.append(
+                {
+                    "src": n.id,
+                    "kind": hit[0],
+                    "dst": hit[1],
+                    "text": link.target,
+                    "heading": link.heading,
+                    "alias": link.alias,
+                    "line": link.line,
+                }
+            )
+    return out
+
+
+def _shape(e: LinkEdge) -> tuple[str, str, str, str, str, int]:
+    return (e["kind"], e["dst"], e["text"], e["heading"], e["alias"], int(e["line"]))
+
+
+def sync_links(g: GraphStore, notes: dict[str, notes_mod.Note]) -> None:
+    """Make the graph's link edges those of `notes` (every readable note on disk).
+
+    Only the notes whose edges differ are rewritten; a note the graph keeps although its
+    file cannot be read now keeps its edges.
+    """
+    want: dict[str, list[LinkEdge]] = {n: [] for n in notes}
+    for e in edges(notes, _resolver(g, notes)):
+        want[e["src"]].append(e)
+    have: dict[str, list[LinkEdge]] = {}
+    for e in g.all_links():
+        have.setdefault(e["src"], []).append(e)
+    stale = [
+        n for n in want if sorted(map(_shape, want[n])) != sorted(map(_shape, have.get(n, [])))
+    ]
+    if stale:
+        g.unlink_notes(stale)
+        g.add_links([e for n in stale for e in want[n]])
+
+
+def refresh(folder: Folder, g: GraphStore) -> None:
+    """Set every note's link edges from the files (after one note or document changed)."""
+    notes, _ = notes_mod.scan(folder, lambda: {k: v["path"] for k, v in g.notes().items()})
+    sync_links(g, notes)
+
+
+@dataclass(frozen=True)
+class Broken:
+    """A link that matches no note (nor document)."""
+
+    path: str
+    line: int
+    link: str  # as written, between the brackets
+
+    def message(self) -> str:
+        return f"{self.path}:{self.line}: [[{self.link}]] matches no note"
+
+
+def broken(folder: Folder) -> list[Broken]:
+    """Every link in the folder's notes that matches nothing, by path and line.
+
+    Documents are known from the graph when it can be read, else from the mapping.
+    """
+    from .indexing import open_graph
+    from .mapping import load
+
+    notes, _ = notes_mod.scan(folder)
+    try:
+        with open_graph(folder, write=False) as g:
+            res = _resolver(g, notes)
+    except OkError:
+        entries = load(folder)
+        res = Resolver(
+            notes,
+            doc_titles={
+                d: e.get("title") or "" for d, e in entries.items() if e.get("current", True)
+            },
+            doc_ids=entries,
+        )
+    out = []
+    for n in notes.values():
+        assert n.path is not None
+        for link in parse(n.body, n.body_line):
+            if res.resolve(link.target) is None:
+                out.append(Broken(folder.rel(n.path), link.line, link.raw))
+    return sorted(out, key=lambda b: (b.path, b.line))
+
+
+# -- reading the links ----------------------------------------------------------------------
+def of_note(folder: Folder, g: GraphStore, note: notes_mod.Note) -> NoteLinks:
+    """A note's links as its file has them, each with what it points to (`to`, None when it
+    matches nothing), and its backlinks: the links in other notes that point to it."""
+    out_edges = {(e["line"], e["text"]): e for e in g.links_from([note.id])}
+    back = g.links_to([note.id])
+    ends = g.link_ends(
+        sorted(
+            {e["dst"] for e in out_edges.values() if e["kind"] == "memory"}
+            | {e["src"] for e in back}
+        ),
+        sorted({e["dst"] for e in out_edges.values() if e["kind"] == "doc"}),
+    )
+    links: list[NoteLink] = []
+    for link in parse(note.body, note.body_line):
+        e = out_edges.get((link.line, link.target))
+        to: LinkEnd | None = ends.get(e["dst"]) if e else None
+        links.append(
+            {
+                "target": link.target,
+                "heading": link.heading,
+                "alias": link.alias,
+                "line": link.line,
+                "to": to,
+            }
+        )
+    backlinks: list[Backlink] = []
+    for e in back:
+        src = ends.get(e["src"])
+        backlinks.append(
+            {
+                "from": e["src"],
+                "path": src["path"] if src else "",
+                "title": src["title"] if src else "",
+                "line": e["line"],
+                "target": e["text"],
+            }
+        )
+    return {"links": links, "backlinks": backlinks}
