@@ -20,10 +20,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import notes as notes_mod
-from .errors import OkError
+from .errors import OkError, UsageError
 from .folder import Folder
 from .graph.protocol import GraphStore
-from .records import Backlink, LinkEdge, LinkEnd, NoteLink, NoteLinks
+from .records import (
+    Backlink,
+    Hop,
+    LinkEdge,
+    LinkEnd,
+    NoteLink,
+    NoteLinks,
+    Step,
+    Traversal,
+    WalkStart,
+)
 
 _LINK = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -234,7 +244,7 @@ def broken(folder: Folder) -> list[Broken]:
 
 
 # -- reading the links ----------------------------------------------------------------------
-def of_note(folder: Folder, g: GraphStore, note: notes_mod.Note) -> NoteLinks:
+def of_note(g: GraphStore, note: notes_mod.Note) -> NoteLinks:
     """A note's links as its file has them, each with what it points to (`to`, None when it
     matches nothing), and its backlinks: the links in other notes that point to it."""
     out_edges = {(e["line"], e["text"]): e for e in g.links_from([note.id])}
@@ -272,3 +282,91 @@ def of_note(folder: Folder, g: GraphStore, note: notes_mod.Note) -> NoteLinks:
             }
         )
     return {"links": links, "backlinks": backlinks}
+
+
+def find_note(folder: Folder, g: GraphStore, name: str) -> LinkEnd | None:
+    """The note `name` names, as a link would (its id, else a title), if the graph has it."""
+    hit = g.link_ends([name], [])
+    if name in hit:
+        return hit[name]
+    notes, _ = notes_mod.scan(folder)
+    found = Resolver(notes).resolve(name)
+    if found is None:
+        return None
+    return g.link_ends([found[1]], []).get(found[1])
+
+
+def walk(g: GraphStore, start: LinkEnd, depth: int = 2, limit: int = 200) -> Traversal:
+    """Breadth-first walk from a note over LINKS_TO, both directions: the notes and
+    documents it links to (`out`) and the notes that link to it (`in`)."""
+    if depth < 0:
+        raise UsageError("--depth must be 0 or more")
+    ends: dict[tuple[str, str], LinkEnd] = {("memory", start["id"]): start}
+    paths: dict[tuple[str, str], list[Hop]] = {("memory", start["id"]): []}
+    steps: list[Step] = []
+    frontier = [("memory", start["id"])]
+    for d in range(1, depth + 1):
+        if not frontier or len(steps) >= limit:
+            break
+        here_ids = {i for _, i in frontier}
+        found: list[tuple[tuple[str, str], tuple[str, str], str, LinkEdge]] = []
+        for e in g.links_from(sorted(i for k, i in frontier if k == "memory")):
+            found.append((("memory", e["src"]), (e["kind"], e["dst"]), "out", e))
+        for e in g.links_to(sorted(here_ids)):
+            if (e["kind"], e["dst"]) in frontier:
+                found.append(((e["kind"], e["dst"]), ("memory", e["src"]), "in", e))
+        new = {there for _, there, _, _ in found if there not in paths}
+        ends.update(
+            {
+                (v["kind"], v["id"]): v
+                for v in g.link_ends(
+                    sorted(i for k, i in new if k == "memory"),
+                    sorted(i for k, i in new if k == "doc"),
+                ).values()
+            }
+        )
+        nxt: list[tuple[str, str]] = []
+        for here, there, direction, e in found:
+            if there in paths or there not in ends:
+                continue
+            a, b = ends[here], ends[there]
+            hop: Hop = {
+                "from": a["title"] or a["id"],
+                "from_id": a["id"],
+                "to": b["title"] or b["id"],
+                "to_id": b["id"],
+                "type": "LINKS_TO",
+                "direction": direction,
+                "confidence": 1.0,
+                "evidence": f"line {e['line']}: [[{e['text']}]]",
+            }
+            paths[there] = paths[here] + [hop]
+            steps.append(
+                {
+                    "entity": hop["to"],
+                    "id": b["id"],
+                    "kind": b["kind"],
+                    "depth": d,
+                    "via": hop,
+                    "path": [start["title"] or start["id"]] + [h["to"] for h in paths[there]],
+                    "hops": paths[there],
+                }
+            )
+            nxt.append(there)
+            if len(steps) >= limit:
+                break
+        frontier = nxt
+    first: WalkStart = {
+        "id": start["id"],
+        "name": start["title"] or start["id"],
+        "type": "note",
+        "path": start["path"],
+    }
+    return {
+        "start": first,
+        "depth": depth,
+        "rel": "LINKS_TO",
+        "min_confidence": 0.0,
+        "steps": steps,
+        "truncated": len(steps) >= limit,
+    }

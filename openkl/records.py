@@ -603,20 +603,32 @@ Hop = TypedDict(
 
 
 class Step(TypedDict):
-    """An entity a walk reached, with the path that reached it."""
+    """An entity (or, walking links, a note or document) a walk reached, with the path
+    that reached it."""
 
-    entity: str
+    entity: str  # its name (a note's or document's title)
     id: str
     depth: int
     via: Hop
     path: list[str]
     hops: list[Hop]
+    kind: NotRequired[str]  # walking links: memory | doc
+
+
+class WalkStart(TypedDict):
+    """The note a walk over links starts from."""
+
+    id: str
+    name: str  # its title
+    type: str  # note
+    path: str
 
 
 class Traversal(TypedDict):
-    """`ok graph traverse`: the walk from an entity."""
+    """`ok graph traverse`: the walk from an entity (over RELATED) or a note (over
+    LINKS_TO)."""
 
-    start: EntityView
+    start: EntityView | WalkStart
     depth: int
     rel: str | None
     min_confidence: float
@@ -745,6 +757,17 @@ class ContextSource(TypedDict):
     score: NotRequired[float]
 
 
+class ContextLink(TypedDict):
+    """A note linked to or from a note among the sources (`[[…]]`, `ok context`)."""
+
+    id: str
+    path: str
+    title: str
+    via: str  # the source note it is linked to or from
+    direction: str  # out: `via` links to it; in: it links to `via`
+    line: int  # of the link, in the file of the note it stands in
+
+
 class Context(TypedDict):
     """`ok context QUERY`: the entity subgraph relevant to a query (`context.context`)."""
 
@@ -752,6 +775,7 @@ class Context(TypedDict):
     entities: list[ContextEntity]  # best first
     relationships: list[ContextRelationship]  # among `entities`, most confident first
     sources: list[ContextSource]
+    linked_notes: list[ContextLink]  # notes linked to or from the source notes, not sources
     reasoning: str
     confidence: str  # HIGH | MEDIUM | LOW
     method: str  # ranked | llm
@@ -1133,6 +1157,10 @@ class Check(TypedDict):
     ok: bool
     detail: str  # what was found
     fix: str  # how to fix it, or ""
+    # a broken `[[link]]` (check "link"): where it stands and its text between the brackets
+    path: NotRequired[str]
+    line: NotRequired[int]
+    link: NotRequired[str]
 
 
 # -- files: grep, listings and pages -----------------------------------------------------

@@ -109,3 +109,131 @@ def test_mem_add_and_delete_update_links(kf: Path) -> None:
     assert _links() == [("m-20261101-aaaa", nid, "Compaction", 5)]
     assert run_ok("mem", "delete", nid).code == 0
     assert _links() == []
+
+
+def _three(kf: Path) -> None:
+    """a -> b (by title), b -> c (by id), a -> doc (by title), one broken link in c."""
+    _write(kf, "m-20261101-aaaa", "# Alpha\n\nSee [[Beta]] and [[Write-Ahead Logging]].")
+    _write(kf, "m-20261102-bbbb", "# Beta\n\nOn to [[m-20261103-cccc|gamma]].", day="02")
+    _write(kf, "m-20261103-cccc", "# Gamma\n\nNothing at [[Delta]].", day="03")
+    _sync()
+
+
+def test_traverse_from_a_note_follows_links_both_ways(example_kf: Path) -> None:
+    _three(example_kf)
+    r = run_ok("graph", "traverse", "m-20261102-bbbb", "--depth", "1", "--json")
+    assert r.code == 0, r.err
+    d = r.json()
+    assert d["start"]["id"] == "m-20261102-bbbb" and d["start"]["type"] == "note"
+    got = {(s["id"], s["via"]["direction"], s["kind"]) for s in d["steps"]}
+    assert got == {("m-20261103-cccc", "out", "memory"), ("m-20261101-aaaa", "in", "memory")}
+    # by title, two hops: on through Alpha to the document it links to
+    r = run_ok("graph", "traverse", "[[gamma]]", "--depth", "3", "--json")
+    assert r.code == 0, r.err
+    steps = {s["id"]: s for s in r.json()["steps"]}
+    assert steps["m-20261102-bbbb"]["depth"] == 1
+    assert steps["m-20261101-aaaa"]["path"] == ["Gamma", "Beta", "Alpha"]
+    doc = [s for s in steps.values() if s["kind"] == "doc"]
+    assert len(doc) == 1 and doc[0]["entity"].lower().startswith("write-ahead logging")
+    assert doc[0]["via"]["evidence"] == "line 7: [[Write-Ahead Logging]]"
+    r = run_ok("graph", "traverse", "m-20261102-bbbb", "--depth", "1")
+    assert "-LINKS_TO-> Gamma" in r.out and "<-LINKS_TO- Alpha" in r.out
+    r = run_ok("graph", "traverse", "m-20261102-bbbb", "--rel", "works_with")
+    assert r.code == 2 and "LINKS_TO" in r.err
+    r = run_ok("graph", "traverse", "[[Epsilon]]")
+    assert r.code == 1 and "[[Epsilon]] matches no note" in r.err
+
+
+def test_lineage_and_context_show_links(example_kf: Path) -> None:
+    _three(example_kf)
+    r = run_ok("graph", "lineage", "m-20261102-bbbb", "--json")
+    assert r.code == 0, r.err
+    rels = {(n["rel"], n["id"]) for n in r.json()["nodes"]}
+    assert rels == {("LINKS_TO", "m-20261103-cccc"), ("LINKED_FROM", "m-20261101-aaaa")}
+
+    r = run_ok("context", "Beta: on to gamma", "-k", "1", "--json")
+    assert r.code == 0, r.err
+    d = r.json()
+    assert [s["id"] for s in d["sources"]] == ["m-20261102-bbbb"]
+    linked = {(n["id"], n["via"], n["direction"], n["title"]) for n in d["linked_notes"]}
+    assert linked == {
+        ("m-20261103-cccc", "m-20261102-bbbb", "out", "Gamma"),
+        ("m-20261101-aaaa", "m-20261102-bbbb", "in", "Alpha"),
+    }
+    r = run_ok("context", "Beta: on to gamma", "-k", "1")
+    assert "m-20261102-bbbb -> m-20261103-cccc  Gamma" in r.out
+
+
+def test_mem_show_lists_links_and_backlinks(example_kf: Path) -> None:
+    _three(example_kf)
+    r = run_ok("mem", "show", "m-20261102-bbbb", "--json")
+    assert r.code == 0, r.err
+    d = r.json()
+    assert d["links"] == [
+        {
+            "target": "m-20261103-cccc",
+            "heading": "",
+            "alias": "gamma",
+            "line": 7,
+            "to": {
+                "kind": "memory",
+                "id": "m-20261103-cccc",
+                "path": "memories/by_date/2026-11/03/m-20261103-cccc.md",
+                "title": "Gamma",
+            },
+        }
+    ]
+    assert d["backlinks"] == [
+        {
+            "from": "m-20261101-aaaa",
+            "path": "memories/by_date/2026-11/01/m-20261101-aaaa.md",
+            "title": "Alpha",
+            "line": 7,
+            "target": "Beta",
+        }
+    ]
+    r = run_ok("mem", "show", "m-20261103-cccc")
+    assert "line 7: [[Delta]] -> (matches no note)" in r.out
+    assert "m-20261102-bbbb  Beta  (line 7)" in r.out
+
+
+def test_doctor_reports_broken_links(example_kf: Path) -> None:
+    r = run_ok("doctor", "--json")
+    assert r.code == 0, r.out
+    _three(example_kf)
+    r = run_ok("doctor", "--json")
+    assert r.code == 1
+    broken = [c for c in r.json() if c["check"] == "link"]
+    path = "memories/by_date/2026-11/03/m-20261103-cccc.md"
+    assert broken == [
+        {
+            "check": "link",
+            "ok": False,
+            "detail": f"{path}:7: [[Delta]] matches no note",
+            "fix": broken[0]["fix"],
+            "path": path,
+            "line": 7,
+            "link": "Delta",
+        }
+    ]
+    assert f"FAIL link: {path}:7: [[Delta]] matches no note" in run_ok("doctor").out
+    _write(example_kf, "m-20261104-dddd", "Delta.", title="delta", day="04")
+    r = run_ok("doctor", "--json")  # resolved from the files, before any sync
+    assert [c for c in r.json() if c["check"] == "link"] == []
+    _sync()
+    assert run_ok("doctor").code == 0
+
+
+def test_an_index_from_before_links_is_rebuilt(example_kf: Path) -> None:
+    _three(example_kf)
+    # the graph as the previous schema had it: no LINKS_TO table, version 4
+    for q in ("DROP TABLE LINKS_TO", "MATCH (m:Meta {key: 'schema_version'}) SET m.value = '4'"):
+        r = run_ok("graph", "cypher", q, "--write")
+        assert r.code == 0, r.err
+    r = run_ok("sync")
+    assert r.code == 1 and "schema version 4" in r.err and "ok index --rebuild" in r.err
+    r = run_ok("index", "--rebuild")
+    assert r.code == 0, r.err
+    assert run_ok("status", "--json").json()["in_sync"] is True
+    assert ("m-20261102-bbbb", "m-20261103-cccc", "m-20261103-cccc", 7) in _links()
+    assert run_ok("sync").code == 0
