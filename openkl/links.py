@@ -8,7 +8,8 @@ changes with it, in whichever note it stands).
 
 A target is matched, in this order, as a note id, a note title, a document id, a document
 title. A note's titles are its frontmatter `title`, its first `# heading` and its file
-name without `.md`; titles are compared case-insensitively with runs of whitespace made
+name without `.md` (a target written as a path, `[[folder/Note.md]]`, is matched by its
+last part); titles are compared case-insensitively with runs of whitespace made
 one. When several notes share a title the oldest note (then the smallest id) wins.
 Links inside fenced code blocks and inline code are not links.
 """
@@ -141,6 +142,10 @@ class Resolver:
             return "doc", target
         if k in self.doc_titles:
             return "doc", self.doc_titles[k]
+        # Obsidian writes `[[folder/Note]]` when a name is not unique in the vault
+        name = target.rsplit("/", 1)[-1].removesuffix(".md")
+        if name != target and name.strip():
+            return self.resolve(name)
         return None
 
 

@@ -59,6 +59,15 @@ def test_links_by_id_title_alias_heading_and_not_in_code(kf: Path) -> None:
     )
     assert r.json() == [{"h": "When"}]
 
+    # a file without frontmatter (its name is its id), linked by path as Obsidian writes it
+    plain = kf / "memories/by_date/2026-11/04/Storage Engines.md"
+    plain.parent.mkdir(parents=True)
+    plain.write_text("B-trees, LSM trees.\n~~~\n[[m-20261101-aaaa]]\n~~~\n")
+    _write(kf, "m-20261105-eeee", "Read [[notes/storage ENGINES.md]].", day="05")
+    _sync()
+    assert ("m-20261105-eeee", "Storage Engines", "notes/storage ENGINES.md", 5) in _links()
+    assert [x for x in _links() if x[0] == "Storage Engines"] == []
+
     # from scratch, the same edges
     before = _links()
     assert run_ok("index", "--rebuild").code == 0
