@@ -116,6 +116,11 @@ def test_mem_add_and_delete_update_links(kf: Path) -> None:
     assert r.code == 0, r.err
     nid = r.out.strip()
     assert _links() == [("m-20261101-aaaa", nid, "Compaction", 5)]
+    # its heading changes: the link matches nothing now
+    assert run_ok("mem", "update", nid, "--text", "# Merging\n\nSorted runs.").code == 0
+    assert _links() == []
+    assert run_ok("mem", "update", nid, "--text", "# Compaction\n\nAgain.").code == 0
+    assert _links() == [("m-20261101-aaaa", nid, "Compaction", 5)]
     assert run_ok("mem", "delete", nid).code == 0
     assert _links() == []
 
