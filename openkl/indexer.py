@@ -234,6 +234,7 @@ def index_notes(folder: Folder, g: GraphStore, notes: list[notes_mod.Note]) -> N
     rows = [note_row(folder, n) for n in notes]
     vecs = embed_all(emb, [r["text"] for r in rows], "embedding notes")
     g.add_notes(rows, vecs)
+    links.record(g, notes)
     crash.point("graph.notes-loaded")
     lineage.link_derived(g, notes)
     consolidation.on_indexed(folder, g, [], [r["id"] for r in rows])
@@ -253,7 +254,7 @@ def index_note(folder: Folder, note: notes_mod.Note, replace: bool = False) -> N
             if replace:
                 remove_from_graph(folder, g, [], [note.id])
             index_notes(folder, g, [note])
-            links.refresh(folder, g)  # its links, and links elsewhere that name it
+            links.relink(g)  # its links, and links elsewhere that name it
     except OkError as e:
         raise type(e)(
             f"note {note.id} is saved in {where} but not indexed: {e.message}",
@@ -295,6 +296,8 @@ def remove_from_graph(
         g.remove_doc(d)
     for n in note_ids:
         g.remove_note(n)
+    if note_ids:
+        g.forget_note_refs(note_ids)
     if doc_ids or note_ids:
         crash.point("graph.removed")
 
@@ -485,7 +488,7 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         # approved backfeed items and imported bundles are files too
         consolidation.sync_canonical(folder, g)
         # every note's links, once all it may point to is in place
-        links.sync_links(g, notes)
+        links.relink(g)
         if target is not None:
             crash.point("rebuild.loading")
     if target is not None:

@@ -16,9 +16,11 @@ Links inside fenced code blocks and inline code are not links.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import notes as notes_mod
 from .errors import OkError, UsageError
@@ -31,6 +33,7 @@ from .records import (
     LinkEnd,
     NoteLink,
     NoteLinks,
+    NoteRefsRow,
     Step,
     Traversal,
     WalkStart,
@@ -109,20 +112,35 @@ def titles(note: notes_mod.Note) -> list[str]:
     return out
 
 
+class Named(NamedTuple):
+    """What links need of a note: its id, `ts` (the oldest of a shared title wins), titles
+    and the links in it."""
+
+    id: str
+    ts: str
+    titles: list[str]
+    links: list[Link]
+
+
+def named(note: notes_mod.Note) -> Named:
+    return Named(note.id, note.ts, titles(note), parse(note.body, note.body_line))
+
+
 class Resolver:
     """Finds what a link's target names: a note id, note title, document id or title."""
 
     def __init__(
         self,
-        notes: dict[str, notes_mod.Note],
+        notes: Iterable[Named],
         note_ids: Iterable[str] = (),
         doc_titles: dict[str, str] | None = None,
         doc_ids: Iterable[str] = (),
     ) -> None:
-        self.note_ids = set(notes) | set(note_ids)
+        notes = list(notes)
+        self.note_ids = {n.id for n in notes} | set(note_ids)
         self.note_titles: dict[str, str] = {}
-        for n in sorted(notes.values(), key=lambda n: (n.ts, n.id)):
-            for t in titles(n):
+        for n in sorted(notes, key=lambda n: (n.ts, n.id)):
+            for t in n.titles:
                 self.note_titles.setdefault(key(t), n.id)
         docs = doc_titles or {}
         self.doc_ids = set(docs) | set(doc_ids)
@@ -149,16 +167,48 @@ class Resolver:
         return None
 
 
-def _resolver(g: GraphStore, notes: dict[str, notes_mod.Note]) -> Resolver:
-    docs = g.docs()
-    return Resolver(notes, g.notes(), g.doc_titles(), docs)
+# -- in the graph ----------------------------------------------------------------------------
+# Each indexed note's titles and links are kept beside it (`NoteRefs`), written with the
+# note from its file: the edges can then be derived again from the graph alone, without
+# reading every note's file, whenever a note or document comes or goes.
+def record(g: GraphStore, notes: list[notes_mod.Note]) -> None:
+    """Keep these notes' titles and links in the graph (their notes were just indexed)."""
+    rows: list[NoteRefsRow] = []
+    for n in notes:
+        nm = named(n)
+        rows.append(
+            {
+                "id": n.id,
+                "titles": json.dumps(nm.titles, ensure_ascii=False),
+                "links": json.dumps(
+                    [[k.raw, k.target, k.heading, k.alias, k.line] for k in nm.links],
+                    ensure_ascii=False,
+                ),
+            }
+        )
+    g.set_note_refs(rows)
 
 
-def edges(notes: dict[str, notes_mod.Note], res: Resolver) -> list[LinkEdge]:
-    """The link edges these notes' files say the graph should hold."""
+def _from_graph(g: GraphStore) -> tuple[list[Named], Resolver]:
+    ts = {r["id"]: r["ts"] for r in g.note_times()}
+    notes = [
+        Named(
+            r["id"],
+            ts[r["id"]],
+            list(json.loads(r["titles"] or "[]")),
+            [Link(*x) for x in json.loads(r["links"] or "[]")],
+        )
+        for r in g.note_refs()
+        if r["id"] in ts
+    ]
+    return notes, Resolver(notes, ts, g.doc_titles(), g.docs())
+
+
+def edges(notes: Iterable[Named], res: Resolver) -> list[LinkEdge]:
+    """The link edges these notes should have."""
     out: list[LinkEdge] = []
-    for n in sorted(notes.values(), key=lambda n: n.id):
-        for link in parse(n.body, n.body_line):
+    for n in sorted(notes, key=lambda n: n.id):
+        for link in n.links:
             hit = res.resolve(link.target)
             if hit is None:
                 continue
@@ -180,30 +230,24 @@ def _shape(e: LinkEdge) -> tuple[str, str, str, str, str, int]:
     return (e["kind"], e["dst"], e["text"], e["heading"], e["alias"], int(e["line"]))
 
 
-def sync_links(g: GraphStore, notes: dict[str, notes_mod.Note]) -> None:
-    """Make the graph's link edges those of `notes` (every readable note on disk).
-
-    Only the notes whose edges differ are rewritten; a note the graph keeps although its
-    file cannot be read now keeps its edges.
-    """
-    want: dict[str, list[LinkEdge]] = {n: [] for n in notes}
-    for e in edges(notes, _resolver(g, notes)):
+def relink(g: GraphStore) -> None:
+    """Make the link edges what the notes' recorded links name now, after any note or
+    document came, changed or went. Only the notes whose edges differ are rewritten."""
+    notes, res = _from_graph(g)
+    want: dict[str, list[LinkEdge]] = {n.id: [] for n in notes}
+    for e in edges(notes, res):
         want[e["src"]].append(e)
     have: dict[str, list[LinkEdge]] = {}
     for e in g.all_links():
         have.setdefault(e["src"], []).append(e)
     stale = [
-        n for n in want if sorted(map(_shape, want[n])) != sorted(map(_shape, have.get(n, [])))
+        n
+        for n in set(want) | set(have)
+        if sorted(map(_shape, want.get(n, []))) != sorted(map(_shape, have.get(n, [])))
     ]
     if stale:
-        g.unlink_notes(stale)
-        g.add_links([e for n in stale for e in want[n]])
-
-
-def refresh(folder: Folder, g: GraphStore) -> None:
-    """Set every note's link edges from the files (after one note or document changed)."""
-    notes, _ = notes_mod.scan(folder, lambda: {k: v["path"] for k, v in g.notes().items()})
-    sync_links(g, notes)
+        g.unlink_notes(sorted(stale))
+        g.add_links([e for n in sorted(stale) for e in want.get(n, [])])
 
 
 @dataclass(frozen=True)
@@ -219,21 +263,20 @@ class Broken:
 
 
 def broken(folder: Folder) -> list[Broken]:
-    """Every link in the folder's notes that matches nothing, by path and line.
-
-    Documents are known from the graph when it can be read, else from the mapping.
-    """
+    """Every link in the folder's notes (their files) that matches nothing, by path and
+    line. Documents are known from the graph when it can be read, else from the mapping."""
     from .indexing import open_graph
     from .mapping import load
 
     notes, _ = notes_mod.scan(folder)
+    found = [named(n) for n in notes.values()]
     try:
         with open_graph(folder, write=False) as g:
-            res = _resolver(g, notes)
+            res = Resolver(found, (), g.doc_titles(), g.docs())
     except OkError:
         entries = load(folder)
         res = Resolver(
-            notes,
+            found,
             doc_titles={
                 d: e.get("title") or "" for d, e in entries.items() if e.get("current", True)
             },
@@ -289,14 +332,10 @@ def of_note(g: GraphStore, note: notes_mod.Note) -> NoteLinks:
     return {"links": links, "backlinks": backlinks}
 
 
-def find_note(folder: Folder, g: GraphStore, name: str) -> LinkEnd | None:
-    """The note `name` names, as a link would (its id, else a title), if the graph has it."""
-    hit = g.link_ends([name], [])
-    if name in hit:
-        return hit[name]
-    notes, _ = notes_mod.scan(folder)
-    found = Resolver(notes).resolve(name)
-    if found is None:
+def find_note(g: GraphStore, name: str) -> LinkEnd | None:
+    """The note `name` names as a link would (its id, else a title), if the graph has it."""
+    found = _from_graph(g)[1].resolve(name)
+    if found is None or found[0] != "memory":
         return None
     return g.link_ends([found[1]], []).get(found[1])
 

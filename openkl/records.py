@@ -1231,6 +1231,21 @@ class LinkEdge(TypedDict):
     line: int  # in the file of the note the link is in, from 1
 
 
+class NoteRefsRow(TypedDict):
+    """A note's titles and links as JSON lists (`NoteRefs`), kept to derive its edges."""
+
+    id: str
+    titles: str  # ["Title", …]
+    links: str  # [[raw, target, heading, alias, line], …]
+
+
+class NoteTime(TypedDict):
+    """A note's id and `ts`."""
+
+    id: str
+    ts: str
+
+
 class LinkEnd(TypedDict):
     """A note or document at the end of a link, as the readers name it."""
 

@@ -352,7 +352,7 @@ def ingest(
                     folder, g, old + back, new_items, entries, prepared
                 )
                 relink(folder, g, derived)  # notes derived from a replaced version keep it
-                links.refresh(folder, g)  # a `[[Title]]` may name the new document
+                links.relink(g)  # a `[[Title]]` may name the new document
     return rep
 
 
@@ -598,7 +598,7 @@ def remove(
     mapping_mod.save(folder, entries)
     with indexer.open_graph(folder, write=True) as g:
         indexer.remove_from_graph(folder, g, [entry["id"]], [])
-        links.refresh(folder, g)
+        links.relink(g)
     folder.log_op("store.remove", ids=[entry["id"]], paths=[entry["path"]])
     events.emit(
         folder,

@@ -68,7 +68,10 @@ def schema(dim: int) -> list[str]:
         " confidence DOUBLE, evidence STRING, docs STRING, verified BOOLEAN,"
         " source_kind STRING, description STRING, ext_id STRING, extra STRING)",
         "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Doc TO Doc, drift DOUBLE, ts STRING)",
-        # `[[…]]` links in notes (schema version 5)
+        # `[[…]]` links in notes (schema version 5): each note's titles and links (JSON
+        # lists, as its file has them), and the edges they resolve to
+        "CREATE NODE TABLE IF NOT EXISTS NoteRefs(id STRING PRIMARY KEY, titles STRING,"
+        " links STRING)",
         "CREATE REL TABLE IF NOT EXISTS LINKS_TO(FROM MemoryNote TO MemoryNote,"
         " FROM MemoryNote TO Doc, text STRING, heading STRING, alias STRING, line INT64)",
     ]

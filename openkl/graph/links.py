@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..records import LinkEdge, LinkEnd
+from ..records import LinkEdge, LinkEnd, NoteRefsRow, NoteTime
 from .base import Queries
 
 # what a link may point to: the edge's target table by the kind the readers use
@@ -66,6 +66,31 @@ class LinkQueries(Queries):
                     " line: l.line}]->(t)",
                     {"rows": rows},
                 )
+
+    def set_note_refs(self, rows: Sequence[NoteRefsRow]) -> None:
+        """Record these notes' titles and links (replacing what was recorded for them)."""
+        if not rows:
+            return
+        self.forget_note_refs([r["id"] for r in rows])
+        self.query(
+            "UNWIND $rows AS x CREATE (:NoteRefs {id: x.id, titles: x.titles, links: x.links})",
+            {"rows": [dict(r) for r in rows]},
+        )
+
+    def forget_note_refs(self, note_ids: Sequence[str]) -> None:
+        """Drop what was recorded of these notes' titles and links."""
+        self.query("MATCH (r:NoteRefs) WHERE r.id IN $ids DELETE r", {"ids": list(note_ids)})
+
+    def note_refs(self) -> list[NoteRefsRow]:
+        """Every note's recorded titles and links."""
+        rows = self.query(
+            "MATCH (r:NoteRefs) RETURN r.id AS id, r.titles AS titles, r.links AS links"
+        )
+        return rows  # type: ignore[return-value]
+
+    def note_times(self) -> list[NoteTime]:
+        """Every note's id and `ts`."""
+        return self.query("MATCH (m:MemoryNote) RETURN m.id AS id, m.ts AS ts")  # type: ignore[return-value]
 
     def doc_titles(self) -> dict[str, str]:
         """The title of every current document, by id."""

@@ -25,8 +25,10 @@ from ..records import (
     LinkEnd,
     NoteIndexed,
     NoteNode,
+    NoteRefsRow,
     NoteRow,
     NoteSummary,
+    NoteTime,
     NoteVector,
 )
 from .entities import EntityStore
@@ -179,6 +181,18 @@ class GraphStore(EntityStore, Protocol):
 
     def add_links(self, links: Sequence[LinkEdge]) -> None:
         """Create these link edges (their notes and documents are in the graph)."""
+
+    def set_note_refs(self, rows: Sequence[NoteRefsRow]) -> None:
+        """Record these notes' titles and links (replacing what was recorded for them)."""
+
+    def forget_note_refs(self, note_ids: Sequence[str]) -> None:
+        """Drop what was recorded of these notes' titles and links."""
+
+    def note_refs(self) -> list[NoteRefsRow]:
+        """Every note's recorded titles and links."""
+
+    def note_times(self) -> list[NoteTime]:
+        """Every note's id and `ts`."""
 
     def doc_titles(self) -> dict[str, str]:
         """The title of every current document, by id."""

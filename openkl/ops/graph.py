@@ -87,9 +87,7 @@ def traverse(
     floor = _floor(folder, min_confidence)
     with reading(folder, graph) as g:
         as_link = name.startswith("[[") and name.endswith("]]")
-        note = (
-            links.find_note(folder, g, name[2:-2]) if as_link else g.link_ends([name], []).get(name)
-        )
+        note = links.find_note(g, name[2:-2]) if as_link else g.link_ends([name], []).get(name)
         if as_link and note is None:
             raise NotFound(f"{name} matches no note", "list notes with `ok mem list`")
         if note is None:
@@ -98,7 +96,7 @@ def traverse(
                     g, name, depth=depth, rel=rel, min_confidence=floor, limit=limit
                 )
             except NotFound:
-                note = links.find_note(folder, g, name)
+                note = links.find_note(g, name)
                 if note is None:
                     raise
         if rel and rel.strip().upper() != "LINKS_TO":

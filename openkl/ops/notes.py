@@ -47,7 +47,7 @@ def delete_note(folder: Folder, note_id: str, via: str | None = None) -> notes_m
     note = notes_mod.delete(folder, note_id)
     with open_graph(folder, write=True) as g:
         indexer.remove_from_graph(folder, g, [], [note.id])
-        links.refresh(folder, g)  # a link to it by title may now name another note
+        links.relink(g)  # a link to it by title may now name another note
     folder.log_op("mem.delete", ids=[note.id], **_via(via))
     return note
 
