@@ -57,25 +57,29 @@ class LinkQueries(Queries):
 
     def add_links(self, links: Sequence[LinkEdge]) -> None:
         """Create these link edges (their notes and documents are in the graph)."""
+        import pyarrow as pa
+
+        # a bulk load: matching both ends row by row takes seconds for thousands of links
         for kind, table in _TABLES.items():
-            rows = [dict(link) for link in links if link["kind"] == kind]
-            if rows:
-                self.query(
-                    f"UNWIND $rows AS l MATCH (m:MemoryNote {{id: l.src}}), (t:{table} {{id: l.dst}})"
-                    " CREATE (m)-[:LINKS_TO {text: l.text, heading: l.heading, alias: l.alias,"
-                    " line: l.line}]->(t)",
-                    {"rows": rows},
-                )
+            rows = [link for link in links if link["kind"] == kind]
+            self.copy_rows(
+                "LINKS_TO",
+                {
+                    "from": [r["src"] for r in rows],
+                    "to": [r["dst"] for r in rows],
+                    **{c: [r[c] for r in rows] for c in ("text", "heading", "alias")},  # type: ignore[literal-required]
+                    "line": [int(r["line"]) for r in rows],
+                },
+                types={"line": pa.int64()},
+                rel_from_to=("MemoryNote", table),
+            )
 
     def set_note_refs(self, rows: Sequence[NoteRefsRow]) -> None:
         """Record these notes' titles and links (replacing what was recorded for them)."""
         if not rows:
             return
         self.forget_note_refs([r["id"] for r in rows])
-        self.query(
-            "UNWIND $rows AS x CREATE (:NoteRefs {id: x.id, titles: x.titles, links: x.links})",
-            {"rows": [dict(r) for r in rows]},
-        )
+        self.copy_rows("NoteRefs", {c: [r[c] for r in rows] for c in ("id", "titles", "links")})  # type: ignore[literal-required]
 
     def forget_note_refs(self, note_ids: Sequence[str]) -> None:
         """Drop what was recorded of these notes' titles and links."""
