@@ -251,3 +251,25 @@ def test_an_index_from_before_links_is_rebuilt(example_kf: Path) -> None:
     assert run_ok("status", "--json").json()["in_sync"] is True
     assert ("m-20261102-bbbb", "m-20261103-cccc", "m-20261103-cccc", 7) in _links()
     assert run_ok("sync").code == 0
+
+
+def test_links_to_documents_follow_ingest_edit_and_remove(kf: Path, tmp_path: Path) -> None:
+    _write(kf, "m-20261101-aaaa", "Background in [[Crash Recovery Notes]].")
+    _sync()
+    assert _links() == []
+    src = tmp_path / "recovery.md"
+    src.write_text("# Crash Recovery Notes\n\nReplay the log, then checkpoint.\n")
+    r = run_ok("store", "ingest", str(src), "--json")
+    assert r.code == 0, r.err
+    first = r.json()["added"][0]["id"]
+    assert _links() == [("m-20261101-aaaa", first, "Crash Recovery Notes", 5)]
+    # an edited document is a new version: the link follows the title to it
+    src.write_text("# Crash Recovery Notes\n\nReplay the log, then checkpoint twice.\n")
+    r = run_ok("store", "ingest", str(src), "--json")
+    assert r.code == 0, r.err
+    second = r.json()["added"][0]["id"]
+    assert second != first
+    assert _links() == [("m-20261101-aaaa", second, "Crash Recovery Notes", 5)]
+    assert run_ok("store", "remove", second).code == 0
+    assert _links() == []
+    assert "[[Crash Recovery Notes]] matches no note" in run_ok("doctor").out
