@@ -51,8 +51,19 @@ def _boundaries(text: str) -> list[tuple[int, int]]:
     return sorted(cuts.items())
 
 
-def chunk_text(text: str, tokenizer: Any, max_tokens: int = 256, overlap: int = 64) -> list[Chunk]:
-    """Chunks of at most ~`max_tokens` tokens with ~`overlap` tokens shared between neighbours."""
+def chunk_text(
+    text: str, tokenizer: Any, max_tokens: int = 256, overlap: int = 64, start: int = 0
+) -> list[Chunk]:
+    """Chunks of at most ~`max_tokens` tokens with ~`overlap` tokens shared between neighbours.
+
+    With `start`, only `text[start:]` is chunked (a document's body after its frontmatter);
+    the spans still count from the beginning of `text`.
+    """
+    if start:
+        return [
+            Chunk(c.start + start, c.end + start, c.text)
+            for c in chunk_text(text[start:], tokenizer, max_tokens, overlap)
+        ]
     if not text.strip():
         return []
     budget = max(16, max_tokens - 2)  # room for [CLS]/[SEP]

@@ -22,11 +22,12 @@ def doc_vector(folder: Folder, text: str) -> Any:
 
     from .chunking import chunk_text
     from .indexing import embedder
+    from .normalize import frontmatter
 
     emb = embedder(folder)
     max_tokens = folder.setting("chunking.max_tokens")
     overlap = folder.setting("chunking.overlap")
-    chunks = chunk_text(text, emb.tokenizer, max_tokens, overlap)
+    chunks = chunk_text(text, emb.tokenizer, max_tokens, overlap, frontmatter(text)[1])
     if not chunks:
         return None
     vecs = emb.embed([c.text for c in chunks])

@@ -41,8 +41,16 @@ class BadInput(OkError):
     """A file or value that cannot be used as given."""
 
 
+class EmptyDraft(BadInput):
+    """A note written in the editor came back empty: nothing is saved."""
+
+
 class LockBusy(OkError):
     """Another process holds the writer lock (or the graph) longer than we may wait."""
+
+
+class Served(LockBusy):
+    """An `ok serve` process owns the folder: it alone opens the graph and writes."""
 
 
 class GraphUnrecoverable(OkError):

@@ -19,14 +19,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from . import settings
-from .errors import BadInput, LockBusy, NotAFolder, OkError, UsageError
+from .errors import BadInput, LockBusy, NotAFolder, OkError, Served, UsageError
 
 CONFIG_VERSION = 1
 LOCK_NOTICE_AFTER = 1.0  # seconds of waiting for the writer lock before saying so
@@ -47,6 +47,9 @@ GITIGNORE = """\
 .ok/ops.log
 .ok/lock
 .ok/lock.info
+.ok/drafts/
+.ok/serve.json
+.ok/keys.json
 memories/topics/
 graph/
 """
@@ -405,6 +408,7 @@ class Folder:
             finally:
                 held["depth"] -= 1
             return
+        self.refuse_if_served()
         timeout = float(self.setting("lock_timeout") if timeout is None else timeout)
         self.ok_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -451,6 +455,37 @@ class Folder:
         finally:
             os.close(fd)
 
+    # -- a resident server --------------------------------------------------------
+    @property
+    def served_path(self) -> Path:
+        """Where a running `ok serve` says that it owns the folder."""
+        return self.ok_dir / "serve.json"
+
+    def server(self) -> dict[str, Any] | None:
+        """The running `ok serve` that owns this folder (its pid, url, start), or None. The
+        record a killed server left is removed."""
+        try:
+            info = json.loads(self.served_path.read_text() or "{}")
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            info = {}
+        pid = info.get("pid") if isinstance(info, dict) else None
+        if isinstance(pid, int) and (pid == os.getpid() or _is_server(pid)):
+            return info
+        with contextlib.suppress(FileNotFoundError):
+            self.served_path.unlink()
+        return None
+
+    def refuse_if_served(self) -> None:
+        """Raise `Served` when another process's `ok serve` owns the folder."""
+        info = self.server()
+        if info and info.get("pid") != os.getpid():
+            raise Served(
+                f"the folder is served by `ok serve` (pid {info['pid']}, {info.get('url')})",
+                f"use its HTTP API ({info.get('url')}/docs), or stop it: kill {info['pid']}",
+            )
+
     def lock_holder(self) -> str:
         try:
             info = json.loads(self.lock_path.read_text() or "{}")
@@ -484,6 +519,33 @@ def _leading_comments(lines: list[str]) -> list[str]:
         if not line.startswith("#"):
             break
         out.append(line)
+    return out
+
+
+def _is_server(pid: int) -> bool:
+    """Process `pid` is alive and is an `ok serve` (not another process given its pid)."""
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"serve" in cmd
+
+
+def stacks_of(folders: Sequence[Folder]) -> dict[str, Folder]:
+    """The folders a server serves, by stack name: the folder's `domain` setting, else its
+    directory's name. The same folder twice counts once; two folders with one name are
+    refused."""
+    out: dict[str, Folder] = {}
+    for f in folders:
+        name = str(f.setting("domain") or f.root.name)
+        if name in out:
+            if out[name].root == f.root:
+                continue
+            raise BadInput(
+                f"two folders are both named {name!r} ({out[name].root} and {f.root})",
+                "set a distinct `domain:` in one folder's .ok/config.yml",
+            )
+        out[name] = f
     return out
 
 

@@ -28,7 +28,7 @@ from .folder import NAME_NOT_UTF8, Folder, is_utf8, iso, shown
 from .graph import Graph
 from .graph.protocol import GraphStore
 from .indexing import embed_all, embedder, files_newer_than_index, open_graph
-from .normalize import title_of
+from .normalize import frontmatter, title_of
 from .records import (
     ChunkInput,
     DocInput,
@@ -121,7 +121,9 @@ def build_doc_rows(
                 "current": True,
             }
         )
-        for i, c in enumerate(chunk_text(text, emb.tokenizer, max_tokens, overlap)):
+        for i, c in enumerate(
+            chunk_text(text, emb.tokenizer, max_tokens, overlap, frontmatter(text)[1])
+        ):
             chunks.append(
                 {
                     "id": c.chunk_id(did),

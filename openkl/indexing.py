@@ -42,13 +42,16 @@ def open_graph(
     leaves the graph as it was, and `ok status` sees the files it did write as not indexed.
     `kuzu_dir` points a rebuild at its new database.
     """
+    if not Graph.is_resident(folder.kuzu_dir if kuzu_dir is None else kuzu_dir):
+        folder.refuse_if_served()
     if write:
         _room_to_write(folder)
     emb = embedder(folder)
     ident = emb.identity if write else _cheap_identity(folder, emb)
     if kuzu_dir is None:
         kuzu_dir = folder.kuzu_dir
-        Graph.finish_swap(kuzu_dir, writer=write)
+        if not Graph.is_resident(kuzu_dir):  # a resident one finished any swap on opening
+            Graph.finish_swap(kuzu_dir, writer=write)
     with Graph.open(
         kuzu_dir,
         write=write,
@@ -138,15 +141,17 @@ def _cheap_identity(folder: Folder, emb: Embedder) -> str | None:
 
 
 def embed_all(emb: Embedder, texts: list[str], what: str = "embedding") -> np.ndarray:
-    """Embed with a progress bar, in blocks so the cache is filled as we go."""
+    """Embed with a progress bar, one model batch at a time: the bar moves as each batch
+    finishes, and the cache is filled as we go."""
     if not texts:
         return np.zeros((0, emb.dim), dtype=np.float32)
     out = np.zeros((len(texts), emb.dim), dtype=np.float32)
     # shortest first across all blocks, so each model batch holds texts of similar length
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    step = max(1, min(EMBED_BLOCK, emb.batch_size))
     with progress(what, emb.missing(texts)) as advance:
-        for i in range(0, len(order), EMBED_BLOCK):
-            idx = order[i : i + EMBED_BLOCK]
+        for i in range(0, len(order), step):
+            idx = order[i : i + step]
             block = [texts[j] for j in idx]
             todo = emb.missing(block)
             out[idx] = emb.embed(block)

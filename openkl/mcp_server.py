@@ -30,7 +30,7 @@ from pydantic import Field
 from . import indexer, ops
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
-from .folder import MAX_PATH, Folder, open_folder, shown
+from .folder import MAX_PATH, Folder, open_folder, shown, stacks_of
 from .ops import safe_path
 
 SERVER_NAME = "openkl"
@@ -38,6 +38,8 @@ MARKER = (
     "[truncated: {shown} of {total} {what} shown; the result exceeded the {cap}-byte cap "
     "(mcp.max_bytes){hint}]"
 )
+
+GREP_CONTEXT_MAX = 20  # lines of context a sh_grep match may carry each side
 
 # arguments many tools share (the JSON schema an agent sees comes from these)
 StackArg = Annotated[
@@ -196,19 +198,8 @@ class KnowledgeServer:
     def __init__(
         self, roots: Sequence[str | Path | None] | None = None, read_only: bool = False
     ) -> None:
-        folders = [open_folder(r) for r in (roots or [None])]
-        self.stacks: dict[str, Stack] = {}
-        for f in folders:
-            name = str(f.setting("domain") or f.root.name)
-            if name in self.stacks:
-                if self.stacks[name].folder.root == f.root:
-                    continue
-                raise BadInput(
-                    f"two folders are both named {name!r} "
-                    f"({self.stacks[name].folder.root} and {f.root})",
-                    "set a distinct `domain:` in one folder's .ok/config.yml",
-                )
-            self.stacks[name] = Stack(name, f)
+        folders = stacks_of([open_folder(r) for r in (roots or [None])])
+        self.stacks = {name: Stack(name, f) for name, f in folders.items()}
         first = next(iter(self.stacks.values())).folder
         self.read_only = read_only or first.setting("mcp.read_only")
 
@@ -735,21 +726,78 @@ class KnowledgeServer:
         scope: ScopeArg = "all",
         ignore_case: Annotated[bool, Field(description="Case-insensitive.")] = False,
         fixed: Annotated[bool, Field(description="Pattern is plain text.")] = False,
+        word: Annotated[
+            bool, Field(description="Whole words only (rg -w): no letter, digit or _ around.")
+        ] = False,
+        context: Annotated[
+            int, Field(ge=0, le=GREP_CONTEXT_MAX, description="Lines before and after (rg -C).")
+        ] = 0,
+        before: Annotated[
+            int | None,
+            Field(
+                ge=0, le=GREP_CONTEXT_MAX, description="Lines before (rg -B; wins over context)."
+            ),
+        ] = None,
+        after: Annotated[
+            int | None,
+            Field(ge=0, le=GREP_CONTEXT_MAX, description="Lines after (rg -A; wins over context)."),
+        ] = None,
+        files_with_matches: Annotated[
+            bool, Field(description="Only the paths of matching files (rg -l): `files`.")
+        ] = False,
+        count: Annotated[
+            bool, Field(description="Matching lines per file (rg -c): `counts` {path: N}.")
+        ] = False,
         max_count: Annotated[
             int | None,
-            Field(ge=1, description="Stop after this many matches (capped by mcp.grep_max)."),
+            Field(
+                ge=1,
+                description="Stop after this many matches, or files with files_with_matches or "
+                "count (capped by mcp.grep_max).",
+            ),
         ] = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Grep memory notes and normalized documents (ripgrep): exact strings, names, ids.
-        Matches are {path, line, column, text, match}."""
+        Matches are {path, line, column, text, match}; with context lines they also carry
+        `before` and `after` lists of {line, text}."""
         st = self.stack(stack)
         cap = st.folder.setting("mcp.grep_max")
         n = min(int(max_count or cap), cap)
+        out: dict[str, Any] = {"stack": st.name, "pattern": pattern}
+        if files_with_matches or count:
+            if files_with_matches and count:
+                raise UsageError("files_with_matches and count do not combine", "pass one of them")
+            found = ops.grep_files(
+                st.folder,
+                pattern,
+                scope=scope,
+                ignore_case=ignore_case,
+                fixed=fixed,
+                word=word,
+                count=count,
+                max_files=n,
+            )
+            if found.counts is not None:
+                out["counts"] = found.counts
+            else:
+                out["files"] = found.paths
+            if found.more:
+                out["truncated"] = True
+                out["marker"] = f"[truncated: stopped after {n} files (max_count, mcp.grep_max)]"
+            return out
         res = ops.grep(
-            st.folder, pattern, scope=scope, ignore_case=ignore_case, fixed=fixed, max_count=n
+            st.folder,
+            pattern,
+            scope=scope,
+            ignore_case=ignore_case,
+            fixed=fixed,
+            word=word,
+            before=context if before is None else before,
+            after=context if after is None else after,
+            max_count=n,
         )
-        out: dict[str, Any] = {"stack": st.name, "pattern": pattern, "results": res.hits}
+        out["results"] = res.hits
         if res.more:
             out["truncated"] = True
             out["marker"] = f"[truncated: stopped after {n} matches (max_count, mcp.grep_max)]"

@@ -118,19 +118,95 @@ def normalize_text(text: str) -> str:
     return text + "\n" if text else ""
 
 
+_FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*(?:\n|\Z)", re.S)
+
+
+def frontmatter(text: str) -> tuple[dict[str, Any], int]:
+    """A leading YAML block (`---` lines around a mapping) and where the body after it
+    starts; `({}, 0)` when the text has none, or the block is not a YAML mapping.
+
+    The block stays in the normalized file (the doc id is the hash of the whole text, and
+    spans point into it); only the chunks, and so the index, leave it out.
+    """
+    m = _FRONT.match(text)
+    if not m:
+        return {}, 0
+    import yaml
+
+    try:
+        meta = yaml.safe_load(m.group(1) or "")
+    except yaml.YAMLError:
+        return {}, 0
+    if not isinstance(meta, dict):
+        return {}, 0
+    return meta, m.end()
+
+
+def _tags(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = re.split(r"[,\s]+", value)
+    if not isinstance(value, list):
+        return []
+    return [str(v).strip() for v in value if str(v).strip()]
+
+
+TITLE_CHARS = 80
+_FIRST_SENTENCE = re.compile(r"(.+?[.!?])(?=\s|$)")
+
+
+def title_from_line(line: str) -> str:
+    """A title from a document's first line: its first sentence when that fits in
+    `TITLE_CHARS` (without a closing full stop), else the line when it fits, else the line
+    cut at the last word boundary that fits, with "…"."""
+    line = " ".join(line.split())
+    m = _FIRST_SENTENCE.match(line)
+    if m and len(m.group(1)) <= TITLE_CHARS:
+        sentence = m.group(1)
+        return sentence[:-1] if sentence.endswith(".") and not sentence.endswith("..") else sentence
+    if len(line) <= TITLE_CHARS:
+        return line
+    cut = line[: TITLE_CHARS - 1]
+    space = cut.rfind(" ")
+    if space >= TITLE_CHARS // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
+
+
 def title_of(text: str, fallback: str = "") -> str:
+    meta, body = frontmatter(text)
+    named = meta.get("title")
+    if isinstance(named, str | int | float) and str(named).strip():
+        return str(named).strip()
+    text = text[body:]
     for line in text.splitlines()[:50]:
         m = re.match(r"^#{1,3}\s+(.+?)\s*#*\s*$", line)
         if m:
             return m.group(1).strip()
     for line in text.splitlines():
         if line.strip():
-            return line.strip()[:120]
+            return title_from_line(line)
     return fallback
 
 
+SNIFF_BYTES = 8192
+
+
 def _looks_binary(data: bytes) -> bool:
-    return b"\x00" in data[:8192]
+    return b"\x00" in data[:SNIFF_BYTES]
+
+
+def looks_like_text(head: bytes) -> bool:
+    """Whether a file's first bytes read as text: no NUL byte and valid UTF-8 (a character
+    cut off at the end of `head` is fine)."""
+    import codecs
+
+    if _looks_binary(head):
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head[:SNIFF_BYTES], final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def extract_bytes(data: bytes, name: str, where: str | None = None, ocr: bool = False) -> Extracted:
@@ -174,7 +250,13 @@ def extract_bytes(data: bytes, name: str, where: str | None = None, ocr: bool = 
     if not text.strip():
         raise BadInput(f"{where}: only whitespace, nothing to index", "add content or leave it out")
     media = "text/markdown" if suffix in MARKDOWN_LIKE or not suffix else "text/plain"
-    return Extracted(text=text, media_type=media, title=title_of(text, Path(name).stem))
+    tags = _tags(frontmatter(text)[0].get("tags"))
+    return Extracted(
+        text=text,
+        media_type=media,
+        title=title_of(text, Path(name).stem),
+        meta={"tags": tags} if tags else {},
+    )
 
 
 _META_LINE = re.compile(r"^\s*(?:#+\s*)?[\w-]+:\s.*$|^\s*$")

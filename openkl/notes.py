@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from . import crash, events
-from .errors import BadInput, NotFound
+from .errors import BadInput, EmptyDraft, NotFound
 from .folder import NAME_NOT_UTF8, Folder, atomic_write, is_utf8, iso, shown, utcnow
 
 NOTE_ID = re.compile(r"^m-\d{8}-[a-z0-9]{4}$")
@@ -77,8 +77,9 @@ def _str_list(value: Any, name: str, where: str) -> list[str]:
     return [str(v).strip() for v in value if str(v).strip()]
 
 
-def parse_note(text: str, where: str = "note", path: Path | None = None) -> Note:
-    """Parse a note file's text; broken frontmatter is a `BadInput` naming the file."""
+def _frontmatter(text: str, where: str) -> tuple[dict[str, Any], int]:
+    """The YAML frontmatter of a note's text (empty when there is none) and where the body
+    starts; broken frontmatter is a `BadInput` naming `where`."""
     m = _FM.match(text)
     if not m:
         if text.startswith("---"):
@@ -86,23 +87,26 @@ def parse_note(text: str, where: str = "note", path: Path | None = None) -> Note
                 f"{where}: frontmatter is not closed by a `---` line",
                 "add the closing `---` after the YAML block",
             )
-        meta: dict[str, Any] = {}
-        body_start = 0
-    else:
-        try:
-            meta = yaml.safe_load(m.group(1)) or {}
-        except yaml.YAMLError as e:
-            first = str(e).splitlines()[0] if str(e) else "invalid YAML"
-            raise BadInput(
-                f"{where}: broken YAML frontmatter ({first})",
-                "fix the YAML between the `---` lines",
-            ) from e
-        if not isinstance(meta, dict):
-            raise BadInput(
-                f"{where}: frontmatter must be a YAML mapping",
-                "write `key: value` lines between the `---` lines",
-            )
-        body_start = m.end()
+        return {}, 0
+    try:
+        meta = yaml.safe_load(m.group(1)) or {}
+    except yaml.YAMLError as e:
+        first = str(e).splitlines()[0] if str(e) else "invalid YAML"
+        raise BadInput(
+            f"{where}: broken YAML frontmatter ({first})",
+            "fix the YAML between the `---` lines",
+        ) from e
+    if not isinstance(meta, dict):
+        raise BadInput(
+            f"{where}: frontmatter must be a YAML mapping",
+            "write `key: value` lines between the `---` lines",
+        )
+    return meta, m.end()
+
+
+def parse_note(text: str, where: str = "note", path: Path | None = None) -> Note:
+    """Parse a note file's text; broken frontmatter is a `BadInput` naming the file."""
+    meta, body_start = _frontmatter(text, where)
     note_id = str(meta.pop("id", "") or "") or (path.stem if path else "")
     if not note_id:
         raise BadInput(f"{where}: note has no id", "add `id: m-YYYYMMDD-xxxx` to the frontmatter")
@@ -211,6 +215,88 @@ def add(
     return read_note(path, folder)
 
 
+# The editor's draft, as `git commit` has it: everything from the scissors line down is
+# removed, so `#` lines above it (markdown headings) stay in the note.
+SCISSORS = "# ------------------------ >8 ------------------------"
+_DRAFT_HELP = (
+    SCISSORS,
+    "# Write the note above this line; this line and everything below it are removed.",
+    "# Saving an empty note (or quitting without a word) aborts: nothing is written.",
+    "# Between the `---` lines is YAML: tags and topics are lists; any other key",
+    "# (title, scope, source…) is kept in the note's frontmatter. Empty keys are left out;",
+    "# the id and the date are set when the note is saved.",
+)
+
+
+class Draft(NamedTuple):
+    """A note as written in the editor (or a draft file), before it has an id."""
+
+    body: str
+    tags: list[str]
+    topics: list[str]
+    extra: dict[str, Any]
+
+
+def draft_template(
+    body: str = "", tags: list[str] | None = None, topics: list[str] | None = None
+) -> str:
+    """The text the editor opens for a new note: frontmatter to fill, the body, and the
+    comment lines below the scissors line that say how it is read."""
+    meta = {"title": None, "tags": clean_labels(tags), "topics": clean_labels(topics)}
+    fm = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=None)
+    fm = fm.replace("title: null\n", "title:\n")
+    body = body.strip("\n")
+    return f"---\n{fm}---\n{body}\n\n" + "\n".join(_DRAFT_HELP) + "\n"
+
+
+def parse_draft(text: str, where: str = "draft") -> Draft:
+    """Read a draft: frontmatter (optional) and body, without the scissors line and what
+    follows it. An empty body is a `BadInput`; so are `id` and `ts`, which saving sets."""
+    lines = text.removeprefix("\ufeff").splitlines()  # some editors save a BOM
+    if SCISSORS in lines:
+        lines = lines[: lines.index(SCISSORS)]
+    lines = [ln for ln in lines if ln not in _DRAFT_HELP]  # in case the scissors went
+    text = "\n".join(lines).lstrip("\n")
+    meta, body_start = _frontmatter(text, where)
+    for key in ("id", "ts"):
+        if key in meta:
+            raise BadInput(
+                f"{where}: `{key}` is set when the note is saved", f"remove the `{key}:` line"
+            )
+    tags = _str_list(meta.pop("tags", None), "tags", where)
+    topics = _str_list(meta.pop("topics", None), "topics", where)
+    extra = {str(k): v for k, v in meta.items() if v not in (None, "", [], {})}
+    body = text[body_start:].strip("\n")
+    if not body.strip():
+        raise EmptyDraft("Aborting: empty note, nothing was saved", "write the note's text")
+    if "\x00" in body:
+        raise BadInput(f"{where}: the note contains NUL bytes", "write plain text")
+    return Draft(body, clean_labels(tags), clean_labels(topics), extra)
+
+
+def reread(folder: Folder, before: Note) -> tuple[Note, bool]:
+    """The note `before` after its file was edited by hand: read and checked (broken
+    frontmatter or an empty body is a `BadInput`, the file left as it is), its id kept (an
+    edited `id:` is put back; the second value says so) and its topic links moved."""
+    assert before.path is not None
+    where = folder.rel(before.path)
+    if not before.path.exists():
+        raise NotFound(f"{where} is gone", f"`ok sync` takes {before.id} out of the index")
+    note = read_note(before.path, folder)
+    if not note.body.strip():
+        raise BadInput(
+            f"{where}: the note is empty", f"use `ok mem delete {before.id}` to remove it"
+        )
+    restored = note.id != before.id
+    if restored:
+        note.id = before.id
+        atomic_write(before.path, note.to_text())
+        note = read_note(before.path, folder)
+    events.emit(folder, "mem_updated", note=note.id, path=where)
+    _relink(folder, before.path, before.topics + before.tags, note.topics + note.tags)
+    return note, restored
+
+
 def iter_note_files(folder: Folder) -> list[Path]:
     if not folder.by_date_dir.exists():
         return []
@@ -296,6 +382,20 @@ def find(folder: Folder, note_id: str) -> Note:
     if not hits:
         raise NotFound(f"no memory note with id {shown(note_id)}", "list ids with `ok mem list`")
     raise BadInput(f"id prefix {note_id} matches {len(hits)} notes", "give more of the id")
+
+
+def for_editing(folder: Folder, note_id: str) -> Note:
+    """The note to open in the editor: as `find`, but the file of a full id is given even
+    when its frontmatter is broken (with no labels then), so that it can be fixed."""
+    try:
+        return find(folder, note_id)
+    except BadInput:
+        m = re.match(r"^m-(\d{4})(\d{2})(\d{2})-", note_id)
+        if NOTE_ID.match(note_id) and m:
+            guess = folder.by_date_dir / f"{m[1]}-{m[2]}" / m[3] / f"{note_id}.md"
+            if guess.is_file():
+                return Note(id=note_id, ts="", body="", path=guess)
+        raise
 
 
 def update(

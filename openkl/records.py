@@ -87,7 +87,8 @@ class MappingEntry(TypedDict):
     sha256: NotRequired[str]  # of the normalized text (the id is its first 16 digits)
     current: NotRequired[bool]  # false for a superseded version; absent means true
     refresh: NotRequired[RefreshPolicy | None]  # the refresh policy; None or absent: none
-    meta: NotRequired[dict[str, Any]]  # what the extractor and the fetcher knew (ArxivMeta…)
+    meta: NotRequired[dict[str, Any]]  # what the extractor and the fetcher knew (ArxivMeta…,
+    # a markdown file's frontmatter `tags`)
     fetch: NotRequired[FetchInfo]  # what the last fetch learnt
     refresh_error: NotRequired[RefreshError]  # the last refresh failed; cleared by success
     supersedes: NotRequired[str]  # the id of the version this one replaced
@@ -1172,6 +1173,17 @@ class GrepMatch(TypedDict):
     column: int  # 1-based, in characters
     text: str  # the whole line
     match: str  # the text that matched
+    # with context asked for (-A/-B/-C, MCP before/after/context): the lines around it,
+    # nearest last in `before`, nearest first in `after`; both there, maybe empty
+    before: NotRequired[list[GrepLine]]
+    after: NotRequired[list[GrepLine]]
+
+
+class GrepLine(TypedDict):
+    """A line of context around a grep match."""
+
+    line: int  # 1-based
+    text: str
 
 
 class DirEntry(TypedDict):

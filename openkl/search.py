@@ -1,9 +1,10 @@
 """Hybrid search over memories and documents, returning cite objects.
 
-Two signals: BM25 from Kùzu's FTS index (porter-stemmed) and exact cosine similarity over
-the chunk and note vectors. They are fused with a weighted sum of per-query normalized
-scores (measured best on the SciFact train split; RRF is available), then deduplicated per
-document. Every hit is a cite object that `ok cite verify` can check later.
+Two signals: BM25 from Kùzu's FTS index (porter-stemmed; Chinese, Japanese and Korean as
+character bigrams, `graph.fts_text`) and exact cosine similarity over the chunk and note
+vectors. They are fused with a weighted sum of per-query normalized scores (measured best on
+the SciFact train split; RRF is available), then deduplicated per document. Every hit is a
+cite object that `ok cite verify` can check later.
 """
 
 from __future__ import annotations

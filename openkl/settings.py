@@ -263,6 +263,31 @@ DECLARED: tuple[Setting, ...] = (
     _s("mcp.fs_max_entries", 500, int, "Most entries an MCP `fs_list` returns."),
     _s("mcp.grep_max", 200, int, "Most matches an MCP `sh_grep` returns."),
     _s("mcp.cypher_max_rows", 500, int, "Most rows an MCP `graph_cypher` returns."),
+    # the HTTP server
+    _s(
+        "serve.rate_limit",
+        20.0,
+        float,
+        "Requests a second one caller may make to `ok serve`, on average (0: no limit).",
+    ),
+    _s("serve.burst", 40, int, "Requests one caller may make to `ok serve` at once."),
+    _s("serve.access_log", True, bool, "`ok serve` logs each request as a JSON line on stderr."),
+    _s(
+        "serve.jwt_secret_env",
+        None,
+        str,
+        "Environment variable holding the HS256 secret that JWTs are signed with.",
+        nullable=True,
+    ),
+    _s(
+        "serve.jwt_public_key",
+        None,
+        str,
+        "PEM file of the RS256 public key that JWTs are signed with (instead of a secret).",
+        nullable=True,
+    ),
+    _s("serve.jwt_issuer", None, str, "The `iss` every JWT must carry.", nullable=True),
+    _s("serve.jwt_audience", None, str, "The `aud` every JWT must carry.", nullable=True),
     # read from the environment only
     _s(
         "OK_ROOT",

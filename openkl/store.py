@@ -22,7 +22,15 @@ from .drift import after_ingest
 from .errors import BadInput, NotFound, OkError
 from .folder import NAME_NOT_UTF8, Folder, atomic_write, is_utf8, iso, shown
 from .mapping import resolve
-from .normalize import Extracted, extract_bytes, require_ocr, supported
+from .normalize import (
+    IMAGE_MIME,
+    SNIFF_BYTES,
+    Extracted,
+    extract_bytes,
+    looks_like_text,
+    require_ocr,
+    supported,
+)
 from .progress import progress
 from .records import (
     Added,
@@ -128,7 +136,7 @@ def collect(
                     )
                 ]
             else:
-                files = [(f, r) for f, r in files if supported(f, ocr)]
+                files = _by_type(files, ocr, skipped)
             prefix = base.name if base != folder.sources_dir else ""
         else:
             if _is_derived(folder, p):
@@ -186,6 +194,33 @@ def collect(
                 )
             )
     return cands, skipped
+
+
+def _by_type(
+    files: list[tuple[Path, Path]], ocr: bool, skipped: list[Skipped]
+) -> list[tuple[Path, Path]]:
+    """The files of a walked directory worth reading: known types, and text of any other
+    name (README, README.Debian) judged by its first bytes; the rest go to `skipped`."""
+    kept = []
+    for f, real in files:
+        if supported(f, ocr):
+            kept.append((f, real))
+            continue
+        try:
+            with real.open("rb") as fh:
+                head = fh.read(SNIFF_BYTES)
+        except OSError as e:
+            skipped.append({"path": str(f), "reason": f"unreadable: {e.strerror or e}"})
+            continue
+        if looks_like_text(head):
+            kept.append((f, real))
+            continue
+        kind = f"'{f.suffix}'" if f.suffix else "without an extension"
+        reason = f"not a supported file type ({kind}) and not UTF-8 text"
+        if f.suffix.lower() in IMAGE_MIME:
+            reason = "an image; its text can only be read with OCR (hint: pass --ocr)"
+        skipped.append({"path": str(f), "reason": reason})
+    return kept
 
 
 def _is_derived(folder: Folder, f: Path) -> bool:
@@ -542,8 +577,26 @@ def ingest_paths(
     if ocr:
         require_ocr()
     cands, skipped = collect(folder, paths, glob, recursive, ocr, follow, confine)
+    if not cands and not skipped:
+        raise NotFound(*_nothing_matched(paths, glob, recursive))
     rep = IngestReport(skipped=skipped)
     return ingest(folder, cands, rep, policy=policy, ocr=ocr)
+
+
+def _nothing_matched(paths: list[str], glob: list[str] | None, recursive: bool) -> tuple[str, str]:
+    """The message and hint for an ingest that found no file to read."""
+    where = ", ".join(shown(p) for p in paths)
+    if glob:
+        pats = " ".join(f"'{g}'" for g in glob)
+        return (
+            f"no file in {where} matches --glob {pats}",
+            "a pattern matches a file's name or its path under the directory, e.g. "
+            "--glob '*.pdf' or --glob 'docs/*.md'",
+        )
+    hint = "name files directly, or a directory with documents in it"
+    if not recursive:
+        hint = "drop --no-recursive to look in subdirectories too"
+    return f"no files to ingest in {where}", hint
 
 
 # NAME_MAX less room for the `.ok.md` suffix, a disambiguating id and atomic_write's temp name

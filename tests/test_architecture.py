@@ -68,7 +68,7 @@ LAYERS = [
     # the operations the adapters share
     {"openkl.ops"},
     # the adapters
-    {"openkl.cli", "openkl.mcp_server"},
+    {"openkl.cli", "openkl.mcp_server", "openkl.server"},
 ]
 
 

@@ -240,12 +240,16 @@ def test_doctor_reports_broken_links(example_kf: Path) -> None:
 
 def test_an_index_from_before_links_is_rebuilt(example_kf: Path) -> None:
     _three(example_kf)
-    # the graph as the previous schema had it: no LINKS_TO table, version 4
-    for q in ("DROP TABLE LINKS_TO", "MATCH (m:Meta {key: 'schema_version'}) SET m.value = '4'"):
+    # the graph as the previous schema had it: no LINKS_TO or NoteRefs table, version 5
+    for q in (
+        "DROP TABLE LINKS_TO",
+        "DROP TABLE NoteRefs",
+        "MATCH (m:Meta {key: 'schema_version'}) SET m.value = '5'",
+    ):
         r = run_ok("graph", "cypher", q, "--write")
         assert r.code == 0, r.err
     r = run_ok("sync")
-    assert r.code == 1 and "schema version 4" in r.err and "ok index --rebuild" in r.err
+    assert r.code == 1 and "schema version 5" in r.err and "ok index --rebuild" in r.err
     r = run_ok("index", "--rebuild")
     assert r.code == 0, r.err
     assert run_ok("status", "--json").json()["in_sync"] is True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import EXAMPLES, run_ok
 from docgen import make_docx, make_pdf
 
@@ -215,3 +216,157 @@ def test_sync_reports_the_original_of_a_deleted_normalized_file(example_kf: Path
     # said once: the next sync has nothing to say
     r = run_ok("sync")
     assert r.code == 0 and "is kept" not in r.err
+
+
+def test_extensionless_text_is_ingested_and_other_files_are_reported(
+    kf: Path, tmp_path: Path
+) -> None:
+    src = tmp_path / "pkg"
+    src.mkdir()
+    (src / "README").write_text("Lighthouses guide ships past the rocks at night.\n")
+    (src / "README.Debian").write_text("Debian notes: the lamp package needs a keeper.\n")
+    (src / "a.out").write_bytes(b"\x7fELF\x00\x00\x01")
+    (src / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (src / "latin1.dat").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    r = run_ok("store", "ingest", str(src), "--json")
+    assert r.code == 1
+    rep = r.json()
+    assert sorted(Path(a["origin"]).name for a in rep["added"]) == ["README", "README.Debian"]
+    reasons = {Path(s["path"]).name: s["reason"] for s in rep["skipped"]}
+    assert set(reasons) == {"a.out", "logo.png", "latin1.dat"}
+    assert "not a supported file type ('.out')" in reasons["a.out"]
+    assert "--ocr" in reasons["logo.png"]
+    assert "not UTF-8 text" in reasons["latin1.dat"]
+    plain = run_ok("store", "ingest", str(src))
+    assert "0 added, 2 unchanged, 3 skipped" in plain.out
+    assert "skipped " + str(src / "a.out") in plain.err
+
+
+def test_ingest_matching_nothing_is_an_error(kf: Path, tmp_path: Path) -> None:
+    src = tmp_path / "papers"
+    src.mkdir()
+    (src / "notes.md").write_text("Some notes about lighthouses.\n")
+    before = sorted(p.relative_to(kf) for p in kf.rglob("*"))
+    r = run_ok("store", "ingest", str(src), "--glob", "*.pdf")
+    assert r.code == 1 and r.out == ""
+    assert r.err.strip().splitlines() == [
+        f"Error: no file in {src} matches --glob '*.pdf' (hint: a pattern matches a file's "
+        "name or its path under the directory, e.g. --glob '*.pdf' or --glob 'docs/*.md')"
+    ]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run_ok("store", "ingest", str(empty), "--json")
+    assert r.code == 1 and "no files to ingest in" in r.err and "hint:" in r.err
+    assert sorted(p.relative_to(kf) for p in kf.rglob("*")) == before
+
+
+def test_markdown_frontmatter_is_title_and_tags_not_text(kf: Path, tmp_path: Path) -> None:
+    doc = tmp_path / "keepers.md"
+    doc.write_text(
+        "---\ntitle: Keepers of the Light\ntags: [lighthouses, history]\n---\n\n"
+        "Lighthouse keepers trimmed the wicks every night so ships could pass the reef.\n"
+    )
+    r = run_ok("store", "ingest", str(doc), "--json")
+    assert r.code == 0, r.err
+    [added] = r.json()["added"]
+    assert added["title"] == "Keepers of the Light"
+    meta = run_ok("store", "show", added["id"], "--meta").json()
+    assert meta["title"] == "Keepers of the Light"
+    assert meta["meta"]["tags"] == ["lighthouses", "history"]
+    # the normalized file keeps the block (the id is its hash); the index does not see it
+    text = (kf / added["path"]).read_text(encoding="utf-8")
+    assert text.startswith("---\ntitle: Keepers of the Light\n")
+    hits = run_ok("search", "lighthouse keepers wicks", "--json").json()
+    assert hits
+    for h in hits:
+        assert "title:" not in h["quote"] and "tags:" not in h["quote"]
+        assert h["quote"].startswith("Lighthouse keepers")
+        assert text[h["loc"]["start"] : h["loc"]["end"]] == h["quote"]
+    c = run_ok("cite", "make", hits[0]["id"], "--json").json()[0]
+    assert text[c["loc"]["start"] : c["loc"]["end"]] == c["quote"]
+    grep = run_ok("graph", "cypher", "MATCH (c:Chunk) RETURN c.text AS t", "--json")
+    assert grep.code == 0, grep.err
+    rows = grep.json()
+    assert rows and all("tags:" not in row["t"] for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("first_line", "title"),
+    [
+        ("Tide tables", "Tide tables"),
+        (
+            "The harbour log. Entries run from 1890 to 1932 and name every ship that "
+            "passed the breakwater.",
+            "The harbour log",
+        ),
+        (
+            "Keepers of the northern lights recorded the weather, the passing ships, the "
+            "state of the lamp and the oil they burnt every single night",
+            "Keepers of the northern lights recorded the weather, the passing ships, the…",
+        ),
+        ("Was the lamp lit? The log says so.", "Was the lamp lit?"),
+    ],
+)
+def test_txt_title_is_first_sentence_or_line_cut_at_a_word(
+    kf: Path, tmp_path: Path, first_line: str, title: str
+) -> None:
+    doc = tmp_path / "log.txt"
+    doc.write_text(first_line + "\n\nMore text about the lighthouse follows here.\n")
+    r = run_ok("store", "ingest", str(doc), "--json")
+    assert r.code == 0, r.err
+    [added] = r.json()["added"]
+    assert added["title"] == title
+    assert len(added["title"]) <= 80
+
+
+def test_embedding_progress_moves_batch_by_batch(kf: Path, tmp_path: Path) -> None:
+    """On a terminal the embedding bar shows counts between 0 and the total, not just
+    the two ends."""
+    import os
+    import pty
+    import re
+    import subprocess
+    import threading
+    import uuid
+
+    from conftest import OK_BIN
+
+    src = tmp_path / "many"
+    src.mkdir()
+    for i in range(6):
+        words = " ".join(f"lamp{uuid.uuid4().hex[:8]}" for _ in range(400))
+        (src / f"log{i}.md").write_text(f"# Log {i}\n\n{words}.\n")
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "OK_NO_PROGRESS"}
+    env.update({"COLUMNS": "120", "TERM": "xterm"})
+    seen: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            seen.append(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    proc = subprocess.run(
+        [OK_BIN, "store", "ingest", str(src)],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=env,
+        timeout=300,
+    )
+    os.close(slave)
+    reader.join(timeout=10)
+    os.close(master)
+    assert proc.returncode == 0, b"".join(seen).decode(errors="replace")
+    shown = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", b"".join(seen).decode(errors="replace"))
+    counts = {(int(a), int(b)) for a, b in re.findall(r"embedding\S*\s.*?(\d+)/(\d+)", shown)}
+    assert counts, shown
+    total = max(b for _, b in counts)
+    assert total > 64
+    assert any(0 < a < total for a, b in counts if b == total), counts

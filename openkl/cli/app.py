@@ -18,7 +18,7 @@ from ..errors import OkError
 from ..records import Status, SyncProblem
 from . import output
 from .common import folder, split_labels, writing
-from .output import JsonOpt, emit, state
+from .output import JsonOpt, emit, is_tty, state, styled
 
 
 # A private typer API (pyproject.toml pins typer to the versions that have it).
@@ -73,7 +73,8 @@ def _root(
         "-C",
         envvar="OK_ROOT",
         metavar="DIR",
-        help="Knowledge folder (default: nearest parent with .ok/); also after the subcommand.",
+        help="Knowledge folder (default: nearest parent with .ok/); also after the subcommand "
+        "(after `grep`, -C is lines of context, as in rg: use --root there).",
     ),
     json_: bool = typer.Option(False, "--json", help="JSON output for every command."),
     tee: str = typer.Option(
@@ -95,12 +96,16 @@ def _root(
         help="Print the version and exit.",
     ),
 ) -> None:
+    state.root, state.json, state.tee, state.debug = root, json_, tee, debug
+    state.color = _color_choice(color)
+
+
+def _color_choice(color: str) -> str:
     if color not in ("auto", "always", "never"):
         raise typer.BadParameter(
             f"{color!r} is not one of auto, always, never", param_hint="'--color'"
         )
-    state.root, state.json, state.tee, state.debug = root, json_, tee, debug
-    state.color = color
+    return color
 
 
 # -- folder -------------------------------------------------------------------------------
@@ -376,11 +381,19 @@ def search(
 
 @app.command(
     "grep",
-    epilog="""Examples:
+    epilog="""Output is rg's: `path:LINE:text` for a match, `path-LINE-text` for context, `--`
+between groups; matches are coloured on a terminal (--color). Exit 1 when nothing matched.
+Here -C N is lines of context, as in rg; name the folder with --root DIR.
+
+Examples:
 
 \b
   ok grep -i "analytical engine"
+  ok grep -w Ada -C 2                  # whole words, two lines around each match
+  ok grep -l "TODO|FIXME" --in mem     # the files that match, one a line
+  ok grep -c Babbage                   # path:N, the matching lines of each file
   ok grep "TODO|FIXME" --in mem --json | jq -r '.[].path' | sort -u
+  ok grep Babbage -A 1 --json | jq -r '.[].after[].text'
 """,
 )
 def grep_cmd(
@@ -388,26 +401,77 @@ def grep_cmd(
     scope: str = typer.Option("all", "--in", metavar="all|mem|store", help="Where to grep."),
     ignore_case: bool = typer.Option(False, "-i", "--ignore-case"),
     fixed: bool = typer.Option(False, "-F", "--fixed-strings", help="Pattern is plain text."),
-    max_count: int = typer.Option(1000, "--max", metavar="N", help="Stop after this many matches."),
+    word: bool = typer.Option(
+        False, "-w", "--word-regexp", help="Only whole words: no letter, digit or _ around it."
+    ),
+    context: int | None = typer.Option(
+        None, "-C", "--context", metavar="N", min=0, help="Lines of context around each match."
+    ),
+    after: int | None = typer.Option(
+        None, "-A", "--after-context", metavar="N", min=0, help="Lines after (overrides -C)."
+    ),
+    before: int | None = typer.Option(
+        None, "-B", "--before-context", metavar="N", min=0, help="Lines before (overrides -C)."
+    ),
+    files_only: bool = typer.Option(
+        False, "-l", "--files-with-matches", help="Only the paths of files that match."
+    ),
+    count: bool = typer.Option(False, "-c", "--count", help="Matching lines per file: path:N."),
+    max_count: int = typer.Option(
+        1000, "--max", metavar="N", help="Stop after this many matches (-l, -c: files)."
+    ),
+    color: str | None = typer.Option(
+        None,
+        "--color",
+        metavar="auto|always|never",
+        help="Colour matches: auto (on a terminal, unless NO_COLOR), always, never.",
+    ),
     no_rg: bool = typer.Option(False, "--no-rg", help="Use the pure-Python matcher."),
     json_: bool = JsonOpt,
 ) -> None:
     """Grep memories and normalized documents (ripgrep; Python fallback without rg)."""
     from .. import ops
+    from .matches import files_text, lines_text
 
+    if color is not None:
+        state.color = _color_choice(color)
+    if files_only and count:
+        raise typer.BadParameter("-l and -c do not combine", param_hint="'-l' / '-c'")
+    paint = is_tty() and styled()
+    if files_only or count:
+        res = ops.grep_files(
+            folder(),
+            pattern,
+            scope=scope,
+            ignore_case=ignore_case,
+            fixed=fixed,
+            word=word,
+            count=count,
+            max_files=max_count,
+            use_rg=not no_rg,
+        )
+        emit(
+            res.counts if res.counts is not None else res.paths,
+            json_,
+            plain=lambda _: files_text(res, paint),
+        )
+        if not res.paths:
+            raise typer.Exit(1)
+        return
     hits = ops.grep(
         folder(),
         pattern,
         scope=scope,
         ignore_case=ignore_case,
         fixed=fixed,
+        word=word,
+        before=before if before is not None else context or 0,
+        after=after if after is not None else context or 0,
         max_count=max_count,
         use_rg=not no_rg,
-    ).hits
-    emit(
-        hits, json_, plain=lambda hs: "\n".join(f"{h['path']}:{h['line']}:{h['text']}" for h in hs)
     )
-    if not hits:
+    emit(hits.hits, json_, plain=lambda _: lines_text(hits, paint))
+    if not hits.hits:
         raise typer.Exit(1)
 
 
@@ -447,6 +511,9 @@ def _register() -> None:
     from . import completion as completion_cli
 
     app.command("completion")(completion_cli.completion)
+    from . import serve as serve_cli
+
+    app.add_typer(serve_cli.app, name="serve")
 
 
 _register()
@@ -454,12 +521,13 @@ _register()
 
 _ROOT_FLAGS = ("-C", "--root")
 _VALUED_GLOBALS = {"-C", "--root", "--tee", "--color"}
-_OWN_ROOT = {"mcp"}  # subcommands with a --root option of their own
+_OWN_ROOT = {"mcp", "serve"}  # subcommands with a --root option of their own
+_OWN_C = {"grep"}  # subcommands whose -C is their own: `ok grep -C 2` is context, as in rg
 
 
-def _command_of(argv: list[str]) -> str | None:
-    """The subcommand's name: the first argument that is neither a global option nor the
-    value of one."""
+def _command_at(argv: list[str]) -> int | None:
+    """Where the subcommand's name is: the first argument that is neither a global option
+    nor the value of one."""
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -469,7 +537,7 @@ def _command_of(argv: list[str]) -> str | None:
             i += 2
             continue
         if not a.startswith("-"):
-            return a
+            return i
         i += 1
     return None
 
@@ -477,9 +545,12 @@ def _command_of(argv: list[str]) -> str | None:
 def hoist_root(argv: list[str]) -> list[str]:
     """Move `-C DIR` / `--root DIR` / `--root=DIR` given after the subcommand to the front,
     where the top-level option is parsed, so `ok search x -C DIR` works like `ok -C DIR
-    search x`. Nothing after `--` is touched, nor the arguments of `ok mcp`, whose own
-    repeatable `--root` names the folders it serves."""
-    if _command_of(argv) in _OWN_ROOT:
+    search x`. Nothing after `--` is touched, nor the arguments of `ok mcp` and `ok serve`,
+    whose own repeatable `--root` names the folders they serve, nor `-C` after `ok grep`,
+    which is grep's lines of context (`--root` still moves)."""
+    at = _command_at(argv)
+    cmd = None if at is None else argv[at]
+    if cmd in _OWN_ROOT:
         return argv
     front: list[str] = []
     rest: list[str] = []
@@ -489,7 +560,8 @@ def hoist_root(argv: list[str]) -> list[str]:
         if a == "--":
             rest.extend(argv[i:])
             break
-        if a in _ROOT_FLAGS and i + 1 < len(argv):
+        own = a == "-C" and cmd in _OWN_C and at is not None and i > at
+        if a in _ROOT_FLAGS and i + 1 < len(argv) and not own:
             front += [a, argv[i + 1]]
             i += 2
             continue

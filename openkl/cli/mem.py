@@ -2,36 +2,155 @@
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+from ..errors import BadInput, EmptyDraft, OkError
 from . import completion, output
 from .common import TagsOpt, TopicsOpt, folder, split_labels, writing
 from .output import JsonOpt, emit
+
+if TYPE_CHECKING:
+    from ..folder import Folder
+    from ..notes import Note
 
 app = typer.Typer(help="Memory notes: markdown files with YAML frontmatter.", no_args_is_help=True)
 
 
 def _text_arg(text: str) -> str:
+    """`-` is stdin."""
     return output.read_stdin_text() if text == "-" else text
 
 
 @app.command()
 def add(
-    text: str = typer.Argument(..., help="The note's text, or `-` to read stdin."),
+    text: str = typer.Argument(
+        None,
+        help="The note's text, or `-` to read stdin. Without it the note is read from stdin "
+        "when that is not a terminal, else written in your editor.",
+        show_default=False,
+    ),
     tags: list[str] = TagsOpt,
     topics: list[str] = TopicsOpt,
+    edit: bool = typer.Option(
+        False,
+        "--edit",
+        "-e",
+        help="Write the note in $VISUAL, else $EDITOR, else vi (TEXT, if given, starts it).",
+    ),
+    from_: Path = typer.Option(
+        None,
+        "--from",
+        metavar="FILE",
+        help="Add the note drafted in FILE (frontmatter optional), e.g. a draft kept in "
+        ".ok/drafts/ after a failed save; with --edit, open it first.",
+        dir_okay=False,
+    ),
     json_: bool = JsonOpt,
 ) -> None:
-    """Add a note (memories/by_date/YYYY-MM/DD/<id>.md) and index it."""
-    f = folder()
-    body = _text_arg(text)
-    with writing(f, "ok mem add"):
-        from .. import ops  # imported when used: `ok --help` stays light
+    """Add a note (memories/by_date/YYYY-MM/DD/<id>.md) and index it.
 
-        note = ops.add_note(f, body, split_labels(tags), split_labels(topics))
+    In the editor the note starts from a template, as `git commit` does: frontmatter to fill
+    (title, tags, topics or any other key), the text, and `#` lines below a scissors line
+    that are removed. An empty note aborts and writes nothing.
+    """
+    f = folder()
+    if from_ is not None and text is not None:
+        raise typer.BadParameter("give the note's text or --from FILE, not both")
+    if text is None and from_ is None and not edit:
+        if sys.stdin is None or sys.stdin.isatty():
+            edit = True
+        else:
+            text = "-"  # piped in, as `echo x | ok mem add`
+    if edit or from_ is not None:
+        note = _add_drafted(f, text, split_labels(tags), split_labels(topics), edit, from_)
+    else:
+        body = _text_arg(text)
+        with writing(f, "ok mem add"):
+            from .. import ops  # imported when used: `ok --help` stays light
+
+            note = ops.add_note(f, body, split_labels(tags), split_labels(topics))
     emit(note.as_dict(f), json_, plain=lambda d: d["id"])
+
+
+def _add_drafted(
+    f: Folder,
+    text: str | None,
+    tags: list[str],
+    topics: list[str],
+    edit: bool,
+    source: Path | None,
+) -> Note:
+    """A note written in the editor or read from a draft file. The editor's text is kept
+    in a file under .ok/drafts/ until the note is saved, so a failed save loses nothing."""
+    from .. import notes, ops
+    from . import editor
+
+    if source is not None:
+        try:
+            start = source.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise BadInput(f"cannot read {source}: {e}", "give a UTF-8 text file") from e
+        source = source.resolve()
+    else:
+        start = notes.draft_template(_text_arg(text) if text is not None else "", tags, topics)
+    drafts = f.ok_dir / "drafts"
+    ours = source if source is not None and source.parent == drafts.resolve() else None
+    draft = ours
+    if edit and draft is None:
+        drafts.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix="note-", suffix=".md", dir=drafts)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(start)
+        draft = Path(name)
+    path = draft or source
+    assert path is not None
+    kept = f"your text is kept in {editor.shown(draft)}" if draft is not None else ""
+    while True:
+        if edit:
+            try:
+                editor.edit(path, "nothing was saved" if ours is None else kept)
+            except OkError:
+                if draft is not None and ours is None:
+                    draft.unlink(missing_ok=True)
+                raise
+        try:
+            d = notes.parse_draft(path.read_text(encoding="utf-8"), editor.shown(path))
+        except EmptyDraft:
+            if draft is not None and ours is None:
+                draft.unlink(missing_ok=True)
+            raise
+        except (BadInput, UnicodeDecodeError) as e:
+            if edit and editor.again(str(e)):
+                continue
+            raise BadInput(
+                e.message if isinstance(e, BadInput) else f"{editor.shown(path)}: not valid UTF-8",
+                f"{kept}; fix it and run `ok mem add --from {editor.shown(draft)}`"
+                if draft is not None
+                else "fix the file and try again",
+            ) from e
+        break
+    if source is None:  # the template held them, and the editor had the last word
+        tags = topics = []
+    try:
+        with writing(f, "ok mem add"):
+            return ops.add_note(
+                f,
+                d.body,
+                notes.clean_labels(d.tags + tags),
+                notes.clean_labels(d.topics + topics),
+                extra=d.extra,
+                draft=draft,
+            )
+    except OkError as e:
+        if draft is not None and draft.exists():  # not saved: say where the text is
+            e.hint = f"{e.hint}; {kept}" if e.hint else kept
+        raise
 
 
 @app.command("list")
@@ -165,6 +284,49 @@ def update(
             topics=split_labels(topics) if topics is not None else None,
             add_tags=split_labels(add_tag),
         )
+    emit(note.as_dict(f), json_, plain=lambda d: d["id"])
+
+
+@app.command()
+def edit(
+    note_id: str = typer.Argument(..., help="Note id.", autocompletion=completion.note_ids),
+    json_: bool = JsonOpt,
+) -> None:
+    """Edit a note's file in your editor, then index it again.
+
+    The editor is $VISUAL, else $EDITOR, else vi; the file is indexed again even when
+    unchanged. The id stays: an edited `id:` is put back. If the file no longer reads
+    (broken frontmatter, no text) you are asked to edit it again; otherwise (or when nobody
+    is at the terminal) your edit stays in the file, the index keeps the old version and
+    the error says what is wrong: fix it, and `ok mem edit` or `ok sync` indexes it.
+    """
+    from .. import ops
+    from . import editor
+
+    f = folder()
+    before = ops.note_for_editing(f, note_id)
+    assert before.path is not None
+    where = f.rel(before.path)
+    old = before.path.read_bytes()
+    while True:
+        editor.edit(before.path, f"{where} is as the editor left it")
+        if before.path.is_file() and before.path.read_bytes() == old:
+            # indexed all the same: the file may have been changed by hand since
+            output.info(f"no changes to {before.id}")
+        try:
+            with writing(f, "ok mem edit"):
+                note, restored = ops.save_edited_note(f, before)
+        except BadInput as e:
+            if editor.again(str(e)):
+                continue
+            raise BadInput(
+                e.message,
+                f"your edit stays in {where}; fix it there (or `ok mem edit {before.id}`), "
+                "then `ok sync` indexes it",
+            ) from e
+        break
+    if restored:
+        output.warn(f"the id of a note stays: {where} has `id: {before.id}` again")
     emit(note.as_dict(f), json_, plain=lambda d: d["id"])
 
 

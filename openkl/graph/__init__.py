@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util  # noqa: F401  (kuzu's query preparation needs importlib.util loaded)
+import re
 import shutil
+import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +37,7 @@ from .lineage import LineageQueries
 from .links import LinkQueries
 from .versions import VersionQueries
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 DB_FILE = "graph.kz"
 
 
@@ -68,7 +71,7 @@ def schema(dim: int) -> list[str]:
         " confidence DOUBLE, evidence STRING, docs STRING, verified BOOLEAN,"
         " source_kind STRING, description STRING, ext_id STRING, extra STRING)",
         "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Doc TO Doc, drift DOUBLE, ts STRING)",
-        # `[[…]]` links in notes (schema version 5): each note's titles and links (JSON
+        # `[[…]]` links in notes (schema version 6): each note's titles and links (JSON
         # lists, as its file has them), and the edges they resolve to
         "CREATE NODE TABLE IF NOT EXISTS NoteRefs(id STRING PRIMARY KEY, titles STRING,"
         " links STRING)",
@@ -77,13 +80,60 @@ def schema(dim: int) -> list[str]:
     ]
 
 
-# BM25 runs over `fts`, the text with every run of whitespace made one space: Kùzu's FTS
-# tokenizer splits on spaces only, so "and\ndurability" would otherwise be one token
+# BM25 runs over `fts`, a copy of the text made for Kùzu's FTS tokenizer, which splits on
+# spaces only: every run of whitespace becomes one space (else "and\ndurability" would be
+# one token), and Chinese, Japanese and Korean, written without spaces between words, become
+# overlapping character bigrams (and single characters). Queries go through `fts_query`.
 FTS_INDEXES = (("Chunk", "chunk_fts", "fts"), ("MemoryNote", "note_fts", "fts"))
+
+# Han (with radicals, iteration marks and extensions A to I, compatibility ideographs),
+# Bopomofo, Hiragana and Katakana (with half-width forms and the kana supplements), Hangul
+# (syllables, jamo and half-width forms). Punctuation of these scripts is not in it.
+_CJK_LETTERS = (
+    "\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3031-\u3035\u3038-\u303c"
+    "\u3041-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3105-\u312f\u3131-\u318f\u31a0-\u31bf"
+    "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff"
+    "\uff66-\uffdc\U0001b000-\U0001b16f\U00020000-\U000323af"
+)
+# a stretch to rewrite: CJK letters, CJK punctuation (U+3000-303F) and the full-width and
+# half-width forms (U+FF00-FFEF), whose Latin letters and digits NFKC makes ASCII
+_CJK_STRETCH = re.compile(f"[{_CJK_LETTERS}\u3000-\u303f\uff00-\uffef]+")
+# inside a stretch (after NFKC): a run of CJK letters, or a word of other letters or digits;
+# what is neither (punctuation, symbols) becomes a space
+_WORD_OR_CJK = re.compile(f"([{_CJK_LETTERS}]+)|[^\\W{_CJK_LETTERS}]+")
+
+
+def _grams(run: str, unigrams: bool) -> str:
+    if len(run) == 1:
+        return run
+    pairs = " ".join(run[i : i + 2] for i in range(len(run) - 1))
+    return pairs + " " + " ".join(run) if unigrams else pairs
+
+
+def _cjk(text: str, unigrams: bool) -> str:
+    def tokens(stretch: re.Match[str]) -> str:
+        out = []
+        for m in _WORD_OR_CJK.finditer(unicodedata.normalize("NFKC", stretch[0])):
+            out.append(_grams(m[1], unigrams) if m[1] else m[0])
+        return " " + " ".join(out) + " "
+
+    if _CJK_STRETCH.search(text):
+        text = _CJK_STRETCH.sub(tokens, text)
+    return " ".join(text.split())
 
 
 def fts_text(text: str) -> str:
-    return " ".join(text.split())
+    """The text as the FTS index holds it: each run of CJK letters as its overlapping pairs
+    and its single characters, so that a one-character query finds it too. Text without
+    CJK letters, CJK punctuation or full-width forms only has its whitespace collapsed."""
+    return _cjk(text, unigrams=True)
+
+
+def fts_query(query: str) -> str:
+    """A query as the FTS index is asked: like `fts_text`, but a CJK run of two or more
+    characters as its pairs only, so that a word is matched as a whole, not as any of its
+    characters."""
+    return _cjk(query, unigrams=False)
 
 
 # -- the guard for Cypher from users (CLI and MCP) ---------------------------------------
@@ -286,6 +336,102 @@ def _is_lock_error(e: Exception) -> bool:
     return "lock" in msg and ("could not set" in msg or "set lock" in msg or "locked" in msg)
 
 
+class _Resident:
+    """A database a long-running process keeps open (`ok serve`): every `Graph.open` of its
+    directory in this process gets a new connection on it instead of opening the files.
+
+    Opens take a shared lease; `paused` (a rebuild swapping directories) waits for them to
+    end, closes the database, and opens the new one after.
+    """
+
+    def __init__(self, kuzu_dir: Path, buffer_pool_mb: int) -> None:
+        self.kuzu_dir = kuzu_dir
+        self.buffer_pool_mb = buffer_pool_mb
+        self._cond = threading.Condition()
+        self._leases = 0
+        self._paused = False
+        self.db: Any = None
+        self._open()
+
+    def _open(self) -> None:
+        import kuzu
+
+        path = self.kuzu_dir / DB_FILE
+        # checkpoints wait for every open transaction, so they run between requests
+        # (`checkpoint`), not at each commit
+        self.db = kuzu.Database(
+            str(path), buffer_pool_size=self.buffer_pool_mb << 20, auto_checkpoint=False
+        )
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[Any]:
+        with self._cond:
+            while self._paused:
+                self._cond.wait()
+            self._leases += 1
+        try:
+            yield self.db
+        finally:
+            with self._cond:
+                self._leases -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def _exclusive(self, own: int = 0) -> Iterator[None]:
+        """No other connection open while inside: new ones wait, open ones are waited for
+        (`own`: the caller's own open connections)."""
+        with self._cond:
+            while self._paused:
+                self._cond.wait()
+            self._paused = True
+            while self._leases > own:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._paused = False
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Closed inside the block (its directory can be swapped), open again after."""
+        with self._exclusive():
+            self.close()
+            try:
+                yield
+            finally:
+                self._open()
+
+    def committing(self) -> contextlib.AbstractContextManager[None]:
+        """Around a writer's COMMIT: Kùzu checkpoints a commit that bulk-loaded rows, and a
+        checkpoint waits for every other transaction, so readers pause for it."""
+        return self._exclusive(own=1)
+
+    def checkpoint(self) -> None:
+        """Move committed work from the log into the database files."""
+        import kuzu
+
+        with self._exclusive():
+            conn = kuzu.Connection(self.db)
+            try:
+                conn.execute("CHECKPOINT")
+            except RuntimeError:
+                pass  # the log stays; the next checkpoint or open replays it
+            finally:
+                conn.close()
+
+    def close(self) -> None:
+        if self.db is not None:
+            with contextlib.suppress(Exception):
+                self.db.close()
+            self.db = None
+
+
+_residents: dict[Path, _Resident] = {}
+_residents_lock = threading.Lock()
+
+
 class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, VersionQueries):
     """An open connection to the folder's graph (read-only unless opened for writing)."""
 
@@ -296,6 +442,10 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
         self.writable = writable
         self.trace: list[str] | None = None  # when a list, every query is appended to it
         self._in_tx = False  # inside `transaction()`: nested blocks join the outer one
+        self._resident = False  # a connection on a database this process keeps open
+        self._commit_guard: Callable[[], contextlib.AbstractContextManager[None]] = (
+            contextlib.nullcontext
+        )
 
     # -- opening ----------------------------------------------------------------
     @classmethod
@@ -320,6 +470,25 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
         """
         import kuzu
 
+        res = cls._resident_of(kuzu_dir)
+        if res is not None:
+            with res.lease() as db:
+                conn = kuzu.Connection(db)
+                g = cls(db, conn, kuzu_dir / DB_FILE, write)
+                g._resident = True
+                g._commit_guard = res.committing
+                try:
+                    if write and dim:
+                        g._ensure_schema(dim, embedder_identity)
+                    if check:
+                        g._check(embedder_identity)
+                    yield g
+                finally:
+                    with contextlib.suppress(Exception):
+                        conn.close()
+            if write:
+                res.checkpoint()
+            return
         path = kuzu_dir / DB_FILE
         if not write and not path.exists():
             raise OkError("the folder has no index yet", "run `ok index` to build it")
@@ -385,6 +554,37 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
                 db.close()
 
     @staticmethod
+    @contextlib.contextmanager
+    def resident(kuzu_dir: Path, buffer_pool_mb: int = 512) -> Iterator[None]:
+        """Keep the database at `kuzu_dir` open read-write in this process until the block
+        ends; meanwhile every `Graph.open` of it here is a new connection (no file lock to
+        wait for, no open to pay). Writers still hold the folder's writer lock."""
+        key = kuzu_dir.resolve()
+        with _residents_lock:
+            if key in _residents:
+                raise OkError(f"the graph at {kuzu_dir} is already kept open by this process")
+            _residents[key] = _Resident(key, buffer_pool_mb)
+        try:
+            yield
+        finally:
+            with _residents_lock:
+                res = _residents.pop(key)
+            with res.paused():  # waits for open connections to finish
+                pass
+            res.close()
+
+    @staticmethod
+    def is_resident(kuzu_dir: Path) -> bool:
+        """This process keeps the database at `kuzu_dir` open (see `resident`)."""
+        return Graph._resident_of(kuzu_dir) is not None
+
+    @staticmethod
+    def _resident_of(kuzu_dir: Path) -> _Resident | None:
+        if not _residents:
+            return None
+        return _residents.get(kuzu_dir.resolve())
+
+    @staticmethod
     def log_pending(kuzu_dir: Path) -> bool:
         """Committed work waits in the log (a writer is closing, or was killed)."""
         return _log_pending(kuzu_dir / DB_FILE)
@@ -428,12 +628,15 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
         new = cls.rebuild_dir(kuzu_dir)
         (new / "READY").touch()
         crash.point("rebuild.built")
-        old = cls._old_dir(kuzu_dir)
-        cls.destroy(old)
-        if kuzu_dir.exists():
-            kuzu_dir.rename(old)
-        crash.point("rebuild.swapping")
-        cls.finish_swap(kuzu_dir)
+        res = cls._resident_of(kuzu_dir)
+        # a resident database closes while its directory is swapped, and opens the new one
+        with res.paused() if res is not None else contextlib.nullcontext():
+            old = cls._old_dir(kuzu_dir)
+            cls.destroy(old)
+            if kuzu_dir.exists():
+                kuzu_dir.rename(old)
+            crash.point("rebuild.swapping")
+            cls.finish_swap(kuzu_dir)
 
     @classmethod
     def finish_swap(cls, kuzu_dir: Path, writer: bool = True) -> None:
@@ -596,15 +799,18 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
             raise
         self._in_tx = False
         try:
-            self.conn.execute("COMMIT")
+            with self._commit_guard():
+                self.conn.execute("COMMIT")
         except RuntimeError as e:
             with contextlib.suppress(Exception):
                 self.conn.execute("ROLLBACK")
             raise OkError(f"commit failed: {str(e).splitlines()[0]}", "run `ok sync`") from e
         crash.point("graph.committed")
-        # checkpoint now, so committed work rarely waits in the log for a replay
-        with contextlib.suppress(RuntimeError):
-            self.conn.execute("CHECKPOINT")
+        # checkpoint now, so committed work rarely waits in the log for a replay (a resident
+        # database checkpoints once the writer's connection is closed)
+        if not self._resident:
+            with contextlib.suppress(RuntimeError):
+                self.conn.execute("CHECKPOINT")
 
     def commit_and_continue(self) -> None:
         """Commit what the open transaction holds so far and start the next one."""
@@ -744,13 +950,14 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
     def fts(
         self, table: str, query: str, k: int, k1: float = 0.9, b: float = 0.4
     ) -> list[tuple[str, float]]:
-        """BM25 over a table's FTS index: [(id, score)] best first."""
+        """BM25 over a table's FTS index: [(id, score)] best first. The query goes through
+        `fts_query`, the counterpart of `fts_text`, which made the indexed text."""
         index = dict((t, n) for t, n, _ in FTS_INDEXES)[table]
         where = " WHERE node.current" if table == "Chunk" else ""
         rows = self.query(
             f"CALL QUERY_FTS_INDEX('{table}', '{index}', $q, K := $k1, B := $b, top := $top) "
             f"WITH node, score{where} RETURN node.id AS id, score ORDER BY score DESC, id LIMIT $lim",
-            {"q": query, "k1": k1, "b": b, "top": k * 2, "lim": k},
+            {"q": fts_query(query), "k1": k1, "b": b, "top": k * 2, "lim": k},
         )
         return [(r["id"], float(r["score"])) for r in rows]
 

@@ -88,7 +88,9 @@ class GraphStore(EntityStore, Protocol):
     def fts(
         self, table: str, query: str, k: int, k1: float = 0.9, b: float = 0.4
     ) -> list[tuple[str, float]]:
-        """BM25 over the chunks ("Chunk") or notes ("MemoryNote"): [(id, score)] best first."""
+        """BM25 over the chunks ("Chunk") or notes ("MemoryNote"): [(id, score)] best first.
+        `query` is plain words; Chinese, Japanese and Korean in it must match words written
+        without spaces (Kùzu's index does it with pairs of characters and single characters)."""
 
     def vector(self, table: str, qvec: Sequence[float], k: int) -> list[tuple[str, float]]:
         """Cosine similarity over chunks or notes: [(id, score)] best first."""

@@ -20,7 +20,18 @@ from __future__ import annotations
 from .ask import ask, context
 from .cite import gc_citations, keep_citations, make_citations, remember_citations
 from .distill import Distilled, distill_note, distill_prompt, distill_prompts, distill_run
-from .files import FS_SKIP, GrepResult, Listing, Piece, grep, list_dir, read_piece, safe_path
+from .files import (
+    FS_SKIP,
+    GrepFiles,
+    GrepResult,
+    Listing,
+    Piece,
+    grep,
+    grep_files,
+    list_dir,
+    read_piece,
+    safe_path,
+)
 from .folder import Initialized, doctor, index, init_folder, sync
 from .freshness import events, follow_events, refresh
 from .graph import cypher, entity, entity_page, lineage, list_entities, traverse, write_pages
@@ -35,7 +46,14 @@ from .knowledge import (
     import_bundle,
     validate_bundle,
 )
-from .notes import add_note, delete_note, regenerate_topics, update_note
+from .notes import (
+    add_note,
+    delete_note,
+    note_for_editing,
+    regenerate_topics,
+    save_edited_note,
+    update_note,
+)
 from .read import (
     Counts,
     DocText,
@@ -70,6 +88,7 @@ __all__ = [
     "DocText",
     "FS_SKIP",
     "GraphExport",
+    "GrepFiles",
     "GrepResult",
     "Initialized",
     "Listing",
@@ -104,6 +123,7 @@ __all__ = [
     "follow_events",
     "gc_citations",
     "grep",
+    "grep_files",
     "import_bundle",
     "index",
     "ingest",
@@ -122,11 +142,13 @@ __all__ = [
     "read_piece",
     "refresh",
     "refresh_policy",
+    "note_for_editing",
     "regenerate_topics",
     "remember_citations",
     "remove_doc",
     "remove_trigger",
     "safe_path",
+    "save_edited_note",
     "search",
     "search_options",
     "set_refresh_policy",

@@ -6,7 +6,7 @@ Paths are relative to the folder root and never lead out of it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .. import grep as grep_mod
@@ -119,10 +119,13 @@ def read_piece(folder: Folder, path: str, *, offset: int = 0, max_bytes: int) ->
 
 @dataclass(frozen=True)
 class GrepResult:
-    """Matching lines ({path, line, column, text, match}), and whether there were more."""
+    """Matching lines ({path, line, column, text, match}, and `before`/`after` with context),
+    whether there were more, and per hit where every match on its line sits (character
+    offsets, for highlighting)."""
 
     hits: list[GrepMatch]
     more: bool
+    spans: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
 
 
 def grep(
@@ -132,18 +135,74 @@ def grep(
     scope: str = "all",
     ignore_case: bool = False,
     fixed: bool = False,
+    word: bool = False,
+    before: int = 0,
+    after: int = 0,
     max_count: int,
     use_rg: bool = True,
 ) -> GrepResult:
     """Grep notes and normalized documents (ripgrep, else Python), stopping after
-    `max_count` matches."""
-    hits = grep_mod.grep(
+    `max_count` matches; `before`/`after` lines of context come with each match."""
+    found = grep_mod.grep(
         folder,
         pattern,
         scope=scope,
         ignore_case=ignore_case,
         fixed=fixed,
+        word=word,
+        before=before,
+        after=after,
         max_count=max_count + 1,
         use_rg=use_rg,
     )
-    return GrepResult(hits=hits[:max_count], more=len(hits) > max_count)
+    kept = found[:max_count]
+    return GrepResult(
+        hits=[f.record for f in kept], more=len(found) > max_count, spans=[f.spans for f in kept]
+    )
+
+
+@dataclass(frozen=True)
+class GrepFiles:
+    """The files that match (`ok grep -l`), or how many lines match in each (`-c`): path
+    order, at most `max_files` of them, and whether there were more."""
+
+    paths: list[str]
+    counts: dict[str, int] | None  # with count=True only
+    more: bool
+
+
+def grep_files(
+    folder: Folder,
+    pattern: str,
+    *,
+    scope: str = "all",
+    ignore_case: bool = False,
+    fixed: bool = False,
+    word: bool = False,
+    count: bool = False,
+    max_files: int,
+    use_rg: bool = True,
+) -> GrepFiles:
+    """The files with a match, as `rg -l`; with `count`, the matching lines of each, as
+    `rg -c`. Counts are whole; `max_files` caps how many files are named."""
+    found = grep_mod.grep(
+        folder,
+        pattern,
+        scope=scope,
+        ignore_case=ignore_case,
+        fixed=fixed,
+        word=word,
+        max_count=None,
+        per_file=None if count else 1,
+        use_rg=use_rg,
+    )
+    counts: dict[str, int] = {}
+    for f in found:
+        path = f.record["path"]
+        counts[path] = counts.get(path, 0) + 1
+    paths = list(counts)[:max_files]
+    return GrepFiles(
+        paths=paths,
+        counts={p: counts[p] for p in paths} if count else None,
+        more=len(counts) > max_files,
+    )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from .. import indexer, links
 from .. import notes as notes_mod
 from ..folder import Folder
@@ -14,9 +17,16 @@ def add_note(
     tags: list[str] | None = None,
     topics: list[str] | None = None,
     via: str | None = None,
+    extra: dict[str, Any] | None = None,
+    draft: Path | None = None,
 ) -> notes_mod.Note:
-    """Write a memory note, index it and log it (`via` names the adapter in the log)."""
-    note = notes_mod.add(folder, text, tags or [], topics or [])
+    """Write a memory note, index it and log it (`via` names the adapter in the log).
+
+    `extra` are more frontmatter keys (a title, say); `draft` is the file the note was
+    written in, removed as soon as the note's own file is saved."""
+    note = notes_mod.add(folder, text, tags or [], topics or [], extra)
+    if draft is not None:
+        draft.unlink(missing_ok=True)
     indexer.index_note(folder, note)
     assert note.path is not None
     folder.log_op("mem.add", ids=[note.id], path=folder.rel(note.path), **_via(via))
@@ -40,6 +50,23 @@ def update_note(
     indexer.index_note(folder, note, replace=True)
     folder.log_op("mem.update", ids=[note.id], **_via(via))
     return note
+
+
+def note_for_editing(folder: Folder, note_id: str) -> notes_mod.Note:
+    """The note whose file `ok mem edit` opens (its file, even when broken, for a full id)."""
+    return notes_mod.for_editing(folder, note_id)
+
+
+def save_edited_note(
+    folder: Folder, before: notes_mod.Note, via: str | None = None
+) -> tuple[notes_mod.Note, bool]:
+    """After the file of note `before` was edited by hand: check it, keep its id (whether an
+    edited id had to be put back is the second value), index it again and log it. A file
+    that cannot be read is a `BadInput` and stays as it is."""
+    note, restored = notes_mod.reread(folder, before)
+    indexer.index_note(folder, note, replace=True)
+    folder.log_op("mem.edit", ids=[note.id], **_via(via))
+    return note, restored
 
 
 def delete_note(folder: Folder, note_id: str, via: str | None = None) -> notes_mod.Note:

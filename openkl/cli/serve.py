@@ -1,0 +1,217 @@
+"""`ok serve`: own knowledge folders in one resident process and serve them over HTTP;
+`ok serve keys`: the API keys that open them."""
+
+from __future__ import annotations
+
+import ipaddress
+import signal
+import socket
+from typing import Any
+
+import typer
+
+from ..errors import BadInput, UsageError
+from .output import JsonOpt, emit, state
+
+app = typer.Typer(no_args_is_help=False, invoke_without_command=True)
+keys_app = typer.Typer(help="API keys of a folder's stack: add, list, revoke.")
+app.add_typer(keys_app, name="keys")
+
+ROOT_OPT = typer.Option(None, "--root", metavar="DIR", help="The folder (default: the current).")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.callback()
+def serve(
+    ctx: typer.Context,
+    roots: list[str] = typer.Option(
+        None,
+        "--root",
+        metavar="DIR",
+        help="A folder to serve (repeatable; each is a stack named by its config domain). "
+        "Default: the current folder.",
+    ),
+    host: str = typer.Option("127.0.0.1", help="The address to listen on."),
+    port: int = typer.Option(8765, min=0, max=65535, help="The TCP port (0: any free one)."),
+    auth: bool = typer.Option(
+        False,
+        "--auth",
+        help="Ask for credentials on loopback too (they are always asked for elsewhere).",
+    ),
+) -> None:
+    """Serve the folder(s) over HTTP from one process that keeps the graph and the model open.
+
+    Reads run concurrently and writes one at a time, under the folder's writer lock. On
+    start it brings each index in line with its files (`ok sync`); while it runs, other `ok`
+    commands on the folder say it is served. The API is described at /docs; the AKS v1
+    surface is under /aks/v1, the rest under /v1/STACK.
+
+    Credentials are needed on any address but loopback, or with --auth: an API key
+    (`ok serve keys add`) or a JWT (serve.jwt_* settings), sent as `Authorization: Bearer`.
+
+    Examples:
+
+    \b
+      ok serve --root ~/kb                        # http://127.0.0.1:8765/docs
+      curl -s 'http://127.0.0.1:8765/v1/kb/search?q=rollback&k=3' | jq '.hits[].quote'
+      ok serve keys add laptop --scope read       # prints the key once
+      ok serve --host 0.0.0.0 --root ~/kb         # keys or JWTs required
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from ..server import Stacks, create_app
+    from ..server.auth import Authenticator, RateLimiter, load_keys
+
+    stacks = Stacks(list(roots or []) or [state.root])
+    first = next(iter(stacks.by_name.values())).folder
+    jwt = _jwt_config(first)
+    need_auth = auth or not _loopback(host)
+    if (
+        need_auth
+        and not (jwt.secret or jwt.public_key)
+        and not any(load_keys(st.folder) for st in stacks.by_name.values())
+    ):
+        raise UsageError(
+            f"serving on {host} needs credentials, and no folder has an API key or JWT setting",
+            "add a key first: ok serve keys add NAME --scope read",
+        )
+    authenticator = (
+        Authenticator({n: st.folder for n, st in stacks.by_name.items()}, jwt)
+        if need_auth
+        else None
+    )
+    limiter = RateLimiter(first.setting("serve.rate_limit"), first.setting("serve.burst"))
+    sock = _listen(host, port)
+    stacks.url = f"http://{host}:{sock.getsockname()[1]}"
+    try:
+        stacks.open()
+        api = create_app(
+            stacks,
+            authenticator,
+            limiter,
+            host=host,
+            access_log=first.setting("serve.access_log"),
+        )
+        print(f"serving {', '.join(stacks.by_name)} on {stacks.url} (Ctrl-C stops)", flush=True)
+        _run(api, sock)
+    finally:
+        stacks.close()
+        sock.close()
+    print("stopped", flush=True)
+
+
+def _jwt_config(folder: Any) -> Any:
+    import os
+    from pathlib import Path
+
+    from ..server.auth import JwtConfig
+
+    env = folder.setting("serve.jwt_secret_env")
+    secret = os.environ.get(env) if env else None
+    if env and not secret:
+        raise BadInput(
+            f"serve.jwt_secret_env names {env}, which is not set", f"export {env}=… first"
+        )
+    pem = folder.setting("serve.jwt_public_key")
+    public = None
+    if pem:
+        try:
+            public = Path(pem).expanduser().read_text()
+        except OSError as e:
+            raise BadInput(f"cannot read serve.jwt_public_key {pem}: {e.strerror}") from e
+    return JwtConfig(
+        secret=secret,
+        public_key=public,
+        issuer=folder.setting("serve.jwt_issuer"),
+        audience=folder.setting("serve.jwt_audience"),
+    )
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise BadInput(
+            f"cannot listen on {host}:{port}: {e.strerror}", "choose another --port (0: any)"
+        ) from e
+    return sock
+
+
+def _run(api: Any, sock: socket.socket) -> None:
+    import uvicorn
+
+    # uvicorn finishes the requests under way on SIGTERM or SIGINT, then sends the signal
+    # again: a stop asked for is a clean exit, not a death by signal
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
+    config = uvicorn.Config(api, log_level="warning", access_log=False)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _folder(root: str | None) -> Any:
+    from ..folder import open_folder
+
+    return open_folder(root or state.root)
+
+
+@keys_app.command("add")
+def keys_add(
+    name: str = typer.Argument(..., help="Who or what the key is for (e.g. laptop, ci)."),
+    scope: str = typer.Option("read", help="read, write (includes read) or admin (all)."),
+    root: str = ROOT_OPT,
+    json_: bool = JsonOpt,
+) -> None:
+    """Make an API key for this folder's stack and print it (this once: only its hash is kept).
+
+    \b
+      KEY=$(ok serve keys add ci --scope write)
+      curl -H "Authorization: Bearer $KEY" http://127.0.0.1:8765/v1/kb/notes
+    """
+    from ..server.auth import add_key
+
+    rec, key = add_key(_folder(root), name, scope)
+    emit({**_shown(rec), "key": key}, json_, plain=lambda _: key)
+
+
+@keys_app.command("list")
+def keys_list(root: str = ROOT_OPT, json_: bool = JsonOpt) -> None:
+    """The folder's API keys (never the keys themselves), revoked ones too."""
+    from ..server.auth import load_keys
+
+    rows = [_shown(k) for k in load_keys(_folder(root))]
+    emit(
+        rows,
+        json_,
+        plain=lambda rs: "\n".join(
+            f"{r['id']}\t{r['name']}\t{r['scope']}\t{r['created']}\t{r['revoked'] or 'live'}"
+            for r in rs
+        ),
+    )
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key: str = typer.Argument(..., help="The key's id or name."),
+    root: str = ROOT_OPT,
+    json_: bool = JsonOpt,
+) -> None:
+    """Revoke a key: the server refuses it from the next request on."""
+    from ..server.auth import revoke_key
+
+    rec = revoke_key(_folder(root), key)
+    emit(_shown(rec), json_, plain=lambda r: f"revoked {r['id']} ({r['name']})")
+
+
+def _shown(rec: Any) -> dict[str, Any]:
+    return {k: v for k, v in rec.items() if k != "sha256"}

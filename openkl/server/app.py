@@ -1,0 +1,491 @@
+"""The HTTP API: the AKS v1 surface under `/aks/v1` and the rest of openkl under `/v1/{stack}`.
+
+Every route is parse → one `openkl.ops` call → JSON, like the CLI and the MCP server. Reads
+run in the worker threads, each on its own connection to the resident graph; writes hold
+the stack's writer. An `OkError` becomes a 4xx with `{"error": …, "hint": …}`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import AsyncIterator
+from importlib.metadata import version
+from typing import Annotated, Any
+
+from fastapi import Body, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
+
+from .. import ops
+from ..errors import (
+    BadInput,
+    IndexMismatch,
+    LockBusy,
+    NotFound,
+    OkError,
+    QueryRefused,
+    ReadOnlyViolation,
+    UsageError,
+)
+from .auth import OPEN, Authenticator, Caller, Forbidden, RateLimited, RateLimiter, Unauthorized
+from .metrics import AccessLog, Metrics
+from .stacks import Served, Stacks
+
+MAX_BODY = 16 << 20  # bytes of a request body
+
+# the AKS routes name the stack as `?domain=`
+Domain = Annotated[str | None, Query(description="The stack (default: the first).")]
+
+# what needs no credentials
+PUBLIC = {"/health", "/ready", "/docs", "/openapi.json", "/docs/oauth2-redirect", "/redoc"}
+
+_STATUS: list[tuple[type[OkError], int]] = [
+    (Unauthorized, 401),
+    (Forbidden, 403),
+    (RateLimited, 429),
+    (NotFound, 404),
+    (ReadOnlyViolation, 403),
+    (QueryRefused, 403),
+    (LockBusy, 503),
+    (IndexMismatch, 503),
+    (UsageError, 400),
+    (BadInput, 400),
+]
+
+
+def _status(exc: OkError) -> int:
+    return next((code for cls, code in _STATUS if isinstance(exc, cls)), 400)
+
+
+def _error(status: int, message: str, hint: str | None = None) -> JSONResponse:
+    body: dict[str, Any] = {"error": message}
+    if hint:
+        body["hint"] = hint
+    return JSONResponse(body, status_code=status)
+
+
+class NoteIn(BaseModel):
+    text: str = Field(min_length=1, description="The note's markdown body.")
+    tags: list[str] = []
+    topics: list[str] = []
+
+
+class NotePatch(BaseModel):
+    text: str | None = Field(default=None, min_length=1)
+    tags: list[str] | None = None
+    topics: list[str] | None = None
+
+
+class CypherIn(BaseModel):
+    query: str = Field(min_length=1, description="Read-only Cypher, as `ok graph cypher`.")
+    params: dict[str, Any] = {}
+
+
+class AskIn(BaseModel):
+    question: str = Field(min_length=1)
+    k: int | None = Field(default=None, ge=1)
+    scope: str = "all"
+    llm: bool = Field(default=True, description="Use the configured LLM, if there is one.")
+
+
+class ContextIn(BaseModel):
+    query: str = Field(min_length=1)
+    domain: str | None = Field(default=None, description="The stack (default: the first).")
+    k: int | None = Field(default=None, ge=1)
+    max_entities: int | None = Field(default=None, ge=1)
+    min_confidence: float | None = Field(default=None, ge=0, le=1)
+
+
+def create_app(
+    stacks: Stacks,
+    auth: Authenticator | None = None,
+    limiter: RateLimiter | None = None,
+    host: str = "127.0.0.1",
+    access_log: bool = True,
+) -> FastAPI:
+    """The API over `stacks`, which it opens on startup (unless they are open) and closes
+    on shutdown. With `auth`, every route but /health, /ready and the docs needs a key or
+    a JWT whose scope covers the stack; without, every caller may do everything. `limiter`
+    meters each caller (each client address when auth is off)."""
+    __version__ = version("openkl")
+
+    mcp_full, mcp_read = _mcp_apps(stacks, host)
+    metrics = Metrics()
+    log = AccessLog(access_log)
+    for st in stacks.by_name.values():
+        metrics.writers_waiting.labels(st.name).set_function(st.queued)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        stacks.open()  # if the caller has not
+        async with mcp_full.session_manager.run(), mcp_read.session_manager.run():
+            app.state.ready = True
+            try:
+                yield
+            finally:
+                app.state.ready = False
+                stacks.close()
+
+    app = FastAPI(
+        title="openkl",
+        version=__version__,
+        summary="Knowledge folders: search, notes, documents, citations and the entity graph.",
+        lifespan=lifespan,
+    )
+    app.state.ready = False
+
+    @app.exception_handler(OkError)
+    async def ok_error(request: Request, exc: OkError) -> JSONResponse:
+        return _error(_status(exc), exc.message, exc.hint)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        msg = first.get("msg", "invalid request")
+        return _error(422, f"{where}: {msg}" if where else msg, "see /docs for the request shape")
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        return _error(500, f"internal error: {type(exc).__name__}", "see the server's log")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        hint = "see /docs for the routes" if exc.status_code in (404, 405) else None
+        return _error(exc.status_code, str(exc.detail), hint)
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next: Any) -> Any:
+        """Count and time every request, and log it."""
+        started = time.perf_counter()
+        response = await call_next(request)
+        took = time.perf_counter() - started
+        route = getattr(request.scope.get("route"), "path", "unmatched")
+        params = request.scope.get("path_params") or {}
+        stack = params.get("stack") or request.query_params.get("domain") or "-"
+        if stack not in stacks.by_name:
+            stack = "-"  # a label per made-up name would grow without end
+        labels = (request.method, route, stack)
+        metrics.requests.labels(*labels, str(response.status_code)).inc()
+        metrics.latency.labels(*labels).observe(took)
+        caller = getattr(request.state, "caller", None)
+        log.write(
+            method=request.method,
+            path=request.url.path,
+            status=response.status_code,
+            ms=round(took * 1000, 1),
+            who=caller.who if caller is not None else None,
+            client=request.client.host if request.client else None,
+        )
+        return response
+
+    @app.middleware("http")
+    async def gate(request: Request, call_next: Any) -> Any:
+        """Body cap, credentials, rate limit: before any route runs."""
+        size = request.headers.get("content-length")
+        if size is not None and (not size.isdigit() or int(size) > MAX_BODY):
+            return _error(413, f"the request body is over {MAX_BODY} bytes", "send less at once")
+        if request.url.path in PUBLIC:
+            return await call_next(request)
+        try:
+            if auth is None:
+                caller = OPEN
+                who = request.client.host if request.client else "local"
+            else:
+                caller = auth.caller(request.headers.get("authorization"))
+                who = caller.who
+            if limiter is not None:
+                limiter.take(who)
+        except RateLimited as e:
+            resp = _error(429, e.message, e.hint)
+            resp.headers["Retry-After"] = str(max(1, math.ceil(e.retry_after)))
+            return resp
+        except OkError as e:
+            return _error(_status(e), e.message, e.hint)
+        request.state.caller = caller
+        return await call_next(request)
+
+    def allow(request: Request, name: str | None, need: str) -> Served:
+        """The stack called `name` (none: the first the caller may read), if the caller's
+        scope covers `need` there. A caller is never told of stacks it may not see."""
+        caller: Caller = request.state.caller
+        if not name:
+            name = next((n for n in stacks.by_name if caller.allows(n, "read")), None)
+            if name is None:
+                raise Forbidden(f"{caller.who} may read no stack here", "ask for a key")
+        if auth is not None:
+            auth.check(caller, name, need)
+        return stacks.get(name)
+
+    # -- health -------------------------------------------------------------------------
+    @app.get("/health", tags=["health"])
+    def health() -> dict[str, Any]:
+        """The process is up."""
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/ready", tags=["health"])
+    def ready() -> JSONResponse:
+        """Every stack is open and serving."""
+        if not app.state.ready:
+            return _error(503, "starting", "wait for the folders to open")
+        return JSONResponse({"status": "ready", "stacks": list(stacks.by_name)})
+
+    @app.get("/metrics", tags=["health"])
+    def prometheus(request: Request) -> Response:
+        """Prometheus metrics: requests and latency per route and stack, search latency by
+        mode, writers waiting, chunks indexed."""
+        caller: Caller = request.state.caller
+        if not all(caller.allows(n, "read") for n in stacks.by_name):
+            raise Forbidden(f"{caller.who} may not read every stack", "use an admin's key")
+        body, kind = metrics.render()
+        return Response(body, media_type=kind)
+
+    # -- AKS v1 -------------------------------------------------------------------------
+    @app.get("/aks/v1/stacks", tags=["aks"])
+    def list_stacks(request: Request) -> list[dict[str, Any]]:
+        """The stacks served that the caller may read, with their counts."""
+        caller: Caller = request.state.caller
+        return [_stack_row(name) for name in stacks.by_name if caller.allows(name, "read")]
+
+    def _stack_row(name: str) -> dict[str, Any]:
+        st = stacks.get(name)
+        return {"name": name, "root": str(st.folder.root), **ops.counts(st.folder)}
+
+    @app.get("/aks/v1/stacks/{stack}", tags=["aks"])
+    def get_stack(request: Request, stack: str) -> dict[str, Any]:
+        """One stack, with its counts."""
+        return _stack_row(allow(request, stack, "read").name)
+
+    @app.get("/aks/v1/stacks/{stack}/documents", tags=["aks"])
+    def stack_documents(request: Request, stack: str) -> list[Any]:
+        """The stack's documents (their mapping entries)."""
+        return list(ops.list_docs(allow(request, stack, "read").folder))
+
+    @app.get("/aks/v1/entities", tags=["aks"])
+    def entities(
+        request: Request,
+        domain: Domain = None,
+        type: str | None = None,
+        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
+        name: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+    ) -> list[Any]:
+        """Entities, most mentioned first, filtered by type, confidence and name."""
+        folder = allow(request, domain, "read").folder
+        return list(
+            ops.list_entities(
+                folder, type=type, min_confidence=min_confidence, name=name, limit=limit
+            )
+        )
+
+    @app.get("/aks/v1/entities/{name}", tags=["aks"])
+    def entity(request: Request, name: str, domain: Domain = None) -> Any:
+        """One entity by name: its relationships and evidence."""
+        return ops.entity(allow(request, domain, "read").folder, name)
+
+    @app.get("/aks/v1/traverse", tags=["aks"])
+    def traverse(
+        request: Request,
+        start: str,
+        domain: Domain = None,
+        depth: Annotated[int, Query(ge=1, le=5)] = 2,
+        rel: str | None = None,
+        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 200,
+    ) -> Any:
+        """Walk the entity graph from `start`, up to `depth` hops."""
+        return ops.traverse(
+            allow(request, domain, "read").folder,
+            start,
+            depth=depth,
+            rel=rel,
+            min_confidence=min_confidence,
+            limit=limit,
+        )
+
+    @app.post("/aks/v1/context", tags=["aks"])
+    def context(request: Request, body: ContextIn) -> Any:
+        """Passages and the entities around them for a natural-language query."""
+        return ops.context(
+            allow(request, body.domain, "read").folder,
+            body.query,
+            k=body.k,
+            max_entities=body.max_entities,
+            min_confidence=body.min_confidence,
+        )
+
+    @app.get("/aks/v1/pages/{name}", tags=["aks"])
+    def page(request: Request, name: str, domain: Domain = None) -> Any:
+        """An entity's page as markdown."""
+        return ops.entity_page(allow(request, domain, "read").folder, name)
+
+    # -- openkl -------------------------------------------------------------------------
+    @app.get("/v1/{stack}/status", tags=["openkl"])
+    def status(request: Request, stack: str) -> Any:
+        """Counts and staleness, as `ok status --json`."""
+        return ops.status(allow(request, stack, "read").folder)
+
+    @app.get("/v1/{stack}/search", tags=["openkl"])
+    def search(
+        request: Request,
+        stack: str,
+        q: Annotated[str, Query(min_length=1, description="The query.")],
+        k: Annotated[int | None, Query(ge=1)] = None,
+        mode: str | None = None,
+        scope: str = "all",
+        tag: Annotated[list[str] | None, Query()] = None,
+        topic: Annotated[list[str] | None, Query()] = None,
+        path: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        per_doc: Annotated[int | None, Query(ge=1)] = None,
+        explain: bool = False,
+    ) -> dict[str, Any]:
+        """Hybrid search: the same parameters and cite objects as `ok search --json`."""
+        st = allow(request, stack, "read")
+        started = time.perf_counter()
+        res = ops.search(
+            st.folder,
+            q,
+            k=k,
+            mode=mode,
+            scope=scope,
+            tags=tag,
+            topics=topic,
+            path=path,
+            since=since,
+            until=until,
+            per_doc=per_doc,
+            explain=explain,
+        )
+        metrics.search.labels(res.options.mode).observe(time.perf_counter() - started)
+        return {"stack": st.name, "query": res.query, "hits": res.hits}
+
+    @app.post("/v1/{stack}/ask", tags=["openkl"])
+    def ask(request: Request, stack: str, body: AskIn) -> Any:
+        """An answer with `[N]` citations, as `ok ask --json`."""
+        return ops.ask(
+            allow(request, stack, "read").folder,
+            body.question,
+            k=body.k,
+            scope=body.scope,
+            use_llm=body.llm,
+        )
+
+    @app.get("/v1/{stack}/notes", tags=["notes"])
+    def list_notes(
+        request: Request,
+        stack: str,
+        tag: Annotated[list[str] | None, Query()] = None,
+        topic: Annotated[list[str] | None, Query()] = None,
+        limit: Annotated[int | None, Query(ge=1)] = None,
+    ) -> list[dict[str, Any]]:
+        """Notes, newest first."""
+        folder = allow(request, stack, "read").folder
+        got = ops.list_notes(folder, tags=tag, topics=topic, limit=limit)
+        return [n.as_dict(folder) for n in got.notes]
+
+    @app.post("/v1/{stack}/notes", tags=["notes"], status_code=201)
+    def add_note(request: Request, stack: str, body: NoteIn) -> dict[str, Any]:
+        """Write a note and index it."""
+        st = allow(request, stack, "write")
+        with st.writing("mem add"):
+            note = ops.add_note(st.folder, body.text, body.tags, body.topics, via="http")
+        return note.as_dict(st.folder)
+
+    @app.get("/v1/{stack}/notes/{note_id}", tags=["notes"])
+    def show_note(request: Request, stack: str, note_id: str) -> dict[str, Any]:
+        """One note by id or unique prefix."""
+        folder = allow(request, stack, "read").folder
+        return ops.show_note(folder, note_id).as_dict(folder)
+
+    @app.patch("/v1/{stack}/notes/{note_id}", tags=["notes"])
+    def update_note(request: Request, stack: str, note_id: str, body: NotePatch) -> dict[str, Any]:
+        """Change a note's text, tags or topics; its id stays."""
+        st = allow(request, stack, "write")
+        with st.writing("mem update"):
+            note = ops.update_note(
+                st.folder, note_id, text=body.text, tags=body.tags, topics=body.topics, via="http"
+            )
+        return note.as_dict(st.folder)
+
+    @app.delete("/v1/{stack}/notes/{note_id}", tags=["notes"])
+    def delete_note(request: Request, stack: str, note_id: str) -> dict[str, Any]:
+        """Delete a note and drop it from the index."""
+        st = allow(request, stack, "write")
+        with st.writing("mem delete"):
+            note = ops.delete_note(st.folder, note_id, via="http")
+        return {"deleted": note.id}
+
+    @app.get("/v1/{stack}/documents", tags=["documents"])
+    def list_documents(request: Request, stack: str, all_versions: bool = False) -> list[Any]:
+        """The stored documents' mapping entries."""
+        return list(ops.list_docs(allow(request, stack, "read").folder, all_versions=all_versions))
+
+    @app.get("/v1/{stack}/documents/{doc}", tags=["documents"])
+    def show_document(request: Request, stack: str, doc: str) -> dict[str, Any]:
+        """A document by id or id prefix: its mapping entry and normalized text."""
+        got = ops.show_doc(allow(request, stack, "read").folder, doc)
+        return {"entry": got.entry, "text": got.text}
+
+    @app.post("/v1/{stack}/cypher", tags=["graph"])
+    def cypher(
+        request: Request, stack: str, body: Annotated[CypherIn, Body()]
+    ) -> list[dict[str, Any]]:
+        """Read-only Cypher under the CLI's rules (no files, no extensions, no writes)."""
+        return ops.cypher(allow(request, stack, "read").folder, body.query, body.params)
+
+    @app.post("/v1/{stack}/sync", tags=["openkl"])
+    def sync(request: Request, stack: str) -> Any:
+        """Bring the index in line with the files, as `ok sync --json`."""
+        st = allow(request, stack, "write")
+        with st.writing("sync"):
+            rep = ops.sync(st.folder)
+        metrics.chunks_indexed.labels(st.name).inc(rep.chunks_added)
+        return rep.as_dict()
+
+    full_app = mcp_full.streamable_http_app(streamable_http_path="/mcp", host=host)
+    read_app = mcp_read.streamable_http_app(streamable_http_path="/mcp", host=host)
+
+    app.router.routes.append(
+        Route("/mcp", _McpGate(list(stacks.by_name), full_app, read_app), include_in_schema=False)
+    )
+    return app
+
+
+def _mcp_apps(stacks: Stacks, host: str) -> tuple[Any, Any]:
+    """The MCP servers over the same folders as `ok mcp`: all tools, and read-only."""
+    from ..mcp_server import KnowledgeServer
+
+    roots = [st.folder.root for st in stacks.by_name.values()]
+    return (
+        KnowledgeServer(roots).build(),
+        KnowledgeServer(roots, read_only=True).build(),
+    )
+
+
+class _McpGate:
+    """MCP over streamable HTTP: every tool to a caller who may write every stack, the
+    read-only tools to one who may read them all (an ASGI app, so the SDK streams)."""
+
+    def __init__(self, names: list[str], full: Any, read: Any) -> None:
+        self.names, self.full, self.read = names, full, read
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        caller: Caller = scope["state"]["caller"]
+        if all(caller.allows(n, "write") for n in self.names):
+            await self.full(scope, receive, send)
+        elif all(caller.allows(n, "read") for n in self.names):
+            await self.read(scope, receive, send)
+        else:
+            resp = _error(
+                403,
+                f"{caller.who} may not read every stack this server holds, as MCP needs",
+                "use the HTTP routes of your stack, or a key for each stack",
+            )
+            await resp(scope, receive, send)

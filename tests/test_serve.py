@@ -1,0 +1,469 @@
+"""`ok serve`: a real uvicorn on 127.0.0.1, called over HTTP with httpx."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import OK_BIN, run_cli, run_ok
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    stack: str
+
+    def __init__(
+        self,
+        root: Path,
+        *args: str,
+        more: tuple[Path, ...] = (),
+        env: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.root = root
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = root.parent / f"serve-{self.port}.log"
+        roots = [a for r in (root, *more) for a in ("--root", str(r))]
+        self.proc = subprocess.Popen(
+            [OK_BIN, "serve", *roots, "--port", str(self.port), *args],
+            stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "OK_NO_PROGRESS": "1", **(env or {})},
+        )
+        self.http = httpx.Client(base_url=self.url, timeout=60, headers=headers)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, self.log.read_text()
+            try:
+                r = self.http.get("/ready")
+                if r.status_code == 200:
+                    self.stack = r.json()["stacks"][0]
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError("the server did not become ready: " + self.log.read_text())
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        self.http.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def server(example_kf: Path) -> Iterator[Server]:
+    s = Server(example_kf)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def test_search_over_http_gives_the_cli_s_cite_objects(example_kf: Path) -> None:
+    cli = run_ok("search", "gene editing", "-k", "3", "--json")
+    assert cli.code == 0, cli.err
+    s = Server(example_kf)
+    try:
+        r = s.http.get(f"/v1/{s.stack}/search", params={"q": "gene editing", "k": 3})
+        assert r.status_code == 200, r.text
+        assert r.json()["hits"] == cli.json()
+        stacks = s.http.get("/aks/v1/stacks").json()
+        assert [st["name"] for st in stacks] == [s.stack] and stacks[0]["chunks"] > 0
+    finally:
+        assert s.stop() == 0
+    # a stopped server leaves the folder as it found it
+    r = run_ok("status", "--json")
+    assert r.code == 0 and r.json()["in_sync"], r.out
+
+
+def test_notes_written_over_http_are_searchable_and_files(server: Server) -> None:
+    h = server.http
+    r = h.post(
+        f"/v1/{server.stack}/notes", json={"text": "The harbour pilot boards at the red buoy."}
+    )
+    assert r.status_code == 201, r.text
+    note = r.json()
+    assert (
+        (server.root / note["path"])
+        .read_text()
+        .endswith("The harbour pilot boards at the red buoy.\n")
+    )
+    hits = h.get(
+        f"/v1/{server.stack}/search", params={"q": "harbour pilot red buoy", "k": 1}
+    ).json()
+    assert hits["hits"][0]["id"] == note["id"]
+    r = h.patch(f"/v1/{server.stack}/notes/{note['id']}", json={"tags": ["harbour"]})
+    assert r.status_code == 200 and r.json()["tags"] == ["harbour"]
+    assert h.get(f"/v1/{server.stack}/notes/{note['id']}").json()["tags"] == ["harbour"]
+    assert h.delete(f"/v1/{server.stack}/notes/{note['id']}").json() == {"deleted": note["id"]}
+    r = h.get(f"/v1/{server.stack}/notes/{note['id']}")
+    assert r.status_code == 404 and "error" in r.json()
+    hits = h.get(f"/v1/{server.stack}/search", params={"q": "harbour pilot red buoy"}).json()[
+        "hits"
+    ]
+    assert note["id"] not in [x["id"] for x in hits]
+
+
+def test_reads_run_while_notes_are_written(server: Server) -> None:
+    errors: list[str] = []
+    done = threading.Event()
+
+    def reader() -> None:
+        with httpx.Client(base_url=server.url, timeout=60) as c:
+            while not done.is_set():
+                r = c.get(f"/v1/{server.stack}/search", params={"q": "gene editing", "k": 3})
+                if r.status_code != 200 or not r.json()["hits"]:
+                    errors.append(r.text)
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for t in threads:
+        t.start()
+    ids = []
+    try:
+        for i in range(6):
+            r = server.http.post(
+                f"/v1/{server.stack}/notes", json={"text": f"Tide table entry {i}."}
+            )
+            assert r.status_code == 201, r.text
+            ids.append(r.json()["id"])
+    finally:
+        done.set()
+        for t in threads:
+            t.join(timeout=120)
+    assert errors == []
+    listed = {n["id"] for n in server.http.get(f"/v1/{server.stack}/notes").json()}
+    assert set(ids) <= listed
+    status = server.http.get(f"/v1/{server.stack}/status").json()
+    assert status["in_sync"], status
+
+
+def test_bad_requests_get_a_json_4xx_and_write_nothing(server: Server) -> None:
+    h = server.http
+    notes_before = len(h.get(f"/v1/{server.stack}/notes").json())
+    cases = [
+        h.post(
+            f"/v1/{server.stack}/notes",
+            content=b"{bad json",
+            headers={"content-type": "application/json"},
+        ),
+        h.post(f"/v1/{server.stack}/notes", json={"text": ""}),
+        h.post(
+            f"/v1/{server.stack}/notes", content=b"text", headers={"content-type": "text/plain"}
+        ),
+        h.post(
+            f"/v1/{server.stack}/notes",
+            content=b"x" * (17 << 20),
+            headers={"content-type": "application/json"},
+        ),
+        h.get("/v1/nowhere/search", params={"q": "x"}),
+        h.get(f"/v1/{server.stack}/search", params={"q": "x", "k": 0}),
+        h.get(f"/v1/{server.stack}/notes/..%2F..%2Fetc%2Fpasswd"),
+        h.get(f"/v1/{server.stack}/documents/%00"),
+        h.post(
+            f"/v1/{server.stack}/cypher",
+            json={"query": "LOAD FROM '/etc/passwd' (file_format='csv') RETURN *"},
+        ),
+        h.post(f"/v1/{server.stack}/cypher", json={"query": "MATCH (n:Entity) DETACH DELETE n"}),
+    ]
+    for r in cases:
+        assert 400 <= r.status_code < 500, (r.request.url, r.status_code, r.text)
+        body = r.json()
+        assert isinstance(body["error"], str) and body["error"], body
+    assert [r.status_code for r in cases][3:5] == [413, 404]
+    assert len(h.get(f"/v1/{server.stack}/notes").json()) == notes_before
+    assert h.get("/aks/v1/entities", params={"limit": 1}).status_code == 200
+
+
+def test_aks_routes_answer(server: Server) -> None:
+    h = server.http
+    ents = h.get("/aks/v1/entities", params={"limit": 5}).json()
+    assert ents and all("name" in e for e in ents)
+    name = ents[0]["name"]
+    assert h.get(f"/aks/v1/entities/{name}").json()["name"] == name
+    walk = h.get("/aks/v1/traverse", params={"start": name, "depth": 1})
+    assert walk.status_code == 200, walk.text
+    ctx = h.post("/aks/v1/context", json={"query": "gene editing"})
+    assert ctx.status_code == 200 and ctx.json()["sources"], ctx.text
+    assert h.get("/aks/v1/entities/no-such-entity-anywhere").status_code == 404
+    docs = h.get(f"/v1/{server.stack}/documents").json()
+    one = h.get(f"/v1/{server.stack}/documents/{docs[0]['id']}").json()
+    assert one["entry"]["id"] == docs[0]["id"] and one["text"]
+    assert h.get("/docs").status_code == 200
+    assert "/v1/{stack}/search" in h.get("/openapi.json").json()["paths"]
+
+
+def test_serve_refuses_a_port_in_use(example_kf: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        r = run_cli("serve", "--port", str(taken.getsockname()[1]))
+    assert r.code == 1 and "cannot listen on 127.0.0.1:" in r.err and "--port" in r.err
+    assert not (example_kf / ".ok/serve.json").exists()
+
+
+def test_a_killed_server_leaves_a_folder_the_next_command_repairs(example_kf: Path) -> None:
+    s = Server(example_kf)
+    for i in range(3):
+        assert s.http.post(f"/v1/{s.stack}/notes", json={"text": f"Buoy {i} is green."}).status_code
+    s.stop(signal.SIGKILL)
+    assert (example_kf / ".ok/serve.json").exists()  # the killed server's claim stays
+    r = run_ok("sync", "--json")
+    assert r.code == 0, r.err
+    assert not (example_kf / ".ok/serve.json").exists()  # seen to be stale, and removed
+    assert run_ok("status", "--json").json()["in_sync"]
+    hits = run_ok("search", "buoy green", "--json").json()
+    assert any("Buoy" in h["quote"] for h in hits)
+    r = run_ok("graph", "cypher", "MATCH (n:MemoryNote) RETURN count(*) AS n", "--json")
+    assert r.code == 0 and r.json()[0]["n"] == 1 + 3  # the example's note and the three
+
+
+def test_other_commands_say_the_folder_is_served(server: Server) -> None:
+    claim = json.loads((server.root / ".ok/serve.json").read_text())
+    assert claim["pid"] == server.proc.pid and claim["url"] == server.url
+    # ok status says so and still reports what the files hold
+    r = run_cli("status", cwd=server.root)
+    assert r.code == 0 and f"served by `ok serve` (pid {server.proc.pid}" in r.out
+    for args in (["search", "gene"], ["mem", "add", "a note"], ["sync"]):
+        r = run_cli(*args, cwd=server.root)
+        assert r.code == 1, (args, r.out, r.err)
+        assert f"served by `ok serve` (pid {server.proc.pid}" in r.err and r.err.count("\n") == 1
+    assert not list((server.root / "memories").rglob("*a note*"))
+    # a second server is refused the same way, and the first one keeps serving
+    r = run_cli("serve", "--root", str(server.root), "--port", str(_free_port()))
+    assert r.code == 1 and "served by `ok serve`" in r.err
+    assert server.http.get(f"/v1/{server.stack}/status").status_code == 200
+    server.stop()
+    assert not (server.root / ".ok/serve.json").exists()
+    assert run_ok("status").code == 0
+
+
+def _jwt(secret: str, scope: str, **claims: object) -> str:
+    import jwt
+
+    body = {"sub": "agent-7", "scope": scope, "exp": int(time.time()) + 600, **claims}
+    return jwt.encode(body, secret, algorithm="HS256")
+
+
+# every route, with the scope it needs; {s} is the stack
+ROUTES = [
+    ("GET", "/aks/v1/stacks/{s}", None, "read"),
+    ("GET", "/aks/v1/stacks/{s}/documents", None, "read"),
+    ("GET", "/aks/v1/entities?domain={s}", None, "read"),
+    ("GET", "/aks/v1/entities/crispr?domain={s}", None, "read"),
+    ("GET", "/aks/v1/traverse?start=crispr&domain={s}", None, "read"),
+    ("POST", "/aks/v1/context", {"query": "gene", "domain": "{s}"}, "read"),
+    ("GET", "/aks/v1/pages/crispr?domain={s}", None, "read"),
+    ("GET", "/v1/{s}/status", None, "read"),
+    ("GET", "/v1/{s}/search?q=gene", None, "read"),
+    ("POST", "/v1/{s}/ask", {"question": "what is crispr?", "llm": False}, "read"),
+    ("GET", "/v1/{s}/notes", None, "read"),
+    ("POST", "/v1/{s}/notes", {"text": "A note from a caller."}, "write"),
+    ("GET", "/v1/{s}/notes/m-x", None, "read"),
+    ("PATCH", "/v1/{s}/notes/m-x", {"tags": ["x"]}, "write"),
+    ("DELETE", "/v1/{s}/notes/m-x", None, "write"),
+    ("GET", "/v1/{s}/documents", None, "read"),
+    ("GET", "/v1/{s}/documents/x", None, "read"),
+    ("POST", "/v1/{s}/cypher", {"query": "MATCH (d:Doc) RETURN count(*) AS n"}, "read"),
+    ("POST", "/v1/{s}/sync", None, "write"),
+]
+
+
+def _call(h: httpx.Client, method: str, path: str, body: object, stack: str, token: str):
+    path = path.replace("{s}", stack)
+    if isinstance(body, dict):
+        body = {k: (v.replace("{s}", stack) if isinstance(v, str) else v) for k, v in body.items()}
+    return h.request(
+        method, path, json=body, headers={"Authorization": f"Bearer {token}"} if token else {}
+    )
+
+
+def test_every_route_checks_the_key_its_stack_and_its_scope(
+    example_kf: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    assert run_ok("init", str(other)).code == 0
+    assert run_ok("-C", str(other), "mem", "add", "The other team's secret plan.").code == 0
+    read = run_ok("serve", "keys", "add", "reader", "--scope", "read").out.strip()
+    write = run_ok("serve", "keys", "add", "writer", "--scope", "write", "--json").json()["key"]
+    revoked = run_ok("serve", "keys", "add", "gone").out.strip()
+    assert run_ok("serve", "keys", "revoke", "gone").code == 0
+    theirs = run_ok("serve", "keys", "add", "them", "--root", str(other)).out.strip()
+    listed = run_ok("serve", "keys", "list", "--json").json()
+    assert [k["name"] for k in listed] == ["reader", "writer", "gone"]
+    assert all("sha256" not in k and "key" not in k for k in listed)
+    assert read not in (example_kf / ".ok/keys.json").read_text()
+    secret = "s3cret-for-tests-that-is-long-enough-for-hs256"
+    s = Server(
+        example_kf,
+        "--auth",
+        more=(other,),
+        env={"OK_SERVE_JWT_SECRET_ENV": "T_SECRET", "T_SECRET": secret},
+    )
+    try:
+        h = s.http
+        mine, their_name = s.stack, "other"
+        assert h.get("/health").status_code == 200 and h.get("/ready").status_code == 200
+        forged = _jwt("not-the-secret-but-as-long-as-one-for-hs256", f"{mine}:admin")
+        expired = _jwt(secret, f"{mine}:admin", exp=int(time.time()) - 60)
+        their_jwt = _jwt(secret, f"{their_name}:admin")
+        for method, path, body, need in ROUTES:
+            for token, want in [
+                ("", 401),
+                ("okk_kdeadbeef_nope", 401),
+                (revoked, 401),
+                (forged, 401),
+                (expired, 401),
+                (theirs, 403),
+                (their_jwt, 403),
+                *([(read, 403)] if need == "write" else []),
+            ]:
+                r = _call(h, method, path, body, mine, token)
+                assert r.status_code == want, (method, path, token[:12], r.status_code, r.text)
+                assert r.json()["error"]
+            for token in (write, _jwt(secret, f"{mine}:write")) + (
+                (read,) if need == "read" else ()
+            ):
+                r = _call(h, method, path, body, mine, token)
+                assert r.status_code not in (401, 403), (method, path, r.text)
+        # a caller sees only its own stack, and cannot reach the other one's notes
+        r = h.get("/aks/v1/stacks", headers={"Authorization": f"Bearer {read}"})
+        assert [x["name"] for x in r.json()] == [mine]
+        r = h.get(
+            f"/v1/{their_name}/search",
+            params={"q": "secret plan"},
+            headers={"Authorization": f"Bearer {read}"},
+        )
+        assert r.status_code == 403 and "secret" not in r.text.replace("secret plan", "")
+        r = h.get("/aks/v1/entities", headers={"Authorization": f"Bearer {theirs}"})
+        assert r.status_code == 200  # the default stack is the caller's own
+        r = h.get(
+            f"/v1/{their_name}/search",
+            params={"q": "secret plan"},
+            headers={"Authorization": f"Bearer {theirs}"},
+        )
+        assert "secret plan" in r.json()["hits"][0]["quote"]
+    finally:
+        s.stop()
+
+
+def test_a_caller_over_its_rate_gets_429_with_retry_after(example_kf: Path) -> None:
+    s = Server(example_kf, env={"OK_SERVE_RATE_LIMIT": "0.5", "OK_SERVE_BURST": "3"})
+    try:
+        codes = [s.http.get(f"/v1/{s.stack}/status").status_code for _ in range(5)]
+        assert codes[:3] == [200, 200, 200] and codes[3:] == [429, 429], codes
+        r = s.http.get(f"/v1/{s.stack}/status")
+        assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1
+        assert "too many requests" in r.json()["error"]
+        assert s.http.get("/health").status_code == 200  # never metered
+    finally:
+        s.stop()
+
+
+def test_serving_beyond_loopback_needs_credentials(example_kf: Path) -> None:
+    r = run_cli("serve", "--host", "0.0.0.0", "--port", str(_free_port()))
+    assert r.code == 2 and "needs credentials" in r.err and "ok serve keys add" in r.err
+    r = run_ok("serve", "keys", "add", "x", "--scope", "root")
+    assert r.code == 1 and "unknown scope 'root'" in r.err
+    r = run_ok("serve", "keys", "revoke", "nobody")
+    assert r.code == 1 and "no live key" in r.err
+
+
+def _mcp(url: str, fn: Any, token: str | None = None) -> Any:
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def main() -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+            transport = streamable_http_client(f"{url}/mcp", http_client=http)
+            async with Client(transport, read_timeout_seconds=120) as client:
+                return await fn(client)
+
+    try:
+        return anyio.run(main)
+    except BaseExceptionGroup as eg:
+        leaf: BaseException = eg
+        while isinstance(leaf, BaseExceptionGroup):
+            leaf = leaf.exceptions[0]
+        raise leaf from None
+
+
+def test_mcp_over_streamable_http_has_the_tools_of_ok_mcp(example_kf: Path) -> None:
+    read = run_ok("serve", "keys", "add", "agent", "--scope", "read").out.strip()
+    write = run_ok("serve", "keys", "add", "writer", "--scope", "write").out.strip()
+    stdio = {t["name"] for t in run_ok("mcp", "--list-tools", "--root", str(example_kf)).json()}
+    s = Server(example_kf, "--auth")
+
+    async def use(client: Any) -> Any:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        hit = await client.call_tool("search", {"query": "gene editing", "k": 2})
+        return tools, json.loads(hit.content[0].text)
+
+    async def add(client: Any) -> Any:
+        r = await client.call_tool("mem_add", {"text": "Agents may write over HTTP too."})
+        assert not r.is_error, r.content[0].text
+        return json.loads(r.content[0].text)
+
+    try:
+        tools, found = _mcp(s.url, use, write)
+        assert tools == stdio
+        assert found["results"] and found["results"][0]["type"] == "chunk"
+        note = _mcp(s.url, add, write)
+        hits = s.http.get(
+            f"/v1/{s.stack}/search",
+            params={"q": "agents write over HTTP", "k": 1},
+            headers={"Authorization": f"Bearer {read}"},
+        ).json()["hits"]
+        assert hits[0]["id"] == note["id"]
+        # a read key gets the read-only tools; no key, no MCP
+        read_tools, _ = _mcp(s.url, use, read)
+        assert "mem_add" not in read_tools and "search" in read_tools
+        assert read_tools < tools
+        r = httpx.post(f"{s.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert r.status_code == 401 and r.json()["error"]
+    finally:
+        s.stop()
+
+
+def test_metrics_count_requests_per_route_and_stack_and_the_log_says_who(
+    example_kf: Path,
+) -> None:
+    s = Server(example_kf)
+    try:
+        for q in ("gene", "editing", "crispr"):
+            assert s.http.get(f"/v1/{s.stack}/search", params={"q": q}).status_code == 200
+        assert s.http.get("/v1/made-up/search", params={"q": "x"}).status_code == 404
+        text = s.http.get("/metrics").text
+        want = (
+            'ok_http_requests_total{method="GET",route="/v1/{stack}/search",'
+            f'stack="{s.stack}",status="200"}} 3.0'
+        )
+        assert want in text, text[:2000]
+        assert 'stack="made-up"' not in text and 'status="404"' in text
+        assert 'ok_search_seconds_count{mode="hybrid"} 3.0' in text
+        assert f'ok_writer_queue_depth{{stack="{s.stack}"}} 0.0' in text
+    finally:
+        s.stop()
+    lines = [json.loads(x) for x in s.log.read_text().splitlines() if x.startswith("{")]
+    searches = [x for x in lines if x["path"] == f"/v1/{s.stack}/search"]
+    assert len(searches) == 3 and all(x["status"] == 200 and x["ms"] > 0 for x in searches)
+    assert {x["who"] for x in searches} == {"local"}
