@@ -22,6 +22,7 @@ from .records import (
     Cite,
     Context,
     ContextEntity,
+    ContextLink,
     ContextRelationship,
     ContextSource,
     Entity,
@@ -94,6 +95,7 @@ def context(
             "LOW",
             "ranked",
             warnings,
+            _linked(g, hits),
         )
     ent_rows = g.entities_by_id(list(scores))
     ranked = sorted(scores, key=lambda e: (-(scores[e] * (0.5 + ent_rows[e]["confidence"])), e))
@@ -126,7 +128,37 @@ def context(
         label = _label(ents, hits, named)
     else:
         label = llm_conf or _label(ents, hits, named)
-    return _answer(query, ents, rels, hits, reasoning, label, method, warnings)
+    return _answer(query, ents, rels, hits, reasoning, label, method, warnings, _linked(g, hits))
+
+
+def _linked(g: GraphStore, hits: list[Cite]) -> list[ContextLink]:
+    """The notes the source notes link to, and those that link to them (`[[…]]`)."""
+    notes = [h["id"] for h in hits if h["type"] == "memory"]
+    if not notes:
+        return []
+    found: list[tuple[str, str, str, int]] = [
+        (e["dst"], e["src"], "out", e["line"]) for e in g.links_from(notes) if e["kind"] == "memory"
+    ]
+    found += [(e["src"], e["dst"], "in", e["line"]) for e in g.links_to(notes)]
+    seen = set(notes)
+    keep = []
+    for other, via, direction, line in found:
+        if other not in seen:
+            seen.add(other)
+            keep.append((other, via, direction, line))
+    ends = g.link_ends([k[0] for k in keep], [])
+    return [
+        {
+            "id": other,
+            "path": ends[other]["path"],
+            "title": ends[other]["title"],
+            "via": via,
+            "direction": direction,
+            "line": line,
+        }
+        for other, via, direction, line in keep
+        if other in ends
+    ]
 
 
 def _label(ents: list[ContextEntity], hits: list[Cite], named: set[str]) -> str:
@@ -164,12 +196,14 @@ def _answer(
     label: str,
     method: str,
     warnings: list[str],
+    linked: list[ContextLink],
 ) -> Context:
     return {
         "query": query,
         "entities": ents,
         "relationships": rels,
         "sources": [_source(h) for h in hits],
+        "linked_notes": linked,
         "reasoning": reasoning,
         "confidence": label,
         "method": method,

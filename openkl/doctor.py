@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
+from . import links
 from .errors import OkError
 from .records import Check
 
@@ -102,6 +103,15 @@ def run_checks(root: str | None) -> list[Check]:
                         "fix or remove the file, then `ok sync`",
                     )
                 )
+            for b in links.broken(folder):
+                c = _check(
+                    "link",
+                    False,
+                    b.message(),
+                    "fix the link, or write the note it names (its id, `title:` or "
+                    "`# heading`), then `ok sync`",
+                )
+                out.append({**c, "path": b.path, "line": b.line, "link": b.link})
     return out
 
 

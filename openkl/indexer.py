@@ -17,7 +17,7 @@ from typing import Any, TypedDict, cast
 
 import numpy as np
 
-from . import crash, lineage, triggers
+from . import crash, lineage, links, triggers
 from . import mapping as mapping_mod
 from . import notes as notes_mod
 from .chunking import chunk_text
@@ -236,6 +236,7 @@ def index_notes(folder: Folder, g: GraphStore, notes: list[notes_mod.Note]) -> N
     rows = [note_row(folder, n) for n in notes]
     vecs = embed_all(emb, [r["text"] for r in rows], "embedding notes")
     g.add_notes(rows, vecs)
+    links.record(g, notes)
     crash.point("graph.notes-loaded")
     lineage.link_derived(g, notes)
     consolidation.on_indexed(folder, g, [], [r["id"] for r in rows])
@@ -255,6 +256,7 @@ def index_note(folder: Folder, note: notes_mod.Note, replace: bool = False) -> N
             if replace:
                 remove_from_graph(folder, g, [], [note.id])
             index_notes(folder, g, [note])
+            links.relink(g)  # its links, and links elsewhere that name it
     except OkError as e:
         raise type(e)(
             f"note {note.id} is saved in {where} but not indexed: {e.message}",
@@ -296,6 +298,8 @@ def remove_from_graph(
         g.remove_doc(d)
     for n in note_ids:
         g.remove_note(n)
+    if note_ids:
+        g.forget_note_refs(note_ids)
     if doc_ids or note_ids:
         crash.point("graph.removed")
 
@@ -485,6 +489,8 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         lineage.relink(folder, g, [n for n in derived if n in notes])  # notes left as they were
         # approved backfeed items and imported bundles are files too
         consolidation.sync_canonical(folder, g)
+        # every note's links, once all it may point to is in place
+        links.relink(g)
         if target is not None:
             crash.point("rebuild.loading")
     if target is not None:

@@ -4,6 +4,10 @@ Walks the derived graph from a note, chunk or document:
 - up (provenance): a note `DERIVED_FROM` chunks or documents, a chunk is `PART_OF` its
   document, a document `SUPERSEDES` its older versions;
 - down (descendants): notes derived from it, and the newer version that superseded it.
+
+Each note (and document) also shows its `[[links]]`: `LINKS_TO` the notes and documents it
+links to, `LINKED_FROM` the notes that link to it. A link is not provenance, so the walk
+shows linked nodes but does not go on from them.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from .records import Lineage, LineageEdge, LineageNode, LineageStep
 
 DIRECTIONS = ("up", "down", "both")
 _UP = {"DERIVED_FROM", "PART_OF", "SUPERSEDES"}
+_LINKS = {"LINKS_TO", "LINKED_FROM"}
 
 
 def _node(g: GraphStore, kind: str, nid: str) -> LineageNode | None:
@@ -86,6 +91,10 @@ def _neighbours(
     up, down = direction in ("up", "both"), direction in ("down", "both")
     if kind == "doc" and direction == "newer":
         return [("SUPERSEDED_BY", "doc", i) for i in g.newer_versions(nid)]
+    if kind == "memory":
+        out += [("LINKS_TO", e["kind"], e["dst"]) for e in g.links_from([nid])]
+    if kind in ("memory", "doc"):
+        out += [("LINKED_FROM", "memory", e["src"]) for e in g.links_to([nid])]
     if kind == "memory" and up:
         out += [("DERIVED_FROM", "chunk", i) for i in g.note_source_chunks(nid)]
         out += [("DERIVED_FROM", "doc", i) for i in g.note_source_docs(nid)]
@@ -163,6 +172,8 @@ def lineage(
                 seen.add((k2, i2))
                 node = _node(g, k2, i2) or _missing(k2, i2)
                 nodes.append({**node, "depth": level, "via": i, "rel": rel})
+                if rel in _LINKS:
+                    continue  # shown, not walked on from
                 # provenance keeps going up and descendants keep going down: no zig-zag
                 # from a note to its chunk to every other note derived from that chunk
                 nxt.append((k2, i2, _next_way(rel, way)))

@@ -583,7 +583,10 @@ class KnowledgeServer:
 
     def traverse(
         self,
-        name: Annotated[str, Field(description="Start entity (name, alias or id).")],
+        name: Annotated[
+            str,
+            Field(description="Start entity (name, alias or id), or a note (id or title)."),
+        ],
         depth: Annotated[int, Field(ge=0, le=4, description="Hops to walk (0-4).")] = 2,
         rel: Annotated[str | None, Field(description="Only this relationship type.")] = None,
         min_confidence: Annotated[
@@ -592,7 +595,8 @@ class KnowledgeServer:
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Walk the entity graph from an entity over typed relationships (both directions),
-        breadth first; each step carries its path and the evidence of every hop."""
+        breadth first; each step carries its path and the evidence of every hop. From a
+        note, walk its [[links]] and backlinks (LINKS_TO, both directions)."""
         st = self.stack(stack)
         if not 0 <= depth <= 4:
             raise UsageError("depth must be between 0 and 4")

@@ -39,6 +39,7 @@ class Note:
     extra: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
     body_start: int = 0  # char offset of the body in the file text
+    body_line: int = 1  # line number (from 1) of the body's first line in the file
     sha256: str = ""
 
     def to_text(self) -> str:
@@ -128,6 +129,7 @@ def parse_note(text: str, where: str = "note", path: Path | None = None) -> Note
         extra=meta,
         path=path,
         body_start=body_start + lead,
+        body_line=text.count("\n", 0, body_start + lead) + 1,
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
 

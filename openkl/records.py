@@ -637,20 +637,32 @@ Hop = TypedDict(
 
 
 class Step(TypedDict):
-    """An entity a walk reached, with the path that reached it."""
+    """An entity (or, walking links, a note or document) a walk reached, with the path
+    that reached it."""
 
-    entity: str
+    entity: str  # its name (a note's or document's title)
     id: str
     depth: int
     via: Hop
     path: list[str]
     hops: list[Hop]
+    kind: NotRequired[str]  # walking links: memory | doc
+
+
+class WalkStart(TypedDict):
+    """The note a walk over links starts from."""
+
+    id: str
+    name: str  # its title
+    type: str  # note
+    path: str
 
 
 class Traversal(TypedDict):
-    """`ok graph traverse`: the walk from an entity."""
+    """`ok graph traverse`: the walk from an entity (over RELATED) or a note (over
+    LINKS_TO)."""
 
-    start: EntityView
+    start: EntityView | WalkStart
     depth: int
     rel: str | None
     min_confidence: float
@@ -779,6 +791,17 @@ class ContextSource(TypedDict):
     score: NotRequired[float]
 
 
+class ContextLink(TypedDict):
+    """A note linked to or from a note among the sources (`[[…]]`, `ok context`)."""
+
+    id: str
+    path: str
+    title: str
+    via: str  # the source note it is linked to or from
+    direction: str  # out: `via` links to it; in: it links to `via`
+    line: int  # of the link, in the file of the note it stands in
+
+
 class Context(TypedDict):
     """`ok context QUERY`: the entity subgraph relevant to a query (`context.context`)."""
 
@@ -786,6 +809,7 @@ class Context(TypedDict):
     entities: list[ContextEntity]  # best first
     relationships: list[ContextRelationship]  # among `entities`, most confident first
     sources: list[ContextSource]
+    linked_notes: list[ContextLink]  # notes linked to or from the source notes, not sources
     reasoning: str
     confidence: str  # HIGH | MEDIUM | LOW
     method: str  # ranked | llm
@@ -1167,6 +1191,10 @@ class Check(TypedDict):
     ok: bool
     detail: str  # what was found
     fix: str  # how to fix it, or ""
+    # a broken `[[link]]` (check "link"): where it stands and its text between the brackets
+    path: NotRequired[str]
+    line: NotRequired[int]
+    link: NotRequired[str]
 
 
 # -- files: grep, listings and pages -----------------------------------------------------
@@ -1235,6 +1263,66 @@ class DocNode(TypedDict):
     path: str
     title: str
     current: bool
+
+
+class LinkEdge(TypedDict):
+    """A `[[…]]` link in a note, as the graph holds it (`LINKS_TO`)."""
+
+    src: str  # the note the link is in
+    kind: str  # memory | doc: what it points to
+    dst: str  # the note's or document's id
+    text: str  # the target as written, without `#heading` and `|alias`
+    heading: str  # after `#`, or ""
+    alias: str  # after `|`, or ""
+    line: int  # in the file of the note the link is in, from 1
+
+
+class NoteRefsRow(TypedDict):
+    """A note's titles and links as JSON lists (`NoteRefs`), kept to derive its edges."""
+
+    id: str
+    titles: str  # ["Title", …]
+    links: str  # [[raw, target, heading, alias, line], …]
+
+
+class NoteTime(TypedDict):
+    """A note's id and `ts`."""
+
+    id: str
+    ts: str
+
+
+class LinkEnd(TypedDict):
+    """A note or document at the end of a link, as the readers name it."""
+
+    kind: str  # memory | doc
+    id: str
+    path: str
+    title: str
+
+
+class NoteLink(TypedDict):
+    """A `[[…]]` link as a note's file has it, with what it points to (`ok mem show`)."""
+
+    target: str
+    heading: str
+    alias: str
+    line: int
+    to: LinkEnd | None  # None: it matches no note or document
+
+
+Backlink = TypedDict(
+    "Backlink",
+    {"from": str, "path": str, "title": str, "line": int, "target": str},
+)
+"""A link in another note that points to this one: its note, where it stands, as written."""
+
+
+class NoteLinks(TypedDict):
+    """A note's links and backlinks."""
+
+    links: list[NoteLink]
+    backlinks: list[Backlink]
 
 
 class ChunkVector(TypedDict):

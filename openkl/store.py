@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import crash, events, indexer
+from . import crash, events, indexer, links
 from . import mapping as mapping_mod
 from .drift import after_ingest
 from .errors import BadInput, NotFound, OkError
@@ -387,6 +387,7 @@ def ingest(
                     folder, g, old + back, new_items, entries, prepared
                 )
                 relink(folder, g, derived)  # notes derived from a replaced version keep it
+                links.relink(g)  # a `[[Title]]` may name the new document
     return rep
 
 
@@ -650,6 +651,7 @@ def remove(
     mapping_mod.save(folder, entries)
     with indexer.open_graph(folder, write=True) as g:
         indexer.remove_from_graph(folder, g, [entry["id"]], [])
+        links.relink(g)
     folder.log_op("store.remove", ids=[entry["id"]], paths=[entry["path"]])
     events.emit(
         folder,

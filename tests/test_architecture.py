@@ -53,6 +53,7 @@ LAYERS = [
     {
         "openkl.entities",
         "openkl.lineage",
+        "openkl.links",
         "openkl.triggers",
         "openkl.drift",
         "openkl.citations",

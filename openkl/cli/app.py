@@ -318,7 +318,7 @@ def _stale_part(key: str, value: list[str]) -> str:
 
 @app.command()
 def doctor(json_: bool = JsonOpt) -> None:
-    """Check the folder, index, model, rg, kreuzberg and lock; print fixes."""
+    """Check the folder, index, model, rg, kreuzberg, lock and [[links]] in notes; print fixes."""
     from .. import ops
 
     checks = ops.doctor(state.root)

@@ -25,6 +25,9 @@ def context(
 ) -> None:
     """Hybrid retrieval → relevant entities, relationships, sources, reasoning, confidence.
 
+    Notes among the sources bring the notes they [[link]] to and the notes that link to
+    them (`linked_notes`).
+
     Examples:
 
     \b
@@ -54,6 +57,11 @@ def context(
             lines.append("")
         for r in d["relationships"]:
             lines.append(f"{r['from_name']} -{r['type']}-> {r['to_name']} ({r['confidence']:.2f})")
+        if d["linked_notes"]:
+            lines += ["", "linked notes:"]
+        for n in d["linked_notes"]:
+            arrow = "->" if n["direction"] == "out" else "<-"
+            lines.append(f"  {n['via']} {arrow} {n['id']}  {n['title'] or n['path']}")
         return "\n".join(lines)
 
     emit(data, json_, plain=plain)

@@ -139,6 +139,9 @@ def lineage(
 ) -> None:
     """Walk DERIVED_FROM and SUPERSEDES: a note's sources, a document's versions.
 
+    Each note on the way also shows its [[links]]: LINKS_TO what it links to, LINKED_FROM
+    the notes that link to it (shown, not walked on from).
+
     Examples:
 
     \b
@@ -257,7 +260,7 @@ def entity(
 
 @app.command()
 def traverse(
-    name: str = typer.Argument(..., help="Entity to start from."),
+    name: str = typer.Argument(..., help="Entity, or note (id, [[id or title]]), to start from."),
     depth: int = typer.Option(2, "--depth", "-d", help="How many hops."),
     rel: str = typer.Option(None, "--rel", help="Follow only this relationship type."),
     min_confidence: float = typer.Option(
@@ -268,11 +271,18 @@ def traverse(
 ) -> None:
     """Breadth-first walk over relationships, with the path of every step.
 
+    From an entity it follows RELATED, both directions. From a note (its id, [[its id or
+    title]] as a link names it, or a title that no entity has) it follows LINKS_TO, both
+    directions: the notes and documents the note's [[links]] point to (->) and the notes
+    that link to it (<-), and on from those.
+
     Examples:
 
     \b
       ok graph traverse SQLite --depth 2
       ok graph traverse "Ada Lovelace" --rel works_with --min-confidence 0
+      ok graph traverse m-20261101-ab12 --depth 1     # a note's links and backlinks
+      ok graph traverse "[[Storage engines]]"         # a note by title
     """
     from .. import ops
 

@@ -6,7 +6,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -192,12 +192,28 @@ def show(
     ),
     json_: bool = JsonOpt,
 ) -> None:
-    """Print a note."""
+    """Print a note, then its [[links]] and its backlinks (the notes that link to it)."""
     from .. import ops
 
     f = folder()
     note = ops.show_note(f, note_id)
-    emit(note.as_dict(f), json_, plain=lambda d: note.to_text())
+    links = ops.note_links(f, note)
+
+    def plain(d: dict[str, Any]) -> str:
+        lines = [note.to_text().rstrip("\n")]
+        if links["links"]:
+            lines += ["", "links:"]
+        for k in links["links"]:
+            to = k["to"]
+            where = f"{to['id']}  {to['title'] or to['path']}" if to else "(matches no note)"
+            lines.append(f"  line {k['line']}: [[{k['target']}]] -> {where}")
+        if links["backlinks"]:
+            lines += ["", "backlinks:"]
+        for b in links["backlinks"]:
+            lines.append(f"  {b['from']}  {b['title'] or b['path']}  (line {b['line']})")
+        return "\n".join(lines) + "\n"
+
+    emit({**note.as_dict(f), **links}, json_, plain=plain)
 
 
 @app.command()

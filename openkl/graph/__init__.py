@@ -34,9 +34,10 @@ from .documents import DocumentQueries
 from .entities import ENTITY_COLS as ENTITY_COLS
 from .entities import EntityQueries
 from .lineage import LineageQueries
+from .links import LinkQueries
 from .versions import VersionQueries
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 DB_FILE = "graph.kz"
 
 
@@ -70,6 +71,12 @@ def schema(dim: int) -> list[str]:
         " confidence DOUBLE, evidence STRING, docs STRING, verified BOOLEAN,"
         " source_kind STRING, description STRING, ext_id STRING, extra STRING)",
         "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Doc TO Doc, drift DOUBLE, ts STRING)",
+        # `[[…]]` links in notes (schema version 6): each note's titles and links (JSON
+        # lists, as its file has them), and the edges they resolve to
+        "CREATE NODE TABLE IF NOT EXISTS NoteRefs(id STRING PRIMARY KEY, titles STRING,"
+        " links STRING)",
+        "CREATE REL TABLE IF NOT EXISTS LINKS_TO(FROM MemoryNote TO MemoryNote,"
+        " FROM MemoryNote TO Doc, text STRING, heading STRING, alias STRING, line INT64)",
     ]
 
 
@@ -425,7 +432,7 @@ _residents: dict[Path, _Resident] = {}
 _residents_lock = threading.Lock()
 
 
-class Graph(EntityQueries, DocumentQueries, LineageQueries, VersionQueries):
+class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, VersionQueries):
     """An open connection to the folder's graph (read-only unless opened for writing)."""
 
     def __init__(self, db: Any, conn: Any, path: Path, writable: bool) -> None:

@@ -1,7 +1,8 @@
-"""What the query mixins of `Graph` rely on: its `query`."""
+"""What the query mixins of `Graph` rely on: its `query` and `copy_rows`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 
@@ -13,3 +14,11 @@ class Queries:
         def query(
             self, cypher: str, params: dict[str, Any] | None = None
         ) -> list[dict[str, Any]]: ...
+
+        def copy_rows(
+            self,
+            table: str,
+            rows: dict[str, Sequence[Any]],
+            types: dict[str, Any] | None = None,
+            rel_from_to: tuple[str, str] | None = None,
+        ) -> None: ...

@@ -21,10 +21,14 @@ from ..records import (
     DocInput,
     DocNode,
     DocSummary,
+    LinkEdge,
+    LinkEnd,
     NoteIndexed,
     NoteNode,
+    NoteRefsRow,
     NoteRow,
     NoteSummary,
+    NoteTime,
     NoteVector,
 )
 from .entities import EntityStore
@@ -163,6 +167,40 @@ class GraphStore(EntityStore, Protocol):
 
     def link_note_to_doc(self, note_id: str, doc_id: str) -> None:
         """Record that a note is derived from a whole document (kept once)."""
+
+    # -- links between notes (`[[…]]`) ------------------------------------------------
+    def all_links(self) -> list[LinkEdge]:
+        """Every link edge."""
+
+    def links_from(self, note_ids: Sequence[str]) -> list[LinkEdge]:
+        """The links in these notes."""
+
+    def links_to(self, ids: Sequence[str]) -> list[LinkEdge]:
+        """The links that point to these notes or documents."""
+
+    def unlink_notes(self, note_ids: Sequence[str]) -> None:
+        """Remove the link edges that start in these notes."""
+
+    def add_links(self, links: Sequence[LinkEdge]) -> None:
+        """Create these link edges (their notes and documents are in the graph)."""
+
+    def set_note_refs(self, rows: Sequence[NoteRefsRow]) -> None:
+        """Record these notes' titles and links (replacing what was recorded for them)."""
+
+    def forget_note_refs(self, note_ids: Sequence[str]) -> None:
+        """Drop what was recorded of these notes' titles and links."""
+
+    def note_refs(self) -> list[NoteRefsRow]:
+        """Every note's recorded titles and links."""
+
+    def note_times(self) -> list[NoteTime]:
+        """Every note's id and `ts`."""
+
+    def doc_titles(self) -> dict[str, str]:
+        """The title of every current document, by id."""
+
+    def link_ends(self, note_ids: Sequence[str], doc_ids: Sequence[str]) -> dict[str, LinkEnd]:
+        """Path and title of these notes and documents, by id."""
 
     # -- health and bookkeeping -----------------------------------------------------
     def incomplete(self) -> dict[str, list[str]]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import lineage as lineage_mod
-from .. import pages
+from .. import links, pages
 from ..entities import queries
 from ..entities.consolidation import min_confidence as default_min_confidence
+from ..errors import NotFound, UsageError
 from ..folder import Folder
 from ..indexing import open_graph
 from ..mapping import resolve
@@ -79,10 +80,28 @@ def traverse(
     graph: Opener | None = None,
 ) -> Traversal:
     """Breadth-first walk from an entity over relationships (only `rel`, if given), at
-    least this confident (default entities.min_confidence), stopping after `limit`."""
+    least this confident (default entities.min_confidence), stopping after `limit`.
+
+    From a note (its id, `[[id or title]]`, or a title no entity has) the walk follows
+    LINKS_TO, both ways: the `[[links]]` in a note and the notes that link to it."""
     floor = _floor(folder, min_confidence)
     with reading(folder, graph) as g:
-        return queries.traverse(g, name, depth=depth, rel=rel, min_confidence=floor, limit=limit)
+        as_link = name.startswith("[[") and name.endswith("]]")
+        note = links.find_note(g, name[2:-2]) if as_link else g.link_ends([name], []).get(name)
+        if as_link and note is None:
+            raise NotFound(f"{name} matches no note", "list notes with `ok mem list`")
+        if note is None:
+            try:
+                return queries.traverse(
+                    g, name, depth=depth, rel=rel, min_confidence=floor, limit=limit
+                )
+            except NotFound:
+                note = links.find_note(g, name)
+                if note is None:
+                    raise
+        if rel and rel.strip().upper() != "LINKS_TO":
+            raise UsageError(f"a walk from a note follows LINKS_TO, not {rel!r}", "leave out --rel")
+        return links.walk(g, note, depth=depth, limit=limit)
 
 
 def entity_page(

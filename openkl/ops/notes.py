@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import indexer
+from .. import indexer, links
 from .. import notes as notes_mod
 from ..folder import Folder
 from ..indexing import open_graph
@@ -74,6 +74,7 @@ def delete_note(folder: Folder, note_id: str, via: str | None = None) -> notes_m
     note = notes_mod.delete(folder, note_id)
     with open_graph(folder, write=True) as g:
         indexer.remove_from_graph(folder, g, [], [note.id])
+        links.relink(g)  # a link to it by title may now name another note
     folder.log_op("mem.delete", ids=[note.id], **_via(via))
     return note
 

@@ -12,12 +12,13 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TypedDict
 
-from .. import indexer, store
+from .. import indexer, links, store
 from .. import notes as notes_mod
+from ..errors import OkError
 from ..folder import Folder
 from ..graph import Graph
 from ..indexing import open_graph
-from ..records import MappingEntry, Status
+from ..records import MappingEntry, NoteLinks, Status
 
 # how an adapter opens the graph for reading, if not with `open_graph(folder)`
 Opener = Callable[[], AbstractContextManager[Graph]]
@@ -85,6 +86,28 @@ def list_notes(
 def show_note(folder: Folder, note_id: str) -> notes_mod.Note:
     """One note, by id or unique prefix."""
     return notes_mod.find(folder, note_id)
+
+
+def note_links(folder: Folder, note: notes_mod.Note, *, graph: Opener | None = None) -> NoteLinks:
+    """A note's `[[links]]` with what each points to, and its backlinks. Without a graph
+    that can be read, the links are listed as the file has them, unresolved."""
+    try:
+        with reading(folder, graph) as g:
+            return links.of_note(g, note)
+    except OkError:
+        return {
+            "links": [
+                {
+                    "target": k.target,
+                    "heading": k.heading,
+                    "alias": k.alias,
+                    "line": k.line,
+                    "to": None,
+                }
+                for k in links.parse(note.body, note.body_line)
+            ],
+            "backlinks": [],
+        }
 
 
 def list_docs(folder: Folder, *, all_versions: bool = False) -> list[MappingEntry]:
