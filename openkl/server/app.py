@@ -364,7 +364,11 @@ def create_app(
             explain=explain,
         )
         metrics.search.labels(res.options.mode).observe(time.perf_counter() - started)
-        return {"stack": st.name, "query": res.query, "hits": res.hits}
+        body: dict[str, Any] = {"stack": st.name, "query": res.query, "hits": res.hits}
+        if res.no_good_match:
+            body["no_good_match"] = True
+            body["best_score"] = res.best_score
+        return body
 
     @app.post("/v1/{stack}/ask", tags=["openkl"])
     def ask(request: Request, stack: str, body: AskIn) -> Any:
