@@ -478,10 +478,7 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
                 g._resident = True
                 g._commit_guard = res.committing
                 try:
-                    if write and dim:
-                        g._ensure_schema(dim, embedder_identity)
-                    if check:
-                        g._check(embedder_identity)
+                    g._ready(dim, embedder_identity, check)
                     yield g
                 finally:
                     with contextlib.suppress(Exception):
@@ -542,16 +539,20 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
         if replaying:
             g._mark_replayed()
         try:
-            if write and dim:
-                g._ensure_schema(dim, embedder_identity)
-            if check:
-                g._check(embedder_identity)
+            g._ready(dim, embedder_identity, check)
             yield g
         finally:
             with contextlib.suppress(Exception):
                 conn.close()
             with contextlib.suppress(Exception):
                 db.close()
+
+    def _ready(self, dim: int | None, embedder_identity: str | None, check: bool) -> None:
+        """A writer creates the schema on first use; `check` compares it with this ok's."""
+        if self.writable and dim:
+            self._ensure_schema(dim, embedder_identity)
+        if check:
+            self._check(embedder_identity)
 
     @staticmethod
     @contextlib.contextmanager
