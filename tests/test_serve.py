@@ -282,6 +282,15 @@ ROUTES = [
     ("GET", "/v1/{s}/documents/x", None, "read"),
     ("POST", "/v1/{s}/cypher", {"query": "MATCH (d:Doc) RETURN count(*) AS n"}, "read"),
     ("POST", "/v1/{s}/sync", None, "write"),
+    ("POST", "/v1/{s}/documents?name=up.md", {"t": "x"}, "write"),
+    ("DELETE", "/v1/{s}/documents/x", None, "write"),
+    ("GET", "/v1/{s}/documents/x/history", None, "read"),
+    ("GET", "/v1/{s}/citations", None, "read"),
+    ("POST", "/v1/{s}/citations/verify", {"items": ["c-x"]}, "read"),
+    ("POST", "/v1/{s}/citations", {"items": ["x"], "persist": True}, "write"),
+    ("GET", "/v1/{s}/events", None, "read"),
+    ("GET", "/v1/{s}/lineage/x", None, "read"),
+    ("GET", "/v1/{s}/triggers", None, "read"),
 ]
 
 
@@ -522,3 +531,40 @@ def test_ok_sync_watch_syncs_after_each_change(example_kf: Path) -> None:
     assert code == 0, proc.stderr.read() if proc.stderr else ""
     hits = run_ok("search", "sea urchins graze kelp", "-k", "1", "--json").json()
     assert hits[0]["id"] == "m-20260105-swch"
+
+
+def test_documents_citations_events_and_lineage_over_http(server: Server) -> None:
+    h, v1 = server.http, f"/v1/{server.stack}"
+    text = b"# Tide gauges\n\nA tide gauge records the sea level every six minutes.\n"
+    r = h.post(f"{v1}/documents", params={"name": "tides.md"}, content=text)
+    assert r.status_code == 201, r.text
+    doc = r.json()["added"][0]
+    assert (server.root / doc["path"]).exists()
+    hits = h.get(f"{v1}/search", params={"q": "tide gauge sea level", "k": 1}).json()["hits"]
+    assert hits[0]["doc_id"] == doc["id"]
+    # the same bytes again: unchanged, nothing new
+    again = h.post(f"{v1}/documents", params={"name": "tides.md"}, content=text).json()
+    assert again["added"] == [] and again["unchanged"]
+    for bad in ("../escape.md", ".hidden", "a/b.md"):
+        r = h.post(f"{v1}/documents", params={"name": bad}, content=b"x")
+        assert r.status_code == 400 and r.json()["error"], (bad, r.text)
+    assert h.post(f"{v1}/documents", params={"name": "e.md"}, content=b"").status_code == 400
+    assert h.get(f"{v1}/documents/{doc['id']}/history").json()[0]["id"] == doc["id"]
+    # a citation made, kept, listed and verified
+    made = h.post(f"{v1}/citations", json={"items": [hits[0]["id"]], "persist": True})
+    assert made.status_code == 201, made.text
+    cid = made.json()[0]["id"]
+    listed = h.get(f"{v1}/citations").json()["citations"]
+    assert cid in [c["id"] for c in listed]
+    v = h.post(f"{v1}/citations/verify", json={"items": [cid]}).json()
+    assert v["ok"] and v["results"][0]["status"] == "verified"
+    kinds = {e["type"] for e in h.get(f"{v1}/events").json()}
+    assert "ingested" in kinds, kinds
+    assert h.get(f"{v1}/lineage/{doc['id']}").status_code == 200
+    assert h.get(f"{v1}/triggers").json()["triggers"] == []
+    # removed: gone from search, and its citation is missing
+    assert h.delete(f"{v1}/documents/{doc['id']}").json()["id"] == doc["id"]
+    hits = h.get(f"{v1}/search", params={"q": "tide gauge sea level"}).json()["hits"]
+    assert doc["id"] not in [x["doc_id"] for x in hits]
+    v = h.post(f"{v1}/citations/verify", json={"items": [cid]}).json()
+    assert not v["ok"] and v["results"][0]["status"] == "missing"

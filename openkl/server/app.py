@@ -12,9 +12,10 @@ import math
 import time
 from collections.abc import AsyncIterator
 from importlib.metadata import version
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import Body, FastAPI, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
@@ -32,6 +33,7 @@ from ..errors import (
     ReadOnlyViolation,
     UsageError,
 )
+from ..records import Cite
 from .auth import OPEN, Authenticator, Caller, Forbidden, RateLimited, RateLimiter, Unauthorized
 from .metrics import AccessLog, Metrics
 from .stacks import Served, Stacks
@@ -91,6 +93,20 @@ class AskIn(BaseModel):
     k: int | None = Field(default=None, ge=1)
     scope: str = "all"
     llm: bool = Field(default=True, description="Use the configured LLM, if there is one.")
+
+
+class VerifyIn(BaseModel):
+    items: list[str | dict[str, Any]] = Field(
+        min_length=1, description="Citation ids (c-…), other ids, or cite objects."
+    )
+
+
+class CiteIn(BaseModel):
+    items: list[str | dict[str, Any]] = Field(min_length=1, description="Ids or cite objects.")
+    lines: str | None = Field(default=None, description="A line span of the one item: 3-7.")
+    chars: str | None = Field(default=None, description="A character span of the one item.")
+    persist: bool = False
+    tags: list[str] = []
 
 
 class ContextIn(BaseModel):
@@ -436,6 +452,106 @@ def create_app(
         """A document by id or id prefix: its mapping entry and normalized text."""
         got = ops.show_doc(allow(request, stack, "read").folder, doc)
         return {"entry": got.entry, "text": got.text}
+
+    @app.post("/v1/{stack}/documents", tags=["documents"], status_code=201)
+    async def add_document(
+        request: Request,
+        stack: str,
+        name: Annotated[str, Query(min_length=1, description="The file name, e.g. notes.md.")],
+    ) -> Any:
+        """Store the request body as a document named `name` and index it (as
+        `ok store ingest - --name NAME`; the type comes from the name's extension)."""
+        st = allow(request, stack, "write")
+        data = await request.body()
+        if not data:
+            raise BadInput("the body is empty", "send the document's bytes as the body")
+
+        def store() -> Any:
+            with st.writing("store ingest"):
+                return ops.ingest(st.folder, data=data, name=name).as_dict()
+
+        rep = await run_in_threadpool(store)
+        metrics.chunks_indexed.labels(st.name).inc(rep.get("chunks", 0))
+        return rep
+
+    @app.delete("/v1/{stack}/documents/{doc}", tags=["documents"])
+    def remove_document(request: Request, stack: str, doc: str) -> Any:
+        """Remove a document (its text, original, mapping entry and graph nodes)."""
+        st = allow(request, stack, "write")
+        with st.writing("store remove"):
+            return ops.remove_doc(st.folder, doc)
+
+    @app.get("/v1/{stack}/documents/{doc}/history", tags=["documents"])
+    def document_history(request: Request, stack: str, doc: str) -> Any:
+        """A document's versions, newest first."""
+        return ops.doc_history(allow(request, stack, "read").folder, doc)
+
+    @app.get("/v1/{stack}/citations", tags=["citations"])
+    def list_citations(
+        request: Request,
+        stack: str,
+        tag: Annotated[list[str] | None, Query()] = None,
+        doc: str | None = None,
+        status: str | None = None,
+    ) -> dict[str, Any]:
+        """Persisted citations, filtered by tag, document and current status."""
+        got = ops.list_citations(
+            allow(request, stack, "read").folder, tags=tag, doc=doc, status=status
+        )
+        return {"citations": got.citations, "problems": got.problems}
+
+    @app.post("/v1/{stack}/citations/verify", tags=["citations"])
+    def verify_citations(request: Request, stack: str, body: VerifyIn) -> dict[str, Any]:
+        """verified, moved, changed or missing, for citation ids, other ids or cite objects."""
+        v = ops.verify_citations(allow(request, stack, "read").folder, body.items)
+        return {"ok": v.ok, "results": v.results}
+
+    @app.post("/v1/{stack}/citations", tags=["citations"], status_code=201)
+    def make_citations(request: Request, stack: str, body: CiteIn) -> list[Any]:
+        """Cite objects for ids (a span with `lines` or `chars`); `persist` keeps them under
+        citations/."""
+        st = allow(request, stack, "write" if body.persist else "read")
+        with st.writing("cite make") if body.persist else contextlib.nullcontext():
+            return ops.make_citations(
+                st.folder,
+                cast(list[str | Cite], body.items),
+                lines=body.lines,
+                chars=body.chars,
+                persist=body.persist,
+                tags=body.tags,
+                via="http",
+            )
+
+    @app.get("/v1/{stack}/events", tags=["events"])
+    def events(
+        request: Request,
+        stack: str,
+        since: str | None = None,
+        type: Annotated[list[str] | None, Query()] = None,
+        doc: str | None = None,
+        limit: Annotated[int | None, Query(ge=1)] = None,
+    ) -> list[Any]:
+        """Events, oldest first (ingested, refreshed, drifted, trigger fired, …)."""
+        folder = allow(request, stack, "read").folder
+        return list(ops.events(folder, since=since, types=type, doc=doc, limit=limit))
+
+    @app.get("/v1/{stack}/lineage/{ref}", tags=["graph"])
+    def lineage(
+        request: Request,
+        stack: str,
+        ref: str,
+        depth: Annotated[int, Query(ge=1, le=20)] = 5,
+        direction: Annotated[str, Query(pattern="^(up|down|both)$")] = "both",
+    ) -> Any:
+        """Where a note, chunk or document came from, and what came of it."""
+        folder = allow(request, stack, "read").folder
+        return ops.lineage(folder, ref, depth=depth, direction=direction)
+
+    @app.get("/v1/{stack}/triggers", tags=["events"])
+    def triggers(request: Request, stack: str) -> dict[str, Any]:
+        """The folder's triggers, and the trigger files that could not be read."""
+        rows, problems = ops.list_triggers(allow(request, stack, "read").folder)
+        return {"triggers": rows, "problems": problems}
 
     @app.post("/v1/{stack}/cypher", tags=["graph"])
     def cypher(
