@@ -568,3 +568,57 @@ def test_documents_citations_events_and_lineage_over_http(server: Server) -> Non
     assert doc["id"] not in [x["doc_id"] for x in hits]
     v = h.post(f"{v1}/citations/verify", json={"items": [cid]}).json()
     assert not v["ok"] and v["results"][0]["status"] == "missing"
+
+
+def _sse_events(lines: Any) -> Iterator[tuple[str, Any]]:
+    kind = None
+    for line in lines:
+        if line.startswith("event: "):
+            kind = line[len("event: ") :]
+        elif line.startswith("data: ") and kind:
+            yield kind, json.loads(line[len("data: ") :])
+            kind = None
+
+
+def test_ask_streams_tokens_and_events_are_followed_over_sse(example_kf: Path) -> None:
+    from openai_stub import chat_server
+
+    reply = "Write-ahead logging writes changes to a log before the data files [1]."
+    with chat_server([reply], chunk=5) as stub:
+        env = {"OK_LLM_BASE_URL": stub.url, "OK_LLM_MODEL": "stub-model", "OK_LLM_RETRIES": "0"}
+        s = Server(example_kf, env=env)
+        try:
+            v1 = f"/v1/{s.stack}"
+            body = {"question": "what is write-ahead logging?", "stream": True}
+            with s.http.stream("POST", f"{v1}/ask", json=body) as r:
+                assert r.headers["content-type"].startswith("text/event-stream")
+                got = list(_sse_events(r.iter_lines()))
+            tokens = [d["text"] for k, d in got if k == "token"]
+            assert len(tokens) > 5 and "".join(tokens) == reply
+            assert got[-1][0] == "answer" and got[-1][1]["answer"] == reply
+            assert got[-1][1]["citations"][0]["n"] == 1
+
+            seen: list[tuple[str, Any]] = []
+
+            def follow() -> None:
+                with httpx.stream(
+                    "GET", f"{s.url}{v1}/events/follow", params={"timeout": 60}, timeout=90
+                ) as r:
+                    for ev in _sse_events(r.iter_lines()):
+                        seen.append(ev)
+                        return
+
+            t = threading.Thread(target=follow)
+            t.start()
+            # until the follower is listening, an event may come before it: add more
+            for i in range(30):
+                up = s.http.post(
+                    f"{v1}/documents", params={"name": f"f{i}.md"}, content=f"Buoy {i}.\n".encode()
+                )
+                assert up.status_code == 201, up.text
+                t.join(timeout=2)
+                if seen:
+                    break
+            assert seen and seen[0][0] == "event" and seen[0][1]["type"] == "ingested"
+        finally:
+            s.stop()

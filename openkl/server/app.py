@@ -8,16 +8,19 @@ the stack's writer. An `OkError` becomes a 4xx with `{"error": …, "hint": …}
 from __future__ import annotations
 
 import contextlib
+import json
 import math
+import queue
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from importlib.metadata import version
 from typing import Annotated, Any, cast
 
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
@@ -60,6 +63,11 @@ _STATUS: list[tuple[type[OkError], int]] = [
 ]
 
 
+def _sse(kind: str, data: Any) -> str:
+    """One server-sent event."""
+    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
 def _status(exc: OkError) -> int:
     return next((code for cls, code in _STATUS if isinstance(exc, cls)), 400)
 
@@ -90,6 +98,7 @@ class CypherIn(BaseModel):
 
 class AskIn(BaseModel):
     question: str = Field(min_length=1)
+    stream: bool = Field(default=False, description="Answer as server-sent events.")
     k: int | None = Field(default=None, ge=1)
     scope: str = "all"
     llm: bool = Field(default=True, description="Use the configured LLM, if there is one.")
@@ -388,14 +397,54 @@ def create_app(
 
     @app.post("/v1/{stack}/ask", tags=["openkl"])
     def ask(request: Request, stack: str, body: AskIn) -> Any:
-        """An answer with `[N]` citations, as `ok ask --json`."""
-        return ops.ask(
-            allow(request, stack, "read").folder,
-            body.question,
-            k=body.k,
-            scope=body.scope,
-            use_llm=body.llm,
-        )
+        """An answer with `[N]` citations, as `ok ask --json`. With `"stream": true`, server-
+        sent events: `token` events as the LLM writes (`{"text": …}`), then one `answer`
+        event holding the whole answer (or one `error` event)."""
+        folder = allow(request, stack, "read").folder
+        if not body.stream:
+            return ops.ask(folder, body.question, k=body.k, scope=body.scope, use_llm=body.llm)
+        out: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+        def answer() -> None:
+            try:
+                got = ops.ask(
+                    folder,
+                    body.question,
+                    k=body.k,
+                    scope=body.scope,
+                    use_llm=body.llm,
+                    on_token=lambda t: out.put(("token", {"text": t})),
+                )
+                out.put(("answer", got))
+            except OkError as e:
+                out.put(("error", {"error": e.message, "hint": e.hint}))
+            except Exception as e:  # the stream has started: say it there
+                out.put(("error", {"error": f"internal error: {type(e).__name__}"}))
+
+        threading.Thread(target=answer, name="ok-serve-ask", daemon=True).start()
+
+        def stream() -> Iterator[str]:
+            while True:
+                kind, data = out.get()
+                yield _sse(kind, data)
+                if kind != "token":
+                    return
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    @app.get("/v1/{stack}/events/follow", tags=["events"])
+    def follow_events(
+        request: Request,
+        stack: str,
+        type: Annotated[list[str] | None, Query()] = None,
+        doc: str | None = None,
+        timeout: Annotated[float, Query(gt=0, le=3600)] = 300,
+    ) -> StreamingResponse:
+        """Events appended from now on, as server-sent `event` events (like `ok events
+        --follow`), for `timeout` seconds."""
+        folder = allow(request, stack, "read").folder
+        found = ops.follow_events(folder, types=type, doc=doc, timeout=timeout)
+        return StreamingResponse((_sse("event", e) for e in found), media_type="text/event-stream")
 
     @app.get("/v1/{stack}/notes", tags=["notes"])
     def list_notes(
