@@ -281,6 +281,19 @@ DECLARED: tuple[Setting, ...] = (
     _s("serve.burst", 40, int, "Requests one caller may make to `ok serve` at once."),
     _s("serve.access_log", True, bool, "`ok serve` logs each request as a JSON line on stderr."),
     _s(
+        "serve.timeout",
+        30.0,
+        float,
+        "Seconds a request's graph queries may run before they are stopped (504).",
+    ),
+    _s(
+        "serve.cors_origins",
+        None,
+        str,
+        "Web origins allowed to call `ok serve` from a browser, comma-separated (unset: none).",
+        nullable=True,
+    ),
+    _s(
         "serve.watch",
         True,
         bool,

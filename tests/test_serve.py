@@ -622,3 +622,35 @@ def test_ask_streams_tokens_and_events_are_followed_over_sse(example_kf: Path) -
             assert seen and seen[0][0] == "event" and seen[0][1]["type"] == "ingested"
         finally:
             s.stop()
+
+
+def test_a_query_past_its_time_is_stopped_and_cors_is_what_config_says(
+    example_kf: Path,
+) -> None:
+    env = {"OK_SERVE_TIMEOUT": "1", "OK_SERVE_CORS_ORIGINS": "http://explorer.test"}
+    key = run_ok("serve", "keys", "add", "k").out.strip()
+    s = Server(example_kf, "--auth", env=env)
+    auth = {"Authorization": f"Bearer {key}"}
+    try:
+        slow = (
+            "UNWIND range(1, 100000) AS a UNWIND range(1, 100000) AS b "
+            "WITH a, b WHERE a % 7 = b % 5 RETURN sum(a + b) AS n"
+        )
+        r = s.http.post(f"/v1/{s.stack}/cypher", json={"query": slow}, headers=auth)
+        assert r.status_code == 504 and "serve.timeout" in r.json()["error"], r.text
+        r = s.http.get(f"/v1/{s.stack}/status", headers=auth)
+        assert r.status_code == 200  # the server goes on
+        pre = s.http.options(
+            f"/v1/{s.stack}/search",
+            headers={
+                "Origin": "http://explorer.test",
+                "Access-Control-Request-Method": "GET",
+                "Access-Control-Request-Headers": "authorization",
+            },
+        )
+        assert pre.status_code == 200
+        assert pre.headers["access-control-allow-origin"] == "http://explorer.test"
+        r = s.http.get(f"/v1/{s.stack}/status", headers={**auth, "Origin": "http://elsewhere.test"})
+        assert "access-control-allow-origin" not in r.headers
+    finally:
+        s.stop()

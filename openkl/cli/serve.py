@@ -99,6 +99,11 @@ def serve(
             limiter,
             host=host,
             access_log=first.setting("serve.access_log"),
+            cors_origins=[
+                o.strip()
+                for o in (first.setting("serve.cors_origins") or "").split(",")
+                if o.strip()
+            ],
         )
         stacks.start_background(
             watch=first.setting("serve.watch"), refresh_every=first.setting("serve.refresh_every")

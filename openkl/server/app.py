@@ -20,6 +20,7 @@ from typing import Annotated, Any, cast
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -36,6 +37,10 @@ from ..errors import (
     ReadOnlyViolation,
     UsageError,
 )
+from ..folder import Folder
+from ..graph import Graph
+from ..indexing import open_graph
+from ..ops.read import Opener
 from ..records import Cite
 from .auth import OPEN, Authenticator, Caller, Forbidden, RateLimited, RateLimiter, Unauthorized
 from .metrics import AccessLog, Metrics
@@ -49,7 +54,13 @@ Domain = Annotated[str | None, Query(description="The stack (default: the first)
 # what needs no credentials
 PUBLIC = {"/health", "/ready", "/docs", "/openapi.json", "/docs/oauth2-redirect", "/redoc"}
 
+
+class TimedOut(OkError):
+    """A request's graph query ran past serve.timeout (504)."""
+
+
 _STATUS: list[tuple[type[OkError], int]] = [
+    (TimedOut, 504),
     (Unauthorized, 401),
     (Forbidden, 403),
     (RateLimited, 429),
@@ -132,6 +143,7 @@ def create_app(
     limiter: RateLimiter | None = None,
     host: str = "127.0.0.1",
     access_log: bool = True,
+    cors_origins: list[str] | None = None,
 ) -> FastAPI:
     """The API over `stacks`, which it opens on startup (unless they are open) and closes
     on shutdown. With `auth`, every route but /health, /ready and the docs needs a key or
@@ -235,6 +247,27 @@ def create_app(
         request.state.caller = caller
         return await call_next(request)
 
+    def reader(folder: Folder) -> Opener:
+        """How a route opens the graph: its queries are interrupted after serve.timeout
+        seconds, and the caller is told so (504)."""
+        seconds = float(folder.setting("serve.timeout"))
+
+        @contextlib.contextmanager
+        def opened() -> Iterator[Graph]:
+            with open_graph(folder) as g:
+                g.set_timeout(seconds)
+                try:
+                    yield g
+                except OkError as e:
+                    if "interrupt" not in e.message.lower():
+                        raise
+                    raise TimedOut(
+                        f"the query ran past serve.timeout ({seconds:g} s) and was stopped",
+                        "narrow it (a smaller k, a LIMIT), or raise serve.timeout",
+                    ) from e
+
+        return opened
+
     def allow(request: Request, name: str | None, need: str) -> Served:
         """The stack called `name` (none: the first the caller may read), if the caller's
         scope covers `need` there. A caller is never told of stacks it may not see."""
@@ -304,14 +337,20 @@ def create_app(
         folder = allow(request, domain, "read").folder
         return list(
             ops.list_entities(
-                folder, type=type, min_confidence=min_confidence, name=name, limit=limit
+                folder,
+                graph=reader(folder),
+                type=type,
+                min_confidence=min_confidence,
+                name=name,
+                limit=limit,
             )
         )
 
     @app.get("/aks/v1/entities/{name}", tags=["aks"])
     def entity(request: Request, name: str, domain: Domain = None) -> Any:
         """One entity by name: its relationships and evidence."""
-        return ops.entity(allow(request, domain, "read").folder, name)
+        folder = allow(request, domain, "read").folder
+        return ops.entity(folder, name, graph=reader(folder))
 
     @app.get("/aks/v1/traverse", tags=["aks"])
     def traverse(
@@ -324,9 +363,11 @@ def create_app(
         limit: Annotated[int, Query(ge=1, le=10_000)] = 200,
     ) -> Any:
         """Walk the entity graph from `start`, up to `depth` hops."""
+        folder = allow(request, domain, "read").folder
         return ops.traverse(
-            allow(request, domain, "read").folder,
+            folder,
             start,
+            graph=reader(folder),
             depth=depth,
             rel=rel,
             min_confidence=min_confidence,
@@ -336,9 +377,11 @@ def create_app(
     @app.post("/aks/v1/context", tags=["aks"])
     def context(request: Request, body: ContextIn) -> Any:
         """Passages and the entities around them for a natural-language query."""
+        folder = allow(request, body.domain, "read").folder
         return ops.context(
-            allow(request, body.domain, "read").folder,
+            folder,
             body.query,
+            graph=reader(folder),
             k=body.k,
             max_entities=body.max_entities,
             min_confidence=body.min_confidence,
@@ -347,7 +390,8 @@ def create_app(
     @app.get("/aks/v1/pages/{name}", tags=["aks"])
     def page(request: Request, name: str, domain: Domain = None) -> Any:
         """An entity's page as markdown."""
-        return ops.entity_page(allow(request, domain, "read").folder, name)
+        folder = allow(request, domain, "read").folder
+        return ops.entity_page(folder, name, graph=reader(folder))
 
     # -- openkl -------------------------------------------------------------------------
     @app.get("/v1/{stack}/status", tags=["openkl"])
@@ -387,6 +431,7 @@ def create_app(
             until=until,
             per_doc=per_doc,
             explain=explain,
+            graph=reader(st.folder),
         )
         metrics.search.labels(res.options.mode).observe(time.perf_counter() - started)
         body: dict[str, Any] = {"stack": st.name, "query": res.query, "hits": res.hits}
@@ -402,7 +447,14 @@ def create_app(
         event holding the whole answer (or one `error` event)."""
         folder = allow(request, stack, "read").folder
         if not body.stream:
-            return ops.ask(folder, body.question, k=body.k, scope=body.scope, use_llm=body.llm)
+            return ops.ask(
+                folder,
+                body.question,
+                k=body.k,
+                scope=body.scope,
+                use_llm=body.llm,
+                graph=reader(folder),
+            )
         out: queue.Queue[tuple[str, Any]] = queue.Queue()
 
         def answer() -> None:
@@ -594,7 +646,7 @@ def create_app(
     ) -> Any:
         """Where a note, chunk or document came from, and what came of it."""
         folder = allow(request, stack, "read").folder
-        return ops.lineage(folder, ref, depth=depth, direction=direction)
+        return ops.lineage(folder, ref, depth=depth, direction=direction, graph=reader(folder))
 
     @app.get("/v1/{stack}/triggers", tags=["events"])
     def triggers(request: Request, stack: str) -> dict[str, Any]:
@@ -607,7 +659,8 @@ def create_app(
         request: Request, stack: str, body: Annotated[CypherIn, Body()]
     ) -> list[dict[str, Any]]:
         """Read-only Cypher under the CLI's rules (no files, no extensions, no writes)."""
-        return ops.cypher(allow(request, stack, "read").folder, body.query, body.params)
+        folder = allow(request, stack, "read").folder
+        return ops.cypher(folder, body.query, body.params, graph=reader(folder))
 
     @app.post("/v1/{stack}/sync", tags=["openkl"])
     def sync(request: Request, stack: str) -> Any:
@@ -621,6 +674,13 @@ def create_app(
     full_app = mcp_full.streamable_http_app(streamable_http_path="/mcp", host=host)
     read_app = mcp_read.streamable_http_app(streamable_http_path="/mcp", host=host)
 
+    if cors_origins:  # outermost: a browser's preflight is answered before the gate
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=cors_origins,
+            allow_methods=["*"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
     app.router.routes.append(
         Route("/mcp", _McpGate(list(stacks.by_name), full_app, read_app), include_in_schema=False)
     )
