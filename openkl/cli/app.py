@@ -7,6 +7,7 @@ below. Heavy libraries (kuzu, fastembed, kreuzberg) are imported only inside com
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -167,7 +168,9 @@ def sync(
             _watch_line(r, json_, always=not said)
             said.append(r)
 
-        ops.watch(f, line, writing=lambda: writing(f, "ok sync --watch"), initial=True)
+        # Ctrl-C between changes ends the watch; during a sync, that sync is rolled back
+        with contextlib.suppress(KeyboardInterrupt):
+            ops.watch(f, line, writing=lambda: writing(f, "ok sync --watch"), initial=True)
         return
     with writing(f, "ok sync"):
         rep = ops.sync(f)
