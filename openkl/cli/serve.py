@@ -6,12 +6,16 @@ from __future__ import annotations
 import ipaddress
 import signal
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ..errors import BadInput, UsageError
 from .output import JsonOpt, emit, state
+
+if TYPE_CHECKING:
+    from ..folder import Folder
+    from ..server.auth import JwtConfig
 
 app = typer.Typer(no_args_is_help=False, invoke_without_command=True)
 keys_app = typer.Typer(help="API keys of a folder's stack: add, list, revoke.")
@@ -116,7 +120,8 @@ def serve(
     print("stopped", flush=True)
 
 
-def _jwt_config(folder: Any) -> Any:
+def _jwt_config(folder: Folder) -> JwtConfig:
+    """How the server checks JWTs, from the first folder's serve.jwt_* settings."""
     import os
     from pathlib import Path
 
@@ -167,7 +172,7 @@ def _run(api: Any, sock: socket.socket) -> None:
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def _folder(root: str | None) -> Any:
+def _folder(root: str | None) -> Folder:
     from ..folder import open_folder
 
     return open_folder(root or state.root)

@@ -14,6 +14,7 @@ import json
 import secrets
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -125,6 +126,18 @@ class Caller:
         have = self.scopes.get(stack) or self.scopes.get("*")
         return have is not None and _implies(have, need)
 
+    def allows_all(self, stacks: Iterable[str], need: str) -> bool:
+        """`need` on every one of `stacks` (what MCP and /metrics ask for)."""
+        return all(self.allows(s, need) for s in stacks)
+
+    def require(self, stack: str, need: str) -> None:
+        """Raise `Forbidden` unless the caller may `need` this stack."""
+        if not self.allows(stack, need):
+            raise Forbidden(
+                f"{self.who} may not {need} stack {stack!r}",
+                "use a key or token with that scope for that stack",
+            )
+
 
 OPEN = Caller("local", {"*": "admin"})  # auth off: loopback or a socket
 
@@ -199,13 +212,6 @@ class Authenticator:
             if stack and scope in SCOPES and _implies(scope, scopes.get(stack, "read")):
                 scopes[stack] = scope
         return Caller(f"jwt:{claims['sub']}", scopes)
-
-    def check(self, caller: Caller, stack: str, need: str) -> None:
-        if not caller.allows(stack, need):
-            raise Forbidden(
-                f"{caller.who} may not {need} stack {stack!r}",
-                "use a key or token with that scope for that stack",
-            )
 
 
 class RateLimiter:

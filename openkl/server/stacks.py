@@ -137,9 +137,7 @@ class Stacks:
 def _claim(folder: Folder, url: str) -> None:
     """Say in the folder that this process serves it: other `ok` commands then refuse to
     open its graph rather than wait for a lock the server never lets go."""
-    other = folder.server()
-    if other and other.get("pid") != os.getpid():
-        folder.refuse_if_served()
+    folder.refuse_if_served()  # another live server has it
     record = {"pid": os.getpid(), "url": url, "since": iso()}
     atomic_write(folder.served_path, json.dumps(record) + "\n")
 
