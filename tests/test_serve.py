@@ -187,6 +187,15 @@ def test_bad_requests_get_a_json_4xx_and_write_nothing(server: Server) -> None:
         body = r.json()
         assert isinstance(body["error"], str) and body["error"], body
     assert [r.status_code for r in cases][3:5] == [413, 404]
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the cap must hold as it streams
+        for _ in range(18):
+            yield b"x" * (1 << 20)
+
+    r = h.post(f"/v1/{server.stack}/documents", params={"name": "big.md"}, content=chunks())
+    assert "content-length" not in r.request.headers
+    assert r.status_code == 413 and r.json()["error"], r.text
+    assert not list((server.root / "store").rglob("big.md*"))
     assert len(h.get(f"/v1/{server.stack}/notes").json()) == notes_before
     assert h.get("/aks/v1/entities", params={"limit": 1}).status_code == 200
 

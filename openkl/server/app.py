@@ -223,10 +223,7 @@ def create_app(
 
     @app.middleware("http")
     async def gate(request: Request, call_next: Any) -> Any:
-        """Body cap, credentials, rate limit: before any route runs."""
-        size = request.headers.get("content-length")
-        if size is not None and (not size.isdigit() or int(size) > MAX_BODY):
-            return _error(413, f"the request body is over {MAX_BODY} bytes", "send less at once")
+        """Credentials and rate limit: before any route runs."""
         if request.url.path in PUBLIC:
             return await call_next(request)
         try:
@@ -673,6 +670,7 @@ def create_app(
     full_app = mcp_full.streamable_http_app(streamable_http_path="/mcp", host=host)
     read_app = mcp_read.streamable_http_app(streamable_http_path="/mcp", host=host)
 
+    app.add_middleware(_BodyCap, limit=MAX_BODY)
     if cors_origins:  # outermost: a browser's preflight is answered before the gate
         app.add_middleware(
             CORSMiddleware,
@@ -717,3 +715,59 @@ class _McpGate:
                 "use the HTTP routes of your stack, or a key for each stack",
             )
             await resp(scope, receive, send)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class _BodyCap:
+    """Refuse a request body over `limit` bytes with a JSON 413: at once when its
+    Content-Length says so, else as soon as the bytes streamed in pass it."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_big = _error(413, f"the request body is over {self.limit} bytes", "send less at once")
+        size = dict(scope.get("headers") or []).get(b"content-length")
+        if size is not None and (not size.isdigit() or int(size) > self.limit):
+            await too_big(scope, receive, send)
+            return
+        seen = 0
+        started = False
+
+        async def counted() -> Any:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _BodyTooLarge
+            return message
+
+        async def sending(message: Any) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, sending)
+        except Exception as e:
+            if started or not _caused_by(e, _BodyTooLarge):
+                raise
+            await too_big(scope, receive, send)
+
+
+def _caused_by(e: BaseException, kind: type[BaseException]) -> bool:
+    """`e` is, wraps or groups an exception of `kind`."""
+    while e is not None:
+        if isinstance(e, kind):
+            return True
+        if isinstance(e, BaseExceptionGroup):
+            return any(_caused_by(x, kind) for x in e.exceptions)
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
+    return False
