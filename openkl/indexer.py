@@ -649,4 +649,5 @@ def status(folder: Folder) -> Status:
         out["error"] = str(e)
         out["in_sync"] = False
     out["lock"] = folder.lock_state()
+    out["server"] = folder.server()
     return out

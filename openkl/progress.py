@@ -6,7 +6,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 
-from . import settings
+from . import settings, streams
 
 Advance = Callable[[int], None]
 
@@ -30,7 +30,11 @@ def progress(description: str, total: int | None) -> Iterator[Advance]:
         MofNCompleteColumn(),
         TimeRemainingColumn(),
         # NO_COLOR: no escape codes at all (rich alone would keep bold and dim)
-        console=Console(stderr=True, color_system=None if settings.env("NO_COLOR") else "auto"),
+        console=Console(
+            # the stream itself: the bar is drawn from a thread of rich's own
+            file=streams.concrete(sys.stderr),
+            color_system=None if settings.env("NO_COLOR") else "auto",
+        ),
         transient=True,
     ) as bar:
         task = bar.add_task(description, total=total)

@@ -339,6 +339,15 @@ DECLARED: tuple[Setting, ...] = (
         nullable=True,
     ),
     _s(
+        "OK_NO_ROUTE",
+        None,
+        str,
+        "1: run the command in this process even when an `ok serve` owns the folder "
+        "(it is then refused, as the server holds the graph).",
+        env_only=True,
+        nullable=True,
+    ),
+    _s(
         "OK_NO_PROGRESS",
         None,
         str,

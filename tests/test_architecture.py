@@ -39,6 +39,7 @@ LAYERS = [
         "openkl.normalize",
         "openkl.events",
         "openkl.progress",
+        "openkl.streams",
         "openkl.cache",
         "openkl.llm",
         "openkl.grep",

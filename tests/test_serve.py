@@ -249,11 +249,15 @@ def test_other_commands_say_the_folder_is_served(server: Server) -> None:
     # ok status says so and still reports what the files hold
     r = run_cli("status", cwd=server.root)
     assert r.code == 0 and f"served by `ok serve` (pid {server.proc.pid}" in r.out
+    # commands run in the server; kept from it (OK_NO_ROUTE=1), they say it is served
     for args in (["search", "gene"], ["mem", "add", "a note"], ["sync"]):
-        r = run_cli(*args, cwd=server.root)
+        r = run_cli(*args, cwd=server.root, env={"OK_NO_ROUTE": "1"})
         assert r.code == 1, (args, r.out, r.err)
         assert f"served by `ok serve` (pid {server.proc.pid}" in r.err and r.err.count("\n") == 1
     assert not list((server.root / "memories").rglob("*a note*"))
+    r = run_cli("mem", "add", "a routed note", cwd=server.root)
+    assert r.code == 0, r.err
+    assert server.http.get(f"/v1/{server.stack}/notes").json()
     # a second server is refused the same way, and the first one keeps serving
     r = run_cli("serve", "--root", str(server.root), "--port", str(_free_port()))
     assert r.code == 1 and "served by `ok serve`" in r.err

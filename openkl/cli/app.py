@@ -300,6 +300,12 @@ def status(json_: bool = JsonOpt) -> None:
             lines.append(
                 f"writer lock held by pid {d['lock'].get('pid')} ({d['lock'].get('what')})"
             )
+        srv = d.get("server")
+        if srv and "error" not in d:  # (the error already says so)
+            lines.append(
+                f"served by `ok serve` (pid {srv.get('pid')}, {srv.get('url')}): "
+                "ok commands here run in it"
+            )
         return "\n".join(lines)
 
     emit(data, json_, plain=plain)
@@ -662,7 +668,8 @@ def run(argv: list[str] | None = None) -> int:
     state.color = "auto"
     argv = hoist_root(sys.argv[1:] if argv is None else argv)
     try:
-        rv = app(args=argv, prog_name="ok", standalone_mode=False)
+        # `ok serve` runs other processes' commands with this same function
+        rv = app(args=argv, prog_name="ok", standalone_mode=False, obj={"run": run})
         return rv if isinstance(rv, int) else 0
     except OkError as e:
         if state.debug:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from ..errors import OkError
+from ..streams import fd_of
 
 
 def command() -> str:
@@ -49,11 +50,19 @@ def edit(path: Path, saved: str | None = "nothing was saved", line: int | None =
     sys.stdout.flush()
     sys.stderr.flush()
     # `id=$(ok mem add)`: the editor draws on the terminal, not into the captured output
-    out = 2 if not os.isatty(1) and os.isatty(2) and os.isatty(0) else None
+    fds = [fd_of(s) for s in (sys.stdin, sys.stdout, sys.stderr)]
+    tty = [fd is not None and os.isatty(fd) for fd in fds]
+    out = fds[2] if not tty[1] and tty[2] and tty[0] else fds[1]
     args = file_args(cmd, str(path), line)
     try:
         # like git: the command is shell text and the file its argument
-        code = subprocess.call(["/bin/sh", "-c", f'{cmd} "$@"', cmd, *args], stdout=out)
+        code = subprocess.call(
+            ["/bin/sh", "-c", f'{cmd} "$@"', cmd, *args],
+            stdin=fds[0],
+            stdout=out,
+            stderr=fds[2],
+            env=dict(os.environ),
+        )
     except OSError as e:
         raise OkError(f"cannot run the editor `{cmd}`: {e}{tail}", _HINT) from e
     if code == 127:

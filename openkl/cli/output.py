@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -18,8 +19,9 @@ from .. import settings
 from ..errors import OkError, UsageError
 
 
-class State:
-    """Global options, set by the root callback."""
+class State(threading.local):
+    """Global options, set by the root callback; per thread, as a server runs several
+    commands at once."""
 
     root: str | None = None
     json: bool = False
@@ -190,12 +192,13 @@ def paged(json_flag: bool = False) -> Iterator[None]:
     if not sys.stdout.isatty() or want_json(json_flag) or pager in ("", "cat"):
         yield
         return
-    real, buf = sys.stdout, _Captured()
-    sys.stdout = buf
+    from .. import streams
+
+    real, buf = streams.concrete(sys.stdout), _Captured()
     try:
-        yield
+        with streams.redirect("stdout", buf):
+            yield
     finally:
-        sys.stdout = real
         text = buf.getvalue()
         if text:
             import subprocess
@@ -203,7 +206,15 @@ def paged(json_flag: bool = False) -> Iterator[None]:
             env = {"LESS": "FRX", **os.environ}  # the shell runs $PAGER, as git does
             real.flush()
             try:
-                ran = subprocess.run(pager, shell=True, input=text.encode(), env=env, check=False)
+                ran = subprocess.run(
+                    pager,
+                    shell=True,
+                    input=text.encode(),
+                    env=env,
+                    check=False,
+                    stdout=streams.fd_of(real),
+                    stderr=streams.fd_of(sys.stderr),
+                )
                 missing = ran.returncode == 127  # the shell found no such pager
             except OSError:
                 missing = True

@@ -93,9 +93,18 @@ def serve(
         else None
     )
     limiter = RateLimiter(first.setting("serve.rate_limit"), first.setting("serve.burst"))
+    from ..server.route import Router, socket_path
+
+    run = (ctx.obj or {})["run"]  # the `ok` command line's own runner (cli.app.run)
+
     sock = _listen(host, port)
     stacks.url = f"http://{host}:{sock.getsockname()[1]}"
+    router = Router(socket_path(first.ok_dir), run)
+    stacks.socket = router.path
     try:
+        for st in stacks.by_name.values():
+            st.folder.refuse_if_served()  # before the socket of a live server is taken over
+        router.start()
         stacks.open()
         api = create_app(
             stacks,
@@ -115,6 +124,7 @@ def serve(
         print(f"serving {', '.join(stacks.by_name)} on {stacks.url} (Ctrl-C stops)", flush=True)
         _run(api, sock)
     finally:
+        router.close()
         stacks.close()
         sock.close()
     print("stopped", flush=True)

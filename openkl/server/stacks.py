@@ -56,6 +56,7 @@ class Stacks:
         folders = stacks_of([open_folder(r) for r in (roots or [None])])
         self.by_name = {name: Served(name, f) for name, f in folders.items()}
         self.url = url
+        self.socket: Path | None = None  # where other `ok` commands are run (server.route)
         self.is_open = False
         self._open = contextlib.ExitStack()
         self._stop = threading.Event()
@@ -77,7 +78,7 @@ class Stacks:
             )
             embedder(st.folder).embed_query("warm up")
             self._open.callback(_unclaim, st.folder)
-            _claim(st.folder, self.url)
+            _claim(st.folder, self.url, self.socket)
 
     def start_background(self, watch: bool, refresh_every: float) -> None:
         """Per stack, a thread that syncs after files change on disk (`watch`) and one that
@@ -134,11 +135,13 @@ class Stacks:
         return self.by_name[name]
 
 
-def _claim(folder: Folder, url: str) -> None:
-    """Say in the folder that this process serves it: other `ok` commands then refuse to
-    open its graph rather than wait for a lock the server never lets go."""
+def _claim(folder: Folder, url: str, sock: Path | None) -> None:
+    """Say in the folder that this process serves it: other `ok` commands then run on this
+    server (through `sock`) rather than wait for a lock the server never lets go."""
     folder.refuse_if_served()  # another live server has it
-    record = {"pid": os.getpid(), "url": url, "since": iso()}
+    record: dict[str, object] = {"pid": os.getpid(), "url": url, "since": iso()}
+    if sock is not None:
+        record["socket"] = str(sock)
     atomic_write(folder.served_path, json.dumps(record) + "\n")
 
 
