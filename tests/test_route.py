@@ -260,3 +260,97 @@ def test_a_dead_server_s_socket_is_left_behind_harmlessly(
     finally:
         s.stop()
     assert not Path(sock).exists() and not (root / ".ok/serve.json").exists()
+
+
+def test_every_other_command_routed_prints_what_it_prints_alone(pair: Pair) -> None:
+    docs = run_ok("store", "list", "--json", cwd=pair.here).json()
+    doc = docs[0]["id"]
+    note = run_ok("mem", "list", "--json", cwd=pair.here).json()[0]["id"]
+    entity = run_ok("graph", "entities", "--json", cwd=pair.here).json()[0]["name"]
+    reads = [
+        ["store", "show", doc],
+        ["store", "history", doc, "--json"],
+        ["graph", "lineage", note, "--json"],
+        ["graph", "lineage", doc, "--direction", "down"],
+        ["graph", "entity", entity, "--json"],
+        ["graph", "traverse", entity, "--depth", "1", "--json"],
+        ["graph", "export", "--format", "graphml", "-o", "-"],
+        ["trigger", "test", "gene editing in human cells"],
+        ["backfeed", "queue", "--json"],
+        ["distill", "prompts", "--json"],
+        ["doctor", "--json"],
+        ["index"],
+        ["cite", "make", f"{docs[0]['path']}", "--lines", "1-2", "--json"],
+    ]
+    for args in reads:
+        assert pair.check(*args).code == 0, args
+    made = pair.check("cite", "make", f"{doc}#char0-40", "--persist", "--json").json()
+    cid = made[0]["id"] if isinstance(made, list) else made["id"]
+    writes = [
+        ["cite", "verify", "--all", "--json"],
+        ["cite", "open", cid, "--json"],
+        ["cite", "gc", "--dry-run"],
+        ["store", "policy", doc, "--refresh", "6h"],
+        ["mem", "update", note, "--tags", "kuzu,locks"],
+        ["graph", "page", entity],
+        ["config", "set", "search.k", "4"],
+        ["config", "unset", "search.k"],
+        ["store", "remove", doc],
+        ["store", "remove", doc],
+        ["mem", "delete", note],
+        ["mem", "delete", note],
+        ["index", "--rebuild", "--json"],
+        ["status", "--json"],
+    ]
+    seen = set()
+    for args in writes:
+        if args[0] == "status":
+            alone, routed = pair.both(*args)
+            assert routed.json()["server"]["pid"] == pair.server.proc.pid
+            assert alone.json()["server"] is None
+            assert routed.json()["counts"] == alone.json()["counts"]
+            continue
+        r = pair.check(*args)
+        # the first removal works; the second is refused the same way in both
+        assert (r.code == 0) == (tuple(args) not in seen), (args, r.err)
+        seen.add(tuple(args))
+
+
+def test_socket_only_serves_the_api_on_a_unix_socket_and_no_port(
+    _example_template: Path, tmp_path: Path
+) -> None:
+    import httpx
+
+    root = tmp_path / "kb"
+    shutil.copytree(_example_template, root, symlinks=True)
+    log = tmp_path / "serve.log"
+    proc = subprocess.Popen(
+        [OK_BIN, "serve", "--socket-only", "--host", "0.0.0.0"],
+        cwd=root,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        http_sock = root / ".ok/http.sock"
+        client = httpx.Client(transport=httpx.HTTPTransport(uds=str(http_sock)), timeout=30)
+        deadline = time.monotonic() + 120
+        stack = None
+        while stack is None and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            try:
+                ready = client.get("http://ok/ready")
+                stack = ready.json()["stacks"][0] if ready.status_code == 200 else None
+            except httpx.TransportError:
+                time.sleep(0.2)
+        r = client.get(f"http://ok/v1/{stack}/search", params={"q": "gene editing", "k": 1})
+        assert r.status_code == 200 and r.json()["hits"], r.text  # no key asked on a socket
+        claim = json.loads((root / ".ok/serve.json").read_text())
+        assert claim["url"].startswith("http+unix://") and "http.sock" in claim["url"]
+        listening = subprocess.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
+        assert f"pid={proc.pid}," not in listening  # no TCP port at all
+        assert run_cli("search", "gene editing", "-k", "1", cwd=root).code == 0  # routed
+        client.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, log.read_text()
+    assert not (root / ".ok/http.sock").exists() and not (root / ".ok/serve.sock").exists()

@@ -6,7 +6,9 @@ from __future__ import annotations
 import ipaddress
 import signal
 import socket
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import typer
 
@@ -50,6 +52,12 @@ def serve(
         "--auth",
         help="Ask for credentials on loopback too (they are always asked for elsewhere).",
     ),
+    socket_only: bool = typer.Option(
+        False,
+        "--socket-only",
+        help="No TCP port: the API on the unix socket .ok/http.sock only (curl "
+        "--unix-socket), for this machine's users with access to the folder.",
+    ),
 ) -> None:
     """Serve the folder(s) over HTTP from one process that keeps the graph and the model open.
 
@@ -68,16 +76,24 @@ def serve(
       curl -s 'http://127.0.0.1:8765/v1/kb/search?q=rollback&k=3' | jq '.hits[].quote'
       ok serve keys add laptop --scope read       # prints the key once
       ok serve --host 0.0.0.0 --root ~/kb         # keys or JWTs required
+      ok serve --socket-only &                    # no port; then, from the folder:
+      curl -s --unix-socket .ok/http.sock 'http://ok/v1/kb/search?q=rollback'
+
+    While it runs, every other `ok` command on the folder (and `ok mcp`) runs in it,
+    through .ok/serve.sock: the same output and exit code, without loading the graph or
+    the model again (OK_NO_ROUTE=1 keeps a command out).
     """
     if ctx.invoked_subcommand is not None:
         return
     from ..server import Stacks, create_app
     from ..server.auth import Authenticator, RateLimiter, load_keys
+    from ..server.route import Router, socket_path
 
+    run = (ctx.obj or {})["run"]  # the `ok` command line's own runner (cli.app.run)
     stacks = Stacks(list(roots or []) or [state.root])
     first = next(iter(stacks.by_name.values())).folder
     jwt = _jwt_config(first)
-    need_auth = auth or not _loopback(host)
+    need_auth = auth or not (socket_only or _loopback(host))
     if (
         need_auth
         and not (jwt.secret or jwt.public_key)
@@ -93,17 +109,18 @@ def serve(
         else None
     )
     limiter = RateLimiter(first.setting("serve.rate_limit"), first.setting("serve.burst"))
-    from ..server.route import Router, socket_path
-
-    run = (ctx.obj or {})["run"]  # the `ok` command line's own runner (cli.app.run)
-
-    sock = _listen(host, port)
-    stacks.url = f"http://{host}:{sock.getsockname()[1]}"
+    for st in stacks.by_name.values():
+        st.folder.refuse_if_served()  # before the sockets of a live server are taken over
+    http_path = socket_path(first.ok_dir, "http")
+    if socket_only:
+        sock = _listen_unix(http_path)
+        stacks.url = "http+unix://" + quote(str(http_path), safe="")
+    else:
+        sock = _listen(host, port)
+        stacks.url = f"http://{host}:{sock.getsockname()[1]}"
     router = Router(socket_path(first.ok_dir), run)
     stacks.socket = router.path
     try:
-        for st in stacks.by_name.values():
-            st.folder.refuse_if_served()  # before the socket of a live server is taken over
         router.start()
         stacks.open()
         api = create_app(
@@ -127,6 +144,8 @@ def serve(
         router.close()
         stacks.close()
         sock.close()
+        if socket_only:
+            http_path.unlink(missing_ok=True)
     print("stopped", flush=True)
 
 
@@ -168,6 +187,22 @@ def _listen(host: str, port: int) -> socket.socket:
         raise BadInput(
             f"cannot listen on {host}:{port}: {e.strerror}", "choose another --port (0: any)"
         ) from e
+    return sock
+
+
+def _listen_unix(path: Path) -> socket.socket:
+    import os
+
+    path.unlink(missing_ok=True)  # a killed server's: its claim was found stale
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    except OSError as e:
+        sock.close()
+        raise BadInput(f"cannot listen on {path}: {e.strerror}") from e
+    finally:
+        os.umask(old)
     return sock
 
 

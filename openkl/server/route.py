@@ -33,16 +33,17 @@ MAX_REQUEST = 4 << 20  # the JSON line: arguments and environment
 _CLONE_FS = 0x00000200
 
 
-def socket_path(ok_dir: Path) -> Path:
-    """Where the routing socket goes: in `.ok/`, or, when that path is longer than a unix
-    socket address can be, in the temp directory under a name derived from it."""
-    p = ok_dir / "serve.sock"
+def socket_path(ok_dir: Path, name: str = "serve") -> Path:
+    """Where a socket of the server goes (`serve`: this routing one; `http`: the API with
+    --socket-only): in `.ok/`, or, when that path is longer than a unix socket address can
+    be, in the temp directory under a name derived from it."""
+    p = ok_dir / f"{name}.sock"
     if len(os.fsencode(p)) < 100:
         return p
     import hashlib
 
     digest = hashlib.sha256(os.fsencode(ok_dir.resolve())).hexdigest()[:20]
-    return Path("/tmp") / f"ok-serve-{os.getuid()}-{digest}.sock"
+    return Path("/tmp") / f"ok-{name}-{os.getuid()}-{digest}.sock"
 
 
 class Router:
