@@ -485,6 +485,7 @@ class Folder:
         if info and info.get("pid") != os.getpid():
             raise Served(
                 f"the folder is served by `ok serve` (pid {info['pid']}, {info.get('url')})",
+                "run the command as `ok` without OK_NO_ROUTE=1 and it runs in the server; or "
                 f"use its HTTP API ({info.get('url')}/docs), or stop it: kill {info['pid']}",
             )
 

@@ -69,7 +69,7 @@ READS = [
     ["search", "gene editing", "--format", "tsv", "--explain"],
     ["search", "xyzzy quux"],
     ["search"],
-    ["--json", "search", "writer", "--scope", "memory"],
+    ["--json", "search", "writer", "--in", "mem"],
     ["mem", "list"],
     ["mem", "search", "one writer"],
     ["mem", "topics"],
@@ -229,6 +229,23 @@ def test_mcp_over_stdio_runs_on_the_server(pair: Pair) -> None:
     assert json.loads(text)["results"], text
 
 
+def test_the_server_runs_no_second_server_for_a_client(pair: Pair) -> None:
+    import socket as sk
+
+    from openkl.cli import route
+
+    where = route.served_socket(["--root", str(pair.served), "status"])
+    assert where is not None
+    for argv in (["serve", "--port", "0"], ["init", "elsewhere"]):
+        with sk.socket(sk.AF_UNIX, sk.SOCK_STREAM) as conn:
+            conn.connect(where)
+            # a client that skips its own check: the server still refuses
+            code = route._call(conn, ["--root", str(pair.served), *argv])
+        assert code == 2, argv
+    assert not (pair.served / "elsewhere").exists()
+    assert run_cli("status", cwd=pair.served).code == 0
+
+
 def test_help_and_no_server_stay_local(pair: Pair, tmp_path: Path) -> None:
     from openkl.cli import route
 
@@ -354,3 +371,35 @@ def test_socket_only_serves_the_api_on_a_unix_socket_and_no_port(
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, log.read_text()
     assert not (root / ".ok/http.sock").exists() and not (root / ".ok/serve.sock").exists()
+
+
+def test_the_editor_runs_with_the_caller_s_environment_and_streams(
+    pair: Pair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    editor = tmp_path / "ed.sh"
+    # the editor sees the caller's variables, and writes to the caller's stderr
+    editor.write_text(
+        '#!/bin/sh\necho "editing with $ED_MARK" >&2\nsed -i "s/writer/WRITER/" "$1"\n'
+    )
+    editor.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(editor))
+    monkeypatch.setenv("ED_MARK", "mark-42")
+    added = run_cli("mem", "add", "The lock has one writer.", "--json", cwd=pair.served)
+    assert added.code == 0, added.err
+    served_id = added.json()["id"]
+    routed = run_cli("mem", "edit", served_id, cwd=pair.served)
+    assert routed.code == 0, routed.err
+    assert "editing with mark-42" in routed.err
+    shown = run_cli("mem", "show", served_id, "--json", cwd=pair.served).json()
+    assert "WRITER" in json.dumps(shown)
+    hits = run_cli("search", "WRITER", "--in", "mem", "--json", cwd=pair.served).json()
+    assert any(h["id"] == served_id for h in hits)  # re-indexed by the server
+
+
+def test_triggers_and_bundles_routed(pair: Pair, tmp_path: Path) -> None:
+    pair.check("trigger", "add", "t2", "-e", "lighthouse keepers", "--threshold", "0.5")
+    pair.check("trigger", "remove", "t2")
+    pair.check("trigger", "remove", "t2")
+    assert pair.check("graph", "export", "-o", "b.aks.json").code == 0
+    pair.check("bundle", "validate", "b.aks.json")
+    pair.check("bundle", "validate", "missing.aks.json")

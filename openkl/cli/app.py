@@ -662,11 +662,16 @@ def hoist_root(argv: list[str]) -> list[str]:
     return front + rest
 
 
-def run(argv: list[str] | None = None) -> int:
-    """Run `ok` with `argv`; expected errors become one line on stderr. Returns the exit code."""
+def run(argv: list[str] | None = None, routed: bool = False) -> int:
+    """Run `ok` with `argv`; expected errors become one line on stderr. Returns the exit code.
+    `routed`: for another process, by `ok serve`, which runs no second server."""
     state.root, state.json, state.tee, state.debug = None, False, None, False
     state.color = "auto"
     argv = hoist_root(sys.argv[1:] if argv is None else argv)
+    at = _command_at(argv)
+    if routed and at is not None and argv[at] in ("serve", "init"):
+        print(f"Error: `ok {argv[at]}` does not run inside `ok serve`", file=sys.stderr)
+        return 2
     try:
         # `ok serve` runs other processes' commands with this same function
         rv = app(args=argv, prog_name="ok", standalone_mode=False, obj={"run": run})

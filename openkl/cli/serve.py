@@ -85,11 +85,14 @@ def serve(
     """
     if ctx.invoked_subcommand is not None:
         return
+    import functools
+
     from ..server import Stacks, create_app
     from ..server.auth import Authenticator, RateLimiter, load_keys
     from ..server.route import Router, socket_path
 
-    run = (ctx.obj or {})["run"]  # the `ok` command line's own runner (cli.app.run)
+    # the `ok` command line's own runner (cli.app.run), for other processes' commands
+    run = functools.partial((ctx.obj or {})["run"], routed=True)
     stacks = Stacks(list(roots or []) or [state.root])
     first = next(iter(stacks.by_name.values())).folder
     jwt = _jwt_config(first)

@@ -18,6 +18,7 @@ import contextlib
 import ctypes
 import json
 import os
+import select
 import socket
 import struct
 import sys
@@ -122,20 +123,26 @@ class Router:
         env = {str(k): str(v) for k, v in dict(request.get("env") or {}).items()}
         encoding = str(request.get("encoding") or "utf-8")
         result: dict[str, int] = {}
+        done_r, done_w = os.pipe()  # written when the command ends: wakes the watch
 
         def work() -> None:
-            result["exit"] = _run_as_client(self._run, argv, cwd, env, fds, encoding)
+            try:
+                result["exit"] = _run_as_client(self._run, argv, cwd, env, fds, encoding)
+            finally:
+                os.write(done_w, b"x")
 
         worker = threading.Thread(target=work, name="ok-route-command", daemon=True)
-        worker.start()
         with self._lock:
             self._workers[id(worker)] = worker
         try:
-            _watch_client(conn, worker)
+            worker.start()
+            _watch_client(conn, worker, done_r)
             worker.join()
         finally:
             with self._lock:
                 self._workers.pop(id(worker), None)
+            os.close(done_r)
+            os.close(done_w)
         with contextlib.suppress(OSError):
             conn.sendall(json.dumps({"exit": result.get("exit", 1)}).encode() + b"\n")
 
@@ -170,15 +177,16 @@ def _receive(conn: socket.socket) -> tuple[list[int], dict[str, Any]]:
     return fds, request
 
 
-def _watch_client(conn: socket.socket, worker: threading.Thread) -> None:
-    """Until the command ends: a signal from the client, or the client gone, interrupts it."""
-    conn.settimeout(0.2)
+def _watch_client(conn: socket.socket, worker: threading.Thread, done: int) -> None:
+    """Until the command ends (`done` is readable): a signal from the client, or the client
+    gone, interrupts it."""
     buf = b""
-    while worker.is_alive():
+    while True:
+        ready, _, _ = select.select([conn, done], [], [])
+        if done in ready:
+            return
         try:
             more = conn.recv(4096)
-        except TimeoutError:
-            continue
         except OSError:
             more = b""
         if not more:
