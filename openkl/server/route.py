@@ -182,7 +182,7 @@ def _watch_client(conn: socket.socket, worker: threading.Thread, done: int) -> N
     gone, interrupts it."""
     buf = b""
     while True:
-        ready, _, _ = select.select([conn, done], [], [])
+        ready, _, _ = select.select([conn.fileno(), done], [], [])
         if done in ready:
             return
         try:
