@@ -172,6 +172,11 @@ def test_commands_from_two_directories_at_once_keep_their_own(pair: Pair) -> Non
         d.mkdir(parents=True, exist_ok=True)
         (d / f"{sub}.md").write_text(f"# {sub}\n\nThe {sub} file talks about lighthouses.\n")
 
+        twin = pair.here / "dirs" / sub  # the lone copy gets the same documents
+        twin.mkdir(parents=True, exist_ok=True)
+        shutil.copy(d / f"{sub}.md", twin / f"{sub}.md")
+        assert run_ok("store", "ingest", f"{sub}.md", cwd=twin).code == 0
+
     def one(sub: str) -> None:
         results[sub] = run_cli("store", "ingest", f"{sub}.md", cwd=pair.served / "dirs" / sub)
 
@@ -282,7 +287,13 @@ def test_a_dead_server_s_socket_is_left_behind_harmlessly(
 def test_every_other_command_routed_prints_what_it_prints_alone(pair: Pair) -> None:
     docs = run_ok("store", "list", "--json", cwd=pair.here).json()
     doc = docs[0]["id"]
-    note = run_ok("mem", "list", "--json", cwd=pair.here).json()[0]["id"]
+    # the example's note: the one id both copies share (notes added since have their own)
+    served_notes = {n["id"] for n in run_cli("mem", "list", "--json", cwd=pair.served).json()}
+    note = next(
+        n["id"]
+        for n in run_ok("mem", "list", "--json", cwd=pair.here).json()
+        if n["id"] in served_notes
+    )
     entity = run_ok("graph", "entities", "--json", cwd=pair.here).json()[0]["name"]
     reads = [
         ["store", "show", doc],
@@ -387,6 +398,9 @@ def test_the_editor_runs_with_the_caller_s_environment_and_streams(
     added = run_cli("mem", "add", "The lock has one writer.", "--json", cwd=pair.served)
     assert added.code == 0, added.err
     served_id = added.json()["id"]
+    # the lone copy gets the same note and edit
+    alone = run_ok("mem", "add", "The lock has one writer.", "--json", cwd=pair.here).json()
+    assert run_ok("mem", "edit", alone["id"], cwd=pair.here).code == 0
     routed = run_cli("mem", "edit", served_id, cwd=pair.served)
     assert routed.code == 0, routed.err
     assert "editing with mark-42" in routed.err
