@@ -20,7 +20,7 @@ import httpx
 import pytest
 import yaml
 from conftest import run_ok
-from test_serve import Server, _jwt
+from test_serve import Server, _hand_written_note, _jwt
 
 SECRET = "s3cret-for-api-tests-that-is-long-enough-for-hs256"
 
@@ -366,6 +366,14 @@ def test_a_stack_is_created_served_patched_and_dropped(api: Api) -> None:
     assert r.status_code == 201, r.text
     hits = api.call("GET", "/v1/sea/search", sea, params={"q": "spring tides moon"}).json()
     assert hits["hits"][0]["id"] == r.json()["id"]
+    # and watched: a note written on disk is synced
+    _hand_written_note(root, "m-20260105-seaw", "Neap tides come at the half moon.")
+
+    def synced() -> bool:
+        got = api.call("GET", "/v1/sea/search", sea, params={"q": "neap tides half moon"})
+        return got.json()["hits"][:1] != [] and got.json()["hits"][0]["id"] == "m-20260105-seaw"
+
+    _until(synced)
     _is_error(api.call("POST", "/aks/v1/stacks", sea, json=body), 409)
     listed = api.call("GET", "/aks/v1/stacks", api.jwt("*:read")).json()
     assert "sea" in [x["name"] for x in listed]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -72,8 +71,7 @@ def describe(folder: Folder, changes: Mapping[str, Any]) -> About:
     meta = changes.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):
         raise BadInput("metadata must be a mapping", 'send an object, e.g. {"team": "ops"}')
-    folder._config = None  # read what the file holds now
-    data = copy.deepcopy(folder.config)
+    data = folder.config_now()
     if "description" in changes:
         if changes["description"] is None:
             data.pop("description", None)

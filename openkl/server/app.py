@@ -340,7 +340,7 @@ def create_app(
     @app.get("/metrics", tags=["health"])
     def prometheus(request: Request) -> Response:
         """Prometheus metrics: requests and latency per route and stack, search latency by
-        mode, writers waiting, chunks indexed."""
+        mode, writers waiting, chunks indexed, refresh outcomes and drift, trigger fires."""
         caller: Caller = request.state.caller
         if not caller.allows_all(stacks.by_name, "read"):
             raise Forbidden(f"{caller.who} may not read every stack", "use an admin's key")
