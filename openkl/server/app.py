@@ -551,7 +551,8 @@ def create_app(
     @app.post("/aks/v1/backfeed/flag", tags=["aks"], status_code=201)
     async def flag_backfeed(request: Request, domain: Domain = None) -> Any:
         """Queue the proposal in the body ({"entities": […], "relationships": […]}) for
-        review, as `ok backfeed flag`; `created` is false when it was queued before."""
+        review, as `ok backfeed flag`: 201, or 200 with `created` false when the same
+        proposal was queued before."""
         st = allow(request, domain, "write")
         text = _text(await request.body(), "a backfeed proposal (JSON)")
 
@@ -559,7 +560,8 @@ def create_app(
             with st.writing("backfeed flag"):
                 return ops.flag_backfeed(st.folder, text)
 
-        return await run_in_threadpool(flag)
+        item = await run_in_threadpool(flag)
+        return JSONResponse(item, status_code=201 if item["created"] else 200)
 
     @app.get("/aks/v1/backfeed/queue", tags=["aks"])
     def backfeed_queue(
