@@ -20,7 +20,7 @@ import httpx
 import pytest
 import yaml
 from conftest import run_ok
-from test_serve import Server, _hand_written_note, _jwt
+from test_serve import Server, _hand_written_note, _jwt, _mcp
 
 SECRET = "s3cret-for-api-tests-that-is-long-enough-for-hs256"
 
@@ -375,6 +375,7 @@ def test_a_stack_is_created_served_patched_and_dropped(api: Api) -> None:
         return got.json()["hits"][:1] != [] and got.json()["hits"][0]["id"] == "m-20260105-seaw"
 
     _until(synced)
+    assert "sea" in _mcp_stacks(api)  # MCP serves it too
     _is_error(api.call("POST", "/aks/v1/stacks", sea, json=body), 409)
     listed = api.call("GET", "/aks/v1/stacks", api.jwt("*:read")).json()
     assert "sea" in [x["name"] for x in listed]
@@ -409,8 +410,17 @@ def test_a_stack_is_created_served_patched_and_dropped(api: Api) -> None:
     _is_error(api.call("GET", "/aks/v1/stacks/sea", sea), 404)
     got = run_ok("--root", str(root), "search", "spring tides moon", "--json")
     assert got.code == 0 and "Spring tides" in got.json()[0]["quote"], got.err
+    assert "sea" not in _mcp_stacks(api)
     # the server goes on with the others
     assert api.call("GET", f"/v1/{api.name}/status", "read").status_code == 200
+
+
+def _mcp_stacks(api: Api) -> list[str]:
+    async def names(client: Any) -> list[str]:
+        got = await client.call_tool("list_stacks", {})
+        return [st["name"] for st in json.loads(got.content[0].text)["results"]]
+
+    return list(_mcp(api.s.url, names, api.jwt("*:admin")))
 
 
 def test_without_a_stacks_dir_no_stack_is_created(kf: Path) -> None:

@@ -201,7 +201,8 @@ def create_app(
     meters each caller (each client address when auth is off)."""
     __version__ = version("openkl")
 
-    mcp_full, mcp_read = _mcp_apps(stacks, host)
+    mcp = _Mcp(stacks)
+    mcp_full, mcp_read = mcp.full, mcp.read
     metrics = stacks.metrics
     log = AccessLog(access_log)
 
@@ -373,6 +374,7 @@ def create_app(
         st = stacks.create(body.name, {"description": body.description, "metadata": body.metadata})
         if auth is not None:
             auth.folders = {**auth.folders, st.name: st.folder}
+        mcp.follow()
         return {**_stack_row(st.name), "created": True}
 
     @app.patch("/aks/v1/stacks/{stack}", tags=["aks"])
@@ -391,6 +393,7 @@ def create_app(
         stacks.drop(st.name)
         if auth is not None:
             auth.folders = {n: f for n, f in auth.folders.items() if n != st.name}
+        mcp.follow()
         root = str(st.folder.root)
         return {
             "name": st.name,
@@ -927,7 +930,7 @@ def create_app(
             allow_headers=["Authorization", "Content-Type"],
         )
     app.router.routes.append(
-        Route("/mcp", _McpGate(list(stacks.by_name), full_app, read_app), include_in_schema=False)
+        Route("/mcp", _McpGate(mcp, full_app, read_app), include_in_schema=False)
     )
     return app
 
@@ -973,29 +976,45 @@ def _streamed(chunks: Iterator[bytes]) -> Iterator[bytes]:
     return rest(first)
 
 
-def _mcp_apps(stacks: Stacks, host: str) -> tuple[Any, Any]:
-    """The MCP servers over the same folders as `ok mcp`: all tools, and read-only."""
-    from ..mcp_server import KnowledgeServer
+class _Mcp:
+    """The MCP servers over the stacks served, as `ok mcp` over the same folders: all
+    tools, and the read-only ones. `follow()` brings them in line when stacks come and go."""
 
-    roots = [st.folder.root for st in stacks.by_name.values()]
-    return (
-        KnowledgeServer(roots).build(),
-        KnowledgeServer(roots, read_only=True).build(),
-    )
+    def __init__(self, stacks: Stacks) -> None:
+        from ..mcp_server import KnowledgeServer
+
+        self.stacks = stacks
+        roots = [st.folder.root for st in stacks.by_name.values()]
+        self._servers = [KnowledgeServer(roots), KnowledgeServer(roots, read_only=True)]
+        self.full, self.read = (ks.build() for ks in self._servers)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.stacks.by_name)
+
+    def follow(self) -> None:
+        from ..mcp_server import Stack
+
+        for ks in self._servers:
+            ks.stacks = {
+                name: ks.stacks.get(name) or Stack(name, st.folder)
+                for name, st in self.stacks.by_name.items()
+            }
 
 
 class _McpGate:
     """MCP over streamable HTTP: every tool to a caller who may write every stack, the
     read-only tools to one who may read them all (an ASGI app, so the SDK streams)."""
 
-    def __init__(self, names: list[str], full: Any, read: Any) -> None:
-        self.names, self.full, self.read = names, full, read
+    def __init__(self, mcp: _Mcp, full: Any, read: Any) -> None:
+        self.mcp, self.full, self.read = mcp, full, read
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         caller: Caller = scope["state"]["caller"]
-        if caller.allows_all(self.names, "write"):
+        names = self.mcp.names
+        if caller.allows_all(names, "write"):
             await self.full(scope, receive, send)
-        elif caller.allows_all(self.names, "read"):
+        elif caller.allows_all(names, "read"):
             await self.read(scope, receive, send)
         else:
             resp = _error(
