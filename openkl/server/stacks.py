@@ -233,18 +233,21 @@ class Stacks:
                     f"{name!r} is the last stack this server holds", "stop the server instead"
                 )
             self.by_name = {n: s for n, s in self.by_name.items() if n != name}
-            self._close_one(st)
+            self._stop_threads(st)
+            with st.writing("stop"):  # a write under way ends first
+                self._close_one(st)
             with contextlib.suppress(KeyError):
                 self.metrics.writers_waiting.remove(st.name)
             return st
 
-    def _close_one(self, st: Served) -> None:
+    def _stop_threads(self, st: Served) -> None:
         st.stop.set()
         for t in st.threads:
             t.join(timeout=30)
         st.threads.clear()
-        with st.writing("stop"):  # the last write under way ends first
-            pass
+
+    def _close_one(self, st: Served) -> None:
+        self._stop_threads(st)
         st.held.close()
 
     def close(self) -> None:
