@@ -14,6 +14,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -132,8 +133,10 @@ def follow(
     doc: str | None = None,
     poll: float = 0.5,
     timeout: float | None = None,
+    stop: threading.Event | None = None,
 ) -> Iterator[Event]:
-    """Yield matching events appended from now on (like `tail -f`), until `timeout` seconds."""
+    """Yield matching events appended from now on (like `tail -f`), until `timeout` seconds
+    or until `stop` is set."""
     types = list(types or [])
     offsets: dict[Path, int] = {p: p.stat().st_size for p in _files(folder)}
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -152,4 +155,8 @@ def follow(
                     yield ev
         if deadline is not None and time.monotonic() >= deadline:
             return
-        time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
+        wait = poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic()))
+        if stop is None:
+            time.sleep(wait)
+        elif stop.wait(wait):
+            return

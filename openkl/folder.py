@@ -327,6 +327,12 @@ class Folder:
             self._config = data
         return self._config
 
+    def config_now(self) -> dict[str, Any]:
+        """A copy of `.ok/config.yml` as it is now on disk (a long-lived process may have
+        read it long ago), to change and pass to `write_config`."""
+        self._config = None
+        return copy.deepcopy(self.config)
+
     def setting(self, key: str) -> Any:
         """A declared setting's value, of its declared type: `OK_<KEY>` in the environment
         wins over `.ok/config.yml`, which wins over the default in `openkl.settings`."""

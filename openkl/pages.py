@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
@@ -180,6 +181,26 @@ def _sentence_with(text: str, name: str, aliases: list[str], width: int = 280) -
 BATCH = 256  # pages read from the graph at once: a few queries each, bounded memory
 
 
+def all_pages(
+    folder: Folder, g: GraphStore, min_confidence: float = 0.0, *, force: bool = False
+) -> Iterator[tuple[str, str, bool | None]]:
+    """Every page of an entity at or above a confidence, by name, as (file name in
+    graph/pages/, markdown, whether it came from the cache), built a batch at a time; then
+    the index of them, as ("index.md", markdown, None)."""
+    ents = sorted(
+        list_entities(g, min_confidence=min_confidence), key=lambda e: (e["name"].lower(), e["id"])
+    )
+    index = ["# Entities", ""]
+    for i in range(0, len(ents), BATCH):
+        batch = ents[i : i + BATCH]
+        built = _pages(folder, g, [e["id"] for e in batch], force=force)
+        for e in batch:
+            p = built[e["id"]]
+            yield page_file(e["id"]), p["markdown"], p["cached"]
+            index.append(f"- {_link(e['name'], e['id'])} — {e['type']}, {e['confidence']:.2f}")
+    yield "index.md", "\n".join(index) + "\n", None
+
+
 def write_all(
     folder: Folder,
     g: GraphStore,
@@ -192,26 +213,19 @@ def write_all(
     Pages left from an earlier run whose entity is gone or now below the confidence are
     removed, so the folder holds what the index lists."""
     out_dir = out_dir or folder.graph_dir / "pages"
-    ents = sorted(
-        list_entities(g, min_confidence=min_confidence), key=lambda e: (e["name"].lower(), e["id"])
-    )
     regenerated = cached = 0
-    index = ["# Entities", ""]
-    written = {"index.md"}
-    for i in range(0, len(ents), BATCH):
-        batch = ents[i : i + BATCH]
-        built = _pages(folder, g, [e["id"] for e in batch], force=force)
-        for e in batch:
-            p = built[e["id"]]
-            cached += p["cached"]
-            regenerated += not p["cached"]
-            path = out_dir / page_file(e["id"])
-            written.add(path.name)
-            if not _holds(path, p["markdown"]):
-                # derived from the graph, like the cache: rebuilt by the next run if lost
-                atomic_write(path, p["markdown"], durable=False)
-            index.append(f"- {_link(e['name'], e['id'])} — {e['type']}, {e['confidence']:.2f}")
-    atomic_write(out_dir / "index.md", "\n".join(index) + "\n")
+    written: set[str] = set()
+    for name, text, was_cached in all_pages(folder, g, min_confidence, force=force):
+        path = out_dir / name
+        written.add(name)
+        if was_cached is None:  # the index
+            atomic_write(path, text)
+            continue
+        cached += was_cached
+        regenerated += not was_cached
+        if not _holds(path, text):
+            # derived from the graph, like the cache: rebuilt by the next run if lost
+            atomic_write(path, text, durable=False)
     removed = 0
     for old in out_dir.glob("*.md"):
         if old.name not in written:
@@ -219,7 +233,7 @@ def write_all(
             removed += 1
     return {
         "dir": folder.rel(out_dir),
-        "pages": len(ents),
+        "pages": len(written) - 1,
         "regenerated": regenerated,
         "cached": cached,
         "removed": removed,

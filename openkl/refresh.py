@@ -17,6 +17,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -370,12 +372,14 @@ def refresh(
     all_: bool = False,
     drift_threshold: float | None = None,
     dry_run: bool = False,
+    writing: Callable[[], AbstractContextManager[object]] | None = None,
 ) -> RefreshReport:
     """Re-fetch sources and store what changed (`ok refresh`).
 
-    Takes the writer lock itself, and only when there is something to store: the network
-    part runs without it, so a slow site does not block other writers. With nothing due it
-    reads the mapping and returns.
+    Takes the writer lock itself (`writing`: how to take it, default the folder's writer
+    lock), and only when there is something to store: the network part runs without it, so
+    a slow site does not block other writers. With nothing due it reads the mapping and
+    returns.
     """
     if sum(bool(x) for x in (refs, due, all_)) > 1:
         raise UsageError(
@@ -398,7 +402,7 @@ def refresh(
         return rep
     batch, owners, not_modified = _fetch(folder, targets, rep)
     crash.point("refresh.fetched")
-    with folder.write_lock("ok refresh"):
+    with writing() if writing is not None else folder.write_lock("ok refresh"):
         _apply(folder, batch, owners, not_modified, rep, drift_threshold)
     return rep
 

@@ -45,7 +45,7 @@ _TOOL_TIMEOUTS = {"ask": 120.0, "store_ingest": 300.0, "context": 60.0}
 SEARCH_MODES = ("hybrid", "vector", "fts")
 
 # keys of the config file that are structure, not settings
-FILE_KEYS = ("version",)
+FILE_KEYS = ("version", "metadata")  # metadata: the stack's own fields, any mapping
 # keys an older `ok init` wrote that no longer mean anything: ignored without a warning
 RETIRED = ("search.vector_index",)
 
@@ -153,6 +153,13 @@ DECLARED: tuple[Setting, ...] = (
         None,
         str,
         "Name of the folder as an MCP stack and in AKS bundles (unset: the folder's name).",
+        nullable=True,
+    ),
+    _s(
+        "description",
+        None,
+        str,
+        "What the folder holds, in a line (shown with its stack by `ok serve`).",
         nullable=True,
     ),
     # embedding and chunking
@@ -317,6 +324,14 @@ DECLARED: tuple[Setting, ...] = (
         None,
         str,
         "PEM file of the RS256 public key that JWTs are signed with (instead of a secret).",
+        nullable=True,
+    ),
+    _s(
+        "serve.stacks_dir",
+        None,
+        str,
+        "Directory where `ok serve` makes the stacks created over HTTP, one folder each "
+        "(relative: to the first folder served; unset: stacks cannot be created).",
         nullable=True,
     ),
     _s("serve.jwt_issuer", None, str, "The `iss` every JWT must carry.", nullable=True),

@@ -32,9 +32,18 @@ from .files import (
     read_piece,
     safe_path,
 )
-from .folder import Initialized, doctor, index, init_folder, sync, watch
+from .folder import About, Initialized, about, describe, doctor, index, init_folder, sync, watch
 from .freshness import events, follow_events, refresh
-from .graph import cypher, entity, entity_page, lineage, list_entities, traverse, write_pages
+from .graph import (
+    cypher,
+    entity,
+    entity_page,
+    lineage,
+    list_entities,
+    traverse,
+    write_pages,
+    zip_pages,
+)
 from .knowledge import (
     GraphExport,
     backfeed_item,
@@ -82,6 +91,7 @@ from .triggers import add_trigger, list_triggers, match_triggers, remove_trigger
 from .verify import CitationList, Verification, list_citations, open_citation, verify_citations
 
 __all__ = [
+    "About",
     "CitationList",
     "Counts",
     "Distilled",
@@ -98,6 +108,7 @@ __all__ = [
     "SearchOptions",
     "SearchResult",
     "Verification",
+    "about",
     "add_note",
     "add_trigger",
     "ask",
@@ -109,6 +120,7 @@ __all__ = [
     "cypher",
     "decide_backfeed",
     "delete_note",
+    "describe",
     "distill_note",
     "distill_prompt",
     "distill_prompts",
@@ -167,4 +179,5 @@ __all__ = [
     "watch",
     "verify_citations",
     "write_pages",
+    "zip_pages",
 ]

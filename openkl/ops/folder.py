@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypedDict
 
 from .. import doctor as doctor_mod
 from .. import indexer
-from ..errors import OkError
+from ..errors import BadInput, OkError
 from ..folder import Folder
 from ..indexing import open_graph
 from ..records import Check, FolderInitialized
@@ -39,6 +40,58 @@ def init_folder(directory: Path, domain: str | None = None, *, what: str) -> Ini
     if not existed:
         f.log_op("init", root=str(f.root))
     return Initialized(folder=f, created=not existed)
+
+
+class About(TypedDict):
+    """What a folder says about itself: a description and free metadata."""
+
+    description: str | None
+    metadata: dict[str, Any]
+
+
+def about(folder: Folder) -> About:
+    """The folder's description and metadata, from `.ok/config.yml`."""
+    meta = folder.config.get("metadata")
+    return {
+        "description": folder.setting("description"),
+        "metadata": dict(meta) if isinstance(meta, dict) else {},
+    }
+
+
+def describe(folder: Folder, changes: Mapping[str, Any]) -> About:
+    """Change the folder's `description` (None: remove it) and `metadata` (merged into what
+    is there: a key given None is removed) in `.ok/config.yml`, and log it. Other keys are
+    refused. The caller holds the writer lock."""
+    unknown = sorted(set(changes) - {"description", "metadata"})
+    if unknown:
+        raise BadInput(
+            f"a folder's {', '.join(unknown)} cannot be changed here",
+            "change description or metadata",
+        )
+    meta = changes.get("metadata")
+    if meta is not None and not isinstance(meta, Mapping):
+        raise BadInput("metadata must be a mapping", 'send an object, e.g. {"team": "ops"}')
+    data = folder.config_now()
+    if "description" in changes:
+        if changes["description"] is None:
+            data.pop("description", None)
+        else:
+            data["description"] = str(changes["description"])
+    if meta:
+        merged = dict(data.get("metadata") or {})
+        for k, v in meta.items():
+            if v is None:
+                merged.pop(str(k), None)
+            else:
+                merged[str(k)] = v
+        if merged:
+            data["metadata"] = merged
+        else:
+            data.pop("metadata", None)
+    folder.write_config(data)
+    now = about(folder)
+    folder.log_op("describe", **now)
+    return now
 
 
 def index(folder: Folder, rebuild: bool = False) -> indexer.SyncReport:

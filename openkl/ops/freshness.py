@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 
 from .. import events as events_mod
 from .. import refresh as refresh_mod
@@ -20,13 +22,14 @@ def refresh(
     all_: bool = False,
     drift_threshold: float | None = None,
     dry_run: bool = False,
+    writing: Callable[[], AbstractContextManager[object]] | None = None,
 ) -> RefreshReport:
     """Re-fetch the sources named (`refs`), those due (the default) or all of them, and store
     what changed as new versions (`drift_threshold` None: the folder's
     `refresh.drift_threshold`).
 
-    Takes the writer lock itself, and only when there is something to store: the network
-    part runs without it."""
+    Takes the writer lock itself (`writing`: how, default the folder's writer lock), and
+    only when there is something to store: the network part runs without it."""
     return refresh_mod.refresh(
         folder,
         refs=refs or None,
@@ -34,6 +37,7 @@ def refresh(
         all_=all_,
         drift_threshold=drift_threshold,
         dry_run=dry_run,
+        writing=writing,
     )
 
 
@@ -58,6 +62,8 @@ def follow_events(
     types: list[str] | None = None,
     doc: str | None = None,
     timeout: float | None = None,
+    stop: threading.Event | None = None,
 ) -> Iterator[Event]:
-    """Matching events appended from now on (like `tail -f`), until `timeout` seconds."""
-    return events_mod.follow(folder, types=types, doc=doc, timeout=timeout)
+    """Matching events appended from now on (like `tail -f`), until `timeout` seconds or
+    until `stop` is set."""
+    return events_mod.follow(folder, types=types, doc=doc, timeout=timeout, stop=stop)

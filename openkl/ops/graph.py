@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
+from collections.abc import Iterator
 from typing import Any
 
 from .. import lineage as lineage_mod
@@ -123,6 +126,38 @@ def write_pages(
         )
         folder.log_op("graph.pages", dir=data["dir"], pages=data["pages"])
     return data
+
+
+def zip_pages(
+    folder: Folder, *, min_confidence: float | None = None, graph: Opener | None = None
+) -> Iterator[bytes]:
+    """Every entity's page (at least this confident, default entities.min_confidence) and
+    their index, the files `ok graph page --all` writes, as the bytes of a zip archive,
+    produced a page at a time. The graph stays open until the last bytes are taken."""
+    out = _Chunks()
+    with reading(folder, graph) as g, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, text, _ in pages.all_pages(folder, g, _floor(folder, min_confidence)):
+            zf.writestr(name, text)
+            yield out.take()
+    yield out.take()  # the archive's central directory
+
+
+class _Chunks(io.RawIOBase):
+    """A write-only stream that hands on what was written to it since the last `take`."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        self._parts.append(bytes(b))
+        return len(b)
+
+    def take(self) -> bytes:
+        data, self._parts = b"".join(self._parts), []
+        return data
 
 
 def lineage(

@@ -22,7 +22,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
@@ -43,8 +43,8 @@ from ..indexing import open_graph
 from ..ops.read import Opener
 from ..records import Cite
 from .auth import OPEN, Authenticator, Caller, Forbidden, RateLimited, RateLimiter, Unauthorized
-from .metrics import AccessLog, Metrics
-from .stacks import Served, Stacks
+from .metrics import AccessLog
+from .stacks import Conflict, Served, Stacks
 
 MAX_BODY = 16 << 20  # bytes of a request body
 
@@ -65,6 +65,7 @@ _STATUS: list[tuple[type[OkError], int]] = [
     (Forbidden, 403),
     (RateLimited, 429),
     (NotFound, 404),
+    (Conflict, 409),
     (ReadOnlyViolation, 403),
     (QueryRefused, 403),
     (LockBusy, 503),
@@ -137,6 +138,55 @@ class ContextIn(BaseModel):
     min_confidence: float | None = Field(default=None, ge=0, le=1)
 
 
+class StackIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(
+        min_length=1, description="The stack's name, also its folder's under serve.stacks_dir."
+    )
+    description: str | None = Field(default=None, max_length=2000)
+    metadata: dict[str, Any] = Field(default={}, description="Free fields kept with the stack.")
+
+
+class StackPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    description: str | None = Field(
+        default=None, max_length=2000, description="A new description (null: none)."
+    )
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="Merged into the stack's metadata; a key set to null goes."
+    )
+
+
+class DecisionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    item_id: str = Field(min_length=1, description="The backfeed item (bf-…, or a prefix).")
+    domain: str | None = Field(default=None, description="The stack (default: the first).")
+    reason: str | None = Field(default=None, min_length=1, description="Why (kept in the item).")
+
+
+class TriggerIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, description="Lowercase, digits, - _ .")
+    example: str = Field(min_length=1, description="Text new knowledge is compared with.")
+    threshold: float = Field(default=0.8, description="Cosine similarity to fire at.")
+    scope: str = Field(default="all", description="What to watch: all, mem or store.")
+    exec: str | None = Field(
+        default=None, min_length=1, description="Shell command run with the event JSON (admin)."
+    )
+    env: list[str] = Field(default=[], description="Variables passed on to the command.")
+    timeout: float = Field(default=30.0, description="Seconds the command may run.")
+    replace: bool = Field(default=False, description="Overwrite a trigger of that name.")
+
+
+class RefreshIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    docs: list[str] = Field(default=[], description="Documents to refresh now (ids, paths, URLs).")
+    due: bool = Field(default=False, description="Those whose policy says so (the default).")
+    all: bool = Field(default=False, description="Every source that can be re-read.")
+    drift_threshold: float | None = Field(default=None, ge=0, le=2)
+    dry_run: bool = Field(default=False, description="Only list what is due.")
+
+
 def create_app(
     stacks: Stacks,
     auth: Authenticator | None = None,
@@ -151,11 +201,10 @@ def create_app(
     meters each caller (each client address when auth is off)."""
     __version__ = version("openkl")
 
-    mcp_full, mcp_read = _mcp_apps(stacks, host)
-    metrics = Metrics()
+    mcp = _Mcp(stacks)
+    mcp_full, mcp_read = mcp.full, mcp.read
+    metrics = stacks.metrics
     log = AccessLog(access_log)
-    for st in stacks.by_name.values():
-        metrics.writers_waiting.labels(st.name).set_function(st.queued)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -292,7 +341,7 @@ def create_app(
     @app.get("/metrics", tags=["health"])
     def prometheus(request: Request) -> Response:
         """Prometheus metrics: requests and latency per route and stack, search latency by
-        mode, writers waiting, chunks indexed."""
+        mode, writers waiting, chunks indexed, refresh outcomes and drift, trigger fires."""
         caller: Caller = request.state.caller
         if not caller.allows_all(stacks.by_name, "read"):
             raise Forbidden(f"{caller.who} may not read every stack", "use an admin's key")
@@ -308,7 +357,51 @@ def create_app(
 
     def _stack_row(name: str) -> dict[str, Any]:
         st = stacks.get(name)
-        return {"name": name, "root": str(st.folder.root), **ops.counts(st.folder)}
+        return {
+            "name": name,
+            "root": str(st.folder.root),
+            **ops.about(st.folder),
+            **ops.counts(st.folder),
+        }
+
+    @app.post("/aks/v1/stacks", tags=["aks"], status_code=201)
+    def create_stack(request: Request, body: StackIn) -> dict[str, Any]:
+        """Make a new folder under serve.stacks_dir (as `ok init`) and serve it from now on
+        (admin on that stack's name). It is not served again after a restart unless it is
+        named with --root."""
+        caller: Caller = request.state.caller
+        caller.require(body.name, "admin")
+        st = stacks.create(body.name, {"description": body.description, "metadata": body.metadata})
+        if auth is not None:
+            auth.folders = {**auth.folders, st.name: st.folder}
+        mcp.follow()
+        return {**_stack_row(st.name), "created": True}
+
+    @app.patch("/aks/v1/stacks/{stack}", tags=["aks"])
+    def patch_stack(request: Request, stack: str, body: StackPatch) -> dict[str, Any]:
+        """Change the stack's description or metadata (in its .ok/config.yml)."""
+        st = allow(request, stack, "admin")
+        with st.writing("stacks patch"):
+            ops.describe(st.folder, body.model_dump(exclude_unset=True))
+        return _stack_row(st.name)
+
+    @app.delete("/aks/v1/stacks/{stack}", tags=["aks"])
+    def delete_stack(request: Request, stack: str) -> dict[str, Any]:
+        """Stop serving the stack: its graph is closed and its claim released. No file is
+        deleted; the folder works with `ok` again, or `ok serve --root` serves it again."""
+        st = allow(request, stack, "admin")
+        stacks.drop(st.name)
+        if auth is not None:
+            auth.folders = {n: f for n, f in auth.folders.items() if n != st.name}
+        mcp.follow()
+        root = str(st.folder.root)
+        return {
+            "name": st.name,
+            "root": root,
+            "served": False,
+            "files_deleted": False,
+            "message": f"stopped serving {st.name!r}; its files stay in {root}",
+        }
 
     @app.get("/aks/v1/stacks/{stack}", tags=["aks"])
     def get_stack(request: Request, stack: str) -> dict[str, Any]:
@@ -388,6 +481,121 @@ def create_app(
         """An entity's page as markdown."""
         folder = allow(request, domain, "read").folder
         return ops.entity_page(folder, name, graph=reader(folder))
+
+    @app.get("/aks/v1/pages", tags=["aks"], response_class=StreamingResponse)
+    def all_pages(
+        request: Request,
+        domain: Domain = None,
+        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
+    ) -> StreamingResponse:
+        """Every entity's page and their index.md as a zip (the files `ok graph page --all`
+        writes), streamed as the pages are made."""
+        st = allow(request, domain, "read")
+        chunks = ops.zip_pages(st.folder, min_confidence=min_confidence, graph=reader(st.folder))
+        return StreamingResponse(
+            _streamed(chunks),
+            media_type="application/zip",
+            headers={"Content-Disposition": f'attachment; filename="{st.name}-pages.zip"'},
+        )
+
+    def _bundle(st: Served, **filters: Any) -> Response:
+        got = ops.export_graph(st.folder, format_="aks", out="-", **filters)
+        return Response(next(iter(got.files.values())), media_type="application/json")
+
+    @app.get("/aks/v1/export", tags=["aks"])
+    def export_bundle(
+        request: Request,
+        domain: Domain = None,
+        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
+        type: str | None = None,
+        max_entities: Annotated[int | None, Query(ge=1)] = None,
+        verified_only: bool = False,
+    ) -> Response:
+        """The stack as an AKS bundle, as `ok graph export --format aks` writes it."""
+        return _bundle(
+            allow(request, domain, "read"),
+            min_confidence=min_confidence,
+            entity_type=type,
+            max_entities=max_entities,
+            verified_only=verified_only,
+        )
+
+    @app.get("/aks/v1/stacks/{stack}/bundle", tags=["aks"])
+    def stack_bundle(
+        request: Request,
+        stack: str,
+        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
+        type: str | None = None,
+        max_entities: Annotated[int | None, Query(ge=1)] = None,
+        verified_only: bool = False,
+    ) -> Response:
+        """The stack as an AKS bundle (the same as /aks/v1/export?domain=STACK)."""
+        return _bundle(
+            allow(request, stack, "read"),
+            min_confidence=min_confidence,
+            entity_type=type,
+            max_entities=max_entities,
+            verified_only=verified_only,
+        )
+
+    @app.post("/aks/v1/stacks/{stack}/bundle", tags=["aks"], status_code=201)
+    async def import_bundle(request: Request, stack: str) -> Any:
+        """Load the AKS bundle in the body into the stack, as `ok bundle import`: checked
+        against the AKS schema first, then kept under aks/imports/."""
+        st = allow(request, stack, "write")
+        text = _text(await request.body(), "an AKS bundle (JSON)")
+
+        def keep() -> Any:
+            with st.writing("bundle import"):
+                return ops.import_bundle(st.folder, text, "the request body")
+
+        return await run_in_threadpool(keep)
+
+    @app.post("/aks/v1/backfeed/flag", tags=["aks"], status_code=201)
+    async def flag_backfeed(request: Request, domain: Domain = None) -> Any:
+        """Queue the proposal in the body ({"entities": […], "relationships": […]}) for
+        review, as `ok backfeed flag`: 201, or 200 with `created` false when the same
+        proposal was queued before."""
+        st = allow(request, domain, "write")
+        text = _text(await request.body(), "a backfeed proposal (JSON)")
+
+        def flag() -> Any:
+            with st.writing("backfeed flag"):
+                return ops.flag_backfeed(st.folder, text)
+
+        item = await run_in_threadpool(flag)
+        return JSONResponse(item, status_code=201 if item["created"] else 200)
+
+    @app.get("/aks/v1/backfeed/queue", tags=["aks"])
+    def backfeed_queue(
+        request: Request,
+        domain: Domain = None,
+        status: Annotated[str, Query(pattern="^(pending|approved|rejected|all)$")] = "pending",
+    ) -> list[Any]:
+        """Backfeed items with this status, oldest first."""
+        return list(ops.backfeed_queue(allow(request, domain, "read").folder, status))
+
+    @app.post("/aks/v1/backfeed/approve", tags=["aks"])
+    def approve_backfeed(request: Request, body: DecisionIn) -> Any:
+        """Approve a pending item (admin): it is absorbed with verified=true and
+        source_kind=backfeed."""
+        st = allow(request, body.domain, "admin")
+        with st.writing("backfeed approve"):
+            return ops.decide_backfeed(st.folder, body.item_id, approve=True, reason=body.reason)
+
+    @app.post("/aks/v1/backfeed/reject", tags=["aks"])
+    def reject_backfeed(request: Request, body: DecisionIn) -> Any:
+        """Reject a pending item (admin), with a reason; it stays, marked rejected."""
+        st = allow(request, body.domain, "admin")
+        if not body.reason:
+            raise BadInput("a rejection needs a reason", 'send {"item_id": …, "reason": …}')
+        with st.writing("backfeed reject"):
+            return ops.decide_backfeed(st.folder, body.item_id, approve=False, reason=body.reason)
+
+    @app.get("/aks/v1/backfeed/{item_id}", tags=["aks"])
+    def backfeed_item(request: Request, item_id: str, domain: Domain = None) -> Any:
+        """One backfeed item, by id or unique prefix."""
+        return ops.backfeed_item(allow(request, domain, "read").folder, item_id)
 
     # -- openkl -------------------------------------------------------------------------
     @app.get("/v1/{stack}/status", tags=["openkl"])
@@ -650,6 +858,49 @@ def create_app(
         rows, problems = ops.list_triggers(allow(request, stack, "read").folder)
         return {"triggers": rows, "problems": problems}
 
+    @app.post("/v1/{stack}/triggers", tags=["events"], status_code=201)
+    def add_trigger(request: Request, stack: str, body: TriggerIn) -> Any:
+        """Add a trigger, as `ok trigger add`: it checks what is indexed from now on. One
+        with a command (`exec`) needs admin: the command runs as the server's user."""
+        st = allow(request, stack, "admin" if body.exec else "write")
+        with st.writing("trigger add"):
+            t = ops.add_trigger(
+                st.folder,
+                body.name,
+                body.example,
+                threshold=body.threshold,
+                scope=body.scope,
+                exec_=body.exec,
+                timeout=body.timeout,
+                replace=body.replace,
+                env=body.env,
+            )
+        return t.as_dict()
+
+    @app.delete("/v1/{stack}/triggers/{name}", tags=["events"])
+    def remove_trigger(request: Request, stack: str, name: str) -> dict[str, Any]:
+        """Remove a trigger."""
+        st = allow(request, stack, "write")
+        with st.writing("trigger remove"):
+            t = ops.remove_trigger(st.folder, name)
+        return {"removed": t.name}
+
+    @app.post("/v1/{stack}/refresh", tags=["events"])
+    def refresh(request: Request, stack: str, body: RefreshIn | None = None) -> Any:
+        """Re-fetch sources and store what changed, as `ok refresh --json`: the documents
+        named, those due (the default) or all. A source that could not be refreshed is in
+        `failed`."""
+        body = body or RefreshIn()
+        st = allow(request, stack, "write")
+        return stacks.refresh(
+            st,
+            body.docs,
+            due=body.due,
+            all_=body.all,
+            drift_threshold=body.drift_threshold,
+            dry_run=body.dry_run,
+        ).as_dict()
+
     @app.post("/v1/{stack}/cypher", tags=["graph"])
     def cypher(
         request: Request, stack: str, body: Annotated[CypherIn, Body()]
@@ -679,34 +930,91 @@ def create_app(
             allow_headers=["Authorization", "Content-Type"],
         )
     app.router.routes.append(
-        Route("/mcp", _McpGate(list(stacks.by_name), full_app, read_app), include_in_schema=False)
+        Route("/mcp", _McpGate(mcp, full_app, read_app), include_in_schema=False)
     )
     return app
 
 
-def _mcp_apps(stacks: Stacks, host: str) -> tuple[Any, Any]:
-    """The MCP servers over the same folders as `ok mcp`: all tools, and read-only."""
-    from ..mcp_server import KnowledgeServer
+def _text(data: bytes, what: str) -> str:
+    """A request body that must be UTF-8 text."""
+    if not data:
+        raise BadInput("the body is empty", f"send {what} as the body")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadInput(f"the body is not UTF-8 text: {e}", f"send {what}") from e
 
-    roots = [st.folder.root for st in stacks.by_name.values()]
-    return (
-        KnowledgeServer(roots).build(),
-        KnowledgeServer(roots, read_only=True).build(),
-    )
+
+def _streamed(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """What `chunks` produces, made in a thread of its own that keeps what it holds (a graph
+    connection) to itself and always runs to its end, so it lets go of the graph even when
+    the client goes away. An error before the first chunk is raised here, while it can
+    still be a JSON error."""
+    out: queue.Queue[bytes | BaseException | None] = queue.Queue()
+
+    def make() -> None:
+        try:
+            for chunk in chunks:
+                out.put(chunk)
+        except BaseException as e:
+            out.put(e)
+        else:
+            out.put(None)
+
+    threading.Thread(target=make, name="ok-serve-stream", daemon=True).start()
+    first = out.get()
+    if isinstance(first, BaseException):
+        raise first
+
+    def rest(got: bytes | BaseException | None) -> Iterator[bytes]:
+        while got is not None:
+            if isinstance(got, BaseException):  # the response has started: end it short
+                raise got
+            yield got
+            got = out.get()
+
+    return rest(first)
+
+
+class _Mcp:
+    """The MCP servers over the stacks served, as `ok mcp` over the same folders: all
+    tools, and the read-only ones. `follow()` brings them in line when stacks come and go."""
+
+    def __init__(self, stacks: Stacks) -> None:
+        from ..mcp_server import KnowledgeServer
+
+        self.stacks = stacks
+        roots = [st.folder.root for st in stacks.by_name.values()]
+        self._servers = [KnowledgeServer(roots), KnowledgeServer(roots, read_only=True)]
+        self.full, self.read = (ks.build() for ks in self._servers)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.stacks.by_name)
+
+    def follow(self) -> None:
+        from ..mcp_server import Stack
+
+        for ks in self._servers:
+            ks.stacks = {
+                name: ks.stacks.get(name) or Stack(name, st.folder)
+                for name, st in self.stacks.by_name.items()
+            }
 
 
 class _McpGate:
     """MCP over streamable HTTP: every tool to a caller who may write every stack, the
     read-only tools to one who may read them all (an ASGI app, so the SDK streams)."""
 
-    def __init__(self, names: list[str], full: Any, read: Any) -> None:
-        self.names, self.full, self.read = names, full, read
+    def __init__(self, mcp: _Mcp, full: Any, read: Any) -> None:
+        self.mcp, self.full, self.read = mcp, full, read
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         caller: Caller = scope["state"]["caller"]
-        if caller.allows_all(self.names, "write"):
+        names = self.mcp.names
+        if caller.allows_all(names, "write"):
             await self.full(scope, receive, send)
-        elif caller.allows_all(self.names, "read"):
+        elif caller.allows_all(names, "read"):
             await self.read(scope, receive, send)
         else:
             resp = _error(

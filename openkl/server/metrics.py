@@ -10,6 +10,10 @@ from typing import Any
 from ..folder import iso
 
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+# cosine distance between a document's versions (0: the same, 2: opposite)
+_DRIFT = (0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0)
+# what a refresh does with each source it looks at (the lists of its report)
+REFRESH_OUTCOMES = ("changed", "unchanged", "added", "removed", "failed", "skipped")
 
 
 class Metrics:
@@ -47,10 +51,41 @@ class Metrics:
         )
         self.chunks_indexed = Counter(
             "ok_ingest_chunks",
-            "Chunks indexed by writes through the server, by stack.",
+            "Chunks indexed by writes through the server and its syncs, by stack "
+            "(its rate is chunks/s).",
             ["stack"],
             registry=self.registry,
         )
+        self.refresh_outcomes = Counter(
+            "ok_refresh_sources",
+            "Sources looked at by refreshes, by stack and outcome: " + ", ".join(REFRESH_OUTCOMES),
+            ["stack", "outcome"],
+            registry=self.registry,
+        )
+        self.drift = Histogram(
+            "ok_refresh_drift",
+            "Drift (cosine distance) between a refreshed document's old and new version.",
+            ["stack"],
+            buckets=_DRIFT,
+            registry=self.registry,
+        )
+        self.trigger_fires = Counter(
+            "ok_trigger_fires",
+            "Triggers fired, by stack, trigger and outcome: fired (the event), exec_failed "
+            "(its command failed or timed out).",
+            ["stack", "trigger", "outcome"],
+            registry=self.registry,
+        )
+
+    def refreshed(self, stack: str, rep: Any) -> None:
+        """Count a refresh's outcomes and observe each changed document's drift."""
+        for outcome in REFRESH_OUTCOMES:
+            n = len(getattr(rep, outcome))
+            if n:
+                self.refresh_outcomes.labels(stack, outcome).inc(n)
+        for change in rep.changed:
+            if change.get("drift") is not None:
+                self.drift.labels(stack).observe(change["drift"])
 
     def render(self) -> tuple[bytes, str]:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest

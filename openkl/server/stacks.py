@@ -6,17 +6,40 @@ import contextlib
 import functools
 import json
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import ops
-from ..errors import NotFound, OkError
+from ..errors import BadInput, NotFound, OkError
 from ..folder import Folder, atomic_write, iso, open_folder, stacks_of
 from ..graph import Graph
 from ..indexing import embedder
+from ..ops.freshness import RefreshReport
+from .metrics import Metrics
+
+
+class Conflict(OkError):
+    """What a request would make is there already (409)."""
+
+
+# a stack's name is also its folder's: no path in it, nothing hidden, nothing odd
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_name(name: str) -> str:
+    """`name`, if it can name a new stack and its folder."""
+    if not _NAME.fullmatch(name) or ".." in name:
+        raise BadInput(
+            f"{name[:80]!r} cannot name a stack",
+            "use up to 64 letters, digits and - _ . (starting with a letter or digit, "
+            "no ..), e.g. team-notes",
+        )
+    return name
 
 
 @dataclass
@@ -29,6 +52,9 @@ class Served:
     # re-entrant per thread and so does not order this process's own threads
     writer: threading.Lock = field(default_factory=threading.Lock)
     _waiting: list[None] = field(default_factory=list)  # one item per queued write
+    stop: threading.Event = field(default_factory=threading.Event)  # its threads end
+    threads: list[threading.Thread] = field(default_factory=list)
+    held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)  # graph, claim
 
     def queued(self) -> int:
         """Writes waiting for this stack's writer."""
@@ -50,17 +76,22 @@ class Served:
 
 
 class Stacks:
-    """The served folders by name, open from `open()` until `close()`."""
+    """The served folders by name, open from `open()` until `close()`; stacks can be added
+    and dropped while they are open."""
 
     def __init__(self, roots: Sequence[str | Path | None], url: str = "") -> None:
         folders = stacks_of([open_folder(r) for r in (roots or [None])])
+        # replaced, never changed in place: requests iterate over it while stacks come and go
         self.by_name = {name: Served(name, f) for name, f in folders.items()}
+        self.home = next(iter(folders.values()))  # whose serve.* settings apply
         self.url = url
         self.socket: Path | None = None  # where other `ok` commands are run (server.route)
         self.is_open = False
-        self._open = contextlib.ExitStack()
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self.metrics = Metrics()
+        self._changing = threading.RLock()  # one create, add or drop at a time
+        self._background: tuple[bool, float] | None = None
+        for st in self.by_name.values():
+            self.metrics.writers_waiting.labels(st.name).set_function(st.queued)
 
     def open(self) -> None:
         """Bring each folder's index in line with its files, then keep its graph open and
@@ -69,70 +100,178 @@ class Stacks:
             return
         self.is_open = True
         for st in self.by_name.values():
-            with st.writing("start"):
-                ops.sync(st.folder)
-            self._open.enter_context(
-                Graph.resident(
-                    st.folder.kuzu_dir, buffer_pool_mb=st.folder.setting("graph.buffer_pool_mb")
-                )
+            self._open_one(st)
+
+    def _open_one(self, st: Served) -> None:
+        with st.writing("start"):
+            rep = ops.sync(st.folder)
+        self.metrics.chunks_indexed.labels(st.name).inc(rep.chunks_added)
+        st.held.enter_context(
+            Graph.resident(
+                st.folder.kuzu_dir, buffer_pool_mb=st.folder.setting("graph.buffer_pool_mb")
             )
-            embedder(st.folder).embed_query("warm up")
-            self._open.callback(_unclaim, st.folder)
-            _claim(st.folder, self.url, self.socket)
+        )
+        embedder(st.folder).embed_query("warm up")
+        st.held.callback(_unclaim, st.folder)
+        _claim(st.folder, self.url, self.socket)
 
     def start_background(self, watch: bool, refresh_every: float) -> None:
         """Per stack, a thread that syncs after files change on disk (`watch`) and one that
-        runs the refreshes that are due every `refresh_every` seconds (0: none). They stop
-        on `close()`."""
+        runs the refreshes that are due every `refresh_every` seconds (0: none), and one that
+        counts the triggers fired. They stop on `close()`; stacks added later get them too."""
+        self._background = (watch, refresh_every)
         for st in self.by_name.values():
-            if watch:
-                self._thread(st, "watch", functools.partial(self._watch, st))
-            if refresh_every > 0:
-                self._thread(st, "refresh", functools.partial(self._refresh, st, refresh_every))
+            self._start_one(st)
+
+    def _start_one(self, st: Served) -> None:
+        if self._background is None:
+            return
+        watch, refresh_every = self._background
+        if watch:
+            self._thread(st, "watch", functools.partial(self._watch, st))
+        if refresh_every > 0:
+            self._thread(st, "refresh", functools.partial(self._refresh, st, refresh_every))
+        self._thread(st, "events", functools.partial(self._count_events, st))
 
     def _thread(self, st: Served, what: str, run: Callable[[], None]) -> None:
         t = threading.Thread(target=run, name=f"ok-serve-{what}-{st.name}", daemon=True)
         t.start()
-        self._threads.append(t)
+        st.threads.append(t)
 
     def _watch(self, st: Served) -> None:
         def said(rep: object) -> None:
             if isinstance(rep, OkError):
                 _log(stack=st.name, event="watch.failed", error=str(rep))
             elif getattr(rep, "changed", False):
+                self.metrics.chunks_indexed.labels(st.name).inc(getattr(rep, "chunks_added", 0))
                 _log(stack=st.name, event="watch.synced", **_counts(rep))
 
-        ops.watch(
-            st.folder, said, stop=self._stop, writing=lambda: st.writing("watch"), initial=True
-        )
+        ops.watch(st.folder, said, stop=st.stop, writing=lambda: st.writing("watch"), initial=True)
 
     def _refresh(self, st: Served, every: float) -> None:
-        while not self._stop.wait(every):
+        while not st.stop.wait(every):
             try:
-                rep = ops.refresh(st.folder, due=True)
+                self.refresh(st, due=True)
             except OkError as e:
                 _log(stack=st.name, event="refresh.failed", error=str(e))
-                continue
-            if rep.changed or rep.added or rep.removed or rep.failed:
-                _log(stack=st.name, event="refresh.done", **rep.as_dict())
+
+    def refresh(self, st: Served, refs: list[str] | None = None, **options: Any) -> RefreshReport:
+        """`ok refresh` on a stack, its writes through the stack's writer, its outcomes
+        counted (and logged when something happened)."""
+        rep = ops.refresh(st.folder, refs, writing=lambda: st.writing("refresh"), **options)
+        if not rep.dry_run:
+            self.metrics.refreshed(st.name, rep)
+        if rep.changed or rep.added or rep.removed or rep.failed:
+            _log(stack=st.name, event="refresh.done", **rep.as_dict())
+        return rep
+
+    def _count_events(self, st: Served) -> None:
+        """Count the triggers that fire, whichever write indexed what fired them, and the
+        commands of theirs that fail (they run after the write, in the background)."""
+        for ev in ops.follow_events(st.folder, types=list(_FIRES), stop=st.stop):
+            self.metrics.trigger_fires.labels(
+                st.name, str(ev.get("trigger")), _FIRES[ev["type"]]
+            ).inc()
+
+    def stacks_dir(self) -> Path:
+        """Where stacks created over HTTP go (serve.stacks_dir of the first folder served)."""
+        value = self.home.setting("serve.stacks_dir")
+        if not value:
+            raise BadInput(
+                "this server has no serve.stacks_dir, so it cannot create stacks",
+                "set serve.stacks_dir (or OK_SERVE_STACKS_DIR) to a directory and restart "
+                "`ok serve`",
+            )
+        return self.home.root / Path(value).expanduser()  # an absolute path stays itself
+
+    def create(self, name: str, about: dict[str, Any]) -> Served:
+        """Make a new folder `name` under `stacks_dir()` (as `ok init`), with this
+        description and metadata, and serve it (`add`)."""
+        check_name(name)
+        with self._changing:
+            if name in self.by_name:
+                raise Conflict(f"a stack named {name!r} is served already", "choose another name")
+            where = self.stacks_dir() / name
+            if where.exists() or where.is_symlink():
+                raise Conflict(
+                    f"{where} exists already",
+                    f"choose another name, or serve that folder with `ok serve --root {where}`",
+                )
+            folder = ops.init_folder(where, name, what="ok serve stacks create").folder
+            st = self.add(folder)
+            if about.get("description") is not None or about.get("metadata"):
+                with st.writing("stacks create"):
+                    ops.describe(st.folder, about)
+            return st
+
+    def add(self, folder: Folder) -> Served:
+        """Serve one more folder, as `open()` and `start_background()` serve each: synced,
+        its graph kept open, claimed, its threads started."""
+        with self._changing:
+            name = next(iter(stacks_of([folder])))
+            if name in self.by_name:
+                raise Conflict(f"a stack named {name!r} is served already", "choose another name")
+            st = Served(name, folder)
+            if self.is_open:
+                try:
+                    self._open_one(st)
+                except BaseException:
+                    st.held.close()
+                    raise
+                self._start_one(st)
+            self.metrics.writers_waiting.labels(st.name).set_function(st.queued)
+            self.by_name = {**self.by_name, name: st}
+            return st
+
+    def drop(self, name: str) -> Served:
+        """Stop serving a stack: no new request finds it; the writes under way finish, its
+        threads stop, its graph is closed once the reads under way end, and its claim is
+        released. Its files stay as they are."""
+        with self._changing:
+            st = self.get(name)
+            if len(self.by_name) == 1:
+                raise BadInput(
+                    f"{name!r} is the last stack this server holds", "stop the server instead"
+                )
+            self.by_name = {n: s for n, s in self.by_name.items() if n != name}
+            self._stop_threads(st)
+            with st.writing("stop"):  # a write under way ends first
+                self._close_one(st)
+            with contextlib.suppress(KeyError):
+                self.metrics.writers_waiting.remove(st.name)
+            return st
+
+    def _stop_threads(self, st: Served) -> None:
+        st.stop.set()
+        for t in st.threads:
+            t.join(timeout=30)
+        st.threads.clear()
+
+    def _close_one(self, st: Served) -> None:
+        self._stop_threads(st)
+        st.held.close()
 
     def close(self) -> None:
         """Stop the background threads, finish the open connections and close every graph
         (again: nothing)."""
-        self._stop.set()
-        for t in self._threads:
-            t.join(timeout=30)
-        self._threads.clear()
-        self._open.close()
+        for st in self.by_name.values():
+            st.stop.set()
+        for st in self.by_name.values():
+            self._close_one(st)
         self.is_open = False
 
     def get(self, name: str | None) -> Served:
         """The stack called `name`, or the first one when no name is given."""
+        by_name = self.by_name
         if not name:
-            return next(iter(self.by_name.values()))
-        if name not in self.by_name:
-            raise NotFound(f"no stack named {name!r}", "stacks: " + ", ".join(self.by_name))
-        return self.by_name[name]
+            return next(iter(by_name.values()))
+        if name not in by_name:
+            raise NotFound(f"no stack named {name!r}", "stacks: " + ", ".join(by_name))
+        return by_name[name]
+
+
+# the events that count as trigger fires, and the outcome each stands for
+_FIRES = {"trigger_fired": "fired", "trigger_exec_failed": "exec_failed"}
 
 
 def _claim(folder: Folder, url: str, sock: Path | None) -> None:
