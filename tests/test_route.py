@@ -251,6 +251,14 @@ def test_the_server_runs_no_second_server_for_a_client(pair: Pair) -> None:
     assert run_cli("status", cwd=pair.served).code == 0
 
 
+def test_keys_are_managed_while_the_folder_is_served(pair: Pair) -> None:
+    added = run_cli("serve", "keys", "add", "ci", "--scope", "read", "--json", cwd=pair.served)
+    assert added.code == 0, added.err
+    listed = run_cli("serve", "keys", "list", "--json", cwd=pair.served)
+    assert [k["name"] for k in listed.json()] == ["ci"]
+    assert run_cli("serve", "keys", "revoke", "ci", cwd=pair.served).code == 0
+
+
 def test_help_and_no_server_stay_local(pair: Pair, tmp_path: Path) -> None:
     from openkl.cli import route
 

@@ -669,7 +669,8 @@ def run(argv: list[str] | None = None, routed: bool = False) -> int:
     state.color = "auto"
     argv = hoist_root(sys.argv[1:] if argv is None else argv)
     at = _command_at(argv)
-    if routed and at is not None and argv[at] in ("serve", "init"):
+    keys = at is not None and "keys" in argv[at + 1 :]  # ok serve keys …: fine
+    if routed and at is not None and argv[at] in ("serve", "init") and not keys:
         print(f"Error: `ok {argv[at]}` does not run inside `ok serve`", file=sys.stderr)
         return 2
     try:

@@ -20,9 +20,10 @@ from types import FrameType
 
 HELLO = b"OK1\n"
 # commands that never go to a server: they make a folder, run one, or touch no graph
+# (`ok serve keys …` does go: the server holds the folder's writer lock)
 _LOCAL = {"init", "serve", "completion"}
 _VALUED_GLOBALS = {"-C", "--root", "--tee", "--color"}
-_OWN_ROOT = {"mcp"}  # whose repeatable --root names the folders to serve
+_OWN_ROOT = {"mcp", "serve"}  # whose own --root names the folders to serve
 _OWN_C = {"grep"}  # whose -C is lines of context
 
 
@@ -57,7 +58,7 @@ def forward(argv: list[str]) -> int | None:
 def served_socket(argv: list[str]) -> str | None:
     """The routing socket of the server that owns every folder `argv` works on, or None."""
     at = _command_at(argv)
-    if at is None or argv[at] in _LOCAL:
+    if at is None or (argv[at] in _LOCAL and not _is_keys(argv, at)):
         return None
     if any(a in ("--help", "-h") for a in _before_dashdash(argv)):
         return None
@@ -69,6 +70,10 @@ def served_socket(argv: list[str]) -> str | None:
             return None
         sockets.add(where)
     return sockets.pop() if len(sockets) == 1 else None
+
+
+def _is_keys(argv: list[str], at: int) -> bool:
+    return argv[at] == "serve" and "keys" in argv[at + 1 :]
 
 
 def _before_dashdash(argv: list[str]) -> list[str]:
