@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -667,3 +668,27 @@ def test_a_query_past_its_time_is_stopped_and_cors_is_what_config_says(
         assert "access-control-allow-origin" not in r.headers
     finally:
         s.stop()
+
+
+def test_a_follower_does_not_hold_up_a_stop(example_kf: Path) -> None:
+    s = Server(example_kf)
+    url = f"{s.url}/v1/{s.stack}/events/follow"
+    opened = threading.Event()
+
+    def follow() -> None:
+        with (
+            contextlib.suppress(httpx.HTTPError),
+            httpx.stream("GET", url, params={"timeout": 3600}, timeout=120) as r,
+        ):
+            opened.set()
+            for _ in r.iter_lines():
+                pass
+
+    t = threading.Thread(target=follow, daemon=True)
+    t.start()
+    assert opened.wait(30)
+    started = time.monotonic()
+    assert s.stop() == 0
+    assert time.monotonic() - started < 20  # not the follower's hour
+    t.join(timeout=10)
+    assert not t.is_alive()

@@ -6,7 +6,9 @@ from __future__ import annotations
 import ipaddress
 import signal
 import socket
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -142,7 +144,7 @@ def serve(
             watch=first.setting("serve.watch"), refresh_every=first.setting("serve.refresh_every")
         )
         print(f"serving {', '.join(stacks.by_name)} on {stacks.url} (Ctrl-C stops)", flush=True)
-        _run(api, sock)
+        _run(api, sock, stacks.stopping)
     finally:
         router.close()
         stacks.close()
@@ -209,15 +211,20 @@ def _listen_unix(path: Path) -> socket.socket:
     return sock
 
 
-def _run(api: Any, sock: socket.socket) -> None:
+def _run(api: Any, sock: socket.socket, stopping: Callable[[], None]) -> None:
     import uvicorn
+
+    class _Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            stopping()
+            super().handle_exit(sig, frame)
 
     # uvicorn finishes the requests under way on SIGTERM or SIGINT, then sends the signal
     # again: a stop asked for is a clean exit, not a death by signal
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
     config = uvicorn.Config(api, log_level="warning", access_log=False)
-    uvicorn.Server(config).run(sockets=[sock])
+    _Server(config).run(sockets=[sock])
 
 
 def _folder(root: str | None) -> Folder:

@@ -698,8 +698,9 @@ def create_app(
     ) -> StreamingResponse:
         """Events appended from now on, as server-sent `event` events (like `ok events
         --follow`), for `timeout` seconds."""
-        folder = allow(request, stack, "read").folder
-        found = ops.follow_events(folder, types=type, doc=doc, timeout=timeout)
+        st = allow(request, stack, "read")
+        # ends when the server begins to stop, too: a follower never holds up a shutdown
+        found = ops.follow_events(st.folder, types=type, doc=doc, timeout=timeout, stop=st.stop)
         return StreamingResponse((_sse("event", e) for e in found), media_type="text/event-stream")
 
     @app.get("/v1/{stack}/notes", tags=["notes"])

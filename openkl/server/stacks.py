@@ -251,6 +251,12 @@ class Stacks:
         self._stop_threads(st)
         st.held.close()
 
+    def stopping(self) -> None:
+        """The server begins to stop: background threads and followers end now, before the
+        requests under way are waited for."""
+        for st in self.by_name.values():
+            st.stop.set()
+
     def close(self) -> None:
         """Stop the background threads, finish the open connections and close every graph
         (again: nothing)."""
