@@ -5,7 +5,9 @@ endpoint), the passages are numbered and the model answers from them only, marki
 uses; markers that name no passage are dropped, so every [N] left maps to a citation. Without
 an LLM the answer is extractive: the retrieved passages are split into sentences, each
 sentence is scored against the question (embedding similarity, word overlap and the rank of
-its passage), and the best few are quoted, each cited by its exact character span.
+its passage; for a question, also whether it holds the kind of thing asked for: a name for
+who, a date for when, a number for how many), and the best one or two are quoted, each
+cited by its exact character span.
 
 Either way the answer says plainly when the folder does not hold enough to answer.
 """
@@ -47,9 +49,15 @@ and say what is missing.
 # weights of the extractive sentence score, tuned on 300 SciFact train claims
 # (bench/ask_eval.py --tune): word overlap adds nothing once similarity and rank are in
 W_SIM, W_LEX, W_RANK = 0.7, 0.0, 0.3
+# for a question (who, when, how many … ?), set on the dev half of bench/qa.py: the words
+# it asks about count, and so does holding the kind of thing it asks for (`answer_type`)
+Q_SIM, Q_LEX, Q_RANK, Q_TYPE = 0.5, 0.4, 0.2, 0.5
 SENTENCE_HITS = 5  # sentences come from this many best passages
+ASK_PER_DOC = 3  # of which one document may give this many (its answer is often not in its best)
 MAX_CANDIDATES = 40  # and at most this many are embedded
 MIN_SIMILARITY = 0.3  # below this best sentence similarity the folder "does not say"
+MAX_SENTENCES = 2  # an extractive answer quotes at most this many sentences
+NEAR_BEST = 0.9  # and a sentence after the first only when it scores this near the best
 
 _STOP = frozenset(
     [
@@ -133,7 +141,80 @@ _BOUND = re.compile(
 
 
 def _words(text: str) -> set[str]:
-    return {w[:6] for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP and len(w) > 1}
+    return {
+        _stem(w)[:6]
+        for w in re.findall(r"[a-z0-9]+", text.lower())
+        if w not in _STOP and len(w) > 1
+    }
+
+
+def _stem(word: str) -> str:
+    """`worked`, `works`, `working` → `work`: enough for words to meet across forms."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+_WH = re.compile(
+    r"^\s*(?P<w>who|whom|whose|when|where|how\s+(?:many|much|long|old)|"
+    r"(?:in\s+)?(?:what|which)\s+(?:year|date|month|day|century|decade)|what|which|how|why)\b",
+    re.I,
+)
+_NAME = re.compile(
+    r"\b[A-Z][\w'’-]*(?:\s+(?:[A-Z][\w'’-]*|de|De|van|von|of))*\s+[A-Z][\w'’-]+|\b[A-Z]\w*\d\w*"
+)
+_YEAR = re.compile(
+    r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b|\b(?:January|February|March|April|May|June|July|"
+    r"August|September|October|November|December)\b"
+)
+_NUMBER = re.compile(
+    r"\b\d[\d,.]*\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"hundred|thousand|million|billion|single|dozen)\b",
+    re.I,
+)
+_PLACE = re.compile(r"\b(?:in|at|into|to|from|next to|inside|near)\s+(?:the\s+|a\s+)?[A-Za-z]")
+
+
+def answer_type(question: str) -> str | None:
+    """What a question asks for: person (who), date (when, what year), number (how many),
+    place (where); None for what/which/how/why or a statement (a claim)."""
+    m = _WH.match(question)
+    if not m:
+        return None
+    w = " ".join(m.group("w").lower().split())
+    if w in ("who", "whom", "whose"):
+        return "person"
+    if w == "when" or w.split()[-1] in ("year", "date", "month", "day", "century", "decade"):
+        return "date"
+    if w.startswith("how ") and w != "how":
+        return "number"
+    if w == "where":
+        return "place"
+    return None
+
+
+def is_question(text: str) -> bool:
+    return text.rstrip().endswith("?") or _WH.match(text) is not None
+
+
+def holds_type(sentence: str, kind: str | None, question: str) -> float:
+    """1 when `sentence` holds a thing of the kind asked for that the question does not
+    name itself (a name for who, a year for when …), else 0."""
+    if kind is None:
+        return 0.0
+    asked = _words(question)
+    if kind == "person":  # another's full name (not "Ada Lovelace Day" for Ada Lovelace);
+        # half for a capitalized word inside the sentence
+        if any(not _words(f) & asked for f in _NAME.findall(sentence)):
+            return 1.0
+        capitals = re.findall(r"(?<=[a-z,;:]\s)[A-Z][a-z]+", sentence)
+        return 0.5 if any(not _words(c) & asked for c in capitals) else 0.0
+    if kind == "date":
+        return float(any(_words(f) - asked for f in _YEAR.findall(sentence)))
+    if kind == "number":
+        return float(any(f.lower() not in question.lower() for f in _NUMBER.findall(sentence)))
+    return float(bool(_PLACE.search(sentence)))
 
 
 def sentences(text: str, base: int = 0, min_chars: int = 20) -> list[tuple[int, int, str]]:
@@ -179,7 +260,7 @@ def ask(
     llm: Any = None,
     on_token: Callable[[str], None] | None = None,
     embedder: Any = None,
-    max_sentences: int = 3,
+    max_sentences: int = MAX_SENTENCES,
     remember: bool = False,
 ) -> Answer:
     """Answer `question`: {question, answer, citations (each with `n`), confidence,
@@ -222,7 +303,7 @@ def retrieve(
         k=k,
         scope=scope,
         embedder=embedder or indexing.embedder(folder),
-        per_doc=folder.setting("search.per_doc"),
+        per_doc=max(folder.setting("search.per_doc"), ASK_PER_DOC),
         min_score=folder.setting("search.min_score"),
     )
 
@@ -235,7 +316,7 @@ def answer(
     llm: Any = None,
     on_token: Callable[[str], None] | None = None,
     embedder: Any = None,
-    max_sentences: int = 3,
+    max_sentences: int = MAX_SENTENCES,
     remember: bool = False,
 ) -> Answer:
     """Answer from retrieved passages; needs the files, not the graph."""
@@ -279,9 +360,13 @@ class Candidate:
     lex: float  # share of the question's content words it contains
     prior: float  # its passage's search score, relative to the best passage
     sim: float = 0.0  # cosine similarity to the question
+    kind: float = 0.0  # holds the kind of thing the question asks for (holds_type)
+    question: bool = False  # scored as an answer to a question, not as a claim's evidence
 
     @property
     def score(self) -> float:
+        if self.question:
+            return Q_SIM * self.sim + Q_LEX * self.lex + Q_RANK * self.prior + Q_TYPE * self.kind
         return W_SIM * self.sim + W_LEX * self.lex + W_RANK * self.prior
 
 
@@ -296,14 +381,17 @@ def candidates(
     """Sentences of the best `max_hits` passages, best first. Only the `max_cands` most
     promising by words and rank are embedded: embedding is what an answer costs."""
     qwords = _words(question)
+    asking = is_question(question)
+    kind = answer_type(question)
     top = max(float(h.get("score") or 0.0) for h in hits) or 1.0
     out: list[Candidate] = []
     for i, h in enumerate(hits[:max_hits]):
         prior = float(h.get("score") or 0.0) / top
         for s, e, sent in sentences(h["quote"], int(h["loc"]["start"])):
             lex = len(qwords & _words(sent)) / len(qwords) if qwords else 0.0
-            out.append(Candidate(i, s, e, sent, lex, prior))
-    out.sort(key=lambda c: -(c.lex + c.prior))
+            typed = holds_type(sent, kind, question) if asking else 0.0
+            out.append(Candidate(i, s, e, sent, lex, prior, kind=typed, question=asking))
+    out.sort(key=lambda c: -(c.lex + c.prior + c.kind))
     out = out[:max_cands]
     if out:
         for c, sim in zip(out, emb.embed([c.text for c in out]) @ qvec, strict=True):
@@ -328,7 +416,7 @@ def _extractive(
     for cand in cands[1:]:
         if (
             len(chosen) >= max_sentences
-            or cand.score < 0.8 * best.score
+            or cand.score < NEAR_BEST * best.score
             or cand.sim < MIN_SIMILARITY
         ):
             break

@@ -336,3 +336,34 @@ def test_ask_k_comes_from_the_setting(example_kf: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("OK_ASK_K", "2")
     assert run_ok("ask", q, "--no-llm", "--json").json()["retrieved"] == 2
     assert run_ok("ask", q, "--no-llm", "-k", "3", "--json").json()["retrieved"] == 3
+
+
+@pytest.mark.parametrize(
+    ("question", "gold"),
+    [
+        ("who did Ada Lovelace work with?", "Charles Babbage"),
+        ("when was Ada Lovelace born?", "1815"),
+        ("who adapted CRISPR for editing the genomes of human cells?", "Feng Zhang"),
+    ],
+)
+def test_the_extractive_answer_finds_the_sentence_that_answers(
+    example_kf: Path, question: str, gold: str
+) -> None:
+    res = run_ok("ask", question, "--json").json()
+    assert gold in res["citations"][0]["quote"], res["answer"]
+    assert len(res["citations"]) <= 2  # two sentences at most by default
+
+
+def test_what_a_question_asks_for() -> None:
+    from openkl.ask import answer_type, holds_type
+
+    assert answer_type("who did Ada Lovelace work with?") == "person"
+    assert answer_type("In which year did it ship?") == "date"
+    assert answer_type("how many openers are allowed?") == "number"
+    assert answer_type("where does Cas9 cut?") == "place"
+    assert answer_type("what is RRF?") is None
+    assert answer_type("Cas9 cuts DNA.") is None  # a claim, not a question
+    q = "who did Ada Lovelace work with?"
+    assert holds_type("Lovelace worked with Charles Babbage on it.", "person", q) == 1.0
+    assert holds_type("Ada Lovelace was a mathematician.", "person", q) == 0.0
+    assert holds_type("It shipped in 1843.", "date", "when did it ship?") == 1.0
