@@ -18,6 +18,7 @@ import typer
 from ..errors import OkError
 from ..records import Status, SyncProblem
 from . import completion, output
+from .argv import OWN_C, OWN_ROOT, ROOT_FLAGS, command_at
 from .common import folder, split_labels, writing
 from .output import FormatOpt, JsonOpt, emit, is_tty, state, styled
 
@@ -608,38 +609,15 @@ def _register() -> None:
 _register()
 
 
-_ROOT_FLAGS = ("-C", "--root")
-_VALUED_GLOBALS = {"-C", "--root", "--tee", "--color"}
-_OWN_ROOT = {"mcp", "serve"}  # subcommands with a --root option of their own
-_OWN_C = {"grep"}  # subcommands whose -C is their own: `ok grep -C 2` is context, as in rg
-
-
-def _command_at(argv: list[str]) -> int | None:
-    """Where the subcommand's name is: the first argument that is neither a global option
-    nor the value of one."""
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--":
-            return None
-        if a in _VALUED_GLOBALS:
-            i += 2
-            continue
-        if not a.startswith("-"):
-            return i
-        i += 1
-    return None
-
-
 def hoist_root(argv: list[str]) -> list[str]:
     """Move `-C DIR` / `--root DIR` / `--root=DIR` given after the subcommand to the front,
     where the top-level option is parsed, so `ok search x -C DIR` works like `ok -C DIR
     search x`. Nothing after `--` is touched, nor the arguments of `ok mcp` and `ok serve`,
     whose own repeatable `--root` names the folders they serve, nor `-C` after `ok grep`,
     which is grep's lines of context (`--root` still moves)."""
-    at = _command_at(argv)
+    at = command_at(argv)
     cmd = None if at is None else argv[at]
-    if cmd in _OWN_ROOT:
+    if cmd in OWN_ROOT:
         return argv
     front: list[str] = []
     rest: list[str] = []
@@ -649,8 +627,8 @@ def hoist_root(argv: list[str]) -> list[str]:
         if a == "--":
             rest.extend(argv[i:])
             break
-        own = a == "-C" and cmd in _OWN_C and at is not None and i > at
-        if a in _ROOT_FLAGS and i + 1 < len(argv) and not own:
+        own = a == "-C" and cmd in OWN_C and at is not None and i > at
+        if a in ROOT_FLAGS and i + 1 < len(argv) and not own:
             front += [a, argv[i + 1]]
             i += 2
             continue
@@ -668,7 +646,7 @@ def run(argv: list[str] | None = None, routed: bool = False) -> int:
     state.root, state.json, state.tee, state.debug = None, False, None, False
     state.color = "auto"
     argv = hoist_root(sys.argv[1:] if argv is None else argv)
-    at = _command_at(argv)
+    at = command_at(argv)
     keys = at is not None and "keys" in argv[at + 1 :]  # ok serve keys …: fine
     if routed and at is not None and argv[at] in ("serve", "init") and not keys:
         print(f"Error: `ok {argv[at]}` does not run inside `ok serve`", file=sys.stderr)

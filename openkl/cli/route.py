@@ -18,13 +18,12 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from .argv import OWN_C, OWN_ROOT, command_at
+
 HELLO = b"OK1\n"
 # commands that never go to a server: they make a folder, run one, or touch no graph
 # (`ok serve keys …` does go: the server holds the folder's writer lock)
 _LOCAL = {"init", "serve", "completion"}
-_VALUED_GLOBALS = {"-C", "--root", "--tee", "--color"}
-_OWN_ROOT = {"mcp", "serve"}  # whose own --root names the folders to serve
-_OWN_C = {"grep"}  # whose -C is lines of context
 
 
 def main() -> None:
@@ -57,7 +56,7 @@ def forward(argv: list[str]) -> int | None:
 
 def served_socket(argv: list[str]) -> str | None:
     """The routing socket of the server that owns every folder `argv` works on, or None."""
-    at = _command_at(argv)
+    at = command_at(argv)
     if at is None or (argv[at] in _LOCAL and not _is_keys(argv, at)):
         return None
     if any(a in ("--help", "-h") for a in _before_dashdash(argv)):
@@ -80,21 +79,6 @@ def _before_dashdash(argv: list[str]) -> list[str]:
     return argv[: argv.index("--")] if "--" in argv else argv
 
 
-def _command_at(argv: list[str]) -> int | None:
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--":
-            return None
-        if a in _VALUED_GLOBALS:
-            i += 2
-            continue
-        if not a.startswith("-"):
-            return i
-        i += 1
-    return None
-
-
 def _roots(argv: list[str], at: int) -> list[Path | None]:
     """The folders the command works on, as `ok` itself finds them: the last --root/-C
     (before or after the subcommand), else $OK_ROOT, else the nearest parent with .ok/.
@@ -106,12 +90,10 @@ def _roots(argv: list[str], at: int) -> list[Path | None]:
     i = 0
     while i < len(args):
         a = args[i]
-        mine = cmd in _OWN_ROOT and i > at
+        mine = cmd in OWN_ROOT and i > at
         if a.startswith("--root="):
             (own if mine else given).append(a.split("=", 1)[1])
-        elif (a == "--root" or (a == "-C" and not (cmd in _OWN_C and i > at))) and i + 1 < len(
-            args
-        ):
+        elif (a == "--root" or (a == "-C" and not (cmd in OWN_C and i > at))) and i + 1 < len(args):
             (own if mine and a == "--root" else given).append(args[i + 1])
             i += 1
         i += 1
