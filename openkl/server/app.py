@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from importlib.metadata import version
 from typing import Annotated, Any, cast
 
-from fastapi import Body, FastAPI, Query, Request
+from fastapi import Body, Depends, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
@@ -95,6 +95,22 @@ class NoteIn(BaseModel):
     text: str = Field(min_length=1, description="The note's markdown body.")
     tags: list[str] = []
     topics: list[str] = []
+
+
+class BundleQuery:
+    """What of the graph an AKS bundle holds (the filters of `ok graph export`)."""
+
+    def __init__(
+        self,
+        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
+        type: str | None = None,
+        max_entities: Annotated[int | None, Query(ge=1)] = None,
+        verified_only: bool = False,
+    ) -> None:
+        self.min_confidence = min_confidence
+        self.type = type
+        self.max_entities = max_entities
+        self.verified_only = verified_only
 
 
 class NotePatch(BaseModel):
@@ -498,45 +514,31 @@ def create_app(
             headers={"Content-Disposition": f'attachment; filename="{st.name}-pages.zip"'},
         )
 
-    def _bundle(st: Served, **filters: Any) -> Response:
-        got = ops.export_graph(st.folder, format_="aks", out="-", **filters)
+    def _bundle(st: Served, q: BundleQuery) -> Response:
+        got = ops.export_graph(
+            st.folder,
+            format_="aks",
+            out="-",
+            min_confidence=q.min_confidence,
+            entity_type=q.type,
+            max_entities=q.max_entities,
+            verified_only=q.verified_only,
+        )
         return Response(next(iter(got.files.values())), media_type="application/json")
 
     @app.get("/aks/v1/export", tags=["aks"])
     def export_bundle(
-        request: Request,
-        domain: Domain = None,
-        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
-        type: str | None = None,
-        max_entities: Annotated[int | None, Query(ge=1)] = None,
-        verified_only: bool = False,
+        request: Request, q: Annotated[BundleQuery, Depends()], domain: Domain = None
     ) -> Response:
         """The stack as an AKS bundle, as `ok graph export --format aks` writes it."""
-        return _bundle(
-            allow(request, domain, "read"),
-            min_confidence=min_confidence,
-            entity_type=type,
-            max_entities=max_entities,
-            verified_only=verified_only,
-        )
+        return _bundle(allow(request, domain, "read"), q)
 
     @app.get("/aks/v1/stacks/{stack}/bundle", tags=["aks"])
     def stack_bundle(
-        request: Request,
-        stack: str,
-        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
-        type: str | None = None,
-        max_entities: Annotated[int | None, Query(ge=1)] = None,
-        verified_only: bool = False,
+        request: Request, stack: str, q: Annotated[BundleQuery, Depends()]
     ) -> Response:
         """The stack as an AKS bundle (the same as /aks/v1/export?domain=STACK)."""
-        return _bundle(
-            allow(request, stack, "read"),
-            min_confidence=min_confidence,
-            entity_type=type,
-            max_entities=max_entities,
-            verified_only=verified_only,
-        )
+        return _bundle(allow(request, stack, "read"), q)
 
     @app.post("/aks/v1/stacks/{stack}/bundle", tags=["aks"], status_code=201)
     async def import_bundle(request: Request, stack: str) -> Any:
