@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ import httpx
 import pytest
 import yaml
 from conftest import run_ok
-from test_serve import Server, _hand_written_note, _jwt, _mcp
+from test_serve import Server, _hand_written_note, _jwt, _mcp, _until
 
 SECRET = "s3cret-for-api-tests-that-is-long-enough-for-hs256"
 
@@ -111,16 +110,6 @@ def _metric(text: str, name: str, **labels: str) -> float:
         if all(got.get(k) == f'"{v}"' for k, v in labels.items()):
             return float(line.rsplit(" ", 1)[1])
     return 0.0
-
-
-def _until(check: Any, seconds: float = 30) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError("not seen in time")
 
 
 # -- AKS bundles ---------------------------------------------------------------------------
@@ -291,7 +280,7 @@ def test_triggers_are_added_and_removed_and_their_fires_counted(api: Api) -> Non
         ]
         return fires == [1, 1, 1]
 
-    _until(counted)
+    _until(counted, 30)
     # removed by a writer; not by a reader or another stack's key
     _is_error(api.call("DELETE", f"{v1}/triggers/tides", "read"), 403)
     _is_error(api.call("DELETE", f"{v1}/triggers/tides", "other"), 403)
@@ -374,7 +363,7 @@ def test_a_stack_is_created_served_patched_and_dropped(api: Api) -> None:
         got = api.call("GET", "/v1/sea/search", sea, params={"q": "neap tides half moon"})
         return got.json()["hits"][:1] != [] and got.json()["hits"][0]["id"] == "m-20260105-seaw"
 
-    _until(synced)
+    _until(synced, 30)
     assert "sea" in _mcp_stacks(api)  # MCP serves it too
     _is_error(api.call("POST", "/aks/v1/stacks", sea, json=body), 409)
     listed = api.call("GET", "/aks/v1/stacks", api.jwt("*:read")).json()
