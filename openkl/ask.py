@@ -198,12 +198,15 @@ def is_question(text: str) -> bool:
     return text.rstrip().endswith("?") or _WH.match(text) is not None
 
 
-def holds_type(sentence: str, kind: str | None, question: str) -> float:
+def holds_type(
+    sentence: str, kind: str | None, question: str, asked: set[str] | None = None
+) -> float:
     """1 when `sentence` holds a thing of the kind asked for that the question does not
-    name itself (a name for who, a year for when …), else 0."""
+    name itself (a name for who, a year for when …), else 0. `asked`: the question's
+    `_words`, when the caller has them."""
     if kind is None:
         return 0.0
-    asked = _words(question)
+    asked = _words(question) if asked is None else asked
     if kind == "person":  # another's full name (not "Ada Lovelace Day" for Ada Lovelace);
         # half for a capitalized word inside the sentence
         if any(not _words(f) & asked for f in _NAME.findall(sentence)):
@@ -389,7 +392,7 @@ def candidates(
         prior = float(h.get("score") or 0.0) / top
         for s, e, sent in sentences(h["quote"], int(h["loc"]["start"])):
             lex = len(qwords & _words(sent)) / len(qwords) if qwords else 0.0
-            typed = holds_type(sent, kind, question) if asking else 0.0
+            typed = holds_type(sent, kind, question, qwords) if asking else 0.0
             out.append(Candidate(i, s, e, sent, lex, prior, kind=typed, question=asking))
     out.sort(key=lambda c: -(c.lex + c.prior + c.kind))
     out = out[:max_cands]
