@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import uuid
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
@@ -30,6 +31,7 @@ from .records import (
     BundleKept,
     CanonicalEntity,
     CanonicalRelation,
+    Description,
     ImportedDocument,
 )
 
@@ -90,6 +92,9 @@ def validate(bundle: Any) -> None:
 
 
 # -- export ---------------------------------------------------------------------------------
+DESCRIBE_BATCH = 256  # entities described at once: bounded memory
+
+
 def export(
     folder: Folder,
     g: GraphStore,
@@ -98,8 +103,12 @@ def export(
     entity_type: str | None = None,
     max_entities: int | None = None,
     verified_only: bool = False,
+    describe: Callable[[list[str]], Mapping[str, Description | None]] | None = None,
 ) -> AksBundle:
-    """The folder's entity graph as an AKS bundle (validated before it is returned)."""
+    """The folder's entity graph as an AKS bundle (validated before it is returned).
+    `describe(entity ids)` gives the entities' cited descriptions
+    (`descriptions.describe`): each goes into `description`, and its citation into
+    `properties.description_cite`."""
     rows = g.export_entities(
         min_confidence=min_confidence, type=entity_type, verified_only=verified_only
     )
@@ -149,6 +158,10 @@ def export(
 
     ents: list[AksEntity] = []
     uuids: dict[str, str] = {}
+    described: dict[str, Description | None] = {}
+    if describe is not None:
+        for i in range(0, len(rows), DESCRIBE_BATCH):
+            described.update(describe([r["id"] for r in rows[i : i + DESCRIBE_BATCH]]))
     for r in rows:
         extra: dict[str, Any] = json.loads(r["extra"]) if r.get("extra") else {}
         eu = r["ext_id"] or uid("entity", r["id"])
@@ -160,11 +173,23 @@ def export(
         props = dict(extra.get("properties") or {})
         if r["aliases"]:
             props["aliases"] = list(r["aliases"])
+        desc = described.get(r["id"])
+        if desc is not None:
+            c = desc["cite"]
+            props["description_cite"] = {
+                "citation": c["id"],
+                "ref": c["ref"],
+                "document_id": doc_uuid(c["doc_id"]),
+                "path": c["path"],
+                "start": c["loc"]["start"],
+                "end": c["loc"]["end"],
+                "quote": c["quote"],
+            }
         ent: AksEntity = {
             "id": eu,
             "name": r["name"],
             "type": r["type"] or "Concept",
-            "description": r["description"] or None,
+            "description": r["description"] or (desc["text"] if desc else None),
             "properties": props,
             "confidence": round(float(r["confidence"]), 4),
             "contributing_documents": docs,

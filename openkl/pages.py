@@ -14,12 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
+from .descriptions import EVIDENCE, describe_with, describer
 from .entities.queries import EntityReader, find_entity, list_entities
 from .folder import Folder, atomic_write, iso
 from .graph.protocol import GraphStore
-from .records import Cite, EntityDetail, EntityPage, PageBuilt, PagesWritten
+from .records import Cite, Description, EntityDetail, EntityPage, PageBuilt, PagesWritten
 
-RENDER = "3"  # bump when `render` changes, so cached pages are rebuilt
+RENDER = "4"  # bump when `render` changes, so cached pages are rebuilt
 
 
 def _cache_path(folder: Folder, eid: str) -> Path:
@@ -44,6 +45,7 @@ def _pages(
     from .aks import entity_uuid
 
     reader = EntityReader(g, ids)
+    render_key = f"{RENDER}:{describer(folder)}"  # a page shows its description
     out: dict[str, EntityPage] = {}
     stale: dict[str, str] = {}
     for eid in ids:
@@ -52,24 +54,25 @@ def _pages(
         if not force and cp.exists():
             try:
                 cached = json.loads(cp.read_text(encoding="utf-8"))
-                if cached.get("graph_version") == version and cached.get("render") == RENDER:
+                if cached.get("graph_version") == version and cached.get("render") == render_key:
                     out[eid] = cast(EntityPage, {**cached, "cached": True})
                     continue
             except ValueError:
                 pass
         stale[eid] = version
-    details = reader.details(folder, list(stale), cites=20)
+    details = reader.details(folder, list(stale), cites=EVIDENCE)
+    described = describe_with(folder, reader, list(stale), lambda s: details)
     for eid, version in stale.items():
         detail = details[eid]
         built: PageBuilt = {
             "entity_name": detail["name"],
-            "markdown": render(detail),
+            "markdown": render(detail, described[eid]),
             "generated_at": iso(),
             "source_entity_id": reader.rows[eid].get("ext_id") or entity_uuid(eid),
             "entity_id": eid,
             "graph_version": version,
             "source_type": "compiled",
-            "render": RENDER,
+            "render": render_key,
         }
         # a cache: losing it to a crash costs a rebuild, so it is not synced to disk
         atomic_write(
@@ -91,7 +94,7 @@ def _link(name: str, eid: str) -> str:
     return f"[{name}]({page_file(eid)})"
 
 
-def render(d: EntityDetail) -> str:
+def render(d: EntityDetail, desc: Description | None = None) -> str:
     lines = [f"# {d['name']}", ""]
     meta = [
         f"*{d['type']}*",
@@ -103,8 +106,19 @@ def render(d: EntityDetail) -> str:
     lines += [" · ".join(meta), ""]
     if d["aliases"]:
         lines += ["Also known as: " + ", ".join(d["aliases"]), ""]
-    desc = d["description"] or _defining_sentence(d["mentions"], d["name"], d["aliases"])
-    lines += [desc or "_No description was compiled for this entity yet._", ""]
+    if desc is not None:
+        dc = desc["cite"]
+        loc = dc["loc"]
+        lines += [
+            desc["text"],
+            "",
+            f"— cite: `{dc['id']}` ({dc['path']}, chars {loc['start']}–{loc['end']})",
+            "",
+        ]
+    elif d["description"]:
+        lines += [d["description"], ""]
+    else:
+        lines += ["_No source says what this entity is._", ""]
     if d["relationships"]:
         lines += ["## Relationships", ""]
         for r in d["relationships"]:
@@ -138,29 +152,6 @@ def render(d: EntityDetail) -> str:
                 )
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
-
-
-def _defining_sentence(
-    mentions: list[Cite], name: str, aliases: list[str], width: int = 280
-) -> str:
-    """A sentence of the sources that says what the entity is ("X (…) is a …", "X was …"),
-    as the page's description when none was compiled; "" if no source says it."""
-    import re
-
-    names = "|".join(re.escape(n) for n in sorted([name, *aliases], key=len, reverse=True))
-    defining = re.compile(
-        rf"^(?:the |an? )?(?:{names})\b(?:\s*\([^)]{{0,80}}\))?,?"
-        r"\s+(?:is|was|are|were|refers to|means)\s",
-        re.IGNORECASE,
-    )
-    for c in mentions:
-        text = "\n".join(
-            ln for ln in (c.get("quote") or "").splitlines() if not ln.lstrip().startswith("#")
-        )  # headings are no sentences
-        for sent in re.split(r"(?<=[.!?])\s+(?=[A-Z(])", " ".join(text.split())):
-            if defining.match(sent):
-                return sent if len(sent) <= width else sent[: width - 1] + "…"
-    return ""
 
 
 def _sentence_with(text: str, name: str, aliases: list[str], width: int = 280) -> str:

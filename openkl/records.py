@@ -548,6 +548,25 @@ class EntityDetail(EntityView):
     mentions: list[Cite]  # the chunks and notes that name it
 
 
+class DescriptionCite(TypedDict):
+    """Where an entity's description is said: a citation (`ok cite make`) of the span."""
+
+    id: str  # c-<16 hex>
+    ref: str  # <doc>#char<s>-<e>, a chunk id or a note id
+    doc_id: str
+    path: str
+    loc: Loc
+    quote: str
+
+
+class Description(TypedDict):
+    """An entity's description (`openkl.descriptions`)."""
+
+    text: str
+    method: str  # defining | apposition | copula | heading (extracted), llm, compiled
+    cite: DescriptionCite
+
+
 class Mention(TypedDict):
     """A chunk or note naming an entity, with the extractor's confidence."""
 

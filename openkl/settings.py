@@ -231,6 +231,14 @@ DECLARED: tuple[Setting, ...] = (
     ),
     _s("entities.min_confidence", 0.4, float, "Entities below this confidence are left out."),
     _s(
+        "entities.describer",
+        "local",
+        str,
+        "Who writes entity descriptions: `local` takes the best defining sentence of the "
+        "evidence, `llm` asks the configured LLM (each description cites its passage).",
+        choices=("local", "llm"),
+    ),
+    _s(
         "refresh.drift_threshold",
         0.1,
         float,

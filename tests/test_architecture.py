@@ -60,6 +60,7 @@ LAYERS = [
         "openkl.citations",
         "openkl.context",
         "openkl.ask",
+        "openkl.descriptions",
         "openkl.pages",
     },
     # keeping the graph in line with the files

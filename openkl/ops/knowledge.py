@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import aks, backfeed
+from .. import aks, backfeed, descriptions
 from ..entities import consolidation
 from ..errors import UsageError
 from ..folder import Folder, atomic_write
@@ -165,6 +165,7 @@ def export_graph(
             entity_type=entity_type,
             max_entities=max_entities,
             verified_only=verified_only,
+            describe=lambda ids: descriptions.describe(folder, g, ids),
         )
     files: dict[str, str]
     slug = aks.domain_slug(folder)

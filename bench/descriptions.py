@@ -1,0 +1,100 @@
+"""Entity description coverage: the share of entities at or above `entities.min_confidence`
+that have a cited description, and how each was found.
+
+    uv run python bench/descriptions.py [--root DIR] [--show N] [--save]
+
+Without `--root` it builds a folder from examples/docs in a temporary directory (as the
+tests do). `--show N` prints N described entities and N undescribed ones, picked at
+random with a fixed seed, to read by eye.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import provenance  # noqa: E402
+
+from openkl import indexer  # noqa: E402
+from openkl.descriptions import describe  # noqa: E402
+from openkl.entities.queries import list_entities  # noqa: E402
+from openkl.folder import Folder  # noqa: E402
+
+OK = str(Path(sys.executable).parent / "ok")
+
+
+def build(tmp: Path) -> Path:
+    root = tmp / "kf"
+    env = {"OK_NO_PROGRESS": "1", "OK_NO_ROUTE": "1", "PATH": "/usr/bin:/bin"}
+    subprocess.run([OK, "init", str(root)], check=True, capture_output=True, env=env)
+    subprocess.run(
+        [OK, "--root", str(root), "store", "ingest", str(HERE.parent / "examples" / "docs")],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    return root
+
+
+def measure(root: Path, show: int) -> dict:
+    folder = Folder(root)
+    floor = float(folder.setting("entities.min_confidence"))
+    with indexer.open_graph(folder) as g:
+        ents = list_entities(g, min_confidence=floor)
+        got: dict = {}
+        ids = [e["id"] for e in ents]
+        for i in range(0, len(ids), 256):
+            got.update(describe(folder, g, ids[i : i + 256]))
+    methods: dict[str, int] = {}
+    for d in got.values():
+        if d is not None:
+            methods[d["method"]] = methods.get(d["method"], 0) + 1
+    described = sum(methods.values())
+    out = {
+        "folder": str(root),
+        "min_confidence": floor,
+        "entities": len(ents),
+        "described": described,
+        "coverage": round(described / len(ents), 4) if ents else None,
+        "by_method": dict(sorted(methods.items())),
+    }
+    if show:
+        rng = random.Random(7)
+        names = {e["id"]: e["name"] for e in ents}
+        yes = [eid for eid, d in got.items() if d is not None]
+        no = [eid for eid, d in got.items() if d is None]
+        out["sample_described"] = [
+            {"entity": names[e], **{k: got[e][k] for k in ("method", "text")}}
+            for e in rng.sample(yes, min(show, len(yes)))
+        ]
+        out["sample_undescribed"] = [names[e] for e in rng.sample(no, min(show, len(no)))]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--root", type=Path)
+    ap.add_argument("--show", type=int, default=0)
+    ap.add_argument("--save", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.root or build(Path(tmp))
+        out = {**provenance.stamp(), **measure(root, args.show)}
+        if not args.root:
+            out["folder"] = "examples/docs"
+    print(json.dumps(out, indent=2, ensure_ascii=False))
+    if args.save:
+        provenance.save(out)
+
+
+if __name__ == "__main__":
+    main()

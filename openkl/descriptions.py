@@ -1,0 +1,260 @@
+"""Entity descriptions: one sentence saying what an entity is, cited to where it is said.
+
+Every entity that its evidence (the chunks and notes naming it) describes gets one. With
+`entities.describer: llm` and an LLM configured, the model writes it from the evidence and
+cites the passage it used; otherwise it is the best defining sentence of the evidence,
+taken verbatim:
+
+1. "X is a …", "X (…) was …", "X refers to …" — a copula right after the name;
+2. "X, a … ," — an apposition after the name;
+3. "… X is a …", "… X, a …", "… X, which …" — the same later in a sentence;
+4. the first sentence naming X under a heading that names X.
+
+Without the LLM describer, a description the entity already has (written by the entity
+extractor, or carried in by an AKS bundle) is kept, cited to the passage saying it word for
+word, else to the entity's strongest evidence. Descriptions are cached like pages, by the
+entity's graph version, so one is recomputed exactly when its entity, relationships or
+documents change.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from .ask import markers, passages_prompt, sentences, unmarked
+from .citations import Files, make
+from .entities.queries import EntityReader
+from .errors import OkError
+from .folder import Folder, atomic_write
+from .graph.protocol import GraphStore
+from .llm import ChatClient, config_from
+from .records import Cite, Description, DescriptionCite, EntityDetail
+
+METHOD = "5"  # bump when how a description is chosen changes, so cached ones are redone
+EVIDENCE = 20  # passages read per entity
+WIDTH = 400  # a longer sentence is no description
+
+_COPULA = r"(?:is|was|are|were|refers to|means|denotes|describes)"
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+
+
+def _cache_path(folder: Folder, eid: str) -> Path:
+    h = hashlib.sha256(eid.encode()).hexdigest()[:20]
+    return folder.cache_dir / "descriptions" / f"{h}.json"
+
+
+def describe(folder: Folder, g: GraphStore, ids: list[str]) -> dict[str, Description | None]:
+    """The description of each entity (None when its evidence says nothing defining), from
+    the cache when the entity's graph version is unchanged."""
+    if not ids:
+        return {}
+    reader = EntityReader(g, ids)
+    return describe_with(folder, reader, ids, lambda stale: reader.details(folder, stale, EVIDENCE))
+
+
+def describe_with(
+    folder: Folder,
+    reader: EntityReader,
+    ids: list[str],
+    details: Callable[[list[str]], Mapping[str, EntityDetail]],
+) -> dict[str, Description | None]:
+    """`describe` for entities `reader` has read; `details(ids)` gives the details (with
+    `EVIDENCE` passages) of those not cached."""
+    out: dict[str, Description | None] = {}
+    stale: dict[str, str] = {}
+    method = describer(folder)
+    for eid in ids:
+        version = f"{reader.version(eid)}:{method}"
+        try:
+            cached = json.loads(_cache_path(folder, eid).read_text(encoding="utf-8"))
+            if cached.get("version") == version:
+                out[eid] = cached["description"]
+                continue
+        except (OSError, ValueError, KeyError):
+            pass
+        stale[eid] = version
+    if stale:
+        got = details(list(stale))
+        files = Files(folder)
+        llm = _llm(folder) if method.startswith("llm") else None
+        for eid, version in stale.items():
+            d = describe_detail(folder, got[eid], files, llm)
+            # a cache: losing it costs a recomputation, so it is not synced to disk
+            atomic_write(
+                _cache_path(folder, eid),
+                json.dumps({"version": version, "description": d}, ensure_ascii=False),
+                durable=False,
+            )
+            out[eid] = d
+    return {eid: out[eid] for eid in ids}
+
+
+def describer(folder: Folder) -> str:
+    """Who describes entities, and how: part of the cache keys of descriptions and pages."""
+    if folder.setting("entities.describer") == "llm":
+        return f"llm:{folder.setting('llm.model') or 'none'}:{METHOD}"
+    return f"local:{METHOD}"
+
+
+def _llm(folder: Folder) -> ChatClient:
+    cfg = config_from(folder, required=True)
+    assert cfg is not None  # required: an unconfigured LLM raised
+    return ChatClient(cfg)
+
+
+def describe_detail(
+    folder: Folder, d: EntityDetail, files: Files, llm: ChatClient | None = None
+) -> Description | None:
+    """The description of one entity from its detail (its evidence in `mentions`)."""
+    evidence = d["mentions"]
+    if not evidence:
+        return None
+    if llm is not None:
+        got = _from_llm(folder, d, llm, files)
+        if got is not None:
+            return got
+    if d["description"]:
+        said, span = _where_said(d["description"], evidence)
+        cite = _cite(folder, said, files, span)
+        return {"text": d["description"], "method": "compiled", "cite": cite} if cite else None
+    return extract(folder, d["name"], d["aliases"], evidence, files)
+
+
+def _where_said(text: str, evidence: list[Cite]) -> tuple[Cite, tuple[int, int] | None]:
+    """The passage saying `text` word for word and its span there; else the strongest
+    passage, whole."""
+    for c in evidence:
+        i = c["quote"].find(text)
+        if i >= 0:
+            base = int(c["loc"]["start"])
+            return c, (base + i, base + i + len(text))
+    return evidence[0], None
+
+
+def _cite(
+    folder: Folder, c: Cite, files: Files, span: tuple[int, int] | None = None
+) -> DescriptionCite | None:
+    """The citation a description carries: of the passage `c`, or of a span of its file."""
+    owner = c["doc_id"] if c["type"] == "chunk" else c["id"]
+    ref = f"{owner}#char{span[0]}-{span[1]}" if span else c["id"]
+    try:
+        got = make(folder, ref, files=files)
+    except OkError:
+        return None  # the file changed under the graph: the next sync redoes it
+    return _short(got)
+
+
+def _short(c: Cite) -> DescriptionCite:
+    return {
+        "id": c["id"],
+        "ref": c.get("ref", c["id"]),
+        "doc_id": c["doc_id"],
+        "path": c["path"],
+        "loc": c["loc"],
+        "quote": c["quote"],
+    }
+
+
+def extract(
+    folder: Folder, name: str, aliases: list[str], evidence: list[Cite], files: Files
+) -> Description | None:
+    """The best defining sentence of the evidence, cited to its exact span."""
+    names = sorted({n for n in (name, *aliases) if n.strip()}, key=len, reverse=True)
+    if not names:
+        return None
+    alt = "|".join(re.escape(n) for n in names)
+    lead = r"^(?:the |an? )?"
+    paren = r"(?:\s*\([^)]{0,80}\))?"
+    begins = r"(?<![\w-])"  # the name starts here: not inside a longer word (Cas9 in CRISPR-Cas9)
+    # an appositive: a short noun phrase, not a clause with its own verb
+    phrase = r"(?:(?!\b(?:is|are|was|were|has|have|had)\b)[^,.;]){3,80}"
+    patterns = [
+        ("defining", re.compile(rf"{lead}(?:{alt}){paren},?\s+{_COPULA}\s", re.IGNORECASE)),
+        ("apposition", re.compile(rf"{lead}(?:{alt}){paren},\s+(?:an?|the)\s{phrase},")),
+        ("copula", re.compile(rf"{begins}(?:{alt}){paren}\s+{_COPULA}\s+(?:an?|the)\s", re.IGNORECASE)),
+        ("apposition", re.compile(rf"{begins}(?:{alt}){paren},\s+(?:an?|the)\s{phrase}[,.;]")),
+        ("relative", re.compile(rf"{begins}(?:{alt}){paren},\s+(?:which|who)\s")),
+    ]
+    named = re.compile(rf"(?<!\w)(?:{alt})(?!\w)", re.IGNORECASE)
+    best: tuple[int, int, int, Cite, int, int, str] | None = None
+    for order, c in enumerate(evidence):
+        sections = _sections(files, c)
+        seen: set[int] = set()  # sections whose first sentence naming the entity was seen
+        for s, e, sent in sentences(c["quote"], base=int(c["loc"]["start"])):
+            flat = " ".join(sent.split())
+            if len(flat) > WIDTH:
+                continue
+            rank = next((i for i, (_, p) in enumerate(patterns) if p.search(flat)), None)
+            if named.search(flat):
+                at = bisect.bisect_right([h for h, _ in sections], s) - 1
+                if at >= 0 and at not in seen:
+                    seen.add(at)
+                    if rank is None and named.search(sections[at][1]):
+                        rank = len(patterns)
+            if rank is None:
+                continue
+            kind = patterns[rank][0] if rank < len(patterns) else "heading"
+            key = (rank, order, len(flat))
+            if best is None or key < best[:3]:
+                best = (*key, c, s, e, kind)
+    if best is None:
+        return None
+    _, _, _, c, s, e, kind = best
+    cite = _cite(folder, c, files, (s, e))
+    if cite is None:
+        return None
+    return {"text": " ".join(cite["quote"].split()), "method": kind, "cite": cite}
+
+
+def _sections(files: Files, c: Cite) -> list[tuple[int, str]]:
+    """The headings of the passage's file as (offset, heading text), in order."""
+    got = files.read(c["path"], "memory" if c["type"] == "memory" else "doc")
+    text = got.text if got is not None else ""
+    return [(m.start(), m.group(1)) for m in _HEADING.finditer(text)]
+
+
+SYSTEM = (
+    "You write the description of an entity for a knowledge base: one sentence saying what "
+    "it is, using only the numbered passages. End the sentence with the marker [N] of the "
+    "passage it comes from. If the passages do not say what it is, answer NONE."
+)
+
+
+def _from_llm(folder: Folder, d: EntityDetail, llm: ChatClient, files: Files) -> Description | None:
+    evidence = d["mentions"][:8]
+    text = llm.chat(
+        [
+            {"role": "system", "content": SYSTEM},
+            {
+                "role": "user",
+                "content": f"Passages:\n\n{passages_prompt(evidence)}\n\n"
+                f"Entity: {d['name']} ({d['type']})",
+            },
+        ],
+        max_tokens=200,
+    ).strip()
+    cited = [n for n in markers(text) if 1 <= n <= len(evidence)]
+    if not cited or text.upper().startswith("NONE"):
+        return None  # an uncited description is not kept
+    cite = _cite(folder, evidence[cited[0] - 1], files)
+    if cite is None:
+        return None
+    return {"text": " ".join(unmarked(text).split()), "method": "llm", "cite": cite}
+
+
+def coverage(folder: Folder, g: GraphStore, ids: Iterable[str]) -> tuple[int, int, dict[str, int]]:
+    """(described, entities, count by method) over `ids`."""
+    ids = list(ids)
+    got: dict[str, Description | None] = {}
+    for i in range(0, len(ids), 256):
+        got.update(describe(folder, g, ids[i : i + 256]))
+    methods: dict[str, int] = {}
+    for d in got.values():
+        if d is not None:
+            methods[d["method"]] = methods.get(d["method"], 0) + 1
+    return sum(methods.values()), len(ids), methods

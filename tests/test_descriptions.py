@@ -1,0 +1,116 @@
+"""Entity descriptions: the best defining sentence of an entity's evidence, or the LLM's
+sentence, cited to its span, cached by graph version, in pages and AKS bundles."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import run_ok
+from openai_stub import chat_server
+
+DOC = """# Harbour notes
+
+Mira Osei, a marine biologist, joined the Tidewater Institute in 2021.
+The Tidewater Institute is a research station on the northern coast.
+Osei studies kelp forests near the station.
+
+## Kelpwatch
+
+The survey counts urchins on twelve transects every spring.
+Volunteers from the town help Kelpwatch with the dives.
+"""
+
+
+@pytest.fixture
+def harbour(kf: Path) -> Path:
+    (kf / "harbour.md").write_text(DOC, encoding="utf-8")
+    r = run_ok("store", "ingest", str(kf / "harbour.md"))
+    assert r.code == 0, r.err
+    return kf
+
+
+def _description(md: str) -> tuple[str, str]:
+    """The description paragraph of a page and the citation id under it."""
+    lines = md.split("\n")
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("— cite: `c-"))
+    cite = re.match(r"— cite: `(c-[0-9a-f]{16})`", lines[at])
+    assert cite, lines[at]
+    return lines[at - 2], cite.group(1)
+
+
+def _bundle_entity(name: str) -> dict:
+    r = run_ok("graph", "export", "--format", "aks", "-o", "-")
+    assert r.code == 0, r.err
+    bundle = json.loads(r.out)
+    return next(e for e in bundle["entities"] if e["name"] == name)
+
+
+def test_defining_sentences_apposition_and_heading(harbour: Path) -> None:
+    text, cid = _description(run_ok("graph", "page", "Tidewater Institute").out)
+    assert text == "The Tidewater Institute is a research station on the northern coast."
+    # the citation is a real one: `ok cite make` of its ref gives the same span and quote
+    text, cid = _description(run_ok("graph", "page", "Mira Osei").out)
+    assert text == "Mira Osei, a marine biologist, joined the Tidewater Institute in 2021."
+    ent = _bundle_entity("Mira Osei")
+    cite = ent["properties"]["description_cite"]
+    assert ent["description"] == text and cite["citation"] == cid and cite["quote"] == text
+    made = run_ok("cite", "make", cite["ref"], "--json").json()[0]
+    assert made["id"] == cid and made["quote"] == text
+    body = (harbour / made["path"]).read_text(encoding="utf-8")
+    assert body[cite["start"] : cite["end"]] == text
+    # no copula or apposition: the first sentence naming it under a heading naming it
+    text, _ = _description(run_ok("graph", "page", "Kelpwatch").out)
+    assert text == "Volunteers from the town help Kelpwatch with the dives."
+
+
+def test_a_description_follows_its_evidence(harbour: Path) -> None:
+    text, _ = _description(run_ok("graph", "page", "Tidewater Institute").out)
+    assert "research station" in text
+    cached = run_ok("graph", "page", "Tidewater Institute", "--json").json()
+    assert cached["cached"] is True
+    edited = DOC.replace(
+        "is a research station on the northern coast", "is a field laboratory on the east coast"
+    )
+    (harbour / "harbour.md").write_text(edited, encoding="utf-8")
+    assert run_ok("store", "ingest", str(harbour / "harbour.md")).code == 0
+    text, _ = _description(run_ok("graph", "page", "Tidewater Institute").out)
+    assert text == "The Tidewater Institute is a field laboratory on the east coast."
+    assert "field laboratory" in _bundle_entity("Tidewater Institute")["description"]
+
+
+def test_no_defining_sentence_no_description(harbour: Path) -> None:
+    (harbour / "plain.md").write_text(
+        "Quentin Marlowe arrived on Tuesday.\nQuentin Marlowe left on Friday.\n",
+        encoding="utf-8",
+    )
+    assert run_ok("store", "ingest", str(harbour / "plain.md")).code == 0
+    md = run_ok("graph", "page", "Quentin Marlowe").out
+    assert "_No source says what this entity is._" in md and "— cite: `c-" not in md
+    ent = _bundle_entity("Quentin Marlowe")
+    assert ent["description"] is None and "description_cite" not in ent["properties"]
+
+
+def test_the_llm_describer_cites_its_passage(
+    harbour: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OK_ENTITIES_DESCRIBER", "llm")
+    monkeypatch.setenv("OK_LLM_MODEL", "stub-model")
+    # an answer citing nothing is not kept: the defining sentence stands instead
+    with chat_server(["A marine biologist."]) as stub:
+        monkeypatch.setenv("OK_LLM_BASE_URL", stub.url)
+        md = run_ok("graph", "page", "Mira Osei").out
+        assert len(stub.requests) == 1
+    assert _description(md)[0].startswith("Mira Osei, a marine biologist")
+    with chat_server(["A coastal research station that studies kelp [1]."]) as stub:
+        monkeypatch.setenv("OK_LLM_BASE_URL", stub.url)
+        md = run_ok("graph", "page", "Tidewater Institute").out
+        asked = stub.requests[0]["messages"][1]["content"]
+        cite = _bundle_entity("Tidewater Institute")["properties"]["description_cite"]
+    text, cid = _description(md)
+    assert text == "A coastal research station that studies kelp."
+    assert "Entity: Tidewater Institute" in asked and "[1]" in asked
+    made = run_ok("cite", "make", cite["ref"], "--json").json()[0]
+    assert made["id"] == cid and "research station" in made["quote"]
