@@ -176,7 +176,10 @@ def extract(
     patterns = [
         ("defining", re.compile(rf"{lead}(?:{alt}){paren},?\s+{_COPULA}\s", re.IGNORECASE)),
         ("apposition", re.compile(rf"{lead}(?:{alt}){paren},\s+(?:an?|the)\s{phrase},")),
-        ("copula", re.compile(rf"{begins}(?:{alt}){paren}\s+{_COPULA}\s+(?:an?|the)\s", re.IGNORECASE)),
+        (
+            "copula",
+            re.compile(rf"{begins}(?:{alt}){paren}\s+{_COPULA}\s+(?:an?|the)\s", re.IGNORECASE),
+        ),
         ("apposition", re.compile(rf"{begins}(?:{alt}){paren},\s+(?:an?|the)\s{phrase}[,.;]")),
         ("relative", re.compile(rf"{begins}(?:{alt}){paren},\s+(?:which|who)\s")),
     ]
