@@ -142,13 +142,13 @@ _BOUND = re.compile(
 
 def _words(text: str) -> set[str]:
     return {
-        _stem(w)[:6]
+        stem(w)[:6]
         for w in re.findall(r"[a-z0-9]+", text.lower())
         if w not in _STOP and len(w) > 1
     }
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """`worked`, `works`, `working` → `work`: enough for words to meet across forms."""
     for suffix in ("ing", "ed", "es", "s"):
         if len(word) > len(suffix) + 2 and word.endswith(suffix):

@@ -567,6 +567,16 @@ class Description(TypedDict):
     cite: DescriptionCite
 
 
+class Conflict(TypedDict):
+    """Two statements about one entity that disagree (`ok mem conflicts`)."""
+
+    entity: str
+    kind: str  # number | negation (deterministic signals) | llm
+    reason: str
+    a: Cite  # a citation of each statement
+    b: Cite
+
+
 class Mention(TypedDict):
     """A chunk or note naming an entity, with the extractor's confidence."""
 

@@ -365,3 +365,48 @@ def topics(json_: bool = JsonOpt) -> None:
     with writing(f, "ok mem topics"):
         counts = ops.regenerate_topics(f)
     emit(counts, json_, plain=lambda c: "\n".join(f"{k}\t{v}" for k, v in c.items()))
+
+
+@app.command()
+def conflicts(
+    scope: str = typer.Option(
+        "memory",
+        "--in",
+        help="Compare notes (memory), document passages (store) or both (all).",
+        autocompletion=lambda: ["memory", "store", "all"],
+    ),
+    no_llm: bool = typer.Option(
+        False, "--no-llm", help="Only the deterministic signals, even with an LLM configured."
+    ),
+    json_: bool = JsonOpt,
+) -> None:
+    """List statements about the same entity that disagree, with a citation of each side.
+
+    Without an LLM a pair is flagged when two sentences say the same thing about an
+    entity but with different numbers or dates, or when one negates the other. With an
+    LLM configured (llm.base_url, llm.model) the model also judges pairs that share
+    enough words. Nothing is changed: resolve a conflict by editing a note or marking
+    the old one superseded.
+
+    Examples:
+      ok mem conflicts
+      ok mem conflicts --in all --json | jq '.[] | {entity, kind, reason}'
+    """
+    from .. import ops
+
+    f = folder()
+    found = ops.conflicts(f, scope=scope, use_llm=not no_llm)
+    emit(found, json_, plain=_conflicts_text)
+
+
+def _conflicts_text(found: list[Any]) -> str:
+    if not found:
+        return "no conflicts found"
+    out = []
+    for i, c in enumerate(found, 1):
+        out.append(f"{i}. {c['entity']} — {c['kind']}: {c['reason']}")
+        for side in ("a", "b"):
+            s = c[side]
+            out.append(f"   {side.upper()}: {' '.join(s['quote'].split())}")
+            out.append(f"      {s['path']} ({s['id']})")
+    return "\n".join(out)

@@ -139,10 +139,10 @@ class _Sources:
 
 def evidence_cites(folder: Folder, g: GraphStore, eid: str, limit: int = 5) -> list[Cite]:
     """Cite objects for the chunks and notes that mention an entity, strongest first."""
-    return _evidence_of_many(folder, g, [eid], limit)[eid]
+    return evidence_of_many(folder, g, [eid], limit)[eid]
 
 
-def _evidence_of_many(
+def evidence_of_many(
     folder: Folder, g: GraphStore, ids: list[str], limit: int
 ) -> dict[str, list[Cite]]:
     from ..search import chunk_cite, note_cite
@@ -297,7 +297,7 @@ class EntityReader:
         """`entity_detail(…, cites=cites)` of some of the entities, by id."""
         views = {eid: _entity_view(self.rows[eid]) for eid in ids}
         srcs = _Sources(folder, self.g, sorted({d for v in views.values() for d in v["docs"]}))
-        evidence = _evidence_of_many(folder, self.g, ids, cites) if cites else {}
+        evidence = evidence_of_many(folder, self.g, ids, cites) if cites else {}
         return {
             eid: {
                 **v,

@@ -35,6 +35,7 @@ from .files import (
 from .folder import About, Initialized, about, describe, doctor, index, init_folder, sync, watch
 from .freshness import events, follow_events, refresh
 from .graph import (
+    conflicts,
     cypher,
     entity,
     entity_page,
@@ -128,6 +129,7 @@ __all__ = [
     "doc_history",
     "doctor",
     "entity",
+    "conflicts",
     "entity_page",
     "events",
     "export_graph",

@@ -15,8 +15,18 @@ from ..errors import NotFound, UsageError
 from ..folder import Folder
 from ..indexing import open_graph
 from ..mapping import resolve
-from ..records import EntityDetail, EntityListed, EntityPage, Lineage, PagesWritten, Traversal
+from ..records import (
+    Conflict,
+    EntityDetail,
+    EntityListed,
+    EntityPage,
+    Lineage,
+    PagesWritten,
+    Traversal,
+)
 from .read import Opener, reading
+
+SCOPES = ("memory", "store", "all")
 
 
 def _floor(folder: Folder, value: float | None) -> float:
@@ -105,6 +115,24 @@ def traverse(
         if rel and rel.strip().upper() != "LINKS_TO":
             raise UsageError(f"a walk from a note follows LINKS_TO, not {rel!r}", "leave out --rel")
         return links.walk(g, note, depth=depth, limit=limit)
+
+
+def conflicts(
+    folder: Folder, *, scope: str = "memory", use_llm: bool = True, graph: Opener | None = None
+) -> list[Conflict]:
+    """Statements about one entity, in different notes (`scope` memory) or also passages
+    (store, all), that disagree; judged by the configured LLM too unless `use_llm` is off."""
+    from .. import conflicts as conflicts_mod
+    from ..llm import ChatClient, config_from
+
+    if scope not in SCOPES:
+        raise UsageError(f"unknown scope {scope!r}", "use one of: " + ", ".join(SCOPES))
+    cfg = config_from(folder, required=False) if use_llm else None
+    llm = ChatClient(cfg) if cfg is not None else None
+    with reading(folder, graph) as g:
+        return conflicts_mod.find(
+            folder, g, scope=scope, llm=llm, min_confidence=default_min_confidence(folder)
+        )
 
 
 def entity_page(
