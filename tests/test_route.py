@@ -73,6 +73,7 @@ READS = [
     ["mem", "list"],
     ["mem", "search", "one writer"],
     ["mem", "topics"],
+    ["mem", "conflicts", "--in", "all", "--json"],
     ["mem", "show", "m-20000101-zzzz"],
     ["store", "list", "--format", "jsonl"],
     ["grep", "writer", "-i"],
