@@ -90,7 +90,7 @@ def main() -> None:
     }
     print(json.dumps(out, indent=2, ensure_ascii=False))
     if args.save:
-        provenance.save(out)
+        provenance.save(out, args.split)
 
 
 if __name__ == "__main__":

@@ -53,11 +53,12 @@ def stamp() -> dict[str, Any]:
     }
 
 
-def save(report: dict[str, Any]) -> Path:
-    """Write `report` (which carries `stamp()`) to bench/results/<script>-<commit>.json."""
+def save(report: dict[str, Any], variant: str = "") -> Path:
+    """Write `report` (which carries `stamp()`) to
+    bench/results/<script>[-<variant>]-<commit>.json."""
     if report["dirty"]:
         sys.exit("refusing to save: tracked files differ from the commit; commit first")
-    name = Path(sys.argv[0]).stem
+    name = Path(sys.argv[0]).stem + (f"-{variant}" if variant else "")
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}-{report['commit']}.json"
     path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
