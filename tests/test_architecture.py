@@ -61,6 +61,7 @@ LAYERS = [
         "openkl.context",
         "openkl.ask",
         "openkl.descriptions",
+        "openkl.conflicts",
         "openkl.pages",
     },
     # keeping the graph in line with the files
