@@ -15,7 +15,16 @@ from ..errors import NotFound, UsageError
 from ..folder import Folder
 from ..indexing import open_graph
 from ..mapping import resolve
-from ..records import EntityDetail, EntityListed, EntityPage, Lineage, PagesWritten, Traversal
+from ..records import (
+    EntityDetail,
+    EntityListed,
+    EntityPage,
+    Lineage,
+    Neighbourhood,
+    PagesWritten,
+    Traversal,
+)
+from .ask import context
 from .read import Opener, reading
 
 
@@ -105,6 +114,50 @@ def traverse(
         if rel and rel.strip().upper() != "LINKS_TO":
             raise UsageError(f"a walk from a note follows LINKS_TO, not {rel!r}", "leave out --rel")
         return links.walk(g, note, depth=depth, limit=limit)
+
+
+NEIGHBOURHOOD_LIMIT = 300  # entities a neighbourhood holds by default
+NEIGHBOURHOOD_SEEDS = 12  # entities a query's neighbourhood starts from
+
+
+def neighbourhood(
+    folder: Folder,
+    *,
+    entity: str | None = None,
+    query: str | None = None,
+    depth: int = 1,
+    min_confidence: float | None = None,
+    types: list[str] | None = None,
+    limit: int = NEIGHBOURHOOD_LIMIT,
+    graph: Opener | None = None,
+) -> Neighbourhood:
+    """The entities within `depth` hops of an entity (name, alias or id), or of the ones a
+    query's passages mention (as `ok context` picks them), and the relationships among
+    them: at least this confident (default entities.min_confidence), of these types, at
+    most `limit` entities (`capped` says when more were in reach)."""
+    if (entity is None) == (query is None):
+        raise UsageError(
+            "name an entity or a query, not both nor neither", "pass entity= or query="
+        )
+    if not 0 <= depth <= 3:
+        raise UsageError(f"depth {depth} is out of range", "pick a depth from 0 to 3")
+    floor = _floor(folder, min_confidence)
+    if query is not None:
+        picked = context(
+            folder,
+            query,
+            max_entities=NEIGHBOURHOOD_SEEDS,
+            min_confidence=floor,
+            use_llm=False,
+            graph=graph,
+        )
+        seeds = [e["id"] for e in picked["entities"]]
+    with reading(folder, graph) as g:
+        if entity is not None:
+            seeds = [queries.find_entity(g, entity)["id"]]
+        return queries.neighbourhood(
+            g, seeds, depth=depth, min_confidence=floor, types=types or (), limit=limit
+        )
 
 
 def entity_page(
