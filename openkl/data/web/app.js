@@ -186,7 +186,7 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
       var f = new FormData(form), o = {};
       f.forEach(function (v, k) { if (v) o[k] = v; });
       go("search", o);
-    } }, el("label", {}, "query", input), el("button", { class: "primary" }, "Search"),
+    } }, el("label", { class: "grow" }, "query", input), el("button", { class: "primary" }, "Search"),
       el("details", { class: "filters", open: ["tag", "topic", "path", "since", "until"].some(function (k) { return q.get(k); }) ? "" : null },
         el("summary", {}, "Filters"),
         el("div", {}, el("label", {}, "scope", scope), field("tag", "tag"), field("topic", "topic"),
@@ -220,7 +220,7 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
     var card = el("article", { class: "hit" }, el("h3", {}, title),
       el("div", { class: "meta" }, (h.path || "") + " · score " + (h.score || 0).toFixed(3) + " · rank " + h.rank),
       el("div", { class: "quote" }, h.quote || ""),
-      el("div", { class: "actions" }, verifyButton(h.id)));
+      el("div", { class: "actions" }, verifyButton(h)));
     if (h.explain || h.signals) {
       var sig = h.explain || h.signals;
       card.appendChild(el("details", { class: "signals", open: "" }, el("summary", {}, "scores by signal"),
@@ -331,7 +331,7 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
       var v = input.value.trim();
       if (!v) return say("Name an entity to start from, e.g. one from a search.");
       go("graph", { entity: v, depth: depth.value, min: conf.value });
-    } }, el("label", {}, "entity", input), el("label", {}, "depth", depth),
+    } }, el("label", { class: "grow" }, "entity", input), el("label", {}, "depth", depth),
       el("label", {}, "min confidence", conf, confOut), el("button", { class: "primary" }, "Show"));
     view.replaceChildren(form, status, el("div", { class: "graph-wrap" }, box, side));
     conf.addEventListener("input", function () { confOut.textContent = conf.value; filter(); });
@@ -397,10 +397,10 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
     function expand(id) {
       if (data) return say("This page was exported without a server: it cannot expand.");
       var p = new URLSearchParams({ entity: id, depth: "1", min_confidence: conf.value });
-      api("/v1/" + stack() + "/neighbourhood?" + p).then(function (nb) { render(nb, true); }, failed);
+      api("/v1/" + stack() + "/neighbourhood?" + p).then(function (nb) { if (mine === shown) render(nb, true); }, failed);
     }
 
-    if (cy) { cy.destroy(); cy = null; }
+    var mine = shown;
     if (data) return render(data.neighbourhood, false);
     if (!entity && !query) {
       status.textContent = "Name an entity, or search and open the graph of its results.";
@@ -411,6 +411,7 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
     p.set("min_confidence", conf.value);
     status.textContent = "loading…";
     api("/v1/" + stack() + "/neighbourhood?" + p).then(function (nb) {
+      if (mine !== shown) return;
       if (!nb.nodes.length) { status.textContent = "No entities around " + (entity || "these results") + "."; return; }
       render(nb, false);
     }, function (e) { status.textContent = ""; failed(e); });
@@ -473,7 +474,13 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
   }
 
   // -- routing --------------------------------------------------------------------------
+  var shown = 0; // how many times a view was shown: a late answer for an older one is dropped
+  var started = false;
+
   function show() {
+    if (!started) return;
+    shown++;
+    if (cy) { cy.destroy(); cy = null; }
     say("");
     var p = params(), parts = p.route.split("/");
     document.querySelectorAll("nav a").forEach(function (a) {
@@ -497,6 +504,7 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
     if (data) {
       document.querySelector("nav").hidden = true;
       stackSel.replaceChildren(el("option", {}, data.stack));
+      started = true;
       return show();
     }
     fetch("/ready").then(function (r) { return r.json(); }).then(function (r) {
@@ -504,7 +512,8 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
       var saved = sessionStorage.getItem("openkl.stack");
       stackSel.replaceChildren.apply(stackSel, stacks.map(function (s) { return el("option", { selected: s === saved ? "" : null }, s); }));
       if (!stacks.length) return say("The server is still opening its folders: reload in a moment.");
-      api("/v1/" + stack() + "/status").then(show, function (e) { if (e.status !== 401) { failed(e); show(); } });
+      api("/v1/" + stack() + "/status").then(function () { started = true; show(); },
+        function (e) { if (e.status !== 401) { started = true; show(); failed(e); } });
     }, function () { say("The server cannot be reached: is `ok serve` running?"); });
   }
   stackSel.addEventListener("change", function () { sessionStorage.setItem("openkl.stack", stack()); show(); });

@@ -1,0 +1,195 @@
+"""The web explorer in a real Chromium (Debian's, driven by Playwright) over a real
+`ok serve`: every view is used as a person would, and photographed into
+tests/artifacts/web/."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO
+from test_serve import Server
+
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = REPO / "tests/artifacts/web"
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install chromium"
+)
+
+
+@pytest.fixture(scope="module")
+def served(_example_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    root = tmp_path_factory.mktemp("webui") / "kf"
+    shutil.copytree(_example_template, root, symlinks=True)
+    s = Server(root)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Any, served: Server) -> Iterator[Any]:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(served.url + "/")
+    pg.locator("#q").wait_for()  # the app has started
+    yield pg
+    ctx.close()
+    assert not errors, errors  # no script failed along the way
+
+
+def shot(pg: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def search(pg: Any, query: str) -> None:
+    pg.fill("#q", query)
+    pg.press("#q", "Enter")
+
+
+def test_a_hit_opens_its_document_with_the_quote_highlighted(page: Any) -> None:
+    search(page, "who received the Nobel Prize for Cas9")
+    first = page.locator(".hit").first
+    first.wait_for()
+    quote = first.locator(".quote").inner_text()
+    shot(page, "search")
+    first.locator("h3 a").click()
+    mark = page.locator("mark#quoted")
+    mark.wait_for()
+    assert mark.inner_text() == quote
+    assert mark.evaluate(
+        "m => { const r = m.getBoundingClientRect(); return r.top < innerHeight && r.bottom > 0 }"
+    )  # scrolled into view
+    assert "Refresh policy" in page.locator(".refresh").inner_text()
+    shot(page, "document")
+
+
+def test_filters_and_per_signal_scores(page: Any) -> None:
+    page.goto(page.url.split("#")[0] + "#/search?q=graph+database&scope=store&explain=1")
+    page.locator(".hit").first.wait_for()
+    assert page.locator(".signals").count() == page.locator(".hit").count() > 0
+    page.goto(page.url.split("#")[0] + "#/search?q=graph+database&scope=mem")
+    page.locator("#results p, #results .hit").first.wait_for()
+    paths = page.locator(".hit .meta").all_inner_texts()
+    assert all("store/" not in p for p in paths)
+    shot(page, "search-filters")
+
+
+def test_verify_shows_a_changed_citation_and_where_it_is_now(page: Any, served: Server) -> None:
+    search(page, "write-ahead logging")
+    hit = page.locator(".hit", has_text="Write-ahead").first
+    hit.wait_for()
+    hit.locator("button.verify").click()
+    shot(page, "verify-before")
+    assert hit.locator(".status").inner_text(timeout=5000) == "verified"
+    doc = served.root / "store/normalized/docs/write-ahead-logging.ok.md"
+    doc.write_text("A new first paragraph pushes everything down.\n\n" + doc.read_text())
+    hit.locator("button.verify").click()
+    page.wait_for_function(
+        "() => document.querySelector('.verify-result .status')?.textContent !== 'verified'"
+    )
+    status = hit.locator(".status").inner_text()
+    assert status in ("moved", "changed"), status
+    assert "now at" in hit.locator(".verify-result").inner_text()
+    shot(page, "verify")
+
+
+def test_expanding_a_graph_node_adds_its_neighbours(page: Any, served: Server) -> None:
+    page.goto(served.url + "/#/graph?entity=Jennifer+Doudna&depth=1&min=0.3")
+    page.locator("#node-list li").first.wait_for()
+    before = set(
+        page.locator("#node-list button.expand").evaluate_all("bs => bs.map(b => b.dataset.id)")
+    )
+    assert "jennifer-doudna" in before
+    page.locator("button.expand[data-id='cas9']").click()
+    page.wait_for_function(
+        f"() => document.querySelectorAll('#node-list li').length > {len(before)}"
+    )
+    after = set(
+        page.locator("#node-list button.expand").evaluate_all("bs => bs.map(b => b.dataset.id)")
+    )
+    assert before < after
+    assert page.evaluate("okGraph.edges().length") > 0
+    shot(page, "graph")
+
+
+def test_the_entity_page_links_its_evidence_to_documents(page: Any, served: Server) -> None:
+    page.goto(served.url + "/#/entity/Cas9")
+    page.locator("h2", has_text="Cas9").wait_for()
+    link = page.locator(".card .meta a").first
+    link.click()
+    page.locator("mark#quoted").wait_for()
+    shot(page, "entity-evidence")
+    page.go_back()
+    page.locator("h2", has_text="Cas9").wait_for()
+    shot(page, "entity")
+
+
+def test_events_and_citations(page: Any, served: Server) -> None:
+    page.goto(served.url + "/#/events")
+    page.locator("#timeline li").first.wait_for()
+    assert "ingested" in page.locator("#timeline").inner_text()
+    shot(page, "events")
+
+
+@pytest.mark.parametrize(
+    ("hash_", "words"),
+    [
+        ("#/search?q=+", "the query is empty"),
+        ("#/search?q=" + "x" * 2500, "keep it under"),
+        ("#/entity/Nobody%20Atall", "no entity named"),
+        ("#/graph?entity=Nobody+Atall", "no entity named"),
+        ("#/doc/0000000000000000", "no document"),
+    ],
+)
+def test_bad_input_shows_a_clear_message(page: Any, served: Server, hash_: str, words: str) -> None:
+    page.goto(served.url + "/" + hash_)
+    notice = page.locator("#notice")
+    notice.wait_for(state="visible")
+    assert words in notice.inner_text().lower()
+
+
+def test_theme_follows_the_colour_scheme_and_phones_fit(browser: Any, served: Server) -> None:
+    colours = {}
+    for scheme in ("light", "dark"):
+        ctx = browser.new_context(viewport={"width": 390, "height": 800}, color_scheme=scheme)
+        pg = ctx.new_page()
+        pg.goto(served.url + "/#/search?q=graph+database")
+        pg.locator(".hit").first.wait_for()
+        colours[scheme] = pg.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert pg.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        shot(pg, f"phone-{scheme}")
+        ctx.close()
+    assert colours["light"] != colours["dark"]
+
+
+def test_keyboard_slash_goes_to_search_and_tab_reaches_the_views(page: Any) -> None:
+    page.goto(page.url.split("#")[0] + "#/events")
+    page.locator("#timeline").wait_for()
+    page.locator("body").click()
+    page.keyboard.press("/")
+    page.locator("#q").wait_for()
+    assert page.evaluate("document.activeElement.id") == "q"
+    page.keyboard.type("kuzu")
+    page.keyboard.press("Enter")
+    page.locator(".hit").first.wait_for()
