@@ -113,3 +113,33 @@ def test_with_keys_the_page_is_public_and_the_api_is_not(example_kf: Path) -> No
         assert ok.status_code == 200 and ok.json()["nodes"]
     finally:
         s.stop()
+
+
+def test_graph_export_html_writes_one_self_contained_page(example_kf: Path) -> None:
+    out = example_kf / "cas9.html"
+    r = run_ok("graph", "export", "--format", "html", "--entity", "Cas9", "-o", str(out))
+    assert r.code == 0, r.err
+    page = out.read_text()
+    assert "<script src" not in page and "<link" not in page  # nothing to fetch
+    assert web.asset("app.css") in page and web.bundle_header() in page
+    data = json.loads(page.split("window.OK_DATA = ", 1)[1].split(";</script>", 1)[0])
+    assert data["neighbourhood"]["seeds"] == ["cas9"] and data["neighbourhood"]["nodes"]
+    r = run_ok("graph", "export", "--format", "html", "--query", "gene editing", "-o", "-")
+    assert r.code == 0 and r.out.startswith("<!doctype html>")
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--format", "html"], "pass --entity NAME"),
+        (["--entity", "Cas9"], "add --format html"),
+        (["--format", "html", "--entity", "Nobody Atall"], "no entity named"),
+        (["--format", "html", "--entity", "Cas9", "--depth", "7"], "--depth"),
+    ],
+)
+def test_graph_export_html_refuses_what_it_cannot_draw(
+    example_kf: Path, args: list[str], words: str
+) -> None:
+    r = run_ok("graph", "export", *args)
+    assert r.code != 0 and words in r.err and "Traceback" not in r.err
+    assert not list((example_kf / "graph").glob("*.html"))

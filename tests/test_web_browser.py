@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
+from conftest import REPO, run_cli
 from test_serve import Server
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -193,3 +193,31 @@ def test_keyboard_slash_goes_to_search_and_tab_reaches_the_views(page: Any) -> N
     page.keyboard.type("kuzu")
     page.keyboard.press("Enter")
     page.locator(".hit").first.wait_for()
+
+
+def test_an_exported_page_draws_its_graph_from_a_file(browser: Any, served: Server) -> None:
+    out = served.root.parent / "export.html"
+    r = run_cli(
+        "--root",
+        str(served.root),
+        "graph",
+        "export",
+        "--format",
+        "html",
+        "--entity",
+        "Jennifer Doudna",
+        "-o",
+        str(out),
+    )
+    assert r.code == 0, r.err
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800}, offline=True)
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(out.as_uri())
+    pg.locator("#node-list li").first.wait_for()
+    assert "Jennifer Doudna" in pg.locator("#node-list").inner_text()
+    assert pg.evaluate("okGraph.nodes().length") == pg.locator("#node-list li").count()
+    shot(pg, "exported")
+    ctx.close()
+    assert not errors, errors

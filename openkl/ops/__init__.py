@@ -47,6 +47,7 @@ from .graph import (
     zip_pages,
 )
 from .knowledge import (
+    Around,
     GraphExport,
     backfeed_item,
     backfeed_queue,
@@ -95,6 +96,7 @@ from .verify import CitationList, Verification, list_citations, open_citation, v
 __all__ = [
     "NEIGHBOURHOOD_LIMIT",
     "About",
+    "Around",
     "CitationList",
     "Counts",
     "Distilled",

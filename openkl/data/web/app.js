@@ -349,11 +349,13 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
     function render(nb, more) {
       if (!cy) {
         cy = window.cytoscape({ container: box, wheelSensitivity: 0.3, style: [
-          { selector: "node", style: { "background-color": "data(colour)", label: "data(name)", "font-size": 11,
-            color: getComputedStyle(document.body).color, "text-valign": "bottom", width: "mapData(confidence, 0, 1, 10, 26)", height: "mapData(confidence, 0, 1, 10, 26)" } },
+          { selector: "node", style: { "background-color": "data(colour)", label: "data(name)", "font-size": 10,
+            color: getComputedStyle(document.body).color, "text-valign": "bottom", "text-margin-y": 2,
+            "min-zoomed-font-size": 7, width: "mapData(confidence, 0, 1, 8, 18)", height: "mapData(confidence, 0, 1, 8, 18)" } },
           { selector: "node.seed", style: { "border-width": 3, "border-color": "#888" } },
           { selector: "edge", style: { width: 1.2, "line-color": "#999", "target-arrow-color": "#999", "target-arrow-shape": "triangle",
-            "curve-style": "bezier", label: "data(label)", "font-size": 8, color: "#888", "text-rotation": "autorotate" } },
+            "curve-style": "bezier", label: "data(label)", "font-size": 8, color: "#888", "text-rotation": "autorotate",
+            "min-zoomed-font-size": 8, "arrow-scale": 0.6, opacity: 0.7 } },
         ] });
         cy.on("tap", "node", function (ev) { expand(ev.target.id()); });
         window.okGraph = cy;
@@ -371,7 +373,7 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
             label: r.type.replace(/_/g, " ") + " " + r.confidence.toFixed(2) } });
         });
       });
-      cy.layout({ name: "cose", animate: false, randomize: !more, nodeRepulsion: 9000, idealEdgeLength: 70, numIter: cy.nodes().length > 300 ? 250 : 1000 }).run();
+      cy.layout({ name: "cose", animate: false, randomize: !more, nodeRepulsion: 400000, idealEdgeLength: 110, gravity: 0.2, padding: 20, numIter: cy.nodes().length > 300 ? 250 : 1000 }).run();
       if (nb.capped) say("Showing the nearest " + nb.limit + " entities only: raise the confidence or lower the depth to see the rest.");
       listSide();
       filter();
@@ -425,8 +427,8 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
       var e = got[0], pg = got[1];
       var rels = el("ul", {}, e.relationships.map(function (r) {
         var other = r.direction === "out" ? r.to_name : r.from_name;
-        return el("li", {}, (r.direction === "out" ? "" : "← ") + r.type.replace(/_/g, " ") + (r.direction === "out" ? " → " : " "),
-          el("a", { href: "#/entity/" + encodeURIComponent(other) }, other), " (" + r.confidence.toFixed(2) + ") ",
+        var link = el("a", { href: "#/entity/" + encodeURIComponent(other) }, other), rel = r.type.replace(/_/g, " ");
+        return el("li", {}, r.direction === "out" ? [rel + " → ", link] : [link, " " + rel + " this"], " (" + r.confidence.toFixed(2) + ") ",
           r.evidence && r.evidence.indexOf("#") > 0 ? evidenceLink(r.evidence) : null);
       }));
       var mentions = el("div", {}, e.mentions.map(function (m) {
@@ -436,7 +438,7 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
       view.replaceChildren(el("h2", {}, e.name), el("p", { class: "meta" }, e.type + " · confidence " + e.confidence.toFixed(2) +
         (e.aliases.length ? " · also " + e.aliases.join(", ") : "")),
         el("p", {}, el("a", { href: "#/graph?" + new URLSearchParams({ entity: e.name }) }, "Show its neighbourhood")),
-        e.description ? el("p", {}, e.description) : null,
+        e.description ? el("p", {}, e.description) : "",
         el("div", { class: "two" }, el("section", {}, el("h3", {}, "Relationships"), rels),
           el("section", {}, el("h3", {}, "Evidence"), mentions)),
         el("details", {}, el("summary", {}, "The entity's page (markdown)"), el("pre", { class: "doc" }, pg.markdown)));
