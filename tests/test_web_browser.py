@@ -145,10 +145,48 @@ def test_the_entity_page_links_its_evidence_to_documents(page: Any, served: Serv
     shot(page, "entity")
 
 
-def test_events_and_citations(page: Any, served: Server) -> None:
+def test_a_refreshed_document_shows_its_versions_diff_and_drift(
+    page: Any, served: Server, tmp_path: Path
+) -> None:
+    source = tmp_path / "tides.txt"
+    source.write_text("Harbour tides\n\nThe harbour pilot boards at the red buoy at high tide.\n")
+    r = run_cli("--root", str(served.root), "store", "ingest", str(source), "--json")
+    assert r.code == 0, r.err
+    source.write_text(
+        "Harbour tides\n\nThe harbour pilot now boards at the green buoy, two hours before.\n"
+    )
+    r = served.http.post(f"/v1/{served.stack}/refresh", json={"all": True})
+    assert r.status_code == 200, r.text
+    current = next(
+        d for d in served.http.get(f"/v1/{served.stack}/documents").json() if "tides" in d["path"]
+    )
+    page.goto(served.url + f"/#/doc/{current['id']}")
+    page.locator("#versions tr td").first.wait_for()
+    assert page.locator("#versions input[name=pick]").count() == 2
+    assert page.locator("svg#drift circle").count() == 1  # one drift: from the first version
+    page.get_by_role("button", name="Diff the two picked versions").click()
+    page.locator("#diff .add").first.wait_for()
+    assert "green buoy" in page.locator("#diff .add").inner_text()
+    assert "red buoy" in page.locator("#diff .del").inner_text()
+    shot(page, "document-versions")
     page.goto(served.url + "/#/events")
     page.locator("#timeline li").first.wait_for()
-    assert "ingested" in page.locator("#timeline").inner_text()
+    timeline = page.locator("#timeline").inner_text()
+    assert "refreshed" in timeline and "drifted" in timeline
+
+
+def test_persisted_citations_show_their_status_and_verify(page: Any, served: Server) -> None:
+    hit = served.http.get(f"/v1/{served.stack}/search", params={"q": "Ada Lovelace", "k": 1})
+    cite = served.http.post(
+        f"/v1/{served.stack}/citations", json={"items": [hit.json()["hits"][0]], "persist": True}
+    )
+    assert cite.status_code == 201, cite.text
+    page.goto(page.url.split("#")[0] + "#/events")
+    card = page.locator(".citation").first
+    card.locator(".status.verified").wait_for()  # its status, checked when the page opened
+    card.locator("button.verify").click()
+    card.locator(".verify-result .status").wait_for()
+    assert card.locator(".verify-result .status").inner_text() == "verified"
     shot(page, "events")
 
 

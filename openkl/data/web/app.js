@@ -333,6 +333,7 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
       go("graph", { entity: v, depth: depth.value, min: conf.value });
     } }, el("label", { class: "grow" }, "entity", input), el("label", {}, "depth", depth),
       el("label", {}, "min confidence", conf, confOut), el("button", { class: "primary" }, "Show"));
+    form.hidden = !!data; // an exported page holds one neighbourhood and no server to ask
     view.replaceChildren(form, status, el("div", { class: "graph-wrap" }, box, side));
     conf.addEventListener("input", function () { confOut.textContent = conf.value; filter(); });
     var hidden = {};
@@ -465,13 +466,24 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
     }, failed);
     api("/v1/" + stack() + "/citations").then(function (got) {
       if (!got.citations.length) return cites.appendChild(el("p", { class: "empty" }, "No citations kept yet (keep one with `ok cite make --persist`)."));
-      got.citations.forEach(function (c) {
-        var cite = c.cite || c;
+      var shownCites = got.citations.slice(0, 200), badges = {};
+      if (got.citations.length > shownCites.length)
+        cites.appendChild(el("p", { class: "meta" }, "The first 200 of " + got.citations.length + " citations; filter them with `ok cite list`."));
+      shownCites.forEach(function (c) {
+        badges[c.id] = el("span", { class: "status", text: "checking…" });
         cites.appendChild(el("div", { class: "card citation" },
-          el("div", {}, el("strong", {}, c.id), " ", el("span", { class: "status " + (c.status || ""), text: c.status || "" })),
-          el("div", { class: "meta" }, cite.doc_id ? docLink(cite.doc_id, cite.loc, cite.path || cite.doc_id) : cite.path || ""),
-          el("div", { class: "quote" }, cite.quote || ""), el("div", { class: "actions" }, verifyButton(c.id))));
+          el("div", {}, el("strong", {}, c.title || c.id), " ", badges[c.id]),
+          el("div", { class: "meta" }, c.id + " · ", c.doc_id ? docLink(c.doc_id, c.loc, c.path || c.doc_id) : c.path || ""),
+          el("div", { class: "quote" }, c.quote || ""), el("div", { class: "actions" }, verifyButton(c.id))));
       });
+      // their current status: one verification of them all
+      api("/v1/" + stack() + "/citations/verify", { body: { items: shownCites.map(function (c) { return c.id; }) } }).then(function (v) {
+        v.results.forEach(function (r, i) {
+          var b = badges[shownCites[i].id];
+          b.textContent = r.status;
+          b.className = "status " + r.status;
+        });
+      }, failed);
     }, failed);
   }
 
