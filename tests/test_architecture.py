@@ -61,6 +61,7 @@ LAYERS = [
         "openkl.context",
         "openkl.ask",
         "openkl.pages",
+        "openkl.web",
     },
     # keeping the graph in line with the files
     {"openkl.indexer"},

@@ -16,9 +16,6 @@ from test_serve import Server
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = REPO / "tests/artifacts/web"
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install chromium"
-)
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +33,7 @@ def served(_example_template: Path, tmp_path_factory: pytest.TempPathFactory) ->
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
+    assert CHROMIUM.exists(), "the browser tests need Debian's chromium: apt-get install chromium"
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         try:

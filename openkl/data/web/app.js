@@ -286,7 +286,7 @@ var is=function(){function e(e){return-e.tension*e.x-e.friction*e.v}function t(t
     i = 0; j = 0;
     while (i < n || j < m) {
       if (i < n && j < m && x[i] === y[j]) { out.appendChild(el("div", {}, "  " + x[i])); i++; j++; }
-      else if (j < m && (i === n || L[i][j + 1] >= L[i + 1][j])) { out.appendChild(el("div", { class: "add" }, "+ " + y[j])); j++; }
+      else if (j < m && (i === n || L[i][j + 1] > L[i + 1][j])) { out.appendChild(el("div", { class: "add" }, "+ " + y[j])); j++; }
       else { out.appendChild(el("div", { class: "del" }, "- " + x[i])); i++; }
     }
     return out;
