@@ -376,6 +376,7 @@
     }
     var p = new URLSearchParams({ depth: depth.value });
     if (entity) p.set("entity", entity); else p.set("query", query);
+    if (q.get("limit")) p.set("limit", q.get("limit"));
     p.set("min_confidence", conf.value);
     status.textContent = "loading…";
     api("/v1/" + stack() + "/neighbourhood?" + p).then(function (nb) {
