@@ -339,7 +339,7 @@
             label: r.type.replace(/_/g, " ") + " " + r.confidence.toFixed(2) } });
         });
       });
-      cy.layout({ name: "cose", animate: false, randomize: !more, nodeRepulsion: 400000, idealEdgeLength: 110, gravity: 0.2, padding: 20, numIter: cy.nodes().length > 300 ? 250 : 1000 }).run();
+      cy.layout({ name: "cose", animate: false, randomize: !more, nodeRepulsion: 400000, idealEdgeLength: 110, gravity: 0.2, padding: 20, numIter: cy.nodes().length > 300 ? 120 : 1000 }).run();
       if (nb.capped) say("Showing the nearest " + nb.limit + " entities only: raise the confidence or lower the depth to see the rest.");
       listSide();
       filter();
