@@ -1,6 +1,7 @@
-"""The web explorer's page: the bundled assets under openkl/data/web/ (built by web/build.mjs
-from the libraries pinned in web/package-lock.json), served by `ok serve` at `/` or inlined
-into one self-contained HTML file by `ok graph export --format html`."""
+"""The web explorer's page: its shell, script and styles under openkl/data/web/, with
+vendor.js, the npm libraries pinned in web/package-lock.json as web/build.mjs bundles them;
+served by `ok serve` at `/`, or inlined into one self-contained HTML file by
+`ok graph export --format html`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ from typing import Any
 from .errors import NotFound
 
 WEB_DIR = Path(__file__).parent / "data" / "web"
-ASSETS = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
+ASSETS = {
+    "vendor.js": "text/javascript",
+    "app.js": "text/javascript",
+    "app.css": "text/css",
+    "index.html": "text/html",
+}
 
 
 def asset(name: str) -> str:
@@ -22,8 +28,8 @@ def asset(name: str) -> str:
 
 
 def bundle_header() -> str:
-    """The first line of the bundle: which libraries, at which versions, it holds."""
-    return asset("app.js").split("\n", 1)[0]
+    """The first line of vendor.js: which libraries, at which versions, it holds."""
+    return asset("vendor.js").split("\n", 1)[0]
 
 
 def served_page() -> str:
@@ -32,7 +38,10 @@ def served_page() -> str:
         asset("index.html")
         .replace("<!--OK:CSS-->", '<link rel="stylesheet" href="/ui/app.css">')
         .replace("<!--OK:DATA-->", "")
-        .replace("<!--OK:JS-->", '<script src="/ui/app.js"></script>')
+        .replace(
+            "<!--OK:JS-->",
+            '<script src="/ui/vendor.js"></script><script src="/ui/app.js"></script>',
+        )
     )
 
 
@@ -50,5 +59,5 @@ def standalone_page(stack: str, neighbourhood: Any) -> str:
         .replace(
             "<!--OK:DATA-->", _script("window.OK_DATA = " + data.replace("<", "\\u003c") + ";")
         )
-        .replace("<!--OK:JS-->", _script(asset("app.js")))
+        .replace("<!--OK:JS-->", _script(asset("vendor.js")) + _script(asset("app.js")))
     )

@@ -4,29 +4,18 @@ tests/artifacts/web/."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import test_web
 from conftest import REPO, run_cli
 from test_serve import Server
 
+served = test_web.served  # one `ok serve` for the module, as test_web.py has
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = REPO / "tests/artifacts/web"
-
-
-
-@pytest.fixture(scope="module")
-def served(_example_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("webui") / "kf"
-    shutil.copytree(_example_template, root, symlinks=True)
-    s = Server(root)
-    try:
-        yield s
-    finally:
-        s.stop()
 
 
 @pytest.fixture(scope="module")
