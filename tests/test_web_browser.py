@@ -120,6 +120,26 @@ def test_expanding_a_graph_node_adds_its_neighbours(page: Any, served: Server) -
     shot(page, "graph")
 
 
+def test_the_graph_filters_by_type_and_confidence_and_draws_a_search(
+    page: Any, served: Server
+) -> None:
+    page.goto(served.url + "/#/graph?entity=Cas9&depth=1&min=0.3")
+    page.locator("#node-list li").first.wait_for()
+    shown = "okGraph.nodes().filter(n => n.style('display') !== 'none').length"
+    everything = page.evaluate(shown)
+    concepts = page.evaluate("okGraph.nodes('[type = \"Concept\"]').length")
+    page.get_by_label("show Concept").uncheck()
+    assert page.evaluate(shown) == everything - concepts > 0
+    page.get_by_label("show Concept").check()
+    page.get_by_label("minimum confidence").fill("0.9")
+    assert page.evaluate(shown) < everything
+    page.goto(served.url + "/#/search?q=gene+editing")
+    page.get_by_role("link", name="Show the entities of these results as a graph").click()
+    page.locator("#node-list li").first.wait_for()
+    assert "Cas9" in page.locator("#node-list").inner_text()
+    shot(page, "graph-of-search")
+
+
 def test_the_entity_page_links_its_evidence_to_documents(page: Any, served: Server) -> None:
     page.goto(served.url + "/#/entity/Cas9")
     page.locator("h2", has_text="Cas9").wait_for()
@@ -185,9 +205,19 @@ def test_persisted_citations_show_their_status_and_verify(page: Any, served: Ser
         ("#/entity/Nobody%20Atall", "no entity named"),
         ("#/graph?entity=Nobody+Atall", "no entity named"),
         ("#/doc/0000000000000000", "no document"),
+        ("#/doc/DELETED", "no document"),
     ],
 )
 def test_bad_input_shows_a_clear_message(page: Any, served: Server, hash_: str, words: str) -> None:
+    if "DELETED" in hash_:  # a document that was there, and went
+        r = served.http.post(
+            f"/v1/{served.stack}/documents",
+            params={"name": "gone.md"},
+            content=b"# Gone\n\nSoon.\n",
+        )
+        doc = r.json()["added"][0]["id"]
+        assert served.http.delete(f"/v1/{served.stack}/documents/{doc}").status_code == 200
+        hash_ = hash_.replace("DELETED", doc)
     page.goto(served.url + "/" + hash_)
     notice = page.locator("#notice")
     notice.wait_for(state="visible")
@@ -217,7 +247,16 @@ def test_keyboard_slash_goes_to_search_and_tab_reaches_the_views(page: Any) -> N
     assert page.evaluate("document.activeElement.id") == "q"
     page.keyboard.type("kuzu")
     page.keyboard.press("Enter")
-    page.locator(".hit").first.wait_for()
+    page.locator(".hit").nth(1).wait_for()
+    page.keyboard.press("j")
+    titles = page.locator(".hit h3 a").all_inner_texts()
+    assert page.evaluate("document.activeElement.textContent") == titles[0]
+    page.keyboard.press("j")
+    assert page.evaluate("document.activeElement.textContent") == titles[1]
+    page.keyboard.press("k")
+    page.keyboard.press("Enter")
+    page.locator("mark#quoted").wait_for()
+    assert page.locator("h2").inner_text() == titles[0]
 
 
 def test_an_exported_page_draws_its_graph_from_a_file(browser: Any, served: Server) -> None:

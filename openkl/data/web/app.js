@@ -158,8 +158,7 @@
           field("path", "path (glob)"), field("since", "since", "date"), field("until", "until", "date"),
           el("label", {}, "per-signal scores", explain))));
     view.replaceChildren(form, results);
-    input.focus();
-    if (!q.has("q")) return;
+    if (!q.has("q")) return input.focus();
     var text = (q.get("q") || "").trim();
     if (!text) return say("Type something to search for: the query is empty.");
     if (text.length > MAX_QUERY)
@@ -474,10 +473,22 @@
     return searchView(p.q);
   }
 
+  // keys: / search, j and k (or the arrows) from one hit to the next, Escape clears a message
   document.addEventListener("keydown", function (ev) {
     var typing = /INPUT|TEXTAREA|SELECT/.test(document.activeElement.tagName);
-    if (ev.key === "/" && !typing) { ev.preventDefault(); go("search"); }
-    if (ev.key === "Escape") say("");
+    if (ev.key === "Escape") return say("");
+    if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.key === "/") {
+      ev.preventDefault();
+      var box = document.getElementById("q");
+      return box ? box.focus() : go("search");
+    }
+    var step = { j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 }[ev.key];
+    var links = Array.prototype.slice.call(document.querySelectorAll(".hit h3 a"));
+    if (!step || !links.length) return;
+    ev.preventDefault();
+    var at = links.indexOf(document.activeElement);
+    links[Math.max(0, Math.min(links.length - 1, at < 0 ? 0 : at + step))].focus();
   });
 
   function start() {
