@@ -71,6 +71,15 @@ def test_a_hit_opens_its_document_with_the_quote_highlighted(page: Any) -> None:
     shot(page, "document")
 
 
+def test_a_note_hit_opens_the_note(page: Any) -> None:
+    search(page, "one writer at a time")
+    hit = page.locator(".hit", has_text="one writer").first
+    hit.locator("h3 a").click()
+    page.locator("h2", has_text="Note m-").wait_for()
+    assert "Kùzu keeps one writer at a time" in page.locator("pre.doc").inner_text()
+    assert "kuzu" in page.locator(".meta").first.inner_text()  # its tags
+
+
 def test_filters_and_per_signal_scores(page: Any) -> None:
     page.goto(page.url.split("#")[0] + "#/search?q=graph+database&scope=store&explain=1")
     page.locator(".hit").first.wait_for()

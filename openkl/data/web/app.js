@@ -180,7 +180,9 @@
   }
 
   function hitCard(h) {
-    var title = h.type === "chunk" && h.doc_id ? docLink(h.doc_id, h.loc, h.title || h.path) : el("span", {}, h.title || h.id);
+    var title = h.type === "chunk" && h.doc_id ? docLink(h.doc_id, h.loc, h.title || h.path)
+      : h.type === "memory" ? el("a", { href: "#/note/" + encodeURIComponent(h.id) }, h.title || h.id)
+      : el("span", {}, h.title || h.id);
     var card = el("article", { class: "hit" }, el("h3", {}, title),
       el("div", { class: "meta" }, (h.path || "") + " · score " + (h.score || 0).toFixed(3) + " · rank " + h.rank),
       el("div", { class: "quote" }, h.quote || ""),
@@ -275,6 +277,21 @@
     add("polyline", { points: pts.map(function (p) { return X(p.t) + "," + Y(p.d); }).join(" "), fill: "none", stroke: "#e15759", "stroke-width": 2 });
     pts.forEach(function (p) { add("circle", { cx: X(p.t), cy: Y(p.d), r: 4, fill: "#e15759" }); });
     return svg;
+  }
+
+  function noteView(id) {
+    view.replaceChildren(el("p", {}, "loading…"));
+    api("/v1/" + stack() + "/notes/" + encodeURIComponent(id)).then(function (n) {
+      function refs(label, ids) {
+        return ids.length ? el("p", { class: "meta" }, label + ": ", ids.map(function (x, i) {
+          return [i ? ", " : "", el("a", { href: "#/note/" + encodeURIComponent(x.id || x) }, x.title || x.id || x)];
+        })) : "";
+      }
+      view.replaceChildren(el("h2", {}, "Note " + n.id),
+        el("p", { class: "meta" }, n.path + " · " + n.ts + (n.tags.length ? " · tags " + n.tags.join(", ") : "") +
+          (n.topics.length ? " · topics " + n.topics.join(", ") : "")),
+        el("pre", { class: "doc", tabindex: "0" }, n.text), refs("links to", n.links || []), refs("linked from", n.backlinks || []));
+    }, failed);
   }
 
   // -- graph ----------------------------------------------------------------------------
@@ -468,6 +485,7 @@
     if (data) return graphView(p.q);
     if (parts[0] === "doc" && parts[1]) return docView(parts.slice(1).join("/"), p.q);
     if (parts[0] === "entity" && parts[1]) return entityView(parts.slice(1).join("/"));
+    if (parts[0] === "note" && parts[1]) return noteView(parts.slice(1).join("/"));
     if (parts[0] === "graph") return graphView(p.q);
     if (parts[0] === "events") return eventsView();
     return searchView(p.q);
