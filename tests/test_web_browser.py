@@ -246,6 +246,10 @@ def test_theme_follows_the_colour_scheme_and_phones_fit(browser: Any, served: Se
         colours[scheme] = pg.evaluate("getComputedStyle(document.body).backgroundColor")
         assert pg.evaluate("document.documentElement.scrollWidth <= innerWidth")
         shot(pg, f"phone-{scheme}")
+        pg.goto(served.url + "/#/graph?entity=Cas9&min=0.5")
+        pg.locator("#node-list li").first.wait_for()
+        assert pg.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        shot(pg, f"phone-graph-{scheme}")
         ctx.close()
     assert colours["light"] != colours["dark"]
 
