@@ -142,9 +142,7 @@ _BOUND = re.compile(
 
 def _words(text: str) -> set[str]:
     return {
-        stem(w)[:6]
-        for w in re.findall(r"[a-z0-9]+", text.lower())
-        if w not in _STOP and len(w) > 1
+        stem(w)[:6] for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP and len(w) > 1
     }
 
 

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .ask import stem, sentences
+from .ask import sentences, stem
 from .citations import Files, make
 from .entities.queries import evidence_of_many, list_entities
 from .errors import OkError

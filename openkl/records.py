@@ -699,6 +699,31 @@ class Traversal(TypedDict):
     truncated: bool
 
 
+class GraphNode(TypedDict):
+    """An entity in a neighbourhood, with the hops from the nearest seed."""
+
+    id: str
+    name: str
+    type: str
+    confidence: float
+    depth: int
+    docs: list[str]
+
+
+class Neighbourhood(TypedDict):
+    """`GET /v1/{stack}/neighbourhood`, `ok graph export --format html`: the entities within
+    `depth` hops of the seeds and every relationship among them."""
+
+    seeds: list[str]  # entity ids
+    depth: int
+    min_confidence: float
+    types: list[str]  # only these entity types (empty: all)
+    nodes: list[GraphNode]
+    edges: list[ContextRelationship]
+    capped: bool  # more entities were in reach than `limit`
+    limit: int
+
+
 class ExportedRelationship(TypedDict):
     """A relationship as an AKS export reads it."""
 

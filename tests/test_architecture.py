@@ -63,6 +63,7 @@ LAYERS = [
         "openkl.descriptions",
         "openkl.conflicts",
         "openkl.pages",
+        "openkl.web",
     },
     # keeping the graph in line with the files
     {"openkl.indexer"},

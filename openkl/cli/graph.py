@@ -356,7 +356,7 @@ def page(
 @app.command()
 def export(
     format_: str = typer.Option(
-        "aks", "--format", metavar="aks|graphml|csv", help="What to write."
+        "aks", "--format", metavar="aks|graphml|csv|html", help="What to write."
     ),
     out: str = typer.Option(
         None,
@@ -380,9 +380,19 @@ def export(
         None, "--max-entities", min=1, help="At most this many (most confident)."
     ),
     verified_only: bool = typer.Option(False, "--verified-only", help="Only verified entities."),
+    entity: str = typer.Option(
+        None, "--entity", metavar="NAME", help="With --format html: draw around this entity."
+    ),
+    query: str = typer.Option(
+        None, "--query", metavar="TEXT", help="With --format html: around what this finds."
+    ),
+    depth: int = typer.Option(
+        None, "--depth", min=0, max=3, help="With --format html: hops from the start (1)."
+    ),
     json_: bool = JsonOpt,
 ) -> None:
-    """Export the entity graph: an AKS bundle (JSON), GraphML or CSV.
+    """Export the entity graph: an AKS bundle (JSON), GraphML or CSV; or one neighbourhood
+    as a self-contained HTML page (the graph view of `ok serve`, no server needed).
 
     With `-o -` and --json, GraphML and CSV come wrapped in one JSON object (`content` by
     file name; for CSV also `rows` by table); an AKS bundle is JSON already.
@@ -395,6 +405,8 @@ def export(
       ok graph export --format csv -o exports/         # entities.csv, relationships.csv
       ok graph export --format csv --table entities -o - | head
       ok graph export --min-confidence 0.6 --max-entities 500 -o team.aks.json
+      ok graph export --format html --entity Cas9 --depth 2 -o cas9.html
+      ok graph export --format html --query "gene editing" -o gene-editing.html
     """
     import sys
 
@@ -402,10 +414,14 @@ def export(
     from .output import want_json
 
     as_json = want_json(json_)
-    ops.check_export(format_, table=table, out=out, json_stdout=as_json)
+    around = None
+    if entity is not None or query is not None or depth is not None:
+        around = ops.Around(entity=entity, query=query, depth=1 if depth is None else depth)
+    ops.check_export(format_, table=table, out=out, json_stdout=as_json, around=around)
     done = ops.export_graph(
         folder(),
         format_=format_,
+        around=around,
         out=out,
         table=table,
         min_confidence=min_confidence,

@@ -65,8 +65,9 @@ def serve(
 
     Reads run concurrently and writes one at a time, under the folder's writer lock. On
     start it brings each index in line with its files (`ok sync`); while it runs, other `ok`
-    commands on the folder say it is served. The API is described at /docs; the AKS v1
-    surface is under /aks/v1, the rest under /v1/STACK.
+    commands on the folder say it is served. A web explorer is at / (search, documents,
+    the entity graph, events and citations; open it in a browser). The API is described
+    at /docs; the AKS v1 surface is under /aks/v1, the rest under /v1/STACK.
 
     Credentials are needed on any address but loopback, or with --auth: an API key
     (`ok serve keys add`) or a JWT (serve.jwt_* settings), sent as `Authorization: Bearer`.
@@ -74,7 +75,7 @@ def serve(
     Examples:
 
     \b
-      ok serve --root ~/kb                        # http://127.0.0.1:8765/docs
+      ok serve --root ~/kb                        # http://127.0.0.1:8765/ (and /docs)
       curl -s 'http://127.0.0.1:8765/v1/kb/search?q=rollback&k=3' | jq '.hits[].quote'
       ok serve keys add laptop --scope read       # prints the key once
       ok serve --host 0.0.0.0 --root ~/kb         # keys or JWTs required

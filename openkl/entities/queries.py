@@ -19,7 +19,9 @@ from ..records import (
     EntityListed,
     EntitySource,
     EntityView,
+    GraphNode,
     Hop,
+    Neighbourhood,
     Step,
     Traversal,
 )
@@ -252,6 +254,62 @@ def traverse(
         "min_confidence": min_confidence,
         "steps": steps,
         "truncated": len(steps) >= limit,
+    }
+
+
+def neighbourhood(
+    g: GraphStore,
+    seeds: Sequence[str],
+    *,
+    depth: int = 1,
+    min_confidence: float = 0.0,
+    types: Sequence[str] = (),
+    limit: int = 300,
+) -> Neighbourhood:
+    """The entities within `depth` hops of the seed entities (ids) over RELATED, both ways,
+    at least this confident and of these types (the seeds whatever their type), nearest
+    first and at most `limit` of them; with every relationship among them."""
+    wanted = {t.lower() for t in types}
+    reach = {s: 0 for s in list(dict.fromkeys(seeds))[:limit]}
+    frontier = list(reach)
+    capped = len(reach) < len(set(seeds))
+    for d in range(1, depth + 1):
+        if not frontier or capped:
+            break
+        ends = {
+            there
+            for r in g.relationships_touching(frontier, min_confidence)
+            for there in (r["a"], r["b"])
+            if there not in reach
+        }
+        found = g.entities_by_id(sorted(ends))
+        nxt = [e for e in sorted(found) if not wanted or found[e]["type"].lower() in wanted]
+        if len(reach) + len(nxt) > limit:
+            nxt, capped = nxt[: limit - len(reach)], True
+        reach.update((e, d) for e in nxt)
+        frontier = nxt
+    found = g.entities_by_id(list(reach))
+    nodes: list[GraphNode] = [
+        {
+            "id": e,
+            "name": found[e]["name"],
+            "type": found[e]["type"],
+            "confidence": found[e]["confidence"],
+            "depth": d,
+            "docs": found[e]["docs"],
+        }
+        for e, d in reach.items()
+        if e in found
+    ]
+    return {
+        "seeds": [s for s in reach if reach[s] == 0],
+        "depth": depth,
+        "min_confidence": min_confidence,
+        "types": sorted(wanted),
+        "nodes": nodes,
+        "edges": g.relationships_among(list(reach), min_confidence),
+        "capped": capped,
+        "limit": limit,
     }
 
 

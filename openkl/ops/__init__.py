@@ -35,17 +35,20 @@ from .files import (
 from .folder import About, Initialized, about, describe, doctor, index, init_folder, sync, watch
 from .freshness import events, follow_events, refresh
 from .graph import (
+    NEIGHBOURHOOD_LIMIT,
     conflicts,
     cypher,
     entity,
     entity_page,
     lineage,
     list_entities,
+    neighbourhood,
     traverse,
     write_pages,
     zip_pages,
 )
 from .knowledge import (
+    Around,
     GraphExport,
     backfeed_item,
     backfeed_queue,
@@ -92,7 +95,9 @@ from .triggers import add_trigger, list_triggers, match_triggers, remove_trigger
 from .verify import CitationList, Verification, list_citations, open_citation, verify_citations
 
 __all__ = [
+    "NEIGHBOURHOOD_LIMIT",
     "About",
+    "Around",
     "CitationList",
     "Counts",
     "Distilled",
@@ -139,6 +144,7 @@ __all__ = [
     "grep",
     "grep_files",
     "import_bundle",
+    "neighbourhood",
     "index",
     "ingest",
     "init_folder",

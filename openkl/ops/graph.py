@@ -21,9 +21,11 @@ from ..records import (
     EntityListed,
     EntityPage,
     Lineage,
+    Neighbourhood,
     PagesWritten,
     Traversal,
 )
+from .ask import context
 from .read import Opener, reading
 
 SCOPES = ("memory", "store", "all")
@@ -132,6 +134,50 @@ def conflicts(
     with reading(folder, graph) as g:
         return conflicts_mod.find(
             folder, g, scope=scope, llm=llm, min_confidence=default_min_confidence(folder)
+        )
+
+
+NEIGHBOURHOOD_LIMIT = 300  # entities a neighbourhood holds by default
+NEIGHBOURHOOD_SEEDS = 12  # entities a query's neighbourhood starts from
+
+
+def neighbourhood(
+    folder: Folder,
+    *,
+    entity: str | None = None,
+    query: str | None = None,
+    depth: int = 1,
+    min_confidence: float | None = None,
+    types: list[str] | None = None,
+    limit: int = NEIGHBOURHOOD_LIMIT,
+    graph: Opener | None = None,
+) -> Neighbourhood:
+    """The entities within `depth` hops of an entity (name, alias or id), or of the ones a
+    query's passages mention (as `ok context` picks them), and the relationships among
+    them: at least this confident (default entities.min_confidence), of these types, at
+    most `limit` entities (`capped` says when more were in reach)."""
+    if (entity is None) == (query is None):
+        raise UsageError(
+            "name an entity or a query, not both nor neither", "pass entity= or query="
+        )
+    if not 0 <= depth <= 3:
+        raise UsageError(f"depth {depth} is out of range", "pick a depth from 0 to 3")
+    floor = _floor(folder, min_confidence)
+    if query is not None:
+        picked = context(
+            folder,
+            query,
+            max_entities=NEIGHBOURHOOD_SEEDS,
+            min_confidence=floor,
+            use_llm=False,
+            graph=graph,
+        )
+        seeds = [e["id"] for e in picked["entities"]]
+    with reading(folder, graph) as g:
+        if entity is not None:
+            seeds = [queries.find_entity(g, entity)["id"]]
+        return queries.neighbourhood(
+            g, seeds, depth=depth, min_confidence=floor, types=types or (), limit=limit
         )
 
 

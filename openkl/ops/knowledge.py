@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import aks, backfeed, descriptions
+from .. import aks, backfeed, descriptions, web
 from ..entities import consolidation
 from ..errors import UsageError
 from ..folder import Folder, atomic_write
@@ -22,6 +22,7 @@ from ..records import (
     ExportWritten,
     FlaggedBackfeedItem,
 )
+from .graph import NEIGHBOURHOOD_LIMIT, neighbourhood
 
 
 def import_bundle(folder: Folder, text: str, where: str = "bundle") -> BundleKept:
@@ -68,7 +69,7 @@ def validate_bundle(text: str, where: str = "bundle") -> BundleCheck:
     return {"valid": True, "entities": b["entity_count"], "relationships": b["relationship_count"]}
 
 
-EXPORT_FORMATS = ("aks", "graphml", "csv")
+EXPORT_FORMATS = ("aks", "graphml", "csv", "html")
 CSV_TABLES = {
     "entities": "entities.csv",
     "relationships": "relationships.csv",
@@ -112,12 +113,27 @@ class GraphExport:
 
 
 def check_export(
-    format_: str, *, table: str | None = None, out: str | None = None, json_stdout: bool = True
+    format_: str,
+    *,
+    table: str | None = None,
+    out: str | None = None,
+    json_stdout: bool = True,
+    around: Around | None = None,
 ) -> None:
     """Refuse an export that cannot be written as asked, before any work is done (`json_stdout`
     False: `-` means plain text on stdout, where two CSV tables cannot go together)."""
     if format_ not in EXPORT_FORMATS:
-        raise UsageError(f"unknown format {format_!r}", "use aks, graphml or csv")
+        raise UsageError(f"unknown format {format_!r}", "use aks, graphml, csv or html")
+    if format_ == "html" and around is None:
+        raise UsageError(
+            "--format html draws one neighbourhood, not the whole graph",
+            "pass --entity NAME (and --depth N) or --query TEXT",
+        )
+    if format_ != "html" and around is not None:
+        raise UsageError(
+            "--entity, --query and --depth choose what --format html draws",
+            "add --format html, or drop them to export the whole graph",
+        )
     if table is not None and format_ != "csv":
         raise UsageError("--table applies to --format csv only", "drop --table")
     if table is not None and table not in CSV_TABLES:
@@ -141,10 +157,20 @@ def check_export(
         )
 
 
+@dataclass(frozen=True)
+class Around:
+    """What `ok graph export --format html` draws: an entity's or a query's neighbourhood."""
+
+    entity: str | None = None
+    query: str | None = None
+    depth: int = 1
+
+
 def export_graph(
     folder: Folder,
     *,
     format_: str = "aks",
+    around: Around | None = None,
     out: str | None = None,
     table: str | None = None,
     min_confidence: float | None = None,
@@ -153,10 +179,12 @@ def export_graph(
     verified_only: bool = False,
 ) -> GraphExport:
     """Export the entity graph as an AKS bundle, GraphML or CSV (two tables, or `table`
-    alone), and write it to `out`: a file or directory (None: graph/), or `-` to write
-    nothing and leave the files to the caller. Writing it is logged."""
-    check_export(format_, table=table, out=out)
-    target = Path(out) if out and out != "-" else None
+    alone), or one neighbourhood (`around`) as a self-contained HTML page, and write it to
+    `out`: a file or directory (None: graph/), or `-` to write nothing and leave the files
+    to the caller. Writing it is logged."""
+    check_export(format_, table=table, out=out, around=around)
+    if format_ == "html" and around is not None:
+        return _write_export(folder, format_, out, *_html_export(folder, around, min_confidence))
     with open_graph(folder) as g:
         bundle = aks.export(
             folder,
@@ -177,6 +205,32 @@ def export_graph(
         files = aks.csv_tables(bundle)
         if table is not None:
             files = {CSV_TABLES[table]: files[CSV_TABLES[table]]}
+    counts = (bundle["entity_count"], bundle["relationship_count"])
+    return _write_export(folder, format_, out, files, counts)
+
+
+def _html_export(
+    folder: Folder, around: Around, min_confidence: float | None
+) -> tuple[dict[str, str], tuple[int, int]]:
+    """The HTML page of a neighbourhood, by file name, and its entity and relationship counts."""
+    nb = neighbourhood(
+        folder,
+        entity=around.entity,
+        query=around.query,
+        depth=around.depth,
+        min_confidence=min_confidence,
+        limit=NEIGHBOURHOOD_LIMIT,
+    )
+    slug = aks.domain_slug(folder)
+    files = {f"{slug}.html": web.standalone_page(slug, nb)}
+    return files, (len(nb["nodes"]), len(nb["edges"]))
+
+
+def _write_export(
+    folder: Folder, format_: str, out: str | None, files: dict[str, str], counts: tuple[int, int]
+) -> GraphExport:
+    """Write an export's files to `out` (see `export_graph`) and log it."""
+    target = Path(out) if out and out != "-" else None
     written: list[str] = []
     if out != "-":
         target = target or folder.graph_dir
@@ -191,8 +245,8 @@ def export_graph(
         folder.log_op("graph.export", format=format_, files=written)
     return GraphExport(
         format=format_,
-        entities=bundle["entity_count"],
-        relationships=bundle["relationship_count"],
+        entities=counts[0],
+        relationships=counts[1],
         files=files,
         written=written,
     )

@@ -45,6 +45,8 @@ from ..records import Cite
 from .auth import OPEN, Authenticator, Caller, Forbidden, RateLimited, RateLimiter, Unauthorized
 from .metrics import AccessLog
 from .stacks import Conflict, Served, Stacks
+from .web import add_routes as add_web_routes
+from .web import is_public
 
 MAX_BODY = 16 << 20  # bytes of a request body
 
@@ -289,7 +291,7 @@ def create_app(
     @app.middleware("http")
     async def gate(request: Request, call_next: Any) -> Any:
         """Credentials and rate limit: before any route runs."""
-        if request.url.path in PUBLIC:
+        if request.url.path in PUBLIC or is_public(request.url.path):
             return await call_next(request)
         try:
             if auth is None:
@@ -920,6 +922,8 @@ def create_app(
             rep = ops.sync(st.folder)
         metrics.chunks_indexed.labels(st.name).inc(rep.chunks_added)
         return rep.as_dict()
+
+    add_web_routes(app, allow, reader)
 
     full_app = mcp_full.streamable_http_app(streamable_http_path="/mcp", host=host)
     read_app = mcp_read.streamable_http_app(streamable_http_path="/mcp", host=host)

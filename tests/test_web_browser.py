@@ -1,0 +1,303 @@
+"""The web explorer in a real Chromium (Debian's, driven by Playwright) over a real
+`ok serve`: every view is used as a person would, and photographed into
+tests/artifacts/web/."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_web
+from conftest import REPO, run_cli
+from test_serve import Server
+
+served = test_web.served  # one `ok serve` for the module, as test_web.py has
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = REPO / "tests/artifacts/web"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM.exists(), "the browser tests need Debian's chromium: apt-get install chromium"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Any, served: Server) -> Iterator[Any]:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(served.url + "/")
+    pg.locator("#q").wait_for()  # the app has started
+    yield pg
+    ctx.close()
+    assert not errors, errors  # no script failed along the way
+
+
+def shot(pg: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def search(pg: Any, query: str) -> None:
+    pg.fill("#q", query)
+    pg.press("#q", "Enter")
+
+
+def test_a_hit_opens_its_document_with_the_quote_highlighted(page: Any) -> None:
+    search(page, "who received the Nobel Prize for Cas9")
+    first = page.locator(".hit").first
+    first.wait_for()
+    quote = first.locator(".quote").inner_text()
+    shot(page, "search")
+    first.locator("h3 a").click()
+    mark = page.locator("mark#quoted")
+    mark.wait_for()
+    assert mark.inner_text() == quote
+    assert mark.evaluate(
+        "m => { const r = m.getBoundingClientRect(); return r.top < innerHeight && r.bottom > 0 }"
+    )  # scrolled into view
+    assert "Refresh policy" in page.locator(".refresh").inner_text()
+    shot(page, "document")
+
+
+def test_a_note_hit_opens_the_note(page: Any) -> None:
+    search(page, "one writer at a time")
+    hit = page.locator(".hit", has_text="one writer").first
+    hit.locator("h3 a").click()
+    page.locator("h2", has_text="Note m-").wait_for()
+    assert "Kùzu keeps one writer at a time" in page.locator("pre.doc").inner_text()
+    assert "kuzu" in page.locator(".meta").first.inner_text()  # its tags
+
+
+def test_filters_and_per_signal_scores(page: Any) -> None:
+    page.goto(page.url.split("#")[0] + "#/search?q=graph+database&scope=store&explain=1")
+    page.locator(".hit").first.wait_for()
+    assert page.locator(".signals").count() == page.locator(".hit").count() > 0
+    page.goto(page.url.split("#")[0] + "#/search?q=graph+database&scope=mem")
+    page.locator("#results p, #results .hit").first.wait_for()
+    paths = page.locator(".hit .meta").all_inner_texts()
+    assert all("store/" not in p for p in paths)
+    shot(page, "search-filters")
+
+
+def test_verify_shows_a_changed_citation_and_where_it_is_now(page: Any, served: Server) -> None:
+    search(page, "write-ahead logging")
+    hit = page.locator(".hit", has_text="Write-ahead").first
+    hit.wait_for()
+    hit.locator("button.verify").click()
+    shot(page, "verify-before")
+    assert hit.locator(".status").inner_text(timeout=5000) == "verified"
+    doc = served.root / "store/normalized/docs/write-ahead-logging.ok.md"
+    doc.write_text("A new first paragraph pushes everything down.\n\n" + doc.read_text())
+    hit.locator("button.verify").click()
+    page.wait_for_function(
+        "() => document.querySelector('.verify-result .status')?.textContent !== 'verified'"
+    )
+    status = hit.locator(".status").inner_text()
+    assert status == "moved", status  # the same words, further down
+    assert "now at" in hit.locator(".verify-result").inner_text()
+    shot(page, "verify")
+    quote = hit.locator(".quote").inner_text()
+    hit.locator(".verify-result a").click()  # the new place shows them
+    assert page.locator("mark#quoted").inner_text() == quote
+
+
+def test_expanding_a_graph_node_adds_its_neighbours(page: Any, served: Server) -> None:
+    page.goto(served.url + "/#/graph?entity=Jennifer+Doudna&depth=1&min=0.3")
+    page.locator("#node-list li").first.wait_for()
+    before = set(
+        page.locator("#node-list button.expand").evaluate_all("bs => bs.map(b => b.dataset.id)")
+    )
+    assert "jennifer-doudna" in before
+    page.locator("button.expand[data-id='cas9']").click()
+    page.wait_for_function(
+        f"() => document.querySelectorAll('#node-list li').length > {len(before)}"
+    )
+    after = set(
+        page.locator("#node-list button.expand").evaluate_all("bs => bs.map(b => b.dataset.id)")
+    )
+    assert before < after
+    assert page.evaluate("okGraph.edges().length") > 0
+    shot(page, "graph")
+
+
+def test_the_graph_filters_by_type_and_confidence_and_draws_a_search(
+    page: Any, served: Server
+) -> None:
+    page.goto(served.url + "/#/graph?entity=Cas9&depth=1&min=0.3")
+    page.locator("#node-list li").first.wait_for()
+    shown = "okGraph.nodes().filter(n => n.style('display') !== 'none').length"
+    everything = page.evaluate(shown)
+    concepts = page.evaluate("okGraph.nodes('[type = \"Concept\"]').length")
+    page.get_by_label("show Concept").uncheck()
+    assert page.evaluate(shown) == everything - concepts > 0
+    page.get_by_label("show Concept").check()
+    page.get_by_label("minimum confidence").fill("0.9")
+    assert page.evaluate(shown) < everything
+    page.goto(served.url + "/#/search?q=gene+editing")
+    page.get_by_role("link", name="Show the entities of these results as a graph").click()
+    page.locator("#node-list li").first.wait_for()
+    assert "Cas9" in page.locator("#node-list").inner_text()
+    shot(page, "graph-of-search")
+
+
+def test_the_entity_page_links_its_evidence_to_documents(page: Any, served: Server) -> None:
+    page.goto(served.url + "/#/entity/Cas9")
+    page.locator("h2", has_text="Cas9").wait_for()
+    link = page.locator(".card .meta a").first
+    link.click()
+    page.locator("mark#quoted").wait_for()
+    shot(page, "entity-evidence")
+    page.go_back()
+    page.locator("h2", has_text="Cas9").wait_for()
+    shot(page, "entity")
+
+
+def test_a_refreshed_document_shows_its_versions_diff_and_drift(
+    page: Any, served: Server, tmp_path: Path
+) -> None:
+    source = tmp_path / "tides.txt"
+    source.write_text("Harbour tides\n\nThe harbour pilot boards at the red buoy at high tide.\n")
+    r = run_cli("--root", str(served.root), "store", "ingest", str(source), "--json")
+    assert r.code == 0, r.err
+    source.write_text(
+        "Harbour tides\n\nThe harbour pilot now boards at the green buoy, two hours before.\n"
+    )
+    r = served.http.post(f"/v1/{served.stack}/refresh", json={"all": True})
+    assert r.status_code == 200, r.text
+    current = next(
+        d for d in served.http.get(f"/v1/{served.stack}/documents").json() if "tides" in d["path"]
+    )
+    page.goto(served.url + f"/#/doc/{current['id']}")
+    page.locator("#versions tr td").first.wait_for()
+    assert page.locator("#versions input[name=pick]").count() == 2
+    assert page.locator("svg#drift circle").count() == 1  # one drift: from the first version
+    page.get_by_role("button", name="Diff the two picked versions").click()
+    page.locator("#diff .add").first.wait_for()
+    assert "green buoy" in page.locator("#diff .add").inner_text()
+    assert "red buoy" in page.locator("#diff .del").inner_text()
+    shot(page, "document-versions")
+    page.goto(served.url + "/#/events")
+    page.locator("#timeline li").first.wait_for()
+    timeline = page.locator("#timeline").inner_text()
+    assert "refreshed" in timeline and "drifted" in timeline
+
+
+def test_persisted_citations_show_their_status_and_verify(page: Any, served: Server) -> None:
+    hit = served.http.get(f"/v1/{served.stack}/search", params={"q": "Ada Lovelace", "k": 1})
+    cite = served.http.post(
+        f"/v1/{served.stack}/citations", json={"items": [hit.json()["hits"][0]], "persist": True}
+    )
+    assert cite.status_code == 201, cite.text
+    page.goto(page.url.split("#")[0] + "#/events")
+    card = page.locator(".citation").first
+    card.locator(".status.verified").wait_for()  # its status, checked when the page opened
+    card.locator("button.verify").click()
+    card.locator(".verify-result .status").wait_for()
+    assert card.locator(".verify-result .status").inner_text() == "verified"
+    shot(page, "events")
+
+
+@pytest.mark.parametrize(
+    ("hash_", "words"),
+    [
+        ("#/search?q=+", "the query is empty"),
+        ("#/search?q=" + "x" * 2500, "keep it under"),
+        ("#/entity/Nobody%20Atall", "no entity named"),
+        ("#/graph?entity=Nobody+Atall", "no entity named"),
+        ("#/doc/0000000000000000", "no document"),
+        ("#/doc/DELETED", "no document"),
+    ],
+)
+def test_bad_input_shows_a_clear_message(page: Any, served: Server, hash_: str, words: str) -> None:
+    if "DELETED" in hash_:  # a document that was there, and went
+        r = served.http.post(
+            f"/v1/{served.stack}/documents",
+            params={"name": "gone.md"},
+            content=b"# Gone\n\nSoon.\n",
+        )
+        doc = r.json()["added"][0]["id"]
+        assert served.http.delete(f"/v1/{served.stack}/documents/{doc}").status_code == 200
+        hash_ = hash_.replace("DELETED", doc)
+    page.goto(served.url + "/" + hash_)
+    notice = page.locator("#notice")
+    notice.wait_for(state="visible")
+    assert words in notice.inner_text().lower()
+
+
+def test_theme_follows_the_colour_scheme_and_phones_fit(browser: Any, served: Server) -> None:
+    colours = {}
+    for scheme in ("light", "dark"):
+        ctx = browser.new_context(viewport={"width": 390, "height": 800}, color_scheme=scheme)
+        pg = ctx.new_page()
+        pg.goto(served.url + "/#/search?q=graph+database")
+        pg.locator(".hit").first.wait_for()
+        colours[scheme] = pg.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert pg.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        shot(pg, f"phone-{scheme}")
+        pg.goto(served.url + "/#/graph?entity=Cas9&min=0.5")
+        pg.locator("#node-list li").first.wait_for()
+        assert pg.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        shot(pg, f"phone-graph-{scheme}")
+        ctx.close()
+    assert colours["light"] != colours["dark"]
+
+
+def test_keyboard_slash_goes_to_search_and_tab_reaches_the_views(page: Any) -> None:
+    page.goto(page.url.split("#")[0] + "#/events")
+    page.locator("#timeline").wait_for()
+    page.locator("body").click()
+    page.keyboard.press("/")
+    page.locator("#q").wait_for()
+    assert page.evaluate("document.activeElement.id") == "q"
+    page.keyboard.type("kuzu")
+    page.keyboard.press("Enter")
+    page.locator(".hit").nth(1).wait_for()
+    page.keyboard.press("j")
+    titles = page.locator(".hit h3 a").all_inner_texts()
+    assert page.evaluate("document.activeElement.textContent") == titles[0]
+    page.keyboard.press("j")
+    assert page.evaluate("document.activeElement.textContent") == titles[1]
+    page.keyboard.press("k")
+    page.keyboard.press("Enter")
+    page.locator("mark#quoted").wait_for()
+    assert page.locator("h2").inner_text() == titles[0]
+
+
+def test_an_exported_page_draws_its_graph_from_a_file(browser: Any, served: Server) -> None:
+    out = served.root.parent / "export.html"
+    r = run_cli(
+        "--root",
+        str(served.root),
+        "graph",
+        "export",
+        "--format",
+        "html",
+        "--entity",
+        "Jennifer Doudna",
+        "-o",
+        str(out),
+    )
+    assert r.code == 0, r.err
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800}, offline=True)
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(out.as_uri())
+    pg.locator("#node-list li").first.wait_for()
+    assert "Jennifer Doudna" in pg.locator("#node-list").inner_text()
+    assert pg.evaluate("okGraph.nodes().length") == pg.locator("#node-list li").count()
+    shot(pg, "exported")
+    ctx.close()
+    assert not errors, errors
