@@ -29,7 +29,7 @@ from pydantic import Field
 
 from . import indexer, ops
 from . import notes as notes_mod
-from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
+from .errors import BadInput, Duplicate, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
 from .folder import MAX_PATH, Folder, open_folder, shown, stacks_of
 from .ops import safe_path
 
@@ -399,16 +399,33 @@ class KnowledgeServer:
         text: Annotated[str, Field(description="The note's text (markdown).")],
         tags: Annotated[list[str] | None, Field(description="Tags.")] = None,
         topics: Annotated[list[str] | None, Field(description="Topics.")] = None,
+        allow_duplicate: Annotated[
+            bool,
+            Field(description="Write it even when it repeats a live note (default: refused)."),
+        ] = False,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Write a memory note (a markdown file under memories/by_date/) and index it.
-        Returns the note with its id (m-YYYYMMDD-xxxx) and path."""
+        Returns the note with its id (m-YYYYMMDD-xxxx) and path. A note that repeats a live
+        one is refused ("duplicate of m-…") and nothing is written."""
         st = self.stack(stack)
         f = st.folder
-        with self._writing(st, "mem_add"):
-            note = ops.add_note(
-                f, text, notes_mod.clean_labels(tags), notes_mod.clean_labels(topics), via="mcp"
+        try:
+            with self._writing(st, "mem_add"):
+                note = ops.add_note(
+                    f,
+                    text,
+                    notes_mod.clean_labels(tags),
+                    notes_mod.clean_labels(topics),
+                    via="mcp",
+                    allow_duplicate=allow_duplicate,
+                )
+        except Duplicate as e:
+            e.hint = (
+                f"read it as the resource ok://{st.name}/memory/{e.duplicate_of}; "
+                "pass allow_duplicate=true to write it anyway"
             )
+            raise
         return {"stack": st.name, **note.as_dict(f)}
 
     def store_ingest(

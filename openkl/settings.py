@@ -201,6 +201,20 @@ DECLARED: tuple[Setting, ...] = (
         "and no passage's cosine similarity to it reaches this; `--min-score` overrides, "
         "0 turns it off (tuned on SciFact train: bench/nomatch.py).",
     ),
+    # memory notes
+    _s(
+        "mem.duplicate_similarity",
+        0.9,
+        float,
+        "A new note whose vector's cosine similarity to a live note reaches this is a "
+        "duplicate (`ok mem add` refuses it, `ok mem dedupe` merges it; 0-1).",
+    ),
+    _s(
+        "mem.duplicate_text",
+        0.8,
+        float,
+        "Likewise for the similarity of the texts, case and spacing aside (0-1).",
+    ),
     # the writer lock and the graph
     _s("lock_timeout", 30.0, float, "Seconds a writer waits for the folder's writer lock."),
     _s("graph.buffer_pool_mb", 512, int, "Kùzu's page buffer, in MiB."),

@@ -51,6 +51,12 @@ def add(
         ".ok/drafts/ after a failed save; with --edit, open it first.",
         dir_okay=False,
     ),
+    allow_duplicate: bool = typer.Option(
+        False,
+        "--allow-duplicate",
+        help="Write the note even when it repeats a live note (see mem.duplicate_similarity "
+        "and mem.duplicate_text).",
+    ),
     json_: bool = JsonOpt,
 ) -> None:
     """Add a note (memories/by_date/YYYY-MM/DD/<id>.md) and index it.
@@ -58,6 +64,9 @@ def add(
     In the editor the note starts from a template, as `git commit` does: frontmatter to fill
     (title, tags, topics or any other key), the text, and `#` lines below a scissors line
     that are removed. An empty note aborts and writes nothing.
+
+    A note that repeats a live note (nearly the same text or meaning) is refused with the
+    id it duplicates, and nothing is written, unless --allow-duplicate is given.
     """
     f = folder()
     if from_ is not None and text is not None:
@@ -68,13 +77,17 @@ def add(
         else:
             text = "-"  # piped in, as `echo x | ok mem add`
     if edit or from_ is not None:
-        note = _add_drafted(f, text, split_labels(tags), split_labels(topics), edit, from_)
+        note = _add_drafted(
+            f, text, split_labels(tags), split_labels(topics), edit, from_, allow_duplicate
+        )
     else:
         body = _text_arg(text)
         with writing(f, "ok mem add"):
             from .. import ops  # imported when used: `ok --help` stays light
 
-            note = ops.add_note(f, body, split_labels(tags), split_labels(topics))
+            note = ops.add_note(
+                f, body, split_labels(tags), split_labels(topics), allow_duplicate=allow_duplicate
+            )
     emit(note.as_dict(f), json_, plain=lambda d: d["id"])
 
 
@@ -85,6 +98,7 @@ def _add_drafted(
     topics: list[str],
     edit: bool,
     source: Path | None,
+    allow_duplicate: bool = False,
 ) -> Note:
     """A note written in the editor or read from a draft file. The editor's text is kept
     in a file under .ok/drafts/ until the note is saved, so a failed save loses nothing."""
@@ -146,6 +160,7 @@ def _add_drafted(
                 notes.clean_labels(d.topics + topics),
                 extra=d.extra,
                 draft=draft,
+                allow_duplicate=allow_duplicate,
             )
     except OkError as e:
         if draft is not None and draft.exists():  # not saved: say where the text is
@@ -365,3 +380,49 @@ def topics(json_: bool = JsonOpt) -> None:
     with writing(f, "ok mem topics"):
         counts = ops.regenerate_topics(f)
     emit(counts, json_, plain=lambda c: "\n".join(f"{k}\t{v}" for k, v in c.items()))
+
+
+@app.command()
+def dedupe(
+    dry_run: bool = typer.Option(
+        False, "--dry-run", "-n", help="Only list the clusters that would be merged."
+    ),
+    json_: bool = JsonOpt,
+) -> None:
+    """Merge near-duplicate notes: each cluster into its oldest note.
+
+    The kept note gains every tag, topic and frontmatter list (citations, sources) of the
+    others and `merged_from`, their ids; the others move to memories/archive/, never
+    deleted (`ok mem restore ID` brings one back). Thresholds: mem.duplicate_similarity
+    and mem.duplicate_text.
+    """
+    from .. import ops
+
+    f = folder()
+    with writing(f, "ok mem dedupe"):
+        found = ops.dedupe_notes(f, dry_run=dry_run)
+    report = {"dry_run": dry_run, "clusters": [c.as_dict() for c in found]}
+
+    def plain(d: dict[str, Any]) -> str:
+        if not d["clusters"]:
+            return "no duplicate notes"
+        verb = "would merge" if dry_run else "merged"
+        return "\n".join(
+            f"{verb} {', '.join(c['merged_from'])} into {c['keep']}" for c in d["clusters"]
+        )
+
+    emit(report, json_, plain=plain)
+
+
+@app.command()
+def restore(
+    note_id: str = typer.Argument(..., help="Id (or unique prefix) of an archived note."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Bring a note back from memories/archive/ and index it again."""
+    from .. import ops
+
+    f = folder()
+    with writing(f, "ok mem restore"):
+        note = ops.restore_note(f, note_id)
+    emit(note.as_dict(f), json_, plain=lambda d: d["id"])

@@ -57,9 +57,11 @@ from .knowledge import (
 )
 from .notes import (
     add_note,
+    dedupe_notes,
     delete_note,
     note_for_editing,
     regenerate_topics,
+    restore_note,
     save_edited_note,
     update_note,
 )
@@ -119,7 +121,9 @@ __all__ = [
     "counts",
     "cypher",
     "decide_backfeed",
+    "dedupe_notes",
     "delete_note",
+    "restore_note",
     "describe",
     "distill_note",
     "distill_prompt",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import indexer, links
+from .. import hygiene, indexer, links
 from .. import notes as notes_mod
 from ..folder import Folder
 from ..indexing import open_graph
@@ -19,11 +19,16 @@ def add_note(
     via: str | None = None,
     extra: dict[str, Any] | None = None,
     draft: Path | None = None,
+    allow_duplicate: bool = False,
 ) -> notes_mod.Note:
     """Write a memory note, index it and log it (`via` names the adapter in the log).
 
     `extra` are more frontmatter keys (a title, say); `draft` is the file the note was
-    written in, removed as soon as the note's own file is saved."""
+    written in, removed as soon as the note's own file is saved. A near duplicate of a
+    live note is a `Duplicate` error, and nothing is written, unless `allow_duplicate`."""
+    notes_mod.check_text(text)
+    if not allow_duplicate:
+        hygiene.refuse_duplicate(folder, text)
     note = notes_mod.add(folder, text, tags or [], topics or [], extra)
     if draft is not None:
         draft.unlink(missing_ok=True)
@@ -72,10 +77,44 @@ def save_edited_note(
 def delete_note(folder: Folder, note_id: str, via: str | None = None) -> notes_mod.Note:
     """Delete a note's file, take it out of the graph and log it."""
     note = notes_mod.delete(folder, note_id)
-    with open_graph(folder, write=True) as g:
-        indexer.remove_from_graph(folder, g, [], [note.id])
-        links.relink(g)  # a link to it by title may now name another note
+    _unindex(folder, [note.id])
     folder.log_op("mem.delete", ids=[note.id], **_via(via))
+    return note
+
+
+def _unindex(folder: Folder, note_ids: list[str]) -> None:
+    with open_graph(folder, write=True) as g:
+        indexer.remove_from_graph(folder, g, [], note_ids)
+        links.relink(g)  # a link to one by title may now name another note
+
+
+def dedupe_notes(
+    folder: Folder, dry_run: bool = False, via: str | None = None
+) -> list[hygiene.Cluster]:
+    """Merge each cluster of near-duplicate notes into its oldest note (which keeps every
+    tag, topic and frontmatter list of the others, and `merged_from`, their ids) and move
+    the others to `memories/archive/`; with `dry_run`, only say what would be merged. The
+    caller holds the writer lock."""
+    found = hygiene.clusters(folder)
+    if dry_run or not found:
+        return found
+    for c in found:
+        keep = notes_mod.rewrite(folder, hygiene.merged(c))
+        for n in c.absorbed:
+            notes_mod.archive(folder, n, f"merged into {keep.id}")
+        _unindex(folder, [n.id for n in c.absorbed])
+        indexer.index_note(folder, keep, replace=True)
+        folder.log_op(
+            "mem.dedupe", ids=[keep.id], merged_from=[n.id for n in c.absorbed], **_via(via)
+        )
+    return found
+
+
+def restore_note(folder: Folder, note_id: str, via: str | None = None) -> notes_mod.Note:
+    """Bring an archived note back, index it and log it."""
+    note = notes_mod.restore(folder, note_id)
+    indexer.index_note(folder, note)
+    folder.log_op("mem.restore", ids=[note.id], **_via(via))
     return note
 
 

@@ -29,6 +29,7 @@ from starlette.routing import Route
 from .. import ops
 from ..errors import (
     BadInput,
+    Duplicate,
     IndexMismatch,
     LockBusy,
     NotFound,
@@ -61,6 +62,7 @@ class TimedOut(OkError):
 
 _STATUS: list[tuple[type[OkError], int]] = [
     (TimedOut, 504),
+    (Duplicate, 409),
     (Unauthorized, 401),
     (Forbidden, 403),
     (RateLimited, 429),
@@ -84,17 +86,20 @@ def _status(exc: OkError) -> int:
     return next((code for cls, code in _STATUS if isinstance(exc, cls)), 400)
 
 
-def _error(status: int, message: str, hint: str | None = None) -> JSONResponse:
+def _error(status: int, message: str, hint: str | None = None, **more: Any) -> JSONResponse:
     body: dict[str, Any] = {"error": message}
     if hint:
         body["hint"] = hint
-    return JSONResponse(body, status_code=status)
+    return JSONResponse({**body, **more}, status_code=status)
 
 
 class NoteIn(BaseModel):
     text: str = Field(min_length=1, description="The note's markdown body.")
     tags: list[str] = []
     topics: list[str] = []
+    allow_duplicate: bool = Field(
+        False, description="Write it even when it repeats a live note (else 409)."
+    )
 
 
 class BundleQuery:
@@ -243,6 +248,8 @@ def create_app(
 
     @app.exception_handler(OkError)
     async def ok_error(request: Request, exc: OkError) -> JSONResponse:
+        if isinstance(exc, Duplicate):
+            return _error(_status(exc), exc.message, exc.hint, duplicate_of=exc.duplicate_of)
         return _error(_status(exc), exc.message, exc.hint)
 
     @app.exception_handler(RequestValidationError)
@@ -723,7 +730,14 @@ def create_app(
         """Write a note and index it."""
         st = allow(request, stack, "write")
         with st.writing("mem add"):
-            note = ops.add_note(st.folder, body.text, body.tags, body.topics, via="http")
+            note = ops.add_note(
+                st.folder,
+                body.text,
+                body.tags,
+                body.topics,
+                via="http",
+                allow_duplicate=body.allow_duplicate,
+            )
         return note.as_dict(st.folder)
 
     @app.get("/v1/{stack}/notes/{note_id}", tags=["notes"])
