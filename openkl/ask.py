@@ -27,7 +27,7 @@ from .errors import UsageError
 from .folder import Folder
 from .graph.protocol import GraphStore
 from .records import Answer, AnswerBody, Cite
-from .search import search
+from .search import Filters, search
 
 INSUFFICIENT = "The knowledge folder does not hold enough to answer this."
 # said when retrieval found no passage at all: the search's floor (search.min_score) held
@@ -293,9 +293,11 @@ def retrieve(
     k: int | None = None,
     scope: str = "all",
     embedder: Any = None,
+    include_superseded: bool = False,
 ) -> list[Cite]:
     """The passages an answer may use (the hybrid search of `ok search`, none when the best
-    is under its floor, search.min_score); `k` defaults to the `ask.k` setting."""
+    is under its floor, search.min_score); `k` defaults to the `ask.k` setting. Expired
+    notes are left out, and so are superseded ones unless `include_superseded`."""
     k = folder.setting("ask.k") if k is None else k
     if not question.strip():
         raise UsageError("the question is empty", "ask something")
@@ -308,6 +310,7 @@ def retrieve(
         embedder=embedder or indexing.embedder(folder),
         per_doc=max(folder.setting("search.per_doc"), ASK_PER_DOC),
         min_score=folder.setting("search.min_score"),
+        filters=Filters(include_superseded=include_superseded),
     )
 
 

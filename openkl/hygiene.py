@@ -1,5 +1,6 @@
 """Keeping memory clean: near-duplicate notes, found before one is written and merged
-afterwards.
+afterwards; notes that are expired (`expires:`, set by `--ttl`) or superseded by another
+(`supersedes:`), which leave search and ask.
 
 Two notes are duplicates when their vectors' cosine similarity reaches
 `mem.duplicate_similarity` or their texts' similarity (case and spacing aside) reaches
@@ -15,9 +16,37 @@ import numpy as np
 
 from . import notes as notes_mod
 from .citations import similarity
-from .errors import Duplicate
-from .folder import Folder
+from .errors import Duplicate, UsageError
+from .folder import Folder, iso, parse_span, utcnow
 from .indexing import embedder
+
+TTL_FORMS = "use a number and a unit: 12h, 30d or 2w"
+
+
+def expires_after(ttl: str) -> str:
+    """When a note given `--ttl` expires (UTC ISO): now plus the span (h, d or w)."""
+    try:
+        span = parse_span(ttl) if ttl.strip()[-1:] in ("h", "d", "w") else None
+        when = utcnow() + span if span is not None else None
+    except OverflowError:
+        raise UsageError(f"--ttl {ttl!r} is too long", TTL_FORMS) from None
+    if span is None or when is None or span.total_seconds() <= 0:
+        raise UsageError(f"--ttl {ttl!r} is not a span of time", TTL_FORMS)
+    return iso(when)
+
+
+def expired(note: notes_mod.Note, now: str) -> bool:
+    when = note.extra.get("expires")
+    return bool(when) and str(when) <= now
+
+
+def live_notes(folder: Folder) -> list[notes_mod.Note]:
+    """The notes search shows by default: neither expired nor superseded, oldest first."""
+    found = notes_mod.scan(folder)[0]
+    now = iso(utcnow())
+    gone = {str(i) for n in found.values() for i in n.extra.get("supersedes") or []}
+    live = [n for n in found.values() if n.id not in gone and not expired(n, now)]
+    return sorted(live, key=lambda n: (n.ts, n.id))
 
 
 @dataclass(frozen=True)
@@ -56,9 +85,12 @@ def _vectors(folder: Folder, texts: list[str]) -> np.ndarray:
     return embedder(folder).embed(texts)  # notes' vectors come from the cache
 
 
-def duplicate_of(folder: Folder, text: str) -> notes_mod.Note | None:
-    """The live note that `text` duplicates (the most similar one), if any."""
-    live = sorted(notes_mod.scan(folder)[0].values(), key=lambda n: n.ts)
+def duplicate_of(
+    folder: Folder, text: str, ignore: frozenset[str] = frozenset()
+) -> notes_mod.Note | None:
+    """The live note that `text` duplicates (the most similar one), if any; the notes in
+    `ignore` (those it supersedes) are not compared."""
+    live = [n for n in live_notes(folder) if n.id not in ignore]
     if not live:
         return None
     vecs = _vectors(folder, [text] + [n.body for n in live])
@@ -73,9 +105,9 @@ def duplicate_of(folder: Folder, text: str) -> notes_mod.Note | None:
     return best[1] if best else None
 
 
-def refuse_duplicate(folder: Folder, text: str) -> None:
+def refuse_duplicate(folder: Folder, text: str, ignore: frozenset[str] = frozenset()) -> None:
     """A `Duplicate` error naming the note that `text` duplicates, if there is one."""
-    dup = duplicate_of(folder, text)
+    dup = duplicate_of(folder, text, ignore)
     if dup is not None:
         raise Duplicate(
             f"this note is a duplicate of {dup.id}",
@@ -98,7 +130,7 @@ class Cluster:
 def clusters(folder: Folder) -> list[Cluster]:
     """Groups of near-duplicate live notes (linked pairs, taken transitively), oldest
     first."""
-    live = sorted(notes_mod.scan(folder)[0].values(), key=lambda n: (n.ts, n.id))
+    live = live_notes(folder)
     if len(live) < 2:
         return []
     vecs = _vectors(folder, [n.body for n in live])

@@ -49,6 +49,10 @@ ScopeArg = Annotated[
     Literal["all", "mem", "store"],
     Field(description="Where to look: all, mem (memory notes) or store (documents)."),
 ]
+IncludeSupersededArg = Annotated[
+    bool,
+    Field(description="Also notes that a newer note supersedes (left out by default)."),
+]
 SinceArg = Annotated[
     str | None,
     Field(
@@ -286,6 +290,7 @@ class KnowledgeServer:
         since: str | None = None,
         until: str | None = None,
         min_score: float | None = None,
+        include_superseded: bool = False,
     ) -> dict[str, Any]:
         st = self.stack(stack)
         res = ops.search(
@@ -302,6 +307,7 @@ class KnowledgeServer:
             until=until,
             min_score=min_score,
             graph=self._reader(st, tool),
+            include_superseded=include_superseded,
         )
         out: dict[str, Any] = {
             "stack": st.name,
@@ -347,13 +353,27 @@ class KnowledgeServer:
                 "search.min_score; 0 shows the nearest anyway).",
             ),
         ] = None,
+        include_superseded: IncludeSupersededArg = False,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Hybrid (BM25 + vector) search over memory notes and documents. Each hit is a cite
         object: type, id, path, loc (char span), quote, context, source, score, rank. When
-        nothing in the folder is near the query, `results` is empty and `message` says so."""
+        nothing in the folder is near the query, `results` is empty and `message` says so.
+        Expired notes, and notes a newer note supersedes, are left out."""
         return self._search(
-            "search", query, k, scope, mode, tags, topics, path, stack, since, until, min_score
+            "search",
+            query,
+            k,
+            scope,
+            mode,
+            tags,
+            topics,
+            path,
+            stack,
+            since,
+            until,
+            min_score,
+            include_superseded,
         )
 
     def mem_search(
@@ -368,11 +388,24 @@ class KnowledgeServer:
         ] = None,
         since: SinceArg = None,
         until: UntilArg = None,
+        include_superseded: IncludeSupersededArg = False,
         stack: StackArg = None,
     ) -> dict[str, Any]:
-        """Search memory notes only (hybrid). Hits are cite objects of type `memory`."""
+        """Search memory notes only (hybrid). Hits are cite objects of type `memory`.
+        Expired notes, and notes a newer note supersedes, are left out."""
         return self._search(
-            "mem_search", query, k, "mem", None, tags, topics, None, stack, since, until
+            "mem_search",
+            query,
+            k,
+            "mem",
+            None,
+            tags,
+            topics,
+            None,
+            stack,
+            since,
+            until,
+            include_superseded=include_superseded,
         )
 
     def store_search(
@@ -403,6 +436,17 @@ class KnowledgeServer:
             bool,
             Field(description="Write it even when it repeats a live note (default: refused)."),
         ] = False,
+        supersedes: Annotated[
+            list[str] | None,
+            Field(
+                description="Ids of the notes this one replaces: they leave search and ask, "
+                "and stay in lineage."
+            ),
+        ] = None,
+        ttl: Annotated[
+            str | None,
+            Field(description="Expire the note after this long: 12h, 30d or 2w."),
+        ] = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Write a memory note (a markdown file under memories/by_date/) and index it.
@@ -419,6 +463,8 @@ class KnowledgeServer:
                     notes_mod.clean_labels(topics),
                     via="mcp",
                     allow_duplicate=allow_duplicate,
+                    supersedes=supersedes,
+                    ttl=ttl,
                 )
         except Duplicate as e:
             e.hint = (
@@ -688,11 +734,13 @@ class KnowledgeServer:
             ),
         ] = None,
         scope: ScopeArg = "all",
+        include_superseded: IncludeSupersededArg = False,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Answer a question from the folder with [N] markers; `citations` holds the cite
         object of every [N] (its `n`). Uses the configured LLM, else an extractive answer of
-        the best matching sentences. Says so when the folder does not hold the answer."""
+        the best matching sentences. Says so when the folder does not hold the answer.
+        Expired notes, and notes a newer note supersedes, are left out."""
         st = self.stack(stack)
         res = ops.ask(
             st.folder,
@@ -701,6 +749,7 @@ class KnowledgeServer:
             scope=scope,
             max_k=st.folder.setting("mcp.max_k"),
             graph=self._reader(st, "ask"),  # not held while the LLM answers
+            include_superseded=include_superseded,
         )
         return {"stack": st.name, **res}
 

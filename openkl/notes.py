@@ -104,9 +104,30 @@ def _frontmatter(text: str, where: str) -> tuple[dict[str, Any], int]:
     return meta, m.end()
 
 
+def expiry(value: Any, where: str) -> str:
+    """An `expires:` value (a date, a date and time) as UTC ISO; anything else is a
+    `BadInput` naming `where`."""
+    if isinstance(value, dt.datetime):
+        return iso(value if value.tzinfo else value.replace(tzinfo=dt.UTC))
+    if isinstance(value, dt.date):
+        return f"{value.isoformat()}T00:00:00Z"
+    try:
+        when = dt.datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise BadInput(
+            f"{where}: `expires: {value}` is not a date",
+            "write e.g. `expires: 2026-12-31` or `expires: 2026-12-31T18:00:00Z`",
+        ) from None
+    return iso(when if when.tzinfo else when.replace(tzinfo=dt.UTC))
+
+
 def parse_note(text: str, where: str = "note", path: Path | None = None) -> Note:
     """Parse a note file's text; broken frontmatter is a `BadInput` naming the file."""
     meta, body_start = _frontmatter(text, where)
+    if meta.get("expires") not in (None, ""):
+        meta["expires"] = expiry(meta["expires"], where)
+    if "supersedes" in meta:
+        meta["supersedes"] = _str_list(meta["supersedes"], "supersedes", where)
     note_id = str(meta.pop("id", "") or "") or (path.stem if path else "")
     if not note_id:
         raise BadInput(f"{where}: note has no id", "add `id: m-YYYYMMDD-xxxx` to the frontmatter")

@@ -1443,6 +1443,11 @@ class NoteRow(TypedDict):
     topics: list[str]
     body_start: int  # where the body starts in the note's file
     body_end: int
+    # when it leaves search (ISO, "" never), the notes it replaces and the notes it was
+    # distilled from: loaded with the note, not read back by `notes_by_id`
+    expires: NotRequired[str]
+    supersedes: NotRequired[list[str]]
+    derived_notes: NotRequired[list[str]]
 
 
 # -- rows the indexer loads into the graph -----------------------------------------------

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from .errors import UsageError
-from .folder import Folder, parse_time
+from .folder import Folder, iso, parse_time, utcnow
 from .graph.protocol import GraphStore
 from .records import ChunkRow, Cite, CiteContext, NoteRow, Source, new_cite, note_title
 
@@ -37,6 +37,8 @@ class Filters:
     path: str | None = None
     since: str | None = None
     until: str | None = None
+    # notes another note supersedes are left out unless this is set (expired ones always)
+    include_superseded: bool = False
 
     @property
     def active(self) -> bool:
@@ -52,7 +54,14 @@ class Filters:
                 f"{since_name} {self.since} is later than {until_name} {self.until}",
                 "swap them, or drop one",
             )
-        return Filters(tags=self.tags, topics=self.topics, path=self.path, since=since, until=until)
+        return Filters(
+            tags=self.tags,
+            topics=self.topics,
+            path=self.path,
+            since=since,
+            until=until,
+            include_superseded=self.include_superseded,
+        )
 
 
 def check_counts(
@@ -133,6 +142,15 @@ def candidates(
     for items in lists.values():
         items.sort(key=lambda x: (-x[1], x[0]))
     return lists
+
+
+def _leave_out(lists: dict[str, list[tuple[Key, float]]], note_ids: set[str]) -> None:
+    """Drop these notes (expired or superseded) from every signal's candidates."""
+    if note_ids:
+        for name, items in lists.items():
+            lists[name] = [
+                x for x in items if not (x[0][0] == "MemoryNote" and x[0][1] in note_ids)
+            ]
 
 
 def best_cosine(lists: dict[str, list[tuple[Key, float]]]) -> float | None:
@@ -293,6 +311,8 @@ def find(
     qvec = embedder.embed_query(query) if mode != "fts" and embedder is not None else None
     n_cand = pool_size(k, filters.active)
     lists = candidates(g, query, qvec, mode, scope, n_cand)
+    if scope in ("all", "mem"):
+        _leave_out(lists, g.hidden_notes(iso(utcnow()), not filters.include_superseded))
     best, keywords = best_cosine(lists), bool(lists["fts"])
     if mode == "vector" and no_good_match(best, keywords, min_score):
         # vector mode ran no BM25; whether the query's words occur still counts

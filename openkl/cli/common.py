@@ -35,3 +35,9 @@ def split_labels(values: list[str] | None) -> list[str]:
 
 TagsOpt = typer.Option(None, "--tags", "--tag", "-t", help="Tag(s), comma-separated or repeated.")
 TopicsOpt = typer.Option(None, "--topics", "--topic", help="Topic(s), comma-separated or repeated.")
+IncludeSupersededOpt = typer.Option(
+    False,
+    "--include-superseded",
+    help="Also notes that a newer note supersedes (left out by default; expired notes are "
+    "always left out).",
+)

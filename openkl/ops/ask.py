@@ -28,6 +28,7 @@ def ask(
     max_k: int | None = None,
     on_token: Callable[[str], None] | None = None,
     graph: Opener | None = None,
+    include_superseded: bool = False,
 ) -> Answer:
     """Answer `question` from the folder (see `ask.ask` for the result), with the
     configured LLM unless `use_llm` is false, else extractively. `k` defaults to ask.k
@@ -41,7 +42,15 @@ def ask(
         k = min(k, max_k)
     emb = embedder(folder)
     with reading(folder, graph) as g:
-        hits = ask_mod.retrieve(folder, g, question, k=k, scope=scope, embedder=emb)
+        hits = ask_mod.retrieve(
+            folder,
+            g,
+            question,
+            k=k,
+            scope=scope,
+            embedder=emb,
+            include_superseded=include_superseded,
+        )
     return ask_mod.answer(
         folder,
         question,

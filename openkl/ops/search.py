@@ -96,13 +96,15 @@ def search(
     remember: bool = False,
     names: tuple[str, str, str, str] = ("k", "per_doc", "since", "until"),
     graph: Opener | None = None,
+    include_superseded: bool = False,
 ) -> SearchResult:
     """Hybrid search with the folder's defaults for what is not given (`max_k` clamps k:
     an adapter's cap); `names` are the adapter's names for k, per_doc, since and until,
     for error messages. `min_score` (default search.min_score) is the cosine similarity
     the best passage must reach when none of the query's words occur, else there is no
     good match and no hits; 0 turns it off. With `remember`, the hits' ids are kept so
-    that `locate` takes a rank for the last search."""
+    that `locate` takes a rank for the last search. Expired notes are left out, and so are
+    superseded ones unless `include_superseded`."""
     if k is None:
         k = folder.setting("search.k")
     if max_k is not None:
@@ -111,7 +113,12 @@ def search(
         folder, k, mode, per_doc, diverse, names=(names[0], names[1]), min_score=min_score
     )
     flt = search_mod.Filters(
-        tags=tags or [], topics=topics or [], path=path, since=since, until=until
+        tags=tags or [],
+        topics=topics or [],
+        path=path,
+        since=since,
+        until=until,
+        include_superseded=include_superseded,
     ).normalized(names[2], names[3])
     emb = folder_embedder(folder)
     with reading(folder, graph) as g:

@@ -100,6 +100,10 @@ class NoteIn(BaseModel):
     allow_duplicate: bool = Field(
         False, description="Write it even when it repeats a live note (else 409)."
     )
+    supersedes: list[str] = Field(
+        [], description="Ids of the notes it replaces (they leave search and ask)."
+    )
+    ttl: str | None = Field(None, description="Expire the note after this long: 12h, 30d, 2w.")
 
 
 class BundleQuery:
@@ -135,6 +139,9 @@ class AskIn(BaseModel):
     k: int | None = Field(default=None, ge=1)
     scope: str = "all"
     llm: bool = Field(default=True, description="Use the configured LLM, if there is one.")
+    include_superseded: bool = Field(
+        default=False, description="Also notes that a newer note supersedes."
+    )
 
 
 class VerifyIn(BaseModel):
@@ -627,6 +634,9 @@ def create_app(
         until: str | None = None,
         per_doc: Annotated[int | None, Query(ge=1)] = None,
         explain: bool = False,
+        include_superseded: Annotated[
+            bool, Query(description="Also notes that a newer note supersedes.")
+        ] = False,
     ) -> dict[str, Any]:
         """Hybrid search: the same parameters and cite objects as `ok search --json`."""
         st = allow(request, stack, "read")
@@ -645,6 +655,7 @@ def create_app(
             per_doc=per_doc,
             explain=explain,
             graph=reader(st.folder),
+            include_superseded=include_superseded,
         )
         metrics.search.labels(res.options.mode).observe(time.perf_counter() - started)
         body: dict[str, Any] = {"stack": st.name, "query": res.query, "hits": res.hits}
@@ -667,6 +678,7 @@ def create_app(
                 scope=body.scope,
                 use_llm=body.llm,
                 graph=reader(folder),
+                include_superseded=body.include_superseded,
             )
         out: queue.Queue[tuple[str, Any]] = queue.Queue()
 
@@ -679,6 +691,7 @@ def create_app(
                     scope=body.scope,
                     use_llm=body.llm,
                     on_token=lambda t: out.put(("token", {"text": t})),
+                    include_superseded=body.include_superseded,
                 )
                 out.put(("answer", got))
             except OkError as e:
@@ -737,6 +750,8 @@ def create_app(
                 body.topics,
                 via="http",
                 allow_duplicate=body.allow_duplicate,
+                supersedes=body.supersedes,
+                ttl=body.ttl,
             )
         return note.as_dict(st.folder)
 
