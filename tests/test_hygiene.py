@@ -165,3 +165,133 @@ def test_http_note_create_answers_409_with_the_duplicate(kf: Path) -> None:
         assert r.status_code == 201, r.text
     finally:
         s.stop()
+
+
+def _ids(*args: str, now: str | None = None) -> list[str]:
+    with pytest.MonkeyPatch.context() as mp:
+        if now:
+            mp.setenv("OK_NOW", now)
+        r = run_ok(*args, "--json")
+    assert r.code == 0, r.err
+    return [h["id"] for h in r.json()]
+
+
+def test_a_superseded_note_leaves_search_and_ask_and_stays_in_lineage(kf: Path) -> None:
+    old = _add("Deploys go out on Tuesdays.", now="2026-03-01T09:00:00Z").json()["id"]
+    # a replacement may look much like what it replaces: not a duplicate of it
+    new = _add(
+        "Deploys go out on Wednesdays.", "--supersedes", old, now="2026-03-02T09:00:00Z"
+    ).json()
+    assert new["supersedes"] == [old]
+    assert _ids("search", "deploys", "--in", "mem", "--mode", "fts") == [new["id"]]
+    assert _ids("mem", "search", "deploys", "--mode", "fts") == [new["id"]]
+    both = _ids("search", "deploys", "--in", "mem", "--mode", "fts", "--include-superseded")
+    assert set(both) == {old, new["id"]}
+    answer = run_ok("ask", "when do deploys go out?", "--in", "mem", "--json").json()
+    assert [c["doc_id"] for c in answer["citations"]] == [new["id"]], answer
+    assert answer["retrieved"] == 1 and "Tuesdays" not in answer["answer"], answer
+    answer = run_ok(
+        "ask", "when do deploys go out?", "--in", "mem", "--include-superseded", "--json"
+    ).json()
+    assert answer["retrieved"] == 2, answer
+    up = run_ok("graph", "lineage", new["id"], "--json").json()
+    assert {"from": new["id"], "rel": "SUPERSEDES", "to": old} in up["edges"]
+    down = run_ok("graph", "lineage", old, "--json").json()
+    assert {"from": old, "rel": "SUPERSEDED_BY", "to": new["id"]} in down["edges"]
+    # the edge survives the old note being edited (re-indexed) and a rebuild
+    assert run_ok("mem", "update", old, "--add-tag", "history").code == 0
+    assert _ids("search", "deploys", "--in", "mem", "--mode", "fts") == [new["id"]]
+    assert run_ok("index", "--rebuild").code == 0
+    assert _ids("search", "deploys", "--in", "mem", "--mode", "fts") == [new["id"]]
+    r = run_ok("mem", "add", "Something else entirely.", "--supersedes", "m-20990101-none")
+    assert r.code == 1 and "no memory note" in r.err, r.err
+
+
+def test_supersedes_in_frontmatter_and_note_to_note_derived_from(kf: Path) -> None:
+    old = _add("The build cache lives on the NAS.", now="2026-03-01T09:00:00Z").json()["id"]
+    d = kf / "memories/by_date/2026-03/05"
+    d.mkdir(parents=True)
+    (d / "m-20260305-hand.md").write_text(
+        f"---\nid: m-20260305-hand\nts: 2026-03-05T09:00:00Z\nsupersedes: {old}\n"
+        f"derived_from: [{old}]\n---\nThe build cache moved to object storage.\n"
+    )
+    assert run_ok("sync").code == 0
+    assert _ids("search", "build cache", "--in", "mem", "--mode", "fts") == ["m-20260305-hand"]
+    edges = run_ok("graph", "lineage", "m-20260305-hand", "--json").json()["edges"]
+    assert {"from": "m-20260305-hand", "rel": "SUPERSEDES", "to": old} in edges
+    assert {"from": "m-20260305-hand", "rel": "DERIVED_FROM", "to": old} in edges
+    rows = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (a:MemoryNote)-[:DERIVED_FROM]->(b:MemoryNote) RETURN a.id AS a, b.id AS b",
+        "--json",
+    ).json()
+    assert rows == [{"a": "m-20260305-hand", "b": old}]
+
+
+def test_expired_notes_leave_search_and_gc_archives_them_without_loss(kf: Path) -> None:
+    brief = _add(
+        "The VPN password rotates on Fridays.", "--ttl", "2d", now="2026-03-01T09:00:00Z"
+    ).json()
+    assert brief["expires"] == "2026-03-03T09:00:00Z"
+    d = kf / "memories/by_date/2026-03/01"
+    (d / "m-20260301-date.md").write_text(
+        "---\nid: m-20260301-date\nts: 2026-03-01T10:00:00Z\nexpires: 2026-03-10\n---\n"
+        "The parking garage is closed for repairs.\n"
+    )
+    assert run_ok("sync").code == 0
+    q = ("search", "VPN password parking garage", "--in", "mem", "--mode", "fts")
+    assert set(_ids(*q, now="2026-03-02T00:00:00Z")) == {brief["id"], "m-20260301-date"}
+    assert _ids(*q, now="2026-03-05T00:00:00Z") == ["m-20260301-date"]
+    assert _ids(*q, now="2026-03-11T00:00:00Z") == []
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OK_NOW", "2026-03-05T00:00:00Z")
+        dry = run_ok("mem", "gc", "--dry-run", "--json")
+        assert dry.json() == {
+            "dry_run": True,
+            "archived": [{"id": brief["id"], "expires": "2026-03-03T09:00:00Z"}],
+        }
+        assert brief["id"] in _note_files(kf)
+        r = run_ok("mem", "gc")
+        assert r.code == 0 and r.out.strip().startswith(f"archived {brief['id']}"), r.err
+    assert _note_files(kf) == {"m-20260301-date"}
+    archived = next(kf.glob(f"memories/archive/*/*/{brief['id']}.md")).read_text()
+    assert "The VPN password rotates on Fridays." in archived
+    assert "expires: '2026-03-03T09:00:00Z'" in archived or "expires: 2026-03-03" in archived
+    assert "archived_reason: expired" in archived
+    back = run_ok("mem", "restore", brief["id"], "--json")
+    assert back.code == 0 and back.json()["text"] == "The VPN password rotates on Fridays."
+
+
+def test_bad_ttl_and_expires_get_one_clear_line(kf: Path) -> None:
+    for bad in ("3y", "0d", "soon", "-2d"):
+        r = run_ok("mem", "add", f"A note that lasts {bad}.", "--ttl", bad)
+        assert r.code == 2 and "--ttl" in r.err and "12h, 30d or 2w" in r.err, (bad, r.err)
+        assert len(r.err.strip().splitlines()) == 1, r.err
+    assert _note_files(kf) == set()
+    d = kf / "memories/by_date/2026-03/01"
+    d.mkdir(parents=True)
+    (d / "m-20260301-badx.md").write_text(
+        "---\nid: m-20260301-badx\nexpires: next week\n---\nA note.\n"
+    )
+    r = run_ok("sync")
+    assert "`expires: next week` is not a date" in r.err, r.err
+
+
+def test_mcp_mem_add_supersedes_and_ttl(kf: Path) -> None:
+    async def go(c: Any) -> None:
+        old = await call(c, "mem_add", text="The on-call phone is the black one.")
+        new = await call(
+            c, "mem_add", text="The on-call phone is the red one.", supersedes=[old["id"]]
+        )
+        hits = await call(c, "mem_search", query="on-call phone")
+        assert [h["id"] for h in hits["results"]] == [new["id"]]
+        hits = await call(c, "search", query="on-call phone", include_superseded=True)
+        assert {h["id"] for h in hits["results"]} >= {old["id"], new["id"]}
+        short = await call(c, "mem_add", text="Lunch is at noon today.", ttl="12h")
+        assert short["expires"] == "2026-03-01T22:00:00Z"
+        msg = await fail(c, "mem_add", text="Another note.", ttl="forever")
+        assert "--ttl" in msg or "ttl" in msg
+
+    serve([kf], go, env={"OK_NOW": "2026-03-01T10:00:00Z"})
