@@ -49,6 +49,13 @@ ScopeArg = Annotated[
     Literal["all", "mem", "store"],
     Field(description="Where to look: all, mem (memory notes) or store (documents)."),
 ]
+RecencyArg = Annotated[
+    str | None,
+    Field(
+        description="Favour newer items: a half-life such as 90d, 12h or 2w, or off "
+        "(default search.recency, off)."
+    ),
+]
 IncludeSupersededArg = Annotated[
     bool,
     Field(description="Also notes that a newer note supersedes (left out by default)."),
@@ -291,6 +298,7 @@ class KnowledgeServer:
         until: str | None = None,
         min_score: float | None = None,
         include_superseded: bool = False,
+        recency: str | None = None,
     ) -> dict[str, Any]:
         st = self.stack(stack)
         res = ops.search(
@@ -308,6 +316,7 @@ class KnowledgeServer:
             min_score=min_score,
             graph=self._reader(st, tool),
             include_superseded=include_superseded,
+            recency=recency,
         )
         out: dict[str, Any] = {
             "stack": st.name,
@@ -354,6 +363,7 @@ class KnowledgeServer:
             ),
         ] = None,
         include_superseded: IncludeSupersededArg = False,
+        recency: RecencyArg = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Hybrid (BM25 + vector) search over memory notes and documents. Each hit is a cite
@@ -374,6 +384,7 @@ class KnowledgeServer:
             until,
             min_score,
             include_superseded,
+            recency,
         )
 
     def mem_search(
@@ -389,6 +400,7 @@ class KnowledgeServer:
         since: SinceArg = None,
         until: UntilArg = None,
         include_superseded: IncludeSupersededArg = False,
+        recency: RecencyArg = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Search memory notes only (hybrid). Hits are cite objects of type `memory`.
@@ -406,6 +418,7 @@ class KnowledgeServer:
             since,
             until,
             include_superseded=include_superseded,
+            recency=recency,
         )
 
     def store_search(
@@ -735,6 +748,7 @@ class KnowledgeServer:
         ] = None,
         scope: ScopeArg = "all",
         include_superseded: IncludeSupersededArg = False,
+        recency: RecencyArg = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Answer a question from the folder with [N] markers; `citations` holds the cite
@@ -750,6 +764,7 @@ class KnowledgeServer:
             max_k=st.folder.setting("mcp.max_k"),
             graph=self._reader(st, "ask"),  # not held while the LLM answers
             include_superseded=include_superseded,
+            recency=recency,
         )
         return {"stack": st.name, **res}
 

@@ -149,6 +149,7 @@ class Cite(TypedDict):
     score: NotRequired[float]  # a hit: the fused score
     rank: NotRequired[int]  # a hit: its place in the results (1-based)
     signals: NotRequired[dict[str, Signal]]  # a hit with --explain: fts and vector
+    recency: NotRequired[float]  # a hit with --explain and recency on: its date's factor
     n: NotRequired[int]  # in an answer: the [N] marker the citation stands for
     retention_class: NotRequired[str]  # a kept citation: standard | keep | ephemeral
     history: NotRequired[list[CiteMove]]  # a kept citation: where `verify --update` moved it

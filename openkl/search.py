@@ -9,15 +9,16 @@ cite object that `ok cite verify` can check later.
 
 from __future__ import annotations
 
+import datetime as dt
 import fnmatch
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from .errors import UsageError
-from .folder import Folder, iso, parse_time, utcnow
+from .folder import Folder, iso, parse_span, parse_time, utcnow
 from .graph.protocol import GraphStore
 from .records import ChunkRow, Cite, CiteContext, NoteRow, Source, new_cite, note_title
 
@@ -116,8 +117,64 @@ class Ranked(TypedDict):
 
     table: str  # Chunk | MemoryNote
     id: str  # the chunk or note id
-    score: float  # the fused score
+    score: float  # the fused score (times the recency factor, when recency is on)
     signals: dict[str, Scored]  # by signal name: fts, vector
+    recency: NotRequired[float]  # the factor from the item's date, when recency is on
+
+
+@dataclass(frozen=True)
+class Recency:
+    """Newer items first, all else equal: the fused score times 0.5 ** (age / half_life),
+    never under `floor`, so an old item that matches well still shows."""
+
+    half_life: float  # seconds
+    floor: float
+
+    def factor(self, when: str, now: dt.datetime) -> float:
+        try:
+            then = dt.datetime.fromisoformat(when.replace("Z", "+00:00"))
+        except ValueError:
+            return 1.0  # undated: neither helped nor held back
+        if then.tzinfo is None:
+            then = then.replace(tzinfo=dt.UTC)
+        age = max(0.0, (now - then).total_seconds())
+        return max(self.floor, 0.5 ** (age / self.half_life))
+
+
+RECENCY_FORMS = "use a half-life such as 12h, 90d or 2w, or `off`"
+
+
+def recency_of(value: str | None, floor: float, option: str = "--recency") -> Recency | None:
+    """The `Recency` a half-life asks for (`90d`, `12h`, `2w`); None, "", `off` or `0`: none.
+    Anything else is a usage error naming `option`."""
+    if value is None or str(value).strip().lower() in ("", "off", "0", "none", "false"):
+        return None
+    try:
+        span = parse_span(str(value))
+    except OverflowError:
+        span = None
+    if span is None or span.total_seconds() <= 0:
+        raise UsageError(f"{option} {value!r} is not a half-life", RECENCY_FORMS)
+    if not 0.0 <= floor <= 1.0:
+        raise UsageError(f"search.recency_floor {floor} is out of range", "set it from 0 to 1")
+    return Recency(span.total_seconds(), floor)
+
+
+def _by_recency(g: GraphStore, hits: list[Ranked], recency: Recency) -> list[Ranked]:
+    """The fused hits with each score times its recency factor, best first again."""
+    chunks = g.chunks_by_id([h["id"] for h in hits if h["table"] == "Chunk"])
+    notes = g.notes_by_id([h["id"] for h in hits if h["table"] == "MemoryNote"])
+    now = utcnow()
+    for h in hits:
+        if h["table"] == "Chunk":
+            crow = chunks.get(h["id"])
+            when = str(crow.get("created_at") or "") if crow else ""
+        else:
+            nrow = notes.get(h["id"])
+            when = str(nrow.get("ts") or "") if nrow else ""
+        h["recency"] = round(recency.factor(when, now), 6)
+        h["score"] = h["score"] * h["recency"]
+    return sorted(hits, key=lambda h: (-h["score"], h["table"], h["id"]))
 
 
 def pool_size(k: int, filtered: bool = False) -> int:
@@ -230,6 +287,7 @@ def search(
     fusion: Fusion | None = None,
     diversity: float = 0.0,
     min_score: float = 0.0,
+    recency: Recency | None = None,
 ) -> list[Cite]:
     """Search the folder; returns up to `k` cite objects, best first (none when the best
     passage is under `min_score`, see `find`)."""
@@ -247,6 +305,7 @@ def search(
         fusion=fusion,
         diversity=diversity,
         min_score=min_score,
+        recency=recency,
     ).hits
 
 
@@ -281,6 +340,7 @@ def find(
     fusion: Fusion | None = None,
     diversity: float = 0.0,
     min_score: float = 0.0,
+    recency: Recency | None = None,
 ) -> Found:
     """Search the folder: up to `k` cite objects, best first.
 
@@ -320,6 +380,8 @@ def find(
     if no_good_match(best, keywords, min_score):
         return Found([], best, keywords, min_score)
     hits = fuse(lists, mode, fusion or Fusion.from_folder(folder))
+    if recency is not None:
+        hits = _by_recency(g, hits, recency)
     # one pass of per-document capping on ids alone; rows are fetched only for what can be
     # shown, or for every survivor when filters need them
     picked = first_per_doc(hits, per_doc, None if filters.active else (k * 4 if diversity else k))
@@ -349,6 +411,8 @@ def find(
                 n: {"score": s["score"], "rank": s["rank"], "norm": round(s["norm"], 6)}
                 for n, s in h["signals"].items()
             }
+            if "recency" in h:
+                cite["recency"] = h["recency"]
         results.append(cite)
         if len(results) >= k:
             break

@@ -184,6 +184,21 @@ DECLARED: tuple[Setting, ...] = (
     ),
     _s("search.per_doc", 1, int, "Hits per document when `--per-doc` is not given."),
     _s(
+        "search.recency",
+        None,
+        str,
+        "Half-life (e.g. 90d) by which search and ask favour newer documents and notes when "
+        "`--recency` is not given (unset or `off`: no recency).",
+        nullable=True,
+    ),
+    _s(
+        "search.recency_floor",
+        0.4,
+        float,
+        "The least recency factor, however old the item (0-1), so that an old item that "
+        "matches well still shows (tuned on bench/recency.py's own facts).",
+    ),
+    _s(
         "search.fusion",
         "wsum",
         str,

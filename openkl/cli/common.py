@@ -41,3 +41,10 @@ IncludeSupersededOpt = typer.Option(
     help="Also notes that a newer note supersedes (left out by default; expired notes are "
     "always left out).",
 )
+RecencyOpt = typer.Option(
+    None,
+    "--recency",
+    metavar="HALF_LIFE",
+    help="Favour newer documents and notes: each score times 0.5^(age/HALF_LIFE), at least "
+    "search.recency_floor (e.g. 90d, 12h, 2w; `off`; default search.recency, off).",
+)

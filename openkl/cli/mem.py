@@ -12,7 +12,15 @@ import typer
 
 from ..errors import BadInput, EmptyDraft, OkError
 from . import completion, output
-from .common import IncludeSupersededOpt, TagsOpt, TopicsOpt, folder, split_labels, writing
+from .common import (
+    IncludeSupersededOpt,
+    RecencyOpt,
+    TagsOpt,
+    TopicsOpt,
+    folder,
+    split_labels,
+    writing,
+)
 from .output import FormatOpt, JsonOpt, emit, emit_records
 
 if TYPE_CHECKING:
@@ -295,6 +303,7 @@ def search(
     ),
     explain: bool = typer.Option(False, "--explain"),
     include_superseded: bool = IncludeSupersededOpt,
+    recency: str | None = RecencyOpt,
     json_: bool = JsonOpt,
     fmt: str | None = FormatOpt,
 ) -> None:
@@ -319,6 +328,7 @@ def search(
         remember=True,
         names=("-k", "--per-doc", "--since", "--until"),
         include_superseded=include_superseded,
+        recency=recency,
     )
     show_hits(res, json_, explain, fmt)
 

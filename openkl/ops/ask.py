@@ -12,6 +12,7 @@ from ..indexing import embedder
 from ..llm import config_from
 from ..records import Answer, Context
 from .read import Opener, reading
+from .search import recency_of
 
 # `ok context`'s defaults: passages retrieved, entities returned
 CONTEXT_K = 8
@@ -29,6 +30,7 @@ def ask(
     on_token: Callable[[str], None] | None = None,
     graph: Opener | None = None,
     include_superseded: bool = False,
+    recency: str | None = None,
 ) -> Answer:
     """Answer `question` from the folder (see `ask.ask` for the result), with the
     configured LLM unless `use_llm` is false, else extractively. `k` defaults to ask.k
@@ -50,6 +52,7 @@ def ask(
             scope=scope,
             embedder=emb,
             include_superseded=include_superseded,
+            recency=recency_of(folder, recency),
         )
     return ask_mod.answer(
         folder,

@@ -142,6 +142,9 @@ class AskIn(BaseModel):
     include_superseded: bool = Field(
         default=False, description="Also notes that a newer note supersedes."
     )
+    recency: str | None = Field(
+        default=None, description="Favour newer items: a half-life (90d) or off."
+    )
 
 
 class VerifyIn(BaseModel):
@@ -637,6 +640,9 @@ def create_app(
         include_superseded: Annotated[
             bool, Query(description="Also notes that a newer note supersedes.")
         ] = False,
+        recency: Annotated[
+            str | None, Query(description="Favour newer items: a half-life (90d) or off.")
+        ] = None,
     ) -> dict[str, Any]:
         """Hybrid search: the same parameters and cite objects as `ok search --json`."""
         st = allow(request, stack, "read")
@@ -656,6 +662,7 @@ def create_app(
             explain=explain,
             graph=reader(st.folder),
             include_superseded=include_superseded,
+            recency=recency,
         )
         metrics.search.labels(res.options.mode).observe(time.perf_counter() - started)
         body: dict[str, Any] = {"stack": st.name, "query": res.query, "hits": res.hits}
@@ -679,6 +686,7 @@ def create_app(
                 use_llm=body.llm,
                 graph=reader(folder),
                 include_superseded=body.include_superseded,
+                recency=body.recency,
             )
         out: queue.Queue[tuple[str, Any]] = queue.Queue()
 
@@ -692,6 +700,7 @@ def create_app(
                     use_llm=body.llm,
                     on_token=lambda t: out.put(("token", {"text": t})),
                     include_superseded=body.include_superseded,
+                    recency=body.recency,
                 )
                 out.put(("answer", got))
             except OkError as e:
