@@ -15,7 +15,7 @@ import re
 import secrets
 import string
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -472,6 +472,9 @@ def _prune(top: Path, path: Path) -> None:
             d.rmdir()
 
 
+_ARCHIVE_KEYS = ("archived", "archived_reason")
+
+
 def archive_dir(folder: Folder) -> Path:
     return folder.memories_dir / "archive"
 
@@ -487,14 +490,7 @@ def archive(folder: Folder, note: Note, reason: str) -> Note:
     it back."""
     assert note.path is not None
     dest = _archived_path(folder, note)
-    kept = Note(
-        id=note.id,
-        ts=note.ts,
-        body=note.body,
-        tags=note.tags,
-        topics=note.topics,
-        extra={**note.extra, "archived": iso(), "archived_reason": reason},
-    )
+    kept = replace(note, extra={**note.extra, "archived": iso(), "archived_reason": reason})
     atomic_write(dest, kept.to_text())  # the copy first: a crash leaves two, never none
     crash.point("note.archived")
     note.path.unlink()
@@ -536,14 +532,7 @@ def restore(folder: Folder, note_id: str) -> Note:
         raise BadInput(
             f"{folder.rel(dest)} exists already", "move it away, then restore the note again"
         )
-    back = Note(
-        id=note.id,
-        ts=note.ts,
-        body=note.body,
-        tags=note.tags,
-        topics=note.topics,
-        extra={k: v for k, v in note.extra.items() if k not in ("archived", "archived_reason")},
-    )
+    back = replace(note, extra={k: v for k, v in note.extra.items() if k not in _ARCHIVE_KEYS})
     atomic_write(dest, back.to_text())
     crash.point("note.restored")
     note.path.unlink()

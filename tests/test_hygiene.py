@@ -163,6 +163,27 @@ def test_http_note_create_answers_409_with_the_duplicate(kf: Path) -> None:
             url, json={"text": "Spring tides follow the full moon", "allow_duplicate": True}
         )
         assert r.status_code == 201, r.text
+        # a replacement over HTTP: the old note leaves search unless asked for
+        r = s.http.post(
+            url,
+            json={"text": "Neap tides follow the half moon.", "supersedes": [nid], "ttl": "2w"},
+        )
+        assert r.status_code == 201, r.text
+        newer = r.json()
+        assert newer["supersedes"] == [nid] and newer["expires"] > newer["ts"]
+        search = f"/v1/{s.stack}/search"
+        q = {"q": "tides moon", "scope": "mem", "mode": "fts", "k": 10}
+        ids = {h["id"] for h in s.http.get(search, params=q).json()["hits"]}
+        assert nid not in ids and newer["id"] in ids, ids
+        ids = {
+            h["id"]
+            for h in s.http.get(search, params={**q, "include_superseded": "true"}).json()["hits"]
+        }
+        assert nid in ids, ids
+        r = s.http.get(search, params={**q, "recency": "ever"})
+        assert r.status_code == 400 and "half-life" in r.json()["error"], r.text
+        r = s.http.post(url, json={"text": "Tide note with a bad life.", "ttl": "a while"})
+        assert r.status_code == 400 and "--ttl" in r.json()["error"], r.text
     finally:
         s.stop()
 
