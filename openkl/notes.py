@@ -492,7 +492,6 @@ def archive(folder: Folder, note: Note, reason: str) -> Note:
     dest = _archived_path(folder, note)
     kept = replace(note, extra={**note.extra, "archived": iso(), "archived_reason": reason})
     atomic_write(dest, kept.to_text())  # the copy first: a crash leaves two, never none
-    crash.point("note.archived")
     note.path.unlink()
     _prune(folder.by_date_dir, note.path)
     events.emit(folder, "mem_archived", note=note.id, path=folder.rel(dest), reason=reason)
@@ -534,7 +533,6 @@ def restore(folder: Folder, note_id: str) -> Note:
         )
     back = replace(note, extra={k: v for k, v in note.extra.items() if k not in _ARCHIVE_KEYS})
     atomic_write(dest, back.to_text())
-    crash.point("note.restored")
     note.path.unlink()
     _prune(archive_dir(folder), note.path)
     events.emit(folder, "mem_restored", note=note.id, path=folder.rel(dest))
