@@ -41,6 +41,14 @@ class BadInput(OkError):
     """A file or value that cannot be used as given."""
 
 
+class Duplicate(BadInput):
+    """A new note repeats an existing one (`duplicate_of` is its id): nothing is written."""
+
+    def __init__(self, message: str, hint: str | None, duplicate_of: str) -> None:
+        super().__init__(message, hint)
+        self.duplicate_of = duplicate_of
+
+
 class EmptyDraft(BadInput):
     """A note written in the editor came back empty: nothing is saved."""
 

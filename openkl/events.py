@@ -5,7 +5,8 @@ else (not git-ignored). The log is append-only: a line, once written, is never r
 so `git diff` of the log only ever shows additions and `ok events --follow` can tail it.
 
 Types written by openkl: `ingested`, `drifted`, `refreshed`, `refresh_failed`, `removed`,
-`mem_added`, `mem_updated`, `mem_deleted`, `trigger_fired`, `trigger_exec_failed`.
+`mem_added`, `mem_updated`, `mem_deleted`, `mem_archived`,
+`mem_restored`, `trigger_fired`, `trigger_exec_failed`.
 """
 
 from __future__ import annotations

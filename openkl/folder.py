@@ -82,6 +82,13 @@ _SPAN_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 TIME_FORMS = "use e.g. 2026-01-31, 2026-01-31T08:00:00Z, 90m, 12h, 7d or 2w"
 
 
+def parse_span(value: str) -> dt.timedelta | None:
+    """A span such as `30m`, `12h`, `7d` or `2w` (None when `value` is not one); one too
+    long for a `timedelta` is an `OverflowError`."""
+    m = _SPAN.match(value.strip())
+    return dt.timedelta(seconds=int(m.group(1)) * _SPAN_SECONDS[m.group(2)]) if m else None
+
+
 def parse_time(value: str | None, option: str = "--since", end_of_day: bool = False) -> str | None:
     """An ISO date/time, or a span back from now (`30m`, `12h`, `7d`, `2w`), as UTC ISO.
 
@@ -91,10 +98,9 @@ def parse_time(value: str | None, option: str = "--since", end_of_day: bool = Fa
     if value is None:
         return None
     value = value.strip()
-    m = _SPAN.match(value)
-    if m:
+    if _SPAN.match(value):
         try:
-            when = utcnow() - dt.timedelta(seconds=int(m.group(1)) * _SPAN_SECONDS[m.group(2)])
+            when = utcnow() - (parse_span(value) or dt.timedelta())
         except (OverflowError, ValueError):
             raise UsageError(
                 f"{option} {value!r} reaches back before the year 1", TIME_FORMS

@@ -214,6 +214,10 @@ def index_docs(
     return len(p.chunks)
 
 
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [] if value is None else [value]
+
+
 def note_row(folder: Folder, n: notes_mod.Note) -> NoteRow:
     assert n.path is not None
     return {
@@ -226,6 +230,11 @@ def note_row(folder: Folder, n: notes_mod.Note) -> NoteRow:
         "topics": n.topics,
         "body_start": n.body_start,
         "body_end": n.body_start + len(n.body),
+        "expires": str(n.extra.get("expires") or ""),
+        "supersedes": [str(i) for i in n.extra.get("supersedes") or []],
+        "derived_notes": [
+            str(i) for i in _as_list(n.extra.get("derived_from")) if notes_mod.NOTE_ID.match(str(i))
+        ],
     }
 
 

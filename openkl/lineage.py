@@ -99,6 +99,11 @@ def _neighbours(
         out += [("DERIVED_FROM", "chunk", i) for i in g.note_source_chunks(nid)]
         out += [("DERIVED_FROM", "doc", i) for i in g.note_source_docs(nid)]
         out += _note_sources(folder, g, nid)
+        out += [("SUPERSEDES", "memory", i) for i in g.older_notes(nid)]
+        out += [("DERIVED_FROM", "memory", i) for i in g.note_source_notes(nid)]
+    if kind == "memory" and down:
+        out += [("SUPERSEDED_BY", "memory", i) for i in g.newer_notes(nid)]
+        out += [("DERIVED_BY", "memory", i) for i in g.notes_derived_from_note(nid)]
     if kind == "chunk":
         if up:
             out += [("PART_OF", "doc", i) for i in g.docs_of_chunk(nid)]
@@ -223,6 +228,8 @@ def link_derived(g: GraphStore, notes: list[notes_mod.Note]) -> None:
     for n in notes:
         for ref in n.extra.get("derived_from") or []:
             ref = str(ref)
+            if notes_mod.NOTE_ID.match(ref):
+                continue  # another note: `link_note_refs` below
             chunks = [ref] if "#" in ref and g.has_chunk(ref) else []
             span = re.fullmatch(r"([0-9a-f]{16})#char(\d+)-(\d+)", ref)
             if span and not chunks:
@@ -231,3 +238,4 @@ def link_derived(g: GraphStore, notes: list[notes_mod.Note]) -> None:
                 g.link_note_to_chunk(n.id, c)
             if not chunks:
                 g.link_note_to_doc(n.id, ref.split("#")[0])
+    g.link_note_refs()

@@ -29,7 +29,7 @@ from pydantic import Field
 
 from . import indexer, ops
 from . import notes as notes_mod
-from .errors import BadInput, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
+from .errors import BadInput, Duplicate, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
 from .folder import MAX_PATH, Folder, open_folder, shown, stacks_of
 from .ops import safe_path
 
@@ -48,6 +48,17 @@ StackArg = Annotated[
 ScopeArg = Annotated[
     Literal["all", "mem", "store"],
     Field(description="Where to look: all, mem (memory notes) or store (documents)."),
+]
+RecencyArg = Annotated[
+    str | None,
+    Field(
+        description="Favour newer items: a half-life such as 90d, 12h or 2w, or off "
+        "(default search.recency, off)."
+    ),
+]
+IncludeSupersededArg = Annotated[
+    bool,
+    Field(description="Also notes that a newer note supersedes (left out by default)."),
 ]
 SinceArg = Annotated[
     str | None,
@@ -286,6 +297,8 @@ class KnowledgeServer:
         since: str | None = None,
         until: str | None = None,
         min_score: float | None = None,
+        include_superseded: bool = False,
+        recency: str | None = None,
     ) -> dict[str, Any]:
         st = self.stack(stack)
         res = ops.search(
@@ -302,6 +315,8 @@ class KnowledgeServer:
             until=until,
             min_score=min_score,
             graph=self._reader(st, tool),
+            include_superseded=include_superseded,
+            recency=recency,
         )
         out: dict[str, Any] = {
             "stack": st.name,
@@ -347,13 +362,29 @@ class KnowledgeServer:
                 "search.min_score; 0 shows the nearest anyway).",
             ),
         ] = None,
+        include_superseded: IncludeSupersededArg = False,
+        recency: RecencyArg = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Hybrid (BM25 + vector) search over memory notes and documents. Each hit is a cite
         object: type, id, path, loc (char span), quote, context, source, score, rank. When
-        nothing in the folder is near the query, `results` is empty and `message` says so."""
+        nothing in the folder is near the query, `results` is empty and `message` says so.
+        Expired notes, and notes a newer note supersedes, are left out."""
         return self._search(
-            "search", query, k, scope, mode, tags, topics, path, stack, since, until, min_score
+            "search",
+            query,
+            k,
+            scope,
+            mode,
+            tags,
+            topics,
+            path,
+            stack,
+            since,
+            until,
+            min_score,
+            include_superseded,
+            recency,
         )
 
     def mem_search(
@@ -368,11 +399,26 @@ class KnowledgeServer:
         ] = None,
         since: SinceArg = None,
         until: UntilArg = None,
+        include_superseded: IncludeSupersededArg = False,
+        recency: RecencyArg = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
-        """Search memory notes only (hybrid). Hits are cite objects of type `memory`."""
+        """Search memory notes only (hybrid). Hits are cite objects of type `memory`.
+        Expired notes, and notes a newer note supersedes, are left out."""
         return self._search(
-            "mem_search", query, k, "mem", None, tags, topics, None, stack, since, until
+            "mem_search",
+            query,
+            k,
+            "mem",
+            None,
+            tags,
+            topics,
+            None,
+            stack,
+            since,
+            until,
+            include_superseded=include_superseded,
+            recency=recency,
         )
 
     def store_search(
@@ -399,16 +445,46 @@ class KnowledgeServer:
         text: Annotated[str, Field(description="The note's text (markdown).")],
         tags: Annotated[list[str] | None, Field(description="Tags.")] = None,
         topics: Annotated[list[str] | None, Field(description="Topics.")] = None,
+        allow_duplicate: Annotated[
+            bool,
+            Field(description="Write it even when it repeats a live note (default: refused)."),
+        ] = False,
+        supersedes: Annotated[
+            list[str] | None,
+            Field(
+                description="Ids of the notes this one replaces: they leave search and ask, "
+                "and stay in lineage."
+            ),
+        ] = None,
+        ttl: Annotated[
+            str | None,
+            Field(description="Expire the note after this long: 12h, 30d or 2w."),
+        ] = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Write a memory note (a markdown file under memories/by_date/) and index it.
-        Returns the note with its id (m-YYYYMMDD-xxxx) and path."""
+        Returns the note with its id (m-YYYYMMDD-xxxx) and path. A note that repeats a live
+        one is refused ("duplicate of m-…") and nothing is written."""
         st = self.stack(stack)
         f = st.folder
-        with self._writing(st, "mem_add"):
-            note = ops.add_note(
-                f, text, notes_mod.clean_labels(tags), notes_mod.clean_labels(topics), via="mcp"
+        try:
+            with self._writing(st, "mem_add"):
+                note = ops.add_note(
+                    f,
+                    text,
+                    notes_mod.clean_labels(tags),
+                    notes_mod.clean_labels(topics),
+                    via="mcp",
+                    allow_duplicate=allow_duplicate,
+                    supersedes=supersedes,
+                    ttl=ttl,
+                )
+        except Duplicate as e:
+            e.hint = (
+                f"read it as the resource ok://{st.name}/memory/{e.duplicate_of}; "
+                "pass allow_duplicate=true to write it anyway"
             )
+            raise
         return {"stack": st.name, **note.as_dict(f)}
 
     def store_ingest(
@@ -671,11 +747,14 @@ class KnowledgeServer:
             ),
         ] = None,
         scope: ScopeArg = "all",
+        include_superseded: IncludeSupersededArg = False,
+        recency: RecencyArg = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Answer a question from the folder with [N] markers; `citations` holds the cite
         object of every [N] (its `n`). Uses the configured LLM, else an extractive answer of
-        the best matching sentences. Says so when the folder does not hold the answer."""
+        the best matching sentences. Says so when the folder does not hold the answer.
+        Expired notes, and notes a newer note supersedes, are left out."""
         st = self.stack(stack)
         res = ops.ask(
             st.folder,
@@ -684,6 +763,8 @@ class KnowledgeServer:
             scope=scope,
             max_k=st.folder.setting("mcp.max_k"),
             graph=self._reader(st, "ask"),  # not held while the LLM answers
+            include_superseded=include_superseded,
+            recency=recency,
         )
         return {"stack": st.name, **res}
 

@@ -15,7 +15,7 @@ import re
 import secrets
 import string
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -104,9 +104,30 @@ def _frontmatter(text: str, where: str) -> tuple[dict[str, Any], int]:
     return meta, m.end()
 
 
+def expiry(value: Any, where: str) -> str:
+    """An `expires:` value (a date, a date and time) as UTC ISO; anything else is a
+    `BadInput` naming `where`."""
+    if isinstance(value, dt.datetime):
+        return iso(value if value.tzinfo else value.replace(tzinfo=dt.UTC))
+    if isinstance(value, dt.date):
+        return f"{value.isoformat()}T00:00:00Z"
+    try:
+        when = dt.datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise BadInput(
+            f"{where}: `expires: {value}` is not a date",
+            "write e.g. `expires: 2026-12-31` or `expires: 2026-12-31T18:00:00Z`",
+        ) from None
+    return iso(when if when.tzinfo else when.replace(tzinfo=dt.UTC))
+
+
 def parse_note(text: str, where: str = "note", path: Path | None = None) -> Note:
     """Parse a note file's text; broken frontmatter is a `BadInput` naming the file."""
     meta, body_start = _frontmatter(text, where)
+    if meta.get("expires") not in (None, ""):
+        meta["expires"] = expiry(meta["expires"], where)
+    if "supersedes" in meta:
+        meta["supersedes"] = _str_list(meta["supersedes"], "supersedes", where)
     note_id = str(meta.pop("id", "") or "") or (path.stem if path else "")
     if not note_id:
         raise BadInput(f"{where}: note has no id", "add `id: m-YYYYMMDD-xxxx` to the frontmatter")
@@ -180,6 +201,15 @@ def _check_utf8(text: str) -> None:
         ) from None
 
 
+def check_text(text: str) -> None:
+    """A `BadInput` unless `text` can be a note: not empty, no NUL bytes, valid UTF-8."""
+    if not text.strip():
+        raise BadInput("the note is empty", "pass some text, or `-` to read it from stdin")
+    if "\x00" in text:
+        raise BadInput("the note contains NUL bytes", "pass plain text")
+    _check_utf8(text)
+
+
 def add(
     folder: Folder,
     text: str,
@@ -188,11 +218,7 @@ def add(
     extra: dict[str, Any] | None = None,
 ) -> Note:
     """Write a new note file and return it (the caller indexes it)."""
-    if not text.strip():
-        raise BadInput("the note is empty", "pass some text, or `-` to read it from stdin")
-    if "\x00" in text:
-        raise BadInput("the note contains NUL bytes", "pass plain text")
-    _check_utf8(text)
+    check_text(text)
     now = utcnow()
     while True:
         nid = new_id(now)
@@ -433,12 +459,96 @@ def delete(folder: Folder, note_id: str) -> Note:
     assert note.path is not None
     note.path.unlink()
     crash.point("note.deleted")
-    for d in (note.path.parent, note.path.parent.parent):
-        if d != folder.by_date_dir and d.exists() and not any(d.iterdir()):
-            d.rmdir()
+    _prune(folder.by_date_dir, note.path)
     events.emit(folder, "mem_deleted", note=note.id, path=folder.rel(note.path))
     _relink(folder, note.path, note.topics + note.tags, [])
     return note
+
+
+def _prune(top: Path, path: Path) -> None:
+    """Remove the empty day and month folders above `path` (not `top` itself)."""
+    for d in (path.parent, path.parent.parent):
+        if d != top and d.exists() and not any(d.iterdir()):
+            d.rmdir()
+
+
+_ARCHIVE_KEYS = ("archived", "archived_reason")
+
+
+def archive_dir(folder: Folder) -> Path:
+    return folder.memories_dir / "archive"
+
+
+def _archived_path(folder: Folder, note: Note) -> Path:
+    assert note.path is not None
+    return archive_dir(folder) / note.path.relative_to(folder.by_date_dir)
+
+
+def archive(folder: Folder, note: Note, reason: str) -> Note:
+    """Move a note's file to `memories/archive/` (same month and day folders), saying when
+    and why in its frontmatter; its topic links go. Nothing is deleted: `restore` brings
+    it back."""
+    assert note.path is not None
+    dest = _archived_path(folder, note)
+    kept = replace(note, extra={**note.extra, "archived": iso(), "archived_reason": reason})
+    atomic_write(dest, kept.to_text())  # the copy first: a crash leaves two, never none
+    note.path.unlink()
+    _prune(folder.by_date_dir, note.path)
+    events.emit(folder, "mem_archived", note=note.id, path=folder.rel(dest), reason=reason)
+    _relink(folder, note.path, note.topics + note.tags, [])
+    return read_note(dest, folder)
+
+
+def archived(folder: Folder) -> dict[str, Note]:
+    """The archived notes by id."""
+    top = archive_dir(folder)
+    found: dict[str, Note] = {}
+    for p in sorted(top.rglob("*.md")) if top.exists() else []:
+        with contextlib.suppress(BadInput, OSError):
+            n = read_note(p, folder)
+            found[n.id] = n
+    return found
+
+
+def restore(folder: Folder, note_id: str) -> Note:
+    """Bring an archived note back to `memories/by_date/` as it was before it was archived
+    (the caller indexes it)."""
+    notes = archived(folder)
+    hits = [n for nid, n in notes.items() if nid == note_id or nid.startswith(note_id)]
+    if not hits:
+        raise NotFound(
+            f"no archived note with id {shown(note_id)}",
+            "archived notes are the files under memories/archive/",
+        )
+    if len(hits) > 1:
+        raise BadInput(
+            f"id prefix {note_id} matches {len(hits)} archived notes", "give more of the id"
+        )
+    note = hits[0]
+    assert note.path is not None
+    dest = note_path(folder, note.id, note.ts)
+    if dest.exists():
+        raise BadInput(
+            f"{folder.rel(dest)} exists already", "move it away, then restore the note again"
+        )
+    back = replace(note, extra={k: v for k, v in note.extra.items() if k not in _ARCHIVE_KEYS})
+    atomic_write(dest, back.to_text())
+    note.path.unlink()
+    _prune(archive_dir(folder), note.path)
+    events.emit(folder, "mem_restored", note=note.id, path=folder.rel(dest))
+    _relink(folder, dest, [], back.topics + back.tags)
+    return read_note(dest, folder)
+
+
+def rewrite(folder: Folder, note: Note) -> Note:
+    """Save a changed note over its own file, its topic links moved (the caller indexes it)."""
+    assert note.path is not None
+    before = read_note(note.path, folder)
+    atomic_write(note.path, note.to_text())
+    crash.point("note.written")
+    events.emit(folder, "mem_updated", note=note.id, path=folder.rel(note.path))
+    _relink(folder, note.path, before.topics + before.tags, note.topics + note.tags)
+    return read_note(note.path, folder)
 
 
 def slug(label: str) -> str:

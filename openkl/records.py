@@ -149,6 +149,7 @@ class Cite(TypedDict):
     score: NotRequired[float]  # a hit: the fused score
     rank: NotRequired[int]  # a hit: its place in the results (1-based)
     signals: NotRequired[dict[str, Signal]]  # a hit with --explain: fts and vector
+    recency: NotRequired[float]  # a hit with --explain and recency on: its date's factor
     n: NotRequired[int]  # in an answer: the [N] marker the citation stands for
     retention_class: NotRequired[str]  # a kept citation: standard | keep | ephemeral
     history: NotRequired[list[CiteMove]]  # a kept citation: where `verify --update` moved it
@@ -1497,6 +1498,11 @@ class NoteRow(TypedDict):
     topics: list[str]
     body_start: int  # where the body starts in the note's file
     body_end: int
+    # when it leaves search (ISO, "" never), the notes it replaces and the notes it was
+    # distilled from: loaded with the note, not read back by `notes_by_id`
+    expires: NotRequired[str]
+    supersedes: NotRequired[list[str]]
+    derived_notes: NotRequired[list[str]]
 
 
 # -- rows the indexer loads into the graph -----------------------------------------------

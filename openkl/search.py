@@ -9,15 +9,16 @@ cite object that `ok cite verify` can check later.
 
 from __future__ import annotations
 
+import datetime as dt
 import fnmatch
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from .errors import UsageError
-from .folder import Folder, parse_time
+from .folder import Folder, iso, parse_span, parse_time, utcnow
 from .graph.protocol import GraphStore
 from .records import ChunkRow, Cite, CiteContext, NoteRow, Source, new_cite, note_title
 
@@ -37,6 +38,8 @@ class Filters:
     path: str | None = None
     since: str | None = None
     until: str | None = None
+    # notes another note supersedes are left out unless this is set (expired ones always)
+    include_superseded: bool = False
 
     @property
     def active(self) -> bool:
@@ -52,7 +55,14 @@ class Filters:
                 f"{since_name} {self.since} is later than {until_name} {self.until}",
                 "swap them, or drop one",
             )
-        return Filters(tags=self.tags, topics=self.topics, path=self.path, since=since, until=until)
+        return Filters(
+            tags=self.tags,
+            topics=self.topics,
+            path=self.path,
+            since=since,
+            until=until,
+            include_superseded=self.include_superseded,
+        )
 
 
 def check_counts(
@@ -107,8 +117,64 @@ class Ranked(TypedDict):
 
     table: str  # Chunk | MemoryNote
     id: str  # the chunk or note id
-    score: float  # the fused score
+    score: float  # the fused score (times the recency factor, when recency is on)
     signals: dict[str, Scored]  # by signal name: fts, vector
+    recency: NotRequired[float]  # the factor from the item's date, when recency is on
+
+
+@dataclass(frozen=True)
+class Recency:
+    """Newer items first, all else equal: the fused score times 0.5 ** (age / half_life),
+    never under `floor`, so an old item that matches well still shows."""
+
+    half_life: float  # seconds
+    floor: float
+
+    def factor(self, when: str, now: dt.datetime) -> float:
+        try:
+            then = dt.datetime.fromisoformat(when.replace("Z", "+00:00"))
+        except ValueError:
+            return 1.0  # undated: neither helped nor held back
+        if then.tzinfo is None:
+            then = then.replace(tzinfo=dt.UTC)
+        age = max(0.0, (now - then).total_seconds())
+        return max(self.floor, 0.5 ** (age / self.half_life))
+
+
+RECENCY_FORMS = "use a half-life such as 12h, 90d or 2w, or `off`"
+
+
+def recency_of(value: str | None, floor: float, option: str = "--recency") -> Recency | None:
+    """The `Recency` a half-life asks for (`90d`, `12h`, `2w`); None, "", `off` or `0`: none.
+    Anything else is a usage error naming `option`."""
+    if value is None or str(value).strip().lower() in ("", "off", "0", "none", "false"):
+        return None
+    try:
+        span = parse_span(str(value))
+    except OverflowError:
+        span = None
+    if span is None or span.total_seconds() <= 0:
+        raise UsageError(f"{option} {value!r} is not a half-life", RECENCY_FORMS)
+    if not 0.0 <= floor <= 1.0:
+        raise UsageError(f"search.recency_floor {floor} is out of range", "set it from 0 to 1")
+    return Recency(span.total_seconds(), floor)
+
+
+def _by_recency(g: GraphStore, hits: list[Ranked], recency: Recency) -> list[Ranked]:
+    """The fused hits with each score times its recency factor, best first again."""
+    chunks = g.chunks_by_id([h["id"] for h in hits if h["table"] == "Chunk"])
+    notes = g.notes_by_id([h["id"] for h in hits if h["table"] == "MemoryNote"])
+    now = utcnow()
+    for h in hits:
+        if h["table"] == "Chunk":
+            crow = chunks.get(h["id"])
+            when = str(crow.get("created_at") or "") if crow else ""
+        else:
+            nrow = notes.get(h["id"])
+            when = str(nrow.get("ts") or "") if nrow else ""
+        h["recency"] = round(recency.factor(when, now), 6)
+        h["score"] = h["score"] * h["recency"]
+    return sorted(hits, key=lambda h: (-h["score"], h["table"], h["id"]))
 
 
 def pool_size(k: int, filtered: bool = False) -> int:
@@ -133,6 +199,15 @@ def candidates(
     for items in lists.values():
         items.sort(key=lambda x: (-x[1], x[0]))
     return lists
+
+
+def _leave_out(lists: dict[str, list[tuple[Key, float]]], note_ids: set[str]) -> None:
+    """Drop these notes (expired or superseded) from every signal's candidates."""
+    if note_ids:
+        for name, items in lists.items():
+            lists[name] = [
+                x for x in items if not (x[0][0] == "MemoryNote" and x[0][1] in note_ids)
+            ]
 
 
 def best_cosine(lists: dict[str, list[tuple[Key, float]]]) -> float | None:
@@ -212,6 +287,7 @@ def search(
     fusion: Fusion | None = None,
     diversity: float = 0.0,
     min_score: float = 0.0,
+    recency: Recency | None = None,
 ) -> list[Cite]:
     """Search the folder; returns up to `k` cite objects, best first (none when the best
     passage is under `min_score`, see `find`)."""
@@ -229,6 +305,7 @@ def search(
         fusion=fusion,
         diversity=diversity,
         min_score=min_score,
+        recency=recency,
     ).hits
 
 
@@ -263,6 +340,7 @@ def find(
     fusion: Fusion | None = None,
     diversity: float = 0.0,
     min_score: float = 0.0,
+    recency: Recency | None = None,
 ) -> Found:
     """Search the folder: up to `k` cite objects, best first.
 
@@ -293,6 +371,8 @@ def find(
     qvec = embedder.embed_query(query) if mode != "fts" and embedder is not None else None
     n_cand = pool_size(k, filters.active)
     lists = candidates(g, query, qvec, mode, scope, n_cand)
+    if scope in ("all", "mem"):
+        _leave_out(lists, g.hidden_notes(iso(utcnow()), not filters.include_superseded))
     best, keywords = best_cosine(lists), bool(lists["fts"])
     if mode == "vector" and no_good_match(best, keywords, min_score):
         # vector mode ran no BM25; whether the query's words occur still counts
@@ -300,6 +380,8 @@ def find(
     if no_good_match(best, keywords, min_score):
         return Found([], best, keywords, min_score)
     hits = fuse(lists, mode, fusion or Fusion.from_folder(folder))
+    if recency is not None:
+        hits = _by_recency(g, hits, recency)
     # one pass of per-document capping on ids alone; rows are fetched only for what can be
     # shown, or for every survivor when filters need them
     picked = first_per_doc(hits, per_doc, None if filters.active else (k * 4 if diversity else k))
@@ -329,6 +411,8 @@ def find(
                 n: {"score": s["score"], "rank": s["rank"], "norm": round(s["norm"], 6)}
                 for n, s in h["signals"].items()
             }
+            if "recency" in h:
+                cite["recency"] = h["recency"]
         results.append(cite)
         if len(results) >= k:
             break

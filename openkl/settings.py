@@ -184,6 +184,21 @@ DECLARED: tuple[Setting, ...] = (
     ),
     _s("search.per_doc", 1, int, "Hits per document when `--per-doc` is not given."),
     _s(
+        "search.recency",
+        None,
+        str,
+        "Half-life (e.g. 90d) by which search and ask favour newer documents and notes when "
+        "`--recency` is not given (unset or `off`: no recency).",
+        nullable=True,
+    ),
+    _s(
+        "search.recency_floor",
+        0.4,
+        float,
+        "The least recency factor, however old the item (0-1), so that an old item that "
+        "matches well still shows (tuned on bench/recency.py's own facts).",
+    ),
+    _s(
         "search.fusion",
         "wsum",
         str,
@@ -200,6 +215,20 @@ DECLARED: tuple[Setting, ...] = (
         "No good match (no hits; `ok search` exits 1) when none of the query's words occur "
         "and no passage's cosine similarity to it reaches this; `--min-score` overrides, "
         "0 turns it off (tuned on SciFact train: bench/nomatch.py).",
+    ),
+    # memory notes
+    _s(
+        "mem.duplicate_similarity",
+        0.9,
+        float,
+        "A new note whose vector's cosine similarity to a live note reaches this is a "
+        "duplicate (`ok mem add` refuses it, `ok mem dedupe` merges it; 0-1).",
+    ),
+    _s(
+        "mem.duplicate_text",
+        0.8,
+        float,
+        "Likewise for the similarity of the texts, case and spacing aside (0-1).",
     ),
     # the writer lock and the graph
     _s("lock_timeout", 30.0, float, "Seconds a writer waits for the folder's writer lock."),

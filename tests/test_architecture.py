@@ -54,6 +54,7 @@ LAYERS = [
     {
         "openkl.entities",
         "openkl.lineage",
+        "openkl.hygiene",
         "openkl.links",
         "openkl.triggers",
         "openkl.drift",

@@ -244,7 +244,7 @@ def test_readers_keep_working_through_a_stream_of_writes(example_kf: Path, monke
     monkeypatch.setenv("OK_LOCK_TIMEOUT", "60")
     script = (
         "for i in 1 2 3 4 5 6; do "
-        f'{OK_BIN} mem add "stream note $i about lighthouses" >/dev/null || exit 1; done'
+        f'{OK_BIN} mem add --allow-duplicate "stream note $i about lighthouses" >/dev/null || exit 1; done'
     )
     writer = subprocess.Popen(
         ["bash", "-c", script], env={**os.environ}, stderr=subprocess.PIPE, text=True

@@ -89,7 +89,7 @@ def test_full_tmpfs(small_fs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
         src.write_text(f"# Tide {i}\n\nThe tide table number {i} is kept here.\n")
         docs[f"tide{i}.ok.md"] = src.read_text()
         for args in (
-            ("mem", "add", f"Note {i} written with {leave} bytes free."),
+            ("mem", "add", "--allow-duplicate", f"Note {i} written with {leave} bytes free."),
             ("store", "ingest", str(src)),
         ):
             r = run_ok(*args)

@@ -165,7 +165,8 @@ def test_create_accepts_persisted_citations_notes_and_docs(example_kf: Path) -> 
     assert note["citations"][0]["id"] == cid
     fm = _frontmatter(example_kf, note["path"])
     assert fm["derived_from"] == [hit["id"], note_hit["id"], doc["id"]]
-    assert _derived(note["id"]) == sorted([hit["id"], doc["id"]])  # notes are not Doc/Chunk
+    # a distilled note is DERIVED_FROM the chunk, the document and the other note alike
+    assert _derived(note["id"]) == sorted([hit["id"], doc["id"], note_hit["id"]])
 
 
 @pytest.mark.parametrize(

@@ -262,7 +262,11 @@ def test_cli_writes_while_the_server_runs(example_kf: Path) -> None:
         ids: list[str] = []
 
         async def add(i: int) -> None:
-            ids.append((await call(c, "mem_add", text=f"Parallel note number {i}."))["id"])
+            ids.append(
+                (await call(c, "mem_add", text=f"Parallel note number {i}.", allow_duplicate=True))[
+                    "id"
+                ]
+            )
 
         async with anyio.create_task_group() as tg:
             for i in range(4):

@@ -140,7 +140,8 @@ def test_reads_run_while_notes_are_written(server: Server) -> None:
     try:
         for i in range(6):
             r = server.http.post(
-                f"/v1/{server.stack}/notes", json={"text": f"Tide table entry {i}."}
+                f"/v1/{server.stack}/notes",
+                json={"text": f"Tide table entry {i}.", "allow_duplicate": True},
             )
             assert r.status_code == 201, r.text
             ids.append(r.json()["id"])
@@ -231,7 +232,9 @@ def test_serve_refuses_a_port_in_use(example_kf: Path) -> None:
 def test_a_killed_server_leaves_a_folder_the_next_command_repairs(example_kf: Path) -> None:
     s = Server(example_kf)
     for i in range(3):
-        assert s.http.post(f"/v1/{s.stack}/notes", json={"text": f"Buoy {i} is green."}).status_code
+        assert s.http.post(
+            f"/v1/{s.stack}/notes", json={"text": f"Buoy {i} is green.", "allow_duplicate": True}
+        ).status_code
     s.stop(signal.SIGKILL)
     assert (example_kf / ".ok/serve.json").exists()  # the killed server's claim stays
     r = run_ok("sync", "--json")

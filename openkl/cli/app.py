@@ -19,7 +19,7 @@ from ..errors import OkError
 from ..records import Status, SyncProblem
 from . import completion, output
 from .argv import OWN_C, OWN_ROOT, ROOT_FLAGS, command_at
-from .common import folder, split_labels, writing
+from .common import IncludeSupersededOpt, RecencyOpt, folder, split_labels, writing
 from .output import FormatOpt, JsonOpt, emit, is_tty, state, styled
 
 
@@ -406,6 +406,8 @@ def search(
     ),
     explain: bool = typer.Option(False, "--explain", help="Per-signal scores and ranks."),
     show_query: bool = typer.Option(False, "--show-query", help="Print the Cypher run (stderr)."),
+    include_superseded: bool = IncludeSupersededOpt,
+    recency: str | None = RecencyOpt,
     json_: bool = JsonOpt,
     fmt: str | None = FormatOpt,
 ) -> None:
@@ -436,6 +438,8 @@ def search(
         check_stale=True,
         remember=True,
         names=("-k", "--per-doc", "--since", "--until"),
+        include_superseded=include_superseded,
+        recency=recency,
     )
     show_hits(res, json_, explain, fmt)
 

@@ -8,7 +8,7 @@ import typer
 
 from ..records import Answer
 from . import output
-from .common import folder
+from .common import IncludeSupersededOpt, RecencyOpt, folder
 from .output import JsonOpt, emit
 
 
@@ -24,6 +24,8 @@ def ask(
         False, "--no-llm", help="Extractive answer even when an LLM is configured."
     ),
     no_stream: bool = typer.Option(False, "--no-stream", help="Do not stream the answer."),
+    include_superseded: bool = IncludeSupersededOpt,
+    recency: str | None = RecencyOpt,
     json_: bool = JsonOpt,
 ) -> None:
     """Answer a question from notes and documents; every [N] maps to a cite object.
@@ -60,6 +62,8 @@ def ask(
         scope=scope,
         use_llm=not no_llm,
         on_token=on_token if streaming else None,
+        include_superseded=include_superseded,
+        recency=recency,
     )
     if streamed:
         sys.stdout.write("\n")

@@ -35,3 +35,16 @@ def split_labels(values: list[str] | None) -> list[str]:
 
 TagsOpt = typer.Option(None, "--tags", "--tag", "-t", help="Tag(s), comma-separated or repeated.")
 TopicsOpt = typer.Option(None, "--topics", "--topic", help="Topic(s), comma-separated or repeated.")
+IncludeSupersededOpt = typer.Option(
+    False,
+    "--include-superseded",
+    help="Also notes that a newer note supersedes (left out by default; expired notes are "
+    "always left out).",
+)
+RecencyOpt = typer.Option(
+    None,
+    "--recency",
+    metavar="HALF_LIFE",
+    help="Favour newer documents and notes: each score times 0.5^(age/HALF_LIFE), at least "
+    "search.recency_floor (e.g. 90d, 12h, 2w; `off`; default search.recency, off).",
+)

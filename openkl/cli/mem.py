@@ -12,7 +12,15 @@ import typer
 
 from ..errors import BadInput, EmptyDraft, OkError
 from . import completion, output
-from .common import TagsOpt, TopicsOpt, folder, split_labels, writing
+from .common import (
+    IncludeSupersededOpt,
+    RecencyOpt,
+    TagsOpt,
+    TopicsOpt,
+    folder,
+    split_labels,
+    writing,
+)
 from .output import FormatOpt, JsonOpt, emit, emit_records
 
 if TYPE_CHECKING:
@@ -51,6 +59,27 @@ def add(
         ".ok/drafts/ after a failed save; with --edit, open it first.",
         dir_okay=False,
     ),
+    allow_duplicate: bool = typer.Option(
+        False,
+        "--allow-duplicate",
+        help="Write the note even when it repeats a live note (see mem.duplicate_similarity "
+        "and mem.duplicate_text).",
+    ),
+    supersedes: list[str] = typer.Option(
+        None,
+        "--supersedes",
+        metavar="ID",
+        help="The note this one replaces (repeatable): it leaves search and ask "
+        "(`--include-superseded` brings it back) and stays in `ok graph lineage`.",
+        autocompletion=completion.note_ids,
+    ),
+    ttl: str = typer.Option(
+        None,
+        "--ttl",
+        metavar="SPAN",
+        help="The note expires after this long (12h, 30d, 2w): it then leaves search and "
+        "ask, and `ok mem gc` archives it.",
+    ),
     json_: bool = JsonOpt,
 ) -> None:
     """Add a note (memories/by_date/YYYY-MM/DD/<id>.md) and index it.
@@ -58,6 +87,10 @@ def add(
     In the editor the note starts from a template, as `git commit` does: frontmatter to fill
     (title, tags, topics or any other key), the text, and `#` lines below a scissors line
     that are removed. An empty note aborts and writes nothing.
+
+    A note that repeats a live note (nearly the same text or meaning) is refused with the
+    id it duplicates, and nothing is written, unless --allow-duplicate is given. In the
+    frontmatter, `supersedes:` and `expires:` (a date) do what --supersedes and --ttl do.
     """
     f = folder()
     if from_ is not None and text is not None:
@@ -68,13 +101,31 @@ def add(
         else:
             text = "-"  # piped in, as `echo x | ok mem add`
     if edit or from_ is not None:
-        note = _add_drafted(f, text, split_labels(tags), split_labels(topics), edit, from_)
+        note = _add_drafted(
+            f,
+            text,
+            split_labels(tags),
+            split_labels(topics),
+            edit,
+            from_,
+            allow_duplicate,
+            split_labels(supersedes),
+            ttl,
+        )
     else:
         body = _text_arg(text)
         with writing(f, "ok mem add"):
             from .. import ops  # imported when used: `ok --help` stays light
 
-            note = ops.add_note(f, body, split_labels(tags), split_labels(topics))
+            note = ops.add_note(
+                f,
+                body,
+                split_labels(tags),
+                split_labels(topics),
+                allow_duplicate=allow_duplicate,
+                supersedes=split_labels(supersedes),
+                ttl=ttl,
+            )
     emit(note.as_dict(f), json_, plain=lambda d: d["id"])
 
 
@@ -85,6 +136,9 @@ def _add_drafted(
     topics: list[str],
     edit: bool,
     source: Path | None,
+    allow_duplicate: bool = False,
+    supersedes: list[str] | None = None,
+    ttl: str | None = None,
 ) -> Note:
     """A note written in the editor or read from a draft file. The editor's text is kept
     in a file under .ok/drafts/ until the note is saved, so a failed save loses nothing."""
@@ -146,6 +200,9 @@ def _add_drafted(
                 notes.clean_labels(d.topics + topics),
                 extra=d.extra,
                 draft=draft,
+                allow_duplicate=allow_duplicate,
+                supersedes=supersedes,
+                ttl=ttl,
             )
     except OkError as e:
         if draft is not None and draft.exists():  # not saved: say where the text is
@@ -245,6 +302,8 @@ def search(
         "similarity to the query reaches X (0-1; default search.min_score; 0: off).",
     ),
     explain: bool = typer.Option(False, "--explain"),
+    include_superseded: bool = IncludeSupersededOpt,
+    recency: str | None = RecencyOpt,
     json_: bool = JsonOpt,
     fmt: str | None = FormatOpt,
 ) -> None:
@@ -268,6 +327,8 @@ def search(
         check_stale=True,
         remember=True,
         names=("-k", "--per-doc", "--since", "--until"),
+        include_superseded=include_superseded,
+        recency=recency,
     )
     show_hits(res, json_, explain, fmt)
 
@@ -365,6 +426,83 @@ def topics(json_: bool = JsonOpt) -> None:
     with writing(f, "ok mem topics"):
         counts = ops.regenerate_topics(f)
     emit(counts, json_, plain=lambda c: "\n".join(f"{k}\t{v}" for k, v in c.items()))
+
+
+@app.command()
+def dedupe(
+    dry_run: bool = typer.Option(
+        False, "--dry-run", "-n", help="Only list the clusters that would be merged."
+    ),
+    json_: bool = JsonOpt,
+) -> None:
+    """Merge near-duplicate notes: each cluster into its oldest note.
+
+    The kept note gains every tag, topic and frontmatter list (citations, sources) of the
+    others and `merged_from`, their ids; the others move to memories/archive/, never
+    deleted (`ok mem restore ID` brings one back). Thresholds: mem.duplicate_similarity
+    and mem.duplicate_text.
+    """
+    from .. import ops
+
+    f = folder()
+    with writing(f, "ok mem dedupe"):
+        found = ops.dedupe_notes(f, dry_run=dry_run)
+    report = {"dry_run": dry_run, "clusters": [c.as_dict() for c in found]}
+
+    def plain(d: dict[str, Any]) -> str:
+        if not d["clusters"]:
+            return "no duplicate notes"
+        verb = "would merge" if dry_run else "merged"
+        return "\n".join(
+            f"{verb} {', '.join(c['merged_from'])} into {c['keep']}" for c in d["clusters"]
+        )
+
+    emit(report, json_, plain=plain)
+
+
+@app.command()
+def gc(
+    dry_run: bool = typer.Option(
+        False, "--dry-run", "-n", help="Only list the notes that would be archived."
+    ),
+    json_: bool = JsonOpt,
+) -> None:
+    """Move expired notes (`--ttl`, `expires:`) to memories/archive/, never deleting them.
+
+    An archived note keeps its frontmatter and says when and why it was archived; `ok mem
+    restore ID` brings it back.
+    """
+    from .. import ops
+
+    f = folder()
+    with writing(f, "ok mem gc"):
+        gone = ops.gc_notes(f, dry_run=dry_run)
+    report = {
+        "dry_run": dry_run,
+        "archived": [{"id": n.id, "expires": n.extra["expires"]} for n in gone],
+    }
+
+    def plain(d: dict[str, Any]) -> str:
+        if not d["archived"]:
+            return "no expired notes"
+        verb = "would archive" if dry_run else "archived"
+        return "\n".join(f"{verb} {n['id']} (expired {n['expires']})" for n in d["archived"])
+
+    emit(report, json_, plain=plain)
+
+
+@app.command()
+def restore(
+    note_id: str = typer.Argument(..., help="Id (or unique prefix) of an archived note."),
+    json_: bool = JsonOpt,
+) -> None:
+    """Bring a note back from memories/archive/ and index it again."""
+    from .. import ops
+
+    f = folder()
+    with writing(f, "ok mem restore"):
+        note = ops.restore_note(f, note_id)
+    emit(note.as_dict(f), json_, plain=lambda d: d["id"])
 
 
 @app.command()

@@ -37,7 +37,7 @@ from .lineage import LineageQueries
 from .links import LinkQueries
 from .versions import VersionQueries
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 DB_FILE = "graph.kz"
 
 
@@ -51,7 +51,8 @@ def schema(dim: int) -> list[str]:
         f" fts STRING, span_start INT64, span_end INT64, ord INT64, current BOOLEAN, vec FLOAT[{dim}])",
         f"CREATE NODE TABLE IF NOT EXISTS MemoryNote(id STRING PRIMARY KEY, path STRING,"
         f" sha256 STRING, text STRING, fts STRING, ts STRING, tags STRING[], topics STRING[],"
-        f" body_start INT64, body_end INT64, vec FLOAT[{dim}])",
+        f" body_start INT64, body_end INT64, vec FLOAT[{dim}], expires STRING,"
+        f" supersedes STRING[], derived_notes STRING[])",
         "CREATE NODE TABLE IF NOT EXISTS Entity(id STRING PRIMARY KEY, name STRING, type STRING,"
         " description STRING, confidence DOUBLE, aliases STRING[], docs STRING[],"
         " verified BOOLEAN, source_kind STRING, canonical BOOLEAN, ext_id STRING, extra STRING)",
@@ -62,15 +63,18 @@ def schema(dim: int) -> list[str]:
         "CREATE REL TABLE IF NOT EXISTS HAS_CHUNK(FROM Doc TO Chunk)",
         "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Chunk TO Entity, FROM MemoryNote TO Entity,"
         " confidence DOUBLE)",
+        # note to note (schema version 7): a note distilled from another, and one that
+        # replaces another; both also held as lists on MemoryNote, as its file has them
         "CREATE REL TABLE IF NOT EXISTS DERIVED_FROM(FROM MemoryNote TO Chunk,"
-        " FROM MemoryNote TO Doc)",
+        " FROM MemoryNote TO Doc, FROM MemoryNote TO MemoryNote)",
         "CREATE REL TABLE IF NOT EXISTS HAS_TOPIC(FROM MemoryNote TO Topic)",
         # `docs` is a JSON list: a list column on a relationship table makes Kùzu rewrite
         # the whole column at every checkpoint that follows a change to the table
         "CREATE REL TABLE IF NOT EXISTS RELATED(FROM Entity TO Entity, type STRING,"
         " confidence DOUBLE, evidence STRING, docs STRING, verified BOOLEAN,"
         " source_kind STRING, description STRING, ext_id STRING, extra STRING)",
-        "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Doc TO Doc, drift DOUBLE, ts STRING)",
+        "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Doc TO Doc, FROM MemoryNote TO"
+        " MemoryNote, drift DOUBLE, ts STRING)",
         # `[[…]]` links in notes (schema version 6): each note's titles and links (JSON
         # lists, as its file has them), and the edges they resolve to
         "CREATE NODE TABLE IF NOT EXISTS NoteRefs(id STRING PRIMARY KEY, titles STRING,"
@@ -920,10 +924,15 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
                 "body_start": [n["body_start"] for n in notes],
                 "body_end": [n["body_end"] for n in notes],
                 "vec": pa.FixedSizeListArray.from_arrays(flat, dim),
+                "expires": [n.get("expires", "") for n in notes],
+                "supersedes": [list(n.get("supersedes", [])) for n in notes],
+                "derived_notes": [list(n.get("derived_notes", [])) for n in notes],
             },
             types={
                 "tags": pa.list_(pa.string()),
                 "topics": pa.list_(pa.string()),
+                "supersedes": pa.list_(pa.string()),
+                "derived_notes": pa.list_(pa.string()),
                 "body_start": pa.int64(),
                 "body_end": pa.int64(),
             },

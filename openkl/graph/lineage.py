@@ -177,3 +177,69 @@ class LineageQueries(Queries):
             "MATCH (m:MemoryNote {id: $m}), (d:Doc {id: $d}) MERGE (m)-[:DERIVED_FROM]->(d)",
             {"m": note_id, "d": doc_id},
         )
+
+    # -- note to note: SUPERSEDES and DERIVED_FROM from the lists on MemoryNote ----------
+    def link_note_refs(self) -> None:
+        """Make the missing note-to-note edges that notes' `supersedes` and `derived_notes`
+        lists name (kept once; a named note not in the graph gets none until it is)."""
+        self.query(
+            "MATCH (n:MemoryNote) WHERE size(n.supersedes) > 0 UNWIND n.supersedes AS oid"
+            " MATCH (o:MemoryNote {id: oid}) WHERE o.id <> n.id"
+            " AND NOT (n)-[:SUPERSEDES]->(o) CREATE (n)-[:SUPERSEDES {drift: 0.0, ts: n.ts}]->(o)"
+        )
+        self.query(
+            "MATCH (n:MemoryNote) WHERE size(n.derived_notes) > 0 UNWIND n.derived_notes AS oid"
+            " MATCH (o:MemoryNote {id: oid}) WHERE o.id <> n.id"
+            " AND NOT (n)-[:DERIVED_FROM]->(o) CREATE (n)-[:DERIVED_FROM]->(o)"
+        )
+
+    def _note_ends(self, pattern: str, note_id: str) -> list[str]:
+        return sorted(r["id"] for r in self.query(pattern, {"id": note_id}))
+
+    def older_notes(self, note_id: str) -> list[str]:
+        """The notes this note supersedes."""
+        return self._note_ends(
+            "MATCH (:MemoryNote {id: $id})-[:SUPERSEDES]->(o:MemoryNote) RETURN o.id AS id",
+            note_id,
+        )
+
+    def newer_notes(self, note_id: str) -> list[str]:
+        """The notes that supersede this note."""
+        return self._note_ends(
+            "MATCH (n:MemoryNote)-[:SUPERSEDES]->(:MemoryNote {id: $id}) RETURN n.id AS id",
+            note_id,
+        )
+
+    def note_source_notes(self, note_id: str) -> list[str]:
+        """The notes this note was derived from."""
+        return self._note_ends(
+            "MATCH (:MemoryNote {id: $id})-[:DERIVED_FROM]->(o:MemoryNote) RETURN o.id AS id",
+            note_id,
+        )
+
+    def notes_derived_from_note(self, note_id: str) -> list[str]:
+        """The notes derived from this note."""
+        return self._note_ends(
+            "MATCH (n:MemoryNote)-[:DERIVED_FROM]->(:MemoryNote {id: $id}) RETURN n.id AS id",
+            note_id,
+        )
+
+    def hidden_notes(self, now: str, superseded: bool = True) -> set[str]:
+        """Notes that leave search and ask: expired by `now` (ISO), and, with `superseded`,
+        those a note supersedes."""
+        ids = {
+            r["id"]
+            for r in self.query(
+                "MATCH (m:MemoryNote) WHERE m.expires <> '' AND m.expires <= $now"
+                " RETURN m.id AS id",
+                {"now": now},
+            )
+        }
+        if superseded:
+            ids |= {
+                r["id"]
+                for r in self.query(
+                    "MATCH (:MemoryNote)-[:SUPERSEDES]->(m:MemoryNote) RETURN DISTINCT m.id AS id"
+                )
+            }
+        return ids

@@ -168,6 +168,24 @@ class GraphStore(EntityStore, Protocol):
     def link_note_to_doc(self, note_id: str, doc_id: str) -> None:
         """Record that a note is derived from a whole document (kept once)."""
 
+    def link_note_refs(self) -> None:
+        """Make the note-to-note SUPERSEDES and DERIVED_FROM edges the notes name."""
+
+    def older_notes(self, note_id: str) -> list[str]:
+        """The notes this note supersedes."""
+
+    def newer_notes(self, note_id: str) -> list[str]:
+        """The notes that supersede this note."""
+
+    def note_source_notes(self, note_id: str) -> list[str]:
+        """The notes this note was derived from."""
+
+    def notes_derived_from_note(self, note_id: str) -> list[str]:
+        """The notes derived from this note."""
+
+    def hidden_notes(self, now: str, superseded: bool = True) -> set[str]:
+        """Notes expired by `now`, and (with `superseded`) notes another supersedes."""
+
     # -- links between notes (`[[…]]`) ------------------------------------------------
     def all_links(self) -> list[LinkEdge]:
         """Every link edge."""

@@ -61,9 +61,12 @@ from .knowledge import (
 )
 from .notes import (
     add_note,
+    dedupe_notes,
     delete_note,
+    gc_notes,
     note_for_editing,
     regenerate_topics,
+    restore_note,
     save_edited_note,
     update_note,
 )
@@ -125,7 +128,10 @@ __all__ = [
     "counts",
     "cypher",
     "decide_backfeed",
+    "dedupe_notes",
     "delete_note",
+    "gc_notes",
+    "restore_note",
     "describe",
     "distill_note",
     "distill_prompt",

@@ -12,6 +12,7 @@ from ..indexing import embedder
 from ..llm import config_from
 from ..records import Answer, Context
 from .read import Opener, reading
+from .search import recency_of
 
 # `ok context`'s defaults: passages retrieved, entities returned
 CONTEXT_K = 8
@@ -28,6 +29,8 @@ def ask(
     max_k: int | None = None,
     on_token: Callable[[str], None] | None = None,
     graph: Opener | None = None,
+    include_superseded: bool = False,
+    recency: str | None = None,
 ) -> Answer:
     """Answer `question` from the folder (see `ask.ask` for the result), with the
     configured LLM unless `use_llm` is false, else extractively. `k` defaults to ask.k
@@ -41,7 +44,16 @@ def ask(
         k = min(k, max_k)
     emb = embedder(folder)
     with reading(folder, graph) as g:
-        hits = ask_mod.retrieve(folder, g, question, k=k, scope=scope, embedder=emb)
+        hits = ask_mod.retrieve(
+            folder,
+            g,
+            question,
+            k=k,
+            scope=scope,
+            embedder=emb,
+            include_superseded=include_superseded,
+            recency=recency_of(folder, recency),
+        )
     return ask_mod.answer(
         folder,
         question,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import indexer, links
+from .. import hygiene, indexer, links
 from .. import notes as notes_mod
-from ..folder import Folder
+from ..folder import Folder, iso, utcnow
 from ..indexing import open_graph
 
 
@@ -19,11 +19,30 @@ def add_note(
     via: str | None = None,
     extra: dict[str, Any] | None = None,
     draft: Path | None = None,
+    allow_duplicate: bool = False,
+    supersedes: list[str] | None = None,
+    ttl: str | None = None,
 ) -> notes_mod.Note:
     """Write a memory note, index it and log it (`via` names the adapter in the log).
 
     `extra` are more frontmatter keys (a title, say); `draft` is the file the note was
-    written in, removed as soon as the note's own file is saved."""
+    written in, removed as soon as the note's own file is saved. A near duplicate of a
+    live note is a `Duplicate` error, and nothing is written, unless `allow_duplicate`.
+    `supersedes` are ids (or unique prefixes) of notes it replaces, which then leave
+    search and ask; `ttl` (`30d`, `12h`, `2w`) sets when it expires and leaves them."""
+    notes_mod.check_text(text)
+    extra = dict(extra or {})
+    replaced = notes_mod.clean_labels(
+        [str(i) for i in extra.pop("supersedes", None) or []] + (supersedes or [])
+    )
+    if replaced:
+        extra["supersedes"] = [notes_mod.find(folder, i).id for i in replaced]
+    if ttl is not None:
+        extra["expires"] = hygiene.expires_after(ttl)
+    elif extra.get("expires"):
+        extra["expires"] = notes_mod.expiry(extra["expires"], "the note's `expires:`")
+    if not allow_duplicate:
+        hygiene.refuse_duplicate(folder, text, frozenset(extra.get("supersedes") or []))
     note = notes_mod.add(folder, text, tags or [], topics or [], extra)
     if draft is not None:
         draft.unlink(missing_ok=True)
@@ -72,10 +91,60 @@ def save_edited_note(
 def delete_note(folder: Folder, note_id: str, via: str | None = None) -> notes_mod.Note:
     """Delete a note's file, take it out of the graph and log it."""
     note = notes_mod.delete(folder, note_id)
-    with open_graph(folder, write=True) as g:
-        indexer.remove_from_graph(folder, g, [], [note.id])
-        links.relink(g)  # a link to it by title may now name another note
+    _unindex(folder, [note.id])
     folder.log_op("mem.delete", ids=[note.id], **_via(via))
+    return note
+
+
+def _unindex(folder: Folder, note_ids: list[str]) -> None:
+    with open_graph(folder, write=True) as g:
+        indexer.remove_from_graph(folder, g, [], note_ids)
+        links.relink(g)  # a link to one by title may now name another note
+
+
+def dedupe_notes(
+    folder: Folder, dry_run: bool = False, via: str | None = None
+) -> list[hygiene.Cluster]:
+    """Merge each cluster of near-duplicate notes into its oldest note (which keeps every
+    tag, topic and frontmatter list of the others, and `merged_from`, their ids) and move
+    the others to `memories/archive/`; with `dry_run`, only say what would be merged. The
+    caller holds the writer lock."""
+    found = hygiene.clusters(folder)
+    if dry_run or not found:
+        return found
+    for c in found:
+        keep = notes_mod.rewrite(folder, hygiene.merged(c))
+        for n in c.absorbed:
+            notes_mod.archive(folder, n, f"merged into {keep.id}")
+        _unindex(folder, [n.id for n in c.absorbed])
+        indexer.index_note(folder, keep, replace=True)
+        folder.log_op(
+            "mem.dedupe", ids=[keep.id], merged_from=[n.id for n in c.absorbed], **_via(via)
+        )
+    return found
+
+
+def gc_notes(folder: Folder, dry_run: bool = False, via: str | None = None) -> list[notes_mod.Note]:
+    """Move expired notes to `memories/archive/`, frontmatter and all (never deleted;
+    `restore_note` brings one back); with `dry_run`, only say which. The caller holds the
+    writer lock."""
+    now = iso(utcnow())
+    gone = [n for n in notes_mod.scan(folder)[0].values() if hygiene.expired(n, now)]
+    gone.sort(key=lambda n: (n.ts, n.id))
+    if dry_run or not gone:
+        return gone
+    for n in gone:
+        notes_mod.archive(folder, n, f"expired {n.extra['expires']}")
+    _unindex(folder, [n.id for n in gone])
+    folder.log_op("mem.gc", ids=[n.id for n in gone], **_via(via))
+    return gone
+
+
+def restore_note(folder: Folder, note_id: str, via: str | None = None) -> notes_mod.Note:
+    """Bring an archived note back, index it and log it."""
+    note = notes_mod.restore(folder, note_id)
+    indexer.index_note(folder, note)
+    folder.log_op("mem.restore", ids=[note.id], **_via(via))
     return note
 
 

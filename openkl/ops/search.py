@@ -26,6 +26,7 @@ class SearchOptions:
     per_doc: int
     diversity: float
     min_score: float = 0.0
+    recency: search_mod.Recency | None = None
 
 
 def search_options(
@@ -36,6 +37,7 @@ def search_options(
     diverse: bool = False,
     names: tuple[str, str] = ("k", "per_doc"),
     min_score: float | None = None,
+    recency: str | None = None,
 ) -> SearchOptions:
     """Fill in the folder's defaults and check the counts (`names` are the adapter's names
     for k and per_doc, for the error message)."""
@@ -48,7 +50,19 @@ def search_options(
         per_doc=per_doc,
         diversity=folder.setting("search.diversity") if diverse else 0.0,
         min_score=folder.setting("search.min_score") if min_score is None else min_score,
+        recency=recency_of(folder, recency),
     )
+
+
+def recency_of(folder: Folder, value: str | None = None) -> search_mod.Recency | None:
+    """The recency a request asks for (`value`, e.g. `90d` or `off`), else search.recency."""
+    if value is None:
+        return search_mod.recency_of(
+            folder.setting("search.recency"),
+            folder.setting("search.recency_floor"),
+            "search.recency",
+        )
+    return search_mod.recency_of(value, folder.setting("search.recency_floor"))
 
 
 @dataclass(frozen=True)
@@ -96,22 +110,38 @@ def search(
     remember: bool = False,
     names: tuple[str, str, str, str] = ("k", "per_doc", "since", "until"),
     graph: Opener | None = None,
+    include_superseded: bool = False,
+    recency: str | None = None,
 ) -> SearchResult:
     """Hybrid search with the folder's defaults for what is not given (`max_k` clamps k:
     an adapter's cap); `names` are the adapter's names for k, per_doc, since and until,
     for error messages. `min_score` (default search.min_score) is the cosine similarity
     the best passage must reach when none of the query's words occur, else there is no
     good match and no hits; 0 turns it off. With `remember`, the hits' ids are kept so
-    that `locate` takes a rank for the last search."""
+    that `locate` takes a rank for the last search. Expired notes are left out, and so are
+    superseded ones unless `include_superseded`. `recency` is a half-life (`90d`) or `off`
+    (default search.recency)."""
     if k is None:
         k = folder.setting("search.k")
     if max_k is not None:
         k = min(k, max_k)
     opts = search_options(
-        folder, k, mode, per_doc, diverse, names=(names[0], names[1]), min_score=min_score
+        folder,
+        k,
+        mode,
+        per_doc,
+        diverse,
+        names=(names[0], names[1]),
+        min_score=min_score,
+        recency=recency,
     )
     flt = search_mod.Filters(
-        tags=tags or [], topics=topics or [], path=path, since=since, until=until
+        tags=tags or [],
+        topics=topics or [],
+        path=path,
+        since=since,
+        until=until,
+        include_superseded=include_superseded,
     ).normalized(names[2], names[3])
     emb = folder_embedder(folder)
     with reading(folder, graph) as g:
@@ -130,6 +160,7 @@ def search(
             embedder=emb,
             diversity=opts.diversity,
             min_score=opts.min_score,
+            recency=opts.recency,
         )
         queries = list(g.trace or []) if trace else []
     stale = check_stale and files_newer_than_index(folder)

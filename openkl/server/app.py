@@ -29,6 +29,7 @@ from starlette.routing import Route
 from .. import ops
 from ..errors import (
     BadInput,
+    Duplicate,
     IndexMismatch,
     LockBusy,
     NotFound,
@@ -63,6 +64,7 @@ class TimedOut(OkError):
 
 _STATUS: list[tuple[type[OkError], int]] = [
     (TimedOut, 504),
+    (Duplicate, 409),
     (Unauthorized, 401),
     (Forbidden, 403),
     (RateLimited, 429),
@@ -86,17 +88,24 @@ def _status(exc: OkError) -> int:
     return next((code for cls, code in _STATUS if isinstance(exc, cls)), 400)
 
 
-def _error(status: int, message: str, hint: str | None = None) -> JSONResponse:
+def _error(status: int, message: str, hint: str | None = None, **more: Any) -> JSONResponse:
     body: dict[str, Any] = {"error": message}
     if hint:
         body["hint"] = hint
-    return JSONResponse(body, status_code=status)
+    return JSONResponse({**body, **more}, status_code=status)
 
 
 class NoteIn(BaseModel):
     text: str = Field(min_length=1, description="The note's markdown body.")
     tags: list[str] = []
     topics: list[str] = []
+    allow_duplicate: bool = Field(
+        False, description="Write it even when it repeats a live note (else 409)."
+    )
+    supersedes: list[str] = Field(
+        [], description="Ids of the notes it replaces (they leave search and ask)."
+    )
+    ttl: str | None = Field(None, description="Expire the note after this long: 12h, 30d, 2w.")
 
 
 class BundleQuery:
@@ -132,6 +141,12 @@ class AskIn(BaseModel):
     k: int | None = Field(default=None, ge=1)
     scope: str = "all"
     llm: bool = Field(default=True, description="Use the configured LLM, if there is one.")
+    include_superseded: bool = Field(
+        default=False, description="Also notes that a newer note supersedes."
+    )
+    recency: str | None = Field(
+        default=None, description="Favour newer items: a half-life (90d) or off."
+    )
 
 
 class VerifyIn(BaseModel):
@@ -245,6 +260,8 @@ def create_app(
 
     @app.exception_handler(OkError)
     async def ok_error(request: Request, exc: OkError) -> JSONResponse:
+        if isinstance(exc, Duplicate):
+            return _error(_status(exc), exc.message, exc.hint, duplicate_of=exc.duplicate_of)
         return _error(_status(exc), exc.message, exc.hint)
 
     @app.exception_handler(RequestValidationError)
@@ -622,6 +639,12 @@ def create_app(
         until: str | None = None,
         per_doc: Annotated[int | None, Query(ge=1)] = None,
         explain: bool = False,
+        include_superseded: Annotated[
+            bool, Query(description="Also notes that a newer note supersedes.")
+        ] = False,
+        recency: Annotated[
+            str | None, Query(description="Favour newer items: a half-life (90d) or off.")
+        ] = None,
     ) -> dict[str, Any]:
         """Hybrid search: the same parameters and cite objects as `ok search --json`."""
         st = allow(request, stack, "read")
@@ -640,6 +663,8 @@ def create_app(
             per_doc=per_doc,
             explain=explain,
             graph=reader(st.folder),
+            include_superseded=include_superseded,
+            recency=recency,
         )
         metrics.search.labels(res.options.mode).observe(time.perf_counter() - started)
         body: dict[str, Any] = {"stack": st.name, "query": res.query, "hits": res.hits}
@@ -662,6 +687,8 @@ def create_app(
                 scope=body.scope,
                 use_llm=body.llm,
                 graph=reader(folder),
+                include_superseded=body.include_superseded,
+                recency=body.recency,
             )
         out: queue.Queue[tuple[str, Any]] = queue.Queue()
 
@@ -674,6 +701,8 @@ def create_app(
                     scope=body.scope,
                     use_llm=body.llm,
                     on_token=lambda t: out.put(("token", {"text": t})),
+                    include_superseded=body.include_superseded,
+                    recency=body.recency,
                 )
                 out.put(("answer", got))
             except OkError as e:
@@ -725,7 +754,16 @@ def create_app(
         """Write a note and index it."""
         st = allow(request, stack, "write")
         with st.writing("mem add"):
-            note = ops.add_note(st.folder, body.text, body.tags, body.topics, via="http")
+            note = ops.add_note(
+                st.folder,
+                body.text,
+                body.tags,
+                body.topics,
+                via="http",
+                allow_duplicate=body.allow_duplicate,
+                supersedes=body.supersedes,
+                ttl=body.ttl,
+            )
         return note.as_dict(st.folder)
 
     @app.get("/v1/{stack}/notes/{note_id}", tags=["notes"])
