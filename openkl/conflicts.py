@@ -21,6 +21,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 from .ask import sentences, stem
 from .citations import Files, make
@@ -56,6 +57,9 @@ _VALUE = re.compile(
 _WORD = re.compile(r"[^\W\d_](?:[\w'’-]*\w)?")
 
 
+_NO_CITE = cast(Cite, {})
+
+
 @dataclass(frozen=True)
 class _Said:
     """One sentence naming an entity."""
@@ -87,6 +91,13 @@ def _said(c: Cite, s: int, e: int, text: str, names: set[str]) -> _Said:
         stem(w) for w in raw if w not in _STOP and w not in _NEGATION and w not in names
     )
     return _Said(c, s, e, " ".join(text.split()), words, negated, _values(text))
+
+
+def disagree(a: str, b: str) -> bool:
+    """Whether two texts give different numbers or dates, or one negates and the other
+    does not: then they are no duplicates, however alike their words."""
+    x, y = _said(_NO_CITE, 0, 0, a, set()), _said(_NO_CITE, 0, 0, b, set())
+    return x.values != y.values or x.negated != y.negated
 
 
 def _overlap(a: frozenset[str], b: frozenset[str]) -> float:

@@ -4,7 +4,9 @@ afterwards; notes that are expired (`expires:`, set by `--ttl`) or superseded by
 
 Two notes are duplicates when their vectors' cosine similarity reaches
 `mem.duplicate_similarity` or their texts' similarity (case and spacing aside) reaches
-`mem.duplicate_text`.
+`mem.duplicate_text`, unless they give different numbers or dates or one negates the
+other (`conflicts.disagree`): such a note updates or contradicts the other, which
+`--supersedes` and `ok mem conflicts` are for.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 
 from . import notes as notes_mod
 from .citations import similarity
+from .conflicts import disagree
 from .errors import Duplicate, UsageError
 from .folder import Folder, iso, parse_span, utcnow
 from .indexing import embedder
@@ -72,6 +75,8 @@ def text_similarity(a: str, b: str) -> float:
 
 
 def _alike(a: str, b: str, cosine: float, t: Thresholds) -> bool:
+    if disagree(a, b):
+        return False  # a changed number or a negation: an update or a conflict, not a copy
     if cosine >= t.vector:
         return True
     pa, pb = _plain(a), _plain(b)

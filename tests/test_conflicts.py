@@ -10,13 +10,13 @@ from conftest import run_ok
 from openai_stub import chat_server
 
 
-def _add(text: str, now: str) -> str:
+def _add(text: str, now: str, *more: str) -> str:
     import os
 
     old = os.environ.get("OK_NOW")
     os.environ["OK_NOW"] = now
     try:
-        r = run_ok("mem", "add", text, "--json")
+        r = run_ok("mem", "add", text, "--json", *more)
     finally:
         if old is None:
             del os.environ["OK_NOW"]
@@ -24,6 +24,15 @@ def _add(text: str, now: str) -> str:
             os.environ["OK_NOW"] = old
     assert r.code == 0, r.err
     return str(r.json()["id"])
+
+
+def test_a_changed_number_or_a_negation_is_no_duplicate(kf: Path) -> None:
+    _add("The Benlow cluster runs 12 worker nodes.", "2026-11-01T10:00:00Z")
+    r = run_ok("mem", "add", "The Benlow cluster runs 12 worker nodes!")
+    assert r.code == 1 and "duplicate of m-" in r.err
+    # these say something else: an update to supersede with, or a conflict to list
+    _add("The Benlow cluster runs 20 worker nodes.", "2026-11-02T10:00:00Z")
+    _add("The Benlow cluster does not run 12 worker nodes.", "2026-11-03T10:00:00Z")
 
 
 @pytest.fixture
@@ -95,7 +104,12 @@ def test_passages_of_documents_take_part_with_in_all(notes: Path) -> None:
 
 def test_an_llm_judges_pairs_the_signals_miss(notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _add("The Calder service is written in Go.", "2026-11-07T10:00:00Z")
-    _add("The Calder service is written entirely in Rust.", "2026-11-08T10:00:00Z")
+    # alike enough to be refused as a copy of the first
+    _add(
+        "The Calder service is written entirely in Rust.",
+        "2026-11-08T10:00:00Z",
+        "--allow-duplicate",
+    )
     assert not any("Calder" in c["entity"] for c in run_ok("mem", "conflicts", "--json").json())
     reply = json.dumps({"conflict": True, "reason": "Go and Rust cannot both be the language"})
     monkeypatch.setenv("OK_LLM_MODEL", "stub-model")
