@@ -294,3 +294,47 @@ def test_a_claim_left_by_a_killed_server_without_restart_is_cleaned_by_any_comma
     r = run_cli("search", "gene editing", "-k", "1", cwd=example_kf)
     assert r.code == 0, r.err
     assert not (example_kf / ".ok" / "serve.json").exists() and not sock.exists()
+
+
+def test_a_stop_interrupts_a_routed_command_waiting_for_the_writer_lock(
+    example_kf: Path,
+) -> None:
+    """A routed `ok mem add` waits (up to a long lock timeout) while an HTTP upload writes;
+    SIGTERM lets the upload finish and ends the wait at once: the command exits as
+    interrupted, writes nothing, and the server exits 0 without waiting for the timeout."""
+    s = Server(example_kf)
+    got: dict[str, Any] = {}
+
+    def upload() -> None:
+        got["r"] = _add_doc(s, "harbour.md", _long_document(400))
+
+    t = threading.Thread(target=upload)
+    t.start()
+    _until(lambda: _lock_says(example_kf, "ok serve store ingest"), seconds=60)
+    text = "A routed note that waits for the writer lock."
+    said = example_kf.parent / "routed.err"
+    routed = subprocess.Popen(
+        [OK_BIN, "mem", "add", text],
+        cwd=example_kf,
+        stdout=subprocess.DEVNULL,
+        stderr=said.open("w"),
+        env={**os.environ, "OK_LOCK_TIMEOUT": "600", "OK_NO_PROGRESS": "1"},
+    )
+    try:
+        # said after a second of waiting
+        _until(lambda: "waiting for the writer lock" in said.read_text(), seconds=60)
+        asked = time.monotonic()
+        os.killpg(s.proc.pid, signal.SIGTERM)
+        # interrupted as Ctrl-C interrupts a command run alone: exit 130
+        assert routed.wait(timeout=60) == 130, said.read_text()
+        assert _dead(s) == 0, s.log.read_text()
+        assert time.monotonic() - asked < 60  # not the lock's 600 s
+    finally:
+        if routed.poll() is None:
+            routed.kill()
+            routed.wait(timeout=30)
+    t.join(timeout=60)
+    assert got["r"].status_code == 201, got
+    assert _note_state(example_kf, text) is None
+    assert run_ok("status", "--json").json()["in_sync"]
+    assert _doc_state(example_kf, "harbour.md", "harbour master logs ship berth cargo")

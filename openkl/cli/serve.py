@@ -152,7 +152,12 @@ def serve(
             watch=first.setting("serve.watch"), refresh_every=first.setting("serve.refresh_every")
         )
         print(f"serving {', '.join(stacks.by_name)} on {stacks.url} (Ctrl-C stops)", flush=True)
-        _run(api, sock, stacks.stopping)
+
+        def stopping() -> None:  # background threads, followers and routed commands end now
+            stacks.stopping()
+            router.stop()
+
+        _run(api, sock, stopping)
     finally:
         router.close()
         stacks.close()
