@@ -22,7 +22,7 @@ import httpx
 import pytest
 from conftest import OK_BIN, run_cli, run_ok
 from test_crash import NOW, fresh_rebuild, note_ids, provenance, snapshot
-from test_serve import Server, _until
+from test_serve import Server, _hand_written_note, _until
 
 from openkl.crash import CRASH_EXIT
 
@@ -145,6 +145,9 @@ def test_a_server_killed_at_a_crash_point_leaves_a_folder_the_next_command_repai
 ) -> None:
     monkeypatch.setenv("OK_NOW", NOW)  # the server's clock too: the states compared are equal
     spec = (NOTE_POINTS if kind == "note" else DOC_POINTS)[point]
+    # a note written by hand: the start-up sync indexes it, passing the points (paused) on
+    # its way, so that the crash comes in the request it is meant for
+    _hand_written_note(example_kf, "m-20260105-hand", "Sea urchins graze the kelp.")
     notes_before = note_ids(example_kf)
     s = Server(example_kf, env={"OK_CRASH_AT": spec, "OK_SERVE_WATCH": "0"})
     # one write of the other kind, acknowledged before the crash
@@ -158,6 +161,7 @@ def test_a_server_killed_at_a_crash_point_leaves_a_folder_the_next_command_repai
     _repaired(example_kf, tmp_path)
     # nothing acknowledged is lost, and what was under way is whole or gone
     assert notes_before <= note_ids(example_kf)
+    assert _note_state(example_kf, "Sea urchins graze the kelp.") == "m-20260105-hand"
     if kind == "note":
         assert _doc_state(example_kf, "lighthouses.md", "Lighthouse keepers Fresnel lenses")
         _note_state(example_kf, NOTE)
