@@ -485,8 +485,13 @@ class Folder:
         except (OSError, ValueError):
             info = {}
         pid = info.get("pid") if isinstance(info, dict) else None
-        if isinstance(pid, int) and (pid == os.getpid() or _is_server(pid)):
+        if isinstance(pid, int) and (pid == os.getpid() or _is_server(pid, info)):
             return info
+        # a killed server's claim, and the routing socket it left beside it
+        sock = info.get("socket") if isinstance(info, dict) else None
+        if isinstance(sock, str) and sock.endswith(".sock") and _is_socket(Path(sock)):
+            with contextlib.suppress(OSError):
+                Path(sock).unlink()
         with contextlib.suppress(FileNotFoundError):
             self.served_path.unlink()
         return None
@@ -537,13 +542,37 @@ def _leading_comments(lines: list[str]) -> list[str]:
     return out
 
 
-def _is_server(pid: int) -> bool:
-    """Process `pid` is alive and is an `ok serve` (not another process given its pid)."""
+def process_stamp(pid: int) -> dict[str, str] | None:
+    """What tells process `pid` from a later one given the same pid: this boot's id and the
+    process's start time (clock ticks since boot). None when there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+    # the command name (field 2) may hold spaces and parentheses: count after its last ")"
+    return {"boot_id": boot, "started": stat.rsplit(")", 1)[1].split()[19]}
+
+
+def _is_server(pid: int, claim: dict[str, Any]) -> bool:
+    """Process `pid` is alive and is the `ok serve` that wrote `claim`, not a later process
+    given its pid (after a kill, or a reboot)."""
     try:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return b"serve" in cmd
+    stamp = process_stamp(pid)
+    recorded = {k: claim.get(k) for k in ("boot_id", "started")}
+    return b"serve" in cmd and stamp is not None and recorded == stamp
+
+
+def _is_socket(path: Path) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISSOCK(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def stacks_of(folders: Sequence[Folder]) -> dict[str, Folder]:

@@ -896,7 +896,7 @@ class Status(TypedDict):
     lock: NotRequired[dict[str, Any] | None]  # always there: the writer lock's holder (its
     # lock file: pid, what, …), None when free
     server: NotRequired[dict[str, Any] | None]  # always there: the `ok serve` that owns the
-    # folder (.ok/serve.json: pid, url, since, socket), None when none does
+    # folder (.ok/serve.json: pid, boot_id, started, url, since, socket), None when none does
 
 
 class LineageNode(TypedDict):

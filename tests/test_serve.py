@@ -45,6 +45,7 @@ class Server:
             [OK_BIN, "serve", *roots, "--port", str(self.port), *args],
             stdout=self.log.open("w"),
             stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: a test may kill all of it
             env={**os.environ, "OK_NO_PROGRESS": "1", **(env or {})},
         )
         self.http = httpx.Client(base_url=self.url, timeout=60, headers=headers)

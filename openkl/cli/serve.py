@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import signal
 import socket
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -126,9 +127,16 @@ def serve(
         stacks.url = f"http://{host}:{sock.getsockname()[1]}"
     router = Router(socket_path(first.ok_dir), run)
     stacks.socket = router.path
+    # a stop asked for during the start (its sync) lets that write finish, then ends cleanly
+    asked: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: asked.append(signum))
     try:
         router.start()
         stacks.open()
+        if asked:
+            print("stopping: asked to before the start was done", file=sys.stderr, flush=True)
+            return
         api = create_app(
             stacks,
             authenticator,
@@ -145,7 +153,12 @@ def serve(
             watch=first.setting("serve.watch"), refresh_every=first.setting("serve.refresh_every")
         )
         print(f"serving {', '.join(stacks.by_name)} on {stacks.url} (Ctrl-C stops)", flush=True)
-        _run(api, sock, stacks.stopping)
+
+        def stopping() -> None:  # background threads, followers and routed commands end now
+            stacks.stopping()
+            router.stop()
+
+        _run(api, sock, stopping)
     finally:
         router.close()
         stacks.close()

@@ -228,8 +228,8 @@ def create_app(
     access_log: bool = True,
     cors_origins: list[str] | None = None,
 ) -> FastAPI:
-    """The API over `stacks`, which it opens on startup (unless they are open) and closes
-    on shutdown. With `auth`, every route but /health, /ready and the docs needs a key or
+    """The API over `stacks`, which it opens on startup and closes on shutdown (unless they
+    were open already: then their opener closes them). With `auth`, every route but /health, /ready and the docs needs a key or
     a JWT whose scope covers the stack; without, every caller may do everything. `limiter`
     meters each caller (each client address when auth is off)."""
     __version__ = version("openkl")
@@ -241,14 +241,18 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        stacks.open()  # if the caller has not
+        # stacks the caller opened are the caller's to close: `ok serve` first stops the
+        # commands it runs for other processes, which use them too
+        opened = not stacks.is_open
+        stacks.open()
         async with mcp_full.session_manager.run(), mcp_read.session_manager.run():
             app.state.ready = True
             try:
                 yield
             finally:
                 app.state.ready = False
-                stacks.close()
+                if opened:
+                    stacks.close()
 
     app = FastAPI(
         title="openkl",

@@ -56,6 +56,7 @@ class Router:
         self._sock: socket.socket | None = None
         self._accepting: threading.Thread | None = None
         self._workers: dict[int, threading.Thread] = {}
+        self._interrupted: set[int] = set()  # the workers `stop()` interrupted
         self._lock = threading.Lock()
         self._closing = threading.Event()
 
@@ -74,19 +75,30 @@ class Router:
         self._accepting = threading.Thread(target=self._accept, name="ok-route", daemon=True)
         self._accepting.start()
 
-    def close(self) -> None:
-        """Stop taking commands, interrupt the ones under way and wait for them (a while)."""
+    def stop(self) -> None:
+        """Stop taking commands and interrupt the ones under way (as Ctrl-C would: a write
+        rolls back, a wait for the writer lock ends), without waiting for them. Quick, so
+        that it can run in a signal handler."""
         self._closing.set()
         if self._sock is not None:
             with contextlib.suppress(OSError):
                 self._sock.shutdown(socket.SHUT_RDWR)
+        with self._lock:
+            # once each: a second interrupt would cut short the first one's "Interrupted."
+            workers = [t for k, t in self._workers.items() if k not in self._interrupted]
+            self._interrupted.update(id(t) for t in workers)
+        for t in workers:
+            _interrupt(t)
+
+    def close(self) -> None:
+        """`stop()`, then wait for the commands under way (a while) and remove the socket."""
+        self.stop()
+        if self._sock is not None:
             self._sock.close()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         with self._lock:
             workers = list(self._workers.values())
-        for t in workers:
-            _interrupt(t)
         for t in workers:
             t.join(timeout=10)
 
@@ -141,6 +153,7 @@ class Router:
         finally:
             with self._lock:
                 self._workers.pop(id(worker), None)
+                self._interrupted.discard(id(worker))
             os.close(done_r)
             os.close(done_w)
         with contextlib.suppress(OSError):

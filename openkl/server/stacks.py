@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import ops
+from .. import crash, ops
 from ..errors import BadInput, NotFound, OkError
-from ..folder import Folder, atomic_write, iso, open_folder, stacks_of
+from ..folder import Folder, atomic_write, iso, open_folder, process_stamp, stacks_of
 from ..graph import Graph
 from ..indexing import embedder
 from ..ops.freshness import RefreshReport
@@ -103,7 +103,7 @@ class Stacks:
             self._open_one(st)
 
     def _open_one(self, st: Served) -> None:
-        with st.writing("start"):
+        with st.writing("start"), crash.paused():
             rep = ops.sync(st.folder)
         self.metrics.chunks_indexed.labels(st.name).inc(rep.chunks_added)
         st.held.enter_context(
@@ -284,7 +284,12 @@ def _claim(folder: Folder, url: str, sock: Path | None) -> None:
     """Say in the folder that this process serves it: other `ok` commands then run on this
     server (through `sock`) rather than wait for a lock the server never lets go."""
     folder.refuse_if_served()  # another live server has it
-    record: dict[str, object] = {"pid": os.getpid(), "url": url, "since": iso()}
+    record: dict[str, object] = {
+        "pid": os.getpid(),
+        **(process_stamp(os.getpid()) or {}),
+        "url": url,
+        "since": iso(),
+    }
     if sock is not None:
         record["socket"] = str(sock)
     atomic_write(folder.served_path, json.dumps(record) + "\n")
