@@ -17,8 +17,9 @@ import numpy as np
 
 from .embeddings import Embedder, embedder_for
 from .errors import DiskFull, OkError
-from .folder import Folder
+from .folder import Folder, stack_name
 from .graph import Graph
+from .graph.postgres import PgGraph
 from .progress import progress
 
 EMBED_BLOCK = 256
@@ -70,6 +71,26 @@ def open_graph(
     if write:
         _stamp(folder).parent.mkdir(parents=True, exist_ok=True)
         _stamp(folder).touch()
+
+
+@contextlib.contextmanager
+def open_postgres(folder: Folder, uri: str, write: bool = False) -> Iterator[PgGraph]:
+    """The folder's stack in the PostgreSQL graph at `uri`; a writer's changes form one
+    transaction, as with `open_graph`."""
+    emb = embedder(folder)
+    with PgGraph.open(
+        uri,
+        stack=stack_name(folder),
+        write=write,
+        dim=emb.dim if write else None,
+        embedder_identity=emb.identity if write else _cheap_identity(folder, emb),
+        check=not write,  # a writer builds the stack anew (`publish`)
+    ) as g:
+        if write:
+            with g.transaction():
+                yield g
+        else:
+            yield g
 
 
 def _room_to_write(folder: Folder) -> None:

@@ -14,14 +14,13 @@ from pg import pg_server, pg_uri, with_database  # noqa: F401  (fixtures)
 from test_graph_protocol import drift, members
 
 from openkl import lineage, links
-from openkl import mapping as mapping_mod
 from openkl import notes as notes_mod
 from openkl.errors import OkError, QueryRefused
 from openkl.folder import Folder
 from openkl.graph.entities import EntityStore
 from openkl.graph.postgres import TABLES, PgGraph, grant_stack_reader
 from openkl.graph.protocol import GraphStore
-from openkl.indexer import embed_all, note_row, prepare_docs, scan_docs
+from openkl.indexer import embed_all, note_row, publish, scan_docs
 from openkl.indexing import embedder, open_graph
 from openkl.search import search
 
@@ -38,17 +37,7 @@ derived_from: [{src}]
 
 def load_files(folder: Folder, g: PgGraph) -> None:
     """The folder's documents, notes, `[[…]]` links and lineage, from its files."""
-    found, _ = scan_docs(folder)
-    prepared = prepare_docs(folder, sorted(found.items()), mapping_mod.load(folder))
-    emb = embedder(folder)
-    notes, _ = notes_mod.scan(folder)
-    rows = [note_row(folder, n) for n in notes.values()]
-    with g.transaction():
-        g.add_docs(prepared.docs, prepared.chunks, prepared.vecs)
-        g.add_notes(rows, embed_all(emb, [r["text"] for r in rows]))
-        links.record(g, list(notes.values()))
-        lineage.link_derived(g, list(notes.values()))
-        links.relink(g)
+    publish(folder, g)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +76,7 @@ def graphs(folder: Folder, pg_uri: str) -> Iterator[dict[str, GraphStore]]:  # n
         open_graph(folder) as kz,
         PgGraph.open(pg_uri, stack="kf", write=False, embedder_identity=emb.identity) as pg,
     ):
-        yield {"kuzu": kz, "postgresql": pg}
+        yield {"kuzu": kz, "postgresql": pg.as_store()}
 
 
 def both(graphs: dict[str, GraphStore], ask: Callable[[GraphStore], Any]) -> None:
@@ -182,18 +171,22 @@ def test_sync_after_an_edit_matches_a_fresh_load(folder: Folder, pg_uri: str) ->
     emb = embedder(folder)
     note = next(iter(notes_mod.scan(folder)[0].values()))
     assert note.path is not None
-    with PgGraph.open(pg_uri, stack="edits", write=True, dim=emb.dim) as g:
-        load_files(folder, g)
-        note.path.write_text(note.path.read_text().replace("\n# ", "\n# Edited: ", 1))
-        edited = notes_mod.read_note(note.path, folder)
-        with g.transaction():
-            g.remove_note(edited.id)
-            index_notes_without_entities(folder, g, edited)
-            links.relink(g)
-        after = {n: q(g) for n, q in QUESTIONS.items()}
-    with PgGraph.open(pg_uri, stack="fresh", write=True, dim=emb.dim) as g:
-        load_files(folder, g)
-        fresh = {n: q(g) for n, q in QUESTIONS.items()}
+    before = note.path.read_text()
+    try:
+        with PgGraph.open(pg_uri, stack="edits", write=True, dim=emb.dim) as g:
+            load_files(folder, g)
+            note.path.write_text(before.replace("\n# ", "\n# Edited: ", 1))
+            edited = notes_mod.read_note(note.path, folder)
+            with g.transaction():
+                g.remove_note(edited.id)
+                index_notes_without_entities(folder, g, edited)
+                links.relink(g.as_store())
+            after = {n: q(g) for n, q in QUESTIONS.items()}
+        with PgGraph.open(pg_uri, stack="fresh", write=True, dim=emb.dim) as g:
+            load_files(folder, g)
+            fresh = {n: q(g) for n, q in QUESTIONS.items()}
+    finally:
+        note.path.write_text(before)  # the other tests compare with Kùzu's copy
     assert "Edited: " in g_text(after["notes_by_id"], edited.id)
     assert after == fresh
 
@@ -201,8 +194,8 @@ def test_sync_after_an_edit_matches_a_fresh_load(folder: Folder, pg_uri: str) ->
 def index_notes_without_entities(folder: Folder, g: PgGraph, note: notes_mod.Note) -> None:
     row = note_row(folder, note)
     g.add_notes([row], embed_all(embedder(folder), [row["text"]]))
-    links.record(g, [note])
-    lineage.link_derived(g, [note])
+    links.record(g.as_store(), [note])
+    lineage.link_derived(g.as_store(), [note])
 
 
 def g_text(rows: dict[str, Any], note_id: str) -> str:
@@ -276,3 +269,44 @@ def test_a_role_of_one_stack_sees_no_row_of_another(
         conn.execute("RESET openkl.stack")
         for t in TABLES:
             assert conn.execute(f"SELECT count(*) FROM {t}").fetchone() == (0,), t
+
+
+def test_ok_index_and_search_with_a_postgresql_backend(
+    folder: Folder,
+    graphs: dict[str, GraphStore],
+    pg_uri: str,  # noqa: F811
+) -> None:
+    """`ok index --backend` builds the stack from the files; `ok search --backend` and the
+    graph.backend setting read it, with the same cite objects as Kùzu's vector search."""
+    root = str(folder.root)
+    r = run_ok("--root", root, "index", "--backend", pg_uri, "--json")
+    assert r.code == 0, r.err
+    counts = graphs["kuzu"].counts()
+    assert r.json() == {
+        "stack": "kf",
+        "docs": counts["Doc"],
+        "chunks": counts["Chunk"],
+        "notes": counts["MemoryNote"],
+    }
+    q = ("search", "how does a write-ahead log survive a crash", "--mode", "vector", "--json")
+    kuzu = run_ok("--root", root, *q)
+    pg = run_ok("--root", root, *q, "--backend", pg_uri)
+    assert kuzu.code == pg.code == 0, pg.err
+    assert pg.json() == kuzu.json() and kuzu.json()
+    assert run_ok("--root", root, "config", "set", "graph.backend", pg_uri).code == 0
+    try:
+        by_setting = run_ok("--root", root, *q)
+        assert by_setting.json() == kuzu.json()
+        # --backend overrides the setting: a database without pgvector is a clear error
+        bad = run_ok("--root", root, *q, "--backend", with_database(pg_uri, "postgres"))
+        assert bad.code != 0 and "no pgvector extension" in bad.err
+        assert "CREATE EXTENSION vector" in bad.err and bad.err.count("\n") == 1
+    finally:
+        assert run_ok("--root", root, "config", "unset", "graph.backend").code == 0
+
+
+def test_ok_index_backend_refuses_a_bad_connection_string(folder: Folder) -> None:
+    r = run_ok("--root", str(folder.root), "index", "--backend", "mysql://localhost/db")
+    assert r.code != 0
+    assert "not a PostgreSQL connection string" in r.err and "postgresql://" in r.err
+    assert "Traceback" not in r.err

@@ -178,6 +178,22 @@ CALLABLE = frozenset(
 _FILES_HINT = "query the graph with MATCH … RETURN; files enter the folder through store ingest"
 
 
+def check_stamps(meta: dict[str, str], embedder_identity: str | None, rebuild: str) -> None:
+    """Refuse an index of another schema version or embedder (`rebuild`: how to fix it)."""
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise IndexMismatch(
+            f"the index has schema version {meta.get('schema_version')}, this ok needs "
+            f"{SCHEMA_VERSION}",
+            rebuild,
+        )
+    if embedder_identity and meta.get("embedder") and meta["embedder"] != embedder_identity:
+        raise IndexMismatch(
+            f"the index was built with embedder {meta['embedder']}, the folder is set to "
+            f"{embedder_identity}",
+            rebuild,
+        )
+
+
 def _refused(what: str, hint: str) -> QueryRefused:
     return QueryRefused(f"Cypher refused: {what}", hint)
 
@@ -680,18 +696,7 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
             if self.writable:
                 return
             raise OkError("the index is empty or unfinished", "run `ok index`")
-        if meta.get("schema_version") != SCHEMA_VERSION:
-            raise IndexMismatch(
-                f"the index has schema version {meta.get('schema_version')}, this ok needs "
-                f"{SCHEMA_VERSION}",
-                "run `ok index --rebuild`",
-            )
-        if embedder_identity and meta.get("embedder") and meta["embedder"] != embedder_identity:
-            raise IndexMismatch(
-                f"the index was built with embedder {meta['embedder']}, the folder is set to "
-                f"{embedder_identity}",
-                "run `ok index --rebuild`",
-            )
+        check_stamps(meta, embedder_identity, "run `ok index --rebuild`")
 
     # -- generic ----------------------------------------------------------------
     def query(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:

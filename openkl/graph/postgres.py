@@ -16,9 +16,9 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import BadInput, IndexMismatch, OkError, QueryRefused
+from ..errors import BadInput, OkError, QueryRefused
 from ..records import (
     ChunkInput,
     ChunkNode,
@@ -38,8 +38,11 @@ from ..records import (
     NoteTime,
     NoteVector,
 )
-from . import SCHEMA_VERSION, fts_query, fts_text
+from . import SCHEMA_VERSION, check_stamps, fts_query, fts_text
 from .links import first_line
+
+if TYPE_CHECKING:
+    from .protocol import GraphStore
 
 # the stack of a row: filled from the session's setting, so inserts need not name it
 _STACK = "stack text NOT NULL DEFAULT current_setting('openkl.stack')"
@@ -132,14 +135,20 @@ def _table(label: str) -> str:
 
 
 def _connect(uri: str) -> Any:
-    import psycopg
-    from psycopg.rows import dict_row
-
     if not re.match(r"postgres(ql)?://", uri):
         raise BadInput(
             f"not a PostgreSQL connection string: {uri!r}",
             "give one like postgresql://user:password@host:5432/database",
         )
+    try:
+        import pgvector.psycopg  # noqa: F401
+        import psycopg
+        from psycopg.rows import dict_row
+    except ImportError as e:
+        raise OkError(
+            "PostgreSQL support is not installed",
+            "install it with `pip install 'openkl[postgresql]'`",
+        ) from e
     try:
         return psycopg.connect(uri, autocommit=True, row_factory=dict_row)
     except psycopg.Error as e:
@@ -231,8 +240,11 @@ class PgGraph:
                     f"cannot create the graph's tables: {str(e).strip().splitlines()[0]}",
                     "the database needs the pgvector extension (CREATE EXTENSION vector)",
                 ) from e
-        if self.meta():
-            return
+        if not self.meta():
+            self.stamp(dim, embedder_identity)
+
+    def stamp(self, dim: int, embedder_identity: str | None) -> None:
+        """Record the schema version, the embedder and the vectors' dimension."""
         self.set_meta("schema_version", SCHEMA_VERSION)
         if embedder_identity:
             self.set_meta("embedder", embedder_identity)
@@ -247,18 +259,12 @@ class PgGraph:
                 f"stack {self.stack!r} has no index in this database",
                 "run `ok index --backend <connection string>` to build it",
             )
-        if meta.get("schema_version") != SCHEMA_VERSION:
-            raise IndexMismatch(
-                f"the index has schema version {meta.get('schema_version')}, this ok needs "
-                f"{SCHEMA_VERSION}",
-                "run `ok index --rebuild --backend <connection string>`",
-            )
-        if embedder_identity and meta.get("embedder") and meta["embedder"] != embedder_identity:
-            raise IndexMismatch(
-                f"the index was built with embedder {meta['embedder']}, the folder is set to "
-                f"{embedder_identity}",
-                "run `ok index --rebuild --backend <connection string>`",
-            )
+        check_stamps(meta, embedder_identity, "run `ok index --rebuild --backend <uri>`")
+
+    def as_store(self) -> GraphStore:
+        """This graph as a `GraphStore`, for the features that use only documents, chunks,
+        notes, versions, lineage and links: its entity part is not built yet."""
+        return cast("GraphStore", self)
 
     def destroy(self) -> None:
         """Delete every row of this stack (the files stay)."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,8 +13,9 @@ from .. import citations as cit
 from .. import search as search_mod
 from ..errors import BadInput, NotFound, UsageError
 from ..folder import Folder, atomic_write
+from ..graph.protocol import GraphStore
 from ..indexing import embedder as folder_embedder
-from ..indexing import files_newer_than_index
+from ..indexing import files_newer_than_index, open_postgres
 from ..records import Cite, Spot
 from .read import Opener, reading
 
@@ -96,13 +99,15 @@ def search(
     remember: bool = False,
     names: tuple[str, str, str, str] = ("k", "per_doc", "since", "until"),
     graph: Opener | None = None,
+    backend: str | None = None,
 ) -> SearchResult:
     """Hybrid search with the folder's defaults for what is not given (`max_k` clamps k:
     an adapter's cap); `names` are the adapter's names for k, per_doc, since and until,
     for error messages. `min_score` (default search.min_score) is the cosine similarity
     the best passage must reach when none of the query's words occur, else there is no
     good match and no hits; 0 turns it off. With `remember`, the hits' ids are kept so
-    that `locate` takes a rank for the last search."""
+    that `locate` takes a rank for the last search. `backend` (default graph.backend) is a
+    PostgreSQL connection string to read the folder's stack from instead of Kùzu."""
     if k is None:
         k = folder.setting("search.k")
     if max_k is not None:
@@ -114,6 +119,9 @@ def search(
         tags=tags or [], topics=topics or [], path=path, since=since, until=until
     ).normalized(names[2], names[3])
     emb = folder_embedder(folder)
+    backend = backend or folder.setting("graph.backend")
+    if graph is None and backend:
+        graph = _postgres(folder, backend)
     with reading(folder, graph) as g:
         if trace:
             g.trace = []
@@ -144,6 +152,15 @@ def search(
         best_score=found.best_score,
         keywords=found.keywords,
     )
+
+
+def _postgres(folder: Folder, backend: str) -> Opener:
+    @contextlib.contextmanager
+    def opener() -> Iterator[GraphStore]:
+        with open_postgres(folder, backend) as g:
+            yield g.as_store()
+
+    return opener
 
 
 def _last_search(folder: Folder) -> Path:
