@@ -5,7 +5,7 @@ One database holds many stacks (a server's folders): every table has a `stack` c
 every query names it, and row-level security keeps a session to the stack in its
 `openkl.stack` setting, so the boundary holds for raw SQL too (for roles that are not
 superusers; see `grant_stack_reader`). Ids, records and rankings follow `Graph` (Kùzu):
-the same rows give the same ids and the same shapes. Full text is `ts_rank_cd` over a
+the same rows give the same ids and the same shapes. Full text is BM25 computed in SQL over a
 tsvector of `fts_text`; vectors are pgvector with an HNSW index (cosine).
 
 Not built yet: the entity part of `GraphStore` (`EntityStore`); its tables exist.
@@ -57,11 +57,12 @@ def schema(dim: int) -> list[str]:
         "docs": "id text, path text, sha256 text, title text, source text, created_at text,"
         " chars bigint, current boolean, PRIMARY KEY (stack, id)",
         "chunks": f"id text, doc_id text, text text, fts text, span_start bigint,"
-        f" span_end bigint, ord bigint, current boolean, vec vector({dim}),"
+        f" span_end bigint, ord bigint, current boolean, vec vector({dim}), dl integer,"
         f" tsv tsvector GENERATED ALWAYS AS (to_tsvector('{FTS_CONFIG}', fts)) STORED,"
         f" PRIMARY KEY (stack, id)",
         "notes": f"id text, path text, sha256 text, text text, fts text, ts text,"
         f" tags text[], topics text[], body_start bigint, body_end bigint, vec vector({dim}),"
+        f" dl integer,"
         f" tsv tsvector GENERATED ALWAYS AS (to_tsvector('{FTS_CONFIG}', fts)) STORED,"
         f" PRIMARY KEY (stack, id)",
         "topics": "id text, PRIMARY KEY (stack, id)",
@@ -397,6 +398,8 @@ class PgGraph:
                     for i, c in enumerate(chunks)
                 ],
             )
+            if chunks:
+                self._set_lengths("chunks")
 
     def remove_doc(self, doc_id: str) -> None:
         with self.transaction():
@@ -474,6 +477,7 @@ class PgGraph:
                     for i, n in enumerate(notes)
                 ],
             )
+            self._set_lengths("notes")
             pairs = sorted({(n["id"], t) for n in notes for t in n["topics"]})
             self._many(
                 "INSERT INTO topics (id) VALUES (%s) ON CONFLICT DO NOTHING",
@@ -528,22 +532,37 @@ class PgGraph:
     def fts(
         self, table: str, query: str, k: int, k1: float = 0.9, b: float = 0.4
     ) -> list[tuple[str, float]]:
-        """`ts_rank_cd` (cover density) over the table's tsvector: [(id, score)] best first.
+        """BM25 over the table's tsvector: [(id, score)] best first.
 
-        Any word of the query may match, as with Kùzu's BM25; `k1` and `b` are BM25's and
-        have no counterpart here."""
+        `ts_rank_cd` ranks SciFact at half Kùzu's BM25 (bench/backends.py), so the score is
+        BM25's, from the tsvector's statistics: a lexeme's positions are its frequency in
+        the row, `dl` the row's length, document frequencies and the mean length come from
+        the stack's rows. Any word of the query may match, as with Kùzu."""
         name = _table(table)
-        where = " AND current" if name == "chunks" else ""
+        current = "c.current" if name == "chunks" else "true AS current"
         rows = self._run(
-            # the query's words as lexemes, any of which may match
-            f"WITH q AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS q"
-            f" FROM unnest(to_tsvector('{FTS_CONFIG}', %(q)s)))"
-            f" SELECT id, ts_rank_cd(tsv, q.q) AS score FROM {name}, q"
-            f" WHERE stack = %(st)s AND tsv @@ q.q{where}"
-            f" ORDER BY score DESC, id LIMIT %(k)s",
-            {"q": fts_query(query), "k": k},
+            f"WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('{FTS_CONFIG}', %(q)s))),"
+            f" tq AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM q),"
+            f" hits AS (SELECT c.id, {current}, c.dl, u.lexeme,"
+            f" array_length(u.positions, 1) AS tf FROM {name} c, tq, unnest(c.tsv) u"
+            f" WHERE c.stack = %(st)s AND c.tsv @@ tq.tq AND u.lexeme IN (SELECT lexeme FROM q)),"
+            f" df AS (SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme),"
+            f" n AS (SELECT count(*) AS n, greatest(avg(dl), 1) AS avgdl FROM {name}"
+            f" WHERE stack = %(st)s)"
+            f" SELECT c.id, sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5)) * c.tf * (%(k1)s + 1)"
+            f" / (c.tf + %(k1)s * (1 - %(b)s + %(b)s * c.dl / n.avgdl))) AS score"
+            f" FROM hits c JOIN df USING (lexeme), n WHERE c.current"
+            f" GROUP BY c.id ORDER BY score DESC, c.id LIMIT %(k)s",
+            {"q": fts_query(query), "k": k, "k1": k1, "b": b},
         )
         return [(r["id"], float(r["score"])) for r in rows]
+
+    def _set_lengths(self, table: str) -> None:
+        """Each new row's length in tokens, for BM25 (`fts`)."""
+        self._run(
+            f"UPDATE {table} SET dl = (SELECT coalesce(sum(array_length(positions, 1)), 0)"
+            f" FROM unnest(tsv)) WHERE stack = %(st)s AND dl IS NULL"
+        )
 
     def vector(self, table: str, qvec: Sequence[float], k: int) -> list[tuple[str, float]]:
         """Cosine similarity through the HNSW index: [(id, score)] best first."""
