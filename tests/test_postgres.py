@@ -234,6 +234,8 @@ def test_bad_connection_strings_say_what_is_wrong(uri: str, says: str) -> None:
 
 
 def test_an_unbuilt_stack_tells_how_to_build_it(pg_uri: str) -> None:  # noqa: F811
+    with PgGraph.open(pg_uri, stack="built", write=True, dim=4):
+        pass  # the database has the tables, this stack has no rows
     with (
         pytest.raises(OkError, match="no index") as e,
         PgGraph.open(pg_uri, stack="nothing-here", write=False),
@@ -310,3 +312,34 @@ def test_ok_index_backend_refuses_a_bad_connection_string(folder: Folder) -> Non
     assert r.code != 0
     assert "not a PostgreSQL connection string" in r.err and "postgresql://" in r.err
     assert "Traceback" not in r.err
+
+
+def test_a_read_only_server_refuses_writes_in_one_line(
+    folder: Folder,
+    pg_server: str,  # noqa: F811
+) -> None:
+    """A replica (here: a database whose transactions are read-only) used for writing."""
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS replica")
+        conn.execute("CREATE DATABASE replica")
+        conn.execute("ALTER DATABASE replica SET default_transaction_read_only = on")
+    r = run_ok(
+        "--root", str(folder.root), "index", "--backend", with_database(pg_server, "replica")
+    )
+    assert r.code != 0 and "read-only" in r.err and "primary" in r.err, r.err
+    assert r.err.count("\n") == 1
+
+
+def test_a_lost_connection_is_one_clear_error(
+    graphs: dict[str, GraphStore],
+    pg_uri: str,
+    pg_server: str,  # noqa: F811
+) -> None:
+    with PgGraph.open(pg_uri, stack="kf", write=False) as g:
+        assert g.docs()
+        with psycopg.connect(pg_server, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (g.conn.info.backend_pid,))
+        with pytest.raises(OkError, match="lost the connection") as e:
+            g.docs()
+        assert "nothing was half written" in (e.value.hint or "")
+    assert graphs["postgresql"].docs() == graphs["kuzu"].docs()  # other sessions go on

@@ -235,7 +235,9 @@ class PgGraph:
             self.conn.execute("SELECT pg_advisory_xact_lock(hashtext('openkl.schema'))")
             try:
                 for ddl in schema(dim):
-                    self.conn.execute(ddl)
+                    self._run(ddl)
+            except OkError:
+                raise  # a read-only server, a lost connection: said by `_run`
             except Exception as e:  # psycopg.errors.FeatureNotSupported: no pgvector
                 raise OkError(
                     f"cannot create the graph's tables: {str(e).strip().splitlines()[0]}",
