@@ -332,7 +332,7 @@ def test_a_read_only_server_refuses_writes_in_one_line(
 
 def test_a_lost_connection_is_one_clear_error(
     graphs: dict[str, GraphStore],
-    pg_uri: str,
+    pg_uri: str,  # noqa: F811
     pg_server: str,  # noqa: F811
 ) -> None:
     with PgGraph.open(pg_uri, stack="kf", write=False) as g:

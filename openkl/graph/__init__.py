@@ -28,6 +28,7 @@ from ..errors import (
     ReadOnlyViolation,
 )
 from ..records import ChunkInput, ChunkRow, DocIndexed, DocInput, NoteIndexed, NoteRow
+from .base import Atomic
 from .consolidation import rel_docs as rel_docs
 from .consolidation import rel_docs_text as rel_docs_text
 from .documents import DocumentQueries
@@ -448,7 +449,7 @@ _residents: dict[Path, _Resident] = {}
 _residents_lock = threading.Lock()
 
 
-class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, VersionQueries):
+class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries, VersionQueries):
     """An open connection to the folder's graph (read-only unless opened for writing)."""
 
     def __init__(self, db: Any, conn: Any, path: Path, writable: bool) -> None:
@@ -788,22 +789,17 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
         A process killed inside (or an error, a full disk) leaves the graph as it was before:
         Kùzu keeps uncommitted changes out of its write-ahead log, so recovery discards them.
         """
-        from .. import crash
+        with self._atomic(
+            lambda: self.conn.execute("BEGIN TRANSACTION"),
+            lambda: self.conn.execute("ROLLBACK"),
+            self._commit,
+            # checkpoint now, so committed work rarely waits in the log for a replay (a
+            # resident database checkpoints once the writer's connection is closed)
+            None if self._resident else self._checkpoint,
+        ):
+            yield
 
-        if self._in_tx:
-            yield
-            return
-        self.conn.execute("BEGIN TRANSACTION")
-        self._in_tx = True
-        try:
-            yield
-            crash.point("graph.before-commit")
-        except BaseException:
-            self._in_tx = False
-            with contextlib.suppress(Exception):
-                self.conn.execute("ROLLBACK")
-            raise
-        self._in_tx = False
+    def _commit(self) -> None:
         try:
             with self._commit_guard():
                 self.conn.execute("COMMIT")
@@ -811,12 +807,10 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
             with contextlib.suppress(Exception):
                 self.conn.execute("ROLLBACK")
             raise OkError(f"commit failed: {str(e).splitlines()[0]}", "run `ok sync`") from e
-        crash.point("graph.committed")
-        # checkpoint now, so committed work rarely waits in the log for a replay (a resident
-        # database checkpoints once the writer's connection is closed)
-        if not self._resident:
-            with contextlib.suppress(RuntimeError):
-                self.conn.execute("CHECKPOINT")
+
+    def _checkpoint(self) -> None:
+        with contextlib.suppress(RuntimeError):
+            self.conn.execute("CHECKPOINT")
 
     def commit_and_continue(self) -> None:
         """Commit what the open transaction holds so far and start the next one."""

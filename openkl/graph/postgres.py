@@ -39,6 +39,7 @@ from ..records import (
     NoteVector,
 )
 from . import SCHEMA_VERSION, check_stamps, fts_query, fts_text
+from .base import Atomic
 from .links import first_line
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ def _floats(vec: Any) -> list[float]:
     return [float(x) for x in vec.to_list()]
 
 
-class PgGraph:
+class PgGraph(Atomic):
     """An open connection to one stack's graph in PostgreSQL."""
 
     def __init__(self, conn: Any, stack: str, writable: bool) -> None:
@@ -338,24 +339,10 @@ class PgGraph:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """All writes inside happen together or not at all; a nested block joins the outer."""
-        from .. import crash
-
-        if self._in_tx:
+        with self._atomic(
+            lambda: self.conn.execute("BEGIN"), lambda: self.conn.execute("ROLLBACK"), self._commit
+        ):
             yield
-            return
-        self.conn.execute("BEGIN")
-        self._in_tx = True
-        try:
-            yield
-            crash.point("graph.before-commit")
-        except BaseException:
-            self._in_tx = False
-            with contextlib.suppress(Exception):
-                self.conn.execute("ROLLBACK")
-            raise
-        self._in_tx = False
-        self._commit()
-        crash.point("graph.committed")
 
     def _commit(self) -> None:
         import psycopg
