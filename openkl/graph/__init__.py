@@ -179,6 +179,14 @@ CALLABLE = frozenset(
 _FILES_HINT = "query the graph with MATCH … RETURN; files enter the folder through store ingest"
 
 
+def write_stamps(set_meta: Callable[[str, str], None], dim: int, embedder: str | None) -> None:
+    """Stamp a new index: the schema version, the embedder and the vectors' dimension."""
+    set_meta("schema_version", SCHEMA_VERSION)
+    if embedder:
+        set_meta("embedder", embedder)
+    set_meta("dim", str(dim))
+
+
 def check_stamps(meta: dict[str, str], embedder_identity: str | None, rebuild: str) -> None:
     """Refuse an index of another schema version or embedder (`rebuild`: how to fix it)."""
     if meta.get("schema_version") != SCHEMA_VERSION:
@@ -686,10 +694,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             self.conn.execute(
                 f"CALL CREATE_FTS_INDEX('{table}', '{name}', ['{col}'], stemmer := 'porter')"
             )
-        self.set_meta("schema_version", SCHEMA_VERSION)
-        if embedder_identity:
-            self.set_meta("embedder", embedder_identity)
-        self.set_meta("dim", str(dim))
+        write_stamps(self.set_meta, dim, embedder_identity)
 
     def _check(self, embedder_identity: str | None) -> None:
         meta = self.meta()

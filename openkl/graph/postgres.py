@@ -38,7 +38,7 @@ from ..records import (
     NoteTime,
     NoteVector,
 )
-from . import SCHEMA_VERSION, check_stamps, fts_query, fts_text
+from . import check_stamps, fts_query, fts_text, write_stamps
 from .base import Atomic
 from .links import first_line
 
@@ -249,10 +249,7 @@ class PgGraph(Atomic):
 
     def stamp(self, dim: int, embedder_identity: str | None) -> None:
         """Record the schema version, the embedder and the vectors' dimension."""
-        self.set_meta("schema_version", SCHEMA_VERSION)
-        if embedder_identity:
-            self.set_meta("embedder", embedder_identity)
-        self.set_meta("dim", str(dim))
+        write_stamps(self.set_meta, dim, embedder_identity)
 
     def _check(self, embedder_identity: str | None) -> None:
         meta = self.meta()
