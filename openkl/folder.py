@@ -575,13 +575,18 @@ def _is_socket(path: Path) -> bool:
         return False
 
 
+def stack_name(folder: Folder) -> str:
+    """The folder's name as a stack: its `domain` setting, else its directory's name."""
+    return str(folder.setting("domain") or folder.root.name)
+
+
 def stacks_of(folders: Sequence[Folder]) -> dict[str, Folder]:
     """The folders a server serves, by stack name: the folder's `domain` setting, else its
     directory's name. The same folder twice counts once; two folders with one name are
     refused."""
     out: dict[str, Folder] = {}
     for f in folders:
-        name = str(f.setting("domain") or f.root.name)
+        name = stack_name(f)
         if name in out:
             if out[name].root == f.root:
                 continue

@@ -26,6 +26,7 @@ from .entities import consolidation
 from .errors import GraphUnrecoverable, OkError
 from .folder import NAME_NOT_UTF8, Folder, is_utf8, iso, shown
 from .graph import Graph
+from .graph.postgres import PgGraph
 from .graph.protocol import GraphStore
 from .indexing import embed_all, embedder, files_newer_than_index, open_graph
 from .normalize import frontmatter, title_of
@@ -566,6 +567,43 @@ def _link_edits(
         linked = True
     if linked:
         mapping_mod.save(folder, entries)
+
+
+@dataclass
+class Published:
+    """What `publish` loaded into a PostgreSQL stack."""
+
+    stack: str
+    docs: int
+    chunks: int
+    notes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"stack": self.stack, "docs": self.docs, "chunks": self.chunks, "notes": self.notes}
+
+
+def publish(folder: Folder, g: PgGraph) -> Published:
+    """Build the folder's stack in PostgreSQL from the files alone, replacing what it held:
+    documents with their chunks and vectors, old versions, notes, `[[…]]` links and lineage
+    (entities are not published yet). One transaction: a failed build leaves the old one."""
+    found, _ = scan_docs(folder)
+    entries = mapping_mod.load(folder)
+    prepared = prepare_docs(folder, sorted(found.items()), entries)
+    notes = list(notes_mod.scan(folder)[0].values())
+    rows = [note_row(folder, n) for n in notes]
+    emb = embedder(folder)
+    vecs = embed_all(emb, [r["text"] for r in rows], "embedding notes")
+    store = g.as_store()
+    with g.transaction():
+        g.destroy()
+        g.stamp(emb.dim, emb.identity)
+        g.add_docs(prepared.docs, prepared.chunks, prepared.vecs)
+        _sync_versions(store, entries)
+        g.add_notes(rows, vecs)
+        links.record(store, notes)
+        lineage.link_derived(store, notes)
+        links.relink(store)
+    return Published(g.stack, len(prepared.docs), len(prepared.chunks), len(rows))
 
 
 def _sync_versions(g: GraphStore, entries: dict[str, MappingEntry]) -> None:

@@ -17,8 +17,9 @@ import numpy as np
 
 from .embeddings import Embedder, embedder_for
 from .errors import DiskFull, OkError
-from .folder import Folder
+from .folder import Folder, stack_name
 from .graph import Graph
+from .graph.postgres import PgGraph
 from .progress import progress
 
 EMBED_BLOCK = 256
@@ -52,24 +53,42 @@ def open_graph(
         kuzu_dir = folder.kuzu_dir
         if not Graph.is_resident(kuzu_dir):  # a resident one finished any swap on opening
             Graph.finish_swap(kuzu_dir, writer=write)
-    with Graph.open(
-        kuzu_dir,
-        write=write,
-        embedder_identity=ident,
-        dim=emb.dim if write else None,
-        timeout=folder.setting("lock_timeout"),
-        check=check,
-        buffer_pool_mb=folder.setting("graph.buffer_pool_mb"),
-        recover=None if write else lambda: _replay_log(folder),
-    ) as g:
-        if write:
-            with g.transaction():
-                yield g
-        else:
-            yield g
+    with (
+        Graph.open(
+            kuzu_dir,
+            write=write,
+            embedder_identity=ident,
+            dim=emb.dim if write else None,
+            timeout=folder.setting("lock_timeout"),
+            check=check,
+            buffer_pool_mb=folder.setting("graph.buffer_pool_mb"),
+            recover=None if write else lambda: _replay_log(folder),
+        ) as g,
+        g.transaction() if write else contextlib.nullcontext(),
+    ):
+        yield g
     if write:
         _stamp(folder).parent.mkdir(parents=True, exist_ok=True)
         _stamp(folder).touch()
+
+
+@contextlib.contextmanager
+def open_postgres(folder: Folder, uri: str, write: bool = False) -> Iterator[PgGraph]:
+    """The folder's stack in the PostgreSQL graph at `uri`; a writer's changes form one
+    transaction, as with `open_graph`."""
+    emb = embedder(folder)
+    with (
+        PgGraph.open(
+            uri,
+            stack=stack_name(folder),
+            write=write,
+            dim=emb.dim if write else None,
+            embedder_identity=emb.identity if write else _cheap_identity(folder, emb),
+            check=not write,  # a writer builds the stack anew (`publish`)
+        ) as g,
+        g.transaction() if write else contextlib.nullcontext(),
+    ):
+        yield g
 
 
 def _room_to_write(folder: Folder) -> None:

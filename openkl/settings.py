@@ -234,6 +234,14 @@ DECLARED: tuple[Setting, ...] = (
     _s("lock_timeout", 30.0, float, "Seconds a writer waits for the folder's writer lock."),
     _s("graph.buffer_pool_mb", 512, int, "Kùzu's page buffer, in MiB."),
     _s("graph.min_free_mb", 64.0, float, "Free disk space (MiB) a graph write needs to start."),
+    _s(
+        "graph.backend",
+        None,
+        str,
+        "A PostgreSQL connection string (postgresql://…): where `ok index --backend` publishes "
+        "by default and what `ok search` reads (unset: the Kùzu graph in .ok/).",
+        nullable=True,
+    ),
     _s("graph.commit_chunks", 5000, int, "A large load commits the graph every this many chunks."),
     # ingest and sources
     _s("ingest.max_file_mb", 64.0, float, "Largest file `ok store ingest` accepts, in MiB."),

@@ -17,6 +17,8 @@ PKG = REPO / "openkl"
 # each heavy library is imported by one module only
 OWNERS = {
     "kuzu": "openkl.graph",
+    "psycopg": "openkl.graph.postgres",
+    "pgvector": "openkl.graph.postgres",
     "onnxruntime": "openkl.embeddings",
     "kreuzberg": "openkl.normalize",
     "mcp": "openkl.mcp_server",

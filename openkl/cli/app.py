@@ -133,15 +133,37 @@ def init(
 @app.command()
 def index(
     rebuild: bool = typer.Option(False, "--rebuild", help="Drop the graph and rebuild it."),
+    backend: str | None = typer.Option(
+        None,
+        "--backend",
+        metavar="URI",
+        help="Build the folder's stack in PostgreSQL (postgresql://user:pw@host/db) from the "
+        "files, replacing what it held, instead of the Kùzu graph in .ok/.",
+    ),
     json_: bool = JsonOpt,
 ) -> None:
-    """Build the graph from the files (incremental; --rebuild starts from scratch)."""
+    """Build the graph from the files (incremental; --rebuild starts from scratch).
+
+    With --backend, the folder's documents, notes, links and lineage go to PostgreSQL with
+    pgvector, as one stack named after the folder (its `domain`); `ok search --backend`
+    (or the graph.backend setting) then reads them. Entities are not published yet."""
     from .. import ops
 
     f = folder()
+    if backend:
+        with writing(f, "ok index --backend"):
+            pub = ops.publish(f, backend)
+        emit(pub.as_dict(), json_, plain=_published)
+        return
     with writing(f, "ok index"):
         rep = ops.index(f, rebuild=rebuild)
     _report_sync(rep, json_)
+
+
+def _published(d: Any) -> str:
+    return (
+        f"published stack {d['stack']}: {d['docs']} docs, {d['chunks']} chunks, {d['notes']} notes"
+    )
 
 
 @app.command()
@@ -408,6 +430,13 @@ def search(
     show_query: bool = typer.Option(False, "--show-query", help="Print the Cypher run (stderr)."),
     include_superseded: bool = IncludeSupersededOpt,
     recency: str | None = RecencyOpt,
+    backend: str | None = typer.Option(
+        None,
+        "--backend",
+        metavar="URI",
+        help="Read the folder's stack from PostgreSQL (built by `ok index --backend`); "
+        "default: the graph.backend setting, else the Kùzu graph.",
+    ),
     json_: bool = JsonOpt,
     fmt: str | None = FormatOpt,
 ) -> None:
@@ -440,6 +469,7 @@ def search(
         names=("-k", "--per-doc", "--since", "--until"),
         include_superseded=include_superseded,
         recency=recency,
+        backend=backend,
     )
     show_hits(res, json_, explain, fmt)
 

@@ -28,6 +28,7 @@ from ..errors import (
     ReadOnlyViolation,
 )
 from ..records import ChunkInput, ChunkRow, DocIndexed, DocInput, NoteIndexed, NoteRow
+from .base import Atomic
 from .consolidation import rel_docs as rel_docs
 from .consolidation import rel_docs_text as rel_docs_text
 from .documents import DocumentQueries
@@ -180,6 +181,30 @@ CALLABLE = frozenset(
 )
 
 _FILES_HINT = "query the graph with MATCH … RETURN; files enter the folder through store ingest"
+
+
+def write_stamps(set_meta: Callable[[str, str], None], dim: int, embedder: str | None) -> None:
+    """Stamp a new index: the schema version, the embedder and the vectors' dimension."""
+    set_meta("schema_version", SCHEMA_VERSION)
+    if embedder:
+        set_meta("embedder", embedder)
+    set_meta("dim", str(dim))
+
+
+def check_stamps(meta: dict[str, str], embedder_identity: str | None, rebuild: str) -> None:
+    """Refuse an index of another schema version or embedder (`rebuild`: how to fix it)."""
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise IndexMismatch(
+            f"the index has schema version {meta.get('schema_version')}, this ok needs "
+            f"{SCHEMA_VERSION}",
+            rebuild,
+        )
+    if embedder_identity and meta.get("embedder") and meta["embedder"] != embedder_identity:
+        raise IndexMismatch(
+            f"the index was built with embedder {meta['embedder']}, the folder is set to "
+            f"{embedder_identity}",
+            rebuild,
+        )
 
 
 def _refused(what: str, hint: str) -> QueryRefused:
@@ -436,7 +461,7 @@ _residents: dict[Path, _Resident] = {}
 _residents_lock = threading.Lock()
 
 
-class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, VersionQueries):
+class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries, VersionQueries):
     """An open connection to the folder's graph (read-only unless opened for writing)."""
 
     def __init__(self, db: Any, conn: Any, path: Path, writable: bool) -> None:
@@ -673,10 +698,7 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
             self.conn.execute(
                 f"CALL CREATE_FTS_INDEX('{table}', '{name}', ['{col}'], stemmer := 'porter')"
             )
-        self.set_meta("schema_version", SCHEMA_VERSION)
-        if embedder_identity:
-            self.set_meta("embedder", embedder_identity)
-        self.set_meta("dim", str(dim))
+        write_stamps(self.set_meta, dim, embedder_identity)
 
     def _check(self, embedder_identity: str | None) -> None:
         meta = self.meta()
@@ -684,18 +706,7 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
             if self.writable:
                 return
             raise OkError("the index is empty or unfinished", "run `ok index`")
-        if meta.get("schema_version") != SCHEMA_VERSION:
-            raise IndexMismatch(
-                f"the index has schema version {meta.get('schema_version')}, this ok needs "
-                f"{SCHEMA_VERSION}",
-                "run `ok index --rebuild`",
-            )
-        if embedder_identity and meta.get("embedder") and meta["embedder"] != embedder_identity:
-            raise IndexMismatch(
-                f"the index was built with embedder {meta['embedder']}, the folder is set to "
-                f"{embedder_identity}",
-                "run `ok index --rebuild`",
-            )
+        check_stamps(meta, embedder_identity, "run `ok index --rebuild`")
 
     # -- generic ----------------------------------------------------------------
     def query(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -787,22 +798,17 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
         A process killed inside (or an error, a full disk) leaves the graph as it was before:
         Kùzu keeps uncommitted changes out of its write-ahead log, so recovery discards them.
         """
-        from .. import crash
+        with self._atomic(
+            lambda: self.conn.execute("BEGIN TRANSACTION"),
+            lambda: self.conn.execute("ROLLBACK"),
+            self._commit,
+            # checkpoint now, so committed work rarely waits in the log for a replay (a
+            # resident database checkpoints once the writer's connection is closed)
+            None if self._resident else self._checkpoint,
+        ):
+            yield
 
-        if self._in_tx:
-            yield
-            return
-        self.conn.execute("BEGIN TRANSACTION")
-        self._in_tx = True
-        try:
-            yield
-            crash.point("graph.before-commit")
-        except BaseException:
-            self._in_tx = False
-            with contextlib.suppress(Exception):
-                self.conn.execute("ROLLBACK")
-            raise
-        self._in_tx = False
+    def _commit(self) -> None:
         try:
             with self._commit_guard():
                 self.conn.execute("COMMIT")
@@ -810,12 +816,10 @@ class Graph(EntityQueries, DocumentQueries, LineageQueries, LinkQueries, Version
             with contextlib.suppress(Exception):
                 self.conn.execute("ROLLBACK")
             raise OkError(f"commit failed: {str(e).splitlines()[0]}", "run `ok sync`") from e
-        crash.point("graph.committed")
-        # checkpoint now, so committed work rarely waits in the log for a replay (a resident
-        # database checkpoints once the writer's connection is closed)
-        if not self._resident:
-            with contextlib.suppress(RuntimeError):
-                self.conn.execute("CHECKPOINT")
+
+    def _checkpoint(self) -> None:
+        with contextlib.suppress(RuntimeError):
+            self.conn.execute("CHECKPOINT")
 
     def commit_and_continue(self) -> None:
         """Commit what the open transaction holds so far and start the next one."""

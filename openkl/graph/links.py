@@ -15,7 +15,8 @@ _EDGE = (
 )
 
 
-def _first_line(text: str | None) -> str:
+def first_line(text: str | None) -> str:
+    """The first non-empty line of a note, without heading marks, as its title."""
     for line in (text or "").splitlines():
         if line.strip():
             return line.strip().lstrip("#").strip()[:80]
@@ -114,7 +115,7 @@ class LinkQueries(Queries):
                     "kind": "memory",
                     "id": r["id"],
                     "path": r["path"],
-                    "title": _first_line(r["text"]),
+                    "title": first_line(r["text"]),
                 }
         if doc_ids:
             for r in self.query(

@@ -32,7 +32,18 @@ from .files import (
     read_piece,
     safe_path,
 )
-from .folder import About, Initialized, about, describe, doctor, index, init_folder, sync, watch
+from .folder import (
+    About,
+    Initialized,
+    about,
+    describe,
+    doctor,
+    index,
+    init_folder,
+    publish,
+    sync,
+    watch,
+)
 from .freshness import events, follow_events, refresh
 from .graph import (
     NEIGHBOURHOOD_LIMIT,
@@ -152,6 +163,7 @@ __all__ = [
     "import_bundle",
     "neighbourhood",
     "index",
+    "publish",
     "ingest",
     "init_folder",
     "keep_citations",

@@ -13,7 +13,7 @@ from .. import doctor as doctor_mod
 from .. import indexer
 from ..errors import BadInput, OkError
 from ..folder import Folder
-from ..indexing import open_graph
+from ..indexing import open_graph, open_postgres
 from ..records import Check, FolderInitialized
 
 
@@ -99,6 +99,15 @@ def index(folder: Folder, rebuild: bool = False) -> indexer.SyncReport:
     the writer lock."""
     rep = indexer.sync(folder, rebuild=rebuild)
     folder.log_op("index", rebuild=rebuild, docs=len(rep.docs_added), notes=len(rep.notes_added))
+    return rep
+
+
+def publish(folder: Folder, backend: str) -> indexer.Published:
+    """Build the folder's stack in the PostgreSQL graph at `backend` from the files, and log
+    it. The caller holds the writer lock."""
+    with open_postgres(folder, backend, write=True) as g:
+        rep = indexer.publish(folder, g)
+    folder.log_op("publish", stack=rep.stack, docs=rep.docs, chunks=rep.chunks, notes=rep.notes)
     return rep
 
 

@@ -16,15 +16,15 @@ from .. import indexer, links, store
 from .. import notes as notes_mod
 from ..errors import OkError
 from ..folder import Folder
-from ..graph import Graph
+from ..graph.protocol import GraphStore
 from ..indexing import open_graph
 from ..records import MappingEntry, NoteLinks, Status
 
 # how an adapter opens the graph for reading, if not with `open_graph(folder)`
-Opener = Callable[[], AbstractContextManager[Graph]]
+Opener = Callable[[], AbstractContextManager[GraphStore]]
 
 
-def reading(folder: Folder, graph: Opener | None = None) -> AbstractContextManager[Graph]:
+def reading(folder: Folder, graph: Opener | None = None) -> AbstractContextManager[GraphStore]:
     """The graph, opened read-only by `graph` or else by `open_graph(folder)`."""
     return graph() if graph is not None else open_graph(folder)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,8 +13,9 @@ from .. import citations as cit
 from .. import search as search_mod
 from ..errors import BadInput, NotFound, UsageError
 from ..folder import Folder, atomic_write
+from ..graph.protocol import GraphStore
 from ..indexing import embedder as folder_embedder
-from ..indexing import files_newer_than_index
+from ..indexing import files_newer_than_index, open_postgres
 from ..records import Cite, Spot
 from .read import Opener, reading
 
@@ -112,6 +115,7 @@ def search(
     graph: Opener | None = None,
     include_superseded: bool = False,
     recency: str | None = None,
+    backend: str | None = None,
 ) -> SearchResult:
     """Hybrid search with the folder's defaults for what is not given (`max_k` clamps k:
     an adapter's cap); `names` are the adapter's names for k, per_doc, since and until,
@@ -120,7 +124,8 @@ def search(
     good match and no hits; 0 turns it off. With `remember`, the hits' ids are kept so
     that `locate` takes a rank for the last search. Expired notes are left out, and so are
     superseded ones unless `include_superseded`. `recency` is a half-life (`90d`) or `off`
-    (default search.recency)."""
+    (default search.recency). `backend` (default graph.backend) is a PostgreSQL
+    connection string to read the folder's stack from instead of Kùzu."""
     if k is None:
         k = folder.setting("search.k")
     if max_k is not None:
@@ -144,6 +149,9 @@ def search(
         include_superseded=include_superseded,
     ).normalized(names[2], names[3])
     emb = folder_embedder(folder)
+    backend = backend or folder.setting("graph.backend")
+    if graph is None and backend:
+        graph = _postgres(folder, backend)
     with reading(folder, graph) as g:
         if trace:
             g.trace = []
@@ -175,6 +183,15 @@ def search(
         best_score=found.best_score,
         keywords=found.keywords,
     )
+
+
+def _postgres(folder: Folder, backend: str) -> Opener:
+    @contextlib.contextmanager
+    def opener() -> Iterator[GraphStore]:
+        with open_postgres(folder, backend) as g:
+            yield g.as_store()
+
+    return opener
 
 
 def _last_search(folder: Folder) -> Path:

@@ -1,0 +1,833 @@
+"""The derived graph in PostgreSQL with pgvector: the second implementation of
+`GraphStore`, for folders that outgrow one machine. The only module that imports psycopg.
+
+One database holds many stacks (a server's folders): every table has a `stack` column,
+every query names it, and row-level security keeps a session to the stack in its
+`openkl.stack` setting, so the boundary holds for raw SQL too (for roles that are not
+superusers; see `grant_stack_reader`). Ids, records and rankings follow `Graph` (Kùzu):
+the same rows give the same ids and the same shapes. Full text is BM25 computed in SQL over a
+tsvector of `fts_text`; vectors are pgvector with an HNSW index (cosine).
+
+Not built yet: the entity part of `GraphStore` (`EntityStore`); its tables exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from ..errors import BadInput, OkError, QueryRefused
+from ..records import (
+    ChunkInput,
+    ChunkNode,
+    ChunkRow,
+    ChunkVector,
+    DocIndexed,
+    DocInput,
+    DocNode,
+    DocSummary,
+    LinkEdge,
+    LinkEnd,
+    NoteIndexed,
+    NoteNode,
+    NoteRefsRow,
+    NoteRow,
+    NoteSummary,
+    NoteTime,
+    NoteVector,
+)
+from . import check_stamps, fts_query, fts_text, write_stamps
+from .base import Atomic
+from .links import first_line
+
+if TYPE_CHECKING:
+    from .protocol import GraphStore
+
+# the stack of a row: filled from the session's setting, so inserts need not name it
+_STACK = "stack text NOT NULL DEFAULT current_setting('openkl.stack')"
+# the text search configuration of the tsvector columns and of the queries
+FTS_CONFIG = "english"
+
+
+def schema(dim: int) -> list[str]:
+    """DDL for the graph's tables (each with `stack`), their indexes and policies."""
+    tables = {
+        "meta": "key text, value text, PRIMARY KEY (stack, key)",
+        "docs": "id text, path text, sha256 text, title text, source text, created_at text,"
+        " chars bigint, current boolean, PRIMARY KEY (stack, id)",
+        "chunks": f"id text, doc_id text, text text, fts text, span_start bigint,"
+        f" span_end bigint, ord bigint, current boolean, vec vector({dim}), dl integer,"
+        f" tsv tsvector GENERATED ALWAYS AS (to_tsvector('{FTS_CONFIG}', fts)) STORED,"
+        f" PRIMARY KEY (stack, id)",
+        "notes": f"id text, path text, sha256 text, text text, fts text, ts text,"
+        f" tags text[], topics text[], body_start bigint, body_end bigint, vec vector({dim}),"
+        f" dl integer,"
+        f" tsv tsvector GENERATED ALWAYS AS (to_tsvector('{FTS_CONFIG}', fts)) STORED,"
+        f" PRIMARY KEY (stack, id)",
+        "topics": "id text, PRIMARY KEY (stack, id)",
+        "note_topics": "note text, topic text, PRIMARY KEY (stack, note, topic)",
+        "entities": "id text, name text, type text, description text, confidence double"
+        " precision, aliases text[], docs text[], verified boolean, source_kind text,"
+        " canonical boolean, ext_id text, extra text, PRIMARY KEY (stack, id)",
+        "extractions": "id text, owner text, base bigint, keys text[], aliases text[],"
+        " data text, PRIMARY KEY (stack, id)",
+        "mentions": "owner text, owner_kind text, entity text, confidence double precision,"
+        " PRIMARY KEY (stack, owner, entity)",
+        "relationships": "src text, dst text, type text, confidence double precision,"
+        " evidence text, docs text, verified boolean, source_kind text, description text,"
+        " ext_id text, extra text",
+        # a newer document version supersedes an older one
+        "versions": "new_id text, old_id text, drift double precision, ts text,"
+        " PRIMARY KEY (stack, new_id, old_id)",
+        # a note derived from a chunk or a whole document (`DERIVED_FROM`)
+        "lineage": "note text, target text, kind text, PRIMARY KEY (stack, note, kind, target)",
+        # `[[…]]` links in notes (`LINKS_TO`) and each note's titles and links
+        "links": "src text, kind text, dst text, text text, heading text, alias text, line bigint",
+        "note_refs": "id text, titles text, links text, PRIMARY KEY (stack, id)",
+    }
+    out = ["CREATE EXTENSION IF NOT EXISTS vector"]
+    for name, cols in tables.items():
+        out += [
+            f"CREATE TABLE IF NOT EXISTS {name} ({_STACK}, {cols})",
+            f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY",
+            f"DROP POLICY IF EXISTS by_stack ON {name}",
+            f"CREATE POLICY by_stack ON {name}"
+            f" USING (stack = current_setting('openkl.stack', true))"
+            f" WITH CHECK (stack = current_setting('openkl.stack', true))",
+        ]
+    for table in ("chunks", "notes"):
+        out += [
+            f"CREATE INDEX IF NOT EXISTS {table}_vec ON {table} USING hnsw (vec vector_cosine_ops)",
+            f"CREATE INDEX IF NOT EXISTS {table}_tsv ON {table} USING gin (tsv)",
+        ]
+    out += [
+        "CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (stack, doc_id)",
+        "CREATE INDEX IF NOT EXISTS links_src ON links (stack, src)",
+        "CREATE INDEX IF NOT EXISTS links_dst ON links (stack, dst)",
+    ]
+    return out
+
+
+TABLES = [
+    "meta",
+    "docs",
+    "chunks",
+    "notes",
+    "topics",
+    "note_topics",
+    "entities",
+    "extractions",
+    "mentions",
+    "relationships",
+    "versions",
+    "lineage",
+    "links",
+    "note_refs",
+]
+
+_TABLE_OF = {"Chunk": "chunks", "MemoryNote": "notes"}
+
+
+def _table(label: str) -> str:
+    if label not in _TABLE_OF:
+        raise BadInput(f"no such table {label!r}", "use Chunk or MemoryNote")
+    return _TABLE_OF[label]
+
+
+def _connect(uri: str) -> Any:
+    if not re.match(r"postgres(ql)?://", uri):
+        raise BadInput(
+            f"not a PostgreSQL connection string: {uri!r}",
+            "give one like postgresql://user:password@host:5432/database",
+        )
+    try:
+        import pgvector.psycopg  # noqa: F401
+        import psycopg
+        from psycopg.rows import dict_row
+    except ImportError as e:
+        raise OkError(
+            "PostgreSQL support is not installed",
+            "install it with `pip install 'openkl[postgresql]'`",
+        ) from e
+    try:
+        return psycopg.connect(uri, autocommit=True, row_factory=dict_row)
+    except psycopg.Error as e:
+        raise OkError(
+            f"cannot connect to PostgreSQL: {str(e).strip().splitlines()[0]}",
+            "check the host, port, user, password and database in the connection string",
+        ) from e
+
+
+def _register_vector(conn: Any) -> None:
+    from pgvector.psycopg import register_vector
+
+    try:
+        register_vector(conn)
+    except Exception as e:  # psycopg.ProgrammingError: type "vector" not found
+        raise OkError(
+            "the database has no pgvector extension",
+            "install pgvector on the server and run `CREATE EXTENSION vector` as its owner",
+        ) from e
+
+
+def grant_stack_reader(uri: str, role: str, password: str) -> None:
+    """Create a login role that may read every table; row-level security then shows it the
+    rows of the stack its session names (`SET openkl.stack = …`) and nothing else."""
+    conn = _connect(uri)
+    try:
+        from psycopg import sql
+
+        ident = sql.Identifier(role)
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(ident, sql.Literal(password))
+        )
+        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(ident))
+    finally:
+        conn.close()
+
+
+def _floats(vec: Any) -> list[float]:
+    """A stored vector as Kùzu returns one: a list of floats."""
+    return [float(x) for x in vec.to_list()]
+
+
+class PgGraph(Atomic):
+    """An open connection to one stack's graph in PostgreSQL."""
+
+    def __init__(self, conn: Any, stack: str, writable: bool) -> None:
+        self.conn = conn
+        self.stack = stack
+        self.writable = writable
+        self.trace: list[str] | None = None
+        self._in_tx = False
+
+    # -- opening ----------------------------------------------------------------------
+    @classmethod
+    @contextlib.contextmanager
+    def open(
+        cls,
+        uri: str,
+        *,
+        stack: str,
+        write: bool,
+        dim: int | None = None,
+        embedder_identity: str | None = None,
+        check: bool = True,
+    ) -> Iterator[PgGraph]:
+        """Open `stack` in the database at `uri`. A writer creates the schema on first use."""
+        conn = _connect(uri)
+        try:
+            conn.execute("SELECT set_config('openkl.stack', %s, false)", (stack,))
+            g = cls(conn, stack, write)
+            if write and dim:
+                g._ensure_schema(dim, embedder_identity)
+            _register_vector(conn)
+            if check:
+                g._check(embedder_identity)
+            yield g
+        finally:
+            conn.close()
+
+    def _ensure_schema(self, dim: int, embedder_identity: str | None) -> None:
+        with self.transaction():
+            # one writer creates the schema; others wait here for it
+            self.conn.execute("SELECT pg_advisory_xact_lock(hashtext('openkl.schema'))")
+            try:
+                for ddl in schema(dim):
+                    self._run(ddl)
+            except OkError:
+                raise  # a read-only server, a lost connection: said by `_run`
+            except Exception as e:  # psycopg.errors.FeatureNotSupported: no pgvector
+                raise OkError(
+                    f"cannot create the graph's tables: {str(e).strip().splitlines()[0]}",
+                    "the database needs the pgvector extension (CREATE EXTENSION vector)",
+                ) from e
+        if not self.meta():
+            self.stamp(dim, embedder_identity)
+
+    def stamp(self, dim: int, embedder_identity: str | None) -> None:
+        """Record the schema version, the embedder and the vectors' dimension."""
+        write_stamps(self.set_meta, dim, embedder_identity)
+
+    def _check(self, embedder_identity: str | None) -> None:
+        meta = self.meta()
+        if not meta:
+            if self.writable:
+                return
+            raise OkError(
+                f"stack {self.stack!r} has no index in this database",
+                "run `ok index --backend <connection string>` to build it",
+            )
+        check_stamps(meta, embedder_identity, "run `ok index --rebuild --backend <uri>`")
+
+    def as_store(self) -> GraphStore:
+        """This graph as a `GraphStore`, for the features that use only documents, chunks,
+        notes, versions, lineage and links: its entity part is not built yet."""
+        return cast("GraphStore", self)
+
+    def destroy(self) -> None:
+        """Delete every row of this stack (the files stay)."""
+        with self.transaction():
+            for t in TABLES:
+                self._run(f"DELETE FROM {t} WHERE stack = %(st)s")
+
+    # -- generic ----------------------------------------------------------------------
+    def _run(self, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run SQL with `%(st)s` bound to this stack; rows as dicts."""
+        import psycopg
+
+        if self.trace is not None:
+            self.trace.append(sql)
+        try:
+            cur = self.conn.execute(sql, {"st": self.stack, **(params or {})})
+        except psycopg.errors.QueryCanceled as e:
+            raise OkError("the query took too long and was stopped") from e
+        except psycopg.errors.ReadOnlySqlTransaction as e:
+            raise OkError(
+                "the database is read-only (a replica?)",
+                "point the writer at the primary server",
+            ) from e
+        except psycopg.OperationalError as e:
+            raise OkError(
+                f"lost the connection to PostgreSQL: {str(e).strip().splitlines()[0]}",
+                "check the server, then run the command again (nothing was half written)",
+            ) from e
+        return cur.fetchall() if cur.description else []
+
+    def _ids(self, sql: str, params: dict[str, Any] | None = None) -> list[str]:
+        return [r["id"] for r in self._run(sql, params)]
+
+    def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        if self.trace is not None:
+            self.trace.append(sql)
+        with self.conn.cursor() as cur:
+            cur.executemany(sql, rows)
+
+    def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        raise QueryRefused(
+            "Cypher runs on the Kùzu graph only; this folder's graph is in PostgreSQL",
+            "query PostgreSQL with SQL, or run `ok index` without --backend for a local graph",
+        )
+
+    def set_timeout(self, seconds: float) -> None:
+        self._run(f"SET statement_timeout = {max(1, int(seconds * 1000))}")
+
+    def meta(self) -> dict[str, str]:
+        import psycopg
+
+        try:
+            rows = self._run("SELECT key, value FROM meta WHERE stack = %(st)s")
+        except psycopg.errors.UndefinedTable:
+            return {}
+        return {r["key"]: r["value"] for r in rows}
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._run(
+            "INSERT INTO meta (key, value) VALUES (%(k)s, %(v)s)"
+            " ON CONFLICT (stack, key) DO UPDATE SET value = excluded.value",
+            {"k": key, "v": value},
+        )
+
+    # -- transactions -----------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside happen together or not at all; a nested block joins the outer."""
+        with self._atomic(
+            lambda: self.conn.execute("BEGIN"), lambda: self.conn.execute("ROLLBACK"), self._commit
+        ):
+            yield
+
+    def _commit(self) -> None:
+        import psycopg
+
+        try:
+            self.conn.execute("COMMIT")
+        except psycopg.Error as e:
+            with contextlib.suppress(Exception):
+                self.conn.execute("ROLLBACK")
+            raise OkError(
+                f"commit failed: {str(e).strip().splitlines()[0]}", "run `ok sync`"
+            ) from e
+
+    def commit_and_continue(self) -> None:
+        if not self._in_tx:
+            return
+        try:
+            self._commit()
+        except OkError:
+            self._in_tx = False
+            raise
+        self.conn.execute("BEGIN")
+
+    # -- documents and chunks ---------------------------------------------------------
+    def add_docs(self, docs: list[DocInput], chunks: list[ChunkInput], vecs: Any) -> None:
+        with self.transaction():
+            self._many(
+                "INSERT INTO docs (id, path, sha256, title, source, created_at, chars, current)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                [
+                    (d["id"], d["path"], d["sha256"], d["title"], d["source"])
+                    + (d["created_at"], d["chars"], d["current"])
+                    for d in docs
+                ],
+            )
+            self._many(
+                "INSERT INTO chunks (id, doc_id, text, fts, span_start, span_end, ord, current,"
+                " vec) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [
+                    (c["id"], c["doc_id"], c["text"], fts_text(c["text"]), c["start"], c["end"])
+                    + (c["ord"], c.get("current", True), vecs[i].astype("float32"))
+                    for i, c in enumerate(chunks)
+                ],
+            )
+            if chunks:
+                self._set_lengths("chunks")
+
+    def remove_doc(self, doc_id: str) -> None:
+        with self.transaction():
+            chunks = self._ids(
+                "SELECT id FROM chunks WHERE stack = %(st)s AND doc_id = %(d)s", {"d": doc_id}
+            )
+            gone = {"ids": [*chunks, doc_id]}
+            self._run("DELETE FROM mentions WHERE stack = %(st)s AND owner = ANY(%(ids)s)", gone)
+            self._run("DELETE FROM lineage WHERE stack = %(st)s AND target = ANY(%(ids)s)", gone)
+            self._run(
+                "DELETE FROM versions WHERE stack = %(st)s AND (new_id = %(d)s OR old_id = %(d)s)",
+                {"d": doc_id},
+            )
+            self._run(
+                "DELETE FROM links WHERE stack = %(st)s AND kind = 'doc' AND dst = %(d)s",
+                {"d": doc_id},
+            )
+            self._run("DELETE FROM chunks WHERE stack = %(st)s AND doc_id = %(d)s", {"d": doc_id})
+            self._run("DELETE FROM docs WHERE stack = %(st)s AND id = %(d)s", {"d": doc_id})
+
+    def set_doc_path(self, doc_id: str, path: str) -> None:
+        self._run(
+            "UPDATE docs SET path = %(p)s WHERE stack = %(st)s AND id = %(d)s",
+            {"d": doc_id, "p": path},
+        )
+
+    def docs(self) -> dict[str, DocIndexed]:
+        rows = self._run("SELECT id, path, sha256, current FROM docs WHERE stack = %(st)s")
+        return {r["id"]: r for r in rows}  # type: ignore[misc]
+
+    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
+        if not ids:
+            return {}
+        rows = self._run(
+            'SELECT c.id, c.doc_id, c.text, c.span_start AS "start", c.span_end AS "end",'
+            " d.path, d.sha256, d.source, d.created_at, d.title FROM chunks c"
+            " JOIN docs d ON d.stack = c.stack AND d.id = c.doc_id"
+            " WHERE c.stack = %(st)s AND c.id = ANY(%(ids)s)",
+            {"ids": list(ids)},
+        )
+        return {r["id"]: r for r in rows}  # type: ignore[misc]
+
+    def doc_paths(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        rows = self._run(
+            "SELECT id, path FROM docs WHERE stack = %(st)s AND id = ANY(%(ids)s)",
+            {"ids": list(doc_ids)},
+        )
+        return {r["id"]: r["path"] for r in rows}
+
+    def current_chunks_of(self, doc_ids: Sequence[str]) -> list[ChunkVector]:
+        rows = self._run(
+            "SELECT id, doc_id AS doc, text, vec FROM chunks"
+            " WHERE stack = %(st)s AND doc_id = ANY(%(ids)s) AND current",
+            {"ids": list(doc_ids)},
+        )
+        return [{**r, "vec": _floats(r["vec"])} for r in rows]  # type: ignore[typeddict-item]
+
+    def doc_summaries(self) -> list[DocSummary]:
+        return self._run(  # type: ignore[return-value]
+            "SELECT id, path, title, sha256 AS sha, created_at FROM docs WHERE stack = %(st)s"
+        )
+
+    # -- memory notes -----------------------------------------------------------------
+    def add_notes(self, notes: list[NoteRow], vecs: Any) -> None:
+        if not notes:
+            return
+        with self.transaction():
+            self._many(
+                "INSERT INTO notes (id, path, sha256, text, fts, ts, tags, topics, body_start,"
+                " body_end, vec) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [
+                    (n["id"], n["path"], n["sha256"], n["text"], fts_text(n["text"]), n["ts"])
+                    + (list(n["tags"]), list(n["topics"]), n["body_start"], n["body_end"])
+                    + (vecs[i].astype("float32"),)
+                    for i, n in enumerate(notes)
+                ],
+            )
+            self._set_lengths("notes")
+            pairs = sorted({(n["id"], t) for n in notes for t in n["topics"]})
+            self._many(
+                "INSERT INTO topics (id) VALUES (%s) ON CONFLICT DO NOTHING",
+                [(t,) for t in sorted({t for _, t in pairs})],
+            )
+            self._many(
+                "INSERT INTO note_topics (note, topic) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                pairs,
+            )
+
+    def remove_note(self, note_id: str) -> None:
+        with self.transaction():
+            one = {"n": note_id}
+            self._run("DELETE FROM note_topics WHERE stack = %(st)s AND note = %(n)s", one)
+            self._run("DELETE FROM lineage WHERE stack = %(st)s AND note = %(n)s", one)
+            self._run("DELETE FROM mentions WHERE stack = %(st)s AND owner = %(n)s", one)
+            self._run(
+                "DELETE FROM links WHERE stack = %(st)s"
+                " AND (src = %(n)s OR (kind = 'memory' AND dst = %(n)s))",
+                one,
+            )
+            self._run("DELETE FROM notes WHERE stack = %(st)s AND id = %(n)s", one)
+
+    def notes(self) -> dict[str, NoteIndexed]:
+        rows = self._run("SELECT id, path, sha256 FROM notes WHERE stack = %(st)s")
+        return {r["id"]: r for r in rows}  # type: ignore[misc]
+
+    def notes_by_id(self, ids: Sequence[str]) -> dict[str, NoteRow]:
+        if not ids:
+            return {}
+        rows = self._run(
+            "SELECT id, path, sha256, text, ts, tags, topics, body_start, body_end FROM notes"
+            " WHERE stack = %(st)s AND id = ANY(%(ids)s)",
+            {"ids": list(ids)},
+        )
+        return {r["id"]: r for r in rows}  # type: ignore[misc]
+
+    def notes_with_vectors(self, note_ids: Sequence[str]) -> list[NoteVector]:
+        rows = self._run(
+            "SELECT id, path, sha256 AS sha, text, vec FROM notes"
+            " WHERE stack = %(st)s AND id = ANY(%(ids)s)",
+            {"ids": list(note_ids)},
+        )
+        return [{**r, "vec": _floats(r["vec"])} for r in rows]  # type: ignore[typeddict-item]
+
+    def note_summaries(self) -> list[NoteSummary]:
+        return self._run(  # type: ignore[return-value]
+            "SELECT id, path, sha256 AS sha, ts FROM notes WHERE stack = %(st)s"
+        )
+
+    # -- retrieval --------------------------------------------------------------------
+    def fts(
+        self, table: str, query: str, k: int, k1: float = 0.9, b: float = 0.4
+    ) -> list[tuple[str, float]]:
+        """BM25 over the table's tsvector: [(id, score)] best first.
+
+        `ts_rank_cd` ranks SciFact at half Kùzu's BM25 (bench/backends.py), so the score is
+        BM25's, from the tsvector's statistics: a lexeme's positions are its frequency in
+        the row, `dl` the row's length, document frequencies and the mean length come from
+        the stack's rows. Any word of the query may match, as with Kùzu."""
+        name = _table(table)
+        current = "c.current" if name == "chunks" else "true AS current"
+        rows = self._run(
+            f"WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('{FTS_CONFIG}', %(q)s))),"
+            f" tq AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM q),"
+            f" hits AS (SELECT c.id, {current}, c.dl, u.lexeme,"
+            f" array_length(u.positions, 1) AS tf FROM {name} c, tq, unnest(c.tsv) u"
+            f" WHERE c.stack = %(st)s AND c.tsv @@ tq.tq AND u.lexeme IN (SELECT lexeme FROM q)),"
+            f" df AS (SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme),"
+            f" n AS (SELECT count(*) AS n, greatest(avg(dl), 1) AS avgdl FROM {name}"
+            f" WHERE stack = %(st)s)"
+            f" SELECT c.id, sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5)) * c.tf * (%(k1)s + 1)"
+            f" / (c.tf + %(k1)s * (1 - %(b)s + %(b)s * c.dl / n.avgdl))) AS score"
+            f" FROM hits c JOIN df USING (lexeme), n WHERE c.current"
+            f" GROUP BY c.id ORDER BY score DESC, c.id LIMIT %(k)s",
+            {"q": fts_query(query), "k": k, "k1": k1, "b": b},
+        )
+        return [(r["id"], float(r["score"])) for r in rows]
+
+    def _set_lengths(self, table: str) -> None:
+        """Each new row's length in tokens, for BM25 (`fts`)."""
+        self._run(
+            f"UPDATE {table} SET dl = (SELECT coalesce(sum(array_length(positions, 1)), 0)"
+            f" FROM unnest(tsv)) WHERE stack = %(st)s AND dl IS NULL"
+        )
+
+    def vector(self, table: str, qvec: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """Cosine similarity through the HNSW index: [(id, score)] best first."""
+        import numpy as np
+
+        name = _table(table)
+        where = " AND current" if name == "chunks" else ""
+        rows = self._run(
+            f"SELECT id, 1 - (vec <=> %(q)s) AS s FROM {name} WHERE stack = %(st)s{where}"
+            f" ORDER BY vec <=> %(q)s, id LIMIT %(k)s",
+            {"q": np.asarray(qvec, dtype="float32"), "k": k},
+        )
+        return [(r["id"], float(r["s"])) for r in rows]
+
+    def vectors(self, table: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        if not ids:
+            return {}
+        rows = self._run(
+            f"SELECT id, vec FROM {_table(table)} WHERE stack = %(st)s AND id = ANY(%(ids)s)",
+            {"ids": list(ids)},
+        )
+        return {r["id"]: _floats(r["vec"]) for r in rows}
+
+    # -- versions ---------------------------------------------------------------------
+    def version_links(self) -> list[tuple[str, str]]:
+        rows = self._run("SELECT new_id, old_id FROM versions WHERE stack = %(st)s")
+        return [(r["new_id"], r["old_id"]) for r in rows]
+
+    def add_old_version(
+        self, doc_id: str, path: str, sha256: str, title: str, source: str, created_at: str
+    ) -> None:
+        self._run(
+            "INSERT INTO docs (id, path, sha256, title, source, created_at, chars, current)"
+            " VALUES (%(id)s, %(p)s, %(s)s, %(t)s, %(src)s, %(c)s, 0, false)",
+            {"id": doc_id, "p": path, "s": sha256, "t": title, "src": source, "c": created_at},
+        )
+
+    def retire_doc(self, doc_id: str) -> None:
+        self._run(
+            "UPDATE docs SET current = false WHERE stack = %(st)s AND id = %(d)s", {"d": doc_id}
+        )
+
+    def link_version(self, new_id: str, old_id: str, drift: float, ts: str) -> None:
+        # both documents must exist, as with Kùzu's MATCH
+        self._run(
+            "INSERT INTO versions (new_id, old_id, drift, ts)"
+            " SELECT %(n)s, %(o)s, %(dr)s, %(ts)s WHERE (SELECT count(*) FROM docs"
+            " WHERE stack = %(st)s AND id IN (%(n)s, %(o)s)) = 2 ON CONFLICT DO NOTHING",
+            {"n": new_id, "o": old_id, "dr": drift, "ts": ts},
+        )
+
+    # -- lineage ----------------------------------------------------------------------
+    def lineage_note(self, note_id: str) -> NoteNode | None:
+        rows = self._run(
+            "SELECT path, text FROM notes WHERE stack = %(st)s AND id = %(id)s", {"id": note_id}
+        )
+        return rows[0] if rows else None  # type: ignore[return-value]
+
+    def lineage_chunk(self, chunk_id: str) -> ChunkNode | None:
+        rows = self._run(
+            "SELECT doc_id AS doc, current, text FROM chunks WHERE stack = %(st)s AND id = %(id)s",
+            {"id": chunk_id},
+        )
+        return rows[0] if rows else None  # type: ignore[return-value]
+
+    def lineage_doc(self, doc_id: str) -> DocNode | None:
+        rows = self._run(
+            "SELECT path, title, current FROM docs WHERE stack = %(st)s AND id = %(id)s",
+            {"id": doc_id},
+        )
+        return rows[0] if rows else None  # type: ignore[return-value]
+
+    def newer_versions(self, doc_id: str) -> list[str]:
+        return self._ids(
+            "SELECT new_id AS id FROM versions WHERE stack = %(st)s AND old_id = %(d)s",
+            {"d": doc_id},
+        )
+
+    def newer_versions_if_retired(self, doc_id: str) -> list[str]:
+        return self._ids(
+            "SELECT v.new_id AS id FROM versions v JOIN docs d ON d.stack = v.stack"
+            " AND d.id = v.old_id WHERE v.stack = %(st)s AND v.old_id = %(d)s AND NOT d.current",
+            {"d": doc_id},
+        )
+
+    def older_versions(self, doc_id: str) -> list[str]:
+        return self._ids(
+            "SELECT old_id AS id FROM versions WHERE stack = %(st)s AND new_id = %(d)s",
+            {"d": doc_id},
+        )
+
+    def _derived(self, where: str, params: dict[str, Any]) -> list[str]:
+        return self._ids(
+            f"SELECT DISTINCT note AS id FROM lineage WHERE stack = %(st)s AND {where}", params
+        )
+
+    def note_source_chunks(self, note_id: str) -> list[str]:
+        return self._ids(
+            "SELECT target AS id FROM lineage WHERE stack = %(st)s AND note = %(n)s"
+            " AND kind = 'chunk'",
+            {"n": note_id},
+        )
+
+    def note_source_docs(self, note_id: str) -> list[str]:
+        return self._ids(
+            "SELECT target AS id FROM lineage WHERE stack = %(st)s AND note = %(n)s"
+            " AND kind = 'doc'",
+            {"n": note_id},
+        )
+
+    def docs_of_chunk(self, chunk_id: str) -> list[str]:
+        return self._ids(
+            "SELECT d.id FROM chunks c JOIN docs d ON d.stack = c.stack AND d.id = c.doc_id"
+            " WHERE c.stack = %(st)s AND c.id = %(c)s",
+            {"c": chunk_id},
+        )
+
+    def notes_derived_from_chunk(self, chunk_id: str) -> list[str]:
+        return self._derived("kind = 'chunk' AND target = %(t)s", {"t": chunk_id})
+
+    def notes_derived_from_doc(self, doc_id: str) -> list[str]:
+        return self._derived("kind = 'doc' AND target = %(t)s", {"t": doc_id})
+
+    def notes_derived_from_doc_chunks(self, doc_id: str) -> list[str]:
+        return self._derived(
+            "kind = 'chunk' AND target IN (SELECT id FROM chunks WHERE stack = %(st)s"
+            " AND doc_id = %(t)s)",
+            {"t": doc_id},
+        )
+
+    def notes_derived_from_docs(self, doc_ids: Sequence[str]) -> list[str]:
+        return sorted(
+            self._derived(
+                "((kind = 'doc' AND target = ANY(%(ids)s)) OR (kind = 'chunk' AND target IN"
+                " (SELECT id FROM chunks WHERE stack = %(st)s AND doc_id = ANY(%(ids)s))))",
+                {"ids": list(doc_ids)},
+            )
+        )
+
+    def unlink_derived(self, note_ids: Sequence[str]) -> None:
+        self._run(
+            "DELETE FROM lineage WHERE stack = %(st)s AND note = ANY(%(ids)s)",
+            {"ids": list(note_ids)},
+        )
+
+    def has_chunk(self, chunk_id: str) -> bool:
+        return bool(
+            self._run("SELECT 1 FROM chunks WHERE stack = %(st)s AND id = %(c)s", {"c": chunk_id})
+        )
+
+    def chunks_overlapping(self, doc_id: str, start: int, end: int) -> list[str]:
+        return self._ids(
+            "SELECT id FROM chunks WHERE stack = %(st)s AND doc_id = %(d)s"
+            " AND span_start < %(e)s AND span_end > %(s)s",
+            {"d": doc_id, "s": start, "e": end},
+        )
+
+    def _link_derived(self, note_id: str, kind: str, table: str, target: str) -> None:
+        # kept once, and only between a note and a target the graph holds
+        self._run(
+            f"INSERT INTO lineage (note, target, kind) SELECT %(n)s, %(t)s, %(k)s"
+            f" WHERE EXISTS (SELECT 1 FROM notes WHERE stack = %(st)s AND id = %(n)s)"
+            f" AND EXISTS (SELECT 1 FROM {table} WHERE stack = %(st)s AND id = %(t)s)"
+            f" ON CONFLICT DO NOTHING",
+            {"n": note_id, "t": target, "k": kind},
+        )
+
+    def link_note_to_chunk(self, note_id: str, chunk_id: str) -> None:
+        self._link_derived(note_id, "chunk", "chunks", chunk_id)
+
+    def link_note_to_doc(self, note_id: str, doc_id: str) -> None:
+        self._link_derived(note_id, "doc", "docs", doc_id)
+
+    # -- links between notes ----------------------------------------------------------
+    def _edges(self, where: str, ids: Sequence[str] | None) -> list[LinkEdge]:
+        rows = self._run(
+            "SELECT l.src, l.kind, l.dst, l.text, l.heading, l.alias, l.line FROM links l"
+            " WHERE l.stack = %(st)s AND EXISTS (SELECT 1 FROM notes m WHERE m.stack = l.stack"
+            f" AND m.id = l.src){where} ORDER BY l.kind DESC, l.src, l.line, l.dst",
+            {"ids": list(ids or [])},
+        )
+        return rows  # type: ignore[return-value]
+
+    def all_links(self) -> list[LinkEdge]:
+        return self._edges("", None)
+
+    def links_from(self, note_ids: Sequence[str]) -> list[LinkEdge]:
+        return self._edges(" AND l.src = ANY(%(ids)s)", note_ids)
+
+    def links_to(self, ids: Sequence[str]) -> list[LinkEdge]:
+        return self._edges(" AND l.dst = ANY(%(ids)s)", ids)
+
+    def unlink_notes(self, note_ids: Sequence[str]) -> None:
+        self._run(
+            "DELETE FROM links WHERE stack = %(st)s AND src = ANY(%(ids)s)",
+            {"ids": list(note_ids)},
+        )
+
+    def add_links(self, links: Sequence[LinkEdge]) -> None:
+        self._many(
+            "INSERT INTO links (src, kind, dst, text, heading, alias, line)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            [
+                (r["src"], r["kind"], r["dst"], r["text"], r["heading"], r["alias"], int(r["line"]))
+                for r in links
+            ],
+        )
+
+    def set_note_refs(self, rows: Sequence[NoteRefsRow]) -> None:
+        if not rows:
+            return
+        with self.transaction():
+            self.forget_note_refs([r["id"] for r in rows])
+            self._many(
+                "INSERT INTO note_refs (id, titles, links) VALUES (%s, %s, %s)",
+                [(r["id"], r["titles"], r["links"]) for r in rows],
+            )
+
+    def forget_note_refs(self, note_ids: Sequence[str]) -> None:
+        self._run(
+            "DELETE FROM note_refs WHERE stack = %(st)s AND id = ANY(%(ids)s)",
+            {"ids": list(note_ids)},
+        )
+
+    def note_refs(self) -> list[NoteRefsRow]:
+        return self._run("SELECT id, titles, links FROM note_refs WHERE stack = %(st)s")  # type: ignore[return-value]
+
+    def note_times(self) -> list[NoteTime]:
+        return self._run("SELECT id, ts FROM notes WHERE stack = %(st)s")  # type: ignore[return-value]
+
+    def doc_titles(self) -> dict[str, str]:
+        rows = self._run("SELECT id, title FROM docs WHERE stack = %(st)s AND current")
+        return {r["id"]: r["title"] or "" for r in rows}
+
+    def link_ends(self, note_ids: Sequence[str], doc_ids: Sequence[str]) -> dict[str, LinkEnd]:
+        out: dict[str, LinkEnd] = {}
+        for r in self._run(
+            "SELECT id, path, text FROM notes WHERE stack = %(st)s AND id = ANY(%(ids)s)",
+            {"ids": list(note_ids)},
+        ):
+            out[r["id"]] = {
+                "kind": "memory",
+                "id": r["id"],
+                "path": r["path"],
+                "title": first_line(r["text"]),
+            }
+        for r in self._run(
+            "SELECT id, path, title FROM docs WHERE stack = %(st)s AND id = ANY(%(ids)s)",
+            {"ids": list(doc_ids)},
+        ):
+            out[r["id"]] = {
+                "kind": "doc",
+                "id": r["id"],
+                "path": r["path"] or "",
+                "title": r["title"] or "",
+            }
+        return out
+
+    # -- health and bookkeeping -------------------------------------------------------
+    def incomplete(self) -> dict[str, list[str]]:
+        """Current documents with text but no chunks, and documents and notes with a chunk
+        or note that has no entity extraction (see `Graph.incomplete`)."""
+        docs = self._ids(
+            "SELECT d.id FROM docs d WHERE d.stack = %(st)s AND d.current AND (d.chars > 0"
+            " AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.stack = d.stack AND c.doc_id = d.id)"
+            " OR EXISTS (SELECT 1 FROM chunks c WHERE c.stack = d.stack AND c.doc_id = d.id"
+            " AND NOT EXISTS (SELECT 1 FROM extractions x WHERE x.stack = c.stack"
+            " AND x.id = c.id))) ORDER BY d.id"
+        )
+        notes = self._ids(
+            "SELECT m.id FROM notes m WHERE m.stack = %(st)s AND NOT EXISTS (SELECT 1 FROM"
+            " extractions x WHERE x.stack = m.stack AND x.id = m.id) ORDER BY m.id"
+        )
+        return {"docs": docs, "notes": notes}
+
+    def counts(self) -> dict[str, int]:
+        tables = {"Doc": "docs", "Chunk": "chunks", "MemoryNote": "notes"}
+        tables |= {"Entity": "entities", "Topic": "topics"}
+        return {
+            label: int(self._run(f"SELECT count(*) AS c FROM {t} WHERE stack = %(st)s")[0]["c"])
+            for label, t in tables.items()
+        }
