@@ -61,6 +61,15 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Folder:
     for n, body, src in bodies:
         nid = f"202601{n}-100000-aaaa{n}"
         (days / f"{nid}.md").write_text(NOTE.format(id=nid, n=int(n), src=src, body=body))
+    # a note that replaces the third, distilled from the first, and one already expired
+    newer = NOTE.format(
+        id="20260104-100000-aaaa04", n=4, src="20260101-100000-aaaa01", body="Cas9 edits genes."
+    ).replace("topics:", "supersedes: [20260103-100000-aaaa03]\ntopics:")
+    (days / "20260104-100000-aaaa04.md").write_text(newer)
+    gone = NOTE.format(id="20260105-100000-aaaa05", n=5, src="", body="A passing thought.")
+    (days / "20260105-100000-aaaa05.md").write_text(
+        gone.replace("topics:", "expires: 2026-01-06T00:00:00Z\ntopics:")
+    )
     r = run_ok("--root", str(root), "sync")
     assert r.code == 0, r.err
     return f
@@ -115,6 +124,11 @@ QUESTIONS: dict[str, Callable[[GraphStore], Any]] = {
     "lineage_chunk": lambda g: [g.lineage_chunk(c) for c in ALL_CHUNKS(g)],
     "overlapping": lambda g: {d: sorted(g.chunks_overlapping(d, 0, 400)) for d in g.docs()},
     "counts": lambda g: {k: v for k, v in g.counts().items() if k != "Entity"},
+    "hidden_notes": lambda g: g.hidden_notes("2026-02-01T00:00:00Z"),
+    "superseding": lambda g: {n: (g.older_notes(n), g.newer_notes(n)) for n in g.notes()},
+    "note_sources": lambda g: {
+        n: (g.note_source_notes(n), g.notes_derived_from_note(n)) for n in g.notes()
+    },
 }
 
 

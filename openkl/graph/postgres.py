@@ -63,7 +63,7 @@ def schema(dim: int) -> list[str]:
         f" PRIMARY KEY (stack, id)",
         "notes": f"id text, path text, sha256 text, text text, fts text, ts text,"
         f" tags text[], topics text[], body_start bigint, body_end bigint, vec vector({dim}),"
-        f" dl integer,"
+        f" dl integer, expires text, supersedes text[], derived_notes text[],"
         f" tsv tsvector GENERATED ALWAYS AS (to_tsvector('{FTS_CONFIG}', fts)) STORED,"
         f" PRIMARY KEY (stack, id)",
         "topics": "id text, PRIMARY KEY (stack, id)",
@@ -81,7 +81,8 @@ def schema(dim: int) -> list[str]:
         # a newer document version supersedes an older one
         "versions": "new_id text, old_id text, drift double precision, ts text,"
         " PRIMARY KEY (stack, new_id, old_id)",
-        # a note derived from a chunk or a whole document (`DERIVED_FROM`)
+        # a note derived from a chunk, a whole document or another note (`DERIVED_FROM`:
+        # kind chunk, doc, note), or superseding another note (`SUPERSEDES`: kind supersedes)
         "lineage": "note text, target text, kind text, PRIMARY KEY (stack, note, kind, target)",
         # `[[…]]` links in notes (`LINKS_TO`) and each note's titles and links
         "links": "src text, kind text, dst text, text text, heading text, alias text, line bigint",
@@ -455,11 +456,13 @@ class PgGraph(Atomic):
         with self.transaction():
             self._many(
                 "INSERT INTO notes (id, path, sha256, text, fts, ts, tags, topics, body_start,"
-                " body_end, vec) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                " body_end, vec, expires, supersedes, derived_notes)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 [
                     (n["id"], n["path"], n["sha256"], n["text"], fts_text(n["text"]), n["ts"])
                     + (list(n["tags"]), list(n["topics"]), n["body_start"], n["body_end"])
-                    + (vecs[i].astype("float32"),)
+                    + (vecs[i].astype("float32"), n.get("expires", ""))
+                    + (list(n.get("supersedes", [])), list(n.get("derived_notes", [])))
                     for i, n in enumerate(notes)
                 ],
             )
@@ -478,7 +481,11 @@ class PgGraph(Atomic):
         with self.transaction():
             one = {"n": note_id}
             self._run("DELETE FROM note_topics WHERE stack = %(st)s AND note = %(n)s", one)
-            self._run("DELETE FROM lineage WHERE stack = %(st)s AND note = %(n)s", one)
+            self._run(
+                "DELETE FROM lineage WHERE stack = %(st)s AND (note = %(n)s"
+                " OR (kind IN ('note', 'supersedes') AND target = %(n)s))",
+                one,
+            )
             self._run("DELETE FROM mentions WHERE stack = %(st)s AND owner = %(n)s", one)
             self._run(
                 "DELETE FROM links WHERE stack = %(st)s"
@@ -690,9 +697,59 @@ class PgGraph(Atomic):
 
     def unlink_derived(self, note_ids: Sequence[str]) -> None:
         self._run(
-            "DELETE FROM lineage WHERE stack = %(st)s AND note = ANY(%(ids)s)",
+            "DELETE FROM lineage WHERE stack = %(st)s AND note = ANY(%(ids)s)"
+            " AND kind <> 'supersedes'",
             {"ids": list(note_ids)},
         )
+
+    # -- note to note: SUPERSEDES and DERIVED_FROM from the lists on a note ------------
+    def link_note_refs(self) -> None:
+        for column, kind in (("supersedes", "supersedes"), ("derived_notes", "note")):
+            self._run(
+                f"INSERT INTO lineage (note, target, kind) SELECT n.id, r.target, '{kind}'"
+                f" FROM notes n CROSS JOIN LATERAL unnest(n.{column}) AS r(target)"
+                " WHERE n.stack = %(st)s AND r.target <> n.id AND EXISTS (SELECT 1 FROM notes o"
+                " WHERE o.stack = n.stack AND o.id = r.target) ON CONFLICT DO NOTHING"
+            )
+
+    def _note_ends(self, kind: str, note_id: str, forward: bool) -> list[str]:
+        mine, other = ("note", "target") if forward else ("target", "note")
+        return sorted(
+            self._ids(
+                f"SELECT {other} AS id FROM lineage WHERE stack = %(st)s AND kind = %(k)s"
+                f" AND {mine} = %(n)s",
+                {"k": kind, "n": note_id},
+            )
+        )
+
+    def older_notes(self, note_id: str) -> list[str]:
+        return self._note_ends("supersedes", note_id, True)
+
+    def newer_notes(self, note_id: str) -> list[str]:
+        return self._note_ends("supersedes", note_id, False)
+
+    def note_source_notes(self, note_id: str) -> list[str]:
+        return self._note_ends("note", note_id, True)
+
+    def notes_derived_from_note(self, note_id: str) -> list[str]:
+        return self._note_ends("note", note_id, False)
+
+    def hidden_notes(self, now: str, superseded: bool = True) -> set[str]:
+        ids = set(
+            self._ids(
+                "SELECT id FROM notes WHERE stack = %(st)s AND expires <> ''"
+                " AND expires <= %(now)s",
+                {"now": now},
+            )
+        )
+        if superseded:
+            ids |= set(
+                self._ids(
+                    "SELECT DISTINCT target AS id FROM lineage WHERE stack = %(st)s"
+                    " AND kind = 'supersedes'"
+                )
+            )
+        return ids
 
     def has_chunk(self, chunk_id: str) -> bool:
         return bool(
