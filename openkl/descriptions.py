@@ -23,7 +23,7 @@ import bisect
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .ask import markers, passages_prompt, sentences, unmarked
@@ -248,16 +248,3 @@ def _from_llm(folder: Folder, d: EntityDetail, llm: ChatClient, files: Files) ->
     if cite is None:
         return None
     return {"text": " ".join(unmarked(text).split()), "method": "llm", "cite": cite}
-
-
-def coverage(folder: Folder, g: GraphStore, ids: Iterable[str]) -> tuple[int, int, dict[str, int]]:
-    """(described, entities, count by method) over `ids`."""
-    ids = list(ids)
-    got: dict[str, Description | None] = {}
-    for i in range(0, len(ids), 256):
-        got.update(describe(folder, g, ids[i : i + 256]))
-    methods: dict[str, int] = {}
-    for d in got.values():
-        if d is not None:
-            methods[d["method"]] = methods.get(d["method"], 0) + 1
-    return sum(methods.values()), len(ids), methods
