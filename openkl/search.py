@@ -65,6 +65,9 @@ class Filters:
         )
 
 
+MAX_QUERY = 2000  # characters: the model reads 128 tokens, BM25 a query's every word
+
+
 def check_counts(
     k: int, per_doc: int = 1, k_name: str = "k", per_doc_name: str = "per_doc"
 ) -> None:
@@ -356,6 +359,11 @@ def find(
         raise UsageError(f"unknown scope {scope!r}", "use one of: " + ", ".join(SCOPES))
     if not query.strip():
         raise UsageError("the query is empty", "pass some words to search for")
+    if len(query) > MAX_QUERY:
+        raise UsageError(
+            f"the query is {len(query):,} characters long; at most {MAX_QUERY:,} are taken",
+            "search for its key sentence or a few of its words",
+        )
     check_counts(k, per_doc)
     if not 0.0 <= diversity <= 1.0:
         raise UsageError(f"diversity {diversity} is out of range", "use a value from 0 to 1")

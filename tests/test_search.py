@@ -198,3 +198,15 @@ def test_search_warns_when_files_changed_behind_its_back(example_kf: Path) -> No
     assert run_ok("sync").code == 0
     os.utime(note, (later - 3600, later - 3600))
     assert "ok sync" not in run_ok("search", "Lovelace", "--json").err
+
+
+def test_a_query_longer_than_the_cap_is_one_clear_line(example_kf: Path) -> None:
+    from openkl.search import MAX_QUERY
+
+    at_cap = ("gene editing " * MAX_QUERY)[:MAX_QUERY]
+    assert run_ok("search", at_cap, "-k", "1").code == 0
+    r = run_ok("search", at_cap + "x", "-k", "1")
+    assert r.code == 2 and f"the query is {MAX_QUERY + 1:,} characters long" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+    r = run_ok("ask", at_cap + "x")
+    assert r.code == 2 and "characters long" in r.err

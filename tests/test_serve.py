@@ -696,3 +696,10 @@ def test_a_follower_does_not_hold_up_a_stop(example_kf: Path) -> None:
     assert time.monotonic() - started < 20  # not the follower's hour
     t.join(timeout=10)
     assert not t.is_alive()
+
+
+def test_a_query_over_the_cap_is_a_json_4xx(server: Server) -> None:
+    from openkl.search import MAX_QUERY
+
+    r = server.http.get(f"/v1/{server.stack}/search", params={"q": "x" * (MAX_QUERY + 1)})
+    assert 400 <= r.status_code < 500 and "characters long" in r.json()["error"], r.text
