@@ -282,8 +282,11 @@ def neighbourhood(
             for there in (r["a"], r["b"])
             if there not in reach
         }
-        found = g.entities_by_id(sorted(ends))
-        nxt = [e for e in sorted(found) if not wanted or found[e]["type"].lower() in wanted]
+        if wanted:
+            found = g.entities_by_id(sorted(ends))
+            nxt = [e for e in sorted(found) if found[e]["type"].lower() in wanted]
+        else:  # no type to check: read only the entities kept, once, below
+            nxt = sorted(ends)
         if len(reach) + len(nxt) > limit:
             nxt, capped = nxt[: limit - len(reach)], True
         reach.update((e, d) for e in nxt)
