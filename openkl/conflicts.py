@@ -21,7 +21,6 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import cast
 
 from .ask import sentences, stem
 from .citations import Files, make
@@ -57,9 +56,6 @@ _VALUE = re.compile(
 _WORD = re.compile(r"[^\W\d_](?:[\w'’-]*\w)?")
 
 
-_NO_CITE = cast(Cite, {})
-
-
 @dataclass(frozen=True)
 class _Said:
     """One sentence naming an entity."""
@@ -83,21 +79,23 @@ def _values(text: str) -> frozenset[str]:
     )
 
 
-def _said(c: Cite, s: int, e: int, text: str, names: set[str]) -> _Said:
-    bare = _VALUE.sub(" ", text)
-    raw = [w.lower() for w in _WORD.findall(bare)]
+def _facts(text: str, names: set[str]) -> tuple[frozenset[str], bool, frozenset[str]]:
+    """A sentence's content words (stemmed, less `names`, stop words and negations),
+    whether it is negated, and the numbers and dates it gives."""
+    raw = [w.lower() for w in _WORD.findall(_VALUE.sub(" ", text))]
     negated = any(w in _NEGATION or w.endswith("n't") for w in raw)
     words = frozenset(
         stem(w) for w in raw if w not in _STOP and w not in _NEGATION and w not in names
     )
-    return _Said(c, s, e, " ".join(text.split()), words, negated, _values(text))
+    return words, negated, _values(text)
 
 
 def disagree(a: str, b: str) -> bool:
     """Whether two texts give different numbers or dates, or one negates and the other
     does not: then they are no duplicates, however alike their words."""
-    x, y = _said(_NO_CITE, 0, 0, a, set()), _said(_NO_CITE, 0, 0, b, set())
-    return x.values != y.values or x.negated != y.negated
+    _, neg_a, val_a = _facts(a, set())
+    _, neg_b, val_b = _facts(b, set())
+    return val_a != val_b or neg_a != neg_b
 
 
 def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
@@ -116,11 +114,11 @@ def _signal(a: _Said, b: _Said) -> tuple[str, str] | None:
     return None
 
 
-def _sentences(c: Cite, names: list[str], named: re.Pattern[str]) -> Iterator[_Said]:
-    words = {w.lower() for n in names for w in _WORD.findall(n)}
+def _sentences(c: Cite, names: set[str], named: re.Pattern[str]) -> Iterator[_Said]:
+    """The sentences of a passage naming the entity (`named`; `names`: its names' words)."""
     for s, e, text in sentences(c["quote"], base=int(c["loc"]["start"])):
         if named.search(text):
-            yield _said(c, s, e, text, words)
+            yield _Said(c, s, e, " ".join(text.split()), *_facts(text, names))
 
 
 SYSTEM = (
@@ -160,7 +158,8 @@ def find(
             named = re.compile(
                 r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)", re.IGNORECASE
             )
-            said = [s for c in cites for s in _sentences(c, names, named)][:PER_ENTITY]
+            words = {w.lower() for n in names for w in _WORD.findall(n)}
+            said = [s for c in cites for s in _sentences(c, words, named)][:PER_ENTITY]
             for x in range(len(said)):
                 for y in range(x + 1, len(said)):
                     a, b = said[x], said[y]
