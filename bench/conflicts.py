@@ -50,7 +50,10 @@ def main() -> None:
         for p in pairs:
             for s in ("a", "b"):
                 r = subprocess.run(
-                    [OK, "mem", "add", p[s], "--json"], capture_output=True, env=env, text=True
+                    [OK, "mem", "add", p[s], "--json", "--allow-duplicate"],
+                    capture_output=True,
+                    env=env,
+                    text=True,
                 )
                 if r.returncode != 0:
                     sys.exit(f"ok mem add failed: {r.stderr.strip()}")
