@@ -8,7 +8,7 @@ superusers; see `grant_stack_reader`). Ids, records and rankings follow `Graph` 
 the same rows give the same ids and the same shapes. Full text is BM25 computed in SQL over a
 tsvector of `fts_text`; vectors are pgvector with an HNSW index (cosine).
 
-Not built yet: the entity part of `GraphStore` (`EntityStore`); its tables exist.
+The entity part of `GraphStore` (`EntityStore`) is `pg_entities.PgEntities`, mixed in.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInput, OkError, QueryRefused
 from ..records import (
@@ -38,7 +38,7 @@ from ..records import (
     NoteTime,
     NoteVector,
 )
-from . import check_stamps, fts_query, fts_text, write_stamps
+from . import check_stamps, fts_query, fts_text, pg_entities, write_stamps
 from .base import Atomic
 from .links import first_line
 
@@ -68,16 +68,6 @@ def schema(dim: int) -> list[str]:
         f" PRIMARY KEY (stack, id)",
         "topics": "id text, PRIMARY KEY (stack, id)",
         "note_topics": "note text, topic text, PRIMARY KEY (stack, note, topic)",
-        "entities": "id text, name text, type text, description text, confidence double"
-        " precision, aliases text[], docs text[], verified boolean, source_kind text,"
-        " canonical boolean, ext_id text, extra text, PRIMARY KEY (stack, id)",
-        "extractions": "id text, owner text, base bigint, keys text[], aliases text[],"
-        " data text, PRIMARY KEY (stack, id)",
-        "mentions": "owner text, owner_kind text, entity text, confidence double precision,"
-        " PRIMARY KEY (stack, owner, entity)",
-        "relationships": "src text, dst text, type text, confidence double precision,"
-        " evidence text, docs text, verified boolean, source_kind text, description text,"
-        " ext_id text, extra text",
         # a newer document version supersedes an older one
         "versions": "new_id text, old_id text, drift double precision, ts text,"
         " PRIMARY KEY (stack, new_id, old_id)",
@@ -87,7 +77,7 @@ def schema(dim: int) -> list[str]:
         # `[[…]]` links in notes (`LINKS_TO`) and each note's titles and links
         "links": "src text, kind text, dst text, text text, heading text, alias text, line bigint",
         "note_refs": "id text, titles text, links text, PRIMARY KEY (stack, id)",
-    }
+    } | pg_entities.tables()
     out = ["CREATE EXTENSION IF NOT EXISTS vector"]
     for name, cols in tables.items():
         out += [
@@ -107,6 +97,7 @@ def schema(dim: int) -> list[str]:
         "CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (stack, doc_id)",
         "CREATE INDEX IF NOT EXISTS links_src ON links (stack, src)",
         "CREATE INDEX IF NOT EXISTS links_dst ON links (stack, dst)",
+        *pg_entities.indexes(),
     ]
     return out
 
@@ -194,7 +185,7 @@ def _floats(vec: Any) -> list[float]:
     return [float(x) for x in vec.to_list()]
 
 
-class PgGraph(Atomic):
+class PgGraph(pg_entities.PgEntities, Atomic):
     """An open connection to one stack's graph in PostgreSQL."""
 
     def __init__(self, conn: Any, stack: str, writable: bool) -> None:
@@ -264,9 +255,8 @@ class PgGraph(Atomic):
         check_stamps(meta, embedder_identity, "run `ok index --rebuild --backend <uri>`")
 
     def as_store(self) -> GraphStore:
-        """This graph as a `GraphStore`, for the features that use only documents, chunks,
-        notes, versions, lineage and links: its entity part is not built yet."""
-        return cast("GraphStore", self)
+        """This graph as a `GraphStore`."""
+        return self
 
     def destroy(self) -> None:
         """Delete every row of this stack (the files stay)."""
