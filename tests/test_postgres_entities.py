@@ -189,6 +189,10 @@ ENTITY_QUESTIONS: dict[str, Callable[[GraphStore], Any]] = {
     "chunks_to_extract": lambda g: g.chunks_to_extract(sorted(g.docs())),
     "notes_to_extract": lambda g: g.notes_to_extract(sorted(g.notes())),
     "extraction_data": lambda g: g.extraction_data(sorted(r["id"] for r in g.extraction_index())),
+    "neighbourhood": lambda g: [
+        queries.neighbourhood(g, _top(g, 2), depth=d, min_confidence=0.3, types=t, limit=n)
+        for d, t, n in ((1, (), 300), (2, (), 300), (2, ("Concept",), 300), (3, (), 15))
+    ],
     "walk": lambda g: {
         (e, d): g.relationships_walk(e, d, 0.3) for e in _top(g, 3) for d in (1, 2, 3)
     },
@@ -382,3 +386,42 @@ def test_a_role_of_one_stack_gets_nothing_of_another_from_any_table(
         conn.execute("RESET openkl.stack")
         for t in TABLES:
             assert conn.execute(f"SELECT count(*) FROM {t}").fetchone() == (0,), t
+
+
+def test_sync_after_edits_matches_a_fresh_build(folder: Folder, pg_uri: str) -> None:  # noqa: F811
+    """Edit a note, and take a document out and load it again, in a stack as `ok sync`
+    does (the consolidation writer deletes, updates and adds entities, mentions and
+    relationships), then compare with a stack published afresh from the edited files."""
+    from openkl import links
+    from openkl import notes as notes_mod
+    from openkl.indexer import index_docs, index_notes, publish, remove_from_graph
+
+    emb = embedder(folder)
+    note = notes_mod.find(folder, "m-20260102-bb02")
+    assert note.path is not None
+    before = note.path.read_text()
+    found = scan_docs(folder)[0]
+    doc = sorted(found)[-1]
+
+    def answers(g: GraphStore) -> dict[str, Any]:
+        return {n: q(g) for n, q in ENTITY_QUESTIONS.items()} | {"held": _held_rels(g)}
+
+    try:
+        with PgGraph.open(pg_uri, stack="edits", write=True, dim=emb.dim) as g, g.transaction():
+            publish(folder, g)
+            kept = answers(g)
+            note.path.write_text(before.replace("like SQLite", "unlike Neo4j, like DuckDB"))
+            edited = notes_mod.read_note(note.path, folder)
+            remove_from_graph(folder, g, [doc], [edited.id])
+            index_notes(folder, g, [edited])
+            index_docs(folder, g, [(doc, found[doc])])
+            links.relink(g)
+            after = answers(g)
+        with PgGraph.open(pg_uri, stack="fresh", write=True, dim=emb.dim) as g, g.transaction():
+            publish(folder, g)
+            fresh = answers(g)
+    finally:
+        note.path.write_text(before)  # the other tests compare with Kùzu's copy
+    assert after != kept, "the edits changed nothing: the comparison would test nothing"
+    assert "duckdb" in {e["id"] for e in after["entities"]}
+    assert after == fresh
