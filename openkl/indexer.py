@@ -609,6 +609,7 @@ def publish(folder: Folder, g: PgGraph) -> Published:
         )
         consolidation.consolidate(folder, store, touched)
         consolidation.sync_canonical(folder, store)
+        g.analyze_entities()
     return Published(g.stack, len(prepared.docs), len(prepared.chunks), len(rows))
 
 

@@ -98,7 +98,8 @@ def indexes() -> list[str]:
         "CREATE INDEX IF NOT EXISTS relationships_src ON relationships (stack, src)",
         "CREATE INDEX IF NOT EXISTS relationships_dst ON relationships (stack, dst)",
         "CREATE INDEX IF NOT EXISTS extractions_owner ON extractions (stack, owner)",
-        "CREATE INDEX IF NOT EXISTS entities_confidence ON entities (stack, confidence DESC)",
+        # none on entities' confidence: without statistics, the planner took it for the
+        # lookups by id in every join and scanned the stack's entities once per row
     ]
 
 
@@ -145,6 +146,12 @@ class PgEntities:
                 for c in cols
             }
             self._run(sql, part)
+
+    def analyze_entities(self) -> None:
+        """Refresh the planner's statistics of the entity tables after a bulk load: a
+        table it has none of looks empty, and it plans its joins as if it were."""
+        for t in tables():
+            self._run(f"ANALYZE {t}")
 
     # -- entities -----------------------------------------------------------------------
     def entities(
