@@ -332,6 +332,9 @@ class SyncReport:
     # originals left in store/sources/ when their normalized file was deleted by hand: kept,
     # since the original may be the only copy of what was fetched (`ok store remove` drops both)
     sources_kept: list[str] = field(default_factory=list)
+    # originals whose ingest was cut off before their normalized file was written (never
+    # indexed): `ok store ingest` of the original finishes it
+    sources_unfinished: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -670,7 +673,9 @@ def _sync_mapping(
     for e in gone:
         src = (e.get("source") or {}).get("path") or ""
         if src.startswith("store/sources/") and src not in used and (folder.root / src).exists():
-            rep.sources_kept.append(src)
+            # in the graph: its normalized file was deleted; never indexed: cut off
+            was_indexed = e["id"] in rep.docs_removed
+            (rep.sources_kept if was_indexed else rep.sources_unfinished).append(src)
     if changed:
         mapping_mod.save(folder, entries)
 

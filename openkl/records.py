@@ -405,6 +405,7 @@ class SyncReportDict(TypedDict):
     docs_unlinked: list[str]  # old versions without SUPERSEDES
     recovered: list[str]  # ["graph"]: derived anew after a replayed log
     sources_kept: list[str]  # originals under store/sources/ of normalized files deleted by hand
+    sources_unfinished: list[str]  # originals of an ingest cut off before its document
     changed: bool
     unreadable: list[str]  # paths of the problems of kind unreadable
 

@@ -503,9 +503,6 @@ def _write_doc(
         )
         norm_rel = previous["path"] if previous else f"{base}.{did[:6]}.ok.md"
     now = iso()
-    if cand.copy_original:
-        atomic_write(folder.sources_dir / cand.rel, cand.data)
-        crash.point("ingest.source-written")
     entry: MappingEntry = {
         "id": did,
         "path": norm_rel,
@@ -532,9 +529,12 @@ def _write_doc(
             {"current": False, "superseded_by": did, "superseded_at": now, "path": folder.rel(keep)}
         )
         entry["supersedes"] = old_id
-    # provenance first: a crash after this line leaves a file the mapping describes, never
-    # a file whose source, title and origin are lost
+    # provenance first: a crash after this line leaves files the mapping describes, never
+    # an original or a document whose source, title and origin are lost
     mapping_mod.append(folder, [e for e in (previous, entry) if e])
+    if cand.copy_original:
+        atomic_write(folder.sources_dir / cand.rel, cand.data)
+        crash.point("ingest.source-written")
     atomic_write(target, body)
     crash.point("ingest.normalized-written")
     entries[did] = entry

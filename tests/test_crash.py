@@ -673,3 +673,33 @@ def test_a_load_cut_off_between_batches_is_seen_and_consolidated(
     assert "entities of a cut-off load consolidated" in r.out
     assert run_ok("--root", str(root), "status", "--json").json()["in_sync"]
     assert snapshot(root) == fresh_rebuild(root, tmp_path / "reference")
+
+
+def test_an_ingest_cut_off_after_its_original_is_reported_and_finished(
+    template: Path, tmp_path: Path
+) -> None:
+    """Killed after the original was copied and before its document was written: the copy
+    is named by the mapping, sync says the ingest was cut off (not that a document was
+    deleted), and ingesting the file again finishes it with its provenance."""
+    root = tmp_path / "kf"
+    shutil.copytree(template, root, symlinks=True)
+    src = tmp_path / "in" / "beacons.md"
+    src.parent.mkdir()
+    src.write_text("# Beacons\n\nBeacon fires warned ships off the reef.\n")
+    r = run_cli(
+        "--root", str(root), "store", "ingest", str(src),
+        env={"OK_CRASH_AT": "ingest.source-written"},
+    )  # fmt: skip
+    assert r.code == CRASH_EXIT
+    orig = "store/sources/beacons.md"
+    assert (root / orig).exists()
+    assert any(e["source"] == {"path": orig} for e in provenance(root).values())
+    r = run_ok("--root", str(root), "sync", "--json")
+    assert r.code == 0, r.err
+    rep = r.json()
+    assert rep["sources_unfinished"] == [orig] and rep["sources_kept"] == []
+    assert f"`ok store ingest {orig}` finishes it" in r.err
+    ok_at(root, "store", "ingest", str(src))
+    entry = next(e for e in provenance(root).values() if e["source"] == {"path": orig})
+    assert entry["origin"] == str(src) and entry["title"] == "Beacons"
+    assert run_ok("--root", str(root), "status", "--json").json()["in_sync"]

@@ -195,14 +195,49 @@ def test_sync_after_an_edit_matches_a_fresh_load(folder: Folder, pg_uri: str) ->
                 g.remove_note(edited.id)
                 index_notes_without_entities(folder, g, edited)
                 links.relink(g.as_store())
-            after = {n: q(g) for n, q in QUESTIONS.items()}
+            after = {n: q(g) for n, q in QUESTIONS.items()} | {"fts": ranked(g)}
         with PgGraph.open(pg_uri, stack="fresh", write=True, dim=emb.dim) as g:
             load_files(folder, g)
-            fresh = {n: q(g) for n, q in QUESTIONS.items()}
+            fresh = {n: q(g) for n, q in QUESTIONS.items()} | {"fts": ranked(g)}
     finally:
         note.path.write_text(before)  # the other tests compare with Kùzu's copy
     assert "Edited: " in g_text(after["notes_by_id"], edited.id)
     assert after == fresh
+
+
+def test_a_removed_document_leaves_the_full_text_ranking_of_a_build_without_it(
+    folder: Folder,
+    pg_uri: str,  # noqa: F811
+) -> None:
+    """Its postings go, and the row count and mean length that BM25 uses are counted again."""
+    emb = embedder(folder)
+    with PgGraph.open(pg_uri, stack="removed", write=True, dim=emb.dim) as g:
+        load_files(folder, g)
+        before = ranked(g)
+        gone = before["Chunk"][0][0]
+        doc = next(d for d in g.docs() if gone in {c["id"] for c in g.current_chunks_of([d])})
+        path = folder.root / g.docs()[doc]["path"]
+        with g.transaction():
+            g.remove_doc(doc)
+        after = ranked(g)
+    assert gone not in dict(after["Chunk"])
+    aside = path.with_name(path.name + ".aside")
+    path.rename(aside)
+    try:
+        with PgGraph.open(pg_uri, stack="without", write=True, dim=emb.dim) as g:
+            load_files(folder, g)
+            want = ranked(g)
+    finally:
+        aside.rename(path)
+    assert after == want and after != before
+
+
+FTS_Q = "gene editing graph database log pages CRISPR retrieval"
+
+
+def ranked(g: PgGraph) -> dict[str, list[tuple[str, float]]]:
+    """BM25 rankings of both tables, scores to six places."""
+    return {t: [(i, round(s, 6)) for i, s in g.fts(t, FTS_Q, 50)] for t in ("Chunk", "MemoryNote")}
 
 
 def index_notes_without_entities(folder: Folder, g: PgGraph, note: notes_mod.Note) -> None:

@@ -222,6 +222,11 @@ def _report_sync(rep: Any, json_: bool) -> None:
             f"{src} is kept though its normalized file was deleted "
             "(delete it too if the document is meant to go; `ok store remove` drops both)"
         )
+    for src in rep.sources_unfinished:
+        output.warn(
+            f"{src} was copied by an ingest that was cut off before its document was written: "
+            f"`ok store ingest {src}` finishes it (or delete it)"
+        )
 
     emit(rep.as_dict(), json_, plain=_sync_summary)
     _fail_on_problems(rep.blocking)
@@ -254,6 +259,8 @@ def _sync_summary(d: Any) -> str:
         parts.append("index rebuilt from the files after a killed writer")
     if d["sources_kept"]:
         parts.append(f"{len(d['sources_kept'])} originals kept in store/sources/")
+    if d["sources_unfinished"]:
+        parts.append(f"{len(d['sources_unfinished'])} cut-off ingests left in store/sources/")
     done = (
         (", ".join(parts) + f" ({d['chunks_added']} chunks embedded).") if parts else "Up to date."
     )

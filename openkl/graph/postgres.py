@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadInput, OkError, QueryRefused
+from ..errors import BadInput, IndexMismatch, OkError, QueryRefused
 from ..records import (
     ChunkInput,
     ChunkNode,
@@ -77,6 +77,10 @@ def schema(dim: int) -> list[str]:
         # `[[…]]` links in notes (`LINKS_TO`) and each note's titles and links
         "links": "src text, kind text, dst text, text text, heading text, alias text, line bigint",
         "note_refs": "id text, titles text, links text, PRIMARY KEY (stack, id)",
+        # full text: each row's lexemes with their frequency, for BM25 (`fts`); `dl` is the
+        # row's length and `current` its chunk's, copied so a query reads this table alone
+        "postings": "tbl text, lexeme text, id text, tf integer, dl integer, current boolean,"
+        " PRIMARY KEY (stack, tbl, lexeme, id)",
     } | pg_entities.tables()
     out = ["CREATE EXTENSION IF NOT EXISTS vector"]
     for name, cols in tables.items():
@@ -95,6 +99,7 @@ def schema(dim: int) -> list[str]:
         ]
     out += [
         "CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (stack, doc_id)",
+        "CREATE INDEX IF NOT EXISTS postings_id ON postings (stack, tbl, id)",
         "CREATE INDEX IF NOT EXISTS links_src ON links (stack, src)",
         "CREATE INDEX IF NOT EXISTS links_dst ON links (stack, dst)",
         *pg_entities.indexes(),
@@ -117,7 +122,12 @@ TABLES = [
     "lineage",
     "links",
     "note_refs",
+    "postings",
 ]
+# this module's own layout, stamped beside the shared schema version: a stack built by an
+# older layout is rebuilt, not read wrong (3: the entity graph is published)
+PG_LAYOUT = "3"
+_ANALYZE_AFTER = 1000  # rows loaded at once after which the tables are analyzed
 
 _TABLE_OF = {"Chunk": "chunks", "MemoryNote": "notes"}
 
@@ -194,6 +204,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         self.writable = writable
         self.trace: list[str] | None = None
         self._in_tx = False
+        self._stale_stats: set[str] = set()  # tables whose BM25 statistics need recounting
 
     # -- opening ----------------------------------------------------------------------
     @classmethod
@@ -242,6 +253,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
     def stamp(self, dim: int, embedder_identity: str | None) -> None:
         """Record the schema version, the embedder and the vectors' dimension."""
         write_stamps(self.set_meta, dim, embedder_identity)
+        self.set_meta("pg_layout", PG_LAYOUT)
 
     def _check(self, embedder_identity: str | None) -> None:
         meta = self.meta()
@@ -252,7 +264,14 @@ class PgGraph(pg_entities.PgEntities, Atomic):
                 f"stack {self.stack!r} has no index in this database",
                 "run `ok index --backend <connection string>` to build it",
             )
-        check_stamps(meta, embedder_identity, "run `ok index --rebuild --backend <uri>`")
+        rebuild = "run `ok index --rebuild --backend <uri>`"
+        check_stamps(meta, embedder_identity, rebuild)
+        if meta.get("pg_layout") != PG_LAYOUT:
+            raise IndexMismatch(
+                f"stack {self.stack!r} has table layout {meta.get('pg_layout')}, this ok needs "
+                f"{PG_LAYOUT}",
+                rebuild,
+            )
 
     def as_store(self) -> GraphStore:
         """This graph as a `GraphStore`."""
@@ -336,6 +355,9 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         import psycopg
 
         try:
+            for table in sorted(self._stale_stats):
+                self._count_terms(table)
+            self._stale_stats.clear()
             self.conn.execute("COMMIT")
         except psycopg.Error as e:
             with contextlib.suppress(Exception):
@@ -376,7 +398,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
                 ],
             )
             if chunks:
-                self._set_lengths("chunks")
+                self._index_terms("chunks")
 
     def remove_doc(self, doc_id: str) -> None:
         with self.transaction():
@@ -394,6 +416,11 @@ class PgGraph(pg_entities.PgEntities, Atomic):
                 "DELETE FROM links WHERE stack = %(st)s AND kind = 'doc' AND dst = %(d)s",
                 {"d": doc_id},
             )
+            self._run(
+                "DELETE FROM postings WHERE stack = %(st)s AND tbl = 'chunks' AND id = ANY(%(c)s)",
+                {"c": chunks},
+            )
+            self._stale_stats.add("chunks")
             self._run("DELETE FROM chunks WHERE stack = %(st)s AND doc_id = %(d)s", {"d": doc_id})
             self._run("DELETE FROM docs WHERE stack = %(st)s AND id = %(d)s", {"d": doc_id})
 
@@ -456,7 +483,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
                     for i, n in enumerate(notes)
                 ],
             )
-            self._set_lengths("notes")
+            self._index_terms("notes")
             pairs = sorted({(n["id"], t) for n in notes for t in n["topics"]})
             self._many(
                 "INSERT INTO topics (id) VALUES (%s) ON CONFLICT DO NOTHING",
@@ -482,6 +509,10 @@ class PgGraph(pg_entities.PgEntities, Atomic):
                 " AND (src = %(n)s OR (kind = 'memory' AND dst = %(n)s))",
                 one,
             )
+            self._run(
+                "DELETE FROM postings WHERE stack = %(st)s AND tbl = 'notes' AND id = %(n)s", one
+            )
+            self._stale_stats.add("notes")
             self._run("DELETE FROM notes WHERE stack = %(st)s AND id = %(n)s", one)
 
     def notes(self) -> dict[str, NoteIndexed]:
@@ -515,36 +546,58 @@ class PgGraph(pg_entities.PgEntities, Atomic):
     def fts(
         self, table: str, query: str, k: int, k1: float = 0.9, b: float = 0.4
     ) -> list[tuple[str, float]]:
-        """BM25 over the table's tsvector: [(id, score)] best first.
+        """BM25 over the table's postings: [(id, score)] best first.
 
         `ts_rank_cd` ranks SciFact at half Kùzu's BM25 (bench/backends.py), so the score is
-        BM25's, from the tsvector's statistics: a lexeme's positions are its frequency in
-        the row, `dl` the row's length, document frequencies and the mean length come from
-        the stack's rows. Any word of the query may match, as with Kùzu."""
+        BM25's: a lexeme's positions in the row's tsvector are its frequency, `dl` the row's
+        length, document frequencies are counted from the postings of the query's lexemes
+        and the row count and mean length are kept in `meta` by every write. Any word of
+        the query may match, as with Kùzu."""
         name = _table(table)
-        current = "c.current" if name == "chunks" else "true AS current"
         rows = self._run(
             f"WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('{FTS_CONFIG}', %(q)s))),"
-            f" tq AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM q),"
-            f" hits AS (SELECT c.id, {current}, c.dl, u.lexeme,"
-            f" array_length(u.positions, 1) AS tf FROM {name} c, tq, unnest(c.tsv) u"
-            f" WHERE c.stack = %(st)s AND c.tsv @@ tq.tq AND u.lexeme IN (SELECT lexeme FROM q)),"
-            f" df AS (SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme),"
-            f" n AS (SELECT count(*) AS n, greatest(avg(dl), 1) AS avgdl FROM {name}"
-            f" WHERE stack = %(st)s)"
-            f" SELECT c.id, sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5)) * c.tf * (%(k1)s + 1)"
-            f" / (c.tf + %(k1)s * (1 - %(b)s + %(b)s * c.dl / n.avgdl))) AS score"
-            f" FROM hits c JOIN df USING (lexeme), n WHERE c.current"
-            f" GROUP BY c.id ORDER BY score DESC, c.id LIMIT %(k)s",
-            {"q": fts_query(query), "k": k, "k1": k1, "b": b},
+            f" p AS (SELECT p.id, p.lexeme, p.tf, p.dl, p.current FROM postings p"
+            f" JOIN q ON p.lexeme = q.lexeme WHERE p.stack = %(st)s AND p.tbl = %(t)s),"
+            f" df AS (SELECT lexeme, count(*) AS df FROM p GROUP BY lexeme),"
+            f" n AS (SELECT split_part(value, ' ', 1)::float AS n,"
+            f" greatest(split_part(value, ' ', 2)::float, 1) AS avgdl FROM meta"
+            f" WHERE stack = %(st)s AND key = %(key)s)"
+            f" SELECT p.id, sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5)) * p.tf * (%(k1)s + 1)"
+            f" / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / n.avgdl))) AS score"
+            f" FROM p JOIN df USING (lexeme), n WHERE p.current"
+            f" GROUP BY p.id ORDER BY score DESC, p.id LIMIT %(k)s",
+            {"q": fts_query(query), "t": name, "key": f"bm25.{name}", "k": k, "k1": k1, "b": b},
         )
         return [(r["id"], float(r["score"])) for r in rows]
 
-    def _set_lengths(self, table: str) -> None:
-        """Each new row's length in tokens, for BM25 (`fts`)."""
-        self._run(
+    def _index_terms(self, table: str) -> None:
+        """Each new row's length in tokens and its postings, for BM25 (`fts`)."""
+        ids = self._ids(
             f"UPDATE {table} SET dl = (SELECT coalesce(sum(array_length(positions, 1)), 0)"
-            f" FROM unnest(tsv)) WHERE stack = %(st)s AND dl IS NULL"
+            f" FROM unnest(tsv)) WHERE stack = %(st)s AND dl IS NULL RETURNING id"
+        )
+        if not ids:
+            return
+        current = "c.current" if table == "chunks" else "true"
+        self._run(
+            f"INSERT INTO postings (tbl, lexeme, id, tf, dl, current)"
+            f" SELECT %(t)s, u.lexeme, c.id, array_length(u.positions, 1), c.dl, {current}"
+            f" FROM {table} c, unnest(c.tsv) u WHERE c.stack = %(st)s AND c.id = ANY(%(ids)s)",
+            {"t": table, "ids": ids},
+        )
+        self._stale_stats.add(table)
+        if len(ids) >= _ANALYZE_AFTER:
+            # a large load: fresh planner statistics, or the first queries scan whole tables
+            self._run(f"ANALYZE {table}")
+            self._run("ANALYZE postings")
+
+    def _count_terms(self, table: str) -> None:
+        """Keep the table's row count and mean length in `meta` (key `bm25.<table>`)."""
+        self._run(
+            f"INSERT INTO meta (key, value) SELECT %(key)s, count(*) || ' ' || coalesce(avg(dl), 0)"
+            f" FROM {table} WHERE stack = %(st)s"
+            f" ON CONFLICT (stack, key) DO UPDATE SET value = excluded.value",
+            {"key": f"bm25.{table}"},
         )
 
     def vector(self, table: str, qvec: Sequence[float], k: int) -> list[tuple[str, float]]:
