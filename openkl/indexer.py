@@ -587,8 +587,9 @@ class Published:
 
 def publish(folder: Folder, g: PgGraph) -> Published:
     """Build the folder's stack in PostgreSQL from the files alone, replacing what it held:
-    documents with their chunks and vectors, old versions, notes, `[[…]]` links and lineage
-    (entities are not published yet). One transaction: a failed build leaves the old one."""
+    documents with their chunks and vectors, old versions, notes, `[[…]]` links, lineage
+    and the entity graph (extractions, consolidated with the canonical files as `ok sync`
+    does). One transaction: a failed build leaves the old one."""
     found, _ = scan_docs(folder)
     entries = mapping_mod.load(folder)
     prepared = prepare_docs(folder, sorted(found.items()), entries)
@@ -606,6 +607,12 @@ def publish(folder: Folder, g: PgGraph) -> Published:
         links.record(store, notes)
         lineage.link_derived(store, notes)
         links.relink(store)
+        touched = consolidation.extract(
+            folder, store, [d["id"] for d in prepared.docs], [r["id"] for r in rows]
+        )
+        consolidation.consolidate(folder, store, touched)
+        consolidation.sync_canonical(folder, store)
+        g.analyze_entities()
     return Published(g.stack, len(prepared.docs), len(prepared.chunks), len(rows))
 
 

@@ -29,6 +29,7 @@ LAYERS = [
     # storage and files
     {
         "openkl.graph",
+        "openkl.graph.pg_entities",
         "openkl.records",
         "openkl.settings",
         "openkl.folder",

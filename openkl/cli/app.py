@@ -144,9 +144,9 @@ def index(
 ) -> None:
     """Build the graph from the files (incremental; --rebuild starts from scratch).
 
-    With --backend, the folder's documents, notes, links and lineage go to PostgreSQL with
-    pgvector, as one stack named after the folder (its `domain`); `ok search --backend`
-    (or the graph.backend setting) then reads them. Entities are not published yet."""
+    With --backend, the folder's documents, notes, links, lineage and entities go to
+    PostgreSQL with pgvector, as one stack named after the folder (its `domain`);
+    `ok search --backend` (or the graph.backend setting) then reads them."""
     from .. import ops
 
     f = folder()

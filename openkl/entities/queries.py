@@ -203,15 +203,15 @@ def traverse(
     steps: list[Step] = []
     frontier = [start["id"]]
     names = {start["id"]: start["name"]}
+    # every level's relationships in one call (a recursive query on PostgreSQL)
+    levels = g.relationships_walk(start["id"], depth, min_confidence, rel, limit)
     for d in range(1, depth + 1):
-        if not frontier or len(steps) >= limit:
+        if not frontier or len(steps) >= limit or d > len(levels):
             break
-        rows = g.relationships_touching(frontier, min_confidence)
+        rows = levels[d - 1]
         nxt: list[str] = []
         fset = set(frontier)
         for r in rows:
-            if rel and r["type"] != rel:
-                continue
             for here, there, there_name, direction in (
                 (r["a"], r["b"], r["bn"], "out"),
                 (r["b"], r["a"], r["an"], "in"),

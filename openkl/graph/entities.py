@@ -231,6 +231,40 @@ class EntityQueries(EntityWrites):
             {"f": ids, "mc": float(min_confidence)},
         )
 
+    def relationships_walk(
+        self,
+        start: str,
+        depth: int,
+        min_confidence: float,
+        type: str | None = None,
+        limit: int | None = None,
+    ) -> list[list[RelatedPair]]:
+        """For each level 1..depth of a breadth-first walk from `start` over relationships
+        (of `type` only, when given), what `relationships_touching` returns for the entities
+        first reached one level before. It ends at the first level that reaches nothing, or
+        once `limit` entities besides `start` are reached."""
+        out: list[list[RelatedPair]] = []
+        seen, frontier = {start}, [start]
+        for _ in range(depth):
+            if not frontier or (limit is not None and len(seen) - 1 >= limit):
+                break
+            rows = [
+                r
+                for r in self.relationships_touching(frontier, min_confidence)
+                if not type or r["type"] == type
+            ]
+            out.append(rows)
+            here = set(frontier)
+            frontier = []
+            for r in rows:
+                for a, b in ((r["a"], r["b"]), (r["b"], r["a"])):
+                    if a in here and b not in seen:
+                        seen.add(b)
+                        frontier.append(b)
+        while out and not out[-1]:
+            out.pop()
+        return out
+
     def export_relationships(self) -> list[ExportedRelationship]:
         """Every relationship, by the ends' ids and type."""
         rows = self.query(
@@ -411,6 +445,18 @@ class EntityStore(Protocol):
 
     def relationships_touching(self, ids: list[str], min_confidence: float) -> list[RelatedPair]:
         """The relationships from or to any of these entities, most confident first."""
+        ...
+
+    def relationships_walk(
+        self,
+        start: str,
+        depth: int,
+        min_confidence: float,
+        type: str | None = None,
+        limit: int | None = None,
+    ) -> list[list[RelatedPair]]:
+        """Per level of a breadth-first walk from `start`, the relationships touching the
+        level before (`relationships_touching`), in one call."""
         ...
 
     def export_relationships(self) -> list[ExportedRelationship]:

@@ -8,7 +8,7 @@ superusers; see `grant_stack_reader`). Ids, records and rankings follow `Graph` 
 the same rows give the same ids and the same shapes. Full text is BM25 computed in SQL over a
 tsvector of `fts_text`; vectors are pgvector with an HNSW index (cosine).
 
-Not built yet: the entity part of `GraphStore` (`EntityStore`); its tables exist.
+The entity part of `GraphStore` (`EntityStore`) is `pg_entities.PgEntities`, mixed in.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInput, IndexMismatch, OkError, QueryRefused
 from ..records import (
@@ -38,7 +38,7 @@ from ..records import (
     NoteTime,
     NoteVector,
 )
-from . import check_stamps, fts_query, fts_text, write_stamps
+from . import check_stamps, fts_query, fts_text, pg_entities, write_stamps
 from .base import Atomic
 from .links import first_line
 
@@ -68,16 +68,6 @@ def schema(dim: int) -> list[str]:
         f" PRIMARY KEY (stack, id)",
         "topics": "id text, PRIMARY KEY (stack, id)",
         "note_topics": "note text, topic text, PRIMARY KEY (stack, note, topic)",
-        "entities": "id text, name text, type text, description text, confidence double"
-        " precision, aliases text[], docs text[], verified boolean, source_kind text,"
-        " canonical boolean, ext_id text, extra text, PRIMARY KEY (stack, id)",
-        "extractions": "id text, owner text, base bigint, keys text[], aliases text[],"
-        " data text, PRIMARY KEY (stack, id)",
-        "mentions": "owner text, owner_kind text, entity text, confidence double precision,"
-        " PRIMARY KEY (stack, owner, entity)",
-        "relationships": "src text, dst text, type text, confidence double precision,"
-        " evidence text, docs text, verified boolean, source_kind text, description text,"
-        " ext_id text, extra text",
         # a newer document version supersedes an older one
         "versions": "new_id text, old_id text, drift double precision, ts text,"
         " PRIMARY KEY (stack, new_id, old_id)",
@@ -91,7 +81,7 @@ def schema(dim: int) -> list[str]:
         # row's length and `current` its chunk's, copied so a query reads this table alone
         "postings": "tbl text, lexeme text, id text, tf integer, dl integer, current boolean,"
         " PRIMARY KEY (stack, tbl, lexeme, id)",
-    }
+    } | pg_entities.tables()
     out = ["CREATE EXTENSION IF NOT EXISTS vector"]
     for name, cols in tables.items():
         out += [
@@ -112,6 +102,7 @@ def schema(dim: int) -> list[str]:
         "CREATE INDEX IF NOT EXISTS postings_id ON postings (stack, tbl, id)",
         "CREATE INDEX IF NOT EXISTS links_src ON links (stack, src)",
         "CREATE INDEX IF NOT EXISTS links_dst ON links (stack, dst)",
+        *pg_entities.indexes(),
     ]
     return out
 
@@ -134,8 +125,8 @@ TABLES = [
     "postings",
 ]
 # this module's own layout, stamped beside the shared schema version: a stack built by an
-# older layout is rebuilt, not read wrong
-PG_LAYOUT = "2"
+# older layout is rebuilt, not read wrong (3: the entity graph is published)
+PG_LAYOUT = "3"
 _ANALYZE_AFTER = 1000  # rows loaded at once after which the tables are analyzed
 
 _TABLE_OF = {"Chunk": "chunks", "MemoryNote": "notes"}
@@ -204,7 +195,7 @@ def _floats(vec: Any) -> list[float]:
     return [float(x) for x in vec.to_list()]
 
 
-class PgGraph(Atomic):
+class PgGraph(pg_entities.PgEntities, Atomic):
     """An open connection to one stack's graph in PostgreSQL."""
 
     def __init__(self, conn: Any, stack: str, writable: bool) -> None:
@@ -283,9 +274,8 @@ class PgGraph(Atomic):
             )
 
     def as_store(self) -> GraphStore:
-        """This graph as a `GraphStore`, for the features that use only documents, chunks,
-        notes, versions, lineage and links: its entity part is not built yet."""
-        return cast("GraphStore", self)
+        """This graph as a `GraphStore`."""
+        return self
 
     def destroy(self) -> None:
         """Delete every row of this stack (the files stay)."""
