@@ -14,6 +14,7 @@ import psycopg
 from conftest import run_ok
 from pg import pg_server, with_database  # noqa: F401  (fixtures)
 from test_postgres import QUESTIONS
+from test_serve import Server, _mcp
 
 from openkl.folder import Folder, stack_name
 from openkl.graph.postgres import PgGraph
@@ -119,3 +120,91 @@ def test_an_incremental_sync_writes_only_what_changed_and_equals_a_fresh_build(
     assert "gone" not in json.dumps(got["counts"]) and got["all_links"]
     again = ok_in(root, "sync", "--backend", synced, "--json").json()
     assert not again["changed"]
+
+
+def http_answers(s: Server) -> dict[str, Any]:
+    """What a server answers over HTTP and MCP for the same questions."""
+    h, v1 = s.http, f"/v1/{s.stack}"
+    out: dict[str, Any] = {}
+    for q in QUERIES:
+        for mode in ("hybrid", "vector", "fts"):
+            r = h.get(f"{v1}/search", params={"q": q, "k": 5, "mode": mode, "explain": True})
+            assert r.status_code == 200, r.text
+            out[f"search:{mode}:{q}"] = r.json()
+        r = h.post(f"{v1}/ask", json={"question": q, "llm": False})
+        assert r.status_code == 200, r.text
+        out[f"ask:{q}"] = r.json()
+    out["notes"] = h.get(f"{v1}/notes").json()
+    out["documents"] = h.get(f"{v1}/documents").json()
+    first = out["search:vector:" + QUERIES[0]]["hits"][0]
+    out["lineage"] = h.get(f"{v1}/lineage/{first['doc_id']}").json()
+    out["cite"] = h.post(f"{v1}/citations", json={"items": [first["id"]]}).json()
+    out["verify"] = h.post(f"{v1}/citations/verify", json={"items": [first]}).json()
+
+    async def mcp_search(client: Any) -> Any:
+        hit = await client.call_tool("search", {"query": QUERIES[1], "k": 3})
+        return json.loads(hit.content[0].text)
+
+    out["mcp"] = _mcp(s.url, mcp_search)
+    return out
+
+
+def comparable(answers: dict[str, Any]) -> dict[str, Any]:
+    """The answers with what differs by design left out: BM25's scores are each ranking's
+    own (the order is the same), cosine similarities are float32 on PostgreSQL, and a
+    citation made now says when."""
+
+    def clean(v: Any, ranked: bool) -> Any:
+        if isinstance(v, dict):
+            made_now = str(v.get("id", "")).startswith("c-")
+            return {
+                k: clean(x, ranked)
+                for k, x in v.items()
+                if not (ranked and k in ("score", "signals", "best_score"))
+                and not (made_now and k == "created_at")
+            }
+        if isinstance(v, list):
+            return [clean(x, ranked) for x in v]
+        return round(v, 5) if isinstance(v, float) else v
+
+    return {k: clean(v, not k.startswith("search:vector")) for k, v in answers.items()}
+
+
+def test_the_server_answers_over_http_from_postgresql_as_from_kuzu(
+    example_kf: Path,
+    pg_server: str,  # noqa: F811
+) -> None:
+    uri = database(pg_server, "serve_both")
+    note = note_file(example_kf, "# Logs\nA log record is written before the page; see [[Kuzu]].")
+    kz = Server(example_kf)
+    try:
+        kuzu = http_answers(kz)
+    finally:
+        assert kz.stop() == 0
+    pg = Server(example_kf, "--backend", uri)
+    try:
+        assert "backend.open" in pg.log.read_text()
+        assert comparable(http_answers(pg)) == comparable(kuzu)
+        h, v1 = pg.http, f"/v1/{pg.stack}"
+        # it is PostgreSQL that answers: a row taken out there is gone from search …
+        with psycopg.connect(uri, autocommit=True) as admin:
+            admin.execute("DELETE FROM notes WHERE id = %s", (note,))
+        found = h.get(
+            f"{v1}/search", params={"q": "log record written before the page", "scope": "mem"}
+        )
+        assert note not in [x["id"] for x in found.json()["hits"]]
+        # … and a sync brings it back from the files, as every write does
+        assert h.post(f"{v1}/sync").status_code == 200
+        found = h.get(
+            f"{v1}/search", params={"q": "log record written before the page", "scope": "mem"}
+        )
+        assert found.json()["hits"][0]["id"] == note
+        r = h.post(f"{v1}/notes", json={"text": "Tide tables come from the harmonic constants."})
+        assert r.status_code == 201, r.text
+        found = h.get(f"{v1}/search", params={"q": "harmonic constants of the tide", "k": 1})
+        assert found.json()["hits"][0]["id"] == r.json()["id"]
+        with psycopg.connect(uri) as admin:
+            row = admin.execute("SELECT count(*) FROM notes WHERE id = %s", (r.json()["id"],))
+            assert row.fetchone() == (1,)
+    finally:
+        assert pg.stop() == 0
