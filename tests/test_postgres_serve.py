@@ -7,11 +7,15 @@ failure mode a clear error that loses nothing. A real PostgreSQL (tests/pg.py), 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import psycopg
-from conftest import run_ok
+from conftest import OK_BIN, run_cli, run_ok
 from pg import pg_server, with_database  # noqa: F401  (fixtures)
 from test_postgres import QUESTIONS
 from test_serve import Server, _mcp
@@ -208,3 +212,41 @@ def test_the_server_answers_over_http_from_postgresql_as_from_kuzu(
             assert row.fetchone() == (1,)
     finally:
         assert pg.stop() == 0
+
+
+def test_one_writer_per_stack_across_processes(
+    example_kf: Path,
+    tmp_path: Path,
+    pg_server: str,  # noqa: F811
+) -> None:
+    """A second server, `ok index --backend` or `ok sync --backend` on the same stack (here
+    the same folder copied elsewhere, as on another machine) waits for the writer, then
+    says who it is in one line; once the writer stops, a waiting one goes on."""
+    uri = database(pg_server, "one_writer")
+    other = tmp_path / "elsewhere" / example_kf.name
+    shutil.copytree(example_kf, other, symlinks=True)
+    a = Server(example_kf, "--backend", uri)
+    try:
+        quick = {"OK_LOCK_TIMEOUT": "1", "OK_NO_ROUTE": "1"}
+        for args in (
+            ("serve", "--backend", uri, "--port", "0"),
+            ("index", "--backend", uri),
+            ("sync", "--backend", uri),
+        ):
+            r = run_cli("--root", str(other), *args, env=quick, timeout=120)
+            assert r.code != 0, (args, r.out)
+            assert "is being written by ok serve" in r.err and f"pid {a.proc.pid} on " in r.err
+            assert r.err.count("\n") == 1 and "Traceback" not in r.err, r.err
+        waiting = subprocess.Popen(
+            [OK_BIN, "--root", str(other), "sync", "--backend", uri, "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "OK_LOCK_TIMEOUT": "120", "OK_NO_PROGRESS": "1"},
+        )
+        time.sleep(3)
+        assert waiting.poll() is None  # it waits for the writer …
+    finally:
+        assert a.stop() == 0
+    out, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, err  # … and writes once the server has stopped
+    assert json.loads(out)["stack"] == stack_name(Folder(other))
