@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from conftest import OK_BIN, run_cli, run_ok
 from pg import pg_server, with_database  # noqa: F401  (fixtures)
 from test_postgres import QUESTIONS
 from test_serve import Server, _mcp
 
 from openkl.folder import Folder, stack_name
-from openkl.graph.postgres import PgGraph
+from openkl.graph.postgres import TABLES, PgGraph
+from openkl.server.backend import Backend
 
 QUERIES = [
     "how does a write-ahead log survive a crash",
@@ -250,3 +252,68 @@ def test_one_writer_per_stack_across_processes(
     out, err = waiting.communicate(timeout=120)
     assert waiting.returncode == 0, err  # … and writes once the server has stopped
     assert json.loads(out)["stack"] == stack_name(Folder(other))
+
+
+def role_database(server: str, name: str, role: str) -> str:
+    """A database owned by a new login `role` that is not a superuser, with pgvector (which
+    only a superuser may create); the URI connects as that role."""
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+        conn.execute(f"CREATE ROLE \"{role}\" LOGIN PASSWORD 'pw'")
+        conn.execute(f'CREATE DATABASE "{name}" OWNER "{role}"')
+    uri = with_database(server, name)
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")
+    return as_role(uri, role, "pw")
+
+
+def as_role(uri: str, role: str, password: str) -> str:
+    base, _, query = uri.partition("?")
+    return base.replace("postgres:@", f"{role}:{password}@", 1) + ("?" + query if query else "")
+
+
+def test_the_server_s_reads_see_no_other_stack_even_without_a_stack_filter(
+    example_kf: Path,
+    tmp_path: Path,
+    pg_server: str,  # noqa: F811
+) -> None:
+    """The server's read connections name the caller's stack with SET LOCAL in each
+    transaction: with a role that is not a superuser, row-level security then keeps a raw
+    query that forgot the stack filter to that stack, and between reads to nothing."""
+    uri = role_database(pg_server, "rls_serve", "okserver")
+    b = tmp_path / "b" / "neighbours"
+    ok_in(b.parent, "init", str(b))
+    ok_in(b, "mem", "add", "Stack B's secret: the lighthouse key is under the mat.")
+    ok_in(b, "sync", "--backend", uri)
+    ok_in(example_kf, "sync", "--backend", uri)
+    a_name, b_name = stack_name(Folder(example_kf)), stack_name(Folder(b))
+    assert a_name != b_name
+    with psycopg.connect(with_database(pg_server, "rls_serve")) as admin:  # a superuser
+        assert admin.execute("SELECT count(*) FROM notes WHERE stack = %s", (b_name,)).fetchone()[0]
+    backend = Backend(Folder(example_kf), uri)  # what `ok serve --backend` reads with
+    try:
+        assert backend.readers.bypasses_rls() is False
+        with backend.readers.reading(a_name) as g:
+            for t in TABLES:
+                stacks = {r["stack"] for r in g.conn.execute(f"SELECT stack FROM {t}")}
+                assert stacks <= {a_name}, t
+            n = g.conn.execute("SELECT count(*) AS n FROM docs").fetchone()["n"]
+            assert n == len(ok_in(example_kf, "store", "list", "--json").json())
+            asked = g.conn.execute("SELECT count(*) AS n FROM notes WHERE stack = %s", (b_name,))
+            assert asked.fetchone()["n"] == 0
+            with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+                g.conn.execute("DELETE FROM notes")  # a read cannot write, either
+        idle = backend.readers._idle[0]  # between reads: no stack, no rows
+        assert idle.execute("SELECT count(*) AS n FROM notes").fetchone()["n"] == 0
+    finally:
+        backend.close()
+    s = Server(example_kf, "--backend", uri)
+    try:
+        said = s.log.read_text()
+        assert '"row_level_security": true' in said, said
+        hits = s.http.get(f"/v1/{s.stack}/search", params={"q": "lighthouse key mat"}).json()
+        assert all(h["path"].startswith(("store/", "memories/")) for h in hits["hits"])
+        assert "secret" not in json.dumps(hits)
+    finally:
+        assert s.stop() == 0

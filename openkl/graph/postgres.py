@@ -343,6 +343,20 @@ class Readers:
                 return
         conn.close()
 
+    def bypasses_rls(self) -> bool:
+        """Whether this user passes row-level security (a superuser, or BYPASSRLS): then
+        only the queries' own stack filters keep stacks apart."""
+        conn = self._open()
+        try:
+            with _said():
+                row = conn.execute(
+                    "SELECT rolsuper OR rolbypassrls AS b FROM pg_roles"
+                    " WHERE rolname = current_user"
+                ).fetchone()
+        finally:
+            conn.close()
+        return bool(row and row["b"])
+
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []

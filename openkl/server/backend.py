@@ -41,12 +41,14 @@ class Backend:
         self.stack = stack_name(folder)
         self.readers = Readers(uri, who_am_i(f"ok serve {self.stack} reads"))
         self.read_only = False  # a replica: reads only
+        self.rls = False  # row-level security binds this server's user
         self._writer: PgGraph | None = None
         self._held = contextlib.ExitStack()
 
     def open(self) -> pg_sync.Synced | None:
         """Take the stack's writer lock and sync it; on a read-only database, check that
         the stack is there to read instead (None)."""
+        self.rls = not self.readers.bypasses_rls()
         try:
             return self.sync()
         except ReadOnly:
@@ -119,4 +121,11 @@ class Backend:
         self.readers.close()
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "postgresql", "read_only": self.read_only}
+        said: dict[str, Any] = {"backend": "postgresql", "read_only": self.read_only}
+        said["row_level_security"] = self.rls
+        if not self.rls:
+            said["warning"] = (
+                "this user is a superuser or BYPASSRLS: only the queries' stack filters keep"
+                " stacks apart; serve as a role without those for row-level security"
+            )
+        return said
