@@ -10,10 +10,13 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from conftest import OK_BIN, run_cli, run_ok
@@ -315,5 +318,130 @@ def test_the_server_s_reads_see_no_other_stack_even_without_a_stack_filter(
         hits = s.http.get(f"/v1/{s.stack}/search", params={"q": "lighthouse key mat"}).json()
         assert all(h["path"].startswith(("store/", "memories/")) for h in hits["hits"])
         assert "secret" not in json.dumps(hits)
+    finally:
+        assert s.stop() == 0
+
+
+@pytest.fixture
+def wrong_password(pg_server: str) -> Iterator[str]:  # noqa: F811
+    """A role that must give its password (scram) over the socket: a URI with a wrong one."""
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        hba = Path(conn.execute("SHOW hba_file").fetchone()[0])
+        conn.execute("DROP ROLE IF EXISTS pwuser")
+        conn.execute("CREATE ROLE pwuser LOGIN PASSWORD 'right'")
+        before = hba.read_text()
+        hba.write_text("local all pwuser scram-sha-256\n" + before)
+        conn.execute("SELECT pg_reload_conf()")
+        try:
+            yield as_role(pg_server, "pwuser", "wrong")
+        finally:
+            hba.write_text(before)
+            conn.execute("SELECT pg_reload_conf()")
+
+
+BAD_BACKENDS = {
+    "syntax": ("postgresql://postgres@/db?nosuchoption=1", "not a valid PostgreSQL connection"),
+    "scheme": ("mysql://localhost/db", "not a PostgreSQL connection string"),
+    "refused": ("postgresql://postgres@127.0.0.1:1/db", "cannot connect to PostgreSQL"),
+    "password": ("", "password authentication failed"),
+    "no pgvector": ("", "has no pgvector extension, and nopg cannot create it"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_BACKENDS))
+def test_a_bad_backend_stops_the_server_in_one_line_and_loses_nothing(
+    example_kf: Path,
+    pg_server: str,  # noqa: F811
+    wrong_password: str,
+    case: str,
+) -> None:
+    uri, says = BAD_BACKENDS[case]
+    if case == "password":
+        uri = wrong_password
+    elif case == "no pgvector":  # a database of its own user, without the extension
+        uri = role_database(pg_server, "no_vector", "nopg")
+        with psycopg.connect(with_database(pg_server, "no_vector"), autocommit=True) as conn:
+            conn.execute("DROP EXTENSION vector")
+    before = ok_in(example_kf, "search", "write-ahead log", "--json").json()
+    r = run_cli("--root", str(example_kf), "serve", "--backend", uri, "--port", "0", timeout=120)
+    assert r.code != 0 and says in r.err, r.err
+    assert r.err.count("\n") == 1 and "Traceback" not in r.err, r.err
+    if case == "no pgvector":
+        assert "CREATE EXTENSION vector" in r.err
+    # the folder is as it was: not claimed, its index answers the same
+    assert not (example_kf / ".ok" / "serve.json").exists()
+    assert ok_in(example_kf, "search", "write-ahead log", "--json").json() == before
+
+
+def _until(check: Any, seconds: float = 60) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def test_a_connection_lost_mid_query_is_a_503_and_the_next_request_works(
+    example_kf: Path,
+    pg_server: str,  # noqa: F811
+) -> None:
+    uri = database(pg_server, "lost_serve")
+    s = Server(example_kf, "--backend", uri)
+    h, v1 = s.http, f"/v1/{s.stack}"
+    q = {"q": "write-ahead log", "k": 3}
+    try:
+        want = h.get(f"{v1}/search", params=q).json()
+        with psycopg.connect(uri, autocommit=True) as admin:
+            # hold the search in the middle of its query, then end its session
+            admin.execute("BEGIN")
+            admin.execute("LOCK TABLE chunks, notes IN ACCESS EXCLUSIVE MODE")
+            got: list[httpx.Response] = []
+            t = threading.Thread(target=lambda: got.append(h.get(f"{v1}/search", params=q)))
+            t.start()
+            waiting = "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            waiting += " AND application_name LIKE 'ok serve % reads%'"
+            pid = _until(lambda: admin.execute(waiting).fetchone())[0]
+            with psycopg.connect(uri, autocommit=True) as killer:
+                killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            t.join(60)
+            admin.execute("ROLLBACK")
+        r = got[0]
+        assert r.status_code == 503, r.text
+        body = r.json()
+        assert body["error"].startswith("lost the connection to PostgreSQL")
+        assert "\n" not in body["error"] and "nothing was half written" in body["hint"]
+        assert h.get(f"{v1}/search", params=q).json() == want  # a new connection serves on
+    finally:
+        assert s.stop() == 0
+
+
+def test_writes_to_a_read_only_database_are_kept_in_the_folder_and_said(
+    example_kf: Path,
+    pg_server: str,  # noqa: F811
+) -> None:
+    """A server on a replica (here: a database whose transactions are read-only) serves
+    reads; a write is kept in the folder, the response says PostgreSQL was not updated,
+    and a sync once the database takes writes again brings it in."""
+    uri = database(pg_server, "ro_serve")
+    ok_in(example_kf, "sync", "--backend", uri)
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute("ALTER DATABASE ro_serve SET default_transaction_read_only = on")
+    s = Server(example_kf, "--backend", uri)
+    h, v1 = s.http, f"/v1/{s.stack}"
+    try:
+        assert '"read_only": true' in s.log.read_text()
+        assert h.get(f"{v1}/search", params={"q": "CRISPR"}).json()["hits"]
+        r = h.post(f"{v1}/notes", json={"text": "Replicas take no writes; the primary does."})
+        assert r.status_code == 503, r.text
+        assert "saved in the folder" in r.json()["error"] and "read-only" in r.json()["error"]
+        notes = h.get(f"{v1}/notes").json()
+        assert any("Replicas take no writes" in n["text"] for n in notes)  # nothing lost
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute("ALTER DATABASE ro_serve RESET default_transaction_read_only")
+        assert h.post(f"{v1}/sync").status_code == 200
+        hits = h.get(f"{v1}/search", params={"q": "replicas take no writes", "k": 1}).json()
+        assert "Replicas take no writes" in hits["hits"][0]["quote"]
     finally:
         assert s.stop() == 0

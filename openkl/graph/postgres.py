@@ -413,6 +413,11 @@ class PgGraph(Atomic):
         """The connection is gone (closed, or lost)."""
         return bool(self.conn.closed or self.conn.broken)
 
+    def writes(self) -> bool:
+        """Whether this session may write (not a replica, nor read-only by default)."""
+        rows = self._run("SELECT current_setting('transaction_read_only') AS ro")
+        return rows[0]["ro"] != "on"
+
     # -- one writer per stack ---------------------------------------------------------
     def lock_stack(self, timeout: float) -> None:
         """Become the stack's one writer, across processes and machines: a session-level

@@ -48,12 +48,16 @@ class Backend:
     def open(self) -> pg_sync.Synced | None:
         """Take the stack's writer lock and sync it; on a read-only database, check that
         the stack is there to read instead (None)."""
-        self.rls = not self.readers.bypasses_rls()
         try:
-            return self.sync()
+            synced: pg_sync.Synced | None = self.sync()
+            if not self._writing().writes():
+                raise ReadOnly("the database is read-only")
         except ReadOnly:
-            self.read_only = True
+            self.read_only, synced = True, None
             self.close_writer()
+        self.rls = not self.readers.bypasses_rls()
+        if synced is not None:
+            return synced
         emb = embedder(self.folder)
         with self.readers.reading(self.stack) as g:
             g._check(emb.identity)
@@ -86,8 +90,8 @@ class Backend:
         try:
             with g.transaction():
                 return pg_sync.sync(self.folder, g)
-        except Unavailable:
-            self.close_writer()  # the next sync connects again
+        except (Unavailable, ReadOnly):
+            self.close_writer()  # the next sync connects again: the primary may be back
             raise
 
     def after_write(self) -> None:
