@@ -24,8 +24,10 @@ from pg import pg_server, with_database  # noqa: F401  (fixtures)
 from test_postgres import QUESTIONS
 from test_serve import Server, _mcp
 
+from openkl.crash import CRASH_EXIT
 from openkl.folder import Folder, stack_name
 from openkl.graph.postgres import TABLES, PgGraph
+from openkl.pg_sync import PENDING
 from openkl.server.backend import Backend
 
 QUERIES = [
@@ -445,3 +447,67 @@ def test_writes_to_a_read_only_database_are_kept_in_the_folder_and_said(
         assert "Replicas take no writes" in hits["hits"][0]["quote"]
     finally:
         assert s.stop() == 0
+
+
+TIDES = [
+    "# Tides {n}\n\nThe moon pulls the sea, and the tide rises twice a day at port {n}.\n",
+    "# Harbour {n}\n\nA harbour master reads the tide tables before ships come in at {n}.\n",
+    "# Gauges {n}\n\nA tide gauge at station {n} records the sea level every six minutes.\n",
+]
+
+
+@pytest.mark.parametrize(
+    ("point", "committed"),
+    [
+        ("graph.docs-loaded:4", 0),  # in the first batch of new documents, before its commit
+        ("graph.docs-loaded:5", 1),  # one batch committed, the next one loaded
+        ("graph.notes-loaded:2", 3),  # every document committed, notes and links not yet
+    ],
+)
+def test_a_server_killed_during_a_sync_leaves_a_stack_the_next_sync_completes(
+    example_kf: Path,
+    pg_server: str,  # noqa: F811
+    point: str,
+    committed: int,
+) -> None:
+    """kill -9 (a crash point: os._exit) of `ok serve --backend` in its sync after a write:
+    the next start's sync completes it, and the stack equals a fresh build. The server's
+    own Kùzu sync passes each point first (three documents, one note), then PostgreSQL's
+    (one document per batch)."""
+    uri, fresh = database(pg_server, "crash_synced"), database(pg_server, "crash_fresh")
+    root = example_kf
+    ok_in(root, "sync", "--backend", uri)
+    env = {"OK_GRAPH_COMMIT_CHUNKS": "1", "OK_SERVE_WATCH": "false"}
+    s = Server(root, "--backend", uri, env={**env, "OK_CRASH_AT": point})
+    try:
+        hand = root / "store" / "normalized" / "hand"
+        hand.mkdir(parents=True)
+        for i, text in enumerate(TIDES):
+            (hand / f"tide-{i}.ok.md").write_text(text.format(n=i))
+        note = root / "memories" / "by_date" / "2026-01" / "05" / "20260105-100000-tide01.md"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(
+            "---\nid: 20260105-100000-tide01\nts: 2026-01-05T10:00:00Z\n---\n"
+            "# Tide notes\nSpring tides follow the full moon; see [[Tides 1]].\n"
+        )
+        with pytest.raises(httpx.TransportError):
+            s.http.post(f"/v1/{s.stack}/sync")
+        assert s.proc.wait(timeout=60) == CRASH_EXIT, s.log.read_text()
+    finally:
+        s.stop()
+    with PgGraph.open(uri, stack=stack_name(Folder(root)), write=False) as g:
+        assert g.meta().get(PENDING) == "1"  # cut off part way …
+        new = [d for d in g.docs().values() if d["path"].startswith("store/normalized/hand/")]
+        assert len(new) == committed  # … with whole batches of documents committed
+    again = Server(root, "--backend", uri, env=env)
+    try:
+        assert '"event": "backend.synced"' in again.log.read_text()
+        hits = again.http.get(f"/v1/{again.stack}/search", params={"q": "tide gauge station"})
+        assert any("tide-2" in h["path"] for h in hits.json()["hits"])
+    finally:
+        assert again.stop() == 0
+    with PgGraph.open(uri, stack=stack_name(Folder(root)), write=False) as g:
+        assert PENDING not in g.meta()
+    ok_in(root, "index", "--backend", fresh)
+    assert answers(root, uri) == answers(root, fresh)
+    assert searches(root, uri) == searches(root, fresh)
