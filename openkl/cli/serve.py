@@ -65,10 +65,10 @@ def serve(
         None,
         "--backend",
         metavar="URI",
-        help="Serve search, ask, lineage and counts from PostgreSQL (postgresql://…; "
+        help="Serve search, ask and lineage (HTTP and MCP) from PostgreSQL (postgresql://…; "
         "default: each folder's graph.backend setting), syncing each folder's stack into it "
-        "at start and after every write. One writer per stack: a second server waits up to "
-        "lock_timeout, then says who holds it.",
+        "at start and after every write; entities and Cypher stay on the Kùzu graph. One "
+        "writer per stack: a second server waits up to lock_timeout, then says who holds it.",
     ),
 ) -> None:
     """Serve the folder(s) over HTTP from one process that keeps the graph and the model open.
