@@ -216,6 +216,8 @@ class KnowledgeServer:
         # per stack, how `ok serve --backend` reads documents, chunks and notes (its time
         # cap given): search and ask use it; the entity tools read the folder's graph
         self.backends: dict[str, Callable[[float], Any]] = {}
+        # and what it does after a tool's write, under the writer lock: sync that backend
+        self.after_writes: dict[str, Callable[[], None]] = {}
 
     # -- plumbing -------------------------------------------------------------------------
     def stack(self, name: str | None = None) -> Stack:
@@ -269,6 +271,9 @@ class KnowledgeServer:
         the stack lock first: the writer lock is re-entrant per folder, not per thread."""
         with _held(st.lock, st.timeout(tool), tool), st.folder.write_lock(f"ok mcp {tool}"):
             yield
+            after = self.after_writes.get(st.name)
+            if after is not None:
+                after()
 
     def warm(self) -> None:
         """Load the embedding model now, so the first query does not pay for it."""

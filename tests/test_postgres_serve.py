@@ -221,6 +221,30 @@ def test_the_server_answers_over_http_from_postgresql_as_from_kuzu(
         assert pg.stop() == 0
 
 
+def test_a_note_written_over_mcp_is_in_postgresql_when_the_tool_returns(
+    example_kf: Path,
+    pg_server: str,  # noqa: F811
+) -> None:
+    """No watcher: the MCP tool's own write syncs the stack before it answers."""
+    uri = database(pg_server, "mcp_write")
+    s = Server(example_kf, "--backend", uri, env={"OK_SERVE_WATCH": "false"})
+
+    async def add(client: Any) -> Any:
+        r = await client.call_tool("mem_add", {"text": "Sextants measure the sun's height."})
+        assert not r.is_error, r.content[0].text
+        return json.loads(r.content[0].text)
+
+    try:
+        note = _mcp(s.url, add)
+        with psycopg.connect(uri) as admin:
+            row = admin.execute("SELECT count(*) FROM notes WHERE id = %s", (note["id"],))
+            assert row.fetchone() == (1,)
+        hits = s.http.get(f"/v1/{s.stack}/search", params={"q": "sextant sun height", "k": 1})
+        assert hits.json()["hits"][0]["id"] == note["id"]
+    finally:
+        assert s.stop() == 0
+
+
 def test_one_writer_per_stack_across_processes(
     example_kf: Path,
     tmp_path: Path,

@@ -1092,6 +1092,11 @@ class _Mcp:
                 for name, st in self.stacks.by_name.items()
                 if st.backend is not None
             }
+            ks.after_writes = {
+                name: st.backend.after_write
+                for name, st in self.stacks.by_name.items()
+                if st.backend is not None
+            }
 
 
 class _McpGate:
