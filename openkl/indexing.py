@@ -19,7 +19,7 @@ from .embeddings import Embedder, embedder_for
 from .errors import DiskFull, OkError
 from .folder import Folder, stack_name
 from .graph import Graph
-from .graph.postgres import PgGraph
+from .graph.postgres import PgGraph, who_am_i
 from .progress import progress
 
 EMBED_BLOCK = 256
@@ -73,9 +73,12 @@ def open_graph(
 
 
 @contextlib.contextmanager
-def open_postgres(folder: Folder, uri: str, write: bool = False) -> Iterator[PgGraph]:
+def open_postgres(
+    folder: Folder, uri: str, write: bool = False, who: str | None = None
+) -> Iterator[PgGraph]:
     """The folder's stack in the PostgreSQL graph at `uri`; a writer's changes form one
-    transaction, as with `open_graph`."""
+    transaction, as with `open_graph`, and a writer is the stack's one writer: it waits up
+    to lock_timeout for another (`who` names it to others)."""
     emb = embedder(folder)
     with (
         PgGraph.open(
@@ -85,6 +88,8 @@ def open_postgres(folder: Folder, uri: str, write: bool = False) -> Iterator[PgG
             dim=emb.dim if write else None,
             embedder_identity=emb.identity if write else _cheap_identity(folder, emb),
             check=not write,  # a writer builds the stack anew (`publish`)
+            who=who_am_i(who or ("ok writer" if write else "ok reader")),
+            lock=folder.setting("lock_timeout") if write else None,
         ) as g,
         g.transaction() if write else contextlib.nullcontext(),
     ):

@@ -213,6 +213,11 @@ class KnowledgeServer:
         self.stacks = {name: Stack(name, f) for name, f in folders.items()}
         first = next(iter(self.stacks.values())).folder
         self.read_only = read_only or first.setting("mcp.read_only")
+        # per stack, how `ok serve --backend` reads documents, chunks and notes (its time
+        # cap given): search and ask use it; the entity tools read the folder's graph
+        self.backends: dict[str, Callable[[float], Any]] = {}
+        # and what it does after a tool's write, under the writer lock: sync that backend
+        self.after_writes: dict[str, Callable[[], None]] = {}
 
     # -- plumbing -------------------------------------------------------------------------
     def stack(self, name: str | None = None) -> Stack:
@@ -254,12 +259,21 @@ class KnowledgeServer:
         """How the operations open the graph for one call of `tool`."""
         return functools.partial(self._read_graph, st, tool)
 
+    def _passages(self, st: Stack, tool: str) -> Callable[[], Any]:
+        """How `tool` reads documents, chunks and notes: from the stack's backend, if the
+        server that runs these tools has one, else as `_reader`."""
+        backend = self.backends.get(st.name)
+        return backend(st.timeout(tool)) if backend is not None else self._reader(st, tool)
+
     @contextlib.contextmanager
     def _writing(self, st: Stack, tool: str) -> Iterator[None]:
         """The folder's writer lock, like the CLI takes it. This process's own calls queue on
         the stack lock first: the writer lock is re-entrant per folder, not per thread."""
         with _held(st.lock, st.timeout(tool), tool), st.folder.write_lock(f"ok mcp {tool}"):
             yield
+            after = self.after_writes.get(st.name)
+            if after is not None:
+                after()
 
     def warm(self) -> None:
         """Load the embedding model now, so the first query does not pay for it."""
@@ -314,7 +328,7 @@ class KnowledgeServer:
             since=since,
             until=until,
             min_score=min_score,
-            graph=self._reader(st, tool),
+            graph=self._passages(st, tool),
             include_superseded=include_superseded,
             recency=recency,
         )
@@ -762,7 +776,7 @@ class KnowledgeServer:
             k=self._check_k(st, k or None),
             scope=scope,
             max_k=st.folder.setting("mcp.max_k"),
-            graph=self._reader(st, "ask"),  # not held while the LLM answers
+            graph=self._passages(st, "ask"),  # not held while the LLM answers
             include_superseded=include_superseded,
             recency=recency,
         )

@@ -70,7 +70,7 @@ LAYERS = [
         "openkl.web",
     },
     # keeping the graph in line with the files
-    {"openkl.indexer"},
+    {"openkl.indexer", "openkl.pg_sync"},
     # collecting, keeping fresh, distilling, checking
     {"openkl.store", "openkl.sources", "openkl.refresh", "openkl.distill", "openkl.doctor"},
     # the operations the adapters share

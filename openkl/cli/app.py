@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from ..errors import OkError
+from ..errors import OkError, UsageError
 from ..records import Status, SyncProblem
 from . import completion, output
 from .argv import OWN_C, OWN_ROOT, ROOT_FLAGS, command_at
@@ -160,6 +160,19 @@ def index(
     _report_sync(rep, json_)
 
 
+def _synced(d: Any) -> str:
+    if not d["changed"]:
+        return f"stack {d['stack']} is up to date"
+    parts = [
+        f"{len(d[k])} {k.replace('_', ' ')}"
+        for k in ("docs_added", "docs_removed", "docs_moved", "notes_added", "notes_updated")
+        + ("notes_removed",)
+        if d[k]
+    ]
+    how = "rebuilt" if d["rebuilt"] else "synced"
+    return f"{how} stack {d['stack']}: " + (", ".join(parts) or f"{d['chunks_added']} chunks")
+
+
 def _published(d: Any) -> str:
     return (
         f"published stack {d['stack']}: {d['docs']} docs, {d['chunks']} chunks, {d['notes']} notes"
@@ -174,15 +187,31 @@ def sync(
         "--watch",
         help="Then keep watching the folder and sync after each change (Ctrl-C stops).",
     ),
+    backend: str | None = typer.Option(
+        None,
+        "--backend",
+        metavar="URI",
+        help="Bring the folder's stack in PostgreSQL (postgresql://…) up to date instead, "
+        "writing only what changed.",
+    ),
 ) -> None:
     """Bring the graph up to date after files were added, edited, renamed or deleted.
 
     With --watch it stays, and syncs again shortly after files change (an editor saving,
     `git pull`), printing what each sync did; with --json, one JSON object per line.
+    With --backend, the folder's stack in PostgreSQL is synced (one writer per stack: a
+    second waits up to lock_timeout, then says who holds it).
     """
     from .. import ops
 
     f = folder()
+    if backend:
+        if watch:
+            raise UsageError("--watch and --backend do not go together", "use `ok serve --backend`")
+        with writing(f, "ok sync --backend"):
+            synced = ops.sync_postgres(f, backend)
+        emit(synced.as_dict(), json_, plain=_synced)
+        return
     if watch:
         output.info(f"watching {f.root} for changes (Ctrl-C stops)")
         said: list[object] = []

@@ -61,6 +61,15 @@ def serve(
         help="No TCP port: the API on the unix socket .ok/http.sock only (curl "
         "--unix-socket), for this machine's users with access to the folder.",
     ),
+    backend: str | None = typer.Option(
+        None,
+        "--backend",
+        metavar="URI",
+        help="Serve search, ask and lineage (HTTP and MCP) from PostgreSQL (postgresql://…; "
+        "default: each folder's graph.backend setting), syncing each folder's stack into it "
+        "at start and after every write; entities and Cypher stay on the Kùzu graph. One "
+        "writer per stack: a second server waits up to lock_timeout, then says who holds it.",
+    ),
 ) -> None:
     """Serve the folder(s) over HTTP from one process that keeps the graph and the model open.
 
@@ -97,7 +106,7 @@ def serve(
 
     # the `ok` command line's own runner (cli.app.run), for other processes' commands
     run = functools.partial((ctx.obj or {})["run"], routed=True)
-    stacks = Stacks(list(roots or []) or [state.root])
+    stacks = Stacks(list(roots or []) or [state.root], backend=backend)
     first = next(iter(stacks.by_name.values())).folder
     jwt = _jwt_config(first)
     need_auth = auth or not (socket_only or _loopback(host))

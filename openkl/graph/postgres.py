@@ -14,11 +14,16 @@ The entity part of `GraphStore` (`EntityStore`) is `pg_entities.PgEntities`, mix
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import socket
+import threading
+import time
+import zlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadInput, IndexMismatch, OkError, QueryRefused
+from ..errors import BadInput, IndexMismatch, LockBusy, OkError, QueryRefused
 from ..records import (
     ChunkInput,
     ChunkNode,
@@ -87,6 +92,8 @@ def schema(dim: int) -> list[str]:
         out += [
             f"CREATE TABLE IF NOT EXISTS {name} ({_STACK}, {cols})",
             f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY",
+            # the tables' owner too (a server that made them): only superusers pass
+            f"ALTER TABLE {name} FORCE ROW LEVEL SECURITY",
             f"DROP POLICY IF EXISTS by_stack ON {name}",
             f"CREATE POLICY by_stack ON {name}"
             f" USING (stack = current_setting('openkl.stack', true))"
@@ -106,6 +113,9 @@ def schema(dim: int) -> list[str]:
     ]
     return out
 
+
+# on the meta table once the schema is complete (bump it when `schema` changes)
+_SCHEMA_MARK = "openkl graph schema 1"
 
 TABLES = [
     "meta",
@@ -138,7 +148,9 @@ def _table(label: str) -> str:
     return _TABLE_OF[label]
 
 
-def _connect(uri: str) -> Any:
+def _connect(uri: str, who: str | None = None) -> Any:
+    """A connection (autocommit, rows as dicts); `who` is its application_name, which
+    `PgGraph.lock_stack` shows to a writer that finds the stack taken."""
     if not re.match(r"postgres(ql)?://", uri):
         raise BadInput(
             f"not a PostgreSQL connection string: {uri!r}",
@@ -154,12 +166,57 @@ def _connect(uri: str) -> Any:
             "install it with `pip install 'openkl[postgresql]'`",
         ) from e
     try:
-        return psycopg.connect(uri, autocommit=True, row_factory=dict_row)
+        return psycopg.connect(
+            uri,
+            autocommit=True,
+            row_factory=dict_row,
+            application_name=(who or f"ok pid {os.getpid()}")[:63],
+            connect_timeout=10,
+        )
+    except psycopg.ProgrammingError as e:  # the string itself: an unknown option, bad syntax
+        raise BadInput(
+            f"not a valid PostgreSQL connection string: {_first_line(e)}",
+            "give one like postgresql://user:password@host:5432/database",
+        ) from e
     except psycopg.Error as e:
-        raise OkError(
-            f"cannot connect to PostgreSQL: {str(e).strip().splitlines()[0]}",
+        raise Unavailable(
+            f"cannot connect to PostgreSQL: {_first_line(e)}",
             "check the host, port, user, password and database in the connection string",
         ) from e
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+@contextlib.contextmanager
+def _said() -> Iterator[None]:
+    """PostgreSQL's failures as one clear `OkError` each."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.errors.QueryCanceled as e:
+        raise OkError("the query took too long and was stopped") from e
+    except psycopg.errors.ReadOnlySqlTransaction as e:
+        raise ReadOnly(
+            "the database is read-only (a replica?)",
+            "point the writer at the primary server",
+        ) from e
+    except psycopg.OperationalError as e:
+        raise Unavailable(
+            f"lost the connection to PostgreSQL: {_first_line(e)}",
+            "check the server, then run the command again (nothing was half written)",
+        ) from e
+
+
+class Unavailable(OkError):
+    """PostgreSQL cannot be reached, or the connection was lost (a 503 over HTTP)."""
+
+
+class ReadOnly(OkError):
+    """A write went to a read-only database, such as a replica (a 503 over HTTP)."""
 
 
 def _register_vector(conn: Any) -> None:
@@ -190,9 +247,122 @@ def grant_stack_reader(uri: str, role: str, password: str) -> None:
         conn.close()
 
 
+def _lock_key(stack: str) -> tuple[int, int]:
+    """The two int4 keys of a stack's advisory lock: openkl's, and the stack's."""
+    b = zlib.crc32(stack.encode("utf-8"))
+    return _LOCK_CLASS, b - (1 << 32) if b >= 1 << 31 else b
+
+
+_LOCK_CLASS = 0x6F6B  # "ok"
+
+
+def who_am_i(what: str) -> str:
+    """A connection's application_name: what runs, its pid and its host."""
+    return f"{what} (pid {os.getpid()} on {socket.gethostname()})"
+
+
 def _floats(vec: Any) -> list[float]:
     """A stored vector as Kùzu returns one: a list of floats."""
     return [float(x) for x in vec.to_list()]
+
+
+class Readers:
+    """A server's connections for reading one database, kept open between requests.
+
+    Each read is one read-only transaction that names its stack with SET LOCAL: row-level
+    security keeps it to that stack (for a user that is neither a superuser nor BYPASSRLS),
+    even for SQL that forgot the stack filter, and between reads a connection names no
+    stack and sees no row."""
+
+    def __init__(self, uri: str, who: str, keep: int = 8) -> None:
+        self.uri, self.who, self.keep = uri, who, keep
+        self._idle: list[Any] = []
+        self._lock = threading.Lock()
+
+    def _open(self) -> Any:
+        conn = _connect(self.uri, self.who)
+        try:
+            _register_vector(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _begin(self, conn: Any, stack: str, timeout: float | None) -> None:
+        ms = str(max(1, int(timeout * 1000))) if timeout else "0"
+        with _said():
+            conn.execute("BEGIN READ ONLY")
+            conn.execute(
+                "SELECT set_config('openkl.stack', %s, true),"
+                " set_config('statement_timeout', %s, true)",
+                (stack, ms),
+            )
+
+    def _start(self, stack: str, timeout: float | None) -> Any:
+        """A connection in a read of `stack`: an idle one, or a new one when there is none
+        or the idle one was lost meanwhile (nothing was asked of it yet, so trying another
+        is safe)."""
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is not None:
+            try:
+                self._begin(conn, stack, timeout)
+                return conn
+            except OkError:
+                conn.close()
+        conn = self._open()
+        try:
+            self._begin(conn, stack, timeout)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextlib.contextmanager
+    def reading(self, stack: str, timeout: float | None = None) -> Iterator[PgGraph]:
+        """`stack`'s graph for one read; its queries are stopped after `timeout` seconds."""
+        conn = self._start(stack, timeout)
+        g = PgGraph(conn, stack, False)
+        g._in_tx = True  # a `transaction()` inside joins this one
+        try:
+            yield g
+        finally:
+            g._in_tx = False
+            try:
+                with _said():
+                    conn.execute("ROLLBACK")
+            except OkError:
+                conn.close()
+            self._give(conn)
+
+    def _give(self, conn: Any) -> None:
+        if conn.closed or conn.broken:
+            return
+        with self._lock:
+            if len(self._idle) < self.keep:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def bypasses_rls(self) -> bool:
+        """Whether this user passes row-level security (a superuser, or BYPASSRLS): then
+        only the queries' own stack filters keep stacks apart."""
+        conn = self._open()
+        try:
+            with _said():
+                row = conn.execute(
+                    "SELECT rolsuper OR rolbypassrls AS b FROM pg_roles"
+                    " WHERE rolname = current_user"
+                ).fetchone()
+        finally:
+            conn.close()
+        return bool(row and row["b"])
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
 
 
 class PgGraph(pg_entities.PgEntities, Atomic):
@@ -218,12 +388,19 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         dim: int | None = None,
         embedder_identity: str | None = None,
         check: bool = True,
+        who: str | None = None,
+        lock: float | None = None,
     ) -> Iterator[PgGraph]:
-        """Open `stack` in the database at `uri`. A writer creates the schema on first use."""
-        conn = _connect(uri)
+        """Open `stack` in the database at `uri`. A writer creates the schema on first use.
+        `who` names the connection (its application_name) to other writers; with `lock`, a
+        writer first becomes the stack's one writer, waiting up to `lock` seconds."""
+        conn = _connect(uri, who)
         try:
-            conn.execute("SELECT set_config('openkl.stack', %s, false)", (stack,))
+            with _said():
+                conn.execute("SELECT set_config('openkl.stack', %s, false)", (stack,))
             g = cls(conn, stack, write)
+            if write and lock is not None:
+                g.lock_stack(lock)
             if write and dim:
                 g._ensure_schema(dim, embedder_identity)
             _register_vector(conn)
@@ -233,22 +410,91 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         finally:
             conn.close()
 
+    @property
+    def closed(self) -> bool:
+        """The connection is gone (closed, or lost)."""
+        return bool(self.conn.closed or self.conn.broken)
+
+    def writes(self) -> bool:
+        """Whether this session may write (not a replica, nor read-only by default)."""
+        rows = self._run("SELECT current_setting('transaction_read_only') AS ro")
+        return rows[0]["ro"] != "on"
+
+    # -- one writer per stack ---------------------------------------------------------
+    def lock_stack(self, timeout: float) -> None:
+        """Become the stack's one writer, across processes and machines: a session-level
+        advisory lock on this connection, held until it closes. Waits up to `timeout`
+        seconds for another writer, then says who it is."""
+        deadline = time.monotonic() + timeout
+        a, b = _lock_key(self.stack)
+        while True:
+            got = self._run("SELECT pg_try_advisory_lock(%(a)s, %(b)s) AS got", {"a": a, "b": b})
+            if got[0]["got"]:
+                return
+            if time.monotonic() >= deadline:
+                raise LockBusy(
+                    f"stack {self.stack!r} is being written by {self.stack_writer() or 'another writer'}",
+                    "one writer per stack: wait for it to finish or stop it, or raise lock_timeout",
+                )
+            time.sleep(0.2)
+
+    def stack_writer(self) -> str | None:
+        """Who holds this stack's writer lock: its application name, pid, host and since."""
+        a, b = _lock_key(self.stack)
+        rows = self._run(
+            "SELECT s.application_name AS app, s.pid, s.client_addr::text AS addr,"
+            " to_char(s.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AS since"
+            " FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid"
+            " WHERE l.locktype = 'advisory' AND l.granted AND l.classid::bigint = %(a)s"
+            " AND l.objid::bigint = %(b)s AND l.objsubid = 2",
+            {"a": a & 0xFFFFFFFF, "b": b & 0xFFFFFFFF},
+        )
+        if not rows:
+            return None
+        r = rows[0]
+        where = f" from {r['addr']}" if r["addr"] else ""
+        return f"{r['app'] or 'a session'} (backend {r['pid']}{where}, since {r['since']})"
+
     def _ensure_schema(self, dim: int, embedder_identity: str | None) -> None:
         with self.transaction():
             # one writer creates the schema; others wait here for it
-            self.conn.execute("SELECT pg_advisory_xact_lock(hashtext('openkl.schema'))")
-            try:
-                for ddl in schema(dim):
-                    self._run(ddl)
-            except OkError:
-                raise  # a read-only server, a lost connection: said by `_run`
-            except Exception as e:  # psycopg.errors.FeatureNotSupported: no pgvector
-                raise OkError(
-                    f"cannot create the graph's tables: {str(e).strip().splitlines()[0]}",
-                    "the database needs the pgvector extension (CREATE EXTENSION vector)",
-                ) from e
+            self._run("SELECT pg_advisory_xact_lock(hashtext('openkl.schema'))")
+            # made already: no DDL, whose table locks would queue the readers of every stack
+            done = self._run("SELECT obj_description(to_regclass('meta'), 'pg_class') AS d")
+            if done[0]["d"] != _SCHEMA_MARK:
+                self._create_schema(dim)
         if not self.meta():
             self.stamp(dim, embedder_identity)
+
+    def _create_schema(self, dim: int) -> None:
+        self._ensure_vector()
+        try:
+            for ddl in [*schema(dim)[1:], f"COMMENT ON TABLE meta IS '{_SCHEMA_MARK}'"]:
+                self._run(ddl)
+        except OkError:
+            raise  # a read-only server, a lost connection: said by `_run`
+        except Exception as e:  # psycopg.errors.InsufficientPrivilege, …
+            raise OkError(
+                f"cannot create the graph's tables: {_first_line(e)}",
+                "connect as a user that may create tables in this database",
+            ) from e
+
+    def _ensure_vector(self) -> None:
+        """The pgvector extension, created if this user may; else a clear refusal."""
+        if self._run("SELECT 1 FROM pg_extension WHERE extname = 'vector'"):
+            return
+        db = self._run("SELECT current_database() AS d, current_user AS u")[0]
+        try:
+            self._run(schema(0)[0])
+        except OkError:
+            raise
+        except Exception as e:  # not installed on the server, or not ours to create
+            raise OkError(
+                f"the database {db['d']} has no pgvector extension, and {db['u']} cannot"
+                f" create it: {_first_line(e)}",
+                f"as a superuser, run CREATE EXTENSION vector in {db['d']} (pgvector must be"
+                " installed on the server)",
+            ) from e
 
     def stamp(self, dim: int, embedder_identity: str | None) -> None:
         """Record the schema version, the embedder and the vectors' dimension."""
@@ -286,25 +532,11 @@ class PgGraph(pg_entities.PgEntities, Atomic):
     # -- generic ----------------------------------------------------------------------
     def _run(self, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run SQL with `%(st)s` bound to this stack; rows as dicts."""
-        import psycopg
-
         if self.trace is not None:
             self.trace.append(sql)
-        try:
+        with _said():
             cur = self.conn.execute(sql, {"st": self.stack, **(params or {})})
-        except psycopg.errors.QueryCanceled as e:
-            raise OkError("the query took too long and was stopped") from e
-        except psycopg.errors.ReadOnlySqlTransaction as e:
-            raise OkError(
-                "the database is read-only (a replica?)",
-                "point the writer at the primary server",
-            ) from e
-        except psycopg.OperationalError as e:
-            raise OkError(
-                f"lost the connection to PostgreSQL: {str(e).strip().splitlines()[0]}",
-                "check the server, then run the command again (nothing was half written)",
-            ) from e
-        return cur.fetchall() if cur.description else []
+            return cur.fetchall() if cur.description else []
 
     def _ids(self, sql: str, params: dict[str, Any] | None = None) -> list[str]:
         return [r["id"] for r in self._run(sql, params)]
@@ -314,7 +546,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
             return
         if self.trace is not None:
             self.trace.append(sql)
-        with self.conn.cursor() as cur:
+        with _said(), self.conn.cursor() as cur:
             cur.executemany(sql, rows)
 
     def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -342,14 +574,26 @@ class PgGraph(pg_entities.PgEntities, Atomic):
             {"k": key, "v": value},
         )
 
+    def unset_meta(self, key: str) -> None:
+        self._run("DELETE FROM meta WHERE stack = %(st)s AND key = %(k)s", {"k": key})
+
+    def prune_topics(self) -> None:
+        """Drop the topics no note has any more (a fresh build has only those in use)."""
+        self._run(
+            "DELETE FROM topics t WHERE t.stack = %(st)s AND NOT EXISTS (SELECT 1 FROM"
+            " note_topics n WHERE n.stack = t.stack AND n.topic = t.id)"
+        )
+
     # -- transactions -----------------------------------------------------------------
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """All writes inside happen together or not at all; a nested block joins the outer."""
-        with self._atomic(
-            lambda: self.conn.execute("BEGIN"), lambda: self.conn.execute("ROLLBACK"), self._commit
-        ):
+        with self._atomic(self._begin, lambda: self.conn.execute("ROLLBACK"), self._commit):
             yield
+
+    def _begin(self) -> None:
+        with _said():
+            self.conn.execute("BEGIN")
 
     def _commit(self) -> None:
         import psycopg
@@ -362,8 +606,9 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         except psycopg.Error as e:
             with contextlib.suppress(Exception):
                 self.conn.execute("ROLLBACK")
-            raise OkError(
-                f"commit failed: {str(e).strip().splitlines()[0]}", "run `ok sync`"
+            kind = Unavailable if isinstance(e, psycopg.OperationalError) else OkError
+            raise kind(
+                f"commit failed: {_first_line(e)}", "run the sync again: nothing was half written"
             ) from e
 
     def commit_and_continue(self) -> None:
@@ -374,7 +619,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         except OkError:
             self._in_tx = False
             raise
-        self.conn.execute("BEGIN")
+        self._begin()
 
     # -- documents and chunks ---------------------------------------------------------
     def add_docs(self, docs: list[DocInput], chunks: list[ChunkInput], vecs: Any) -> None:

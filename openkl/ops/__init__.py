@@ -42,6 +42,7 @@ from .folder import (
     init_folder,
     publish,
     sync,
+    sync_postgres,
     watch,
 )
 from .freshness import events, follow_events, refresh
@@ -199,6 +200,7 @@ __all__ = [
     "store_repo",
     "store_web",
     "sync",
+    "sync_postgres",
     "traverse",
     "update_note",
     "validate_bundle",

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from .. import doctor as doctor_mod
-from .. import indexer
+from .. import indexer, pg_sync
 from ..errors import BadInput, OkError
 from ..folder import Folder
 from ..indexing import open_graph, open_postgres
@@ -105,9 +105,19 @@ def index(folder: Folder, rebuild: bool = False) -> indexer.SyncReport:
 def publish(folder: Folder, backend: str) -> indexer.Published:
     """Build the folder's stack in the PostgreSQL graph at `backend` from the files, and log
     it. The caller holds the writer lock."""
-    with open_postgres(folder, backend, write=True) as g:
+    with open_postgres(folder, backend, write=True, who="ok index --backend") as g:
         rep = indexer.publish(folder, g)
     folder.log_op("publish", stack=rep.stack, docs=rep.docs, chunks=rep.chunks, notes=rep.notes)
+    return rep
+
+
+def sync_postgres(folder: Folder, backend: str) -> pg_sync.Synced:
+    """Bring the folder's stack in the PostgreSQL graph at `backend` in line with the files,
+    writing only what changed, and log it. The caller holds the writer lock."""
+    with open_postgres(folder, backend, write=True, who="ok sync --backend") as g:
+        rep = pg_sync.sync(folder, g)
+    if rep.changed:
+        folder.log_op("sync_postgres", **rep.as_dict())
     return rep
 
 

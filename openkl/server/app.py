@@ -40,10 +40,13 @@ from ..errors import (
 )
 from ..folder import Folder
 from ..graph import Graph
+from ..graph.postgres import ReadOnly, Unavailable
+from ..graph.protocol import GraphStore
 from ..indexing import open_graph
 from ..ops.read import Opener
 from ..records import Cite
 from .auth import OPEN, Authenticator, Caller, Forbidden, RateLimited, RateLimiter, Unauthorized
+from .backend import Backend, NotPublished
 from .metrics import AccessLog
 from .stacks import Conflict, Served, Stacks
 from .web import add_routes as add_web_routes
@@ -64,6 +67,9 @@ class TimedOut(OkError):
 
 _STATUS: list[tuple[type[OkError], int]] = [
     (TimedOut, 504),
+    (NotPublished, 503),
+    (Unavailable, 503),
+    (ReadOnly, 503),
     (Duplicate, 409),
     (Unauthorized, 401),
     (Forbidden, 403),
@@ -77,6 +83,21 @@ _STATUS: list[tuple[type[OkError], int]] = [
     (UsageError, 400),
     (BadInput, 400),
 ]
+
+
+@contextlib.contextmanager
+def _timed(seconds: float) -> Iterator[None]:
+    """A graph query stopped at serve.timeout becomes a `TimedOut` (504)."""
+    try:
+        yield
+    except OkError as e:
+        said = e.message.lower()
+        if "interrupt" not in said and "took too long" not in said:
+            raise
+        raise TimedOut(
+            f"the query ran past serve.timeout ({seconds:g} s) and was stopped",
+            "narrow it (a smaller k, a LIMIT), or raise serve.timeout",
+        ) from e
 
 
 def _sse(kind: str, data: Any) -> str:
@@ -332,24 +353,36 @@ def create_app(
         request.state.caller = caller
         return await call_next(request)
 
-    def reader(folder: Folder) -> Opener:
-        """How a route opens the graph: its queries are interrupted after serve.timeout
-        seconds, and the caller is told so (504)."""
+    def kuzu_reader(folder: Folder) -> Opener:
+        """How a route opens the resident Kùzu graph: its queries are interrupted after
+        serve.timeout seconds, and the caller is told so (504). The entity routes and
+        Cypher read it on a PostgreSQL backend too (its entities are not published yet)."""
         seconds = float(folder.setting("serve.timeout"))
 
         @contextlib.contextmanager
         def opened() -> Iterator[Graph]:
-            with open_graph(folder) as g:
+            with open_graph(folder) as g, _timed(seconds):
                 g.set_timeout(seconds)
-                try:
-                    yield g
-                except OkError as e:
-                    if "interrupt" not in e.message.lower():
-                        raise
-                    raise TimedOut(
-                        f"the query ran past serve.timeout ({seconds:g} s) and was stopped",
-                        "narrow it (a smaller k, a LIMIT), or raise serve.timeout",
-                    ) from e
+                yield g
+
+        return opened
+
+    def _backend_of(folder: Folder) -> Backend | None:
+        return next((st.backend for st in stacks.by_name.values() if st.folder is folder), None)
+
+    def reader(folder: Folder) -> Opener:
+        """How a route reads documents, chunks, notes and lineage: from the stack's
+        PostgreSQL backend when it has one, else as `kuzu_reader`."""
+        backend = _backend_of(folder)
+        if backend is None:
+            return kuzu_reader(folder)
+        seconds = float(folder.setting("serve.timeout"))
+        opener = backend.reader(seconds)
+
+        @contextlib.contextmanager
+        def opened() -> Iterator[GraphStore]:
+            with opener() as g, _timed(seconds):
+                yield g
 
         return opened
 
@@ -400,7 +433,7 @@ def create_app(
             "name": name,
             "root": str(st.folder.root),
             **ops.about(st.folder),
-            **ops.counts(st.folder),
+            **ops.counts(st.folder),  # entities too: from the resident Kùzu graph
         }
 
     @app.post("/aks/v1/stacks", tags=["aks"], status_code=201)
@@ -466,7 +499,7 @@ def create_app(
         return list(
             ops.list_entities(
                 folder,
-                graph=reader(folder),
+                graph=kuzu_reader(folder),
                 type=type,
                 min_confidence=min_confidence,
                 name=name,
@@ -478,7 +511,7 @@ def create_app(
     def entity(request: Request, name: str, domain: Domain = None) -> Any:
         """One entity by name: its relationships and evidence."""
         folder = allow(request, domain, "read").folder
-        return ops.entity(folder, name, graph=reader(folder))
+        return ops.entity(folder, name, graph=kuzu_reader(folder))
 
     @app.get("/aks/v1/traverse", tags=["aks"])
     def traverse(
@@ -495,7 +528,7 @@ def create_app(
         return ops.traverse(
             folder,
             start,
-            graph=reader(folder),
+            graph=kuzu_reader(folder),
             depth=depth,
             rel=rel,
             min_confidence=min_confidence,
@@ -509,7 +542,7 @@ def create_app(
         return ops.context(
             folder,
             body.query,
-            graph=reader(folder),
+            graph=kuzu_reader(folder),
             k=body.k,
             max_entities=body.max_entities,
             min_confidence=body.min_confidence,
@@ -519,7 +552,7 @@ def create_app(
     def page(request: Request, name: str, domain: Domain = None) -> Any:
         """An entity's page as markdown."""
         folder = allow(request, domain, "read").folder
-        return ops.entity_page(folder, name, graph=reader(folder))
+        return ops.entity_page(folder, name, graph=kuzu_reader(folder))
 
     @app.get("/aks/v1/pages", tags=["aks"], response_class=StreamingResponse)
     def all_pages(
@@ -530,7 +563,9 @@ def create_app(
         """Every entity's page and their index.md as a zip (the files `ok graph page --all`
         writes), streamed as the pages are made."""
         st = allow(request, domain, "read")
-        chunks = ops.zip_pages(st.folder, min_confidence=min_confidence, graph=reader(st.folder))
+        chunks = ops.zip_pages(
+            st.folder, min_confidence=min_confidence, graph=kuzu_reader(st.folder)
+        )
         return StreamingResponse(
             _streamed(chunks),
             media_type="application/zip",
@@ -695,6 +730,7 @@ def create_app(
                 recency=body.recency,
             )
         out: queue.Queue[tuple[str, Any]] = queue.Queue()
+        passages = reader(folder) if _backend_of(folder) else None
 
         def answer() -> None:
             try:
@@ -704,6 +740,7 @@ def create_app(
                     k=body.k,
                     scope=body.scope,
                     use_llm=body.llm,
+                    graph=passages,
                     on_token=lambda t: out.put(("token", {"text": t})),
                     include_superseded=body.include_superseded,
                     recency=body.recency,
@@ -954,7 +991,7 @@ def create_app(
     ) -> list[dict[str, Any]]:
         """Read-only Cypher under the CLI's rules (no files, no extensions, no writes)."""
         folder = allow(request, stack, "read").folder
-        return ops.cypher(folder, body.query, body.params, graph=reader(folder))
+        return ops.cypher(folder, body.query, body.params, graph=kuzu_reader(folder))
 
     @app.post("/v1/{stack}/sync", tags=["openkl"])
     def sync(request: Request, stack: str) -> Any:
@@ -965,7 +1002,7 @@ def create_app(
         metrics.chunks_indexed.labels(st.name).inc(rep.chunks_added)
         return rep.as_dict()
 
-    add_web_routes(app, allow, reader)
+    add_web_routes(app, allow, kuzu_reader)  # the explorer's neighbourhood: entities
 
     full_app = mcp_full.streamable_http_app(streamable_http_path="/mcp", host=host)
     read_app = mcp_read.streamable_http_app(streamable_http_path="/mcp", host=host)
@@ -1036,6 +1073,7 @@ class _Mcp:
         roots = [st.folder.root for st in stacks.by_name.values()]
         self._servers = [KnowledgeServer(roots), KnowledgeServer(roots, read_only=True)]
         self.full, self.read = (ks.build() for ks in self._servers)
+        self.follow()
 
     @property
     def names(self) -> list[str]:
@@ -1048,6 +1086,16 @@ class _Mcp:
             ks.stacks = {
                 name: ks.stacks.get(name) or Stack(name, st.folder)
                 for name, st in self.stacks.by_name.items()
+            }
+            ks.backends = {
+                name: st.backend.reader
+                for name, st in self.stacks.by_name.items()
+                if st.backend is not None
+            }
+            ks.after_writes = {
+                name: st.backend.after_write
+                for name, st in self.stacks.by_name.items()
+                if st.backend is not None
             }
 
 

@@ -20,6 +20,7 @@ from ..folder import Folder, atomic_write, iso, open_folder, process_stamp, stac
 from ..graph import Graph
 from ..indexing import embedder
 from ..ops.freshness import RefreshReport
+from .backend import Backend
 from .metrics import Metrics
 
 
@@ -55,6 +56,8 @@ class Served:
     stop: threading.Event = field(default_factory=threading.Event)  # its threads end
     threads: list[threading.Thread] = field(default_factory=list)
     held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)  # graph, claim
+    # its graph in PostgreSQL, synced after every write (`ok serve --backend`)
+    backend: Backend | None = None
 
     def queued(self) -> int:
         """Writes waiting for this stack's writer."""
@@ -71,6 +74,8 @@ class Served:
         try:
             with self.folder.write_lock(f"ok serve {what}"):
                 yield
+                if self.backend is not None and what not in ("start", "stop"):
+                    self.backend.after_write()
         finally:
             self.writer.release()
 
@@ -79,10 +84,13 @@ class Stacks:
     """The served folders by name, open from `open()` until `close()`; stacks can be added
     and dropped while they are open."""
 
-    def __init__(self, roots: Sequence[str | Path | None], url: str = "") -> None:
+    def __init__(
+        self, roots: Sequence[str | Path | None], url: str = "", backend: str | None = None
+    ) -> None:
         folders = stacks_of([open_folder(r) for r in (roots or [None])])
+        self.backend = backend  # a PostgreSQL database for every stack, else graph.backend
         # replaced, never changed in place: requests iterate over it while stacks come and go
-        self.by_name = {name: Served(name, f) for name, f in folders.items()}
+        self.by_name = {name: self._served(name, f) for name, f in folders.items()}
         self.home = next(iter(folders.values()))  # whose serve.* settings apply
         self.url = url
         self.socket: Path | None = None  # where other `ok` commands are run (server.route)
@@ -92,6 +100,10 @@ class Stacks:
         self._background: tuple[bool, float] | None = None
         for st in self.by_name.values():
             self.metrics.writers_waiting.labels(st.name).set_function(st.queued)
+
+    def _served(self, name: str, folder: Folder) -> Served:
+        uri = self.backend or folder.setting("graph.backend")
+        return Served(name, folder, backend=Backend(folder, uri) if uri else None)
 
     def open(self) -> None:
         """Bring each folder's index in line with its files, then keep its graph open and
@@ -105,6 +117,12 @@ class Stacks:
     def _open_one(self, st: Served) -> None:
         with st.writing("start"), crash.paused():
             rep = ops.sync(st.folder)
+            if st.backend is not None:
+                st.held.callback(st.backend.close)
+                synced = st.backend.open()
+                _log(stack=st.name, event="backend.open", **st.backend.describe())
+                if synced is not None and synced.changed:
+                    _log(stack=st.name, event="backend.synced", **_counts(synced))
         self.metrics.chunks_indexed.labels(st.name).inc(rep.chunks_added)
         st.held.enter_context(
             Graph.resident(
@@ -211,7 +229,7 @@ class Stacks:
             name = next(iter(stacks_of([folder])))
             if name in self.by_name:
                 raise Conflict(f"a stack named {name!r} is served already", "choose another name")
-            st = Served(name, folder)
+            st = self._served(name, folder)
             if self.is_open:
                 try:
                     self._open_one(st)

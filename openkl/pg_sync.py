@@ -1,0 +1,180 @@
+"""Keep a folder's stack in PostgreSQL in line with its files, writing only what changed.
+
+`indexer.publish` builds a stack from the files alone; `sync` compares the files with what
+the stack holds (documents by content id, notes by file hash and path) and applies the
+difference, with the same ids and rows a fresh build would make: the same cite objects.
+
+A sync is a few transactions: first the removals (and a `pg_sync.pending` flag), then the
+new documents in batches of whole documents (`graph.commit_chunks` chunks), then the notes,
+versions, `[[…]]` links and lineage with the flag cleared. A sync cut off part way (a kill,
+a lost connection) leaves whole documents and the flag; the next one adds what is missing
+and, seeing the flag, makes every note's links and lineage again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import crash, lineage, links
+from . import mapping as mapping_mod
+from . import notes as notes_mod
+from .errors import IndexMismatch
+from .folder import Folder
+from .graph import check_stamps
+from .graph.postgres import PgGraph
+from .indexer import (
+    Published,
+    _sync_versions,
+    embed_all,
+    note_row,
+    prepare_docs,
+    publish,
+    scan_docs,
+)
+from .indexing import embedder
+
+PENDING = "pg_sync.pending"
+
+
+@dataclass
+class Synced:
+    """What `sync` changed in the stack."""
+
+    stack: str
+    docs_added: list[str] = field(default_factory=list)
+    docs_removed: list[str] = field(default_factory=list)
+    docs_moved: list[str] = field(default_factory=list)
+    notes_added: list[str] = field(default_factory=list)
+    notes_updated: list[str] = field(default_factory=list)
+    notes_removed: list[str] = field(default_factory=list)
+    chunks_added: int = 0
+    rebuilt: bool = False  # built afresh: another embedder or schema, or an empty stack
+    resumed: bool = False  # a cut-off sync was finished
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.docs_added
+            or self.docs_removed
+            or self.docs_moved
+            or self.notes_added
+            or self.notes_updated
+            or self.notes_removed
+            or self.rebuilt
+            or self.resumed
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        fields = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return fields | {"changed": self.changed}
+
+
+def sync(folder: Folder, g: PgGraph) -> Synced:
+    """Bring the stack `g` in line with the folder's files; the caller holds the stack's
+    writer lock and `g` is in a transaction, which this commits in batches."""
+    emb = embedder(folder)
+    meta = g.meta()
+    try:
+        if not meta.get("schema_version"):
+            raise IndexMismatch("the stack is empty")
+        check_stamps(meta, emb.identity, "")
+    except IndexMismatch:
+        return _rebuilt(publish(folder, g))
+    files, _ = scan_docs(folder)
+    entries = mapping_mod.load(folder)
+    notes = notes_mod.scan(folder)[0]
+    rep = Synced(g.stack, resumed=meta.get(PENDING) == "1")
+
+    have = g.docs()
+    current = {d: v for d, v in have.items() if v["current"]}
+    rep.docs_added = sorted(set(files) - set(current))
+    rep.docs_removed = sorted(set(current) - set(files))
+    rep.docs_moved = sorted(d for d in set(files) & set(current) if files[d] != current[d]["path"])
+    old = {d for d, e in entries.items() if not e.get("current", True) and e.get("superseded_by")}
+    # old versions the mapping no longer has, and old rows of documents current again
+    stale = sorted(d for d, v in have.items() if not v["current"] and (d not in old or d in files))
+    gnotes = g.notes()
+    rep.notes_added = sorted(set(notes) - set(gnotes))
+    rep.notes_removed = sorted(set(gnotes) - set(notes))
+    rep.notes_updated = sorted(
+        n
+        for n in set(notes) & set(gnotes)
+        if rep.resumed
+        or notes[n].sha256 != gnotes[n]["sha256"]
+        or folder.rel(notes[n].path) != gnotes[n]["path"]  # type: ignore[arg-type]
+    )
+    if not (rep.changed or stale or _versions_missing(g, entries, set(have))):
+        return rep
+
+    # the slow part first, before anything is written: chunks and vectors
+    prepared = prepare_docs(folder, [(d, files[d]) for d in rep.docs_added], entries)
+    changed = [notes[n] for n in rep.notes_added + rep.notes_updated]
+    rows = [note_row(folder, n) for n in changed]
+    vecs = embed_all(emb, [r["text"] for r in rows], "embedding notes")
+
+    store = g.as_store()
+    g.set_meta(PENDING, "1")
+    gone = rep.docs_removed + stale
+    derived = lineage.derived_notes(store, gone)
+    for d in rep.docs_moved:
+        g.set_doc_path(d, files[d])
+    for d in gone:
+        g.remove_doc(d)
+    for n in rep.notes_removed + rep.notes_updated:
+        g.remove_note(n)
+    g.forget_note_refs(rep.notes_removed + rep.notes_updated)
+    if gone or rep.notes_removed or rep.notes_updated:
+        crash.point("graph.removed")
+    g.commit_and_continue()
+
+    rep.chunks_added = _add_docs(folder, g, prepared)
+
+    _sync_versions(store, entries)
+    g.add_notes(rows, vecs)
+    links.record(store, changed)
+    crash.point("graph.notes-loaded")
+    lineage.link_derived(store, changed)
+    lineage.relink(folder, store, [n for n in derived if n in notes and n not in rep.notes_updated])
+    links.relink(store)
+    g.prune_topics()
+    g.unset_meta(PENDING)
+    return rep
+
+
+def _add_docs(folder: Folder, g: PgGraph, prepared: Any) -> int:
+    """Load new documents in batches of whole documents, each batch committed."""
+    limit = max(1, folder.setting("graph.commit_chunks"))
+    per_doc: dict[str, list[int]] = {}
+    for i, c in enumerate(prepared.chunks):
+        per_doc.setdefault(c["doc_id"], []).append(i)
+    batch: list[Any] = []
+    size = 0
+    for d in [*prepared.docs, None]:
+        n = len(per_doc.get(d["id"], [])) if d is not None else 0
+        if batch and (d is None or size + n > limit):
+            idx = [i for b in batch for i in per_doc.get(b["id"], [])]
+            g.add_docs(batch, [prepared.chunks[i] for i in idx], prepared.vecs[idx])
+            crash.point("graph.docs-loaded")
+            g.commit_and_continue()
+            batch, size = [], 0
+        if d is not None:
+            batch.append(d)
+            size += n
+    return len(prepared.chunks)
+
+
+def _versions_missing(g: PgGraph, entries: dict[str, Any], have: set[str]) -> bool:
+    """Old versions the mapping records that the stack does not hold or link yet."""
+    want = {
+        (e["superseded_by"], d)
+        for d, e in entries.items()
+        if not e.get("current", True) and e.get("superseded_by") in have
+    }
+    return not want <= set(g.version_links())
+
+
+def _rebuilt(pub: Published) -> Synced:
+    rep = Synced(pub.stack, rebuilt=True)
+    rep.chunks_added = pub.chunks
+    return rep
