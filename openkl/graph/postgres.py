@@ -824,6 +824,11 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         if not ids:
             return
         current = "c.current" if table == "chunks" else "true"
+        # postings a row of the same id left (deleted by hand, outside `remove_*`) give way
+        self._run(
+            "DELETE FROM postings WHERE stack = %(st)s AND tbl = %(t)s AND id = ANY(%(ids)s)",
+            {"t": table, "ids": ids},
+        )
         self._run(
             f"INSERT INTO postings (tbl, lexeme, id, tf, dl, current)"
             f" SELECT %(t)s, u.lexeme, c.id, array_length(u.positions, 1), c.dl, {current}"
