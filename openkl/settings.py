@@ -268,6 +268,14 @@ DECLARED: tuple[Setting, ...] = (
     ),
     _s("entities.min_confidence", 0.4, float, "Entities below this confidence are left out."),
     _s(
+        "entities.cooccurrence_min_sources",
+        2,
+        int,
+        "A co-occurrence (`related_to`) edge is kept only when this many documents or notes "
+        "name the pair in one sentence; 1 keeps every pair. One source gives confidence 0.3, "
+        "below the default floor. A change applies at the next `ok sync`.",
+    ),
+    _s(
         "entities.describer",
         "local",
         str,

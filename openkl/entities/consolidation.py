@@ -57,6 +57,12 @@ def min_confidence(folder: Folder) -> float:
     return float(folder.setting("entities.min_confidence"))
 
 
+def cooccurrence_min_sources(folder: Folder) -> int:
+    """How many sources (documents, notes) must name a pair in one sentence before it is a
+    `related_to` edge (1: every pair)."""
+    return max(1, int(folder.setting("entities.cooccurrence_min_sources")))
+
+
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Extraction and consolidation build many small, short-lived containers that form no
@@ -116,6 +122,8 @@ def extract_texts(folder: Folder, texts: Sequence[str]) -> list[dict[str, Any]]:
 
 # -- index hooks ----------------------------------------------------------------------------
 PENDING = "entities.pending"  # Meta key: extractions were committed before their entities
+# Meta key: the co-occurrence threshold the graph's relationships were consolidated with
+COOCCURRENCE = "entities.cooccurrence_min_sources"
 
 
 def on_indexed(folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: list[str]) -> None:
@@ -162,11 +170,18 @@ def extract(folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: list[st
     )
     crash.point("entities.extracted")
     ident = extractor_id(folder)
-    stamped = g.meta().get("entities.extractor")
+    meta = g.meta()
+    stamped = meta.get("entities.extractor")
+    alone = None  # no other extraction is held: asked once, when needed
     # a different extractor's results are still in the graph: keep their stamp, so the
     # mismatch stays visible (`ok status`, `ok doctor`) until `ok index --rebuild`
-    if stamped != ident and (stamped is None or not g.has_other_extractions(ids)):
+    if stamped != ident and (stamped is None or (alone := not g.has_other_extractions(ids))):
         g.set_meta("entities.extractor", ident)
+    # the first extractions of a graph are consolidated with today's threshold
+    if meta.get(COOCCURRENCE) is None and (
+        alone if alone is not None else not g.has_other_extractions(ids)
+    ):
+        g.set_meta(COOCCURRENCE, str(cooccurrence_min_sources(folder)))
     return touched
 
 
@@ -220,6 +235,22 @@ def sync_canonical(folder: Folder, g: GraphStore) -> bool:
     consolidate(folder, g, old | canon.keys(), canon=canon)
     # only a full pass over the canonical keys may stamp them as applied
     g.set_meta("entities.canonical", stamp)
+    return True
+
+
+def sync_settings(folder: Folder, g: GraphStore) -> bool:
+    """Re-consolidate every entity when the co-occurrence threshold differs from the one
+    the graph was built with; True if it did. The new stamp and `PENDING` are written
+    first, so a pass cut off is finished by the next `ok sync`."""
+    want = str(cooccurrence_min_sources(folder))
+    if g.meta().get(COOCCURRENCE) == want:
+        return False
+    g.set_meta(COOCCURRENCE, want)
+    if not g.has_other_extractions([]):
+        return False
+    g.set_meta(PENDING, "1")
+    g.commit_and_continue()
+    consolidate_all(folder, g)
     return True
 
 
@@ -336,13 +367,19 @@ def _consolidate(
     affected = touched | {resolve(k) for k in touched}
     gather = [r["id"] for r in rows if any(resolve(k) in affected for k in r["keys"] or [])]
     data = g.extraction_data(gather)
-    ents, mentions, rels = _aggregate(data, affected, resolve, canon)
+    ents, mentions, rels = _aggregate(
+        data, affected, resolve, canon, cooccurrence_min_sources(folder)
+    )
     _write(g, affected, ents, mentions, rels, step)
     return {"entities": len(ents), "relations": len(rels)}
 
 
 def _aggregate(
-    data: dict[str, ExtractionData], affected: set[str], resolve: Any, canon: Canonical
+    data: dict[str, ExtractionData],
+    affected: set[str],
+    resolve: Any,
+    canon: Canonical,
+    min_sources: int = 1,
 ) -> tuple[
     dict[str, ConsolidatedEntity],
     dict[tuple[str, str], float],
@@ -421,7 +458,18 @@ def _aggregate(
             canon_ents.get(k, []),
         )
     rels: dict[tuple[str, str, str], RelationshipProps] = {}
+    # co-occurrence in one sentence of one source is weak evidence (confidence 0.3, under
+    # the listing floor) and most of the graph: each abstract pairs up its ~20 terms. Such
+    # a pair is kept once enough sources name it, or a canonical file does (below).
+    canon_keys = {(resolve(r["src"]), resolve(r["dst"]), r["type"]) for r in canon.relations}
+    weak = {
+        k
+        for k, owners in rel.items()
+        if k[2] == "related_to" and len(owners) < min_sources and k not in canon_keys
+    }
     for (a, b, typ), owners in rel.items():
+        if (a, b, typ) in weak:
+            continue
         if len(owners) == 1:
             ((_, by_pos),) = owners.items()
             if len(by_pos) == 1:  # one mention in one source: the common case
