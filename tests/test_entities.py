@@ -668,3 +668,39 @@ def test_cooccurrence_in_one_source_makes_no_edge(
     assert run_ok("sync").code == 0
     assert not weak & _related()
     assert ("insulin-resistance", "metformin", "related_to") in _related()
+
+
+def test_packed_cooccurrence_expands_to_the_pairs_extracted() -> None:
+    """The graph holds a sentence's co-occurrence pairs as its terms; expanding them gives
+    exactly the pairs the extractor made, and pairs that are not all-pairs-but-typed (as an
+    LLM may give) stay as they are."""
+    from openkl.entities import local
+    from openkl.entities.consolidation import pack, relations
+
+    docs = sorted(EXAMPLES.glob("*"))
+    assert docs
+    shrunk = 0
+    for path in docs:
+        res = local.extract(path.read_text()).as_json()
+        packed = json.loads(json.dumps(pack(res)))
+        assert {tuple(r) for r in relations(packed)} == {tuple(r) for r in res["r"]}
+        pairs = sum(r[2] == "related_to" for r in res["r"])
+        if pairs > 10:
+            assert "c" in packed and len(json.dumps(packed)) < len(json.dumps(res))
+            assert not any(r[2] == "related_to" for r in packed["r"])
+            shrunk += 1
+    assert shrunk
+    odd = {
+        "m": [],
+        "a": [],
+        "r": [
+            ["a", "b", "related_to", 0.3, 0],
+            ["b", "c", "related_to", 0.3, 0],  # a-c is missing: not every pair
+            ["x", "y", "related_to", 0.5, 9],
+            ["x", "z", "uses", 0.6, 9],
+            ["x", "z", "related_to", 0.5, 9],  # beside a typed relation of the same pair
+        ],
+    }
+    packed = pack(odd)
+    assert "c" not in packed
+    assert sorted(map(tuple, relations(packed))) == sorted(map(tuple, odd["r"]))

@@ -21,7 +21,7 @@ import gc
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -166,7 +166,7 @@ def extract(folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: list[st
         [int(r["base"]) for r in rows],
         keys_col,
         alias_col,
-        [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in results],
+        [json.dumps(pack(r), ensure_ascii=False, sort_keys=True) for r in results],
     )
     crash.point("entities.extracted")
     ident = extractor_id(folder)
@@ -183,6 +183,62 @@ def extract(folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: list[st
     ):
         g.set_meta(COOCCURRENCE, str(cooccurrence_min_sources(folder)))
     return touched
+
+
+# Co-occurrence is every pair of the terms a sentence names that no typed relation joins:
+# up to 66 pairs for a sentence of 12 terms, most of an extraction result. The graph keeps
+# each such sentence as its terms, [position, confidence, [keys]] under "c", and the pairs
+# are expanded again where they are read; the cache keeps the results as extracted.
+
+
+def _typed_at(res: Mapping[str, Any]) -> dict[int, set[frozenset[str]]]:
+    out: dict[int, set[frozenset[str]]] = defaultdict(set)
+    for src, dst, typ, _c, pos in res["r"]:
+        if typ != "related_to":
+            out[int(pos)].add(frozenset((src, dst)))
+    return out
+
+
+def _pairs(keys: Sequence[str], typed: set[frozenset[str]]) -> Iterator[tuple[str, str]]:
+    for i, p in enumerate(keys):
+        for q in keys[i + 1 :]:
+            if frozenset((p, q)) not in typed:
+                yield p, q
+
+
+def pack(res: Mapping[str, Any]) -> dict[str, Any]:
+    """An extraction result with its co-occurrence pairs held per sentence (see above):
+    a sentence's pairs are packed only when expanding its terms gives exactly them."""
+    typed = _typed_at(res)
+    groups: dict[tuple[int, float], set[tuple[str, str]]] = defaultdict(set)
+    kept = []
+    for r in res["r"]:
+        if r[2] == "related_to":
+            groups[(int(r[4]), float(r[3]))].add((r[0], r[1]))
+        else:
+            kept.append(r)
+    packed = []
+    for (pos, c), pairs in sorted(groups.items()):
+        keys = sorted({k for pair in pairs for k in pair})
+        if set(_pairs(keys, typed.get(pos, set()))) == pairs:
+            packed.append([pos, c, keys])
+        else:
+            kept += [[a, b, "related_to", c, pos] for a, b in sorted(pairs)]
+    out = {**res, "r": kept}
+    if packed:
+        out["c"] = packed
+    return out
+
+
+def relations(res: Mapping[str, Any]) -> Iterator[Sequence[Any]]:
+    """The relations of an extraction result as extracted, packed (`pack`) or not:
+    [src, dst, type, confidence, position]."""
+    yield from res["r"]
+    if res.get("c"):
+        typed = _typed_at(res)
+        for pos, c, keys in res["c"]:
+            for p, q in _pairs(keys, typed.get(int(pos), set())):
+                yield p, q, "related_to", c, pos
 
 
 def consolidate_all(folder: Folder, g: GraphStore) -> None:
@@ -430,7 +486,7 @@ def _aggregate(
             k = res_of(raw)
             if k in affected:
                 defs[k].append((-float(c), owner, base + int(pos), sentence))
-        for src, dst, typ, c, pos in res["r"]:
+        for src, dst, typ, c, pos in relations(res):
             a, b = resolved.get(src) or res_of(src), resolved.get(dst) or res_of(dst)
             if a == b or (a not in affected and b not in affected):
                 continue
