@@ -1,6 +1,7 @@
 """Where the bytes of a folder's graph (`.ok/kuzu`) go.
 
-    uv run python bench/index_size.py [FOLDER] [--checkpoint] [--save]
+    uv run python bench/index_size.py [FOLDER] [--checkpoint] [--walks] [--save]
+    uv run python bench/index_size.py --compare BEFORE.json AFTER.json
 
 For a folder (default: bench/.work/scifact, which `bench/scifact.py` builds), reports:
 
@@ -15,7 +16,8 @@ For a folder (default: bench/.work/scifact, which `bench/scifact.py` builds), re
   catalog and metadata, and pages freed but not given back);
 - `text`: how many characters the graph holds of chunk text, its FTS copy, and the
   per-chunk extraction results, against the normalized files on disk;
-- `--checkpoint`: the size after a CHECKPOINT of a copy (does Kùzu give freed pages back?).
+- `--checkpoint`: the size after a CHECKPOINT of a copy (does Kùzu give freed pages back?);
+- `--walks`: what traverse and context return (`walks`), to compare two builds.
 
 `--save` writes bench/results/index_size-<commit>.json (the commit of this checkout).
 """
@@ -176,6 +178,81 @@ def _text(g: Graph, folder: Folder) -> dict[str, Any]:
     }
 
 
+QUERIES = (
+    "vitamin D deficiency and bone density",
+    "insulin resistance in obese mice",
+    "macrophages in tumour growth",
+    "statins and cardiovascular risk",
+    "DNA damage repair in cancer cells",
+)
+
+
+def walks(root: Path, names: list[str] | None = None, top: int = 5) -> dict[str, Any]:
+    """What traverse (depth 2, at the default floor and at 0) and context return: for the
+    `top` most mentioned entities (or `names`) and for a few queries, so that two folders
+    built from the same files can be compared."""
+    from openkl import indexer
+    from openkl.context import context
+    from openkl.entities.consolidation import min_confidence
+    from openkl.entities.queries import list_entities, traverse
+
+    folder = Folder(root)
+    floor = min_confidence(folder)
+    out: dict[str, Any] = {"floor": floor, "traverse": {}, "context": {}}
+    with indexer.open_graph(folder) as g:
+        if not names:
+            ents = sorted(list_entities(g, min_confidence=floor), key=lambda e: -e["mentions"])
+            names = [e["name"] for e in ents[:top]]
+        for name in names:
+            row: dict[str, Any] = {}
+            for label, mc in (("floor", floor), ("zero", 0.0)):
+                t = traverse(g, name, depth=2, min_confidence=mc, limit=200)
+                row[label] = {
+                    "steps": len(t["steps"]),
+                    "truncated": t["truncated"],
+                    "reached": [s["id"] for s in t["steps"]],
+                }
+            out["traverse"][name] = row
+        for q in QUERIES:
+            c = context(folder, g, q, use_llm=False)
+            out["context"][q] = {
+                "entities": [e["id"] for e in c["entities"]],
+                "relationships": [
+                    (r["from_id"], r["type"], r["to_id"]) for r in c["relationships"]
+                ],
+                "confidence": c["confidence"],
+            }
+    return out
+
+
+def compare_walks(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """How the walks of two builds (`walks`) differ: per entity and floor, the steps of
+    each and how many of the first's entities the second reaches; per query, whether
+    context chose the same entities, and the relationships of each."""
+    out: dict[str, Any] = {"traverse": {}, "context": {}}
+    for name, row in before["traverse"].items():
+        other = after["traverse"].get(name)
+        if other is None:
+            continue
+        out["traverse"][name] = {
+            label: {
+                "steps": [row[label]["steps"], other[label]["steps"]],
+                "same": row[label]["reached"] == other[label]["reached"],
+                "kept": len(set(row[label]["reached"]) & set(other[label]["reached"])),
+            }
+            for label in row
+        }
+    for q, c in before["context"].items():
+        d = after["context"].get(q)
+        if d is not None:
+            out["context"][q] = {
+                "same_entities": c["entities"] == d["entities"],
+                "relationships": [len(c["relationships"]), len(d["relationships"])],
+                "same_relationships": c["relationships"] == d["relationships"],
+            }
+    return out
+
+
 def checkpointed(root: Path) -> dict[str, int]:
     """The graph's file sizes after a CHECKPOINT of a copy of it."""
     with tempfile.TemporaryDirectory(dir=HERE / ".work") as tmp:
@@ -190,13 +267,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", nargs="?", default=str(HERE / ".work" / "scifact"))
     ap.add_argument("--checkpoint", action="store_true", help="also CHECKPOINT a copy")
+    ap.add_argument("--walks", action="store_true", help="also traverse and context results")
+    ap.add_argument("--names", default="", help="entities to traverse (comma-separated)")
+    ap.add_argument(
+        "--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two saved --walks JSON"
+    )
     ap.add_argument("--save", action="store_true")
     ap.add_argument("--label", default="", help="suffix of the saved file's name")
     a = ap.parse_args()
+    if a.compare:
+        b, c = (json.loads(Path(x).read_text())["walks"] for x in a.compare)
+        print(json.dumps(compare_walks(b, c), indent=1))
+        return
     root = Path(a.folder)
     rep = measure(root)
     if a.checkpoint:
         rep["after_checkpoint"] = checkpointed(root)
+    if a.walks:
+        rep["walks"] = walks(root, [n for n in a.names.split(",") if n] or None)
     rev = subprocess.run(
         ["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()

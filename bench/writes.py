@@ -51,7 +51,7 @@ def index_size(root: Path) -> dict[str, Any]:
     return {k: rep[k] for k in keys} | {"related_to_by_docs": rep["related_to_by_docs"]}
 
 
-def one_run(ok: str, n: int, size: bool = False) -> dict[str, Any]:
+def one_run(ok: str, n: int, size: bool = False, keep: bool = False) -> dict[str, Any]:
     root = WORK / f"writes-{n}"
     shutil.rmtree(root, ignore_errors=True)
     subprocess.run([ok, "init", str(root)], check=True, stdout=subprocess.DEVNULL)
@@ -73,7 +73,8 @@ def one_run(ok: str, n: int, size: bool = False) -> dict[str, Any]:
     edited = sorted((root / "store" / "normalized").rglob("*.ok.md"))[7]
     edited.write_text(edited.read_text() + "\nInsulin resistance was measured in the cohort.\n")
     out["sync_one_edit_s"] = timed(ok, root, "sync")
-    shutil.rmtree(root)
+    if not keep:
+        shutil.rmtree(root)
     return out
 
 
@@ -85,6 +86,7 @@ def main() -> None:
         "--size", action="store_true", help="also measure the graph after the corpus ingest"
     )
     ap.add_argument("--save", action="store_true", help="write bench/results/writes-<commit>.json")
+    ap.add_argument("--keep", action="store_true", help="keep the folders (bench/.work/writes-N)")
     a = ap.parse_args()
     if not CORPUS.exists() or not CACHE.exists():
         sys.exit("run `uv run python bench/scifact.py` first: it writes the corpus and caches")
@@ -94,7 +96,7 @@ def main() -> None:
         text=True,
     ).stdout.strip()
     load = os.getloadavg()
-    runs = [one_run(a.ok, n, a.size) for n in range(a.runs)]
+    runs = [one_run(a.ok, n, a.size, a.keep) for n in range(a.runs)]
     timed_keys = [k for k in runs[0] if k.endswith("_s")]
     text = json.dumps(
         {
