@@ -271,9 +271,10 @@ DECLARED: tuple[Setting, ...] = (
         "entities.cooccurrence_min_sources",
         2,
         int,
-        "A co-occurrence (`related_to`) edge is kept only when this many documents or notes "
-        "name the pair in one sentence; 1 keeps every pair. One source gives confidence 0.3, "
-        "below the default floor. A change applies at the next `ok sync`.",
+        "A co-occurrence (`related_to`) edge with a common word at one end (an entity only "
+        "weakly named where the pair is) is kept only when this many documents or notes name "
+        "the pair in one sentence; 1 keeps every pair. Pairs of two terms are always kept. "
+        "A change applies at the next `ok sync`.",
     ),
     _s(
         "entities.describer",

@@ -76,12 +76,7 @@ def test_traverse_gives_the_path_of_each_step(example_kf: Path) -> None:
     for s in d["steps"]:
         assert s["path"][0] == "Ada Lovelace" and s["path"][-1] == s["entity"]
         assert len(s["hops"]) == s["depth"] == len(s["path"]) - 1
-    # one source's co-occurrence is no edge (entities.cooccurrence_min_sources): two hops
-    # here are typed relations, Feng Zhang -affiliated_with-> Broad Institute -adapted-> …
-    r = run_ok("graph", "traverse", "Feng Zhang", "--depth", "2", "--json", "--min-confidence", "0")
-    far = [s for s in r.json()["steps"] if s["depth"] == 2]
-    assert far and all(s["path"][:2] == ["Feng Zhang", "Broad Institute"] for s in far)
-    assert [h["type"] for h in far[0]["hops"]] == ["affiliated_with", "adapted"]
+    assert max(s["depth"] for s in d["steps"]) == 2
     r = run_ok("graph", "traverse", "Ada Lovelace", "--rel", "works_with", "--json")
     assert {s["via"]["type"] for s in r.json()["steps"]} == {"works_with"}
     r = run_ok("graph", "traverse", "Ada Lovelace", "--depth", "1")
@@ -91,7 +86,7 @@ def test_traverse_gives_the_path_of_each_step(example_kf: Path) -> None:
     assert [s["entity"] for s in r.json()["steps"]] == ["Charles Babbage"]
     r = run_ok("graph", "traverse", "Ada Lovelace", "--rel", "married_to")
     assert r.code == 2 and "no relationship has type 'married_to'" in r.err
-    assert "uses, affiliated_with" in r.err and len(r.err.strip().splitlines()) == 1
+    assert "related_to" in r.err and len(r.err.strip().splitlines()) == 1
 
 
 def test_context_returns_a_subgraph_with_reasoning(example_kf: Path) -> None:
@@ -623,12 +618,14 @@ def _reached(name: str) -> dict[str, int]:
     return {s["id"]: s["depth"] for s in r.json()["steps"]}
 
 
-def test_cooccurrence_in_one_source_makes_no_edge(
+def test_cooccurrence_with_a_common_word_needs_two_sources(
     kf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A pair named together in one sentence of one source only is no `related_to` edge
-    (entities.cooccurrence_min_sources, default 2); two sources make one, typed relations
-    need one, traverse still walks both, and a changed threshold applies at `ok sync`."""
+    """A pair named together in one sentence where one end is only a common word ("role",
+    "group") is no `related_to` edge until two sources name it
+    (entities.cooccurrence_min_sources, default 2); a pair of two terms is an edge from one
+    source, typed relations too, traverse walks them, and a changed threshold applies at
+    `ok sync` as a rebuild would."""
     docs = tmp_path / "trials"
     docs.mkdir()
     (docs / "a.md").write_text(
@@ -637,25 +634,28 @@ def test_cooccurrence_in_one_source_makes_no_edge(
     (docs / "b.md").write_text(
         "# Trial two\n\nInsulin resistance and metformin were compared in the Rotterdam study.\n"
     )
+    (docs / "c.md").write_text("# Trial three\n\nThe role of metformin in this group was small.\n")
     assert run_ok("store", "ingest", str(docs)).code == 0
     rels = _related()
     assert ("insulin-resistance", "metformin", "related_to") in rels  # two sources
-    assert ("metformin", "framingham", "studied") in rels  # typed: one source is enough
-    weak = {("metformin", "rotterdam", "related_to"), ("cohort", "framingham", "related_to")}
+    assert ("metformin", "rotterdam", "related_to") in rels  # two terms, one source
+    assert ("metformin", "framingham", "studied") in rels  # typed
+    weak = {("metformin", "role", "related_to"), ("group", "metformin", "related_to")}
     assert not weak & rels
-    assert {"insulin-resistance", "framingham"} <= set(_reached("metformin"))
-    assert _reached("insulin resistance")["framingham"] == 2  # through metformin
-    assert "rotterdam" not in _reached("metformin")
+    reached = _reached("metformin")
+    assert {"insulin-resistance", "framingham", "rotterdam"} <= set(reached)
+    assert not {"role", "group"} & set(reached)
+    assert _reached("Rotterdam")["framingham"] == 2  # through metformin
 
-    # a third source naming metformin with Rotterdam makes the pair an edge; removing it
+    # a second source naming the role of metformin makes the pair an edge; removing it
     # takes the edge away again
-    (docs / "c.md").write_text("# Trial three\n\nMetformin was given in the Rotterdam study.\n")
-    assert run_ok("store", "ingest", str(docs / "c.md")).code == 0
-    assert ("metformin", "rotterdam", "related_to") in _related()
-    assert _reached("metformin")["rotterdam"] == 1
-    third = next((kf / "store" / "normalized").rglob("c.ok.md"))
-    assert run_ok("store", "remove", str(third.relative_to(kf))).code == 0
-    assert ("metformin", "rotterdam", "related_to") not in _related()
+    (docs / "d.md").write_text("# Trial four\n\nThe role of metformin was debated.\n")
+    assert run_ok("store", "ingest", str(docs / "d.md")).code == 0
+    assert ("metformin", "role", "related_to") in _related()
+    assert _reached("metformin")["role"] == 1
+    fourth = next((kf / "store" / "normalized").rglob("d.ok.md"))
+    assert run_ok("store", "remove", str(fourth.relative_to(kf))).code == 0
+    assert ("metformin", "role", "related_to") not in _related()
 
     # one source is enough at 1: `ok sync` re-consolidates with the new threshold
     monkeypatch.setenv("OK_ENTITIES_COOCCURRENCE_MIN_SOURCES", "1")
@@ -667,7 +667,7 @@ def test_cooccurrence_in_one_source_makes_no_edge(
     monkeypatch.delenv("OK_ENTITIES_COOCCURRENCE_MIN_SOURCES")
     assert run_ok("sync").code == 0
     assert not weak & _related()
-    assert ("insulin-resistance", "metformin", "related_to") in _related()
+    assert ("metformin", "rotterdam", "related_to") in _related()
 
 
 def test_packed_cooccurrence_expands_to_the_pairs_extracted() -> None:

@@ -53,20 +53,18 @@ def test_the_bundle_holds_the_libraries_the_lockfile_pins() -> None:
 def test_neighbourhood_of_an_entity_holds_its_relationships(served: Server) -> None:
     h = served.http
     url = f"/v1/{served.stack}/neighbourhood"
-    # Feng Zhang -affiliated_with-> Broad Institute -adapted-> system: typed relations, each
-    # from one source (one source's co-occurrence makes no edge)
-    r = h.get(url, params={"entity": "Feng Zhang", "depth": 1, "min_confidence": 0.3})
+    r = h.get(url, params={"entity": "Jennifer Doudna", "depth": 1, "min_confidence": 0.3})
     assert r.status_code == 200, r.text
     nb = r.json()
     ids = {n["id"] for n in nb["nodes"]}
-    assert nb["seeds"] == ["feng-zhang"] and "broad-institute" in ids
+    assert nb["seeds"] == ["jennifer-doudna"] and "university-of-california" in ids
     assert all(n["depth"] in (0, 1) for n in nb["nodes"])
     assert nb["edges"] and all(e["from_id"] in ids and e["to_id"] in ids for e in nb["edges"])
     assert all(e["confidence"] >= 0.3 for e in nb["edges"]) and not nb["capped"]
-    wider = h.get(url, params={"entity": "Feng Zhang", "depth": 2, "min_confidence": 0.3})
+    wider = h.get(url, params={"entity": "Jennifer Doudna", "depth": 2, "min_confidence": 0.3})
     assert ids < {n["id"] for n in wider.json()["nodes"]}
     only = h.get(
-        url, params={"entity": "Feng Zhang", "min_confidence": 0.3, "types": "Organization"}
+        url, params={"entity": "Jennifer Doudna", "min_confidence": 0.3, "types": "Organization"}
     ).json()
     assert {n["type"] for n in only["nodes"] if n["depth"]} == {"Organization"}
 
@@ -74,9 +72,9 @@ def test_neighbourhood_of_an_entity_holds_its_relationships(served: Server) -> N
 def test_a_neighbourhood_over_its_limit_says_it_was_capped(served: Server) -> None:
     r = served.http.get(
         f"/v1/{served.stack}/neighbourhood",
-        params={"entity": "Feng Zhang", "depth": 3, "min_confidence": 0, "limit": 2},
+        params={"entity": "Jennifer Doudna", "depth": 3, "min_confidence": 0, "limit": 4},
     ).json()
-    assert len(r["nodes"]) == 2 and r["capped"] and r["limit"] == 2
+    assert len(r["nodes"]) == 4 and r["capped"] and r["limit"] == 4
 
 
 def test_neighbourhood_of_a_query_starts_from_the_entities_of_its_results(served: Server) -> None:

@@ -452,6 +452,7 @@ def _aggregate(
         lambda: defaultdict(dict)
     )
     resolved: dict[str, str] = {}  # resolve() is pure: ask it once per key
+    firm: set[tuple[str, str]] = set()  # pairs some source names as two terms
 
     def res_of(raw: str) -> str:
         k = resolved.get(raw)
@@ -464,11 +465,14 @@ def _aggregate(
         row = data[xid]
         owner, base = row["owner"], int(row["base"])
         res = json.loads(row["data"])
+        terms = set()  # what this source names as more than a common word
         for raw, name, typ, c, start, _end, natural in res["m"]:
             k = resolved.get(raw) or res_of(raw)
+            c = float(c)
+            if c >= WEAK:
+                terms.add(k)
             if k not in affected:
                 continue
-            c = float(c)
             pos = base + int(start)
             slot = conf[k][owner]
             slot[pos] = max(slot.get(pos, 0.0), c)
@@ -490,8 +494,11 @@ def _aggregate(
             a, b = resolved.get(src) or res_of(src), resolved.get(dst) or res_of(dst)
             if a == b or (a not in affected and b not in affected):
                 continue
-            if typ == "related_to" and a > b:
-                a, b = b, a
+            if typ == "related_to":
+                if a > b:
+                    a, b = b, a
+                if a in terms and b in terms:
+                    firm.add((a, b))
             rslot = rel[(a, b, typ)][owner]
             p = base + int(pos)
             prev = rslot.get(p)
@@ -514,14 +521,18 @@ def _aggregate(
             canon_ents.get(k, []),
         )
     rels: dict[tuple[str, str, str], RelationshipProps] = {}
-    # co-occurrence in one sentence of one source is weak evidence (confidence 0.3, under
-    # the listing floor) and most of the graph: each abstract pairs up its ~20 terms. Such
-    # a pair is kept once enough sources name it, or a canonical file does (below).
+    # co-occurrence in one sentence is weak evidence (confidence 0.3 from one source, under
+    # the listing floor) and most of the graph: each abstract pairs up its ~20 terms and
+    # common words. A pair that names a common word ("role", "patients") is kept only once
+    # enough sources name it, or a canonical file does (below).
     canon_keys = {(resolve(r["src"]), resolve(r["dst"]), r["type"]) for r in canon.relations}
     weak = {
         k
         for k, owners in rel.items()
-        if k[2] == "related_to" and len(owners) < min_sources and k not in canon_keys
+        if k[2] == "related_to"
+        and len(owners) < min_sources
+        and k[:2] not in firm
+        and k not in canon_keys
     }
     for (a, b, typ), owners in rel.items():
         if (a, b, typ) in weak:
