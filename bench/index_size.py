@@ -2,6 +2,7 @@
 
     uv run python bench/index_size.py [FOLDER] [--checkpoint] [--walks] [--save]
     uv run python bench/index_size.py --compare BEFORE.json AFTER.json
+    uv run python bench/index_size.py --estimate SMALL.json LARGE.json [--chunks 100000]
 
 For a folder (default: bench/.work/scifact, which `bench/scifact.py` builds), reports:
 
@@ -17,7 +18,10 @@ For a folder (default: bench/.work/scifact, which `bench/scifact.py` builds), re
 - `text`: how many characters the graph holds of chunk text, its FTS copy, and the
   per-chunk extraction results, against the normalized files on disk;
 - `--checkpoint`: the size after a CHECKPOINT of a copy (does Kùzu give freed pages back?);
-- `--walks`: what traverse and context return (`walks`), to compare two builds.
+- `--walks`: what traverse and context return (`walks`), to compare two builds
+  (`--compare`);
+- `--estimate SMALL LARGE`: the size at `--chunks` chunks, each part grown as the power of
+  the chunk count the two saved reports show (an estimate, not a build).
 
 `--save` writes bench/results/index_size-<commit>.json (the commit of this checkout).
 """
@@ -253,6 +257,37 @@ def compare_walks(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
     return out
 
 
+# the graph of a folder with one chunk: its fixed part (primary-key hash indexes, catalog)
+FIXED_BYTES = 12_169_216
+
+
+def estimate(small: dict[str, Any], large: dict[str, Any], chunks: int) -> dict[str, Any]:
+    """The graph's size at `chunks` chunks, from two measured builds of the same kind of
+    text: each part of `summary_bytes` (less the fixed part, for the unaccounted bytes)
+    grows as the power of the chunk count that the two builds show."""
+    import math
+
+    n0, n1 = small["chunks"], large["chunks"]
+    parts: dict[str, int] = {}
+    for name, b1 in large["summary_bytes"].items():
+        b0 = small["summary_bytes"].get(name, 0)
+        fixed = FIXED_BYTES if name.startswith("unaccounted") else 0
+        x0, x1 = b0 - fixed, b1 - fixed
+        if x0 <= 0 or x1 <= 0:
+            parts[name] = b1
+            continue
+        alpha = math.log(x1 / x0) / math.log(n1 / n0)
+        parts[name] = round(fixed + x1 * (chunks / n1) ** alpha)
+    total = sum(parts.values())
+    return {
+        "chunks": chunks,
+        "from": [n0, n1],
+        "bytes": total,
+        "bytes_per_chunk": round(total / chunks, 1),
+        "parts": dict(sorted(parts.items(), key=lambda kv: -kv[1])),
+    }
+
+
 def checkpointed(root: Path) -> dict[str, int]:
     """The graph's file sizes after a CHECKPOINT of a copy of it."""
     with tempfile.TemporaryDirectory(dir=HERE / ".work") as tmp:
@@ -272,9 +307,20 @@ def main() -> None:
     ap.add_argument(
         "--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two saved --walks JSON"
     )
+    ap.add_argument(
+        "--estimate",
+        nargs=2,
+        metavar=("SMALL", "LARGE"),
+        help="estimate the size at --chunks from two saved reports",
+    )
+    ap.add_argument("--chunks", type=int, default=100_000)
     ap.add_argument("--save", action="store_true")
     ap.add_argument("--label", default="", help="suffix of the saved file's name")
     a = ap.parse_args()
+    if a.estimate:
+        small, large = (json.loads(Path(x).read_text()) for x in a.estimate)
+        print(json.dumps(estimate(small, large, a.chunks), indent=1))
+        return
     if a.compare:
         b, c = (json.loads(Path(x).read_text())["walks"] for x in a.compare)
         print(json.dumps(compare_walks(b, c), indent=1))
