@@ -1,7 +1,7 @@
 """Writes into a large folder: the whole SciFact corpus ingested at once, then the small
 writes of daily use in the folder it made.
 
-    uv run python bench/writes.py [--ok PATH/TO/ok] [--runs 2]
+    uv run python bench/writes.py [--ok PATH/TO/ok] [--runs 2] [--size] [--save]
 
 Each run starts a fresh folder whose embedding and extraction caches are copied from the
 folder `bench/scifact.py` built (run that first), so the model is not timed, then times with
@@ -12,19 +12,23 @@ a wall clock, each as its own `ok` process:
 - `ok store ingest` of one new short document;
 - `ok sync` after one normalized document was edited in place.
 
-`--ok` runs another checkout's `ok` (e.g. `../base/.venv/bin/ok`) on the same data, so two
-commits are compared on the same machine on the same day.
+`--size` also measures the graph right after the corpus ingest (bench/index_size.py: bytes
+per chunk and where they go). `--ok` runs another checkout's `ok` (e.g.
+`../base/.venv/bin/ok`) on the same data, so two commits are compared on the same machine
+on the same day. `--save` writes bench/results/writes-<commit of that ok>.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
@@ -38,14 +42,25 @@ def timed(ok: str, root: Path, *args: str) -> float:
     return round(time.perf_counter() - t, 2)
 
 
-def one_run(ok: str, n: int) -> dict[str, float]:
+def index_size(root: Path) -> dict[str, Any]:
+    """The size of the graph the corpus ingest left, and where its bytes go."""
+    from index_size import measure
+
+    rep = measure(root)
+    keys = ("disk_bytes", "chunks", "bytes_per_chunk", "summary_bytes", "counts")
+    return {k: rep[k] for k in keys} | {"related_to_by_docs": rep["related_to_by_docs"]}
+
+
+def one_run(ok: str, n: int, size: bool = False, keep: bool = False) -> dict[str, Any]:
     root = WORK / f"writes-{n}"
     shutil.rmtree(root, ignore_errors=True)
     subprocess.run([ok, "init", str(root)], check=True, stdout=subprocess.DEVNULL)
     shutil.rmtree(root / ".ok" / "cache", ignore_errors=True)
     shutil.copytree(CACHE, root / ".ok" / "cache")
     (root / ".ok" / "cache" / "graph-written").unlink(missing_ok=True)
-    out = {"ingest_corpus_s": timed(ok, root, "store", "ingest", str(CORPUS))}
+    out: dict[str, Any] = {"ingest_corpus_s": timed(ok, root, "store", "ingest", str(CORPUS))}
+    if size:
+        out["index"] = index_size(root)
     out["mem_add_s"] = timed(
         ok, root, "mem", "add", f"Carol met Dave at the insulin conference in Paris ({n})."
     )
@@ -58,7 +73,8 @@ def one_run(ok: str, n: int) -> dict[str, float]:
     edited = sorted((root / "store" / "normalized").rglob("*.ok.md"))[7]
     edited.write_text(edited.read_text() + "\nInsulin resistance was measured in the cohort.\n")
     out["sync_one_edit_s"] = timed(ok, root, "sync")
-    shutil.rmtree(root)
+    if not keep:
+        shutil.rmtree(root)
     return out
 
 
@@ -66,6 +82,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ok", default=shutil.which("ok") or "ok", help="the ok to time")
     ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument(
+        "--size", action="store_true", help="also measure the graph after the corpus ingest"
+    )
+    ap.add_argument("--save", action="store_true", help="write bench/results/writes-<commit>.json")
+    ap.add_argument("--keep", action="store_true", help="keep the folders (bench/.work/writes-N)")
     a = ap.parse_args()
     if not CORPUS.exists() or not CACHE.exists():
         sys.exit("run `uv run python bench/scifact.py` first: it writes the corpus and caches")
@@ -74,18 +95,23 @@ def main() -> None:
         capture_output=True,
         text=True,
     ).stdout.strip()
-    runs = [one_run(a.ok, n) for n in range(a.runs)]
-    print(
-        json.dumps(
-            {
-                "ok": a.ok,
-                "commit": rev or None,
-                "runs": runs,
-                "mean": {k: round(sum(r[k] for r in runs) / len(runs), 2) for k in runs[0]},
-            },
-            indent=1,
-        )
+    load = os.getloadavg()
+    runs = [one_run(a.ok, n, a.size, a.keep) for n in range(a.runs)]
+    timed_keys = [k for k in runs[0] if k.endswith("_s")]
+    text = json.dumps(
+        {
+            "ok": a.ok,
+            "commit": rev or None,
+            "load_before": [round(x, 2) for x in load],
+            "load_after": [round(x, 2) for x in os.getloadavg()],
+            "runs": runs,
+            "mean": {k: round(sum(r[k] for r in runs) / len(runs), 2) for k in timed_keys},
+        },
+        indent=1,
     )
+    print(text)
+    if a.save:
+        (HERE / "results" / f"writes-{rev}.json").write_text(text + "\n")
 
 
 if __name__ == "__main__":

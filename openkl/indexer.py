@@ -502,6 +502,7 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         lineage.relink(folder, g, [n for n in derived if n in notes])  # notes left as they were
         # approved backfeed items and imported bundles are files too
         consolidation.sync_canonical(folder, g)
+        consolidation.sync_settings(folder, g)
         # every note's links, once all it may point to is in place
         links.relink(g)
         if target is not None:

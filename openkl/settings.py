@@ -268,6 +268,15 @@ DECLARED: tuple[Setting, ...] = (
     ),
     _s("entities.min_confidence", 0.4, float, "Entities below this confidence are left out."),
     _s(
+        "entities.cooccurrence_min_sources",
+        2,
+        int,
+        "A co-occurrence (`related_to`) edge with a common word at one end (an entity only "
+        "weakly named where the pair is) is kept only when this many documents or notes name "
+        "the pair in one sentence; 1 keeps every pair. Pairs of two terms are always kept. "
+        "A change applies at the next `ok sync`.",
+    ),
+    _s(
         "entities.describer",
         "local",
         str,

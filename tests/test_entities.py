@@ -599,3 +599,108 @@ def test_names_are_read_from_debian_style_prose(kf: Path) -> None:
     ):
         assert key_of(noise) not in listed, noise
     assert listed.get(key_of("Franklin St"), {"type": "Place"})["type"] != "Person"
+
+
+def _related() -> set[tuple[str, str, str]]:
+    r = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id AS a, b.id AS b, r.type AS t",
+        "--json",
+    )
+    assert r.code == 0, r.err
+    return {(x["a"], x["b"], x["t"]) for x in r.json()}
+
+
+def _reached(name: str) -> dict[str, int]:
+    r = run_ok("graph", "traverse", name, "--min-confidence", "0", "--depth", "2", "--json")
+    assert r.code == 0, r.err
+    return {s["id"]: s["depth"] for s in r.json()["steps"]}
+
+
+def test_cooccurrence_with_a_common_word_needs_two_sources(
+    kf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pair named together in one sentence where one end is only a common word ("role",
+    "group") is no `related_to` edge until two sources name it
+    (entities.cooccurrence_min_sources, default 2); a pair of two terms is an edge from one
+    source, typed relations too, traverse walks them, and a changed threshold applies at
+    `ok sync` as a rebuild would."""
+    docs = tmp_path / "trials"
+    docs.mkdir()
+    (docs / "a.md").write_text(
+        "# Trial one\n\nInsulin resistance and metformin were studied in the Framingham cohort.\n"
+    )
+    (docs / "b.md").write_text(
+        "# Trial two\n\nInsulin resistance and metformin were compared in the Rotterdam study.\n"
+    )
+    (docs / "c.md").write_text("# Trial three\n\nThe role of metformin in this group was small.\n")
+    assert run_ok("store", "ingest", str(docs)).code == 0
+    rels = _related()
+    assert ("insulin-resistance", "metformin", "related_to") in rels  # two sources
+    assert ("metformin", "rotterdam", "related_to") in rels  # two terms, one source
+    assert ("metformin", "framingham", "studied") in rels  # typed
+    weak = {("metformin", "role", "related_to"), ("group", "metformin", "related_to")}
+    assert not weak & rels
+    reached = _reached("metformin")
+    assert {"insulin-resistance", "framingham", "rotterdam"} <= set(reached)
+    assert not {"role", "group"} & set(reached)
+    assert _reached("Rotterdam")["framingham"] == 2  # through metformin
+
+    # a second source naming the role of metformin makes the pair an edge; removing it
+    # takes the edge away again
+    (docs / "d.md").write_text("# Trial four\n\nThe role of metformin was debated.\n")
+    assert run_ok("store", "ingest", str(docs / "d.md")).code == 0
+    assert ("metformin", "role", "related_to") in _related()
+    assert _reached("metformin")["role"] == 1
+    fourth = next((kf / "store" / "normalized").rglob("d.ok.md"))
+    assert run_ok("store", "remove", str(fourth.relative_to(kf))).code == 0
+    assert ("metformin", "role", "related_to") not in _related()
+
+    # one source is enough at 1: `ok sync` re-consolidates with the new threshold
+    monkeypatch.setenv("OK_ENTITIES_COOCCURRENCE_MIN_SOURCES", "1")
+    assert run_ok("sync").code == 0
+    assert weak <= _related()
+    kept = _entity_graph(kf)
+    assert run_ok("index", "--rebuild").code == 0
+    assert _entity_graph(kf) == kept
+    monkeypatch.delenv("OK_ENTITIES_COOCCURRENCE_MIN_SOURCES")
+    assert run_ok("sync").code == 0
+    assert not weak & _related()
+    assert ("metformin", "rotterdam", "related_to") in _related()
+
+
+def test_packed_cooccurrence_expands_to_the_pairs_extracted() -> None:
+    """The graph holds a sentence's co-occurrence pairs as its terms; expanding them gives
+    exactly the pairs the extractor made, and pairs that are not all-pairs-but-typed (as an
+    LLM may give) stay as they are."""
+    from openkl.entities import local
+    from openkl.entities.consolidation import pack, relations
+
+    docs = sorted(EXAMPLES.glob("*"))
+    assert docs
+    shrunk = 0
+    for path in docs:
+        res = local.extract(path.read_text()).as_json()
+        packed = json.loads(json.dumps(pack(res)))
+        assert {tuple(r) for r in relations(packed)} == {tuple(r) for r in res["r"]}
+        pairs = sum(r[2] == "related_to" for r in res["r"])
+        if pairs > 10:
+            assert "c" in packed and len(json.dumps(packed)) < len(json.dumps(res))
+            assert not any(r[2] == "related_to" for r in packed["r"])
+            shrunk += 1
+    assert shrunk
+    odd = {
+        "m": [],
+        "a": [],
+        "r": [
+            ["a", "b", "related_to", 0.3, 0],
+            ["b", "c", "related_to", 0.3, 0],  # a-c is missing: not every pair
+            ["x", "y", "related_to", 0.5, 9],
+            ["x", "z", "uses", 0.6, 9],
+            ["x", "z", "related_to", 0.5, 9],  # beside a typed relation of the same pair
+        ],
+    }
+    packed = pack(odd)
+    assert "c" not in packed
+    assert sorted(map(tuple, relations(packed))) == sorted(map(tuple, odd["r"]))

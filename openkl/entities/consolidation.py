@@ -21,7 +21,7 @@ import gc
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +55,12 @@ SOURCE_RANK = {"backfeed": 0, "manual": 1, "connector": 2, "document": 3}
 def min_confidence(folder: Folder) -> float:
     """The default confidence floor for listing entities and walking relationships."""
     return float(folder.setting("entities.min_confidence"))
+
+
+def cooccurrence_min_sources(folder: Folder) -> int:
+    """How many sources (documents, notes) must name a pair in one sentence before it is a
+    `related_to` edge (1: every pair)."""
+    return max(1, int(folder.setting("entities.cooccurrence_min_sources")))
 
 
 @contextmanager
@@ -116,6 +122,8 @@ def extract_texts(folder: Folder, texts: Sequence[str]) -> list[dict[str, Any]]:
 
 # -- index hooks ----------------------------------------------------------------------------
 PENDING = "entities.pending"  # Meta key: extractions were committed before their entities
+# Meta key: the co-occurrence threshold the graph's relationships were consolidated with
+COOCCURRENCE = "entities.cooccurrence_min_sources"
 
 
 def on_indexed(folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: list[str]) -> None:
@@ -158,16 +166,79 @@ def extract(folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: list[st
         [int(r["base"]) for r in rows],
         keys_col,
         alias_col,
-        [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in results],
+        [json.dumps(pack(r), ensure_ascii=False, sort_keys=True) for r in results],
     )
     crash.point("entities.extracted")
     ident = extractor_id(folder)
-    stamped = g.meta().get("entities.extractor")
+    meta = g.meta()
+    stamped = meta.get("entities.extractor")
+    alone = None  # no other extraction is held: asked once, when needed
     # a different extractor's results are still in the graph: keep their stamp, so the
     # mismatch stays visible (`ok status`, `ok doctor`) until `ok index --rebuild`
-    if stamped != ident and (stamped is None or not g.has_other_extractions(ids)):
+    if stamped != ident and (stamped is None or (alone := not g.has_other_extractions(ids))):
         g.set_meta("entities.extractor", ident)
+    # the first extractions of a graph are consolidated with today's threshold
+    if meta.get(COOCCURRENCE) is None and (
+        alone if alone is not None else not g.has_other_extractions(ids)
+    ):
+        g.set_meta(COOCCURRENCE, str(cooccurrence_min_sources(folder)))
     return touched
+
+
+# Co-occurrence is every pair of the terms a sentence names that no typed relation joins:
+# up to 66 pairs for a sentence of 12 terms, most of an extraction result. The graph keeps
+# each such sentence as its terms, [position, confidence, [keys]] under "c", and the pairs
+# are expanded again where they are read; the cache keeps the results as extracted.
+
+
+def _typed_at(res: Mapping[str, Any]) -> dict[int, set[frozenset[str]]]:
+    out: dict[int, set[frozenset[str]]] = defaultdict(set)
+    for src, dst, typ, _c, pos in res["r"]:
+        if typ != "related_to":
+            out[int(pos)].add(frozenset((src, dst)))
+    return out
+
+
+def _pairs(keys: Sequence[str], typed: set[frozenset[str]]) -> Iterator[tuple[str, str]]:
+    for i, p in enumerate(keys):
+        for q in keys[i + 1 :]:
+            if frozenset((p, q)) not in typed:
+                yield p, q
+
+
+def pack(res: Mapping[str, Any]) -> dict[str, Any]:
+    """An extraction result with its co-occurrence pairs held per sentence (see above):
+    a sentence's pairs are packed only when expanding its terms gives exactly them."""
+    typed = _typed_at(res)
+    groups: dict[tuple[int, float], set[tuple[str, str]]] = defaultdict(set)
+    kept = []
+    for r in res["r"]:
+        if r[2] == "related_to":
+            groups[(int(r[4]), float(r[3]))].add((r[0], r[1]))
+        else:
+            kept.append(r)
+    packed = []
+    for (pos, c), pairs in sorted(groups.items()):
+        keys = sorted({k for pair in pairs for k in pair})
+        if set(_pairs(keys, typed.get(pos, set()))) == pairs:
+            packed.append([pos, c, keys])
+        else:
+            kept += [[a, b, "related_to", c, pos] for a, b in sorted(pairs)]
+    out = {**res, "r": kept}
+    if packed:
+        out["c"] = packed
+    return out
+
+
+def relations(res: Mapping[str, Any]) -> Iterator[Sequence[Any]]:
+    """The relations of an extraction result as extracted, packed (`pack`) or not:
+    [src, dst, type, confidence, position]."""
+    yield from res["r"]
+    if res.get("c"):
+        typed = _typed_at(res)
+        for pos, c, keys in res["c"]:
+            for p, q in _pairs(keys, typed.get(int(pos), set())):
+                yield p, q, "related_to", c, pos
 
 
 def consolidate_all(folder: Folder, g: GraphStore) -> None:
@@ -220,6 +291,22 @@ def sync_canonical(folder: Folder, g: GraphStore) -> bool:
     consolidate(folder, g, old | canon.keys(), canon=canon)
     # only a full pass over the canonical keys may stamp them as applied
     g.set_meta("entities.canonical", stamp)
+    return True
+
+
+def sync_settings(folder: Folder, g: GraphStore) -> bool:
+    """Re-consolidate every entity when the co-occurrence threshold differs from the one
+    the graph was built with; True if it did. The new stamp and `PENDING` are written
+    first, so a pass cut off is finished by the next `ok sync`."""
+    want = str(cooccurrence_min_sources(folder))
+    if g.meta().get(COOCCURRENCE) == want:
+        return False
+    g.set_meta(COOCCURRENCE, want)
+    if not g.has_other_extractions([]):
+        return False
+    g.set_meta(PENDING, "1")
+    g.commit_and_continue()
+    consolidate_all(folder, g)
     return True
 
 
@@ -336,13 +423,19 @@ def _consolidate(
     affected = touched | {resolve(k) for k in touched}
     gather = [r["id"] for r in rows if any(resolve(k) in affected for k in r["keys"] or [])]
     data = g.extraction_data(gather)
-    ents, mentions, rels = _aggregate(data, affected, resolve, canon)
+    ents, mentions, rels = _aggregate(
+        data, affected, resolve, canon, cooccurrence_min_sources(folder)
+    )
     _write(g, affected, ents, mentions, rels, step)
     return {"entities": len(ents), "relations": len(rels)}
 
 
 def _aggregate(
-    data: dict[str, ExtractionData], affected: set[str], resolve: Any, canon: Canonical
+    data: dict[str, ExtractionData],
+    affected: set[str],
+    resolve: Any,
+    canon: Canonical,
+    min_sources: int = 1,
 ) -> tuple[
     dict[str, ConsolidatedEntity],
     dict[tuple[str, str], float],
@@ -359,6 +452,7 @@ def _aggregate(
         lambda: defaultdict(dict)
     )
     resolved: dict[str, str] = {}  # resolve() is pure: ask it once per key
+    firm: set[tuple[str, str]] = set()  # pairs some source names as two terms
 
     def res_of(raw: str) -> str:
         k = resolved.get(raw)
@@ -371,11 +465,14 @@ def _aggregate(
         row = data[xid]
         owner, base = row["owner"], int(row["base"])
         res = json.loads(row["data"])
+        terms = set()  # what this source names as more than a common word
         for raw, name, typ, c, start, _end, natural in res["m"]:
             k = resolved.get(raw) or res_of(raw)
+            c = float(c)
+            if c >= WEAK:
+                terms.add(k)
             if k not in affected:
                 continue
-            c = float(c)
             pos = base + int(start)
             slot = conf[k][owner]
             slot[pos] = max(slot.get(pos, 0.0), c)
@@ -393,12 +490,15 @@ def _aggregate(
             k = res_of(raw)
             if k in affected:
                 defs[k].append((-float(c), owner, base + int(pos), sentence))
-        for src, dst, typ, c, pos in res["r"]:
+        for src, dst, typ, c, pos in relations(res):
             a, b = resolved.get(src) or res_of(src), resolved.get(dst) or res_of(dst)
             if a == b or (a not in affected and b not in affected):
                 continue
-            if typ == "related_to" and a > b:
-                a, b = b, a
+            if typ == "related_to":
+                if a > b:
+                    a, b = b, a
+                if a in terms and b in terms:
+                    firm.add((a, b))
             rslot = rel[(a, b, typ)][owner]
             p = base + int(pos)
             prev = rslot.get(p)
@@ -421,7 +521,22 @@ def _aggregate(
             canon_ents.get(k, []),
         )
     rels: dict[tuple[str, str, str], RelationshipProps] = {}
+    # co-occurrence in one sentence is weak evidence (confidence 0.3 from one source, under
+    # the listing floor) and most of the graph: each abstract pairs up its ~20 terms and
+    # common words. A pair that names a common word ("role", "patients") is kept only once
+    # enough sources name it, or a canonical file does (below).
+    canon_keys = {(resolve(r["src"]), resolve(r["dst"]), r["type"]) for r in canon.relations}
+    weak = {
+        k
+        for k, owners in rel.items()
+        if k[2] == "related_to"
+        and len(owners) < min_sources
+        and k[:2] not in firm
+        and k not in canon_keys
+    }
     for (a, b, typ), owners in rel.items():
+        if (a, b, typ) in weak:
+            continue
         if len(owners) == 1:
             ((_, by_pos),) = owners.items()
             if len(by_pos) == 1:  # one mention in one source: the common case
