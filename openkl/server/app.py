@@ -224,6 +224,7 @@ def create_app(
     stacks: Stacks,
     auth: Authenticator | None = None,
     limiter: RateLimiter | None = None,
+    local_limiter: RateLimiter | None = None,
     host: str = "127.0.0.1",
     access_log: bool = True,
     cors_origins: list[str] | None = None,
@@ -231,7 +232,8 @@ def create_app(
     """The API over `stacks`, which it opens on startup and closes on shutdown (unless they
     were open already: then their opener closes them). With `auth`, every route but /health, /ready and the docs needs a key or
     a JWT whose scope covers the stack; without, every caller may do everything. `limiter`
-    meters each caller (each client address when auth is off)."""
+    meters each key or token; `local_limiter` each client address when auth is off (all the
+    local agents of one user share an address, so it is usually none)."""
     __version__ = version("openkl")
 
     mcp = _Mcp(stacks)
@@ -317,12 +319,14 @@ def create_app(
         try:
             if auth is None:
                 caller = OPEN
+                meter = local_limiter
                 who = request.client.host if request.client else "local"
             else:
                 caller = auth.caller(request.headers.get("authorization"))
+                meter = limiter
                 who = caller.who
-            if limiter is not None:
-                limiter.take(who)
+            if meter is not None:
+                meter.take(who)
         except RateLimited as e:
             resp = _error(429, e.message, e.hint)
             resp.headers["Retry-After"] = str(max(1, math.ceil(e.retry_after)))
