@@ -1,22 +1,28 @@
-"""A database `ok serve` keeps open: its readers' kept connections, and the vectors it keeps
-in memory to narrow the vector scan, give exactly what a fresh connection's scan gives,
-before and after writes."""
+"""A database `ok serve` keeps open: its readers reuse connections and prepared statements,
+and keep what they learned of it (its Meta, which tables are empty) until a writer changes
+it; every answer equals a fresh connection's."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from openkl.graph import Graph
-from openkl.records import ChunkInput, DocInput
+from openkl.records import ChunkInput, DocInput, NoteRow
 
 DIM = 16
+IDENT = "test:16"
 
 
-def _rows(ids: list[str], vecs: np.ndarray) -> tuple[list[DocInput], list[ChunkInput], Any]:
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    v = rng.normal(size=(n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _docs(ids: list[str]) -> tuple[list[DocInput], list[ChunkInput]]:
     docs = [
         DocInput(
             id=i,
@@ -31,85 +37,95 @@ def _rows(ids: list[str], vecs: np.ndarray) -> tuple[list[DocInput], list[ChunkI
         for i in ids
     ]
     chunks = [
-        ChunkInput(id=f"{i}#char0-10", doc_id=i, text=f"passage {i}", start=0, end=10, ord=0)
-        for i in ids
+        ChunkInput(
+            id=f"{i}#char0-20",
+            doc_id=i,
+            text=f"passage {i} about {j % 7} things",
+            start=0,
+            end=20,
+            ord=0,
+        )
+        for j, i in enumerate(ids)
     ]
-    return docs, chunks, vecs
+    return docs, chunks
 
 
-def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
-    v = rng.normal(size=(n, DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+def _note(nid: str) -> NoteRow:
+    return NoteRow(
+        id=nid,
+        path=f"memories/{nid}.md",
+        sha256="1" * 64,
+        text="a passage kept as a note",
+        ts="2026-01-01T00:00:00Z",
+        tags=[],
+        topics=[],
+        body_start=0,
+        body_end=24,
+    )
 
 
-def _scan(g: Graph, q: np.ndarray, k: int) -> list[tuple[str, float]]:
-    """The exact scan, whatever the connection keeps."""
-    kept, g._res = g._res, None
-    try:
-        return g.vector("Chunk", q, k)
-    finally:
-        g._res = kept
+@pytest.fixture
+def kuzu_dir(tmp_path: Path) -> Path:
+    where = tmp_path / "kuzu"
+    ids = [f"d{i:03d}" for i in range(300)]
+    with Graph.open(where, write=True, dim=DIM, embedder_identity=IDENT) as w:
+        w.add_docs(*_docs(ids), _unit(np.random.default_rng(3), len(ids)))
+    return where
 
 
-def _narrowed(kuzu_dir: Path, q: np.ndarray, k: int) -> tuple[list[tuple[str, float]], bool]:
-    """What a reader's `vector` answers, and whether it narrowed the scan to do it."""
-    with Graph.open(kuzu_dir, write=False, check=False) as g:
-        g.trace = []
-        got = g.vector("Chunk", q, k)
-        narrowed = any(t.startswith("UNWIND $ids") for t in g.trace)
-        assert got == _scan(g, q, k)
-        return got, narrowed
+def _answers(g: Graph, qs: np.ndarray) -> list[Any]:
+    out: list[Any] = []
+    for i, q in enumerate(qs):
+        out.append(g.vector("Chunk", q, 20))
+        out.append(g.fts("Chunk", f"passage things {i % 7}", 20))
+        out.append(g.chunks_by_id([h for h, _ in out[-2][:5]]))
+    return out
 
 
-def _until_narrowed(kuzu_dir: Path, q: np.ndarray, k: int) -> list[tuple[str, float]]:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        got, narrowed = _narrowed(kuzu_dir, q, k)
-        if narrowed:
-            return got
-        time.sleep(0.05)
-    raise AssertionError("the kept vectors were never used")
-
-
-def test_narrowed_vector_search_equals_the_scan_before_and_after_writes(tmp_path: Path) -> None:
-    kuzu_dir = tmp_path / "kuzu"
-    rng = np.random.default_rng(7)
-    ids = [f"d{i:04d}" for i in range(600)]
-    with Graph.open(kuzu_dir, write=True, dim=DIM, embedder_identity="test:16") as w:
-        w.add_docs(*_rows(ids, _unit(rng, len(ids))))
+def test_readers_reuse_connections_and_statements_and_answer_as_a_fresh_one(
+    kuzu_dir: Path,
+) -> None:
+    qs = _unit(np.random.default_rng(5), 8)
+    with Graph.open(kuzu_dir, write=False, embedder_identity=IDENT) as fresh:
+        want = _answers(fresh, qs)
     with Graph.resident(kuzu_dir):
-        q = _unit(rng, 1)[0]
-        _until_narrowed(kuzu_dir, q, 50)
-        for q in _unit(rng, 30):  # asserts each equals the scan
-            _narrowed(kuzu_dir, q, 50)
-        # a new passage that is the query itself: found first at once, though the kept
-        # vectors are stale until they are read again
-        with Graph.open(kuzu_dir, write=True, dim=DIM, embedder_identity="test:16") as w:
-            w.add_docs(*_rows(["new"], q[None, :]))
-        got, _ = _narrowed(kuzu_dir, q, 50)
-        assert got[0][0] == "new#char0-10"
-        assert _until_narrowed(kuzu_dir, q, 50)[0][0] == "new#char0-10"
-        with Graph.open(kuzu_dir, write=True, dim=DIM, embedder_identity="test:16") as w:
-            w.remove_doc("new")
-        got, _ = _narrowed(kuzu_dir, q, 50)
-        assert "new#char0-10" not in {i for i, _ in got}
-        assert "new#char0-10" not in {i for i, _ in _until_narrowed(kuzu_dir, q, 50)}
+        with Graph.open(kuzu_dir, write=False, embedder_identity=IDENT) as g:
+            first = g.conn
+            assert _answers(g, qs) == want
+            assert g._statements  # the queries with parameters were prepared once, kept
+        for _ in range(3):
+            with Graph.open(kuzu_dir, write=False, embedder_identity=IDENT) as g:
+                assert g.conn is first
+                assert _answers(g, qs) == want
+        # a reader that failed leaves its connection behind
+        with (
+            pytest.raises(RuntimeError),
+            Graph.open(kuzu_dir, write=False, embedder_identity=IDENT) as g,
+        ):
+            raise RuntimeError("the request failed")
+        with Graph.open(kuzu_dir, write=False, embedder_identity=IDENT) as g:
+            assert g.conn is not first
+            assert _answers(g, qs) == want
 
 
-def test_ties_at_the_cut_fall_back_to_the_scan(tmp_path: Path) -> None:
-    # every vector the same: the candidates cannot be told apart, so the scan decides
-    # (ties by id), and the answer is still the scan's
-    kuzu_dir = tmp_path / "kuzu"
-    ids = [f"d{i:04d}" for i in range(400)]
-    same = np.tile(_unit(np.random.default_rng(1), 1), (len(ids), 1))
-    with Graph.open(kuzu_dir, write=True, dim=DIM, embedder_identity="test:16") as w:
-        w.add_docs(*_rows(ids[::-1], same))
+def test_what_readers_keep_is_renewed_after_each_write(kuzu_dir: Path) -> None:
+    q = _unit(np.random.default_rng(9), 1)[0]
     with Graph.resident(kuzu_dir):
-        q = same[0]
-        _narrowed(kuzu_dir, q, 10)
-        deadline = time.monotonic() + 60
-        while Graph._resident_of(kuzu_dir).vectors("Chunk") is None:  # type: ignore[union-attr]
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        got, _ = _narrowed(kuzu_dir, q, 10)
-        assert [i for i, _ in got] == [f"{i}#char0-10" for i in ids[:10]]
+        for _ in range(2):
+            with Graph.open(kuzu_dir, write=False, embedder_identity=IDENT) as g:
+                g.trace = []
+                assert g.fts("MemoryNote", "passage", 10) == []
+                assert g.vector("MemoryNote", q, 10) == []
+                assert g.hidden_notes("2026-06-01T00:00:00Z") == set()
+                asked = list(g.trace)
+        assert asked == []  # the second reader knew there are no notes
+        with Graph.open(kuzu_dir, write=True, dim=DIM, embedder_identity=IDENT) as w:
+            w.add_notes([_note("m-kept")], q[None, :])
+        with Graph.open(kuzu_dir, write=False, embedder_identity=IDENT) as g:
+            assert [i for i, _ in g.fts("MemoryNote", "passage", 10)] == ["m-kept"]
+            assert [i for i, _ in g.vector("MemoryNote", q, 10)] == ["m-kept"]
+        with Graph.open(kuzu_dir, write=True, dim=DIM, embedder_identity=IDENT) as w:
+            w.remove_note("m-kept")
+        with Graph.open(kuzu_dir, write=False, embedder_identity=IDENT) as g:
+            assert g.fts("MemoryNote", "passage", 10) == []
+            assert g.vector("MemoryNote", q, 10) == []

@@ -14,7 +14,6 @@ import shutil
 import threading
 import time
 import unicodedata
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,11 +37,6 @@ from .entities import EntityQueries
 from .lineage import LineageQueries
 from .links import LinkQueries
 from .versions import VersionQueries
-
-# readers of a resident database keep their prepared statements (`_Pooled`), which Kùzu
-# 0.11 calls deprecated in favour of preparing at every execute: that costs a reader more
-# than some of its queries take
-warnings.filterwarnings("ignore", "The use of separate prepare", DeprecationWarning)
 
 SCHEMA_VERSION = "7"
 DB_FILE = "graph.kz"
@@ -391,8 +385,6 @@ class _Resident:
         self.generation = 0
         self._writers = 0
         self._memo: dict[str, tuple[int, Any]] = {}
-        self._vectors: dict[str, _Vectors] = {}
-        self._building: set[str] = set()
         self._idle: list[_Pooled] = []  # readers' connections between requests
         self._open()
 
@@ -459,56 +451,6 @@ class _Resident:
             if self._writers == 0 and self.generation == gen:
                 self._memo[key] = (gen, value)
         return value
-
-    def vectors(self, table: str) -> _Vectors | None:
-        """The table's current vectors in memory, if they are up to date; else None, and they
-        are read again in the background."""
-        gen = self._stable()
-        if gen is None:
-            return None
-        got = self._vectors.get(table)
-        if got is not None and got.generation == gen:
-            return got
-        with self._cond:
-            if table in self._building:
-                return None
-            self._building.add(table)
-        threading.Thread(
-            target=self._read_vectors, args=(table, gen), name="ok-graph-vectors", daemon=True
-        ).start()
-        return None
-
-    def _read_vectors(self, table: str, gen: int) -> None:
-        import kuzu
-        import numpy as np
-
-        try:
-            where = " WHERE n.current" if table == "Chunk" else ""
-            with self.lease() as db:
-                conn = kuzu.Connection(db)
-                try:
-                    res = conn.execute(f"MATCH (n:{table}){where} RETURN n.id AS id, n.vec AS vec")
-                    got = (res[0] if isinstance(res, list) else res).get_as_arrow()
-                finally:
-                    conn.close()
-            ids = [str(i) for i in got.column("id").to_pylist()]
-            col = got.column("vec").combine_chunks()
-            if col.null_count or (ids and len(col.flatten()) % len(ids)):
-                mat = None  # a row without a vector: only the exact scan knows its place
-            else:
-                flat = np.asarray(col.flatten().to_numpy(zero_copy_only=False), np.float32)
-                mat = flat.reshape(len(ids), -1) if ids else np.zeros((0, 0), np.float32)
-                if len(ids) and not np.all(np.linalg.norm(mat, axis=1) > 0):
-                    mat = None  # a zero vector's cosine is undefined: leave it to the scan
-            vecs = _Vectors(gen, ids, mat)
-            with self._cond:
-                if self._writers == 0 and self.generation == gen:
-                    self._vectors[table] = vecs
-        except Exception:
-            pass  # the exact scan serves meanwhile; the next search tries again
-        finally:
-            with self._cond:
-                self._building.discard(table)
 
     def _open(self) -> None:
         import kuzu
@@ -614,18 +556,6 @@ def _statement_key(cypher: str, params: dict[str, Any]) -> tuple[Any, ...] | Non
             kinds.append((name, type(value).__name__))
     return (cypher, *kinds)
 
-
-class _Vectors:
-    """One table's current vectors as of a generation of a resident database: `ids[i]` has
-    row `i` of `mat` (None: they cannot stand in for the exact scan)."""
-
-    def __init__(self, generation: int, ids: list[str], mat: Any) -> None:
-        self.generation, self.ids, self.mat = generation, ids, mat
-
-
-# the prefilter's float32 dot products differ from Kùzu's cosine by ~1e-7; a candidate it
-# leaves out must trail the last kept one by more than this, or the exact scan runs instead
-_PREFILTER_SLACK = 1e-4
 
 _residents: dict[Path, _Resident] = {}
 _residents_lock = threading.Lock()
@@ -907,7 +837,9 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             if key is not None and self._statements is not None:
                 stmt = self._statements.get(key)
                 if stmt is None:
-                    stmt = self.conn.prepare(cypher, params)
+                    # `prepare` is the same call, with a warning that Kùzu 0.11 would have
+                    # every execute prepare again (which costs more than some queries take)
+                    stmt = self.conn._prepare(cypher, params)
                     if stmt.is_success():
                         self._statements[key] = stmt
                 res = self.conn.execute(stmt, params)
@@ -1188,14 +1120,9 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         return super().hidden_notes(now, superseded)
 
     def vector(self, table: str, qvec: Sequence[float], k: int) -> list[tuple[str, float]]:
-        """Exact cosine similarity (vectors are normalized): [(id, score)] best first.
-
-        A reader of a resident database first narrows the table to the best candidates by
-        a dot product over the vectors it keeps in memory, and has Kùzu score only those:
-        the same scores and order as the scan, which runs whenever that cannot be sure."""
-        got = self._prefiltered(table, qvec, k)
-        if got is not None:
-            return got
+        """Exact cosine similarity (vectors are normalized): [(id, score)] best first."""
+        if self._none_in(table):
+            return []
         dim = len(qvec)
         where = " WHERE n.current" if table == "Chunk" else ""
         rows = self.query(
@@ -1204,41 +1131,6 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             {"q": [float(x) for x in qvec], "k": k},
         )
         return [(r["id"], float(r["s"])) for r in rows]
-
-    def _prefiltered(
-        self, table: str, qvec: Sequence[float], k: int
-    ) -> list[tuple[str, float]] | None:
-        """`vector`'s answer from the kept vectors, or None when the scan must give it."""
-        import numpy as np
-
-        vecs = self._res.vectors(table) if self._res is not None else None
-        if vecs is None or vecs.mat is None:
-            return None
-        if not vecs.ids:
-            return []
-        q = np.asarray(qvec, dtype=np.float32)
-        if vecs.mat.shape[1] != len(q):
-            return None
-        approx = vecs.mat @ q
-        m = min(len(vecs.ids), k + max(k, 50))
-        if m < len(vecs.ids):
-            top = np.argpartition(-approx, m - 1)[:m]
-            floor = float(approx[top].min())
-        else:
-            top, floor = np.arange(len(vecs.ids)), float("-inf")
-        where = " WHERE n.current" if table == "Chunk" else ""
-        rows = self.query(
-            f"UNWIND $ids AS i MATCH (n:{table} {{id: i}}){where} RETURN n.id AS id, "
-            f"array_cosine_similarity(n.vec, CAST($q AS FLOAT[{len(q)}])) AS s",
-            {"ids": [vecs.ids[i] for i in top], "q": [float(x) for x in qvec]},
-        )
-        scored = sorted(((r["id"], float(r["s"])) for r in rows), key=lambda x: (-x[1], x[0]))
-        scored = scored[:k]
-        if m < len(vecs.ids) and not (
-            len(scored) == k and scored[-1][1] > floor + _PREFILTER_SLACK
-        ):
-            return None  # something left out might belong among the k best
-        return scored
 
     def chunks_by_id(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
         """Chunk rows with their document's fields, by chunk id."""
