@@ -257,6 +257,12 @@ class Embedder:
             out[i] = found[k]
         return out
 
+    def warm(self) -> None:
+        """Load what embeds documents and what embeds queries (a server, before its first
+        request)."""
+        self._load()
+        self.embed_query("warm up")
+
     def embed_query(self, text: str) -> np.ndarray:
         return self._embed_raw([text], self._query_model())[0]
 

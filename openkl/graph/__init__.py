@@ -539,6 +539,7 @@ class _Pooled:
 
 
 _POOL_MAX = 64  # idle reader connections kept per resident database
+_STATEMENTS_MAX = 256  # prepared statements kept per connection
 
 
 def _statement_key(cypher: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
@@ -622,6 +623,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
                 conn = kuzu.Connection(db)
                 g = cls(db, conn, kuzu_dir / DB_FILE, write)
                 g._resident = True
+                g._statements = {}  # a write asks the same few things of many entities
                 g._commit_guard = res.committing
                 try:
                     g._ready(dim, embedder_identity, check)
@@ -841,6 +843,8 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
                     # every execute prepare again (which costs more than some queries take)
                     stmt = self.conn._prepare(cypher, params)
                     if stmt.is_success():
+                        if len(self._statements) >= _STATEMENTS_MAX:
+                            self._statements.clear()  # users' own queries come and go
                         self._statements[key] = stmt
                 res = self.conn.execute(stmt, params)
             else:
