@@ -218,10 +218,22 @@ class Embedder:
             self._tokenizer.no_padding()
         return self._tokenizer
 
-    def _embed_raw(self, texts: Sequence[str]) -> np.ndarray:
+    def _query_model(self) -> Any:
+        """What embeds one query: for the default model a session of its own on one thread
+        (a query is too small to share out, and a server runs many at once; the vectors are
+        the same to the bit), else the model itself."""
+        if self.model_id != DEFAULT_MODEL_ID or self.threads is not None:
+            return self._load()
+        with _models_lock:
+            key = (self.model_id, 1)
+            if key not in _models:
+                _models[key] = MiniLMOnnx(_prepare_default_dir(), 1)
+            return _models[key]
+
+    def _embed_raw(self, texts: Sequence[str], impl: Any = None) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        impl = self._load()
+        impl = impl or self._load()
         vecs = np.asarray(
             list(impl.embed(list(texts), batch_size=self.batch_size)), dtype=np.float32
         )
@@ -245,8 +257,14 @@ class Embedder:
             out[i] = found[k]
         return out
 
+    def warm(self) -> None:
+        """Load what embeds documents and what embeds queries (a server, before its first
+        request)."""
+        self._load()
+        self.embed_query("warm up")
+
     def embed_query(self, text: str) -> np.ndarray:
-        return self._embed_raw([text])[0]
+        return self._embed_raw([text], self._query_model())[0]
 
     def key(self, text: str) -> str:
         return hashlib.sha256(f"{self.model_id}\x00{text}".encode()).hexdigest()
@@ -291,6 +309,9 @@ class MiniLMOnnx:
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = threads
+        # idle workers sleep rather than spin: in a server they would take the cores that
+        # other requests' queries and embeddings are waiting for
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(
             str(model_dir / "model.onnx"), opts, providers=["CPUExecutionProvider"]
         )

@@ -278,7 +278,7 @@ class KnowledgeServer:
     def warm(self) -> None:
         """Load the embedding model now, so the first query does not pay for it."""
         for st in self.stacks.values():
-            indexer.embedder(st.folder).embed_query("warm up")
+            indexer.embedder(st.folder).warm()
 
     # -- tools: discovery and search ------------------------------------------------------
     def list_stacks(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import fnmatch
 import json
 import re
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
@@ -23,6 +24,8 @@ from .graph.protocol import GraphStore
 from .records import ChunkRow, Cite, CiteContext, NoteRow, Source, new_cite, note_title
 
 MODES = ("hybrid", "vector", "fts")
+# query vectors are made here, beside the searches' own threads
+_EMBEDDING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ok-embed-query")
 SCOPES = ("all", "mem", "store")
 CONTEXT_CHARS = 120
 # beyond this many hits a search is an export, and the candidate pool (k * 5 per signal)
@@ -190,13 +193,17 @@ def candidates(
     g: GraphStore, query: str, qvec: Any, mode: str, scope: str, n_cand: int
 ) -> dict[str, list[tuple[Key, float]]]:
     """Each signal's candidates, {"fts": [((table, id), score)], "vector": [...]}, best
-    first (ties by key), up to `n_cand` per table."""
+    first (ties by key), up to `n_cand` per table. `qvec` may be a `Future` of the query
+    vector, waited for once the BM25 queries are done."""
     tables = [t for t, s in (("Chunk", "store"), ("MemoryNote", "mem")) if scope in ("all", s)]
     lists: dict[str, list[tuple[Key, float]]] = {"fts": [], "vector": []}
     fq = _fts_query(query)
-    for table in tables:
+    for table in tables:  # BM25 first: a query vector that is a `Future` is made meanwhile
         if mode in ("hybrid", "fts") and fq:
             lists["fts"] += [((table, i), s) for i, s in g.fts(table, fq, n_cand)]
+    if isinstance(qvec, Future):
+        qvec = qvec.result()
+    for table in tables:
         if mode in ("hybrid", "vector") and qvec is not None:
             lists["vector"] += [((table, i), s) for i, s in g.vector(table, qvec, n_cand)]
     for items in lists.values():
@@ -376,9 +383,15 @@ def find(
     filters = (filters or Filters()).normalized()
     if filters.tags or filters.topics:
         scope = "mem" if scope in ("all", "mem") else scope
-    qvec = embedder.embed_query(query) if mode != "fts" and embedder is not None else None
+    # the model embeds the query while the graph answers BM25 (both let go of the GIL)
+    pending = (
+        _EMBEDDING.submit(embedder.embed_query, query)
+        if mode != "fts" and embedder is not None
+        else None
+    )
     n_cand = pool_size(k, filters.active)
-    lists = candidates(g, query, qvec, mode, scope, n_cand)
+    lists = candidates(g, query, pending, mode, scope, n_cand)
+    qvec = pending.result() if pending is not None else None
     if scope in ("all", "mem"):
         _leave_out(lists, g.hidden_notes(iso(utcnow()), not filters.include_superseded))
     best, keywords = best_cosine(lists), bool(lists["fts"])

@@ -340,6 +340,14 @@ DECLARED: tuple[Setting, ...] = (
         "Requests a second one caller may make to `ok serve`, on average (0: no limit).",
     ),
     _s("serve.burst", 40, int, "Requests one caller may make to `ok serve` at once."),
+    _s(
+        "serve.local_rate_limit",
+        0.0,
+        float,
+        "Requests a second each client address may make when `ok serve` asks for no "
+        "credentials (loopback or a socket without --auth), bursts of serve.burst; 0: no "
+        "limit. Keys and JWTs are held to serve.rate_limit.",
+    ),
     _s("serve.access_log", True, bool, "`ok serve` logs each request as a JSON line on stderr."),
     _s(
         "serve.timeout",

@@ -390,8 +390,15 @@ def test_every_route_checks_the_key_its_stack_and_its_scope(
         s.stop()
 
 
-def test_a_caller_over_its_rate_gets_429_with_retry_after(example_kf: Path) -> None:
-    s = Server(example_kf, env={"OK_SERVE_RATE_LIMIT": "0.5", "OK_SERVE_BURST": "3"})
+def test_a_key_over_its_rate_gets_429_with_retry_after(example_kf: Path) -> None:
+    key = run_ok("serve", "keys", "add", "agent", "--scope", "read").out.strip()
+    other = run_ok("serve", "keys", "add", "other", "--scope", "read").out.strip()
+    s = Server(
+        example_kf,
+        "--auth",
+        env={"OK_SERVE_RATE_LIMIT": "0.5", "OK_SERVE_BURST": "3"},
+        headers={"Authorization": f"Bearer {key}"},
+    )
     try:
         codes = [s.http.get(f"/v1/{s.stack}/status").status_code for _ in range(5)]
         assert codes[:3] == [200, 200, 200] and codes[3:] == [429, 429], codes
@@ -399,8 +406,59 @@ def test_a_caller_over_its_rate_gets_429_with_retry_after(example_kf: Path) -> N
         assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1
         assert "too many requests" in r.json()["error"]
         assert s.http.get("/health").status_code == 200  # never metered
+        # each key has a bucket of its own
+        r = s.http.get(f"/v1/{s.stack}/status", headers={"Authorization": f"Bearer {other}"})
+        assert r.status_code == 200, r.text
     finally:
         s.stop()
+
+
+def test_local_callers_are_metered_only_when_configured(example_kf: Path) -> None:
+    # auth off: serve.rate_limit is for keys; serve.local_rate_limit meters each address
+    s = Server(example_kf, env={"OK_SERVE_LOCAL_RATE_LIMIT": "0.5", "OK_SERVE_BURST": "3"})
+    try:
+        codes = [s.http.get(f"/v1/{s.stack}/status").status_code for _ in range(5)]
+        assert codes == [200, 200, 200, 429, 429], codes
+        assert int(s.http.get(f"/v1/{s.stack}/status").headers["Retry-After"]) >= 1
+    finally:
+        s.stop()
+
+
+def test_32_concurrent_local_clients_get_only_200s(example_kf: Path) -> None:
+    # the defaults, with a tight serve.rate_limit that must not apply to local callers, and
+    # more clients than the server runs at once (its threads), each searching and reading
+    s = Server(example_kf, env={"OK_SERVE_RATE_LIMIT": "1", "OK_SERVE_BURST": "2"})
+    want = s.http.get(f"/v1/{s.stack}/search", params={"q": "gene editing", "k": 5}).json()
+    codes: list[int] = []
+    wrong: list[object] = []
+    lock = threading.Lock()
+    start = threading.Barrier(32)
+
+    def client(i: int) -> None:
+        with httpx.Client(base_url=s.url, timeout=120) as c:
+            start.wait()
+            for j in range(6):
+                if j % 3 == 2:
+                    r = c.get(f"/v1/{s.stack}/status")
+                else:
+                    r = c.get(f"/v1/{s.stack}/search", params={"q": "gene editing", "k": 5})
+                    if r.status_code == 200 and r.json() != want:
+                        with lock:
+                            wrong.append(r.json())
+                with lock:
+                    codes.append(r.status_code)
+
+    try:
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(32)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(codes) == 32 * 6
+        assert set(codes) == {200}, sorted(set(codes))
+        assert not wrong, wrong[0]
+    finally:
+        assert s.stop() == 0
 
 
 def test_serving_beyond_loopback_needs_credentials(example_kf: Path) -> None:

@@ -125,6 +125,9 @@ def serve(
         else None
     )
     limiter = RateLimiter(first.setting("serve.rate_limit"), first.setting("serve.burst"))
+    local_limiter = RateLimiter(
+        first.setting("serve.local_rate_limit"), first.setting("serve.burst")
+    )
     for st in stacks.by_name.values():
         st.folder.refuse_if_served()  # before the sockets of a live server are taken over
     http_path = socket_path(first.ok_dir, "http")
@@ -150,6 +153,7 @@ def serve(
             stacks,
             authenticator,
             limiter,
+            local_limiter,
             host=host,
             access_log=first.setting("serve.access_log"),
             cors_origins=[

@@ -380,7 +380,77 @@ class _Resident:
         self._leases = 0
         self._paused = False
         self.db: Any = None
+        # what readers may keep between requests: it holds while no writer's connection is
+        # open and `generation` (one more after each writer and reopening) is the same
+        self.generation = 0
+        self._writers = 0
+        self._memo: dict[str, tuple[int, Any]] = {}
+        self._idle: list[_Pooled] = []  # readers' connections between requests
         self._open()
+
+    def reader(self) -> _Pooled:
+        """A connection for a reader (holding a lease), from those kept, or a new one."""
+        import kuzu
+
+        with self._cond:
+            if self._idle:
+                p = self._idle.pop()
+                if p.generation != self.generation:
+                    p.statements.clear()  # prepared against a graph that has changed since
+                    p.generation = self.generation
+                return p
+            gen = self.generation
+        return _Pooled(kuzu.Connection(self.db), gen)
+
+    def give_back(self, p: _Pooled) -> None:
+        """A reader is done with `p`: keep it for the next one."""
+        with contextlib.suppress(Exception):
+            p.conn.set_query_timeout(0)
+            with self._cond:
+                if len(self._idle) < _POOL_MAX and not self._paused:
+                    self._idle.append(p)
+                    return
+        with contextlib.suppress(Exception):
+            p.conn.close()
+
+    def _drop_idle(self) -> None:
+        with self._cond:
+            idle, self._idle = self._idle, []
+        for p in idle:
+            with contextlib.suppress(Exception):
+                p.conn.close()
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[None]:
+        """Around a writer's connection: what readers keep is not used while it is open, and
+        is stale once it closes."""
+        with self._cond:
+            self._writers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writers -= 1
+                self.generation += 1
+
+    def _stable(self) -> int | None:
+        """The generation, when no writer is open (else None: nothing kept may be used)."""
+        with self._cond:
+            return None if self._writers else self.generation
+
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """`compute()`, kept until the graph changes."""
+        gen = self._stable()
+        if gen is None:
+            return compute()
+        got = self._memo.get(key)
+        if got is not None and got[0] == gen:
+            return got[1]
+        value = compute()
+        with self._cond:
+            if self._writers == 0 and self.generation == gen:
+                self._memo[key] = (gen, value)
+        return value
 
     def _open(self) -> None:
         import kuzu
@@ -430,6 +500,8 @@ class _Resident:
             try:
                 yield
             finally:
+                with self._cond:
+                    self.generation += 1
                 self._open()
 
     def committing(self) -> contextlib.AbstractContextManager[None]:
@@ -451,10 +523,39 @@ class _Resident:
                 conn.close()
 
     def close(self) -> None:
+        self._drop_idle()
         if self.db is not None:
             with contextlib.suppress(Exception):
                 self.db.close()
             self.db = None
+
+
+class _Pooled:
+    """A reader's connection kept between requests, with the statements prepared on it."""
+
+    def __init__(self, conn: Any, generation: int) -> None:
+        self.conn, self.generation = conn, generation
+        self.statements: dict[tuple[Any, ...], Any] = {}
+
+
+_POOL_MAX = 64  # idle reader connections kept per resident database
+_STATEMENTS_MAX = 256  # prepared statements kept per connection
+
+
+def _statement_key(cypher: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What a prepared statement is kept under: the query and its parameters' types (None:
+    not kept, for a parameter whose type a value does not show, such as an empty list)."""
+    kinds: list[tuple[str, str]] = []
+    for name, value in params.items():
+        if isinstance(value, list):
+            if not value or value[0] is None:
+                return None
+            kinds.append((name, "list:" + type(value[0]).__name__))
+        elif value is None or isinstance(value, dict):
+            return None
+        else:
+            kinds.append((name, type(value).__name__))
+    return (cypher, *kinds)
 
 
 _residents: dict[Path, _Resident] = {}
@@ -472,6 +573,8 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         self.trace: list[str] | None = None  # when a list, every query is appended to it
         self._in_tx = False  # inside `transaction()`: nested blocks join the outer one
         self._resident = False  # a connection on a database this process keeps open
+        self._res: _Resident | None = None  # that database, for a reader (what it keeps)
+        self._statements: dict[tuple[Any, ...], Any] | None = None  # a kept connection's
         self._commit_guard: Callable[[], contextlib.AbstractContextManager[None]] = (
             contextlib.nullcontext
         )
@@ -501,10 +604,26 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
 
         res = cls._resident_of(kuzu_dir)
         if res is not None:
-            with res.lease() as db:
+            if not write:
+                with res.lease() as db:
+                    p = res.reader()
+                    g = cls(db, p.conn, kuzu_dir / DB_FILE, False)
+                    g._resident, g._res, g._statements = True, res, p.statements
+                    g._commit_guard = res.committing
+                    try:
+                        g._ready(dim, embedder_identity, check)
+                        yield g
+                    except BaseException:
+                        with contextlib.suppress(Exception):
+                            p.conn.close()  # whatever state it was left in goes with it
+                        raise
+                    res.give_back(p)
+                return
+            with res.lease() as db, res.writer():
                 conn = kuzu.Connection(db)
                 g = cls(db, conn, kuzu_dir / DB_FILE, write)
                 g._resident = True
+                g._statements = {}  # a write asks the same few things of many entities
                 g._commit_guard = res.committing
                 try:
                     g._ready(dim, embedder_identity, check)
@@ -701,7 +820,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         write_stamps(self.set_meta, dim, embedder_identity)
 
     def _check(self, embedder_identity: str | None) -> None:
-        meta = self.meta()
+        meta = self._res.memo("meta", self.meta) if self._res is not None else self.meta()
         if not meta:
             if self.writable:
                 return
@@ -714,7 +833,22 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         if self.trace is not None:
             self.trace.append(" ".join(cypher.split()))
         try:
-            res = self.conn.execute(cypher, params or {})
+            key = (
+                _statement_key(cypher, params) if self._statements is not None and params else None
+            )
+            if key is not None and self._statements is not None:
+                stmt = self._statements.get(key)
+                if stmt is None:
+                    # `prepare` is the same call, with a warning that Kùzu 0.11 would have
+                    # every execute prepare again (which costs more than some queries take)
+                    stmt = self.conn._prepare(cypher, params)
+                    if stmt.is_success():
+                        if len(self._statements) >= _STATEMENTS_MAX:
+                            self._statements.clear()  # users' own queries come and go
+                        self._statements[key] = stmt
+                res = self.conn.execute(stmt, params)
+            else:
+                res = self.conn.execute(cypher, params or {})
         except RuntimeError as e:
             msg = str(e)
             if "read-only" in msg.lower() or "read only" in msg.lower():
@@ -966,6 +1100,8 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
     ) -> list[tuple[str, float]]:
         """BM25 over a table's FTS index: [(id, score)] best first. The query goes through
         `fts_query`, the counterpart of `fts_text`, which made the indexed text."""
+        if self._none_in(table):
+            return []
         index = dict((t, n) for t, n, _ in FTS_INDEXES)[table]
         where = " WHERE node.current" if table == "Chunk" else ""
         rows = self.query(
@@ -975,8 +1111,22 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         )
         return [(r["id"], float(r["score"])) for r in rows]
 
+    def _none_in(self, table: str) -> bool:
+        """A reader of a resident database knows, without a query, that `table` is empty."""
+        if self._res is None:
+            return False
+        count = f"MATCH (n:{table}) RETURN count(n) AS c"
+        return self._res.memo(f"count:{table}", lambda: int(self.query(count)[0]["c"])) == 0
+
+    def hidden_notes(self, now: str, superseded: bool = True) -> set[str]:
+        if self._none_in("MemoryNote"):
+            return set()
+        return super().hidden_notes(now, superseded)
+
     def vector(self, table: str, qvec: Sequence[float], k: int) -> list[tuple[str, float]]:
         """Exact cosine similarity (vectors are normalized): [(id, score)] best first."""
+        if self._none_in(table):
+            return []
         dim = len(qvec)
         where = " WHERE n.current" if table == "Chunk" else ""
         rows = self.query(

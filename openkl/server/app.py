@@ -13,7 +13,7 @@ import math
 import queue
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from importlib.metadata import version
 from typing import Annotated, Any, cast
 
@@ -245,6 +245,7 @@ def create_app(
     stacks: Stacks,
     auth: Authenticator | None = None,
     limiter: RateLimiter | None = None,
+    local_limiter: RateLimiter | None = None,
     host: str = "127.0.0.1",
     access_log: bool = True,
     cors_origins: list[str] | None = None,
@@ -252,7 +253,8 @@ def create_app(
     """The API over `stacks`, which it opens on startup and closes on shutdown (unless they
     were open already: then their opener closes them). With `auth`, every route but /health, /ready and the docs needs a key or
     a JWT whose scope covers the stack; without, every caller may do everything. `limiter`
-    meters each caller (each client address when auth is off)."""
+    meters each key or token; `local_limiter` each client address when auth is off (all the
+    local agents of one user share an address, so it is usually none)."""
     __version__ = version("openkl")
 
     mcp = _Mcp(stacks)
@@ -305,45 +307,44 @@ def create_app(
         hint = "see /docs for the routes" if exc.status_code in (404, 405) else None
         return _error(exc.status_code, str(exc.detail), hint)
 
-    @app.middleware("http")
-    async def observe(request: Request, call_next: Any) -> Any:
-        """Count and time every request, and log it."""
-        started = time.perf_counter()
-        response = await call_next(request)
-        took = time.perf_counter() - started
-        route = getattr(request.scope.get("route"), "path", "unmatched")
-        params = request.scope.get("path_params") or {}
+    def observe(scope: Any, status: int, took: float) -> None:
+        """Count and time a request (until its response starts), and log it."""
+        route = getattr(scope.get("route"), "path", "unmatched")
+        request = Request(scope)
+        params = scope.get("path_params") or {}
         stack = params.get("stack") or request.query_params.get("domain") or "-"
         if stack not in stacks.by_name:
             stack = "-"  # a label per made-up name would grow without end
         labels = (request.method, route, stack)
-        metrics.requests.labels(*labels, str(response.status_code)).inc()
+        metrics.requests.labels(*labels, str(status)).inc()
         metrics.latency.labels(*labels).observe(took)
-        caller = getattr(request.state, "caller", None)
+        caller = (scope.get("state") or {}).get("caller")
         log.write(
             method=request.method,
             path=request.url.path,
-            status=response.status_code,
+            status=status,
             ms=round(took * 1000, 1),
             who=caller.who if caller is not None else None,
             client=request.client.host if request.client else None,
         )
-        return response
 
-    @app.middleware("http")
-    async def gate(request: Request, call_next: Any) -> Any:
-        """Credentials and rate limit: before any route runs."""
+    def gate(scope: Any) -> Response | None:
+        """Credentials and rate limit, before any route runs: a refusal, or None (the caller
+        is then in the request's state)."""
+        request = Request(scope)
         if request.url.path in PUBLIC or is_public(request.url.path):
-            return await call_next(request)
+            return None
         try:
             if auth is None:
                 caller = OPEN
+                meter = local_limiter
                 who = request.client.host if request.client else "local"
             else:
                 caller = auth.caller(request.headers.get("authorization"))
+                meter = limiter
                 who = caller.who
-            if limiter is not None:
-                limiter.take(who)
+            if meter is not None:
+                meter.take(who)
         except RateLimited as e:
             resp = _error(429, e.message, e.hint)
             resp.headers["Retry-After"] = str(max(1, math.ceil(e.retry_after)))
@@ -351,7 +352,7 @@ def create_app(
         except OkError as e:
             return _error(_status(e), e.message, e.hint)
         request.state.caller = caller
-        return await call_next(request)
+        return None
 
     def kuzu_reader(folder: Folder) -> Opener:
         """How a route opens the resident Kùzu graph: its queries are interrupted after
@@ -684,7 +685,7 @@ def create_app(
         recency: Annotated[
             str | None, Query(description="Favour newer items: a half-life (90d) or off.")
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> JSONResponse:
         """Hybrid search: the same parameters and cite objects as `ok search --json`."""
         st = allow(request, stack, "read")
         started = time.perf_counter()
@@ -710,7 +711,8 @@ def create_app(
         if res.no_good_match:
             body["no_good_match"] = True
             body["best_score"] = res.best_score
-        return body
+        # plain JSON values all through: rendered as they are, without a pass to convert them
+        return JSONResponse(body)
 
     @app.post("/v1/{stack}/ask", tags=["openkl"])
     def ask(request: Request, stack: str, body: AskIn) -> Any:
@@ -1007,6 +1009,8 @@ def create_app(
     full_app = mcp_full.streamable_http_app(streamable_http_path="/mcp", host=host)
     read_app = mcp_read.streamable_http_app(streamable_http_path="/mcp", host=host)
 
+    app.add_middleware(_Observed, observe=observe)
+    app.add_middleware(_Gated, gate=gate)
     app.add_middleware(_BodyCap, limit=MAX_BODY)
     if cors_origins:  # outermost: a browser's preflight is answered before the gate
         app.add_middleware(
@@ -1120,6 +1124,41 @@ class _McpGate:
                 "use the HTTP routes of your stack, or a key for each stack",
             )
             await resp(scope, receive, send)
+
+
+class _Gated:
+    """Let a request through only when `gate` has no refusal for it (plain ASGI: no task
+    or stream per request, as a `BaseHTTPMiddleware` has)."""
+
+    def __init__(self, app: Any, gate: Callable[[Any], Response | None]) -> None:
+        self.app, self.gate = app, gate
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        refused = self.gate(scope) if scope["type"] == "http" else None
+        if refused is not None:
+            await refused(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
+class _Observed:
+    """Tell `observe` each request's status and the seconds until its response started."""
+
+    def __init__(self, app: Any, observe: Callable[[Any, int, float], None]) -> None:
+        self.app, self.observe = app, observe
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                self.observe(scope, message["status"], time.perf_counter() - started)
+            await send(message)
+
+        await self.app(scope, receive, sending)
 
 
 class _BodyTooLarge(Exception):

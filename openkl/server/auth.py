@@ -39,7 +39,7 @@ class RateLimited(OkError):
     def __init__(self, retry_after: float) -> None:
         super().__init__(
             f"too many requests: try again in {retry_after:.1f} s",
-            "slow down, or raise serve.rate_limit",
+            "slow down, or raise serve.rate_limit (serve.local_rate_limit without credentials)",
         )
         self.retry_after = retry_after
 

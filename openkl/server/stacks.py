@@ -129,7 +129,7 @@ class Stacks:
                 st.folder.kuzu_dir, buffer_pool_mb=st.folder.setting("graph.buffer_pool_mb")
             )
         )
-        embedder(st.folder).embed_query("warm up")
+        embedder(st.folder).warm()
         st.held.callback(_unclaim, st.folder)
         _claim(st.folder, self.url, self.socket)
 
