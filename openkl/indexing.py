@@ -53,20 +53,20 @@ def open_graph(
         kuzu_dir = folder.kuzu_dir
         if not Graph.is_resident(kuzu_dir):  # a resident one finished any swap on opening
             Graph.finish_swap(kuzu_dir, writer=write)
-    with (
-        Graph.open(
-            kuzu_dir,
-            write=write,
-            embedder_identity=ident,
-            dim=emb.dim if write else None,
-            timeout=folder.setting("lock_timeout"),
-            check=check,
-            buffer_pool_mb=folder.setting("graph.buffer_pool_mb"),
-            recover=None if write else lambda: _replay_log(folder),
-        ) as g,
-        g.transaction() if write else contextlib.nullcontext(),
-    ):
-        yield g
+    with Graph.open(
+        kuzu_dir,
+        write=write,
+        embedder_identity=ident,
+        dim=emb.dim if write else None,
+        timeout=folder.setting("lock_timeout"),
+        check=check,
+        buffer_pool_mb=folder.setting("graph.buffer_pool_mb"),
+        recover=None if write else lambda: _replay_log(folder),
+    ) as g:
+        with g.transaction() if write else contextlib.nullcontext():
+            yield g
+        if write:
+            g.fit_vector_index(folder.setting("search.hnsw_min_chunks"))
     if write:
         _stamp(folder).parent.mkdir(parents=True, exist_ok=True)
         _stamp(folder).touch()

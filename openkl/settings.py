@@ -207,6 +207,13 @@ DECLARED: tuple[Setting, ...] = (
     ),
     _s("search.vector_weight", 0.5, float, "Weight of the vector signal in `wsum` fusion (0-1)."),
     _s("search.rrf_k", 60, int, "The k of reciprocal rank fusion (`rrf`)."),
+    _s(
+        "search.hnsw_min_chunks",
+        50000,
+        int,
+        "From this many chunks, vector search goes through an HNSW index (approximate, "
+        "built once by the write that reaches it) instead of an exact scan; 0: always exact.",
+    ),
     _s("search.diversity", 0.5, float, "How strongly `--diverse` (MMR) favours unlike hits (0-1)."),
     _s(
         "search.min_score",

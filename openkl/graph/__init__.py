@@ -90,6 +90,7 @@ def schema(dim: int) -> list[str]:
 # one token), and Chinese, Japanese and Korean, written without spaces between words, become
 # overlapping character bigrams (and single characters). Queries go through `fts_query`.
 FTS_INDEXES = (("Chunk", "chunk_fts", "fts"), ("MemoryNote", "note_fts", "fts"))
+CHUNK_VECTOR_INDEX = "chunk_vec"  # HNSW over Chunk.vec, from `search.hnsw_min_chunks` chunks
 
 # Han (with radicals, iteration marks and extensions A to I, compatibility ideographs),
 # Bopomofo, Hiragana and Katakana (with half-width forms and the kana supplements), Hangul
@@ -1124,9 +1125,18 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         return super().hidden_notes(now, superseded)
 
     def vector(self, table: str, qvec: Sequence[float], k: int) -> list[tuple[str, float]]:
-        """Exact cosine similarity (vectors are normalized): [(id, score)] best first."""
+        """Cosine similarity (vectors are normalized): [(id, score)] best first. Chunks go
+        through the HNSW index when `fit_vector_index` built one, else an exact scan."""
         if self._none_in(table):
             return []
+        if table == "Chunk" and self._has_vector_index():
+            hits = self._vector_hnsw(qvec, k)
+            if hits is not None:
+                return hits
+        return self.vector_scan(table, qvec, k)
+
+    def vector_scan(self, table: str, qvec: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """The exact cosine scan: every row's similarity, the best `k`."""
         dim = len(qvec)
         where = " WHERE n.current" if table == "Chunk" else ""
         rows = self.query(
@@ -1135,6 +1145,49 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             {"q": [float(x) for x in qvec], "k": k},
         )
         return [(r["id"], float(r["s"])) for r in rows]
+
+    def _has_vector_index(self) -> bool:
+        def look() -> bool:
+            rows = self.query("CALL SHOW_INDEXES() RETURN index_name AS name")
+            return any(r["name"] == CHUNK_VECTOR_INDEX for r in rows)
+
+        return bool(self._res.memo("hnsw", look) if self._res is not None else look())
+
+    def _vector_hnsw(self, qvec: Sequence[float], k: int) -> list[tuple[str, float]] | None:
+        """The `k` nearest current chunks by the HNSW index, or None when superseded chunks
+        crowd them out of what the index returned (the caller then scans exactly)."""
+        fetch = k * 2 + 10
+        rows = self.query(
+            f"CALL QUERY_VECTOR_INDEX('Chunk', '{CHUNK_VECTOR_INDEX}', "
+            "$q, $n, efs := $efs) "
+            "WITH node, distance RETURN node.id AS id, node.current AS current, distance",
+            {"q": [float(x) for x in qvec], "n": fetch, "efs": max(200, fetch)},
+        )
+        hits = sorted(
+            ((r["id"], 1.0 - float(r["distance"])) for r in rows if r["current"]),
+            key=lambda h: (-h[1], h[0]),
+        )
+        if len(hits) < k and len(rows) == fetch:
+            return None
+        return hits[:k]
+
+    def fit_vector_index(self, min_chunks: int) -> bool:
+        """Build the chunks' HNSW index once they number `min_chunks` or more (0: never),
+        drop it below that. Runs outside a transaction (Kùzu builds the index in its own);
+        returns whether the index exists afterwards. Stored vectors are never SET in place
+        (the index forbids it): a changed chunk is a new row and the old one is deleted or
+        marked not current, which the index follows."""
+        n = int(self.query("MATCH (c:Chunk) RETURN count(c) AS n")[0]["n"])
+        has = self._has_vector_index()
+        want = 0 < min_chunks <= n
+        if want and not has:
+            self.conn.execute(
+                f"CALL CREATE_VECTOR_INDEX('Chunk', '{CHUNK_VECTOR_INDEX}', 'vec', "
+                "metric := 'cosine')"
+            )
+        elif has and not want:
+            self.conn.execute(f"CALL DROP_VECTOR_INDEX('Chunk', '{CHUNK_VECTOR_INDEX}')")
+        return want
 
     def chunks_by_id(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
         """Chunk rows with their document's fields, by chunk id."""

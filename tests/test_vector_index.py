@@ -1,0 +1,79 @@
+"""Vector search through Kùzu's HNSW index from `search.hnsw_min_chunks` chunks: the index
+is built by the write that reaches the threshold, dropped below it, follows edits (no
+superseded chunk is ever returned) and answers like the exact scan on a small folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_ok
+
+from openkl import indexing
+from openkl.folder import Folder
+
+QUERIES = ("one writer at a time", "hybrid search with citations", "refresh a stale source")
+
+
+def vector_ids(query: str) -> list[str]:
+    r = run_ok("search", query, "--mode", "vector", "--in", "store", "-k", "5", "--json")
+    assert r.code == 0, r.err
+    return [h["id"] for h in json.loads(r.out)]
+
+
+def has_index(root: Path) -> bool:
+    with indexing.open_graph(Folder(root)) as g:
+        return g._has_vector_index()
+
+
+def test_the_index_is_built_at_the_threshold_and_answers_like_the_exact_scan(
+    example_kf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exact = {q: vector_ids(q) for q in QUERIES}
+    assert not has_index(example_kf)
+    monkeypatch.setenv("OK_SEARCH_HNSW_MIN_CHUNKS", "1")
+    assert run_ok("mem", "add", "A note whose write builds the vector index.").code == 0
+    assert has_index(example_kf)
+    folder = Folder(example_kf)
+    emb = indexing.embedder(folder)
+    with indexing.open_graph(folder) as g:
+        for q in QUERIES:
+            v = emb.embed_query(q)
+            assert [i for i, _ in g.vector("Chunk", v, 5)] == [
+                i for i, _ in g.vector_scan("Chunk", v, 5)
+            ]
+            for (_, a), (_, b) in zip(
+                g.vector("Chunk", v, 5), g.vector_scan("Chunk", v, 5), strict=True
+            ):
+                assert a == pytest.approx(b, abs=1e-5)
+    assert {q: vector_ids(q) for q in QUERIES} == exact
+    # below the threshold again: the next write drops it
+    monkeypatch.setenv("OK_SEARCH_HNSW_MIN_CHUNKS", "0")
+    assert run_ok("mem", "add", "Bananas ripen faster beside apples in a paper bag.").code == 0
+    assert not has_index(example_kf)
+
+
+def test_an_edited_document_is_found_by_its_new_text_and_never_by_its_old(
+    kf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OK_SEARCH_HNSW_MIN_CHUNKS", "1")
+    src = tmp_path / "in"
+    src.mkdir()
+    for i, topic in enumerate(("glaciers melt in warm summers", "volcanoes erupt lava")):
+        (src / f"d{i}.md").write_text(f"# Note {i}\n\nA page about how {topic}.\n")
+    assert run_ok("store", "ingest", str(src)).code == 0
+    assert has_index(kf)
+    page = next((kf / "store" / "normalized").rglob("d0*.ok.md"))
+    page.write_text(page.read_text().replace("glaciers melt in warm summers", "bees make honey"))
+    r = run_ok("sync")
+    assert r.code == 0, r.err
+    folder = Folder(kf)
+    emb = indexing.embedder(folder)
+    with indexing.open_graph(folder) as g:
+        current = {r["id"] for r in g.query("MATCH (c:Chunk) WHERE c.current RETURN c.id AS id")}
+        for q in ("bees make honey", "glaciers melt in warm summers"):
+            hits = g.vector("Chunk", emb.embed_query(q), 5)
+            assert hits and {i for i, _ in hits} <= current
+        texts = g.chunks_by_id([i for i, _ in g.vector("Chunk", emb.embed_query("honey"), 1)])
+        assert "bees make honey" in next(iter(texts.values()))["text"]
