@@ -1181,12 +1181,12 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         has = self._has_vector_index()
         want = 0 < min_chunks <= n
         if want and not has:
-            self.conn.execute(
+            self.query(
                 f"CALL CREATE_VECTOR_INDEX('Chunk', '{CHUNK_VECTOR_INDEX}', 'vec', "
                 "metric := 'cosine')"
             )
         elif has and not want:
-            self.conn.execute(f"CALL DROP_VECTOR_INDEX('Chunk', '{CHUNK_VECTOR_INDEX}')")
+            self.query(f"CALL DROP_VECTOR_INDEX('Chunk', '{CHUNK_VECTOR_INDEX}')")
         return want
 
     def chunks_by_id(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
