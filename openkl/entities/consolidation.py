@@ -739,17 +739,22 @@ def _write(
         if ea in present and eb in present:
             want_r[(ea, eb, t)] = v
     held_r = {k: v for k, v in old_r.items() if k[0] not in gone and k[1] not in gone}
-    for key in sorted(k for k in held_r if k not in want_r or held_r[k] is None):
-        g.delete_relationship(*key)
-    g.add_relationships(sorted(k for k in want_r if held_r.get(k) is None), want_r, steps)
-    for key in sorted(k for k in want_r if held_r.get(k) is not None):
+    # a relationship whose properties changed is deleted and created anew: setting them in
+    # place makes Kùzu keep a copy of every touched vector of every column until the commit
+    # (a large load changes most relationships: hundreds of MB, then a full buffer pool)
+    drop_r = {k for k in held_r if k not in want_r or held_r[k] is None}
+    for key, held in held_r.items():
+        if held is None or key in drop_r:
+            continue
         want = want_r[key]
-        now: dict[str, Any] = {c: want[c] for c in REL_FIELDS}  # type: ignore[literal-required]
-        now["docs"] = rel_docs_text(want["docs"])
-        held = held_r[key]
-        assert held is not None
-        if any(_differs(now[c], held[c]) for c in REL_FIELDS):  # type: ignore[literal-required]
-            g.update_relationship(*key, now)
+        if _differs(rel_docs_text(want["docs"]), held["docs"]) or any(
+            _differs(want[c], held[c])  # type: ignore[literal-required]
+            for c in REL_FIELDS
+            if c != "docs"
+        ):
+            drop_r.add(key)
+    g.delete_relationships(sorted(drop_r))
+    g.add_relationships(sorted(k for k in want_r if k in drop_r or k not in held_r), want_r, steps)
 
 
 def _differs(new: Any, old: Any) -> bool:

@@ -110,6 +110,10 @@ class EntityWrites:
             self, table: str, rows: dict[str, Sequence[Any]], types: dict[str, Any] | None = None
         ) -> None: ...
 
+        def load_rows(
+            self, cypher: str, rows: dict[str, Sequence[Any]], types: dict[str, Any] | None = None
+        ) -> None: ...
+
     # -- extractions ---------------------------------------------------------------
     def chunks_to_extract(self, doc_ids: list[str]) -> list[ExtractionInput]:
         """The chunks of documents, by chunk id, with their text."""
@@ -316,11 +320,12 @@ class EntityWrites:
                 rel_from_to=(table, "Entity"),
             )
 
-    def delete_relationship(self, a: str, b: str, type: str) -> None:
-        """Delete the relationships of a type from entity a to entity b."""
-        self.query(
-            "MATCH (a:Entity {id: $a})-[r:RELATED]->(b:Entity {id: $b}) WHERE r.type = $t DELETE r",
-            {"a": a, "b": b, "t": type},
+    def delete_relationships(self, keys: list[RelKey]) -> None:
+        """Delete relationships, by (from entity id, to entity id, type), in one statement."""
+        self.load_rows(
+            "MATCH (a:Entity {id: `_a`})-[r:RELATED]->(b:Entity {id: `_b`})"
+            " WHERE r.type = `_t` DELETE r",
+            {"_a": [k[0] for k in keys], "_b": [k[1] for k in keys], "_t": [k[2] for k in keys]},
         )
 
     def add_relationships(
@@ -347,15 +352,6 @@ class EntityWrites:
                 {col: vals[part] for col, vals in cols.items()},
                 types={"confidence": pa.float64()},
             )
-
-    def update_relationship(self, a: str, b: str, type: str, props: Mapping[str, Any]) -> None:
-        """Set the properties (REL_FIELDS, `docs` as stored) of a relationship."""
-        sets = ", ".join(f"r.{c} = ${c}" for c in REL_FIELDS)
-        self.query(
-            f"MATCH (a:Entity {{id: $a}})-[r:RELATED]->(b:Entity {{id: $b}}) WHERE r.type = $t"
-            f" SET {sets}",
-            {"a": a, "b": b, "t": type, **props},
-        )
 
 
 def _entity_types() -> dict[str, Any]:

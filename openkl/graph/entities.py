@@ -591,18 +591,14 @@ class EntityStore(Protocol):
         """Create mentions in bulk, committing in the pieces `steps` cuts."""
         ...
 
-    def delete_relationship(self, a: str, b: str, type: str) -> None:
-        """Delete the relationships of a type from entity a to entity b."""
+    def delete_relationships(self, keys: list[RelKey]) -> None:
+        """Delete relationships, by (from entity id, to entity id, type)."""
         ...
 
     def add_relationships(
         self, keys: list[RelKey], props: Mapping[RelKey, RelationshipProps], steps: Steps
     ) -> None:
         """Create relationships in bulk, committing in the pieces `steps` cuts."""
-        ...
-
-    def update_relationship(self, a: str, b: str, type: str, props: Mapping[str, Any]) -> None:
-        """Set the properties of a relationship."""
         ...
 
     def commit_and_continue(self) -> None:

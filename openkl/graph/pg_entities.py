@@ -637,11 +637,14 @@ class PgEntities:
                 },
             )
 
-    def delete_relationship(self, a: str, b: str, type: str) -> None:
+    def delete_relationships(self, keys: list[RelKey]) -> None:
+        if not keys:
+            return
         self._run(
-            "DELETE FROM relationships WHERE stack = %(st)s AND src = %(a)s AND dst = %(b)s"
-            " AND type = %(t)s",
-            {"a": a, "b": b, "t": type},
+            "DELETE FROM relationships r USING unnest(%(a)s::text[], %(b)s::text[],"
+            " %(t)s::text[]) AS u(a, b, t)"
+            " WHERE r.stack = %(st)s AND r.src = u.a AND r.dst = u.b AND r.type = u.t",
+            {"a": [k[0] for k in keys], "b": [k[1] for k in keys], "t": [k[2] for k in keys]},
         )
 
     def add_relationships(
@@ -661,11 +664,3 @@ class PgEntities:
         cols["confidence"] = [float(c) for c in cols["confidence"]]
         for part in steps.pieces(len(keys)):
             self._insert("relationships", _REL_TYPES, {c: v[part] for c, v in cols.items()})
-
-    def update_relationship(self, a: str, b: str, type: str, props: Mapping[str, Any]) -> None:
-        sets = ", ".join(f"{c} = %({c})s" for c in REL_FIELDS)
-        self._run(
-            f"UPDATE relationships SET {sets} WHERE stack = %(st)s AND src = %(a)s"
-            " AND dst = %(b)s AND type = %(t)s",
-            {**{c: props[c] for c in REL_FIELDS}, "a": a, "b": b, "t": type},
-        )
