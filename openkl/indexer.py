@@ -28,7 +28,7 @@ from .folder import NAME_NOT_UTF8, Folder, is_utf8, iso, shown
 from .graph import Graph
 from .graph.postgres import PgGraph
 from .graph.protocol import GraphStore
-from .indexing import embed_all, embedder, files_newer_than_index, open_graph
+from .indexing import embed_all, embedder, files_newer_than_index, open_graph, room_to_write
 from .normalize import frontmatter, title_of
 from .records import (
     ChunkInput,
@@ -200,6 +200,10 @@ def index_docs(
             g.commit_and_continue()
         docs = [p.docs[j] for j in doc_idx]
         rows = [i for d in docs for i in per_doc.get(d["id"], [])]
+        # room for this batch, asked before each one: the disk fills as a load goes on,
+        # and Kùzu aborts the process when a write or checkpoint finds no room. A load of
+        # one commit is small: `graph.min_free_mb` covers the rewrite of its checkpoint
+        room_to_write(folder, g.room_needed(len(rows), rewrite=len(batches) > 1))
         g.add_docs(docs, [p.chunks[i] for i in rows], p.vecs[rows])
         crash.point("graph.docs-loaded")
         ids = [d["id"] for d in docs]
@@ -208,6 +212,8 @@ def index_docs(
     if len(batches) > 1:
         g.commit_and_continue()
     if touched:
+        if len(batches) > 1:  # its entities rewrite the entity tables, in commits of their own
+            room_to_write(folder, g.room_needed(0))
         consolidation.consolidate(folder, g, touched, stepwise=len(batches) > 1)
         crash.point("entities.consolidated")
     if len(batches) > 1:

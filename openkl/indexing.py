@@ -46,7 +46,7 @@ def open_graph(
     if not Graph.is_resident(folder.kuzu_dir if kuzu_dir is None else kuzu_dir):
         folder.refuse_if_served()
     if write:
-        _room_to_write(folder)
+        room_to_write(folder)
     emb = embedder(folder)
     ident = emb.identity if write else _cheap_identity(folder, emb)
     if kuzu_dir is None:
@@ -96,25 +96,30 @@ def open_postgres(
         yield g
 
 
-def _room_to_write(folder: Folder) -> None:
-    """Refuse to write the graph on a nearly full disk.
+def room_to_write(folder: Folder, need: int = 0) -> None:
+    """Refuse to write the graph on a nearly full disk: it needs `graph.min_free_mb` free,
+    and `need` bytes more for what the write is about to add (`GraphStore.room_needed`).
 
     Kùzu aborts the process or spins when a write or checkpoint runs out of space, which
-    leaves no error to show and can stop a sync from finishing; a clear refusal up front,
-    with the files already saved, leaves the folder for `ok sync` to catch up.
+    leaves no error to show and can stop a sync from finishing; a clear refusal, before
+    the graph is written or between the commits of a large load, with the files already
+    saved, leaves the folder for `ok sync` to catch up.
     """
-    need = folder.setting("graph.min_free_mb") * (1 << 20)
+    floor = folder.setting("graph.min_free_mb") * (1 << 20)
     where = folder.kuzu_dir if folder.kuzu_dir.exists() else folder.ok_dir
     try:
         free = shutil.disk_usage(where).free
     except OSError:
         return
-    if free < need:
-        raise DiskFull(
-            f"the disk is nearly full: the graph needs {need / (1 << 20):g} MB free to "
-            f"write safely (graph.min_free_mb)",
-            path=where,
-        )
+    if free < floor + need:
+        if need:
+            what = (
+                f"about {(floor + need) / (1 << 20):.0f} MB free for this load "
+                f"({floor / (1 << 20):g} of them graph.min_free_mb)"
+            )
+        else:
+            what = f"{floor / (1 << 20):g} MB free to write safely (graph.min_free_mb)"
+        raise DiskFull(f"the disk is nearly full: the graph needs {what}", path=where)
 
 
 def _stamp(folder: Folder) -> Path:

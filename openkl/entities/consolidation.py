@@ -29,7 +29,14 @@ from typing import Any
 from .. import crash
 from ..cache import ExtractionCache
 from ..folder import Folder
-from ..graph.consolidation import ENT_FIELDS, REL_FIELDS, Steps, rel_docs_text
+from ..graph.consolidation import (
+    ENT_FIELDS,
+    REL_FIELDS,
+    ROWS_PER_STEP,
+    ROWS_PER_STEP_HELD,
+    Steps,
+    rel_docs_text,
+)
 from ..graph.protocol import GraphStore
 from ..records import (
     CanonicalEntity,
@@ -697,15 +704,22 @@ def _write(
     gone = sorted(set(old_e) - set(new_e))
     g.delete_entities(gone)
     added = [new_e[i] for i in sorted(set(new_e) - set(old_e))]
-    changed = [
-        new_e[i]
-        for i in sorted(set(new_e) & set(old_e))
-        if any(_differs(new_e[i][c], old_e[i][c]) for c in ENT_FIELDS)  # type: ignore[literal-required]
-    ]
+    # changed entities, by the columns that changed (most: their documents and confidence)
+    changed: dict[tuple[str, ...], list[ConsolidatedEntity]] = defaultdict(list)
+    for i in sorted(set(new_e) & set(old_e)):
+        cols = tuple(c for c in ENT_FIELDS if _differs(new_e[i][c], old_e[i][c]))  # type: ignore[literal-required]
+        if cols:
+            changed[cols].append(new_e[i])
     g.add_entities(added)
-    if changed:
-        g.update_entities(changed)
-    steps = Steps(step, held=len(added) + len(changed))
+    for cols, ents_of in sorted(changed.items()):
+        g.update_entities(ents_of, cols)
+    held_any = bool(old_e or old_m or old_r)
+    steps = Steps(
+        step,
+        held=len(gone) + len(added) + sum(map(len, changed.values())),
+        limit=ROWS_PER_STEP_HELD if held_any else ROWS_PER_STEP,
+    )
+    steps.commit()
 
     present = set(new_e)
     outside = sorted({eid_of(k) for a, b, _ in rels for k in (a, b)} - present)
@@ -720,6 +734,7 @@ def _write(
         if want_m.get((xid, e)) != c:
             drop_m[e].append(xid)
     g.delete_mentions(drop_m)
+    steps.wrote(sum(map(len, drop_m.values())))
     # chunks first, then notes (a chunk id has a "#", a note id has none)
     by_kind: dict[bool, tuple[list[str], list[str], list[float]]] = {}
     for (xid, e), c in sorted(want_m.items()):
@@ -731,6 +746,7 @@ def _write(
         cols3[2].append(c)
     for notes, (xs, es, cs) in sorted(by_kind.items()):
         g.add_mentions(xs, es, cs, notes=notes, steps=steps)
+    steps.commit()
 
     # relationships: (from id, to id, type) → properties
     want_r: dict[tuple[str, str, str], RelationshipProps] = {}
@@ -753,7 +769,9 @@ def _write(
             if c != "docs"
         ):
             drop_r.add(key)
-    g.delete_relationships(sorted(drop_r))
+    dropped = sorted(drop_r)
+    for part in steps.pieces(len(dropped)):
+        g.delete_relationships(dropped[part])
     g.add_relationships(sorted(k for k in want_r if k in drop_r or k not in held_r), want_r, steps)
 
 

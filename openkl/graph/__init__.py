@@ -90,6 +90,10 @@ def schema(dim: int) -> list[str]:
 # one token), and Chinese, Japanese and Korean, written without spaces between words, become
 # overlapping character bigrams (and single characters). Queries go through `fts_query`.
 FTS_INDEXES = (("Chunk", "chunk_fts", "fts"), ("MemoryNote", "note_fts", "fts"))
+# disk a loaded chunk may take: ~19 KB in the graph at 10k-30k chunks (text, its FTS copy
+# and postings, vector, extraction, its share of entities and edges), more while the
+# commits of one load rewrite what the previous ones wrote
+BYTES_PER_NEW_CHUNK = 48 << 10
 CHUNK_VECTOR_INDEX = "chunk_vec"  # HNSW over Chunk.vec, from `search.hnsw_min_chunks` chunks
 
 # Han (with radicals, iteration marks and extensions A to I, compatibility ideographs),
@@ -866,6 +870,18 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
                 out.append(dict(zip(cols, r.get_next(), strict=True)))
         return out
 
+    def columns(self, cypher: str, params: dict[str, Any] | None = None) -> dict[str, list[Any]]:
+        """Run Cypher and return its columns (name → values): for large results, several
+        times faster than `query`'s rows."""
+        if self.trace is not None:
+            self.trace.append(" ".join(cypher.split()))
+        try:
+            res = self.conn.execute(cypher, params or {})
+            tbl = res.get_as_arrow(100_000)
+        except RuntimeError as e:
+            raise OkError(f"query failed: {str(e).splitlines()[0]}") from e
+        return {name: tbl.column(name).to_pylist() for name in tbl.column_names}
+
     def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a user's Cypher (CLI or MCP) once `check_cypher` lets it through; writes only
         on a graph opened for writing."""
@@ -1274,6 +1290,20 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             if r["id"] not in extracted
         ]
         return {"docs": sorted(docs | set(empty)), "notes": sorted(notes)}
+
+    def room_needed(self, chunks: int, rewrite: bool = True) -> int:
+        """Bytes of disk that loading `chunks` more chunks may take: their rows and, with
+        `rewrite`, the checkpoint that follows a commit, which writes every table it
+        appended to anew (Kùzu rewrites a table's last group of 131,072 rows whole) before
+        the old pages are free; less what is free inside the file, which Kùzu reuses."""
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            return chunks * BYTES_PER_NEW_CHUNK
+        rows = self.query("CALL fsm_info() RETURN sum(num_pages) AS n")
+        inside = int(rows[0]["n"] or 0) * 4096 if rows else 0
+        live = max(0, size - inside) if rewrite else 0
+        return max(0, chunks * BYTES_PER_NEW_CHUNK + live - inside)
 
     def counts(self) -> dict[str, int]:
         out = {}

@@ -59,19 +59,28 @@ REL_FIELDS = (
 )
 _IDS_PER_QUERY = 5000
 _IDS_ONE_BY_ONE = 100
-_ROWS_PER_STEP = 1_200_000  # rows of one commit in a stepwise consolidation (SciFact: 1.16M)
+_IDS_SCAN = 20_000  # more entity ids than this: scan the tables once instead
+ROWS_PER_STEP = 1_200_000  # rows of one commit in a stepwise consolidation (SciFact: 1.16M)
+# ... when the tables already hold rows: Kùzu then keeps what a transaction writes in its
+# buffer pool until the commit (about 200 bytes a relationship created or deleted), where
+# a load into empty tables goes straight to disk
+ROWS_PER_STEP_HELD = 400_000
 
 RelKey = tuple[str, str, str]  # (from entity id, to entity id, type)
 
 
 class Steps:
-    """Cuts a stepwise consolidation's rows into commits of at most _ROWS_PER_STEP rows.
+    """Cuts a stepwise consolidation's rows into commits of at most `limit` rows.
 
-    Each commit costs a checkpoint, so pieces are as large as a transaction safely holds.
+    Each commit costs a checkpoint, which rewrites the tables written since the last one,
+    so pieces are as large as a transaction safely holds.
     """
 
-    def __init__(self, step: Callable[[], None] | None, held: int = 0) -> None:
+    def __init__(
+        self, step: Callable[[], None] | None, held: int = 0, limit: int = ROWS_PER_STEP
+    ) -> None:
         self.step, self.held = step, held  # rows written since the last commit
+        self.limit = limit
 
     def pieces(self, n: int) -> Iterator[slice]:
         if self.step is None:
@@ -79,13 +88,25 @@ class Steps:
             return
         i = 0
         while i < n:
-            if self.held >= _ROWS_PER_STEP:
+            if self.held >= self.limit:
                 self.step()
                 self.held = 0
-            take = min(n - i, _ROWS_PER_STEP - self.held)
+            take = min(n - i, self.limit - self.held)
             yield slice(i, i + take)
             self.held += take
             i += take
+
+    def wrote(self, n: int) -> None:
+        """Count rows written outside `pieces`."""
+        self.held += n
+
+    def commit(self) -> None:
+        """In a stepwise consolidation, commit what is held now: the entities, the mentions
+        and the relationships each go in commits of their own, so a commit's checkpoint
+        rewrites one of those tables, and holds no more than one table's changes."""
+        if self.step is not None and self.held:
+            self.step()
+            self.held = 0
 
 
 class EntityWrites:
@@ -109,6 +130,10 @@ class EntityWrites:
         def update_rows(
             self, table: str, rows: dict[str, Sequence[Any]], types: dict[str, Any] | None = None
         ) -> None: ...
+
+        def columns(
+            self, cypher: str, params: dict[str, Any] | None = None
+        ) -> dict[str, list[Any]]: ...
 
         def load_rows(
             self, cypher: str, rows: dict[str, Sequence[Any]], types: dict[str, Any] | None = None
@@ -191,21 +216,30 @@ class EntityWrites:
 
     def extraction_index(self) -> list[ExtractionIndexed]:
         """Every extraction's id, owner, base, keys and aliases (not its data)."""
-        return self.query(  # type: ignore[return-value]
+        cols = self.columns(
             "MATCH (x:Extraction) RETURN x.id AS id, x.owner AS owner, x.base AS base,"
             " x.keys AS keys, x.aliases AS aliases"
         )
+        return [
+            {"id": x, "owner": o, "base": b, "keys": k, "aliases": a}
+            for x, o, b, k, a in zip(
+                cols["id"], cols["owner"], cols["base"], cols["keys"], cols["aliases"], strict=True
+            )
+        ]
 
     def extraction_data(self, ids: list[str]) -> dict[str, ExtractionData]:
         """The stored results of extractions, by id."""
         data: dict[str, ExtractionData] = {}
         for i in range(0, len(ids), 2000):
-            for r in self.query(
+            cols = self.columns(
                 "MATCH (x:Extraction) WHERE x.id IN $ids RETURN x.id AS id,"
                 " x.owner AS owner, x.base AS base, x.data AS data",
                 {"ids": ids[i : i + 2000]},
+            )
+            for x, owner, base, d in zip(
+                cols["id"], cols["owner"], cols["base"], cols["data"], strict=True
             ):
-                data[r["id"]] = r  # type: ignore[assignment]
+                data[x] = {"id": x, "owner": owner, "base": base, "data": d}
         return data
 
     # -- the diff writer's steps ------------------------------------------------------
@@ -228,6 +262,25 @@ class EntityWrites:
         ret_r = "RETURN a.id AS a, b.id AS b, r.type AS type, ID(r) AS rid, " + ", ".join(
             f"r.{c} AS {c}" for c in REL_FIELDS
         )
+        if len(ids) > _IDS_SCAN:
+            # most of the graph (a large load): one scan of each table, each edge once
+            want = set(ids)
+            cols = self.columns(f"MATCH (e:Entity) {ret_e}")
+            for i, e in enumerate(cols["id"]):
+                if e in want:
+                    ents[e] = {c: cols[c][i] for c in ENT_FIELDS}  # type: ignore[assignment]
+            cols = self.columns(f"MATCH (x)-[m:MENTIONS]->(e:Entity) {ret_m}")
+            for x, e, c in zip(cols["x"], cols["e"], cols["c"], strict=True):
+                if e in want:
+                    ments[(x, e)] = c
+            ret_r = ret_r.replace(" ID(r) AS rid,", "")
+            cols = self.columns(f"MATCH (a:Entity)-[r:RELATED]->(b:Entity) {ret_r}")
+            for i, (a, b) in enumerate(zip(cols["a"], cols["b"], strict=True)):
+                if a in want or b in want:
+                    key = (a, b, cols["type"][i])
+                    row = {c: cols[c][i] for c in ("a", "b", "type", *REL_FIELDS)} | {"rid": None}
+                    rels[key] = None if key in rels else row  # type: ignore[assignment]
+            return ents, ments, rels
         # Kùzu follows the edges of one entity found by its key quickly, while a pattern over
         # many keys at once scans the whole table: a few keys are asked one by one
         parts: list[dict[str, Any]]
@@ -273,13 +326,18 @@ class EntityWrites:
         }
         self.copy_rows("Entity", cols, types=_entity_types())
 
-    def update_entities(self, ents: list[ConsolidatedEntity]) -> None:
-        """Set every column of existing entities, found by id."""
+    def update_entities(
+        self, ents: list[ConsolidatedEntity], columns: Sequence[str] = ENT_FIELDS
+    ) -> None:
+        """Set `columns` of existing entities, found by id (Kùzu keeps a copy of each column
+        a transaction sets, per 2,048 rows it touches, until the commit: only what changed
+        is set)."""
         cols: dict[str, Sequence[Any]] = {
             c: [e[c] for e in ents]  # type: ignore[literal-required]
-            for c in ENT_FIELDS
+            for c in ("id", *(c for c in columns if c != "id"))
         }
-        self.update_rows("Entity", cols, types=_entity_types())
+        types = _entity_types()
+        self.update_rows("Entity", cols, types={c: t for c, t in types.items() if c in cols})
 
     def existing_entities(self, ids: list[str]) -> set[str]:
         """Those of these entity ids that the graph holds."""

@@ -6,7 +6,7 @@ provides, so the readers and consolidation do not depend on Cypher.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ..records import (
@@ -29,7 +29,7 @@ from ..records import (
     SourceVersion,
     StoredRelationship,
 )
-from .consolidation import EntityWrites, RelKey, Steps, rel_docs
+from .consolidation import ENT_FIELDS, EntityWrites, RelKey, Steps, rel_docs
 
 # the columns of an entity, as the readers of entities return them
 ENTITY_COLS = (
@@ -567,8 +567,10 @@ class EntityStore(Protocol):
         """Create entities in bulk."""
         ...
 
-    def update_entities(self, ents: list[ConsolidatedEntity]) -> None:
-        """Set every column of existing entities."""
+    def update_entities(
+        self, ents: list[ConsolidatedEntity], columns: Sequence[str] = ENT_FIELDS
+    ) -> None:
+        """Set `columns` (by default every one) of existing entities."""
         ...
 
     def existing_entities(self, ids: list[str]) -> set[str]:

@@ -576,22 +576,25 @@ class PgEntities:
                 {c: [e[c] for e in ents] for c in ENT_FIELDS},  # type: ignore[literal-required]
             )
 
-    def update_entities(self, ents: list[ConsolidatedEntity]) -> None:
+    def update_entities(
+        self, ents: list[ConsolidatedEntity], columns: Sequence[str] = ENT_FIELDS
+    ) -> None:
         if not ents:
             return
         t = _ENT_TYPES
+        cols = ["id", *(c for c in columns if c != "id")]
         sets = ", ".join(
             f"{c} = " + (_LIST.format(f"u.{c}") if t[c] == "list" else f"u.{c}")
-            for c in ENT_FIELDS
+            for c in cols
             if c != "id"
         )
-        args = ", ".join(f"%({c})s::{'text' if t[c] == 'list' else t[c]}[]" for c in ENT_FIELDS)
+        args = ", ".join(f"%({c})s::{'text' if t[c] == 'list' else t[c]}[]" for c in cols)
         self._run(
-            f"UPDATE entities e SET {sets} FROM unnest({args}) AS u({', '.join(ENT_FIELDS)})"
+            f"UPDATE entities e SET {sets} FROM unnest({args}) AS u({', '.join(cols)})"
             " WHERE e.stack = %(st)s AND e.id = u.id",
             {
                 c: [_json_list(e[c]) if t[c] == "list" else e[c] for e in ents]  # type: ignore[literal-required]
-                for c in ENT_FIELDS
+                for c in cols
             },
         )
 

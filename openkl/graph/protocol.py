@@ -243,6 +243,10 @@ class GraphStore(EntityStore, Protocol):
     def set_timeout(self, seconds: float) -> None:
         """Abort any query that runs longer than `seconds`."""
 
+    def room_needed(self, chunks: int, rewrite: bool = True) -> int:
+        """Bytes of local disk that loading `chunks` more chunks (and, with `rewrite`, the
+        checkpoint after each commit) may take: 0 for a graph not in a local file."""
+
     # -- the user's own queries -----------------------------------------------------
     def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a user's Cypher (CLI or MCP), refused unless it stays inside the graph."""
