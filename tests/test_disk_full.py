@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,3 +155,39 @@ def test_full_device_on_append(kf: Path) -> None:
     line = r.err.strip().splitlines()[-1]
     assert line.startswith(f"Error: the disk is full: cannot write events/{log.name}"), r.err
     assert "please report" not in r.err
+
+
+def test_a_large_load_stops_with_room_left_when_the_disk_fills(
+    small_fs: Path, tmp_path: Path
+) -> None:
+    """A load of several commits asks for room before each (its rows, and the tables its
+    checkpoint writes anew): when the disk fills part way, it stops with one clear line
+    and room left on the disk, rather than inside the graph engine (which can abort the
+    process); the batches committed so far stay, and `ok sync` finishes the rest."""
+    from test_large_writes import write_notes
+
+    src = write_notes(tmp_path / "src", range(60))
+    # caches filled on another disk: on the small one, the load writes files and the graph
+    warm = tmp_path / "warm"
+    assert run_ok("init", str(warm)).code == 0
+    assert run_ok("--root", str(warm), "store", "ingest", str(src)).code == 0
+    root = small_fs / "kf"
+    assert run_ok("init", str(root)).code == 0
+    for cache in (warm / ".ok" / "cache").glob("*.sqlite"):
+        shutil.copy(cache, root / ".ok" / "cache" / cache.name)
+    env = {"OK_GRAPH_MIN_FREE_MB": "1", "OK_GRAPH_COMMIT_CHUNKS": "25"}
+    _fill(small_fs, 40 << 20)
+    r = run_cli("--root", str(root), "store", "ingest", str(src), env=env)
+    assert r.code == 1, r.err
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1, r.err
+    assert lines[0].startswith("Error: the disk is nearly full: the graph needs about"), r.err
+    assert "`ok sync`" in lines[0] and str(small_fs) in lines[0], r.err
+    assert os.statvfs(small_fs).f_bavail > 0  # it stopped before the disk was full
+    loaded = run_ok("--root", str(root), "status", "--json").json()
+    assert 0 < loaded["counts"]["Doc"] < 60, loaded["counts"]  # some batches committed
+    (small_fs / "filler").unlink()
+    r = run_ok("--root", str(root), "sync")
+    assert r.code == 0, r.err
+    st = run_ok("--root", str(root), "status", "--json").json()
+    assert st["in_sync"] and st["counts"]["Doc"] == 60, st

@@ -94,6 +94,9 @@ FTS_INDEXES = (("Chunk", "chunk_fts", "fts"), ("MemoryNote", "note_fts", "fts"))
 # and postings, vector, extraction, its share of entities and edges), more while the
 # commits of one load rewrite what the previous ones wrote
 BYTES_PER_NEW_CHUNK = 48 << 10
+# and what one commit's checkpoint writes whatever its size: a few pages of each column of
+# every table it touches (~12 MB for the first documents of a graph)
+BYTES_PER_COMMIT = 16 << 20
 CHUNK_VECTOR_INDEX = "chunk_vec"  # HNSW over Chunk.vec, from `search.hnsw_min_chunks` chunks
 
 # Han (with radicals, iteration marks and extensions A to I, compatibility ideographs),
@@ -1295,15 +1298,18 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         """Bytes of disk that loading `chunks` more chunks may take: their rows and, with
         `rewrite`, the checkpoint that follows a commit, which writes every table it
         appended to anew (Kùzu rewrites a table's last group of 131,072 rows whole) before
-        the old pages are free; less what is free inside the file, which Kùzu reuses."""
+        the old pages are free, and at least a few pages per column; less what is free
+        inside the file, which Kùzu reuses."""
         try:
             size = self.path.stat().st_size
         except OSError:
             return chunks * BYTES_PER_NEW_CHUNK
         rows = self.query("CALL fsm_info() RETURN sum(num_pages) AS n")
         inside = int(rows[0]["n"] or 0) * 4096 if rows else 0
-        live = max(0, size - inside) if rewrite else 0
-        return max(0, chunks * BYTES_PER_NEW_CHUNK + live - inside)
+        if not rewrite:
+            return max(0, chunks * BYTES_PER_NEW_CHUNK - inside)
+        live = max(0, size - inside)
+        return max(0, chunks * BYTES_PER_NEW_CHUNK + live + BYTES_PER_COMMIT - inside)
 
     def counts(self) -> dict[str, int]:
         out = {}
