@@ -16,7 +16,7 @@ from conftest import EXAMPLES, REPO, run_ok
 from pg import pg_server, pg_uri  # noqa: F401  (fixtures)
 from test_graph_protocol import drift
 
-from openkl import aks, context, lineage, pages
+from openkl import aks, context, lineage, mapping, pages
 from openkl.entities import queries
 from openkl.entities.consolidation import min_confidence
 from openkl.errors import NotFound, QueryRefused
@@ -73,6 +73,18 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Folder:
         id="m-20260104-bb04", n=4, src="m-20260103-bb03", body="CRISPR edits DNA."
     )
     (days / "m-20260104-bb04.md").write_text(distilled)
+    # lineage the graph holds only in part: a note derived from a span that is no chunk of
+    # its own (the walk also names its document, from the file) and from a chunk of the
+    # edited document's old version; a note derived from it that supersedes another
+    old = next(e for e in mapping.load(f).values() if not e.get("current", True))
+    spans = f"{first}#char3-40, {old['id']}#char0-20"
+    (days / "m-20260105-bb05.md").write_text(
+        NOTE.format(id="m-20260105-bb05", n=5, src=spans, body="Logs come before pages.")
+    )
+    later = NOTE.format(id="m-20260106-bb06", n=6, src="m-20260105-bb05", body="Logs first.")
+    (days / "m-20260106-bb06.md").write_text(
+        later.replace("topics:", "supersedes: [m-20260104-bb04]\ntopics:")
+    )
     assert run_ok("--root", str(root), "sync").code == 0
     # a bundle of a few of its entities, marked verified: canonical contributions
     r = run_ok(
@@ -305,14 +317,33 @@ def _bundle(b: Any) -> Any:
 
 @pytest.mark.parametrize("direction", ["up", "down", "both"])
 def test_lineage(folder: Folder, graphs: dict[str, GraphStore], direction: str) -> None:
-    kz = graphs["kuzu"]
-    starts = sorted(kz.notes()) + sorted(kz.docs())[:3]
-    starts += sorted(c["id"] for c in kz.current_chunks_of(sorted(kz.docs())[:1]))[:2]
-    walks = [
-        both(graphs, lambda g, s=s: lineage.lineage(folder, g, s, depth=4, direction=direction))
-        for s in starts
-    ]
-    assert any(w["nodes"] for w in walks)
+    """From every note, every document (old versions too) and chunks of each document, at
+    several depths: the same nodes, depths, predecessors and edges, in the same order. On
+    PostgreSQL each walk is one recursive query (two when it goes up from a note whose file
+    names a span: the walk runs again with that file's sources), not a lookup per node."""
+    kz, pg = graphs["kuzu"], graphs["postgresql"]
+    starts = sorted(kz.notes()) + sorted(kz.docs())
+    for d in sorted(kz.docs()):
+        starts += sorted(c["id"] for c in kz.current_chunks_of([d]))[:2]
+    walks = {}
+    for s in starts:
+        for depth in (1, 2, 4, 8):
+            walks[(s, depth)] = both(
+                graphs,
+                lambda g, s=s, d=depth: lineage.lineage(folder, g, s, depth=d, direction=direction),
+            )
+            pg.trace = []
+            lineage.lineage(folder, pg, s, depth=depth, direction=direction)
+            walked = sum("WITH RECURSIVE walk" in q for q in pg.trace)
+            assert 1 <= walked <= 2 and len(pg.trace) <= walked + 4, (s, pg.trace)
+            pg.trace = None
+    assert max(len(w["nodes"]) for w in walks.values()) >= 4
+    assert max(n["depth"] for w in walks.values() for n in w["nodes"]) >= 2 + (direction != "down")
+    if direction != "down":
+        # the span's document comes from the file: one hop from the note, not two
+        up = walks[("m-20260105-bb05", 1)]
+        assert any(n["rel"] == "DERIVED_FROM" and n["kind"] == "doc" for n in up["nodes"])
+        assert any(not n.get("current", True) for w in walks.values() for n in w["nodes"])
 
 
 def test_the_pg_graph_keeps_to_the_whole_protocol() -> None:
