@@ -948,16 +948,28 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         )
 
     def vector(self, table: str, qvec: Sequence[float], k: int) -> list[tuple[str, float]]:
-        """Cosine similarity through the HNSW index: [(id, score)] best first."""
+        """Cosine similarity through the HNSW index: [(id, score)] best first.
+
+        An HNSW scan returns at most `hnsw.ef_search` rows (40 by default), fewer than the
+        candidates a search asks for (50 and up), and fewer still when rows of other stacks
+        or old chunks are filtered out after it: so the scan's list is as long as Kùzu's
+        (`max(200, 2k + 10)`, at most pgvector's 1000), and it goes on (iterative scan, in
+        order of distance) until `k` rows pass the filter."""
         import numpy as np
 
         name = _table(table)
         where = " AND current" if name == "chunks" else ""
-        rows = self._run(
-            f"SELECT id, 1 - (vec <=> %(q)s) AS s FROM {name} WHERE stack = %(st)s{where}"
-            f" ORDER BY vec <=> %(q)s, id LIMIT %(k)s",
-            {"q": np.asarray(qvec, dtype="float32"), "k": k},
-        )
+        with self.transaction():  # the settings hold for this transaction only
+            self._run(
+                "SELECT set_config('hnsw.ef_search', %(ef)s, true),"
+                " set_config('hnsw.iterative_scan', 'strict_order', true)",
+                {"ef": str(min(1000, max(200, 2 * k + 10)))},
+            )
+            rows = self._run(
+                f"SELECT id, 1 - (vec <=> %(q)s) AS s FROM {name} WHERE stack = %(st)s{where}"
+                f" ORDER BY vec <=> %(q)s, id LIMIT %(k)s",
+                {"q": np.asarray(qvec, dtype="float32"), "k": k},
+            )
         return [(r["id"], float(r["s"])) for r in rows]
 
     def vectors(self, table: str, ids: Sequence[str]) -> dict[str, list[float]]:
