@@ -954,15 +954,17 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         candidates a search asks for (50 and up), and fewer still when rows of other stacks
         or old chunks are filtered out after it: so the scan's list is as long as Kùzu's
         (`max(200, 2k + 10)`, at most pgvector's 1000), and it goes on (iterative scan, in
-        order of distance) until `k` rows pass the filter."""
+        order of distance, from pgvector 0.8) until `k` rows pass the filter."""
         import numpy as np
 
         name = _table(table)
         where = " AND current" if name == "chunks" else ""
         with self.transaction():  # the settings hold for this transaction only
             self._run(
-                "SELECT set_config('hnsw.ef_search', %(ef)s, true),"
-                " set_config('hnsw.iterative_scan', 'strict_order', true)",
+                "SELECT set_config('hnsw.ef_search', %(ef)s, true), CASE WHEN (SELECT"
+                " string_to_array(split_part(extversion, '-', 1), '.')::int[] >= '{0,8}'"
+                " FROM pg_extension WHERE extname = 'vector')"  # iterative scans: 0.8
+                " THEN set_config('hnsw.iterative_scan', 'strict_order', true) END",
                 {"ef": str(min(1000, max(200, 2 * k + 10)))},
             )
             rows = self._run(
