@@ -240,7 +240,13 @@ DECLARED: tuple[Setting, ...] = (
     # the writer lock and the graph
     _s("lock_timeout", 30.0, float, "Seconds a writer waits for the folder's writer lock."),
     _s("graph.buffer_pool_mb", 512, int, "Kùzu's page buffer, in MiB."),
-    _s("graph.min_free_mb", 64.0, float, "Free disk space (MiB) a graph write needs to start."),
+    _s(
+        "graph.min_free_mb",
+        64.0,
+        float,
+        "Free disk space (MiB) a graph write needs to start; a load of several commits "
+        "asks before each for this much more than its estimate.",
+    ),
     _s(
         "graph.backend",
         None,
