@@ -761,3 +761,39 @@ def test_a_query_over_the_cap_is_a_json_4xx(server: Server) -> None:
 
     r = server.http.get(f"/v1/{server.stack}/search", params={"q": "x" * (MAX_QUERY + 1)})
     assert 400 <= r.status_code < 500 and "characters long" in r.json()["error"], r.text
+
+
+def test_several_documents_are_uploaded_in_one_multipart_request(server: Server) -> None:
+    h, v1 = server.http, f"/v1/{server.stack}"
+    before = h.get(f"{v1}/status").json()["counts"]["Doc"]
+    files = [
+        ("file", ("tides.md", b"# Tide gauges\n\nA tide gauge records the sea level.\n")),
+        ("file", ("buoys.txt", b"Wave buoys measure the height of passing swells.\n")),
+        ("file", ("moorings.md", b"# Moorings\n\nA mooring holds a buoy on its station.\n")),
+    ]
+    r = h.post(f"{v1}/documents", files=files)
+    assert r.status_code == 201, r.text
+    added = r.json()["added"]
+    assert [a["path"].rsplit("/", 1)[-1] for a in added] == [
+        "tides.ok.md",
+        "buoys.ok.md",
+        "moorings.ok.md",
+    ]
+    assert all((server.root / a["path"]).exists() for a in added)
+    assert h.get(f"{v1}/status").json()["counts"]["Doc"] == before + 3
+    hits = h.get(f"{v1}/search", params={"q": "wave buoys swells", "k": 1}).json()["hits"]
+    assert hits[0]["doc_id"] == added[1]["id"]
+    # sent again: nothing new; a bad name or a repeated one refuses the whole request
+    again = h.post(f"{v1}/documents", files=files).json()
+    assert again["added"] == [] and len(again["unchanged"]) == 3
+    for bad in (
+        [("file", ("a.md", b"Alpha.\n")), ("file", ("../b.md", b"Beta.\n"))],
+        [("file", ("c.md", b"Gamma.\n")), ("file", ("c.md", b"Delta.\n"))],
+    ):
+        r = h.post(f"{v1}/documents", files=bad)
+        assert r.status_code == 400 and r.json()["hint"], r.text
+    r = h.post(f"{v1}/documents", data={"text": "not a file"}, files=[("x", ("", b""))])
+    assert r.status_code == 400 and "error" in r.json(), r.text
+    r = h.post(f"{v1}/documents", content=b"no name")
+    assert r.status_code == 400 and "name" in r.json()["error"], r.text
+    assert h.get(f"{v1}/status").json()["counts"]["Doc"] == before + 3
