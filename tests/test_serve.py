@@ -571,8 +571,23 @@ def _until(check: Any, seconds: float = 90) -> Any:
     raise AssertionError("not seen in time")
 
 
+def _bursts(h: httpx.Client) -> dict[str, float]:
+    """The watch's bursts by outcome, from /metrics."""
+    out: dict[str, float] = {}
+    for line in h.get("/metrics").text.splitlines():
+        if line.startswith("ok_watch_bursts_total{"):
+            outcome = line.split('outcome="', 1)[1].split('"', 1)[0]
+            out[outcome] = out.get(outcome, 0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
 def test_the_server_syncs_files_changed_on_disk(server: Server) -> None:
     h = server.http
+    # its own writes are indexed already: the watch sees them and does not sync
+    r = h.post(f"/v1/{server.stack}/notes", json={"text": "Sea otters crack urchins on rocks."})
+    assert r.status_code == 201, r.text
+    _until(lambda: _bursts(h).get("own", 0) >= 1)
+    assert _bursts(h).get("synced", 0) == 0
     path = _hand_written_note(server.root, "m-20260105-wtch", "Kelp forests shelter otters.")
 
     def found() -> bool:
@@ -580,6 +595,7 @@ def test_the_server_syncs_files_changed_on_disk(server: Server) -> None:
         return r.json()["hits"][:1] != [] and r.json()["hits"][0]["id"] == "m-20260105-wtch"
 
     _until(found)
+    assert _bursts(h).get("synced", 0) >= 1
     path.unlink()
     _until(lambda: not found())
     assert h.get(f"/v1/{server.stack}/status").json()["in_sync"]
