@@ -4,6 +4,7 @@ it; every answer equals a fresh connection's."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -143,3 +144,123 @@ def test_rows_by_key_are_those_of_a_scan(kuzu_dir: Path, n: int) -> None:
     assert sorted(got, key=lambda r: r["id"]) == sorted(scan, key=lambda r: r["id"])
     assert len(got) == len(ids) and sorted(rows) == sorted(ids)
     assert all(rows[i]["path"] == f"store/{i.split('#')[0]}.md" for i in ids)
+
+
+def _write_all(where: Path) -> None:
+    """Documents, chunks, notes, extractions, entities, mentions and relationships."""
+    from openkl.graph.consolidation import Steps
+
+    ids = [f"e{i:02d}" for i in range(5)]
+    with Graph.open(where, write=True, dim=DIM, embedder_identity=IDENT) as w:
+        w.add_docs(*_docs(ids), _unit(np.random.default_rng(4), len(ids)))
+        note = _note("m-one")
+        note["tags"], note["topics"] = ["kelp", "otters"], []
+        w.add_notes([note, _note("m-two")], _unit(np.random.default_rng(6), 2))
+        with w.transaction():
+            w.add_extractions(
+                ["e00#char0-20", "m-one"],
+                ["e00", "m-one"],
+                [0, 0],
+                [["kelp"], []],
+                [[], []],
+                ['{"m": []}', "{}"],
+            )
+            ents = [
+                {
+                    "id": f"ent-{k}",
+                    "name": k,
+                    "type": "concept",
+                    "description": "",
+                    "confidence": 0.5,
+                    "aliases": [k.upper()] if k == "kelp" else [],
+                    "docs": ["e00"],
+                    "verified": False,
+                    "source_kind": "local",
+                    "canonical": False,
+                    "ext_id": "",
+                    "extra": "",
+                }
+                for k in ("kelp", "otter")
+            ]
+            w.add_entities(ents)  # type: ignore[arg-type]
+            w.add_mentions(
+                ["e00#char0-20", "e01#char0-20"],
+                ["ent-kelp", "ent-otter"],
+                [0.5, 0.25],
+                notes=False,
+                steps=Steps(None),
+            )
+            w.add_mentions(["m-one"], ["ent-kelp"], [0.75], notes=True, steps=Steps(None))
+            key = ("ent-kelp", "ent-otter", "related_to")
+            props = {
+                "confidence": 0.4,
+                "evidence": "e00#char0-20",
+                "docs": ["e00", "m-one"],
+                "verified": False,
+                "source_kind": "local",
+                "description": "",
+                "ext_id": "",
+                "extra": "",
+            }
+            w.add_relationships([key], {key: props}, Steps(None))  # type: ignore[dict-item]
+
+
+def _dump(where: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    with Graph.open(where, write=False, embedder_identity=IDENT) as g:
+        for label in ("Doc", "Chunk", "MemoryNote", "Extraction", "Entity"):
+            out[label] = sorted(
+                (sorted((k, str(v)) for k, v in r["n"].items()))
+                for r in g.query(f"MATCH (n:{label}) RETURN n")
+            )
+        for rel in ("HAS_CHUNK", "MENTIONS", "RELATED"):
+            out[rel] = sorted(
+                (r["a"], r["b"], sorted((k, str(v)) for k, v in r["r"].items() if k[0] != "_"))
+                for r in g.query(f"MATCH (a)-[r:{rel}]->(b) RETURN a.id AS a, b.id AS b, r")
+            )
+    return out
+
+
+def test_a_resident_writer_leaves_the_rows_a_lone_writer_leaves(tmp_path: Path) -> None:
+    bulk, created = tmp_path / "bulk", tmp_path / "created"
+    _write_all(bulk)
+    with Graph.open(created, write=True, dim=DIM, embedder_identity=IDENT):
+        pass  # the schema
+    with Graph.resident(created):
+        _write_all(created)
+    assert not Graph.log_pending(created)  # checkpointed, at the latest when let go
+    want = _dump(bulk)
+    assert all(want.values()) and _dump(created) == want
+
+
+def test_a_resident_database_checkpoints_in_the_background_once_readers_let_go(
+    kuzu_dir: Path,
+) -> None:
+    import threading
+
+    q = _unit(np.random.default_rng(9), 1)[0]
+    with Graph.resident(kuzu_dir):
+        reading = threading.Event()
+        done = threading.Event()
+
+        def reader() -> None:
+            with Graph.open(kuzu_dir, write=False, embedder_identity=IDENT) as g:
+                g.vector("Chunk", q, 5)
+                reading.set()
+                done.wait(30)
+
+        t = threading.Thread(target=reader)
+        t.start()
+        assert reading.wait(30)
+        with Graph.open(kuzu_dir, write=True, dim=DIM, embedder_identity=IDENT) as w:
+            w.set_meta("written", "late")  # no bulk load: its commit needs no checkpoint
+        # the writer did not wait for the reader: its work waits in the log meanwhile
+        assert Graph.log_pending(kuzu_dir)
+        done.set()
+        t.join()
+        deadline = time.monotonic() + 30
+        while Graph.log_pending(kuzu_dir) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not Graph.log_pending(kuzu_dir)
+        with Graph.open(kuzu_dir, write=False, embedder_identity=IDENT) as g:
+            assert g.meta()["written"] == "late"
