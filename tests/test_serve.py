@@ -813,3 +813,20 @@ def test_several_documents_are_uploaded_in_one_multipart_request(server: Server)
     r = h.post(f"{v1}/documents", content=b"no name")
     assert r.status_code == 400 and "name" in r.json()["error"], r.text
     assert h.get(f"{v1}/status").json()["counts"]["Doc"] == before + 3
+
+
+def test_the_listening_socket_is_tcp_so_responses_are_not_held_back() -> None:
+    """asyncio sets TCP_NODELAY only on sockets that name IPPROTO_TCP; without it a response
+    body waits for the client's delayed acknowledgement (40 ms a request)."""
+    from openkl.cli.serve import _listen
+
+    sock = _listen("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+        sock.listen()
+        with socket.create_connection(sock.getsockname()):
+            conn, _ = sock.accept()
+            with conn:
+                assert conn.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()
