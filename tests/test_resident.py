@@ -264,3 +264,72 @@ def test_a_resident_database_checkpoints_in_the_background_once_readers_let_go(
         assert not Graph.log_pending(kuzu_dir)
         with Graph.open(kuzu_dir, write=False, embedder_identity=IDENT) as g:
             assert g.meta()["written"] == "late"
+
+
+def test_many_relationship_updates_in_one_query_set_what_one_by_one_sets(
+    tmp_path: Path,
+) -> None:
+    from openkl.graph.consolidation import Steps
+
+    def build(where: Path, one_by_one: bool) -> list[Any]:
+        n = 40
+        keys = [(f"ent-{i}", f"ent-{i + 1}", "related_to") for i in range(n)]
+        keys.append(("ent-0", "ent-1", "is_a"))  # another type between the same two
+
+        def props(i: int, v: str) -> dict[str, Any]:
+            return {
+                "confidence": 0.1 + i / 100,
+                "evidence": f"c{i}",
+                "docs": [f"d{i}"],
+                "verified": False,
+                "source_kind": "local",
+                "description": v,
+                "ext_id": "",
+                "extra": "",
+            }
+
+        with Graph.open(where, write=True, dim=DIM, embedder_identity=IDENT) as w:
+            ents = [
+                {
+                    "id": f"ent-{i}",
+                    "name": f"E{i}",
+                    "type": "concept",
+                    "description": "",
+                    "confidence": 0.5,
+                    "aliases": [],
+                    "docs": [],
+                    "verified": False,
+                    "source_kind": "local",
+                    "canonical": False,
+                    "ext_id": "",
+                    "extra": "",
+                }
+                for i in range(n + 1)
+            ]
+            with w.transaction():
+                w.add_entities(ents)  # type: ignore[arg-type]
+                w.add_relationships(
+                    keys,
+                    {k: props(i, "old") for i, k in enumerate(keys)},
+                    Steps(None),  # type: ignore[misc]
+                )
+            changes = [
+                (k, {**props(i * 2, "new"), "docs": f'["d{i}", "m-{i}"]', "verified": i % 2 == 0})
+                for i, k in enumerate(keys)
+                if i % 3  # some stay as they were
+            ]
+            with w.transaction():
+                if one_by_one:
+                    for k, p in changes:
+                        w.update_relationship(*k, p)
+                else:
+                    w.update_relationships(changes)
+            return w.query(
+                "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id AS a, b.id AS b, r.type AS t,"
+                " r.confidence AS c, r.evidence AS e, r.docs AS d, r.verified AS v,"
+                " r.description AS s ORDER BY a.id, b.id, r.type"
+            )
+
+    bulk = build(tmp_path / "bulk", one_by_one=False)
+    assert bulk == build(tmp_path / "single", one_by_one=True)
+    assert sum(r["s"] == "new" for r in bulk) == 27 and sum(r["s"] == "old" for r in bulk) == 14
