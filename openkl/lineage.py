@@ -13,113 +13,63 @@ shows linked nodes but does not go on from them.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import notes as notes_mod
 from .errors import BadInput, NotFound, OkError
 from .folder import Folder
+from .graph.lineage import DIRECTIONS, lineage_row
 from .graph.protocol import GraphStore
 from .mapping import resolve
-from .records import Lineage, LineageEdge, LineageNode, LineageStep
-
-DIRECTIONS = ("up", "down", "both")
-_UP = {"DERIVED_FROM", "PART_OF", "SUPERSEDES"}
-_LINKS = {"LINKS_TO", "LINKED_FROM"}
+from .records import Lineage, LineageNode, LineageStep
 
 
 def _node(g: GraphStore, kind: str, nid: str) -> LineageNode | None:
+    return _shown(kind, nid, lineage_row(g, kind, nid))
+
+
+def _shown(kind: str, nid: str, row: Any) -> LineageNode | None:
+    """A node as lineage shows it, from what the graph holds of it (`lineage_row`)."""
+    if not row:
+        return None
     if kind == "memory":
-        note = g.lineage_note(nid)
-        if note:
-            first = (note["text"] or "").strip().splitlines() or [""]
-            return {
-                "id": nid,
-                "kind": kind,
-                "path": note["path"],
-                "title": first[0][:80],
-                "current": True,
-            }
-    elif kind == "chunk":
-        chunk = g.lineage_chunk(nid)
-        if chunk:
-            return {
-                "id": nid,
-                "kind": kind,
-                "doc": chunk["doc"],
-                "current": bool(chunk["current"]),
-                "title": " ".join((chunk["text"] or "").split())[:80],
-            }
-    else:
-        doc = g.lineage_doc(nid)
-        if doc:
-            return {
-                "id": nid,
-                "kind": "doc",
-                "path": doc["path"],
-                "title": doc["title"],
-                "current": bool(doc["current"]),
-            }
-    return None
+        first = (row["text"] or "").strip().splitlines() or [""]
+        return {
+            "id": nid,
+            "kind": kind,
+            "path": row["path"],
+            "title": first[0][:80],
+            "current": True,
+        }
+    if kind == "chunk":
+        return {
+            "id": nid,
+            "kind": kind,
+            "doc": row["doc"],
+            "current": bool(row["current"]),
+            "title": " ".join((row["text"] or "").split())[:80],
+        }
+    return {
+        "id": nid,
+        "kind": "doc",
+        "path": row["path"],
+        "title": row["title"],
+        "current": bool(row["current"]),
+    }
 
 
 def _missing(kind: str, nid: str) -> LineageNode:
     return {"id": nid, "kind": kind, "missing": True}
 
 
-def _note_sources(folder: Folder, g: GraphStore, nid: str) -> list[tuple[str, str, str]]:
-    """What a note says it was derived from (its `derived_from` frontmatter is canonical; a
-    chunk of a version that was since replaced resolves to that version's document)."""
-
+def _file_refs(folder: Folder, nid: str) -> list[str]:
+    """What a note's file says it was derived from (its `derived_from` frontmatter is
+    canonical; the walk links a chunk the graph holds, else the id's document)."""
     try:
         refs = notes_mod.find(folder, nid).extra.get("derived_from") or []
     except OkError:
         return []
-    out = []
-    for ref in refs if isinstance(refs, list) else [refs]:
-        ref = str(ref)
-        if "#" in ref and _node(g, "chunk", ref):
-            out.append(("DERIVED_FROM", "chunk", ref))
-        elif _node(g, "doc", ref.split("#", 1)[0]):
-            out.append(("DERIVED_FROM", "doc", ref.split("#", 1)[0]))
-    return out
-
-
-def _neighbours(
-    folder: Folder, g: GraphStore, kind: str, nid: str, direction: str
-) -> list[tuple[str, str, str]]:
-    """(relationship, kind, id) of the next nodes."""
-    out: list[tuple[str, str, str]] = []
-    up, down = direction in ("up", "both"), direction in ("down", "both")
-    if kind == "doc" and direction == "newer":
-        return [("SUPERSEDED_BY", "doc", i) for i in g.newer_versions(nid)]
-    if kind == "memory":
-        out += [("LINKS_TO", e["kind"], e["dst"]) for e in g.links_from([nid])]
-    if kind in ("memory", "doc"):
-        out += [("LINKED_FROM", "memory", e["src"]) for e in g.links_to([nid])]
-    if kind == "memory" and up:
-        out += [("DERIVED_FROM", "chunk", i) for i in g.note_source_chunks(nid)]
-        out += [("DERIVED_FROM", "doc", i) for i in g.note_source_docs(nid)]
-        out += _note_sources(folder, g, nid)
-        out += [("SUPERSEDES", "memory", i) for i in g.older_notes(nid)]
-        out += [("DERIVED_FROM", "memory", i) for i in g.note_source_notes(nid)]
-    if kind == "memory" and down:
-        out += [("SUPERSEDED_BY", "memory", i) for i in g.newer_notes(nid)]
-        out += [("DERIVED_BY", "memory", i) for i in g.notes_derived_from_note(nid)]
-    if kind == "chunk":
-        if up:
-            out += [("PART_OF", "doc", i) for i in g.docs_of_chunk(nid)]
-        if down:
-            out += [("DERIVED_BY", "memory", i) for i in g.notes_derived_from_chunk(nid)]
-    if kind == "doc":
-        if up:
-            out += [("SUPERSEDES", "doc", i) for i in g.older_versions(nid)]
-        if up and not down:
-            # provenance that reached an old version also names what replaced it
-            out += [("SUPERSEDED_BY", "doc", i) for i in g.newer_versions_if_retired(nid)]
-        if down:
-            out += [("SUPERSEDED_BY", "doc", i) for i in g.newer_versions(nid)]
-            out += [("DERIVED_BY", "memory", i) for i in g.notes_derived_from_doc(nid)]
-            out += [("DERIVED_BY", "memory", i) for i in g.notes_derived_from_doc_chunks(nid)]
-    return sorted(set(out))
+    return [str(r) for r in (refs if isinstance(refs, list) else [refs])]
 
 
 def _start(folder: Folder, g: GraphStore, ref: str) -> tuple[str, str]:
@@ -144,12 +94,6 @@ def _start(folder: Folder, g: GraphStore, ref: str) -> tuple[str, str]:
         ) from None
 
 
-def _next_way(rel: str, way: str) -> str:
-    if rel == "SUPERSEDED_BY" and way in ("up", "newer"):
-        return "newer"  # from an old version only on to newer ones
-    return "up" if rel in _UP else "down"
-
-
 def lineage(
     folder: Folder, g: GraphStore, ref: str, depth: int = 5, direction: str = "both"
 ) -> Lineage:
@@ -163,29 +107,17 @@ def lineage(
         raise BadInput("--depth must be at least 1", "e.g. --depth 3")
     kind, nid = _start(folder, g, ref)
     root = _node(g, kind, nid) or _missing(kind, nid)
-    nodes: list[LineageStep] = []
-    edges: list[LineageEdge] = []
-    seen = {(kind, nid)}
-    frontier = [(kind, nid, direction)]
-    for level in range(1, depth + 1):
-        nxt = []
-        for k, i, way in frontier:
-            for rel, k2, i2 in _neighbours(folder, g, k, i, way):
-                edges.append({"from": i, "rel": rel, "to": i2})
-                if (k2, i2) in seen:
-                    continue
-                seen.add((k2, i2))
-                node = _node(g, k2, i2) or _missing(k2, i2)
-                nodes.append({**node, "depth": level, "via": i, "rel": rel})
-                if rel in _LINKS:
-                    continue  # shown, not walked on from
-                # provenance keeps going up and descendants keep going down: no zig-zag
-                # from a note to its chunk to every other note derived from that chunk
-                nxt.append((k2, i2, _next_way(rel, way)))
-        frontier = nxt
-        if not frontier:
-            break
-    return {"root": root, "nodes": nodes, "edges": edges}
+    walked = g.lineage_walk(kind, nid, direction, depth, lambda n: _file_refs(folder, n))
+    nodes: list[LineageStep] = [
+        {
+            **(_shown(n["kind"], n["id"], n["row"]) or _missing(n["kind"], n["id"])),
+            "depth": n["depth"],
+            "via": n["via"],
+            "rel": n["rel"],
+        }
+        for n in walked["nodes"]
+    ]
+    return {"root": root, "nodes": nodes, "edges": walked["edges"]}
 
 
 # -- keeping DERIVED_FROM edges in step with new versions --------------------------------------

@@ -213,8 +213,8 @@ class KnowledgeServer:
         self.stacks = {name: Stack(name, f) for name, f in folders.items()}
         first = next(iter(self.stacks.values())).folder
         self.read_only = read_only or first.setting("mcp.read_only")
-        # per stack, how `ok serve --backend` reads documents, chunks and notes (its time
-        # cap given): search and ask use it; the entity tools read the folder's graph
+        # per stack, how `ok serve --backend` reads its stack in PostgreSQL (its time cap
+        # given): every tool but graph_cypher reads it; Cypher reads the folder's Kùzu graph
         self.backends: dict[str, Callable[[float], Any]] = {}
         # and what it does after a tool's write, under the writer lock: sync that backend
         self.after_writes: dict[str, Callable[[], None]] = {}
@@ -255,15 +255,15 @@ class KnowledgeServer:
 
         return cm()
 
-    def _reader(self, st: Stack, tool: str) -> Callable[[], Any]:
-        """How the operations open the graph for one call of `tool`."""
+    def _kuzu(self, st: Stack, tool: str) -> Callable[[], Any]:
+        """How the operations open the folder's Kùzu graph for one call of `tool`."""
         return functools.partial(self._read_graph, st, tool)
 
-    def _passages(self, st: Stack, tool: str) -> Callable[[], Any]:
-        """How `tool` reads documents, chunks and notes: from the stack's backend, if the
-        server that runs these tools has one, else as `_reader`."""
+    def _reader(self, st: Stack, tool: str) -> Callable[[], Any]:
+        """How `tool` reads the graph: from the stack's PostgreSQL backend, if the server
+        that runs these tools has one, else as `_kuzu`."""
         backend = self.backends.get(st.name)
-        return backend(st.timeout(tool)) if backend is not None else self._reader(st, tool)
+        return backend(st.timeout(tool)) if backend is not None else self._kuzu(st, tool)
 
     @contextlib.contextmanager
     def _writing(self, st: Stack, tool: str) -> Iterator[None]:
@@ -328,7 +328,7 @@ class KnowledgeServer:
             since=since,
             until=until,
             min_score=min_score,
-            graph=self._passages(st, tool),
+            graph=self._reader(st, tool),
             include_superseded=include_superseded,
             recency=recency,
         )
@@ -549,7 +549,7 @@ class KnowledgeServer:
         st = self.stack(stack)
         cap = st.folder.setting("mcp.cypher_max_rows")
         try:
-            rows = ops.cypher(st.folder, query, params, graph=self._reader(st, "graph_cypher"))
+            rows = ops.cypher(st.folder, query, params, graph=self._kuzu(st, "graph_cypher"))
         except ReadOnlyViolation as e:
             raise ReadOnlyViolation(
                 "graph_cypher is read-only; this query writes",
@@ -776,7 +776,7 @@ class KnowledgeServer:
             k=self._check_k(st, k or None),
             scope=scope,
             max_k=st.folder.setting("mcp.max_k"),
-            graph=self._passages(st, "ask"),  # not held while the LLM answers
+            graph=self._reader(st, "ask"),  # not held while the LLM answers
             include_superseded=include_superseded,
             recency=recency,
         )

@@ -2,13 +2,16 @@
 
 `indexer.publish` builds a stack from the files alone; `sync` compares the files with what
 the stack holds (documents by content id, notes by file hash and path) and applies the
-difference, with the same ids and rows a fresh build would make: the same cite objects.
+difference, with the same ids and rows a fresh build would make: the same cite objects,
+the same entities, mentions and relationships.
 
 A sync is a few transactions: first the removals (and a `pg_sync.pending` flag), then the
-new documents in batches of whole documents (`graph.commit_chunks` chunks), then the notes,
-versions, `[[…]]` links and lineage with the flag cleared. A sync cut off part way (a kill,
-a lost connection) leaves whole documents and the flag; the next one adds what is missing
-and, seeing the flag, makes every note's links and lineage again.
+new documents in batches of whole documents (`graph.commit_chunks` chunks) with their
+entity extractions, then the notes, versions, `[[…]]` links, lineage and the consolidation
+of the entities the change touched (`entities/consolidation.py`, as `ok sync` runs it on
+Kùzu), with the flag cleared. A sync cut off part way (a kill, a lost connection) leaves
+whole documents and the flag; the next one adds what is missing and, seeing the flag,
+makes every note's links, lineage and extraction again and recomputes every entity.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from typing import Any
 from . import crash, lineage, links
 from . import mapping as mapping_mod
 from . import notes as notes_mod
+from .entities import consolidation
 from .errors import IndexMismatch
 from .folder import Folder
 from .graph import check_stamps
-from .graph.postgres import PgGraph
+from .graph.postgres import PG_LAYOUT, PgGraph
 from .indexer import (
     Published,
     _sync_versions,
@@ -35,6 +39,7 @@ from .indexer import (
 from .indexing import embedder
 
 PENDING = "pg_sync.pending"
+ANALYZE_AFTER = 1000  # chunks and notes a sync loads after which it analyzes the entity tables
 
 
 @dataclass
@@ -51,6 +56,11 @@ class Synced:
     chunks_added: int = 0
     rebuilt: bool = False  # built afresh: another embedder or schema, or an empty stack
     resumed: bool = False  # a cut-off sync was finished
+    # docs and notes loaded again because a part of them was missing (their extractions)
+    incomplete: list[str] = field(default_factory=list)
+    # entities recomputed beyond those the changed files name (`consolidation.stale`):
+    # "all" after a cut-off sync, "canonical" files or "settings" changed
+    reconsolidated: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -63,6 +73,8 @@ class Synced:
             or self.notes_removed
             or self.rebuilt
             or self.resumed
+            or self.incomplete
+            or self.reconsolidated
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -79,6 +91,8 @@ def sync(folder: Folder, g: PgGraph) -> Synced:
         if not meta.get("schema_version"):
             raise IndexMismatch("the stack is empty")
         check_stamps(meta, emb.identity, "")
+        if meta.get("pg_layout") != PG_LAYOUT:
+            raise IndexMismatch("the stack has another table layout")
     except IndexMismatch:
         return _rebuilt(publish(folder, g))
     files, _ = scan_docs(folder)
@@ -104,14 +118,28 @@ def sync(folder: Folder, g: PgGraph) -> Synced:
         or notes[n].sha256 != gnotes[n]["sha256"]
         or folder.rel(notes[n].path) != gnotes[n]["path"]  # type: ignore[arg-type]
     )
-    if not (rep.changed or stale or _versions_missing(g, entries, set(have))):
+    # documents and notes without their entity extractions (a stack an older sync wrote):
+    # out, then in, as `ok sync` mends a Kùzu graph
+    damaged = g.incomplete()
+    redo_docs = [d for d in damaged["docs"] if d in files and d not in rep.docs_added]
+    redo_notes = [n for n in damaged["notes"] if n in notes and n not in rep.notes_updated]
+    rep.incomplete = redo_docs + redo_notes
+    rep.docs_removed = sorted(set(rep.docs_removed) | set(redo_docs))
+    rep.docs_added = sorted(set(rep.docs_added) | set(redo_docs))
+    rep.notes_updated = sorted(set(rep.notes_updated) | set(redo_notes))
+    canon = consolidation.Canonical.load(folder)
+    entity_work = consolidation.stale(folder, meta, canon)
+    if not (rep.changed or stale or entity_work or _versions_missing(g, entries, set(have))):
         return rep
 
-    # the slow part first, before anything is written: chunks and vectors
+    # the slow part first, before anything is written: chunks, vectors and extractions
     prepared = prepare_docs(folder, [(d, files[d]) for d in rep.docs_added], entries)
     changed = [notes[n] for n in rep.notes_added + rep.notes_updated]
     rows = [note_row(folder, n) for n in changed]
     vecs = embed_all(emb, [r["text"] for r in rows], "embedding notes")
+    consolidation.extract_texts(
+        folder, [c["text"] for c in prepared.chunks] + [r["text"] for r in rows]
+    )
 
     store = g.as_store()
     g.set_meta(PENDING, "1")
@@ -119,6 +147,8 @@ def sync(folder: Folder, g: PgGraph) -> Synced:
     derived = lineage.derived_notes(store, gone)
     for d in rep.docs_moved:
         g.set_doc_path(d, files[d])
+    # their extractions go; the entities they named are recomputed at the end
+    touched = consolidation.forget(store, gone + rep.notes_removed + rep.notes_updated)
     for d in gone:
         g.remove_doc(d)
     for n in rep.notes_removed + rep.notes_updated:
@@ -128,22 +158,39 @@ def sync(folder: Folder, g: PgGraph) -> Synced:
         crash.point("graph.removed")
     g.commit_and_continue()
 
-    rep.chunks_added = _add_docs(folder, g, prepared)
+    rep.chunks_added = _add_docs(folder, g, prepared, touched)
 
     _sync_versions(store, entries)
     g.add_notes(rows, vecs)
     links.record(store, changed)
     crash.point("graph.notes-loaded")
     lineage.link_derived(store, changed)
+    touched |= consolidation.extract(folder, store, [], [r["id"] for r in rows])
+    if rep.resumed or "all" in entity_work:
+        # a sync cut off after some extractions were committed: what they touch is not
+        # known, so every entity is recomputed from the extractions the stack holds
+        consolidation.consolidate_all(folder, store)
+        rep.reconsolidated.append("all")
+        crash.point("entities.consolidated")
+    elif touched:
+        consolidation.consolidate(folder, store, touched)
+        crash.point("entities.consolidated")
+    if consolidation.sync_canonical(folder, store, canon):
+        rep.reconsolidated.append("canonical")
+    if consolidation.sync_settings(folder, store):
+        rep.reconsolidated.append("settings")
     lineage.relink(folder, store, [n for n in derived if n in notes and n not in rep.notes_updated])
     links.relink(store)
     g.prune_topics()
+    if rep.chunks_added + len(rows) >= ANALYZE_AFTER:
+        g.analyze_entities()  # fresh statistics after a large load, as `publish` leaves them
     g.unset_meta(PENDING)
     return rep
 
 
-def _add_docs(folder: Folder, g: PgGraph, prepared: Any) -> int:
-    """Load new documents in batches of whole documents, each batch committed."""
+def _add_docs(folder: Folder, g: PgGraph, prepared: Any, touched: set[str]) -> int:
+    """Load new documents in batches of whole documents, each batch committed with its
+    entity extractions; adds the entity keys they name to `touched`."""
     limit = max(1, folder.setting("graph.commit_chunks"))
     per_doc: dict[str, list[int]] = {}
     for i, c in enumerate(prepared.chunks):
@@ -156,6 +203,7 @@ def _add_docs(folder: Folder, g: PgGraph, prepared: Any) -> int:
             idx = [i for b in batch for i in per_doc.get(b["id"], [])]
             g.add_docs(batch, [prepared.chunks[i] for i in idx], prepared.vecs[idx])
             crash.point("graph.docs-loaded")
+            touched |= consolidation.extract(folder, g.as_store(), [b["id"] for b in batch], [])
             g.commit_and_continue()
             batch, size = [], 0
         if d is not None:

@@ -1323,6 +1323,25 @@ class DocNode(TypedDict):
     current: bool
 
 
+class WalkedNode(TypedDict):
+    """A node a lineage walk reached (`lineage_walk`), as the graph holds it."""
+
+    kind: str  # memory | chunk | doc
+    id: str
+    depth: int  # hops from the start
+    via: str  # the id of the node it was reached from
+    rel: str  # the relationship it was reached by
+    row: NoteNode | ChunkNode | DocNode | None  # None: named, but not in the graph
+
+
+class LineageWalk(TypedDict):
+    """A breadth-first lineage walk (`lineage_walk`): the nodes in the order reached, and
+    every edge walked (also those to nodes already reached)."""
+
+    nodes: list[WalkedNode]
+    edges: list[LineageEdge]
+
+
 class LinkEdge(TypedDict):
     """A `[[…]]` link in a note, as the graph holds it (`LINKS_TO`)."""
 

@@ -16,7 +16,7 @@ from conftest import EXAMPLES, REPO, run_ok
 from pg import pg_server, pg_uri  # noqa: F401  (fixtures)
 from test_graph_protocol import drift
 
-from openkl import aks, context, lineage, pages
+from openkl import aks, context, lineage, mapping, pages
 from openkl.entities import queries
 from openkl.entities.consolidation import min_confidence
 from openkl.errors import NotFound, QueryRefused
@@ -73,6 +73,18 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Folder:
         id="m-20260104-bb04", n=4, src="m-20260103-bb03", body="CRISPR edits DNA."
     )
     (days / "m-20260104-bb04.md").write_text(distilled)
+    # lineage the graph holds only in part: a note derived from a span that is no chunk of
+    # its own (the walk also names its document, from the file) and from a chunk of the
+    # edited document's old version; a note derived from it that supersedes another
+    old = next(e for e in mapping.load(f).values() if not e.get("current", True))
+    spans = f"{first}#char3-40, {old['id']}#char0-20"
+    (days / "m-20260105-bb05.md").write_text(
+        NOTE.format(id="m-20260105-bb05", n=5, src=spans, body="Logs come before pages.")
+    )
+    later = NOTE.format(id="m-20260106-bb06", n=6, src="m-20260105-bb05", body="Logs first.")
+    (days / "m-20260106-bb06.md").write_text(
+        later.replace("topics:", "supersedes: [m-20260104-bb04]\ntopics:")
+    )
     assert run_ok("--root", str(root), "sync").code == 0
     # a bundle of a few of its entities, marked verified: canonical contributions
     r = run_ok(
@@ -305,14 +317,33 @@ def _bundle(b: Any) -> Any:
 
 @pytest.mark.parametrize("direction", ["up", "down", "both"])
 def test_lineage(folder: Folder, graphs: dict[str, GraphStore], direction: str) -> None:
-    kz = graphs["kuzu"]
-    starts = sorted(kz.notes()) + sorted(kz.docs())[:3]
-    starts += sorted(c["id"] for c in kz.current_chunks_of(sorted(kz.docs())[:1]))[:2]
-    walks = [
-        both(graphs, lambda g, s=s: lineage.lineage(folder, g, s, depth=4, direction=direction))
-        for s in starts
-    ]
-    assert any(w["nodes"] for w in walks)
+    """From every note, every document (old versions too) and chunks of each document, at
+    several depths: the same nodes, depths, predecessors and edges, in the same order. On
+    PostgreSQL each walk is one recursive query (two when it goes up from a note to another
+    whose file names sources: it runs again with them), not a lookup per node."""
+    kz, pg = graphs["kuzu"], graphs["postgresql"]
+    starts = sorted(kz.notes()) + sorted(kz.docs())
+    for d in sorted(kz.docs()):
+        starts += sorted(c["id"] for c in kz.current_chunks_of([d]))[:2]
+    walks = {}
+    for s in starts:
+        for depth in (1, 3, 8):
+            walks[(s, depth)] = both(
+                graphs,
+                lambda g, s=s, d=depth: lineage.lineage(folder, g, s, depth=d, direction=direction),
+            )
+            pg.trace = []
+            lineage.lineage(folder, pg, s, depth=depth, direction=direction)
+            walked = sum("WITH RECURSIVE walk" in q for q in pg.trace)
+            assert 1 <= walked <= 2 and len(pg.trace) <= walked + 4, (s, pg.trace)
+            pg.trace = None
+    assert max(len(w["nodes"]) for w in walks.values()) >= 4
+    assert max(n["depth"] for w in walks.values() for n in w["nodes"]) >= 2 + (direction != "down")
+    if direction != "down":
+        # the span's document comes from the file: one hop from the note, not two
+        up = walks[("m-20260105-bb05", 1)]
+        assert any(n["rel"] == "DERIVED_FROM" and n["kind"] == "doc" for n in up["nodes"])
+        assert any(not n.get("current", True) for w in walks.values() for n in w["nodes"])
 
 
 def test_the_pg_graph_keeps_to_the_whole_protocol() -> None:
@@ -425,3 +456,111 @@ def test_sync_after_edits_matches_a_fresh_build(folder: Folder, pg_uri: str) -> 
     assert after != kept, "the edits changed nothing: the comparison would test nothing"
     assert "duckdb" in {e["id"] for e in after["entities"]}
     assert after == fresh
+
+
+def _entity_state(g: GraphStore) -> dict[str, Any]:
+    """Every entity question, every row consolidation wrote, and its stamps."""
+    return (
+        {n: q(g) for n, q in ENTITY_QUESTIONS.items()}
+        | {"held": _held_rels(g), "export": g.export_entities()}
+        | {"relationships": g.export_relationships(), "counts": g.counts()}
+        | {"extractions": sorted(g.extraction_index(), key=lambda r: r["id"])}
+        | {"stamps": {k: g.meta().get(k) for k in ("entities.extractor", "entities.canonical")}}
+    )
+
+
+def _entity_rows(uri: str, stack: str) -> dict[str, tuple[Any, str]]:
+    """Each entity row of `stack` with the transaction that last wrote it."""
+    with psycopg.connect(uri) as conn:
+        rows = conn.execute(
+            "SELECT e.*, xmin::text AS x FROM entities e WHERE stack = %s", (stack,)
+        ).fetchall()
+        names = [d.name for d in conn.execute("SELECT * FROM entities LIMIT 0").description]
+    return {r[names.index("id")]: (r[: len(names)], r[-1]) for r in rows}
+
+
+def test_ok_sync_backend_after_edits_keeps_the_entities_of_a_fresh_build_and_of_kuzu(
+    folder: Folder,
+    tmp_path: Any,
+    pg_uri: str,  # noqa: F811
+) -> None:
+    """`ok sync --backend` after a document is edited in place, one added and one removed,
+    a note edited, one added and one removed, and a bundle imported: the stack's entities,
+    mentions, relationships and extractions equal a stack published afresh from the edited
+    files and Kùzu's after `ok sync`; no entity whose row is unchanged is written again."""
+    root = tmp_path / "kf-edited"
+    shutil.copytree(folder.root, root, symlinks=True)
+    assert run_ok("--root", str(root), "config", "set", "domain", "kf-edited").code == 0
+    f = Folder(root)
+    stack = stack_name(f)
+    assert stack == "kf-edited"  # not the stack the other tests read
+    first = run_ok("--root", str(root), "sync", "--backend", pg_uri, "--json")
+    assert first.code == 0, first.err
+    assert first.json()["docs_added"] and "canonical" in first.json()["reconsolidated"], first.out
+    before = _entity_rows(pg_uri, stack)
+
+    def ok(*args: str) -> Any:
+        r = run_ok("--root", str(root), *args)
+        assert r.code == 0, (args, r.err)
+        return r
+
+    docs = {d["path"]: d["id"] for d in ok("store", "list", "--json").json()}
+    edited = root / next(p for p in docs if "write-ahead" in p)
+    edited.write_text(edited.read_text() + "\nGrace Hopper wrote the first compiler, A-0.\n")
+    (tmp_path / "tide.md").write_text("# Tides\nThe Moon and the Sun pull the sea at Brest.\n")
+    ok("store", "ingest", str(tmp_path / "tide.md"))
+    removed = next(d for p, d in docs.items() if "crispr" in p)
+    ok("store", "remove", removed)
+    ok("mem", "update", "m-20260102-bb02", "--text", "# Kuzu\nKùzu is like DuckDB for graphs.")
+    added = ok("mem", "add", "Barbara Liskov named the substitution principle.", "--json")
+    ok("mem", "delete", "m-20260103-bb03")
+    bundle = ok(
+        "graph", "export", "--format", "aks", "--max-entities", "6", "--out", "-"
+    ).json()  # fmt: skip
+    bundle["domain"] = "second"
+    for e in bundle["entities"]:
+        e["source"] = {**e.get("source", {}), "verified": True, "source_kind": "manual"}
+    (tmp_path / "second.aks.json").write_text(json.dumps(bundle))
+    ok("bundle", "import", str(tmp_path / "second.aks.json"))
+    ok("sync")  # Kùzu: the edit becomes a new version
+
+    rep = ok("sync", "--backend", pg_uri, "--json").json()
+    assert removed in rep["docs_removed"] and len(rep["docs_added"]) == 2
+    assert rep["notes_added"] == [added.json()["id"]]
+    assert rep["notes_updated"] == ["m-20260102-bb02"]
+    assert rep["notes_removed"] == ["m-20260103-bb03"]
+    assert rep["reconsolidated"] == ["canonical"] and not rep["incomplete"]
+    emb = embedder(f)
+    with PgGraph.open(pg_uri, stack=stack, write=False, embedder_identity=emb.identity) as g:
+        synced = _entity_state(g.as_store())
+    with PgGraph.open(pg_uri, stack=stack + "-fresh", write=True, dim=emb.dim) as g:
+        from openkl.indexer import publish
+
+        with g.transaction():
+            publish(f, g)
+        fresh = _entity_state(g.as_store())
+    with open_graph(f) as kz:
+        kuzu = _entity_state(kz)
+    ids = {e["id"] for e in synced["export"]}
+    assert {"grace-hopper", "barbara-liskov", "duckdb"} <= ids, "the edits named no new entity"
+    assert synced == fresh
+    assert synced == kuzu
+
+    after = _entity_rows(pg_uri, stack)
+    kept = [i for i in before.keys() & after.keys() if before[i][0] == after[i][0]]
+    assert len(kept) > len(after) // 2, "most entities should be untouched by the edits"
+    assert all(before[i][1] == after[i][1] for i in kept), "an unchanged entity was rewritten"
+    assert any(before[i][1] != after[i][1] for i in before.keys() & after.keys())
+    again = ok("sync", "--backend", pg_uri, "--json").json()
+    assert not again["changed"]
+
+    # a document whose extractions are missing (as a stack an older `ok sync --backend`
+    # wrote has them) is loaded again, and its entities are back
+    now = {d["id"] for d in ok("store", "list", "--json").json()}
+    doc = sorted(now & set(docs.values()))[0]  # one the edits left alone
+    with psycopg.connect(pg_uri, autocommit=True) as admin:
+        admin.execute("DELETE FROM extractions WHERE stack = %s AND owner = %s", (stack, doc))
+    mended = ok("sync", "--backend", pg_uri, "--json").json()
+    assert mended["incomplete"] == [doc] and mended["docs_added"] == [doc]
+    with PgGraph.open(pg_uri, stack=stack, write=False, embedder_identity=emb.identity) as g:
+        assert _entity_state(g.as_store()) == fresh

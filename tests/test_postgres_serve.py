@@ -6,12 +6,14 @@ failure mode a clear error that loses nothing. A real PostgreSQL (tests/pg.py), 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import subprocess
 import threading
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ import pytest
 from conftest import OK_BIN, run_cli, run_ok
 from pg import pg_server, with_database  # noqa: F401  (fixtures)
 from test_postgres import QUESTIONS
+from test_postgres_entities import _entity_state
 from test_serve import Server, _mcp
 
 from openkl.crash import CRASH_EXIT
@@ -63,9 +66,10 @@ def searches(root: Path, uri: str) -> dict[str, Any]:
 
 
 def answers(root: Path, uri: str) -> dict[str, Any]:
-    """The graph layer's answers (test_postgres.QUESTIONS) for the folder's stack at `uri`."""
+    """The graph layer's answers (test_postgres.QUESTIONS, and the entity graph's of
+    test_postgres_entities) for the folder's stack at `uri`."""
     with PgGraph.open(uri, stack=stack_name(Folder(root)), write=False) as g:
-        return {n: q(g.as_store()) for n, q in QUESTIONS.items()}
+        return {n: q(g.as_store()) for n, q in QUESTIONS.items()} | _entity_state(g.as_store())
 
 
 def xmin(uri: str, stack: str, table: str, row_id: str) -> str:
@@ -157,6 +161,53 @@ def http_answers(s: Server) -> dict[str, Any]:
         return json.loads(hit.content[0].text)
 
     out["mcp"] = _mcp(s.url, mcp_search)
+    return out | entity_answers(s)
+
+
+def entity_answers(s: Server) -> dict[str, Any]:
+    """What a server answers over HTTP and MCP about the entity graph."""
+    h, aks, q = s.http, "/aks/v1", {"domain": s.stack}
+
+    def get(path: str, **params: Any) -> Any:
+        r = h.get(path, params={**q, **params})
+        assert r.status_code == 200, (path, r.text)
+        return r.json()
+
+    out: dict[str, Any] = {"entities": get(f"{aks}/entities", limit=10_000)}
+    top = [e["name"] for e in out["entities"][:4]]
+    out["stack"] = h.get(f"{aks}/stacks/{s.stack}").json()
+    for name in top:
+        out[f"entity:{name}"] = get(f"{aks}/entities/{name}")
+        out[f"traverse:{name}"] = get(f"{aks}/traverse", start=name, depth=2)
+        out[f"page:{name}"] = get(f"{aks}/pages/{name}")
+        out[f"neighbourhood:{name}"] = get(f"/v1/{s.stack}/neighbourhood", entity=name, depth=2)
+    out["traverse:typed"] = get(f"{aks}/traverse", start=top[0], depth=3, rel="related_to")
+    out["neighbourhood:query"] = get(f"/v1/{s.stack}/neighbourhood", query=QUERIES[1])
+    for query in QUERIES[:2]:
+        r = h.post(f"{aks}/context", json={"query": query, "domain": s.stack})
+        assert r.status_code == 200, r.text
+        out[f"context:{query}"] = r.json()
+    out["bundle"] = get(f"{aks}/export", min_confidence=0.3)
+    zipped = h.get(f"{aks}/pages", params=q)
+    assert zipped.status_code == 200, zipped.text
+    with zipfile.ZipFile(io.BytesIO(zipped.content)) as zf:
+        out["pages"] = {n: zf.read(n).decode() for n in sorted(zf.namelist())}
+
+    async def mcp_entities(client: Any) -> Any:
+        said = {}
+        for tool, args in (
+            ("entities", {"limit": 20}),
+            ("entities", {"name": top[0]}),
+            ("traverse", {"name": top[1], "depth": 2}),
+            ("context", {"query": QUERIES[0]}),
+            ("list_stacks", {}),
+        ):
+            r = await client.call_tool(tool, args)
+            assert not r.is_error, r.content[0].text
+            said[f"{tool}:{sorted(args.items())}"] = json.loads(r.content[0].text)
+        return said
+
+    out["mcp:entities"] = _mcp(s.url, mcp_entities)
     return out
 
 
@@ -173,6 +224,7 @@ def comparable(answers: dict[str, Any]) -> dict[str, Any]:
                 for k, x in v.items()
                 if not (ranked and k in ("score", "signals", "best_score"))
                 and not (made_now and k == "created_at")
+                and k not in ("generated_at", "compiled_at", "cached")
             }
         if isinstance(v, list):
             return [clean(x, ranked) for x in v]
@@ -197,7 +249,21 @@ def test_the_server_answers_over_http_from_postgresql_as_from_kuzu(
         assert "backend.open" in pg.log.read_text()
         assert comparable(http_answers(pg)) == comparable(kuzu)
         h, v1 = pg.http, f"/v1/{pg.stack}"
-        # it is PostgreSQL that answers: a row taken out there is gone from search …
+        # it is PostgreSQL that answers the entity routes: an entity taken out there is gone
+        listed = h.get("/aks/v1/entities", params={"limit": 5}).json()
+        ent = listed[0]
+        with psycopg.connect(uri, autocommit=True) as admin:
+            admin.execute("DELETE FROM entities WHERE id = %s", (ent["id"],))
+        assert h.get(f"/aks/v1/entities/{ent['id']}").status_code == 404
+        assert ent["id"] not in [e["id"] for e in h.get("/aks/v1/entities").json()]
+        walk = h.get("/aks/v1/traverse", params={"start": listed[1]["id"], "depth": 1}).json()
+        assert ent["id"] not in json.dumps(walk)
+
+        async def mcp_entity(client: Any) -> Any:
+            return await client.call_tool("entities", {"name": ent["id"]})
+
+        assert _mcp(pg.url, mcp_entity).is_error  # the MCP tools read PostgreSQL too
+        # … and a row taken out there is gone from search …
         with psycopg.connect(uri, autocommit=True) as admin:
             admin.execute("DELETE FROM notes WHERE id = %s", (note,))
         found = h.get(

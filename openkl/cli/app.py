@@ -169,6 +169,10 @@ def _synced(d: Any) -> str:
         + ("notes_removed",)
         if d[k]
     ]
+    if d["incomplete"]:
+        parts.append(f"{len(d['incomplete'])} incomplete loaded again")
+    if d["reconsolidated"]:
+        parts.append("entities recomputed (" + ", ".join(d["reconsolidated"]) + ")")
     how = "rebuilt" if d["rebuilt"] else "synced"
     return f"{how} stack {d['stack']}: " + (", ".join(parts) or f"{d['chunks_added']} chunks")
 

@@ -65,10 +65,11 @@ def serve(
         None,
         "--backend",
         metavar="URI",
-        help="Serve search, ask and lineage (HTTP and MCP) from PostgreSQL (postgresql://…; "
-        "default: each folder's graph.backend setting), syncing each folder's stack into it "
-        "at start and after every write; entities and Cypher stay on the Kùzu graph. One "
-        "writer per stack: a second server waits up to lock_timeout, then says who holds it.",
+        help="Serve every read (search, ask, lineage, entities; HTTP and MCP) from PostgreSQL "
+        "(postgresql://…; default: each folder's graph.backend setting), syncing each "
+        "folder's stack into it at start and after every write; Cypher stays on the Kùzu "
+        "graph. One writer per stack: a second server waits up to lock_timeout, then says "
+        "who holds it.",
     ),
 ) -> None:
     """Serve the folder(s) over HTTP from one process that keeps the graph and the model open.

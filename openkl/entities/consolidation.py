@@ -265,33 +265,58 @@ def extractor_mismatch(folder: Folder, g: GraphStore) -> ExtractorMismatch | Non
 
 def on_removing(folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: list[str]) -> None:
     """Before docs/notes leave the graph: drop their extractions and re-consolidate."""
-    owners = list(doc_ids) + list(note_ids)
+    touched = forget(g, list(doc_ids) + list(note_ids))
+    if touched:
+        consolidate(folder, g, touched)
+        crash.point("entities.consolidated")
+
+
+def forget(g: GraphStore, owners: list[str]) -> set[str]:
+    """Drop the extractions of these docs and notes; returns the entity keys they named,
+    which `consolidate` recomputes without them."""
     if not owners:
-        return
+        return set()
     rows = g.extraction_keys_of(owners)
     if not rows:
-        return
+        return set()
     touched: set[str] = set()
     for r in rows:
         touched.update(r["keys"] or [])
         for a in r["aliases"] or []:
             touched.update(a.split("\t"))
     g.delete_extractions_of(owners)
-    consolidate(folder, g, touched)
-    crash.point("entities.consolidated")
+    return touched
 
 
-def sync_canonical(folder: Folder, g: GraphStore) -> bool:
-    """Re-consolidate when the canonical files (backfeed, imports) changed; True if it did."""
-    canon = Canonical.load(folder)
+CANONICAL = "entities.canonical"  # Meta key: the stamp of the canonical files applied
+
+
+def sync_canonical(folder: Folder, g: GraphStore, canon: Canonical | None = None) -> bool:
+    """Re-consolidate when the canonical files (backfeed, imports) changed; True if it did.
+    `canon`: the canonical files, if the caller has loaded them already."""
+    canon = canon or Canonical.load(folder)
     stamp = canon.stamp
-    if g.meta().get("entities.canonical") == stamp:
+    if g.meta().get(CANONICAL) == stamp:
         return False
     old = {eid.replace("-", " ") for eid in g.canonical_entity_ids()}
     consolidate(folder, g, old | canon.keys(), canon=canon)
     # only a full pass over the canonical keys may stamp them as applied
-    g.set_meta("entities.canonical", stamp)
+    g.set_meta(CANONICAL, stamp)
     return True
+
+
+def stale(folder: Folder, meta: Mapping[str, str], canon: Canonical) -> list[str]:
+    """What of the entity graph must be recomputed beyond what changed files touch: "all"
+    (a load was cut off before its consolidation), "canonical" (the canonical files
+    changed), "settings" (the co-occurrence threshold changed); `meta` is the graph's."""
+    out = []
+    if meta.get(PENDING) == "1":
+        out.append("all")
+    if meta.get(CANONICAL) != canon.stamp:
+        out.append("canonical")
+    if meta.get(COOCCURRENCE) not in (None, str(cooccurrence_min_sources(folder))):
+        out.append("settings")
+    return out
 
 
 def sync_settings(folder: Folder, g: GraphStore) -> bool:

@@ -1,16 +1,142 @@
 """Lineage queries: where a note, chunk or document came from, and what came of it
-(`DERIVED_FROM`, `HAS_CHUNK`, `SUPERSEDES`)."""
+(`DERIVED_FROM`, `HAS_CHUNK`, `SUPERSEDES`), and the walk over them (`lineage_walk`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from ..records import ChunkNode, DocNode, NoteNode
+from ..records import ChunkNode, DocNode, LineageWalk, NoteNode, WalkedNode
 from .base import Queries
+
+# the walk's rules, shared by both backends (postgres.py writes them in SQL):
+# - from a note, a chunk or a document `up` (provenance) and `down` (descendants), or both;
+# - provenance keeps going up and descendants keep going down: no zig-zag from a note to
+#   its chunk to every other note derived from that chunk;
+# - from an old version reached going up, only on to newer versions (`newer`);
+# - `[[links]]` are shown, not walked on from.
+UP = ("DERIVED_FROM", "PART_OF", "SUPERSEDES")
+LINKS = ("LINKS_TO", "LINKED_FROM")
+DIRECTIONS = ("up", "down", "both")
+
+
+def next_way(rel: str, way: str) -> str:
+    """The direction a walk goes on in from a node it reached by `rel` going `way`."""
+    if rel == "SUPERSEDED_BY" and way in ("up", "newer"):
+        return "newer"  # from an old version only on to newer ones
+    return "up" if rel in UP else "down"
+
+
+def walk(
+    g: Any,
+    kind: str,
+    node_id: str,
+    direction: str,
+    depth: int,
+    refs: Callable[[str], Sequence[str]],
+) -> LineageWalk:
+    """`lineage_walk` by one lookup per node and relationship kind, through the graph's
+    named queries (`g`: a `GraphStore`)."""
+    nodes: list[WalkedNode] = []
+    edges = []
+    seen = {(kind, node_id)}
+    frontier = [(kind, node_id, direction)]
+    for level in range(1, depth + 1):
+        nxt = []
+        for k, i, way in frontier:
+            for rel, k2, i2 in _neighbours(g, k, i, way, refs):
+                edges.append({"from": i, "rel": rel, "to": i2})
+                if (k2, i2) in seen:
+                    continue
+                seen.add((k2, i2))
+                row = lineage_row(g, k2, i2)
+                nodes.append(
+                    {"kind": k2, "id": i2, "depth": level, "via": i, "rel": rel, "row": row}
+                )
+                if rel not in LINKS:
+                    nxt.append((k2, i2, next_way(rel, way)))
+        frontier = nxt
+        if not frontier:
+            break
+    return {"nodes": nodes, "edges": edges}  # type: ignore[typeddict-item]
+
+
+def lineage_row(g: Any, kind: str, node_id: str) -> NoteNode | ChunkNode | DocNode | None:
+    """What the graph holds of a node of a lineage walk (a kind but memory and chunk: a
+    document)."""
+    if kind == "memory":
+        return g.lineage_note(node_id)  # type: ignore[no-any-return]
+    if kind == "chunk":
+        return g.lineage_chunk(node_id)  # type: ignore[no-any-return]
+    return g.lineage_doc(node_id)  # type: ignore[no-any-return]
+
+
+def _neighbours(
+    g: Any, kind: str, nid: str, way: str, refs: Callable[[str], Sequence[str]]
+) -> list[tuple[str, str, str]]:
+    """(relationship, kind, id) of the next nodes, sorted."""
+    out: list[tuple[str, str, str]] = []
+    up, down = way in ("up", "both"), way in ("down", "both")
+    if kind == "doc" and way == "newer":
+        return sorted({("SUPERSEDED_BY", "doc", i) for i in g.newer_versions(nid)})
+    if kind == "memory":
+        out += [("LINKS_TO", e["kind"], e["dst"]) for e in g.links_from([nid])]
+    if kind in ("memory", "doc"):
+        out += [("LINKED_FROM", "memory", e["src"]) for e in g.links_to([nid])]
+    if kind == "memory" and up:
+        out += [("DERIVED_FROM", "chunk", i) for i in g.note_source_chunks(nid)]
+        out += [("DERIVED_FROM", "doc", i) for i in g.note_source_docs(nid)]
+        out += _note_sources(g, refs(nid))
+        out += [("SUPERSEDES", "memory", i) for i in g.older_notes(nid)]
+        out += [("DERIVED_FROM", "memory", i) for i in g.note_source_notes(nid)]
+    if kind == "memory" and down:
+        out += [("SUPERSEDED_BY", "memory", i) for i in g.newer_notes(nid)]
+        out += [("DERIVED_BY", "memory", i) for i in g.notes_derived_from_note(nid)]
+    if kind == "chunk":
+        if up:
+            out += [("PART_OF", "doc", i) for i in g.docs_of_chunk(nid)]
+        if down:
+            out += [("DERIVED_BY", "memory", i) for i in g.notes_derived_from_chunk(nid)]
+    if kind == "doc":
+        if up:
+            out += [("SUPERSEDES", "doc", i) for i in g.older_versions(nid)]
+        if up and not down:
+            # provenance that reached an old version also names what replaced it
+            out += [("SUPERSEDED_BY", "doc", i) for i in g.newer_versions_if_retired(nid)]
+        if down:
+            out += [("SUPERSEDED_BY", "doc", i) for i in g.newer_versions(nid)]
+            out += [("DERIVED_BY", "memory", i) for i in g.notes_derived_from_doc(nid)]
+            out += [("DERIVED_BY", "memory", i) for i in g.notes_derived_from_doc_chunks(nid)]
+    return sorted(set(out))
+
+
+def _note_sources(g: Any, refs: Sequence[str]) -> list[tuple[str, str, str]]:
+    """The edges of what a note's file says it was derived from: a chunk the graph holds,
+    else the document of the id (a chunk of a version since replaced: that version)."""
+    out = []
+    for ref in refs:
+        if "#" in ref and g.lineage_chunk(ref):
+            out.append(("DERIVED_FROM", "chunk", ref))
+        elif g.lineage_doc(ref.split("#", 1)[0]):
+            out.append(("DERIVED_FROM", "doc", ref.split("#", 1)[0]))
+    return out
 
 
 class LineageQueries(Queries):
     """Named queries over the provenance edges, mixed into `Graph`."""
+
+    def lineage_walk(
+        self,
+        kind: str,
+        node_id: str,
+        direction: str,
+        depth: int,
+        refs: Callable[[str], Sequence[str]],
+    ) -> LineageWalk:
+        """A breadth-first walk from a node (`kind` memory, chunk or doc) in `direction`
+        (up, down, both) up to `depth` hops, by the rules above; `refs(note)` gives the ids a
+        note's file says it was derived from (its `derived_from`, which is canonical)."""
+        return walk(self, kind, node_id, direction, depth, refs)
 
     # -- what a lineage walk shows of each node ---------------------------------------
     def lineage_note(self, note_id: str) -> NoteNode | None:

@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInput, IndexMismatch, LockBusy, OkError, QueryRefused
@@ -33,6 +33,8 @@ from ..records import (
     DocInput,
     DocNode,
     DocSummary,
+    LineageEdge,
+    LineageWalk,
     LinkEdge,
     LinkEnd,
     NoteIndexed,
@@ -42,6 +44,7 @@ from ..records import (
     NoteSummary,
     NoteTime,
     NoteVector,
+    WalkedNode,
 )
 from . import check_stamps, fts_query, fts_text, pg_entities, write_stamps
 from .base import Atomic
@@ -109,13 +112,107 @@ def schema(dim: int) -> list[str]:
         "CREATE INDEX IF NOT EXISTS postings_id ON postings (stack, tbl, id)",
         "CREATE INDEX IF NOT EXISTS links_src ON links (stack, src)",
         "CREATE INDEX IF NOT EXISTS links_dst ON links (stack, dst)",
+        # the lineage walk's steps down: what names a target, what superseded a version
+        "CREATE INDEX IF NOT EXISTS lineage_target ON lineage (stack, target)",
+        "CREATE INDEX IF NOT EXISTS versions_old ON versions (stack, old_id)",
         *pg_entities.indexes(),
     ]
     return out
 
 
-# on the meta table once the schema is complete (bump it when `schema` changes)
-_SCHEMA_MARK = "openkl graph schema 1"
+# on the meta table once the schema is complete (bump it when `schema` changes: every
+# statement of `schema` is run again, and each makes only what is missing)
+_SCHEMA_MARK = "openkl graph schema 2"
+
+# The next nodes of a frontier entry f (kind, id, way), as `graph/lineage._neighbours`
+# finds them one query at a time; `up`/`down` are the way's, `rn`/`rr` the notes' refs.
+_NEIGHBOURS = """
+SELECT 'SUPERSEDED_BY', 'doc', v.new_id FROM versions v WHERE f.kind = 'doc'
+  AND f.way IN ('newer', 'down', 'both') AND v.stack = %(st)s AND v.old_id = f.id
+UNION ALL SELECT 'SUPERSEDED_BY', 'doc', v.new_id FROM versions v JOIN docs d
+  ON d.stack = v.stack AND d.id = v.old_id WHERE f.kind = 'doc' AND f.way = 'up'
+  AND v.stack = %(st)s AND v.old_id = f.id AND NOT d.current
+UNION ALL SELECT 'LINKS_TO', l.kind, l.dst FROM links l WHERE f.kind = 'memory'
+  AND l.stack = %(st)s AND l.src = f.id
+  AND EXISTS (SELECT 1 FROM notes m WHERE m.stack = l.stack AND m.id = l.src)
+UNION ALL SELECT 'LINKED_FROM', 'memory', l.src FROM links l WHERE (f.kind = 'memory'
+  OR f.kind = 'doc' AND f.way <> 'newer') AND l.stack = %(st)s AND l.dst = f.id
+  AND EXISTS (SELECT 1 FROM notes m WHERE m.stack = l.stack AND m.id = l.src)
+UNION ALL SELECT 'DERIVED_FROM', CASE x.kind WHEN 'note' THEN 'memory' ELSE x.kind END,
+  x.target FROM lineage x WHERE f.kind = 'memory' AND f.way IN ('up', 'both')
+  AND x.stack = %(st)s AND x.note = f.id AND x.kind IN ('chunk', 'doc', 'note')
+UNION ALL SELECT 'DERIVED_FROM', s.kind, s.id FROM unnest(%(rn)s::text[], %(rr)s::text[])
+  AS r(note, ref) CROSS JOIN LATERAL (SELECT CASE WHEN strpos(r.ref, '#') > 0
+  AND EXISTS (SELECT 1 FROM chunks c WHERE c.stack = %(st)s AND c.id = r.ref)
+  THEN 'chunk' ELSE 'doc' END AS kind) k CROSS JOIN LATERAL (SELECT k.kind,
+  CASE k.kind WHEN 'chunk' THEN r.ref ELSE split_part(r.ref, '#', 1) END AS id) s
+  WHERE f.kind = 'memory' AND f.way IN ('up', 'both') AND r.note = f.id
+  AND (k.kind = 'chunk' OR EXISTS (SELECT 1 FROM docs d WHERE d.stack = %(st)s
+  AND d.id = s.id))
+UNION ALL SELECT 'SUPERSEDES', 'memory', x.target FROM lineage x WHERE f.kind = 'memory'
+  AND f.way IN ('up', 'both') AND x.stack = %(st)s AND x.note = f.id
+  AND x.kind = 'supersedes'
+UNION ALL SELECT CASE x.kind WHEN 'supersedes' THEN 'SUPERSEDED_BY' ELSE 'DERIVED_BY' END,
+  'memory', x.note FROM lineage x WHERE f.kind = 'memory' AND f.way IN ('down', 'both')
+  AND x.stack = %(st)s AND x.target = f.id AND x.kind IN ('supersedes', 'note')
+UNION ALL SELECT 'PART_OF', 'doc', d.id FROM chunks c JOIN docs d ON d.stack = c.stack
+  AND d.id = c.doc_id WHERE f.kind = 'chunk' AND f.way IN ('up', 'both')
+  AND c.stack = %(st)s AND c.id = f.id
+UNION ALL SELECT 'DERIVED_BY', 'memory', x.note FROM lineage x WHERE f.kind = 'chunk'
+  AND f.way IN ('down', 'both') AND x.stack = %(st)s AND x.target = f.id
+  AND x.kind = 'chunk'
+UNION ALL SELECT 'SUPERSEDES', 'doc', v.old_id FROM versions v WHERE f.kind = 'doc'
+  AND f.way IN ('up', 'both') AND v.stack = %(st)s AND v.new_id = f.id
+UNION ALL SELECT 'DERIVED_BY', 'memory', x.note FROM lineage x WHERE f.kind = 'doc'
+  AND f.way IN ('down', 'both') AND x.stack = %(st)s AND x.target = f.id
+  AND x.kind = 'doc'
+UNION ALL SELECT 'DERIVED_BY', 'memory', x.note FROM chunks c JOIN lineage x
+  ON x.stack = c.stack AND x.target = c.id AND x.kind = 'chunk' WHERE f.kind = 'doc'
+  AND f.way IN ('down', 'both') AND c.stack = %(st)s AND c.doc_id = f.id
+"""
+
+# A lineage walk, one row per level: the frontier it goes on from (fk, fi, fw: kinds, ids
+# and ways, in the order reached), the edges it walked and the nodes it reached first.
+_LINEAGE_WALK = f"""
+WITH RECURSIVE walk(level, fk, fi, fw, seen, edges, nodes) AS (
+  SELECT 0, ARRAY[%(kind)s::text], ARRAY[%(id)s::text], ARRAY[%(way)s::text],
+    ARRAY[%(kind)s || ':' || %(id)s], '[]'::jsonb, '[]'::jsonb
+  UNION ALL
+  SELECT w.level + 1, s.fk, s.fi, s.fw, w.seen || s.keys, s.edges, s.nodes
+  FROM walk w CROSS JOIN LATERAL (
+    WITH f AS (SELECT * FROM unnest(w.fk, w.fi, w.fw) WITH ORDINALITY AS f(kind, id, way, o)),
+    nb AS (SELECT DISTINCT f.o, f.id AS src, f.way, n.rel, n.kind, n.id
+      FROM f CROSS JOIN LATERAL ({_NEIGHBOURS}) AS n(rel, kind, id)),
+    ranked AS (SELECT nb.*, row_number() OVER (ORDER BY o, rel COLLATE "C",
+      kind COLLATE "C", id COLLATE "C") AS r FROM nb),
+    fresh AS (SELECT DISTINCT ON (kind, id) * FROM ranked
+      WHERE NOT (kind || ':' || id) = ANY(w.seen) ORDER BY kind, id, r),
+    walked AS (SELECT *, CASE WHEN rel = 'SUPERSEDED_BY' AND way IN ('up', 'newer')
+      THEN 'newer' WHEN rel IN ('DERIVED_FROM', 'PART_OF', 'SUPERSEDES') THEN 'up'
+      ELSE 'down' END AS next FROM fresh WHERE rel NOT IN ('LINKS_TO', 'LINKED_FROM'))
+    SELECT coalesce((SELECT array_agg(kind ORDER BY r) FROM walked), '{{}}') AS fk,
+      coalesce((SELECT array_agg(id ORDER BY r) FROM walked), '{{}}') AS fi,
+      coalesce((SELECT array_agg(next ORDER BY r) FROM walked), '{{}}') AS fw,
+      coalesce((SELECT array_agg(kind || ':' || id) FROM fresh), '{{}}') AS keys,
+      coalesce((SELECT jsonb_agg(jsonb_build_array(src, rel, id) ORDER BY r) FROM ranked),
+        '[]') AS edges,
+      coalesce((SELECT jsonb_agg(jsonb_build_object('kind', x.kind, 'id', x.id,
+        'via', x.src, 'rel', x.rel, 'row', CASE
+          WHEN m.id IS NOT NULL THEN jsonb_build_object('path', m.path, 'text', m.text)
+          WHEN c.id IS NOT NULL THEN jsonb_build_object('doc', c.doc_id,
+            'current', c.current, 'text', c.text)
+          WHEN d.id IS NOT NULL THEN jsonb_build_object('path', d.path, 'title', d.title,
+            'current', d.current) END) ORDER BY x.r)
+        FROM fresh x
+        LEFT JOIN notes m ON x.kind = 'memory' AND m.stack = %(st)s AND m.id = x.id
+        LEFT JOIN chunks c ON x.kind = 'chunk' AND c.stack = %(st)s AND c.id = x.id
+        LEFT JOIN docs d ON x.kind NOT IN ('memory', 'chunk') AND d.stack = %(st)s
+          AND d.id = x.id), '[]') AS nodes
+  ) s
+  WHERE w.level < %(depth)s AND cardinality(w.fk) > 0
+)
+SELECT level, fk, fi, fw, edges, nodes FROM walk ORDER BY level
+"""
 
 TABLES = [
     "meta",
@@ -851,16 +948,30 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         )
 
     def vector(self, table: str, qvec: Sequence[float], k: int) -> list[tuple[str, float]]:
-        """Cosine similarity through the HNSW index: [(id, score)] best first."""
+        """Cosine similarity through the HNSW index: [(id, score)] best first.
+
+        An HNSW scan returns at most `hnsw.ef_search` rows (40 by default), fewer than the
+        candidates a search asks for (50 and up), and fewer still when rows of other stacks
+        or old chunks are filtered out after it: so the scan's list is as long as Kùzu's
+        (`max(200, 2k + 10)`, at most pgvector's 1000), and it goes on (iterative scan, in
+        order of distance, from pgvector 0.8) until `k` rows pass the filter."""
         import numpy as np
 
         name = _table(table)
         where = " AND current" if name == "chunks" else ""
-        rows = self._run(
-            f"SELECT id, 1 - (vec <=> %(q)s) AS s FROM {name} WHERE stack = %(st)s{where}"
-            f" ORDER BY vec <=> %(q)s, id LIMIT %(k)s",
-            {"q": np.asarray(qvec, dtype="float32"), "k": k},
-        )
+        with self.transaction():  # the settings hold for this transaction only
+            self._run(
+                "SELECT set_config('hnsw.ef_search', %(ef)s, true), CASE WHEN (SELECT"
+                " string_to_array(split_part(extversion, '-', 1), '.')::int[] >= '{0,8}'"
+                " FROM pg_extension WHERE extname = 'vector')"  # iterative scans: 0.8
+                " THEN set_config('hnsw.iterative_scan', 'strict_order', true) END",
+                {"ef": str(min(1000, max(200, 2 * k + 10)))},
+            )
+            rows = self._run(
+                f"SELECT id, 1 - (vec <=> %(q)s) AS s FROM {name} WHERE stack = %(st)s{where}"
+                f" ORDER BY vec <=> %(q)s, id LIMIT %(k)s",
+                {"q": np.asarray(qvec, dtype="float32"), "k": k},
+            )
         return [(r["id"], float(r["s"])) for r in rows]
 
     def vectors(self, table: str, ids: Sequence[str]) -> dict[str, list[float]]:
@@ -920,6 +1031,60 @@ class PgGraph(pg_entities.PgEntities, Atomic):
             {"id": doc_id},
         )
         return rows[0] if rows else None  # type: ignore[return-value]
+
+    def lineage_walk(
+        self,
+        kind: str,
+        node_id: str,
+        direction: str,
+        depth: int,
+        refs: Callable[[str], Sequence[str]],
+    ) -> LineageWalk:
+        """The walk of `graph/lineage.py` in one recursive CTE (`_LINEAGE_WALK`): each
+        iteration is a level, and carries the frontier (kind, id, direction, in the order
+        reached) and every node reached so far, so a node is reached once, first by the
+        lowest level and then by its predecessor's order and the sorted (rel, kind, id).
+
+        What a note's file says it was derived from (`refs`) is passed in for the notes
+        the walk goes up from; when it reaches one more such note, it runs again with that
+        note's refs too (rarely: notes derived from, or superseding, notes with refs)."""
+        known: dict[str, list[str]] = {}
+        if kind == "memory" and direction in ("up", "both"):
+            known[node_id] = list(refs(node_id))
+        while True:
+            levels = self._run(
+                _LINEAGE_WALK,
+                {
+                    "kind": kind,
+                    "id": node_id,
+                    "way": direction,
+                    "depth": depth,
+                    "rn": [n for n, rs in known.items() for _ in rs],
+                    "rr": [r for rs in known.values() for r in rs],
+                },
+            )
+            # the notes the walk went up from (every level's frontier but the last)
+            up = {
+                i
+                for lv in levels
+                if lv["level"] < depth
+                for k, i, w in zip(lv["fk"], lv["fi"], lv["fw"], strict=True)
+                if k == "memory" and w in ("up", "both")
+            }
+            more = {n: list(refs(n)) for n in sorted(up - set(known))}
+            known |= more
+            if not any(more.values()):
+                break
+        nodes: list[WalkedNode] = []
+        edges: list[LineageEdge] = []
+        for lv in levels:
+            edges += [{"from": a, "rel": r, "to": b} for a, r, b in lv["edges"]]
+            for n in lv["nodes"]:
+                row = n.pop("row")
+                if row is not None and "current" in row:
+                    row["current"] = bool(row["current"])
+                nodes.append({**n, "depth": lv["level"], "row": row})  # type: ignore[typeddict-item]
+        return {"nodes": nodes, "edges": edges}
 
     def newer_versions(self, doc_id: str) -> list[str]:
         return self._ids(

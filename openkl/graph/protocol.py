@@ -8,7 +8,7 @@ rebuilding and swapping the database are `Graph`'s class methods and not part of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -21,6 +21,7 @@ from ..records import (
     DocInput,
     DocNode,
     DocSummary,
+    LineageWalk,
     LinkEdge,
     LinkEnd,
     NoteIndexed,
@@ -122,6 +123,18 @@ class GraphStore(EntityStore, Protocol):
 
     def lineage_doc(self, doc_id: str) -> DocNode | None:
         """A document's `path`, `title` and `current`, or None."""
+
+    def lineage_walk(
+        self,
+        kind: str,
+        node_id: str,
+        direction: str,
+        depth: int,
+        refs: Callable[[str], Sequence[str]],
+    ) -> LineageWalk:
+        """A breadth-first lineage walk from a node (`kind` memory, chunk or doc) in
+        `direction` (up, down, both) up to `depth` hops, by the rules of `graph/lineage.py`;
+        `refs(note)`: the ids the note's file says it was derived from."""
 
     def newer_versions(self, doc_id: str) -> list[str]:
         """The documents that supersede this one."""

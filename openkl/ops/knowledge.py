@@ -23,6 +23,7 @@ from ..records import (
     FlaggedBackfeedItem,
 )
 from .graph import NEIGHBOURHOOD_LIMIT, neighbourhood
+from .read import Opener, reading
 
 
 def import_bundle(folder: Folder, text: str, where: str = "bundle") -> BundleKept:
@@ -177,15 +178,19 @@ def export_graph(
     entity_type: str | None = None,
     max_entities: int | None = None,
     verified_only: bool = False,
+    graph: Opener | None = None,
 ) -> GraphExport:
     """Export the entity graph as an AKS bundle, GraphML or CSV (two tables, or `table`
     alone), or one neighbourhood (`around`) as a self-contained HTML page, and write it to
     `out`: a file or directory (None: graph/), or `-` to write nothing and leave the files
-    to the caller. Writing it is logged."""
+    to the caller. Writing it is logged. `graph`: how to read the graph, if not with
+    `open_graph`."""
     check_export(format_, table=table, out=out, around=around)
     if format_ == "html" and around is not None:
-        return _write_export(folder, format_, out, *_html_export(folder, around, min_confidence))
-    with open_graph(folder) as g:
+        return _write_export(
+            folder, format_, out, *_html_export(folder, around, min_confidence, graph)
+        )
+    with reading(folder, graph) as g:
         bundle = aks.export(
             folder,
             g,
@@ -210,7 +215,7 @@ def export_graph(
 
 
 def _html_export(
-    folder: Folder, around: Around, min_confidence: float | None
+    folder: Folder, around: Around, min_confidence: float | None, graph: Opener | None
 ) -> tuple[dict[str, str], tuple[int, int]]:
     """The HTML page of a neighbourhood, by file name, and its entity and relationship counts."""
     nb = neighbourhood(
@@ -220,6 +225,7 @@ def _html_export(
         depth=around.depth,
         min_confidence=min_confidence,
         limit=NEIGHBOURHOOD_LIMIT,
+        graph=graph,
     )
     slug = aks.domain_slug(folder)
     files = {f"{slug}.html": web.standalone_page(slug, nb)}

@@ -1,8 +1,9 @@
 """The HTTP API: the AKS v1 surface under `/aks/v1` and the rest of openkl under `/v1/{stack}`.
 
 Every route is parse → one `openkl.ops` call → JSON, like the CLI and the MCP server. Reads
-run in the worker threads, each on its own connection to the resident graph; writes hold
-the stack's writer. An `OkError` becomes a 4xx with `{"error": …, "hint": …}`.
+run in the worker threads, each on its own connection to the resident graph (or, with
+`--backend`, a pooled connection to the stack in PostgreSQL); writes hold the stack's
+writer. An `OkError` becomes a 4xx with `{"error": …, "hint": …}`.
 """
 
 from __future__ import annotations
@@ -356,8 +357,8 @@ def create_app(
 
     def kuzu_reader(folder: Folder) -> Opener:
         """How a route opens the resident Kùzu graph: its queries are interrupted after
-        serve.timeout seconds, and the caller is told so (504). The entity routes and
-        Cypher read it on a PostgreSQL backend too (its entities are not published yet)."""
+        serve.timeout seconds, and the caller is told so (504). Cypher reads it on a
+        PostgreSQL backend too."""
         seconds = float(folder.setting("serve.timeout"))
 
         @contextlib.contextmanager
@@ -372,8 +373,8 @@ def create_app(
         return next((st.backend for st in stacks.by_name.values() if st.folder is folder), None)
 
     def reader(folder: Folder) -> Opener:
-        """How a route reads documents, chunks, notes and lineage: from the stack's
-        PostgreSQL backend when it has one, else as `kuzu_reader`."""
+        """How a route reads the graph (documents, chunks, notes, lineage, entities): from
+        the stack's PostgreSQL backend when it has one, else as `kuzu_reader`."""
         backend = _backend_of(folder)
         if backend is None:
             return kuzu_reader(folder)
@@ -434,7 +435,7 @@ def create_app(
             "name": name,
             "root": str(st.folder.root),
             **ops.about(st.folder),
-            **ops.counts(st.folder),  # entities too: from the resident Kùzu graph
+            **ops.counts(st.folder, graph=reader(st.folder)),
         }
 
     @app.post("/aks/v1/stacks", tags=["aks"], status_code=201)
@@ -500,7 +501,7 @@ def create_app(
         return list(
             ops.list_entities(
                 folder,
-                graph=kuzu_reader(folder),
+                graph=reader(folder),
                 type=type,
                 min_confidence=min_confidence,
                 name=name,
@@ -512,7 +513,7 @@ def create_app(
     def entity(request: Request, name: str, domain: Domain = None) -> Any:
         """One entity by name: its relationships and evidence."""
         folder = allow(request, domain, "read").folder
-        return ops.entity(folder, name, graph=kuzu_reader(folder))
+        return ops.entity(folder, name, graph=reader(folder))
 
     @app.get("/aks/v1/traverse", tags=["aks"])
     def traverse(
@@ -529,7 +530,7 @@ def create_app(
         return ops.traverse(
             folder,
             start,
-            graph=kuzu_reader(folder),
+            graph=reader(folder),
             depth=depth,
             rel=rel,
             min_confidence=min_confidence,
@@ -543,7 +544,7 @@ def create_app(
         return ops.context(
             folder,
             body.query,
-            graph=kuzu_reader(folder),
+            graph=reader(folder),
             k=body.k,
             max_entities=body.max_entities,
             min_confidence=body.min_confidence,
@@ -553,7 +554,7 @@ def create_app(
     def page(request: Request, name: str, domain: Domain = None) -> Any:
         """An entity's page as markdown."""
         folder = allow(request, domain, "read").folder
-        return ops.entity_page(folder, name, graph=kuzu_reader(folder))
+        return ops.entity_page(folder, name, graph=reader(folder))
 
     @app.get("/aks/v1/pages", tags=["aks"], response_class=StreamingResponse)
     def all_pages(
@@ -564,9 +565,7 @@ def create_app(
         """Every entity's page and their index.md as a zip (the files `ok graph page --all`
         writes), streamed as the pages are made."""
         st = allow(request, domain, "read")
-        chunks = ops.zip_pages(
-            st.folder, min_confidence=min_confidence, graph=kuzu_reader(st.folder)
-        )
+        chunks = ops.zip_pages(st.folder, min_confidence=min_confidence, graph=reader(st.folder))
         return StreamingResponse(
             _streamed(chunks),
             media_type="application/zip",
@@ -582,6 +581,7 @@ def create_app(
             entity_type=q.type,
             max_entities=q.max_entities,
             verified_only=q.verified_only,
+            graph=reader(st.folder),
         )
         return Response(next(iter(got.files.values())), media_type="application/json")
 
@@ -1026,7 +1026,7 @@ def create_app(
         metrics.chunks_indexed.labels(st.name).inc(rep.chunks_added)
         return rep.as_dict()
 
-    add_web_routes(app, allow, kuzu_reader)  # the explorer's neighbourhood: entities
+    add_web_routes(app, allow, reader)  # the explorer's neighbourhood: entities
 
     full_app = mcp_full.streamable_http_app(streamable_http_path="/mcp", host=host)
     read_app = mcp_read.streamable_http_app(streamable_http_path="/mcp", host=host)

@@ -2,10 +2,10 @@
 
 The folder stays the truth and its Kùzu graph stays open: writes go to the files and Kùzu
 as without a backend, and after each one (and at start, and after a watched change) the
-stack in PostgreSQL is synced incrementally (`pg_sync`). Search, ask, lineage and counts are
-then answered from PostgreSQL; the entity routes (entities, traverse, context, pages, the
-explorer's neighbourhood) and read-only Cypher still answer from the resident Kùzu graph,
-until the entity tables are published.
+stack in PostgreSQL is synced incrementally (`pg_sync`), entities included. Every read
+(search, ask, lineage, counts, and the entity routes: entities, traverse, context, pages,
+the bundle export, the explorer's neighbourhood) is then answered from PostgreSQL; only
+read-only Cypher answers from the resident Kùzu graph.
 
 The server is the stack's one writer for as long as it runs: its writer connection holds
 the stack's advisory lock, and a second server (or `ok index --backend`) on the same stack
