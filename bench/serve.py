@@ -339,7 +339,7 @@ class Mixed:
             self._timed(kind, t)
             hits = r.json()["hits"]
             with self.lock:
-                self.chunk_ids += [h["id"] for h in hits[:2] if h.get("kind") == "chunk"]
+                self.chunk_ids += [h["id"] for h in hits[:2] if h.get("type") == "chunk"]
                 del self.chunk_ids[:-500]
         elif kind == "read":
             with self.lock:
@@ -513,6 +513,7 @@ def main() -> None:
     qs = Queries()
     warmup = qs.all[-10:]
     s = Serve(root)
+    failed: list[str] = []
     try:
         with httpx.Client(base_url=s.url, timeout=300) as c:
             out["counts"] = c.get(f"/aks/v1/stacks/{s.stack}").json()
@@ -535,15 +536,23 @@ def main() -> None:
             out["mixed"] = Mixed(
                 s, root, qs.take(args.mixed), args.mixed, args.mixed_clients, args.seed
             ).run()
+    except (httpx.HTTPError, OSError, KeyError, ValueError) as e:
+        # what was measured is still reported, with how the run ended
+        failed.append(f"the run stopped: {type(e).__name__}: {e}")
     finally:
+        code = s.proc.poll()
+        if code is not None:
+            failed.append(f"ok serve had exited with {code} (see its log)")
         s.stop()
-    out["alone_cli"] = cli_search(root, qs.take(args.cli_calls), {"OK_NO_ROUTE": "1"})
+    if not failed:
+        out["alone_cli"] = cli_search(root, qs.take(args.cli_calls), {"OK_NO_ROUTE": "1"})
     problems = [
+        *failed,
         *out.get("ingest_while_searching", {}).get("problems", []),
         *out.get("mixed", {}).get("problems", []),
         *[
             f"{p['clients']} clients: errors {p['errors']}"
-            for p in out["http_search"]
+            for p in out.get("http_search", [])
             if p["errors"]
         ],
     ]
