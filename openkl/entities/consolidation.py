@@ -785,7 +785,6 @@ def _write(
     for key in sorted(k for k in held_r if k not in want_r or held_r[k] is None):
         g.delete_relationship(*key)
     g.add_relationships(sorted(k for k in want_r if held_r.get(k) is None), want_r, steps)
-    updates: list[tuple[tuple[str, str, str], dict[str, Any]]] = []
     for key in sorted(k for k in want_r if held_r.get(k) is not None):
         want = want_r[key]
         now: dict[str, Any] = {c: want[c] for c in REL_FIELDS}  # type: ignore[literal-required]
@@ -793,8 +792,7 @@ def _write(
         held = held_r[key]
         assert held is not None
         if any(_differs(now[c], held[c]) for c in REL_FIELDS):  # type: ignore[literal-required]
-            updates.append((key, now))
-    g.update_relationships(updates)
+            g.update_relationship(*key, now)
 
 
 def _differs(new: Any, old: Any) -> bool:

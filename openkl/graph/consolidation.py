@@ -59,7 +59,6 @@ REL_FIELDS = (
 )
 _IDS_PER_QUERY = 5000
 _IDS_ONE_BY_ONE = 100
-_UPDATES_ONE_BY_ONE = 32  # relationship updates made one query each
 _ROWS_PER_STEP = 1_200_000  # rows of one commit in a stepwise consolidation (SciFact: 1.16M)
 
 RelKey = tuple[str, str, str]  # (from entity id, to entity id, type)
@@ -374,30 +373,6 @@ class EntityWrites:
             f"MATCH (a:Entity {{id: $a}})-[r:RELATED]->(b:Entity {{id: $b}}) WHERE r.type = $t"
             f" SET {sets}",
             {"a": a, "b": b, "t": type, **props},
-        )
-
-    def update_relationships(self, changes: Sequence[tuple[RelKey, Mapping[str, Any]]]) -> None:
-        """`update_relationship` for each (key, properties): a few one by one, many in one
-        query (one query per relationship took minutes for a large ingest)."""
-        if len(changes) < _UPDATES_ONE_BY_ONE:
-            for key, props in changes:
-                self.update_relationship(*key, props)
-            return
-        import pyarrow as pa
-
-        types = {"confidence": pa.float64(), "verified": pa.bool_()}
-        cols: dict[str, Any] = {
-            "_a": pa.array([k[0] for k, _ in changes], pa.string()),
-            "_b": pa.array([k[1] for k, _ in changes], pa.string()),
-            "_t": pa.array([k[2] for k, _ in changes], pa.string()),
-        }
-        for c in REL_FIELDS:
-            cols[c] = pa.array([p[c] for _, p in changes], types.get(c, pa.string()))
-        sets = ", ".join(f"r.`{c}` = `{c}`" for c in REL_FIELDS)
-        self.query(
-            "LOAD FROM $rows MATCH (a:Entity {id: `_a`})-[r:RELATED]->(b:Entity {id: `_b`})"
-            f" WHERE r.type = `_t` SET {sets}",
-            {"rows": pa.table(cols)},
         )
 
 

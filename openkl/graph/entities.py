@@ -6,7 +6,7 @@ provides, so the readers and consolidation do not depend on Cypher.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..records import (
@@ -611,10 +611,6 @@ class EntityStore(Protocol):
 
     def update_relationship(self, a: str, b: str, type: str, props: Mapping[str, Any]) -> None:
         """Set the properties of a relationship."""
-        ...
-
-    def update_relationships(self, changes: Sequence[tuple[RelKey, Mapping[str, Any]]]) -> None:
-        """Set the properties of several relationships: (key, properties) each."""
         ...
 
     def commit_and_continue(self) -> None:

@@ -677,10 +677,6 @@ class PgEntities:
         for part in steps.pieces(len(keys)):
             self._insert("relationships", _REL_TYPES, {c: v[part] for c, v in cols.items()})
 
-    def update_relationships(self, changes: Sequence[tuple[RelKey, Mapping[str, Any]]]) -> None:
-        for key, props in changes:
-            self.update_relationship(*key, props)
-
     def update_relationship(self, a: str, b: str, type: str, props: Mapping[str, Any]) -> None:
         sets = ", ".join(f"{c} = %({c})s" for c in REL_FIELDS)
         self._run(
