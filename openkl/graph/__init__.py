@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util  # noqa: F401  (kuzu's query preparation needs importlib.util loaded)
-import os
 import re
 import shutil
 import threading
@@ -388,18 +387,12 @@ class _Resident:
         self._writers = 0
         self._memo: dict[str, tuple[int, Any]] = {}
         self._idle: list[_Pooled] = []  # readers' connections between requests
-        # committed work waits in the log since this time (None: nothing does); a thread
-        # of its own checkpoints it, not the writer that wrote it (see `_checkpoints`)
-        self._unsaved: float | None = None
-        self._stopping = False
         self._open()
-        self._saver = threading.Thread(
-            target=self._checkpoints, name=f"ok-checkpoint-{kuzu_dir.parent.name}", daemon=True
-        )
-        self._saver.start()
 
     def reader(self) -> _Pooled:
         """A connection for a reader (holding a lease), from those kept, or a new one."""
+        import kuzu
+
         with self._cond:
             if self._idle:
                 p = self._idle.pop()
@@ -408,7 +401,7 @@ class _Resident:
                     p.generation = self.generation
                 return p
             gen = self.generation
-        return _Pooled(_connect(self.db), gen)
+        return _Pooled(kuzu.Connection(self.db), gen)
 
     def give_back(self, p: _Pooled) -> None:
         """A reader is done with `p`: keep it for the next one."""
@@ -434,7 +427,6 @@ class _Resident:
         is stale once it closes."""
         with self._cond:
             self._writers += 1
-            self._cond.notify_all()  # a checkpoint about to start lets it go first
         try:
             yield
         finally:
@@ -468,10 +460,7 @@ class _Resident:
         # checkpoints wait for every open transaction, so they run between requests
         # (`checkpoint`), not at each commit
         self.db = kuzu.Database(
-            str(path),
-            buffer_pool_size=self.buffer_pool_mb << 20,
-            auto_checkpoint=False,
-            max_num_threads=_RESIDENT_THREADS,
+            str(path), buffer_pool_size=self.buffer_pool_mb << 20, auto_checkpoint=False
         )
 
     @contextlib.contextmanager
@@ -516,103 +505,30 @@ class _Resident:
                     self.generation += 1
                 self._open()
 
-    def written(self) -> None:
-        """A writer's connection closed: its work is checkpointed soon (`_checkpoints`)."""
-        with self._cond:
-            if self._unsaved is None:
-                self._unsaved = time.monotonic()
-            self._cond.notify_all()
-
-    def _checkpoints(self) -> None:
-        """Checkpoint what writers committed, in the background: as soon as no connection
-        is open, or `CHECKPOINT_WITHIN` seconds after the first unsaved write whatever the
-        readers do (new ones wait, those under way are waited for), but never while a
-        writer's connection is open. Kùzu's checkpoint waits for every open transaction,
-        so a writer that checkpointed itself waited for every search under way."""
-        while True:
-            with self._cond:
-                while not self._stopping:
-                    busy = self._paused or self._writers > 0
-                    if self._unsaved is not None and not busy:
-                        due = self._unsaved + CHECKPOINT_WITHIN - time.monotonic()
-                        if self._leases == 0 or due <= 0:
-                            break
-                        self._cond.wait(due)
-                    else:
-                        self._cond.wait()
-                if self._stopping:
-                    return
-                self._paused = True  # from here as `_exclusive`: new connections wait
-                while self._leases > 0 and self._writers == 0:
-                    self._cond.wait()
-                if self._writers > 0:  # one got in first: let it (and readers) go on
-                    self._paused = False
-                    self._cond.notify_all()
-                    continue
-                self._unsaved = None
-            try:
-                self._checkpoint_now()
-            finally:
-                with self._cond:
-                    self._paused = False
-                    self._cond.notify_all()
-
-    def _checkpoint_now(self) -> None:
-        conn = _connect(self.db)
-        try:
-            conn.execute("CHECKPOINT")
-        except RuntimeError:
-            pass  # the log stays; the next checkpoint or open replays it
-        finally:
-            conn.close()
-
-    def stop(self) -> None:
-        """End the background checkpoints (`close` then checkpoints what is left)."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-        self._saver.join()
-
     def committing(self) -> contextlib.AbstractContextManager[None]:
         """Around a writer's COMMIT: Kùzu checkpoints a commit that bulk-loaded rows, and a
         checkpoint waits for every other transaction, so readers pause for it."""
         return self._exclusive(own=1)
 
     def checkpoint(self) -> None:
-        """Move committed work from the log into the database files, now."""
+        """Move committed work from the log into the database files."""
+        import kuzu
+
         with self._exclusive():
-            with self._cond:
-                self._unsaved = None
-            self._checkpoint_now()
+            conn = kuzu.Connection(self.db)
+            try:
+                conn.execute("CHECKPOINT")
+            except RuntimeError:
+                pass  # the log stays; the next checkpoint or open replays it
+            finally:
+                conn.close()
 
     def close(self) -> None:
         self._drop_idle()
         if self.db is not None:
-            if self._unsaved is not None:  # a log left behind is replayed as a crash's
-                self._unsaved = None
-                self._checkpoint_now()
             with contextlib.suppress(Exception):
                 self.db.close()
             self.db = None
-
-
-# Kùzu runs every query's pipelines as tasks of one queue per database, first come first
-# served, on its worker threads (as many as cores by default). In a server that queue is
-# full of the readers' scans, so each of a writer's many small queries waited behind them
-# (seconds per note). A resident database has more workers than cores, and each query may
-# use at most as many as there are cores: a query then starts at once, and the cores are
-# shared out by the operating system.
-_CORES = os.cpu_count() or 2
-_RESIDENT_THREADS = max(16, 4 * _CORES)
-
-
-def _connect(db: Any) -> Any:
-    """A connection to a resident database, its queries run on at most `_CORES` threads."""
-    import kuzu
-
-    conn = kuzu.Connection(db)
-    conn.set_max_threads_for_exec(_CORES)
-    return conn
 
 
 class _Pooled:
@@ -624,7 +540,6 @@ class _Pooled:
 
 
 _POOL_MAX = 64  # idle reader connections kept per resident database
-CHECKPOINT_WITHIN = 2.0  # seconds a resident database's committed work waits in its log
 _KEYED_GROUP = 32  # ids looked up by primary key in one query (see `Graph.by_key`)
 _KEYED_MAX = 256  # more ids than this: one scan of the table instead
 _STATEMENTS_MAX = 256  # prepared statements kept per connection
@@ -666,7 +581,6 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         self._commit_guard: Callable[[], contextlib.AbstractContextManager[None]] = (
             contextlib.nullcontext
         )
-        self._bulk = False  # the open transaction bulk-loaded rows (its commit checkpoints)
 
     # -- opening ----------------------------------------------------------------
     @classmethod
@@ -709,7 +623,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
                     res.give_back(p)
                 return
             with res.lease() as db, res.writer():
-                conn = _connect(db)
+                conn = kuzu.Connection(db)
                 g = cls(db, conn, kuzu_dir / DB_FILE, write)
                 g._resident = True
                 g._statements = {}  # a write asks the same few things of many entities
@@ -721,7 +635,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
                     with contextlib.suppress(Exception):
                         conn.close()
             if write:
-                res.written()
+                res.checkpoint()
             return
         path = kuzu_dir / DB_FILE
         if not write and not path.exists():
@@ -807,7 +721,6 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         finally:
             with _residents_lock:
                 res = _residents.pop(key)
-            res.stop()
             with res.paused():  # waits for open connections to finish
                 pass
             res.close()
@@ -1003,7 +916,6 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
                 f"bulk load into {table} failed: {str(e).splitlines()[0]}",
                 "run `ok index --rebuild`",
             ) from e
-        self._bulk = True
 
     def update_rows(
         self, table: str, rows: dict[str, Sequence[Any]], types: dict[str, Any] | None = None
@@ -1024,7 +936,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         Kùzu keeps uncommitted changes out of its write-ahead log, so recovery discards them.
         """
         with self._atomic(
-            self._begin,
+            lambda: self.conn.execute("BEGIN TRANSACTION"),
             lambda: self.conn.execute("ROLLBACK"),
             self._commit,
             # checkpoint now, so committed work rarely waits in the log for a replay (a
@@ -1033,14 +945,9 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         ):
             yield
 
-    def _begin(self) -> None:
-        self.conn.execute("BEGIN TRANSACTION")
-        self._bulk = False
-
     def _commit(self) -> None:
         try:
-            # only a commit after a bulk load checkpoints, and so waits for the readers
-            with self._commit_guard() if self._bulk else contextlib.nullcontext():
+            with self._commit_guard():
                 self.conn.execute("COMMIT")
         except RuntimeError as e:
             with contextlib.suppress(Exception):
