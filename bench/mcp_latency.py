@@ -52,14 +52,21 @@ def _copy_sqlite(src: Path, dst: Path) -> None:
     d.close()
 
 
-def build_folder() -> Folder:
-    root = WORK / "mcp-10k"
-    corpus = WORK / "scifact-corpus" / "corpus"
-    if not corpus.exists() or not (WORK / "scifact").exists():
-        import scifact  # bench/scifact.py writes the corpus and fills the caches copied below
+def build_folder(embeddings: Path | None = None) -> Folder:
+    """The 10k folder. Its caches are copies of bench/.work/scifact's when that folder is
+    there, or `embeddings` (OK_BENCH_EMBEDDINGS) is copied as its embedding cache: any
+    cache that holds vectors of the abstracts as bench/scifact.py writes them (the first
+    batch of bench/scale.py's does), so they are not computed again."""
+    import scifact  # bench/scifact.py writes the corpus
 
-        scifact.build_folder()
+    root = WORK / "mcp-10k"
+    corpus = scifact.write_corpus()
     folder = Folder.init(root, domain="scifact10k")
+    embeddings = embeddings or (
+        Path(os.environ["OK_BENCH_EMBEDDINGS"]) if os.environ.get("OK_BENCH_EMBEDDINGS") else None
+    )
+    if embeddings is not None:
+        _copy_sqlite(embeddings, folder.cache_dir / "embeddings.sqlite")
     for name in ("embeddings.sqlite", "entities.sqlite"):
         _copy_sqlite(WORK / "scifact" / ".ok" / "cache" / name, folder.cache_dir / name)
     t = time.time()

@@ -32,17 +32,25 @@ DATA = Path(os.environ.get("OK_BENCH_DATA", HERE.parent.parent / "shared" / "ben
 WORK = Path(os.environ.get("OK_BENCH_WORK", HERE / ".work"))
 
 
-def build_folder() -> Folder:
-    root = WORK / "scifact"
+def write_corpus() -> Path:
+    """The corpus as one file per `_id` (`title\n\ntext\n`), written once."""
     corpus_dir = WORK / "scifact-corpus" / "corpus"
     if not corpus_dir.exists():
-        corpus_dir.mkdir(parents=True)
+        part = corpus_dir.with_name("corpus.part")
+        part.mkdir(parents=True, exist_ok=True)
         with open(DATA / "corpus.jsonl") as f:
             for line in f:
                 d = json.loads(line)
-                (corpus_dir / f"{d['_id']}.txt").write_text(
+                (part / f"{d['_id']}.txt").write_text(
                     f"{d.get('title', '').strip()}\n\n{d.get('text', '').strip()}\n"
                 )
+        part.rename(corpus_dir)  # a cut-off run leaves no half corpus behind
+    return corpus_dir
+
+
+def build_folder() -> Folder:
+    root = WORK / "scifact"
+    corpus_dir = write_corpus()
     folder = Folder.init(root)
     t = time.time()
     with folder.write_lock("bench"):

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ DEFAULT_MODEL = "default"
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2-int8"
 DEFAULT_DIM = 384
 DEFAULT_MAX_TOKENS = 256
+QUERIES_KEPT = 1024  # query vectors an embedder keeps, the most recent
 DEFAULT_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_PATH = Path(__file__).parent / "data" / "minilm" / "tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
@@ -156,6 +158,9 @@ class Embedder:
         else:
             self.model_id, self.dim, self.max_tokens = model, 0, 512
         self.cache = EmbeddingCache(cache_dir / "embeddings.sqlite") if cache_dir else None
+        # the vectors of recent queries, by text (a server is asked the same again and again)
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries_lock = threading.Lock()
 
     @property
     def identity(self) -> str:
@@ -264,7 +269,19 @@ class Embedder:
         self.embed_query("warm up")
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._embed_raw([text], self._query_model())[0]
+        """A query's vector (read-only: the recent ones are kept and handed out again)."""
+        with self._queries_lock:
+            vec = self._queries.get(text)
+            if vec is not None:
+                self._queries.move_to_end(text)
+                return vec
+        vec = self._embed_raw([text], self._query_model())[0]
+        vec.flags.writeable = False
+        with self._queries_lock:
+            self._queries[text] = vec
+            while len(self._queries) > QUERIES_KEPT:
+                self._queries.popitem(last=False)
+        return vec
 
     def key(self, text: str) -> str:
         return hashlib.sha256(f"{self.model_id}\x00{text}".encode()).hexdigest()

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import socket
+import stat
 import sys
 import tempfile
 import threading
@@ -120,9 +121,40 @@ def parse_time(value: str | None, option: str = "--since", end_of_day: bool = Fa
     return when.astimezone(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+Signature = tuple[Any, ...]  # what `signature` says of a file or directory
+_own = threading.local()  # the writes of this thread that `recording_writes` notes
+
+
+def signature(path: str | Path) -> Signature | None:
+    """What a file is now (inode, size, modification time; a directory: its inode), or
+    None when there is nothing at `path`."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return ("dir", st.st_ino)
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@contextlib.contextmanager
+def recording_writes() -> Iterator[dict[str, Signature | None]]:
+    """Inside the block, every `atomic_write` of this thread notes what it left: the file's
+    real path and `signature` (and those of the directories it made), in the dict given.
+    A server tells its own writes from other processes' changes this way."""
+    outer = getattr(_own, "writes", None)
+    writes: dict[str, Signature | None] = {} if outer is None else outer
+    _own.writes = writes
+    try:
+        yield writes
+    finally:
+        _own.writes = outer
+
+
 def atomic_write(path: Path, data: str | bytes, *, durable: bool = True) -> None:
     """Write a file so that readers see the old or the new content, never half of it;
     `durable=False` skips the sync to disk, for derived files a crash may lose."""
+    made = _dirs_to_make(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -138,6 +170,24 @@ def atomic_write(path: Path, data: str | bytes, *, durable: bool = True) -> None
             os.unlink(tmp)
         _name(e, path)
         raise
+    _noted(path, made)
+
+
+def _dirs_to_make(path: Path) -> list[Path]:
+    """The directories a write to `path` will make, when this thread's writes are noted."""
+    if getattr(_own, "writes", None) is None:
+        return []
+    return [d for d in (path.parent, *path.parent.parents) if not d.exists()]
+
+
+def _noted(path: Path, made: list[Path]) -> None:
+    """Note what a write left at `path` (and the directories it made), if this thread's
+    writes are noted (`recording_writes`)."""
+    writes: dict[str, Signature | None] | None = getattr(_own, "writes", None)
+    if writes is not None:
+        for p in (path, *made):
+            real = os.path.realpath(p)
+            writes[real] = signature(real)
 
 
 # Linux's PATH_MAX and NAME_MAX; deeper than MAX_DEPTH levels is a mistake, not a folder
@@ -201,6 +251,7 @@ def append_whole(path: Path, data: bytes, fsync: bool = False) -> None:
     A full disk can take part of a write; the rest of a torn line would glue the next
     line onto it, so on failure the file is cut back to its old length.
     """
+    made = _dirs_to_make(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -218,6 +269,7 @@ def append_whole(path: Path, data: bytes, fsync: bool = False) -> None:
             raise
     finally:
         os.close(fd)
+    _noted(path, made)
 
 
 def _name(e: BaseException, path: Path) -> None:

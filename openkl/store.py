@@ -12,6 +12,7 @@ import fnmatch
 import hashlib
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -605,17 +606,44 @@ MAX_STDIN_NAME = 200
 
 def ingest_stdin(folder: Folder, data: bytes, name: str | None = None) -> IngestReport:
     name = name or f"stdin-{hashlib.sha256(data).hexdigest()[:8]}.md"
-    if "/" in name or name.startswith(".") or "\x00" in name or not name.strip():
-        raise BadInput(f"--name '{shown(name)}' must be a plain file name", "e.g. --name notes.md")
-    if len(os.fsencode(name)) > MAX_STDIN_NAME:
-        raise BadInput(
-            f"--name is {len(os.fsencode(name))} bytes long; at most {MAX_STDIN_NAME} are accepted",
-            "pass a shorter name, e.g. notes.md",
+    return ingest_named(folder, [(name, data)])
+
+
+def ingest_named(
+    folder: Folder, files: Sequence[tuple[str, bytes]], option: str = "--name"
+) -> IngestReport:
+    """Ingest documents given as (file name, bytes), as standard input is, in one ingest
+    (one graph write for all of them). Every name is checked before anything is written;
+    `option` is what the caller calls a name, for the messages."""
+    seen: set[str] = set()
+    for name, _ in files:
+        if "/" in name or name.startswith(".") or "\x00" in name or not name.strip():
+            raise BadInput(
+                f"{option} '{shown(name)}' must be a plain file name",
+                f"e.g. {option} notes.md" if option.startswith("-") else "e.g. notes.md",
+            )
+        if len(os.fsencode(name)) > MAX_STDIN_NAME:
+            raise BadInput(
+                f"{option} is {len(os.fsencode(name))} bytes long; at most {MAX_STDIN_NAME} "
+                "are accepted",
+                "pass a shorter name, e.g. notes.md",
+            )
+        if name in seen:
+            raise BadInput(
+                f"{option} '{shown(name)}' is given twice",
+                "give each document its own name (the second would replace the first)",
+            )
+        seen.add(name)
+    cands = [
+        Candidate(
+            data=data,
+            rel=f"stdin/{name}",
+            origin="-",
+            source={"path": f"store/sources/stdin/{name}"},
         )
-    cand = Candidate(
-        data=data, rel=f"stdin/{name}", origin="-", source={"path": f"store/sources/stdin/{name}"}
-    )
-    return ingest(folder, [cand])
+        for name, data in files
+    ]
+    return ingest(folder, cands)
 
 
 def list_docs(folder: Folder, all_versions: bool = False) -> list[MappingEntry]:

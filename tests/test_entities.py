@@ -704,3 +704,28 @@ def test_packed_cooccurrence_expands_to_the_pairs_extracted() -> None:
     packed = pack(odd)
     assert "c" not in packed
     assert sorted(map(tuple, relations(packed))) == sorted(map(tuple, odd["r"]))
+
+
+def test_a_few_keys_gather_the_extractions_a_full_read_gathers(example_kf: Path) -> None:
+    """Consolidating a note or a document asks the graph for the extractions that name its
+    keys (or aliases leading to them) rather than reading all of them: the same ones."""
+    from openkl.entities import consolidation as c
+    from openkl.folder import open_folder
+    from openkl.indexing import open_graph
+
+    r = run_ok("mem", "add", "Ada Lovelace wrote notes on the Analytical Engine of Babbage.")
+    assert r.code == 0, r.err
+    folder = open_folder(example_kf)
+    canon = c.Canonical.load(folder)
+    with open_graph(folder) as g:
+        rows = g.extraction_index()
+        amap = c._alias_map(rows, canon)
+        assert amap and c._alias_map(g.extraction_aliases(), canon) == amap
+        resolve = c._resolver(amap)
+        keys = sorted({k for row in rows for k in row["keys"] or []} | set(amap))
+        assert len(keys) > 50
+        for k in keys:
+            affected = {k, resolve(k)}
+            want = [x["id"] for x in rows if any(resolve(y) in affected for y in x["keys"] or [])]
+            got = g.extractions_with_keys(sorted(c.keys_into(amap, resolve, affected)))
+            assert sorted(got) == sorted(want), k

@@ -129,3 +129,17 @@ def test_what_readers_keep_is_renewed_after_each_write(kuzu_dir: Path) -> None:
         with Graph.open(kuzu_dir, write=False, embedder_identity=IDENT) as g:
             assert g.fts("MemoryNote", "passage", 10) == []
             assert g.vector("MemoryNote", q, 10) == []
+
+
+@pytest.mark.parametrize("n", [1, 3, 32, 33, 70, 300])
+def test_rows_by_key_are_those_of_a_scan(kuzu_dir: Path, n: int) -> None:
+    ids = [f"d{i:03d}#char0-20" for i in range(0, 300, max(1, 300 // n))][:n]
+    asked = [*ids, ids[0], "nowhere#char0-1"]  # a repeat and an id that is not there
+    ret = "n.id AS id, n.text AS text, n.span_end AS `end`"
+    with Graph.open(kuzu_dir, write=False, embedder_identity=IDENT) as g:
+        scan = g.query(f"MATCH (n:Chunk) WHERE n.id IN $ids RETURN {ret}", {"ids": asked})
+        got = g.by_key("Chunk", asked, ret)
+        rows = g.chunks_by_id(asked)
+    assert sorted(got, key=lambda r: r["id"]) == sorted(scan, key=lambda r: r["id"])
+    assert len(got) == len(ids) and sorted(rows) == sorted(ids)
+    assert all(rows[i]["path"] == f"store/{i.split('#')[0]}.md" for i in ids)

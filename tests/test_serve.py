@@ -571,8 +571,23 @@ def _until(check: Any, seconds: float = 90) -> Any:
     raise AssertionError("not seen in time")
 
 
+def _bursts(h: httpx.Client) -> dict[str, float]:
+    """The watch's bursts by outcome, from /metrics."""
+    out: dict[str, float] = {}
+    for line in h.get("/metrics").text.splitlines():
+        if line.startswith("ok_watch_bursts_total{"):
+            outcome = line.split('outcome="', 1)[1].split('"', 1)[0]
+            out[outcome] = out.get(outcome, 0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
 def test_the_server_syncs_files_changed_on_disk(server: Server) -> None:
     h = server.http
+    # its own writes are indexed already: the watch sees them and does not sync
+    r = h.post(f"/v1/{server.stack}/notes", json={"text": "Sea otters crack urchins on rocks."})
+    assert r.status_code == 201, r.text
+    _until(lambda: _bursts(h).get("own", 0) >= 1)
+    assert _bursts(h).get("synced", 0) == 0
     path = _hand_written_note(server.root, "m-20260105-wtch", "Kelp forests shelter otters.")
 
     def found() -> bool:
@@ -580,6 +595,7 @@ def test_the_server_syncs_files_changed_on_disk(server: Server) -> None:
         return r.json()["hits"][:1] != [] and r.json()["hits"][0]["id"] == "m-20260105-wtch"
 
     _until(found)
+    assert _bursts(h).get("synced", 0) >= 1
     path.unlink()
     _until(lambda: not found())
     assert h.get(f"/v1/{server.stack}/status").json()["in_sync"]
@@ -761,3 +777,56 @@ def test_a_query_over_the_cap_is_a_json_4xx(server: Server) -> None:
 
     r = server.http.get(f"/v1/{server.stack}/search", params={"q": "x" * (MAX_QUERY + 1)})
     assert 400 <= r.status_code < 500 and "characters long" in r.json()["error"], r.text
+
+
+def test_several_documents_are_uploaded_in_one_multipart_request(server: Server) -> None:
+    h, v1 = server.http, f"/v1/{server.stack}"
+    before = h.get(f"{v1}/status").json()["counts"]["Doc"]
+    files = [
+        ("file", ("tides.md", b"# Tide gauges\n\nA tide gauge records the sea level.\n")),
+        ("file", ("buoys.txt", b"Wave buoys measure the height of passing swells.\n")),
+        ("file", ("moorings.md", b"# Moorings\n\nA mooring holds a buoy on its station.\n")),
+    ]
+    r = h.post(f"{v1}/documents", files=files)
+    assert r.status_code == 201, r.text
+    added = r.json()["added"]
+    assert [a["path"].rsplit("/", 1)[-1] for a in added] == [
+        "tides.ok.md",
+        "buoys.ok.md",
+        "moorings.ok.md",
+    ]
+    assert all((server.root / a["path"]).exists() for a in added)
+    assert h.get(f"{v1}/status").json()["counts"]["Doc"] == before + 3
+    hits = h.get(f"{v1}/search", params={"q": "wave buoys swells", "k": 1}).json()["hits"]
+    assert hits[0]["doc_id"] == added[1]["id"]
+    # sent again: nothing new; a bad name or a repeated one refuses the whole request
+    again = h.post(f"{v1}/documents", files=files).json()
+    assert again["added"] == [] and len(again["unchanged"]) == 3
+    for bad in (
+        [("file", ("a.md", b"Alpha.\n")), ("file", ("../b.md", b"Beta.\n"))],
+        [("file", ("c.md", b"Gamma.\n")), ("file", ("c.md", b"Delta.\n"))],
+    ):
+        r = h.post(f"{v1}/documents", files=bad)
+        assert r.status_code == 400 and r.json()["hint"], r.text
+    r = h.post(f"{v1}/documents", data={"text": "not a file"}, files=[("x", ("", b""))])
+    assert r.status_code == 400 and "error" in r.json(), r.text
+    r = h.post(f"{v1}/documents", content=b"no name")
+    assert r.status_code == 400 and "name" in r.json()["error"], r.text
+    assert h.get(f"{v1}/status").json()["counts"]["Doc"] == before + 3
+
+
+def test_the_listening_socket_is_tcp_so_responses_are_not_held_back() -> None:
+    """asyncio sets TCP_NODELAY only on sockets that name IPPROTO_TCP; without it a response
+    body waits for the client's delayed acknowledgement (40 ms a request)."""
+    from openkl.cli.serve import _listen
+
+    sock = _listen("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+        sock.listen()
+        with socket.create_connection(sock.getsockname()):
+            conn, _ = sock.accept()
+            with conn:
+                assert conn.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()

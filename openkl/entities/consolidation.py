@@ -393,6 +393,9 @@ def _source_conf(confs: list[float]) -> float:
     return 1.0 - (1.0 - best) * max(REPEAT_FLOOR, REPEAT ** max(0, strong - 1))
 
 
+_FEW_KEYS = 2000  # touched keys up to which consolidation asks the graph for their extractions
+
+
 def _alias_map(rows: list[ExtractionIndexed], canon: Canonical) -> dict[str, str]:
     """short key → long key, decided by how many sources declare it (ties: by name)."""
     votes: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
@@ -412,6 +415,12 @@ def _alias_map(rows: list[ExtractionIndexed], canon: Canonical) -> dict[str, str
     for e in canon.entities:
         out.pop(e["key"], None)
     return out
+
+
+def keys_into(amap: dict[str, str], resolve: Any, affected: set[str]) -> set[str]:
+    """The keys an extraction may name that `resolve` turns into one of `affected`: those
+    that are no alias, and the aliases that lead there."""
+    return {k for k in affected if k not in amap} | {k for k in amap if resolve(k) in affected}
 
 
 def _resolver(amap: dict[str, str]) -> Any:
@@ -449,11 +458,20 @@ def _consolidate(
     step: Callable[[], None] | None,
 ) -> dict[str, int]:
     canon = canon or Canonical.load(folder)
-    rows = g.extraction_index()
-    resolve = _resolver(_alias_map(rows, canon))
     touched = set(touched)
-    affected = touched | {resolve(k) for k in touched}
-    gather = [r["id"] for r in rows if any(resolve(k) in affected for k in r["keys"] or [])]
+    if len(touched) > _FEW_KEYS:
+        rows = g.extraction_index()
+        resolve = _resolver(_alias_map(rows, canon))
+        affected = touched | {resolve(k) for k in touched}
+        gather = [r["id"] for r in rows if any(resolve(k) in affected for k in r["keys"] or [])]
+    else:
+        # a few keys (a note, a document): only the extractions that name aliases are read
+        # for the alias map, and the graph finds those that name a key resolving to one of
+        # them; the same extractions as the loop above, without reading every one
+        amap = _alias_map(g.extraction_aliases(), canon)
+        resolve = _resolver(amap)
+        affected = touched | {resolve(k) for k in touched}
+        gather = g.extractions_with_keys(sorted(keys_into(amap, resolve, affected)))
     data = g.extraction_data(gather)
     ents, mentions, rels = _aggregate(
         data, affected, resolve, canon, cooccurrence_min_sources(folder)

@@ -547,6 +547,8 @@ class _Pooled:
 
 
 _POOL_MAX = 64  # idle reader connections kept per resident database
+_KEYED_GROUP = 32  # ids looked up by primary key in one query (see `Graph.by_key`)
+_KEYED_MAX = 256  # more ids than this: one scan of the table instead
 _STATEMENTS_MAX = 256  # prepared statements kept per connection
 
 
@@ -1225,23 +1227,50 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             self.query(f"CALL DROP_VECTOR_INDEX('Chunk', '{CHUNK_VECTOR_INDEX}')")
         return want
 
+    def by_key(
+        self, label: str, ids: Sequence[str], ret: str, key: str = "id"
+    ) -> list[dict[str, Any]]:
+        """The rows `RETURN {ret}` gives for the nodes `n` of `label` with these ids, one per
+        node found (`key`: the column that holds `n.id`). Kùzu answers `UNWIND $ids AS i
+        MATCH (n {id: i})` by scanning the whole table, so a few ids are looked up by their
+        primary key instead, in groups of one UNION ALL query each (padded to a power of
+        two, so that few statements are prepared); many ids, one scan."""
+        ids = list(dict.fromkeys(ids))
+        if len(ids) > _KEYED_MAX:
+            return self.query(
+                f"UNWIND $ids AS i MATCH (n:{label} {{id: i}}) RETURN {ret}", {"ids": ids}
+            )
+        rows: dict[Any, dict[str, Any]] = {}
+        for at in range(0, len(ids), _KEYED_GROUP):
+            group = ids[at : at + _KEYED_GROUP]
+            size = 1 << (len(group) - 1).bit_length()
+            group += [group[-1]] * (size - len(group))
+            cypher = " UNION ALL ".join(
+                f"MATCH (n:{label} {{id: $i{j}}}) RETURN {ret}" for j in range(size)
+            )
+            for r in self.query(cypher, {f"i{j}": i for j, i in enumerate(group)}):
+                rows.setdefault(r[key], r)
+        return list(rows.values())
+
     def chunks_by_id(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
         """Chunk rows with their document's fields, by chunk id."""
         if not ids:
             return {}
         # two primary-key lookups are several times faster than one join over HAS_CHUNK
-        rows = self.query(
-            "UNWIND $ids AS i MATCH (c:Chunk {id: i}) RETURN c.id AS id, c.doc_id AS doc_id,"
-            " c.text AS text, c.span_start AS `start`, c.span_end AS `end`",
-            {"ids": list(ids)},
+        rows = self.by_key(
+            "Chunk",
+            ids,
+            "n.id AS id, n.doc_id AS doc_id, n.text AS text, n.span_start AS `start`,"
+            " n.span_end AS `end`",
         )
         docs = {
             d["doc_id"]: d
-            for d in self.query(
-                "UNWIND $ids AS i MATCH (d:Doc {id: i}) RETURN d.id AS doc_id, d.path AS path,"
-                " d.sha256 AS sha256, d.source AS source, d.created_at AS created_at,"
-                " d.title AS title",
-                {"ids": sorted({r["doc_id"] for r in rows})},
+            for d in self.by_key(
+                "Doc",
+                sorted({r["doc_id"] for r in rows}),
+                "n.id AS doc_id, n.path AS path, n.sha256 AS sha256, n.source AS source,"
+                " n.created_at AS created_at, n.title AS title",
+                key="doc_id",
             )
         }
         return {r["id"]: {**r, **docs[r["doc_id"]]} for r in rows if r["doc_id"] in docs}  # type: ignore[typeddict-item]
@@ -1250,20 +1279,18 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         """Stored vectors of chunks or notes, by id."""
         if not ids:
             return {}
-        rows = self.query(
-            f"UNWIND $ids AS i MATCH (n:{table} {{id: i}}) RETURN n.id AS id, n.vec AS vec",
-            {"ids": list(ids)},
-        )
+        rows = self.by_key(table, ids, "n.id AS id, n.vec AS vec")
         return {r["id"]: r["vec"] for r in rows}
 
     def notes_by_id(self, ids: Sequence[str]) -> dict[str, NoteRow]:
         if not ids:
             return {}
-        rows = self.query(
-            "UNWIND $ids AS i MATCH (m:MemoryNote {id: i}) RETURN m.id AS id, m.path AS path,"
-            " m.sha256 AS sha256, m.text AS text, m.ts AS ts, m.tags AS tags,"
-            " m.topics AS topics, m.body_start AS body_start, m.body_end AS body_end",
-            {"ids": list(ids)},
+        rows = self.by_key(
+            "MemoryNote",
+            ids,
+            "n.id AS id, n.path AS path, n.sha256 AS sha256, n.text AS text, n.ts AS ts,"
+            " n.tags AS tags, n.topics AS topics, n.body_start AS body_start,"
+            " n.body_end AS body_end",
         )
         return {r["id"]: r for r in rows}  # type: ignore[misc]
 

@@ -227,6 +227,24 @@ class EntityWrites:
             )
         ]
 
+    def extraction_aliases(self) -> list[ExtractionIndexed]:
+        """`extraction_index`, only the extractions that name aliases."""
+        return self.query(  # type: ignore[return-value]
+            "MATCH (x:Extraction) WHERE size(x.aliases) > 0 RETURN x.id AS id,"
+            " x.owner AS owner, x.base AS base, x.keys AS keys, x.aliases AS aliases"
+        )
+
+    def extractions_with_keys(self, keys: list[str]) -> list[str]:
+        """The ids of the extractions that name any of these keys, in storage order."""
+        if not keys:
+            return []
+        rows = self.query(
+            "MATCH (x:Extraction) UNWIND x.keys AS k WITH x, k WHERE list_contains($keys, k)"
+            " RETURN DISTINCT x.id AS id, offset(ID(x)) AS at",
+            {"keys": keys},
+        )
+        return [r["id"] for r in sorted(rows, key=lambda r: r["at"])]
+
     def extraction_data(self, ids: list[str]) -> dict[str, ExtractionData]:
         """The stored results of extractions, by id."""
         data: dict[str, ExtractionData] = {}

@@ -544,6 +544,14 @@ class EntityStore(Protocol):
         """Every extraction's id, owner, base, keys and aliases."""
         ...
 
+    def extraction_aliases(self) -> list[ExtractionIndexed]:
+        """`extraction_index`, only the extractions that name aliases."""
+        ...
+
+    def extractions_with_keys(self, keys: list[str]) -> list[str]:
+        """The ids of the extractions that name any of these keys."""
+        ...
+
     def extraction_data(self, ids: list[str]) -> dict[str, ExtractionData]:
         """The stored results of extractions, by id."""
         ...

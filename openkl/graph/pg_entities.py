@@ -511,6 +511,21 @@ class PgEntities:
             "SELECT id, owner, base, keys, aliases FROM extractions WHERE stack = %(st)s"
         )
 
+    def extraction_aliases(self) -> list[ExtractionIndexed]:
+        return self._run(  # type: ignore[return-value]
+            "SELECT id, owner, base, keys, aliases FROM extractions WHERE stack = %(st)s"
+            " AND cardinality(aliases) > 0"
+        )
+
+    def extractions_with_keys(self, keys: list[str]) -> list[str]:
+        if not keys:
+            return []
+        rows = self._run(
+            "SELECT id FROM extractions WHERE stack = %(st)s AND keys && %(keys)s::text[]",
+            {"keys": list(keys)},
+        )
+        return [r["id"] for r in rows]
+
     def extraction_data(self, ids: list[str]) -> dict[str, ExtractionData]:
         rows = self._run(
             "SELECT id, owner, base, data FROM extractions WHERE stack = %(st)s"

@@ -160,12 +160,15 @@ def watch(
     debounce_ms: int = 500,
     writing: Callable[[], AbstractContextManager[object]] | None = None,
     initial: bool = False,
+    ours: Callable[[set[str]], bool] | None = None,
 ) -> None:
     """Sync whenever files of the folder change (an editor, `git pull`), a burst of changes
     once `debounce_ms` after it settles, until `stop` is set; `on_sync` gets each report, or
     the error a sync ended with (the watch goes on). With `initial`, sync once as soon as
     the watch is set up, so no change between that sync and the watch is missed. Takes the
-    writer lock for each sync (or what `writing` gives)."""
+    writer lock for each sync (or what `writing` gives). A burst of which `ours` says, once
+    the writer lock is held, that this process made every change (and indexed it) needs no
+    sync."""
     import watchfiles
 
     hold = writing or (lambda: folder.write_lock("ok sync --watch"))
@@ -184,6 +187,8 @@ def watch(
         first = False
         try:
             with hold():
+                if changes and ours is not None and ours({path for _, path in changes}):
+                    continue
                 rep = sync(folder)
         except OkError as e:
             on_sync(e)

@@ -20,6 +20,7 @@ def ingest(
     *,
     data: bytes | None = None,
     name: str | None = None,
+    files: list[tuple[str, bytes]] | None = None,
     glob: list[str] | None = None,
     recursive: bool = True,
     follow: bool = False,
@@ -27,12 +28,14 @@ def ingest(
     policy: RefreshPolicy | None = None,
     confine: Path | None = None,
 ) -> IngestReport:
-    """Ingest files and directories, or `data` as one document named `name` (then `paths`
-    is not looked at). A `policy` is set on what was stored already, too; `confine` keeps
-    every file, whatever a link says, inside that directory. The caller holds the writer
-    lock."""
+    """Ingest files and directories, or `data` as one document named `name`, or `files`,
+    documents given as (name, bytes), all in one ingest (then `paths` is not looked at). A
+    `policy` is set on what was stored already, too; `confine` keeps every file, whatever a
+    link says, inside that directory. The caller holds the writer lock."""
     if data is not None:
         return store_mod.ingest_stdin(folder, data, name)
+    if files is not None:
+        return store_mod.ingest_named(folder, files, option="the file name")
     rep = store_mod.ingest_paths(
         folder,
         paths or [],

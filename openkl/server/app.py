@@ -844,21 +844,43 @@ def create_app(
         got = ops.show_doc(allow(request, stack, "read").folder, doc)
         return {"entry": got.entry, "text": got.text}
 
-    @app.post("/v1/{stack}/documents", tags=["documents"], status_code=201)
+    @app.post(
+        "/v1/{stack}/documents",
+        tags=["documents"],
+        status_code=201,
+        openapi_extra={"requestBody": _DOCUMENTS_BODY},
+    )
     async def add_document(
         request: Request,
         stack: str,
-        name: Annotated[str, Query(min_length=1, description="The file name, e.g. notes.md.")],
+        name: Annotated[
+            str | None,
+            Query(min_length=1, description="The file name, e.g. notes.md (one document)."),
+        ] = None,
     ) -> Any:
-        """Store the request body as a document named `name` and index it (as
-        `ok store ingest - --name NAME`; the type comes from the name's extension)."""
+        """Store documents and index them, in one ingest. Either the body is one document
+        named `name` (as `ok store ingest - --name NAME`; the type comes from the name's
+        extension), or a `multipart/form-data` body holds several, one file part each,
+        named by the part's file name (up to 10,000 files, 16 MiB in all)."""
         st = allow(request, stack, "write")
-        data = await request.body()
-        if not data:
-            raise BadInput("the body is empty", "send the document's bytes as the body")
+        files: list[tuple[str, bytes]] | None = None
+        data = b""
+        if _is_multipart(request):
+            files = await _uploaded(request)
+        else:
+            if name is None:
+                raise BadInput(
+                    "the document needs a name",
+                    "pass ?name=notes.md, or send the files as multipart/form-data",
+                )
+            data = await request.body()
+            if not data:
+                raise BadInput("the body is empty", "send the document's bytes as the body")
 
         def store() -> Any:
             with st.writing("store ingest"):
+                if files is not None:
+                    return ops.ingest(st.folder, files=files).as_dict()
                 return ops.ingest(st.folder, data=data, name=name).as_dict()
 
         rep = await run_in_threadpool(store)
@@ -1023,6 +1045,65 @@ def create_app(
         Route("/mcp", _McpGate(mcp, full_app, read_app), include_in_schema=False)
     )
     return app
+
+
+MAX_FILES = 10_000  # file parts of one multipart upload
+
+# what POST /v1/{stack}/documents takes, for the OpenAPI page (the route reads the body
+# itself: one document's bytes, or a form of files)
+_DOCUMENTS_BODY = {
+    "required": True,
+    "content": {
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "file": {"type": "array", "items": {"type": "string", "format": "binary"}}
+                },
+            }
+        },
+    },
+}
+
+
+def _is_multipart(request: Request) -> bool:
+    kind = request.headers.get("content-type", "")
+    return kind.split(";", 1)[0].strip().lower() == "multipart/form-data"
+
+
+async def _uploaded(request: Request) -> list[tuple[str, bytes]]:
+    """The file parts of a multipart body as (file name, bytes), in their order."""
+    from starlette.datastructures import UploadFile
+    from starlette.formparsers import MultiPartException
+
+    try:
+        form = await request.form(max_files=MAX_FILES, max_fields=MAX_FILES)
+    except (MultiPartException, StarletteHTTPException) as e:
+        said = e.message if isinstance(e, MultiPartException) else str(e.detail)
+        raise BadInput(
+            f"the multipart body cannot be read: {said}",
+            f"send at most {MAX_FILES:,} files, each as a part with a file name",
+        ) from e
+    try:
+        files: list[tuple[str, bytes]] = []
+        for field_name, value in form.multi_items():
+            if not isinstance(value, UploadFile):
+                raise BadInput(
+                    f"the form field {field_name!r} is not a file",
+                    "send each document as a file part (curl -F file=@notes.md)",
+                )
+            if not value.filename:
+                raise BadInput(
+                    f"a file part ({field_name!r}) has no file name",
+                    "name each part's file: it names the document",
+                )
+            files.append((value.filename, await value.read()))
+    finally:
+        await form.close()
+    if not files:
+        raise BadInput("the form holds no file", "send each document as a file part")
+    return files
 
 
 def _text(data: bytes, what: str) -> str:

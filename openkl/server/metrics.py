@@ -69,6 +69,13 @@ class Metrics:
             buckets=_DRIFT,
             registry=self.registry,
         )
+        self.watch_bursts = Counter(
+            "ok_watch_bursts",
+            "Bursts of file changes the watch saw, by stack and outcome: synced, or own (the "
+            "server's own writes, indexed already: no sync).",
+            ["stack", "outcome"],
+            registry=self.registry,
+        )
         self.trigger_fires = Counter(
             "ok_trigger_fires",
             "Triggers fired, by stack, trigger and outcome: fired (the event), exec_failed "

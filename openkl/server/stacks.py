@@ -16,7 +16,17 @@ from typing import Any
 
 from .. import crash, ops
 from ..errors import BadInput, NotFound, OkError
-from ..folder import Folder, atomic_write, iso, open_folder, process_stamp, stacks_of
+from ..folder import (
+    Folder,
+    Signature,
+    atomic_write,
+    iso,
+    open_folder,
+    process_stamp,
+    recording_writes,
+    signature,
+    stacks_of,
+)
 from ..graph import Graph
 from ..indexing import embedder
 from ..ops.freshness import RefreshReport
@@ -27,6 +37,8 @@ from .metrics import Metrics
 class Conflict(OkError):
     """What a request would make is there already (409)."""
 
+
+_OWN_MAX = 100_000  # files a stack remembers writing (past that it forgets them all)
 
 # a stack's name is also its folder's: no path in it, nothing hidden, nothing odd
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -58,6 +70,9 @@ class Served:
     held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)  # graph, claim
     # its graph in PostgreSQL, synced after every write (`ok serve --backend`)
     backend: Backend | None = None
+    # the files its writes left (real path -> `signature`), so that the watch does not sync
+    # after them: each was indexed by the write that made it
+    own: dict[str, Signature | None] = field(default_factory=dict)
 
     def queued(self) -> int:
         """Writes waiting for this stack's writer."""
@@ -72,12 +87,25 @@ class Served:
         finally:
             self._waiting.pop()
         try:
-            with self.folder.write_lock(f"ok serve {what}"):
+            with self.folder.write_lock(f"ok serve {what}"), recording_writes() as wrote:
                 yield
                 if self.backend is not None and what not in ("start", "stop"):
                     self.backend.after_write()
+            # only a write that ended well: after one that failed, the watch syncs
+            if len(self.own) + len(wrote) > _OWN_MAX:
+                self.own.clear()
+            self.own.update(wrote)
         finally:
             self.writer.release()
+
+    def made_all(self, paths: set[str]) -> bool:
+        """Whether these paths are as this stack's own writes left them (call it holding the
+        writer, so that no write of its own is half done)."""
+        for p in paths:
+            real = os.path.realpath(p)
+            if real not in self.own or self.own[real] != signature(real):
+                return False
+        return True
 
 
 class Stacks:
@@ -164,7 +192,19 @@ class Stacks:
                 self.metrics.chunks_indexed.labels(st.name).inc(getattr(rep, "chunks_added", 0))
                 _log(stack=st.name, event="watch.synced", **_counts(rep))
 
-        ops.watch(st.folder, said, stop=st.stop, writing=lambda: st.writing("watch"), initial=True)
+        ops.watch(
+            st.folder,
+            said,
+            stop=st.stop,
+            writing=lambda: st.writing("watch"),
+            initial=True,
+            ours=functools.partial(self._own_burst, st),
+        )
+
+    def _own_burst(self, st: Served, paths: set[str]) -> bool:
+        own = st.made_all(paths)
+        self.metrics.watch_bursts.labels(st.name, "own" if own else "synced").inc()
+        return own
 
     def _refresh(self, st: Served, every: float) -> None:
         while not st.stop.wait(every):
