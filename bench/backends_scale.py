@@ -12,7 +12,8 @@ fills it). With `--chunks` beyond what the corpus has, the rest are synthetic, a
 so in the report: each one real text, three runs of consecutive sentences from three
 random corpus chunks, and as vector the mean of those three chunks' real vectors plus
 Gaussian noise (`--noise`, relative to the vector's norm), normalized. Their vectors are
-not the model's embedding of their text.
+not the model's embedding of their text. `--cached-only` takes as real chunks only those
+whose vectors the cache holds (no embedding at all), for a run before the cache is full.
 
 Both graphs hold the same rows: documents and chunks only (no notes, no entities: search
 reads none of them). Kùzu gets them through `Graph.add_docs`, a commit per `--batch`
@@ -70,9 +71,12 @@ OUT = WORK / "backends-scale"
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
 
 
-def corpus_chunks(folder: Folder, corpus: Path) -> tuple[list[str], list[str], np.ndarray]:
+def corpus_chunks(
+    folder: Folder, corpus: Path, cached_only: bool = False
+) -> tuple[list[str], list[str], np.ndarray]:
     """(doc names, chunk texts, their vectors) of every file of the scale corpus, chunked as
-    an ingest chunks them; the vectors come from the folder's embedding cache."""
+    an ingest chunks them; the vectors come from the folder's embedding cache (with
+    `cached_only`, only the chunks it holds are kept, in corpus order)."""
     emb = indexing.embedder(folder)
     max_tokens = folder.setting("chunking.max_tokens")
     overlap = folder.setting("chunking.overlap")
@@ -83,6 +87,10 @@ def corpus_chunks(folder: Folder, corpus: Path) -> tuple[list[str], list[str], n
             for c in chunk_text(text, emb.tokenizer, max_tokens, overlap, frontmatter(text)[1]):
                 names.append(p.stem)
                 texts.append(c.text)
+    if cached_only and emb.cache is not None:
+        have = emb.cache.get_many([emb.key(t) for t in texts], emb.dim)
+        kept = [i for i, t in enumerate(texts) if emb.key(t) in have]
+        names, texts = [names[i] for i in kept], [texts[i] for i in kept]
     missing = emb.missing(texts)
     if missing:
         print(
@@ -279,13 +287,21 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--corpus", type=Path, default=WORK / "scale-corpus")
     ap.add_argument("--cache-folder", type=Path, default=WORK / "scale")
+    ap.add_argument(
+        "--cached-only",
+        action="store_true",
+        help="real chunks: only those whose vectors the cache already holds (no embedding)",
+    )
     ap.add_argument("--rebuild", action="store_true")
+    ap.add_argument(
+        "--build-only", action="store_true", help="build (or finish) the graphs, measure nothing"
+    )
     ap.add_argument("--save", action="store_true")
     args = ap.parse_args()
     report: dict[str, Any] = provenance.stamp()
     folder = Folder(args.cache_folder)
     emb = indexing.embedder(folder)
-    names, texts, vecs = corpus_chunks(folder, args.corpus)
+    names, texts, vecs = corpus_chunks(folder, args.corpus, args.cached_only)
     real = min(len(texts), args.chunks)
     names, texts, vecs = names[:real], texts[:real], vecs[:real]
     if args.chunks > real:
@@ -296,8 +312,9 @@ def main() -> None:
         "real_chunks": real,
         "synthetic_chunks": len(texts) - real,
         "noise": args.noise if len(texts) > real else None,
+        "real_chunks_cached_only": args.cached_only,
     }
-    where = OUT / f"{args.chunks}"
+    where = OUT / f"{args.chunks}{'-cached' if args.cached_only else ''}"
     if args.rebuild:
         shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True, exist_ok=True)
@@ -337,9 +354,10 @@ def main() -> None:
 
         else:
             sys.exit(f"unknown backend {backend!r}: kuzu or postgresql")
-        timed(call, queries, 1, args.warmup)
         runs = []
-        for c in [int(x) for x in args.clients.split(",")]:
+        if not args.build_only:
+            timed(call, queries, 1, args.warmup)
+        for c in [] if args.build_only else [int(x) for x in args.clients.split(",")]:
             r = timed(call, queries, c, args.requests)
             print(json.dumps({backend: r}), file=sys.stderr, flush=True)
             runs.append(r)
@@ -351,8 +369,9 @@ def main() -> None:
     for srv in servers:
         srv.cleanup()
     print(json.dumps(report, indent=1))
-    if args.save:
-        provenance.save(report, variant=str(args.chunks))
+    if args.save and not args.build_only:
+        variant = f"{args.chunks}{'-cached' if args.cached_only else ''}"
+        provenance.save(report, variant=variant)
 
 
 if __name__ == "__main__":

@@ -26,10 +26,12 @@ starts `ok serve` on a free 127.0.0.1 port, warms it, then:
 - `mixed`: `--mixed` requests from `--mixed-clients` threads, each request drawn (seeded)
   from: search (50%), other reads (25%: a note, a document, the notes list, the stack's
   counts, the citations list), note add (15%), citation made and kept then verified (8%,
-  two requests), single-document upload (2%). Errors must be none, and at the end the
+  two requests), single-document upload (2%); `--mix` sets other weights. Errors must be none, and at the end the
   counts must match: notes added = notes found in the folder's files, in the notes list
   and in the graph; citations made = citations listed = citations verified (each
   `verified`); documents uploaded = documents added to the graph.
+
+An empty `--clients`, `--cli-calls 0`, `--ingest-docs 0` or `--mixed 0` skips that phase.
 
 Prints one JSON object (p50/p95/mean/max in milliseconds, load averages) and exits 1 if
 any phase saw an error or a count that does not match.
@@ -285,10 +287,20 @@ class Mixed:
         ("upload", 2),
     ]
 
-    def __init__(self, s: Serve, root: Path, qs: list[str], n: int, clients: int, seed: int):
+    def __init__(
+        self,
+        s: Serve,
+        root: Path,
+        qs: list[str],
+        n: int,
+        clients: int,
+        seed: int,
+        mix: list[tuple[str, int]] | None = None,
+    ):
         self.s, self.root, self.qs, self.n, self.clients = s, root, qs, n, clients
         rng = random.Random(seed)
-        kinds, weights = zip(*self.KINDS, strict=True)
+        self.mix = mix or self.KINDS
+        kinds, weights = zip(*self.mix, strict=True)
         self.plan = rng.choices(kinds, weights=weights, k=n)
         sents = _sentences()
         rng.shuffle(sents)
@@ -466,6 +478,7 @@ class Mixed:
         return {
             "requests": self.requests,
             "clients": self.clients,
+            "mix": dict(self.mix),
             "seconds": round(wall, 1),
             "requests_per_s": round(self.requests / wall, 1),
             "by_kind": {k: stats(v) for k, v in self.times.items() if v},
@@ -494,6 +507,19 @@ def scratch_copy(root: Path) -> Path:
     return dst
 
 
+def _parse_mix(ap: argparse.ArgumentParser, text: str) -> list[tuple[str, int]]:
+    known = {k for k, _ in Mixed.KINDS}
+    mix = []
+    for part in filter(None, text.split(",")):
+        kind, _, weight = part.partition("=")
+        if kind not in known or not weight.isdigit():
+            ap.error(f"--mix: {part!r} is not KIND=WEIGHT with KIND one of {sorted(known)}")
+        mix.append((kind, int(weight)))
+    if not sum(w for _, w in mix):
+        ap.error("--mix: give at least one kind a weight above 0")
+    return mix
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--root", type=Path, help="a folder to serve (default: the 10k SciFact one)")
@@ -504,9 +530,15 @@ def main() -> None:
     ap.add_argument("--ingest-docs", type=int, default=1000, help="0: no ingest phase")
     ap.add_argument("--mixed", type=int, default=10000, help="mixed requests (0: none)")
     ap.add_argument("--mixed-clients", type=int, default=8)
+    ap.add_argument(
+        "--mix",
+        default=",".join(f"{k}={w}" for k, w in Mixed.KINDS),
+        help="the mixed phase's weights, KIND=WEIGHT,... (kinds: search read note cite upload)",
+    )
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--save", action="store_true", help="write bench/results/serve-<commit>.json")
     args = ap.parse_args()
+    mix = _parse_mix(ap, args.mix)
     base = args.root or mcp_latency.build_folder().root
     out: dict = {**provenance.stamp(), "folder": str(base)}
     root = base if args.in_place else scratch_copy(base)
@@ -521,20 +553,22 @@ def main() -> None:
                 c.get(f"/v1/{s.stack}/search", params={"q": q, "k": 10})
         phases = []
         first: list[str] = []
-        for n in args.clients.split(","):
+        for n in filter(None, args.clients.split(",")):
             batch = qs.take(args.requests)
             first = first or batch
             phases.append(http_search(s, batch, int(n)))
         out["http_search"] = phases
-        out["http_search_repeated"] = http_search(s, first, 1)
-        out["routed_cli"] = cli_search(root, qs.take(args.cli_calls), {})
+        if first:
+            out["http_search_repeated"] = http_search(s, first, 1)
+        if args.cli_calls:
+            out["routed_cli"] = cli_search(root, qs.take(args.cli_calls), {})
         if args.ingest_docs:
             out["ingest_while_searching"] = ingest_while_searching(
                 s, qs.take(2000), args.ingest_docs
             )
         if args.mixed:
             out["mixed"] = Mixed(
-                s, root, qs.take(args.mixed), args.mixed, args.mixed_clients, args.seed
+                s, root, qs.take(args.mixed), args.mixed, args.mixed_clients, args.seed, mix
             ).run()
     except (httpx.HTTPError, OSError, KeyError, ValueError) as e:
         # what was measured is still reported, with how the run ended
@@ -544,7 +578,7 @@ def main() -> None:
         if code is not None:
             failed.append(f"ok serve had exited with {code} (see its log)")
         s.stop()
-    if not failed:
+    if not failed and args.cli_calls:
         out["alone_cli"] = cli_search(root, qs.take(args.cli_calls), {"OK_NO_ROUTE": "1"})
     problems = [
         *failed,
