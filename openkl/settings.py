@@ -363,6 +363,14 @@ DECLARED: tuple[Setting, ...] = (
     ),
     _s("serve.access_log", True, bool, "`ok serve` logs each request as a JSON line on stderr."),
     _s(
+        "serve.buffer_pool_mb",
+        0,
+        int,
+        "Kùzu's page buffer of a folder `ok serve` keeps open, in MiB; 0: a quarter of the "
+        "machine's memory, from 1,024 to 16,384. A command opens the graph with "
+        "graph.buffer_pool_mb.",
+    ),
+    _s(
         "serve.timeout",
         30.0,
         float,

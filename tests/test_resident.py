@@ -143,3 +143,34 @@ def test_rows_by_key_are_those_of_a_scan(kuzu_dir: Path, n: int) -> None:
     assert sorted(got, key=lambda r: r["id"]) == sorted(scan, key=lambda r: r["id"])
     assert len(got) == len(ids) and sorted(rows) == sorted(ids)
     assert all(rows[i]["path"] == f"store/{i.split('#')[0]}.md" for i in ids)
+
+
+def test_a_kept_database_gets_a_pool_sized_to_the_machine(kuzu_dir: Path) -> None:
+    """A server's database gets a quarter of the memory (1 to 16 GiB), not a command's
+    512 MiB: a large write beside many readers filled that and failed."""
+    import os
+
+    from openkl.graph import _residents, resident_pool_mb
+
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
+    assert resident_pool_mb() == max(1024, min(16384, total // 4))
+    with Graph.resident(kuzu_dir):
+        assert _residents[kuzu_dir.resolve()].buffer_pool_mb == resident_pool_mb()
+        with Graph.open(kuzu_dir, write=False) as g:
+            assert g.vector("Chunk", _unit(np.random.default_rng(1), 1)[0], 3)
+    with Graph.resident(kuzu_dir, buffer_pool_mb=768):
+        assert _residents[kuzu_dir.resolve()].buffer_pool_mb == 768
+
+
+def test_a_full_pool_says_which_setting_gives_it_more() -> None:
+    from openkl.graph import _commit_failed
+
+    full = RuntimeError(
+        "Buffer manager exception: Unable to allocate memory! The buffer pool is full and no memory could be freed!"
+    )
+    assert "serve.buffer_pool_mb" in (_commit_failed(full, True).hint or "")
+    assert "graph.buffer_pool_mb" in (_commit_failed(full, False).hint or "")
+    other = _commit_failed(RuntimeError("Copy exception: duplicate key"), False)
+    assert (
+        other.message.startswith("commit failed: Copy exception") and other.hint == "run `ok sync`"
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util  # noqa: F401  (kuzu's query preparation needs importlib.util loaded)
+import os
 import re
 import shutil
 import threading
@@ -350,6 +351,29 @@ except Exception:
 """
 
 
+def resident_pool_mb() -> int:
+    """The page buffer of a database a server keeps open: a quarter of the machine's
+    memory, from 1 to 16 GiB. Kùzu reserves it as address space and fills it as it reads;
+    a pool too small for a large write beside many readers fails the write ("the buffer
+    pool is full"), and Kùzu 0.11 can then crash a reader whose page it could not get."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
+    except (OSError, ValueError):
+        total = 4096
+    return max(1024, min(16384, total // 4))
+
+
+def _commit_failed(e: Exception, resident: bool) -> OkError:
+    said = str(e).splitlines()[0]
+    if "buffer pool is full" in said.lower():
+        where = "serve.buffer_pool_mb" if resident else "graph.buffer_pool_mb"
+        return OkError(
+            f"commit failed: {said}",
+            f"give Kùzu more memory ({where} in .ok/config.yml), then run `ok sync`",
+        )
+    return OkError(f"commit failed: {said}", "run `ok sync`")
+
+
 def _replay_in_child(kuzu_dir: Path, buffer_pool_mb: int) -> int:
     """Replay a killed writer's log in a child process: Kùzu 0.11 can crash the process
     that replays some logs, and then every later open would crash too. The exit code: 0
@@ -383,7 +407,7 @@ class _Resident:
 
     def __init__(self, kuzu_dir: Path, buffer_pool_mb: int) -> None:
         self.kuzu_dir = kuzu_dir
-        self.buffer_pool_mb = buffer_pool_mb
+        self.buffer_pool_mb = buffer_pool_mb or resident_pool_mb()
         self._cond = threading.Condition()
         self._leases = 0
         self._paused = False
@@ -714,7 +738,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
 
     @staticmethod
     @contextlib.contextmanager
-    def resident(kuzu_dir: Path, buffer_pool_mb: int = 512) -> Iterator[None]:
+    def resident(kuzu_dir: Path, buffer_pool_mb: int = 0) -> Iterator[None]:
         """Keep the database at `kuzu_dir` open read-write in this process until the block
         ends; meanwhile every `Graph.open` of it here is a new connection (no file lock to
         wait for, no open to pay). Writers still hold the folder's writer lock."""
@@ -988,7 +1012,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         except RuntimeError as e:
             with contextlib.suppress(Exception):
                 self.conn.execute("ROLLBACK")
-            raise OkError(f"commit failed: {str(e).splitlines()[0]}", "run `ok sync`") from e
+            raise _commit_failed(e, self._resident) from e
 
     def _checkpoint(self) -> None:
         with contextlib.suppress(RuntimeError):
@@ -1004,7 +1028,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             self._in_tx = False
             with contextlib.suppress(Exception):
                 self.conn.execute("ROLLBACK")
-            raise OkError(f"commit failed: {str(e).splitlines()[0]}", "run `ok sync`") from e
+            raise _commit_failed(e, self._resident) from e
         with contextlib.suppress(RuntimeError):
             self.conn.execute("CHECKPOINT")
         self.conn.execute("BEGIN TRANSACTION")

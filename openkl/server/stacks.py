@@ -154,7 +154,7 @@ class Stacks:
         self.metrics.chunks_indexed.labels(st.name).inc(rep.chunks_added)
         st.held.enter_context(
             Graph.resident(
-                st.folder.kuzu_dir, buffer_pool_mb=st.folder.setting("graph.buffer_pool_mb")
+                st.folder.kuzu_dir, buffer_pool_mb=st.folder.setting("serve.buffer_pool_mb")
             )
         )
         embedder(st.folder).warm()
