@@ -450,7 +450,9 @@ class Mixed:
             "notes_in_files": len(added_files),
             "notes_listed": len(set(self.notes) & listed),
             "notes_in_graph": counts1["notes"] - counts0["notes"],
-            "citations_made": len(self.citations),
+            # a citation's id is its content's hash: citing a passage again gives the same one
+            "citation_requests": len(self.citations),
+            "citations_made": len(set(self.citations)),
             "citations_listed": len(cites) - cites0,
             "citations_verified": self.verified,
             "citations_verified_at_end": sum(
@@ -467,8 +469,8 @@ class Mixed:
             ("notes_added", "notes_listed"),
             ("notes_added", "notes_in_graph"),
             ("citations_made", "citations_listed"),
-            ("citations_made", "citations_verified"),
-            ("citations_made", "citations_verified_at_end"),
+            ("citation_requests", "citations_verified"),
+            ("citation_requests", "citations_verified_at_end"),
             ("docs_uploaded", "docs_in_graph"),
         ):
             if checks[a] != checks[b]:
