@@ -12,6 +12,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,18 @@ class Result:
 
     def json(self) -> Any:
         return json.loads(self.out)
+
+
+def until(check: Callable[[], Any], seconds: float = 90, every: float = 0.3) -> Any:
+    """What `check` returns once it is true, polled every `every` seconds (a server's
+    watcher or a waiting query works in the background); fails after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(every)
+    raise AssertionError(f"not seen within {seconds:g} s")
 
 
 def run_ok(*args: str, input: str | bytes | None = None, cwd: Path | None = None) -> Result:

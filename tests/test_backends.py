@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import REPO, run_ok
+from conftest import REPO, run_ok, until
 from pg import pg_server, pg_uri  # noqa: F401  (fixtures)
 from test_serve import ROUTES, Server, _call, _jwt, _mcp
 
@@ -201,17 +201,6 @@ def check_cite(root: Path, c: dict[str, Any]) -> None:
         assert ref == f"{c['doc_id']}#char{s}-{e}", c
     else:
         assert c["type"] == "memory" and ref == c["doc_id"], c
-
-
-def until(check: Callable[[], Any], seconds: float = 90) -> Any:
-    """What `check` returns once it is true (the server's watcher syncs in the background)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.3)
-    raise AssertionError("not seen in time")
 
 
 def write(path: Path, text: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from conftest import OK_BIN, run_cli, run_ok
+from conftest import OK_BIN, run_cli, run_ok, until
 from pg import pg_server, with_database  # noqa: F401  (fixtures)
 from test_postgres import QUESTIONS
 from test_postgres_entities import _entity_state
@@ -465,16 +465,6 @@ def test_a_bad_backend_stops_the_server_in_one_line_and_loses_nothing(
     assert ok_in(example_kf, "search", "write-ahead log", "--json").json() == before
 
 
-def _until(check: Any, seconds: float = 60) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError("timed out")
-
-
 def test_a_connection_lost_mid_query_is_a_503_and_the_next_request_works(
     example_kf: Path,
     pg_server: str,  # noqa: F811
@@ -494,7 +484,7 @@ def test_a_connection_lost_mid_query_is_a_503_and_the_next_request_works(
             t.start()
             waiting = "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
             waiting += " AND application_name LIKE 'ok serve % reads%'"
-            pid = _until(lambda: admin.execute(waiting).fetchone())[0]
+            pid = until(lambda: admin.execute(waiting).fetchone(), seconds=60, every=0.1)[0]
             with psycopg.connect(uri, autocommit=True) as killer:
                 killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
             t.join(60)

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import OK_BIN, run_cli, run_ok
+from conftest import OK_BIN, run_cli, run_ok, until
 
 
 def _free_port() -> int:
@@ -561,16 +561,6 @@ def _hand_written_note(root: Path, nid: str, body: str) -> Path:
     return path
 
 
-def _until(check: Any, seconds: float = 90) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.3)
-    raise AssertionError("not seen in time")
-
-
 def _bursts(h: httpx.Client) -> dict[str, float]:
     """The watch's bursts by outcome, from /metrics."""
     out: dict[str, float] = {}
@@ -586,7 +576,7 @@ def test_the_server_syncs_files_changed_on_disk(server: Server) -> None:
     # its own writes are indexed already: the watch sees them and does not sync
     r = h.post(f"/v1/{server.stack}/notes", json={"text": "Sea otters crack urchins on rocks."})
     assert r.status_code == 201, r.text
-    _until(lambda: _bursts(h).get("own", 0) >= 1)
+    until(lambda: _bursts(h).get("own", 0) >= 1)
     assert _bursts(h).get("synced", 0) == 0
     path = _hand_written_note(server.root, "m-20260105-wtch", "Kelp forests shelter otters.")
 
@@ -594,10 +584,10 @@ def test_the_server_syncs_files_changed_on_disk(server: Server) -> None:
         r = h.get(f"/v1/{server.stack}/search", params={"q": "kelp forests otters", "k": 1})
         return r.json()["hits"][:1] != [] and r.json()["hits"][0]["id"] == "m-20260105-wtch"
 
-    _until(found)
+    until(found)
     assert _bursts(h).get("synced", 0) >= 1
     path.unlink()
-    _until(lambda: not found())
+    until(lambda: not found())
     assert h.get(f"/v1/{server.stack}/status").json()["in_sync"]
 
 
