@@ -46,13 +46,13 @@ import numpy as np  # noqa: E402
 import provenance  # noqa: E402
 from scifact import DATA, WORK, load_queries, qrels_path  # noqa: E402
 
-from openkl.chunking import chunk_text  # noqa: E402
 from openkl.folder import Folder  # noqa: E402
 from openkl.graph import Graph  # noqa: E402
 from openkl.graph.postgres import PgGraph  # noqa: E402
 from openkl.graph.protocol import GraphStore  # noqa: E402
+from openkl.indexer import chunk_rows  # noqa: E402
 from openkl.indexing import embed_all, embedder  # noqa: E402
-from openkl.normalize import frontmatter, normalize_text  # noqa: E402
+from openkl.normalize import normalize_text  # noqa: E402
 from openkl.records import ChunkInput, DocInput  # noqa: E402
 from openkl.search import search  # noqa: E402
 
@@ -84,19 +84,7 @@ def corpus_rows(folder: Folder) -> tuple[list[DocInput], list[ChunkInput], Any]:
                     "current": True,
                 }
             )
-            for i, c in enumerate(
-                chunk_text(text, emb.tokenizer, max_tokens, overlap, frontmatter(text)[1])
-            ):
-                chunks.append(
-                    {
-                        "id": c.chunk_id(did),
-                        "doc_id": did,
-                        "text": c.text,
-                        "start": c.start,
-                        "end": c.end,
-                        "ord": i,
-                    }
-                )
+            chunks += chunk_rows(did, text, emb, max_tokens, overlap)
     missing = emb.missing([c["text"] for c in chunks])
     print(f"{len(chunks)} chunks, {missing} not in the embedding cache", file=sys.stderr)
     vecs = embed_all(emb, [c["text"] for c in chunks], "embedding SciFact")

@@ -122,20 +122,27 @@ def build_doc_rows(
                 "current": True,
             }
         )
+        chunks += chunk_rows(did, text, emb, max_tokens, overlap)
+    return docs, chunks
+
+
+def chunk_rows(
+    did: str, text: str, emb: Embedder, max_tokens: int, overlap: int
+) -> list[ChunkInput]:
+    """The chunk rows of document `did`'s normalized text, as an ingest makes them."""
+    return [
+        {
+            "id": c.chunk_id(did),
+            "doc_id": did,
+            "text": c.text,
+            "start": c.start,
+            "end": c.end,
+            "ord": i,
+        }
         for i, c in enumerate(
             chunk_text(text, emb.tokenizer, max_tokens, overlap, frontmatter(text)[1])
-        ):
-            chunks.append(
-                {
-                    "id": c.chunk_id(did),
-                    "doc_id": did,
-                    "text": c.text,
-                    "start": c.start,
-                    "end": c.end,
-                    "ord": i,
-                }
-            )
-    return docs, chunks
+        )
+    ]
 
 
 @dataclass
