@@ -276,6 +276,22 @@ def _sentences() -> list[str]:
     return out
 
 
+def read_path(stack: str, i: int, note: str | None, doc: str | None) -> str:
+    """The `i`th read of the mixed workloads, in turn: a note, a document (each when one
+    was added), the notes list, the stack's counts, the citations list."""
+    v1 = f"/v1/{stack}"
+    which = i % 5
+    if which == 0 and note:
+        return f"{v1}/notes/{note}"
+    if which == 1 and doc:
+        return f"{v1}/documents/{doc}"
+    if which == 2:
+        return f"{v1}/notes?limit=20"
+    if which == 3:
+        return f"/aks/v1/stacks/{stack}"
+    return f"{v1}/citations"
+
+
 class Mixed:
     """The mixed workload: each request's kind drawn from a seeded generator."""
 
@@ -357,17 +373,7 @@ class Mixed:
             with self.lock:
                 note = self.notes[i % len(self.notes)] if self.notes else None
                 doc = self.docs[i % len(self.docs)] if self.docs else None
-            which = i % 5
-            if which == 0 and note:
-                path = f"{v1}/notes/{note}"
-            elif which == 1 and doc:
-                path = f"{v1}/documents/{doc}"
-            elif which == 2:
-                path = f"{v1}/notes?limit=20"
-            elif which == 3:
-                path = f"/aks/v1/stacks/{self.s.stack}"
-            else:
-                path = f"{v1}/citations"
+            path = read_path(self.s.stack, i, note, doc)
             r = c.get(path)
             self._sent()
             if r.status_code != 200:
