@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from conftest import run_ok
-from test_serve import Server, _hand_written_note, _jwt, _mcp, _until
+from conftest import run_ok, until
+from test_serve import Server, _hand_written_note, _jwt, _mcp
 
 SECRET = "s3cret-for-api-tests-that-is-long-enough-for-hs256"
 
@@ -280,7 +280,7 @@ def test_triggers_are_added_and_removed_and_their_fires_counted(api: Api) -> Non
         ]
         return fires == [1, 1, 1]
 
-    _until(counted, 30)
+    until(counted, 30)
     # removed by a writer; not by a reader or another stack's key
     _is_error(api.call("DELETE", f"{v1}/triggers/tides", "read"), 403)
     _is_error(api.call("DELETE", f"{v1}/triggers/tides", "other"), 403)
@@ -363,7 +363,7 @@ def test_a_stack_is_created_served_patched_and_dropped(api: Api) -> None:
         got = api.call("GET", "/v1/sea/search", sea, params={"q": "neap tides half moon"})
         return got.json()["hits"][:1] != [] and got.json()["hits"][0]["id"] == "m-20260105-seaw"
 
-    _until(synced, 30)
+    until(synced, 30)
     assert "sea" in _mcp_stacks(api)  # MCP serves it too
     _is_error(api.call("POST", "/aks/v1/stacks", sea, json=body), 409)
     listed = api.call("GET", "/aks/v1/stacks", api.jwt("*:read")).json()

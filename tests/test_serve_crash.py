@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import OK_BIN, run_cli, run_ok
+from conftest import OK_BIN, run_cli, run_ok, until
 from test_crash import NOW, fresh_rebuild, note_ids, provenance, snapshot
-from test_serve import Server, _hand_written_note, _until
+from test_serve import Server, _hand_written_note
 
 from openkl.crash import CRASH_EXIT
 
@@ -200,7 +200,7 @@ def test_a_stop_during_a_write_finishes_it_and_exits_0(example_kf: Path, sig: in
 
     t = threading.Thread(target=upload)
     t.start()
-    _until(lambda: _lock_says(example_kf, "ok serve store ingest"), seconds=60)
+    until(lambda: _lock_says(example_kf, "ok serve store ingest"), seconds=60)
     asked = time.monotonic()
     os.killpg(s.proc.pid, sig)
     assert _dead(s) == 0, s.log.read_text()
@@ -232,7 +232,7 @@ def test_a_stop_during_the_start_up_sync_ends_it_cleanly(example_kf: Path) -> No
         env={**os.environ, "OK_NO_PROGRESS": "1"},
     )
     try:
-        _until(lambda: _lock_says(example_kf, "ok serve start"), seconds=60)
+        until(lambda: _lock_says(example_kf, "ok serve start"), seconds=60)
         os.killpg(proc.pid, signal.SIGTERM)
         assert proc.wait(timeout=120) == 0, log.read_text()
     finally:
@@ -253,7 +253,7 @@ def test_a_restart_after_kill_9_cleans_the_stale_claim_even_when_its_pid_is_reus
     assert run_ok("--root", str(example_kf), "config", "set", "serve.watch", "false").code == 0
     s = Server(example_kf)
     assert _add_note(s, ACKED_NOTE).status_code == 201
-    _until(lambda: not _lock_says(example_kf, "pid"), seconds=30)  # the write has ended
+    until(lambda: not _lock_says(example_kf, "pid"), seconds=30)  # the write has ended
     claim_path = example_kf / ".ok" / "serve.json"
     claim = json.loads(claim_path.read_text())
     assert claim["pid"] == s.proc.pid and claim["boot_id"] and claim["started"]
@@ -317,7 +317,7 @@ def test_a_stop_interrupts_a_routed_command_waiting_for_the_writer_lock(
 
     t = threading.Thread(target=upload)
     t.start()
-    _until(lambda: _lock_says(example_kf, "ok serve store ingest"), seconds=60)
+    until(lambda: _lock_says(example_kf, "ok serve store ingest"), seconds=60)
     text = "A routed note that waits for the writer lock."
     said = example_kf.parent / "routed.err"
     routed = subprocess.Popen(
@@ -329,7 +329,7 @@ def test_a_stop_interrupts_a_routed_command_waiting_for_the_writer_lock(
     )
     try:
         # said after a second of waiting
-        _until(lambda: "waiting for the writer lock" in said.read_text(), seconds=60)
+        until(lambda: "waiting for the writer lock" in said.read_text(), seconds=60)
         asked = time.monotonic()
         os.killpg(s.proc.pid, signal.SIGTERM)
         # interrupted as Ctrl-C interrupts a command run alone: exit 130
