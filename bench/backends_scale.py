@@ -62,7 +62,7 @@ from openkl import indexing  # noqa: E402
 from openkl import search as search_mod  # noqa: E402
 from openkl.chunking import chunk_text  # noqa: E402
 from openkl.folder import Folder  # noqa: E402
-from openkl.graph import Graph  # noqa: E402
+from openkl.graph import Graph, resident_pool_mb  # noqa: E402
 from openkl.graph.postgres import PgGraph, Readers  # noqa: E402
 from openkl.normalize import frontmatter, normalize_text  # noqa: E402
 from openkl.records import ChunkInput, DocInput  # noqa: E402
@@ -179,7 +179,13 @@ def batches(names: list[str], n: int, size: int, done: int) -> Iterator[tuple[in
 
 
 def build_kuzu(
-    where: Path, names: list[str], texts: list[str], vecs: np.ndarray, batch: int, emb: Any
+    where: Path,
+    names: list[str],
+    texts: list[str],
+    vecs: np.ndarray,
+    batch: int,
+    emb: Any,
+    pool_mb: int,
 ) -> dict[str, Any]:
     state = where / "loaded.json"
     done = json.loads(state.read_text())["chunks"] if state.exists() else 0
@@ -188,13 +194,21 @@ def build_kuzu(
     for lo, hi in batches(names, len(texts), batch, done):
         t = time.perf_counter()
         docs, chunks = rows(names, texts, lo, hi)
-        with Graph.open(kdir, write=True, dim=vecs.shape[1], embedder_identity=emb.identity) as g:
+        with Graph.open(
+            kdir,
+            write=True,
+            dim=vecs.shape[1],
+            embedder_identity=emb.identity,
+            buffer_pool_mb=pool_mb,
+        ) as g:
             g.add_docs(docs, chunks, vecs[lo:hi])
         took += time.perf_counter() - t
         state.write_text(json.dumps({"chunks": hi, "seconds": round(took, 1)}))
         print(json.dumps({"kuzu_loaded": hi, "seconds": round(took, 1)}), file=sys.stderr)
     t = time.perf_counter()
-    with Graph.open(kdir, write=True, dim=vecs.shape[1], embedder_identity=emb.identity) as g:
+    with Graph.open(
+        kdir, write=True, dim=vecs.shape[1], embedder_identity=emb.identity, buffer_pool_mb=pool_mb
+    ) as g:
         built = g.fit_vector_index(50_000)
     index_s = time.perf_counter() - t
     size = sum(p.stat().st_size for p in kdir.rglob("*") if p.is_file())
@@ -293,6 +307,13 @@ def main() -> None:
         action="store_true",
         help="real chunks: only those whose vectors the cache already holds (no embedding)",
     )
+    ap.add_argument(
+        "--buffer-pool-mb",
+        type=int,
+        default=0,
+        help="Kùzu's page buffer for the build and the searches, in MiB (0: as `ok serve`"
+        " sizes it, a quarter of memory from 1 to 16 GiB)",
+    )
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument(
         "--build-only", action="store_true", help="build (or finish) the graphs, measure nothing"
@@ -333,9 +354,12 @@ def main() -> None:
     servers = []
     for backend in args.backends.split(","):
         if backend == "kuzu":
-            report["kuzu_build"] = build_kuzu(where, names, texts, vecs, args.batch, emb)
+            pool_mb = args.buffer_pool_mb or resident_pool_mb()
+            report["kuzu_build"] = build_kuzu(
+                where, names, texts, vecs, args.batch, emb, pool_mb
+            ) | {"buffer_pool_mb": pool_mb}
             kdir = where / "kuzu"
-            ctx: Any = Graph.resident(kdir)
+            ctx: Any = Graph.resident(kdir, pool_mb)
             ctx.__enter__()
 
             def call(q: str, kdir: Path = kdir) -> int:
