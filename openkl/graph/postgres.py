@@ -105,7 +105,9 @@ def schema(dim: int) -> list[str]:
     for table in ("chunks", "notes"):
         out += [
             f"CREATE INDEX IF NOT EXISTS {table}_vec ON {table} USING hnsw (vec vector_cosine_ops)",
-            f"CREATE INDEX IF NOT EXISTS {table}_tsv ON {table} USING gin (tsv)",
+            # full text is ranked from `postings`: an index of the tsvector would only cost
+            # every write its upkeep (graphs of schema 2 had one)
+            f"DROP INDEX IF EXISTS {table}_tsv",
         ]
     out += [
         "CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (stack, doc_id)",
@@ -122,7 +124,7 @@ def schema(dim: int) -> list[str]:
 
 # on the meta table once the schema is complete (bump it when `schema` changes: every
 # statement of `schema` is run again, and each makes only what is missing)
-_SCHEMA_MARK = "openkl graph schema 2"
+_SCHEMA_MARK = "openkl graph schema 3"
 
 # The next nodes of a frontier entry f (kind, id, way), as `graph/lineage._neighbours`
 # finds them one query at a time; `up`/`down` are the way's, `rn`/`rr` the notes' refs.
@@ -740,7 +742,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
                 ],
             )
             if chunks:
-                self._index_terms("chunks")
+                self._index_terms("chunks", [c["id"] for c in chunks])
 
     def remove_doc(self, doc_id: str) -> None:
         with self.transaction():
@@ -825,7 +827,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
                     for i, n in enumerate(notes)
                 ],
             )
-            self._index_terms("notes")
+            self._index_terms("notes", [n["id"] for n in notes])
             pairs = sorted({(n["id"], t) for n in notes for t in n["topics"]})
             self._many(
                 "INSERT INTO topics (id) VALUES (%s) ON CONFLICT DO NOTHING",
@@ -912,11 +914,14 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         )
         return [(r["id"], float(r["score"])) for r in rows]
 
-    def _index_terms(self, table: str) -> None:
-        """Each new row's length in tokens and its postings, for BM25 (`fts`)."""
+    def _index_terms(self, table: str, new: list[str]) -> None:
+        """The new rows' (ids `new`) lengths in tokens and their postings, for BM25 (`fts`).
+        The rows are found by primary key: a load of many batches costs each batch its
+        own rows, not a scan of the whole table."""
         ids = self._ids(
             f"UPDATE {table} SET dl = (SELECT coalesce(sum(array_length(positions, 1)), 0)"
-            f" FROM unnest(tsv)) WHERE stack = %(st)s AND dl IS NULL RETURNING id"
+            f" FROM unnest(tsv)) WHERE stack = %(st)s AND id = ANY(%(new)s) RETURNING id",
+            {"new": new},
         )
         if not ids:
             return
