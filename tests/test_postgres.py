@@ -348,19 +348,22 @@ def test_a_graph_of_the_older_schema_loses_its_unused_full_text_indexes(
     pg_uri: str,  # noqa: F811
 ) -> None:
     """Schema 2 kept a GIN index of each tsvector, which no query reads (BM25 ranks from
-    `postings`); opening such a database for writing drops them and nothing else."""
+    `postings`), and a key of the postings that a query could not read them from alone;
+    opening such a database for writing drops those and makes the covering index."""
     with PgGraph.open(pg_uri, stack="upgraded", write=True, dim=4):
         pass
     with psycopg.connect(pg_uri, autocommit=True) as conn:
         for table in ("chunks", "notes"):
             conn.execute(f"CREATE INDEX {table}_tsv ON {table} USING gin (tsv)")
+        conn.execute("DROP INDEX postings_terms")
+        conn.execute("ALTER TABLE postings ADD PRIMARY KEY (stack, tbl, lexeme, id)")
         conn.execute("COMMENT ON TABLE meta IS 'openkl graph schema 2'")
     with PgGraph.open(pg_uri, stack="upgraded", write=True, dim=4):
         pass
     with psycopg.connect(pg_uri, autocommit=True) as conn:
         names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes")}
-    assert not {"chunks_tsv", "notes_tsv"} & names
-    assert {"chunks_vec", "notes_vec", "postings_id", "chunks_doc"} <= names
+    assert not {"chunks_tsv", "notes_tsv", "postings_pkey"} & names
+    assert {"chunks_vec", "notes_vec", "postings_id", "postings_terms", "chunks_doc"} <= names
 
 
 def test_a_role_of_one_stack_sees_no_row_of_another(
