@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import run_ok
+from conftest import run_ok, until
 from pg import pg_server, pg_uri, with_database  # noqa: F401  (fixtures)
 from test_graph_protocol import drift, members
 
@@ -281,6 +281,36 @@ def test_a_removed_document_leaves_the_full_text_ranking_of_a_build_without_it(
     finally:
         aside.rename(path)
     assert after == want and after != before
+
+
+def test_each_row_is_written_once_with_its_length_in_tokens(
+    folder: Folder,
+    pg_uri: str,  # noqa: F811
+) -> None:
+    """A row's BM25 length is its tsvector's count of positions, set by its INSERT: no row
+    is updated after it (an update writes the row again, its vector into HNSW again)."""
+    emb = embedder(folder)
+    with PgGraph.open(pg_uri, stack="lengths", write=True, dim=emb.dim) as g:
+        load_files(folder, g)
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        for table in ("chunks", "notes"):
+            rows, wrong = conn.execute(
+                f"SELECT count(*), count(*) FILTER (WHERE dl IS DISTINCT FROM (SELECT"
+                f" coalesce(sum(array_length(positions, 1)), 0) FROM unnest(tsv)) OR dl = 0)"
+                f" FROM {table} WHERE stack = 'lengths'"
+            ).fetchone()
+            assert rows > 0 and wrong == 0, table
+
+            def counted(table: str = table) -> Any:
+                # the writer's statistics reach the view once its session has ended
+                row = conn.execute(
+                    f"SELECT n_tup_ins >= (SELECT count(*) FROM {table}), n_tup_upd"
+                    " FROM pg_stat_user_tables WHERE relname = %s",
+                    (table,),
+                ).fetchone()
+                return row if row and row[0] else None
+
+            assert until(counted, seconds=30)[1] == 0, f"rows of {table} were updated"
 
 
 FTS_Q = "gene editing graph database log pages CRISPR retrieval"

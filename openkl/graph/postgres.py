@@ -242,6 +242,13 @@ TABLES = [
 # this module's own layout, stamped beside the shared schema version: a stack built by an
 # older layout is rebuilt, not read wrong (3: the entity graph is published)
 PG_LAYOUT = "3"
+# a row's length in tokens (`dl`, for BM25) as it is inserted, from the same text as its
+# `tsv`: set later, by an UPDATE, every row would be written twice, and its vector put in
+# the HNSW index twice
+_LENGTH = (
+    f"(SELECT coalesce(sum(array_length(u.positions, 1)), 0)"
+    f" FROM unnest(to_tsvector('{FTS_CONFIG}', %s)) u)"
+)
 _ANALYZE_AFTER = 1000  # rows loaded at once after which the tables are analyzed
 
 _TABLE_OF = {"Chunk": "chunks", "MemoryNote": "notes"}
@@ -740,10 +747,11 @@ class PgGraph(pg_entities.PgEntities, Atomic):
             )
             self._many(
                 "INSERT INTO chunks (id, doc_id, text, fts, span_start, span_end, ord, current,"
-                " vec) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                f" vec, dl) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, {_LENGTH})",
                 [
                     (c["id"], c["doc_id"], c["text"], fts_text(c["text"]), c["start"], c["end"])
                     + (c["ord"], c.get("current", True), vecs[i].astype("float32"))
+                    + (fts_text(c["text"]),)
                     for i, c in enumerate(chunks)
                 ],
             )
@@ -823,13 +831,14 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         with self.transaction():
             self._many(
                 "INSERT INTO notes (id, path, sha256, text, fts, ts, tags, topics, body_start,"
-                " body_end, vec, expires, supersedes, derived_notes)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                " body_end, vec, expires, supersedes, derived_notes, dl)"
+                f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, {_LENGTH})",
                 [
                     (n["id"], n["path"], n["sha256"], n["text"], fts_text(n["text"]), n["ts"])
                     + (list(n["tags"]), list(n["topics"]), n["body_start"], n["body_end"])
                     + (vecs[i].astype("float32"), n.get("expires", ""))
                     + (list(n.get("supersedes", [])), list(n.get("derived_notes", [])))
+                    + (fts_text(n["text"]),)
                     for i, n in enumerate(notes)
                 ],
             )
@@ -920,17 +929,9 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         )
         return [(r["id"], float(r["score"])) for r in rows]
 
-    def _index_terms(self, table: str, new: list[str]) -> None:
-        """The new rows' (ids `new`) lengths in tokens and their postings, for BM25 (`fts`).
-        The rows are found by primary key: a load of many batches costs each batch its
-        own rows, not a scan of the whole table."""
-        ids = self._ids(
-            f"UPDATE {table} SET dl = (SELECT coalesce(sum(array_length(positions, 1)), 0)"
-            f" FROM unnest(tsv)) WHERE stack = %(st)s AND id = ANY(%(new)s) RETURNING id",
-            {"new": new},
-        )
-        if not ids:
-            return
+    def _index_terms(self, table: str, ids: list[str]) -> None:
+        """The postings of the new rows `ids`, for BM25 (`fts`), found by primary key: a
+        load of many batches costs each batch its own rows, not a scan of the table."""
         current = "c.current" if table == "chunks" else "true"
         # postings a row of the same id left (deleted by hand, outside `remove_*`) give way
         self._run(
