@@ -81,6 +81,10 @@ def main() -> None:
         emb = Embedder()
         qv = [emb.embed_query(json.loads(x)["text"]).tolist() for x in lines]
         with Graph.open(tmp, write=True, check=False, probe=False) as g:
+            # a folder past search.hnsw_min_chunks has one: dropped, to build it anew once
+            # the database is opened again (Kùzu cannot make one after a drop before that)
+            g.fit_vector_index(0)
+        with Graph.open(tmp, write=True, check=False, probe=False) as g:
             n = g.query("MATCH (c:Chunk) RETURN count(c) AS n")[0]["n"]
             current = g.query("MATCH (c:Chunk) WHERE c.current RETURN count(c) AS n")[0]["n"]
 
@@ -90,7 +94,6 @@ def main() -> None:
             def hnsw(v: list[float]) -> list[str]:
                 return [i for i, _ in g.vector("Chunk", v, K)]
 
-            g.fit_vector_index(0)  # a folder past search.hnsw_min_chunks has one: build anew
             t = time.perf_counter()
             if not g.fit_vector_index(1):
                 sys.exit("the folder has no chunks to index")

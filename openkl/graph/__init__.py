@@ -98,7 +98,9 @@ BYTES_PER_NEW_CHUNK = 48 << 10
 # and what one commit's checkpoint writes whatever its size: a few pages of each column of
 # every table it touches (~12 MB for the first documents of a graph)
 BYTES_PER_COMMIT = 16 << 20
-CHUNK_VECTOR_INDEX = "chunk_vec"  # HNSW over Chunk.vec, from `search.hnsw_min_chunks` chunks
+# HNSW over Chunk.vec, from `search.hnsw_min_chunks` chunks: named `chunk_vec`, or
+# `chunk_vec_<n>` when made again after a drop (Kùzu 0.11 never frees a dropped index's name)
+CHUNK_VECTOR_INDEX = "chunk_vec"
 
 # Han (with radicals, iteration marks and extensions A to I, compatibility ideographs),
 # Bopomofo, Hiragana and Katakana (with half-width forms and the kana supplements), Hangul
@@ -1191,8 +1193,9 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         through the HNSW index when `fit_vector_index` built one, else an exact scan."""
         if self._none_in(table):
             return []
-        if table == "Chunk" and self._has_vector_index():
-            hits = self._vector_hnsw(qvec, k)
+        name = self._vector_index() if table == "Chunk" else None
+        if name:
+            hits = self._vector_hnsw(name, qvec, k)
             if hits is not None:
                 return hits
         return self.vector_scan(table, qvec, k)
@@ -1208,19 +1211,33 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         )
         return [(r["id"], float(r["s"])) for r in rows]
 
-    def _has_vector_index(self) -> bool:
-        def look() -> bool:
-            rows = self.query("CALL SHOW_INDEXES() RETURN index_name AS name")
-            return any(r["name"] == CHUNK_VECTOR_INDEX for r in rows)
+    def _vector_indexes(self) -> list[str]:
+        """The names of every vector index there is on Chunk (one, or none)."""
+        rows = self.query("CALL SHOW_INDEXES() RETURN table_name AS t, index_name AS name")
+        return [
+            r["name"]
+            for r in rows
+            if r["t"] == "Chunk"
+            and (r["name"] == CHUNK_VECTOR_INDEX or r["name"].startswith(CHUNK_VECTOR_INDEX + "_"))
+        ]
 
-        return bool(self._res.memo("hnsw", look) if self._res is not None else look())
+    def _vector_index(self) -> str:
+        """The name of the chunks' HNSW index, or "" without one."""
 
-    def _vector_hnsw(self, qvec: Sequence[float], k: int) -> list[tuple[str, float]] | None:
-        """The `k` nearest current chunks by the HNSW index, or None when superseded chunks
-        crowd them out of what the index returned (the caller then scans exactly)."""
+        def look() -> str:
+            names = self._vector_indexes()
+            return names[0] if names else ""
+
+        return str(self._res.memo("hnsw", look) if self._res is not None else look())
+
+    def _vector_hnsw(
+        self, name: str, qvec: Sequence[float], k: int
+    ) -> list[tuple[str, float]] | None:
+        """The `k` nearest current chunks by the HNSW index `name`, or None when superseded
+        chunks crowd them out of what the index returned (the caller then scans exactly)."""
         fetch = k * 2 + 10
         rows = self.query(
-            f"CALL QUERY_VECTOR_INDEX('Chunk', '{CHUNK_VECTOR_INDEX}', "
+            f"CALL QUERY_VECTOR_INDEX('Chunk', '{name}', "
             "$q, $n, efs := $efs) "
             "WITH node, distance RETURN node.id AS id, node.current AS current, distance",
             {"q": [float(x) for x in qvec], "n": fetch, "efs": max(200, fetch)},
@@ -1234,22 +1251,36 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         return hits[:k]
 
     def fit_vector_index(self, min_chunks: int) -> bool:
-        """Build the chunks' HNSW index once they number `min_chunks` or more (0: never),
-        drop it below that. Runs outside a transaction (Kùzu builds the index in its own);
-        returns whether the index exists afterwards. Stored vectors are never SET in place
-        (the index forbids it): a changed chunk is a new row and the old one is deleted or
-        marked not current, which the index follows."""
+        """Build the chunks' HNSW index once they number `min_chunks` or more; with 0,
+        drop it (and never build one). Runs outside a transaction (Kùzu builds the index in
+        its own); returns whether the index exists afterwards. Stored vectors are never SET
+        in place (the index forbids it): a changed chunk is a new row and the old one is
+        deleted or marked not current, which the index follows.
+
+        An index stays when the chunks fall below `min_chunks` again: it answers as well
+        at any size, and Kùzu 0.11 cannot make one again under a dropped one's name (nor,
+        until the database is opened anew, under any name). A rebuilt index therefore gets
+        a name of its own, and a build that Kùzu refuses leaves the exact scan, with the
+        next write trying again."""
+        names = self._vector_indexes()
+        if min_chunks <= 0:
+            for name in names:
+                self.query(f"CALL DROP_VECTOR_INDEX('Chunk', '{name}')")
+            return False
+        if names:
+            return True
         n = int(self.query("MATCH (c:Chunk) RETURN count(c) AS n")[0]["n"])
-        has = self._has_vector_index()
-        want = 0 < min_chunks <= n
-        if want and not has:
-            self.query(
-                f"CALL CREATE_VECTOR_INDEX('Chunk', '{CHUNK_VECTOR_INDEX}', 'vec', "
-                "metric := 'cosine')"
-            )
-        elif has and not want:
-            self.query(f"CALL DROP_VECTOR_INDEX('Chunk', '{CHUNK_VECTOR_INDEX}')")
-        return want
+        if n < min_chunks:
+            return False
+        for name in (CHUNK_VECTOR_INDEX, f"{CHUNK_VECTOR_INDEX}_{time.time_ns():x}"):
+            try:
+                self.query(
+                    f"CALL CREATE_VECTOR_INDEX('Chunk', '{name}', 'vec', metric := 'cosine')"
+                )
+            except OkError:
+                continue  # the name of a dropped index
+            return True
+        return False
 
     def by_key(
         self, label: str, ids: Sequence[str], ret: str, key: str = "id"
