@@ -212,7 +212,8 @@ DECLARED: tuple[Setting, ...] = (
         50000,
         int,
         "From this many chunks, vector search goes through an HNSW index (approximate, "
-        "built once by the write that reaches it) instead of an exact scan; 0: always exact.",
+        "built once by the write that reaches it, kept if the chunks fall below again) "
+        "instead of an exact scan; 0: always exact (the next write drops the index).",
     ),
     _s("search.diversity", 0.5, float, "How strongly `--diverse` (MMR) favours unlike hits (0-1)."),
     _s(
