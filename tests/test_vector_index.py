@@ -88,3 +88,44 @@ def test_an_edited_document_is_found_by_its_new_text_and_never_by_its_old(
             assert hits and {i for i, _ in hits} <= current
         texts = g.chunks_by_id([i for i, _ in g.vector("Chunk", emb.embed_query("honey"), 1)])
         assert "bees make honey" in next(iter(texts.values()))["text"]
+
+
+def test_an_index_dropped_and_made_again_in_one_open_waits_for_the_next(
+    tmp_path: Path,
+) -> None:
+    """Kùzu cannot make a vector index after a drop until the database is opened anew: the
+    write goes on with the exact scan, and the next open builds the index."""
+    import numpy as np
+
+    from openkl.graph import Graph
+
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(30, 4)).astype("float32")
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    docs = [
+        {
+            "id": "d",
+            "path": "store/normalized/d.ok.md",
+            "sha256": "s",
+            "title": "d",
+            "source": "{}",
+            "created_at": "2026-12-01T00:00:00Z",
+            "chars": 300,
+            "current": True,
+        }
+    ]
+    chunks = [
+        {"id": f"d#char{i}-{i + 1}", "doc_id": "d", "text": f"w{i}", "start": i, "end": i + 1}
+        | {"ord": i}
+        for i in range(30)
+    ]
+    with Graph.open(tmp_path, write=True, dim=4, embedder_identity="t") as g:
+        g.add_docs(docs, chunks, vecs)  # type: ignore[arg-type]
+        assert g.fit_vector_index(1) and g._vector_index()
+        assert not g.fit_vector_index(0) and not g._vector_index()
+        assert not g.fit_vector_index(1) and not g._vector_index()
+        exact = g.vector("Chunk", vecs[0].tolist(), 5)
+    with Graph.open(tmp_path, write=True, dim=4, embedder_identity="t") as g:
+        assert g.fit_vector_index(1)
+        assert g._vector_index().startswith("chunk_vec_")
+        assert [i for i, _ in g.vector("Chunk", vecs[0].tolist(), 5)] == [i for i, _ in exact]

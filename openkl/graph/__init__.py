@@ -101,6 +101,8 @@ BYTES_PER_COMMIT = 16 << 20
 # HNSW over Chunk.vec, from `search.hnsw_min_chunks` chunks: named `chunk_vec`, or
 # `chunk_vec_<n>` when made again after a drop (Kùzu 0.11 never frees a dropped index's name)
 CHUNK_VECTOR_INDEX = "chunk_vec"
+# what Kùzu says making an index under the name of one dropped in an earlier open
+_DROPPED_INDEX = ("already exists", "is not loaded yet")
 
 # Han (with radicals, iteration marks and extensions A to I, compatibility ideographs),
 # Bopomofo, Hiragana and Katakana (with half-width forms and the kana supplements), Hangul
@@ -1260,25 +1262,31 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         An index stays when the chunks fall below `min_chunks` again: it answers as well
         at any size, and Kùzu 0.11 cannot make one again under a dropped one's name (nor,
         until the database is opened anew, under any name). A rebuilt index therefore gets
-        a name of its own, and a build that Kùzu refuses leaves the exact scan, with the
-        next write trying again."""
+        a name of its own, and in the open that dropped one none is made (the next open of
+        the database builds it). Any other failure is raised."""
         names = self._vector_indexes()
+        # the database this open reads (a resident one outlives the open)
+        db: Any = self._res if self._res is not None else self
         if min_chunks <= 0:
             for name in names:
                 self.query(f"CALL DROP_VECTOR_INDEX('Chunk', '{name}')")
+                db.dropped_vector_index = True
             return False
         if names:
             return True
         n = int(self.query("MATCH (c:Chunk) RETURN count(c) AS n")[0]["n"])
-        if n < min_chunks:
+        if n < min_chunks or getattr(db, "dropped_vector_index", False):
+            # after a drop, Kùzu leaves half an index behind any CREATE until reopened
             return False
         for name in (CHUNK_VECTOR_INDEX, f"{CHUNK_VECTOR_INDEX}_{time.time_ns():x}"):
             try:
                 self.query(
                     f"CALL CREATE_VECTOR_INDEX('Chunk', '{name}', 'vec', metric := 'cosine')"
                 )
-            except OkError:
-                continue  # the name of a dropped index
+            except OkError as e:
+                if any(m in str(e) for m in _DROPPED_INDEX):
+                    continue  # the name of a dropped index
+                raise
             return True
         return False
 
