@@ -75,30 +75,38 @@ def load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def start_server(
+    root: Path, log_name: str, **env: str
+) -> tuple[subprocess.Popen[bytes], int, str, Path]:
+    """`ok serve --root root` on a free port of 127.0.0.1, its output in
+    `<root's parent>/<log_name>-<port>.log`, once ready: (the process, its port, the
+    folder's stack, the log). `env`: variables added to the server's environment."""
+    port = _free_port()
+    log = root.parent / f"{log_name}-{port}.log"
+    proc = subprocess.Popen(
+        [OK, "serve", "--root", str(root), "--port", str(port)],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "OK_NO_PROGRESS": "1", **env},
+    )
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"ok serve exited with {proc.returncode}: see {log}")
+        try:
+            r = httpx.get(f"http://127.0.0.1:{port}/ready", timeout=5)
+            if r.status_code == 200:
+                return proc, port, str(r.json()["stacks"][0]), log
+        except httpx.TransportError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit("ok serve did not become ready in 900 s")
+
+
 class Serve:
     def __init__(self, root: Path) -> None:
-        self.port = _free_port()
+        self.proc, self.port, self.stack, self.log = start_server(root, "serve-bench")
         self.url = f"http://127.0.0.1:{self.port}"
-        log = (root.parent / f"serve-bench-{self.port}.log").open("w")
-        self.proc = subprocess.Popen(
-            [OK, "serve", "--root", str(root), "--port", str(self.port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "OK_NO_PROGRESS": "1"},
-        )
-        deadline = time.monotonic() + 900
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"ok serve exited with {self.proc.returncode}: see {log.name}")
-            try:
-                r = httpx.get(self.url + "/ready", timeout=5)
-                if r.status_code == 200:
-                    self.stack = r.json()["stacks"][0]
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.5)
-        raise SystemExit("ok serve did not become ready in 900 s")
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)

@@ -45,36 +45,16 @@ sys.path.insert(0, str(HERE))
 import mcp_latency  # noqa: E402
 import provenance  # noqa: E402
 import serve  # noqa: E402
-from mcp_latency import OK  # noqa: E402
 
 
 class Server:
     """`ok serve` on a free port, optionally with gdb attached once it is ready."""
 
     def __init__(self, root: Path, gdb: bool) -> None:
-        self.port = serve._free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = root.parent / f"stress-serve-{self.port}.log"
-        self.proc = subprocess.Popen(
-            [OK, "serve", "--root", str(root), "--port", str(self.port)],
-            stdout=self.log.open("w"),
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "OK_NO_PROGRESS": "1", "PYTHONFAULTHANDLER": "1"},
+        self.proc, self.port, self.stack, self.log = serve.start_server(
+            root, "stress-serve", PYTHONFAULTHANDLER="1"
         )
-        deadline = time.monotonic() + 900
-        while True:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"ok serve exited with {self.proc.returncode}: see {self.log}")
-            try:
-                r = httpx.get(self.url + "/ready", timeout=5)
-                if r.status_code == 200:
-                    self.stack = r.json()["stacks"][0]
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("ok serve did not become ready in 900 s")
-            time.sleep(0.5)
+        self.url = f"http://127.0.0.1:{self.port}"
         self.gdb: subprocess.Popen | None = None
         self.gdb_out = root.parent / f"stress-gdb-{self.port}.txt"
         if gdb:
