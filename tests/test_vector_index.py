@@ -90,11 +90,15 @@ def test_an_edited_document_is_found_by_its_new_text_and_never_by_its_old(
         assert "bees make honey" in next(iter(texts.values()))["text"]
 
 
+@pytest.mark.parametrize("resident", [False, True], ids=["command", "server"])
 def test_an_index_dropped_and_made_again_in_one_open_waits_for_the_next(
-    tmp_path: Path,
+    tmp_path: Path, resident: bool
 ) -> None:
     """Kùzu cannot make a vector index after a drop until the database is opened anew: the
-    write goes on with the exact scan, and the next open builds the index."""
+    write goes on with the exact scan, and the next open builds the index. A server keeps
+    one database for all its writers, so there it waits for the server's next start."""
+    import contextlib
+
     import numpy as np
 
     from openkl.graph import Graph
@@ -119,12 +123,17 @@ def test_an_index_dropped_and_made_again_in_one_open_waits_for_the_next(
         | {"ord": i}
         for i in range(30)
     ]
-    with Graph.open(tmp_path, write=True, dim=4, embedder_identity="t") as g:
-        g.add_docs(docs, chunks, vecs)  # type: ignore[arg-type]
-        assert g.fit_vector_index(1) and g._vector_index()
-        assert not g.fit_vector_index(0) and not g._vector_index()
-        assert not g.fit_vector_index(1) and not g._vector_index()
-        exact = g.vector("Chunk", vecs[0].tolist(), 5)
+    with Graph.resident(tmp_path) if resident else contextlib.nullcontext():
+        with Graph.open(tmp_path, write=True, dim=4, embedder_identity="t") as g:
+            g.add_docs(docs, chunks, vecs)  # type: ignore[arg-type]
+            assert g.fit_vector_index(1) and g._vector_index()
+            assert not g.fit_vector_index(0) and not g._vector_index()
+            assert not g.fit_vector_index(1) and not g._vector_index()
+        with Graph.open(tmp_path, write=True, dim=4, embedder_identity="t") as g:
+            # a second writer: a new database for a command, the same one in a server
+            assert g.fit_vector_index(1) != resident
+            assert bool(g._vector_index()) != resident
+            exact = g.vector_scan("Chunk", vecs[0].tolist(), 5)
     with Graph.open(tmp_path, write=True, dim=4, embedder_identity="t") as g:
         assert g.fit_vector_index(1)
         assert g._vector_index().startswith("chunk_vec_")

@@ -15,6 +15,7 @@ import shutil
 import threading
 import time
 import unicodedata
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,6 +104,10 @@ BYTES_PER_COMMIT = 16 << 20
 CHUNK_VECTOR_INDEX = "chunk_vec"
 # what Kùzu says making an index under the name of one dropped in an earlier open
 _DROPPED_INDEX = ("already exists", "is not loaded yet")
+# the open databases (kuzu.Database) that dropped a vector index: Kùzu leaves half an index
+# behind any CREATE on them, so none is made until the database is opened anew (a
+# server's resident database is one for all its writers)
+_DROPPED_A_VECTOR_INDEX: weakref.WeakSet[Any] = weakref.WeakSet()
 
 # Han (with radicals, iteration marks and extensions A to I, compatibility ideographs),
 # Bopomofo, Hiragana and Katakana (with half-width forms and the kana supplements), Hangul
@@ -1262,21 +1267,19 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         An index stays when the chunks fall below `min_chunks` again: it answers as well
         at any size, and Kùzu 0.11 cannot make one again under a dropped one's name (nor,
         until the database is opened anew, under any name). A rebuilt index therefore gets
-        a name of its own, and in the open that dropped one none is made (the next open of
-        the database builds it). Any other failure is raised."""
+        a name of its own, and on a database that dropped one none is made until it is
+        opened anew (a server's, which all its writers share, at its next start). Any
+        other failure is raised."""
         names = self._vector_indexes()
-        # the database this open reads (a resident one outlives the open)
-        db: Any = self._res if self._res is not None else self
         if min_chunks <= 0:
             for name in names:
                 self.query(f"CALL DROP_VECTOR_INDEX('Chunk', '{name}')")
-                db.dropped_vector_index = True
+                _DROPPED_A_VECTOR_INDEX.add(self._db)
             return False
         if names:
             return True
         n = int(self.query("MATCH (c:Chunk) RETURN count(c) AS n")[0]["n"])
-        if n < min_chunks or getattr(db, "dropped_vector_index", False):
-            # after a drop, Kùzu leaves half an index behind any CREATE until reopened
+        if n < min_chunks or self._db in _DROPPED_A_VECTOR_INDEX:
             return False
         for name in (CHUNK_VECTOR_INDEX, f"{CHUNK_VECTOR_INDEX}_{time.time_ns():x}"):
             try:
