@@ -749,10 +749,10 @@ class PgGraph(pg_entities.PgEntities, Atomic):
                 "INSERT INTO chunks (id, doc_id, text, fts, span_start, span_end, ord, current,"
                 f" vec, dl) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, {_LENGTH})",
                 [
-                    (c["id"], c["doc_id"], c["text"], fts_text(c["text"]), c["start"], c["end"])
-                    + (c["ord"], c.get("current", True), vecs[i].astype("float32"))
-                    + (fts_text(c["text"]),)
+                    (c["id"], c["doc_id"], c["text"], f, c["start"], c["end"], c["ord"])
+                    + (c.get("current", True), vecs[i].astype("float32"), f)
                     for i, c in enumerate(chunks)
+                    for f in (fts_text(c["text"]),)  # the indexed text, once per row
                 ],
             )
             if chunks:
@@ -834,12 +834,12 @@ class PgGraph(pg_entities.PgEntities, Atomic):
                 " body_end, vec, expires, supersedes, derived_notes, dl)"
                 f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, {_LENGTH})",
                 [
-                    (n["id"], n["path"], n["sha256"], n["text"], fts_text(n["text"]), n["ts"])
+                    (n["id"], n["path"], n["sha256"], n["text"], f, n["ts"])
                     + (list(n["tags"]), list(n["topics"]), n["body_start"], n["body_end"])
                     + (vecs[i].astype("float32"), n.get("expires", ""))
-                    + (list(n.get("supersedes", [])), list(n.get("derived_notes", [])))
-                    + (fts_text(n["text"]),)
+                    + (list(n.get("supersedes", [])), list(n.get("derived_notes", [])), f)
                     for i, n in enumerate(notes)
+                    for f in (fts_text(n["text"]),)  # the indexed text, once per row
                 ],
             )
             self._index_terms("notes", [n["id"] for n in notes])
