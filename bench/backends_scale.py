@@ -194,24 +194,26 @@ def build_kuzu(
     done = json.loads(state.read_text())["chunks"] if state.exists() else 0
     kdir = where / "kuzu"
     took = json.loads(state.read_text()).get("seconds", 0.0) if state.exists() else 0.0
-    for lo, hi in batches(names, len(texts), batch, done):
-        t = time.perf_counter()
-        docs, chunks = rows(names, texts, lo, hi)
-        with Graph.open(
+
+    def opened() -> Any:
+        return Graph.open(
             kdir,
             write=True,
             dim=vecs.shape[1],
             embedder_identity=emb.identity,
             buffer_pool_mb=pool_mb,
-        ) as g:
+        )
+
+    for lo, hi in batches(names, len(texts), batch, done):
+        t = time.perf_counter()
+        docs, chunks = rows(names, texts, lo, hi)
+        with opened() as g:
             g.add_docs(docs, chunks, vecs[lo:hi])
         took += time.perf_counter() - t
         state.write_text(json.dumps({"chunks": hi, "seconds": round(took, 1)}))
         print(json.dumps({"kuzu_loaded": hi, "seconds": round(took, 1)}), file=sys.stderr)
     t = time.perf_counter()
-    with Graph.open(
-        kdir, write=True, dim=vecs.shape[1], embedder_identity=emb.identity, buffer_pool_mb=pool_mb
-    ) as g:
+    with opened() as g:
         built = g.fit_vector_index(50_000)
     index_s = time.perf_counter() - t
     size = sum(p.stat().st_size for p in kdir.rglob("*") if p.is_file())
