@@ -465,6 +465,8 @@ def main() -> None:
     print(json.dumps(report, indent=1))
     if args.save and not args.build_only:
         variant = f"{args.chunks}{'-cached' if args.cached_only else ''}"
+        if len(report["results"]) == 1:  # one backend's run is named after it
+            variant += f"-{next(iter(report['results']))}"
         provenance.save(report, variant=variant)
 
 
