@@ -68,6 +68,7 @@ from openkl.chunking import chunk_text  # noqa: E402
 from openkl.folder import Folder  # noqa: E402
 from openkl.graph import Graph, resident_pool_mb  # noqa: E402
 from openkl.graph.postgres import PgGraph, Readers  # noqa: E402
+from openkl.graph.postgres import schema as pg_schema  # noqa: E402
 from openkl.normalize import frontmatter, normalize_text  # noqa: E402
 from openkl.records import ChunkInput, DocInput  # noqa: E402
 
@@ -221,12 +222,21 @@ def build_kuzu(
     return {"load_s": round(took, 1), "hnsw": built, "hnsw_s": round(index_s, 1), "bytes": size}
 
 
-# what `--defer-indexes` drops during the load, and makes after it (as the schema makes them)
-DEFERRED = {
-    "chunks_vec": "CREATE INDEX IF NOT EXISTS chunks_vec ON chunks USING hnsw (vec vector_cosine_ops)",
-    "postings_terms": "CREATE UNIQUE INDEX IF NOT EXISTS postings_terms"
-    " ON postings (stack, tbl, lexeme, id) INCLUDE (tf, dl, current)",
-}
+# what `--defer-indexes` drops during the load, and makes after it
+DEFERRED = ("chunks_vec", "postings_terms")
+
+
+def deferred_indexes(dim: int) -> dict[str, str]:
+    """Each deferred index with the statement of the graph's own schema that makes it."""
+    made = {
+        name: ddl
+        for ddl in pg_schema(dim)
+        for name in DEFERRED
+        if re.match(rf"CREATE (UNIQUE )?INDEX IF NOT EXISTS {name} ", ddl)
+    }
+    if missing := set(DEFERRED) - set(made):
+        sys.exit(f"the PostgreSQL schema makes no index {sorted(missing)}: update DEFERRED")
+    return made
 
 
 def build_pg(
@@ -250,10 +260,11 @@ def build_pg(
         meta = g.meta()
         done = int(meta.get("bench.loaded", "0"))
         took = float(meta.get("bench.seconds", "0"))
-        if defer_indexes and done < len(texts):
+        deferred = deferred_indexes(vecs.shape[1]) if defer_indexes else {}
+        if done < len(texts):
             # the bench's own server: the indexes go while the rows load, and are made
             # once after (every stack of this database goes without them meanwhile)
-            for name in DEFERRED:
+            for name in deferred:
                 g._run(f"DROP INDEX IF EXISTS {name}")
         for lo, hi in batches(names, len(texts), batch, done):
             t = time.perf_counter()
@@ -265,10 +276,10 @@ def build_pg(
                 g.set_meta("bench.seconds", f"{took:.1f}")
             print(json.dumps({"pg_loaded": hi, "seconds": round(took, 1)}), file=sys.stderr)
         index_s: dict[str, float] = {}
-        if defer_indexes:
+        if deferred:
             g._run("SET maintenance_work_mem = '4GB'")
             g._run("SET max_parallel_maintenance_workers = 2")
-            for name, made in DEFERRED.items():
+            for name, made in deferred.items():
                 t = time.perf_counter()
                 g._run(made)
                 index_s[name] = round(time.perf_counter() - t, 1)
@@ -285,7 +296,7 @@ def build_pg(
 # WAL room for a bulk load: with the default 1 GB, a million rows' inserts checkpoint every
 # few seconds and write each page again in full after each; the rest is the server's default
 BULK_LOAD = {"max_wal_size": "16GB", "checkpoint_timeout": "30min"}
-REPORTED = ("shared_buffers", "work_mem", "effective_cache_size", "max_wal_size", "jit")
+REPORTED = (*BULK_LOAD, "shared_buffers", "work_mem", "effective_cache_size", "jit")
 
 
 def tune_server(uri: str) -> dict[str, str]:
@@ -296,10 +307,16 @@ def tune_server(uri: str) -> dict[str, str]:
         for name, value in BULK_LOAD.items():
             conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
         conn.execute("SELECT pg_reload_conf()")
-        time.sleep(0.5)  # the reload reaches new sessions once the postmaster has read it
-    with psycopg.connect(uri) as conn:
-        shown = {name: conn.execute(f"SHOW {name}").fetchone() for name in REPORTED}
-    return {name: str(row[0]) for name, row in shown.items() if row}
+    deadline = time.monotonic() + 10
+    while True:  # the reload reaches a new session once the postmaster has read it
+        with psycopg.connect(uri) as conn:
+            rows = {name: conn.execute(f"SHOW {name}").fetchone() for name in REPORTED}
+        shown = {name: str(row[0]) for name, row in rows.items() if row}
+        if all(shown.get(k) == v for k, v in BULK_LOAD.items()):
+            return shown
+        if time.monotonic() > deadline:
+            sys.exit(f"the bench server did not take {BULK_LOAD} in 10 s: it shows {shown}")
+        time.sleep(0.1)
 
 
 def timed(
