@@ -43,6 +43,10 @@ from openkl import citations as cit  # noqa: E402
 from openkl.folder import Folder  # noqa: E402
 from openkl.store import Candidate, ingest  # noqa: E402
 
+# each `ok` command here runs in a process of its own, as it is meant to be measured:
+# none starts the folder's resident process (OK_NO_DAEMON)
+os.environ.setdefault("OK_NO_DAEMON", "1")
+
 DATA = Path(os.environ.get("OK_BENCH_DATA", HERE.parent.parent / "shared" / "bench" / "scifact"))
 KINDS = ("insert_top", "reword", "delete_sentence", "rename_and_edit", "new_version")
 SENT = re.compile(r"[^.!?]+[.!?]")

@@ -30,6 +30,10 @@ sys.path.insert(0, str(HERE))
 
 import provenance  # noqa: E402
 
+# each `ok` command here runs in a process of its own, as it is meant to be measured:
+# none starts the folder's resident process (OK_NO_DAEMON)
+os.environ.setdefault("OK_NO_DAEMON", "1")
+
 OK = str(Path(sys.executable).parent / "ok")
 SETS = {"dev": HERE / "data" / "conflicts.jsonl", "test": HERE / "data" / "conflicts-test.jsonl"}
 

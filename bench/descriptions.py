@@ -1,10 +1,13 @@
 """Entity description coverage: the share of entities at or above `entities.min_confidence`
 that have a cited description, and how each was found.
 
-    uv run python bench/descriptions.py [--root DIR] [--show N] [--save]
+    uv run python bench/descriptions.py [--root DIR | --gold KINDS --split dev|test] [--show N]
+        [--keep DIR] [--save]
 
 Without `--root` it builds a folder from examples/docs in a temporary directory (as the
-tests do). `--show N` prints N described entities and N undescribed ones, picked at
+tests do). `--gold scifact,techdocs,prose` builds one folder per gold set of
+bench/gold/entities from the documents of `--split` (as bench/entity_gold.py does) and
+reports each; `--keep DIR` keeps those folders (reuse one with `--root DIR/<kind>-kf`). `--show N` prints N described entities and N undescribed ones, picked at
 random with a fixed seed, to read by eye.
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -28,6 +32,10 @@ from openkl import indexer  # noqa: E402
 from openkl.descriptions import describe  # noqa: E402
 from openkl.entities.queries import list_entities  # noqa: E402
 from openkl.folder import Folder  # noqa: E402
+
+# each `ok` command here runs in a process of its own, as it is meant to be measured:
+# none starts the folder's resident process (OK_NO_DAEMON)
+os.environ.setdefault("OK_NO_DAEMON", "1")
 
 OK = str(Path(sys.executable).parent / "ok")
 
@@ -80,12 +88,45 @@ def measure(root: Path, show: int) -> dict:
     return out
 
 
+def gold(args: argparse.Namespace) -> None:
+    import entity_gold
+
+    out: dict = {**provenance.stamp(), "split": args.split, "kinds": {}}
+    with tempfile.TemporaryDirectory(prefix="descriptions-") as tmp:
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        for kind in [k for k in args.gold.split(",") if k]:
+            if kind not in entity_gold.KINDS:
+                raise SystemExit(f"unknown gold set {kind} (hint: one of scifact,techdocs,prose)")
+            root = work / f"{kind}-kf"
+            if not root.exists():
+                entity_gold.build(kind, entity_gold.split_docs(kind, args.split), work)
+            got = measure(root, args.show)
+            got["folder"] = f"bench/gold/entities/{kind} ({args.split})"
+            out["kinds"][kind] = got
+            print(
+                f"{kind}: {got['described']}/{got['entities']} = {got['coverage']}", file=sys.stderr
+            )
+    n = sum(v["entities"] for v in out["kinds"].values())
+    d = sum(v["described"] for v in out["kinds"].values())
+    out["overall"] = {"entities": n, "described": d, "coverage": round(d / n, 4) if n else None}
+    print(json.dumps(out, indent=2, ensure_ascii=False))
+    if args.save:
+        provenance.save(out, f"gold-{args.split}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--root", type=Path)
     ap.add_argument("--show", type=int, default=0)
     ap.add_argument("--save", action="store_true")
+    ap.add_argument("--gold", help="comma-separated gold sets: scifact,techdocs,prose")
+    ap.add_argument("--split", choices=["dev", "test", "all"], default="dev")
+    ap.add_argument("--keep", type=Path, help="build the gold folders here and keep them")
     args = ap.parse_args()
+    if args.gold:
+        gold(args)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = args.root or build(Path(tmp))
         out = {**provenance.stamp(), **measure(root, args.show)}

@@ -34,6 +34,10 @@ from openkl.folder import Folder  # noqa: E402
 from openkl.search import search  # noqa: E402
 from openkl.store import ingest_paths  # noqa: E402
 
+# each `ok` command here runs in a process of its own, as it is meant to be measured:
+# none starts the folder's resident process (OK_NO_DAEMON)
+os.environ.setdefault("OK_NO_DAEMON", "1")
+
 DATA = Path(os.environ.get("OK_BENCH_DATA", HERE.parent.parent / "shared" / "bench" / "scifact"))
 WORK = Path(os.environ.get("OK_BENCH_WORK", HERE / ".work"))
 OK = str(Path(sys.executable).parent / "ok")

@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE.parent))
 import provenance  # noqa: E402
 from scifact import DATA  # noqa: E402
 
-from openkl import indexer  # noqa: E402
+from openkl import pg_sync  # noqa: E402
 from openkl.entities import queries  # noqa: E402
 from openkl.folder import Folder  # noqa: E402
 from openkl.graph.postgres import PgGraph  # noqa: E402
@@ -86,7 +86,7 @@ def main() -> None:
             PgGraph.open(uri, stack=stack_name(folder), write=True, dim=emb.dim) as w,
             w.transaction(),
         ):
-            pub = indexer.publish(folder, w)
+            pub = pg_sync.publish(folder, w)
         publish_s = time.perf_counter() - t
         report: dict[str, Any] = {**provenance.stamp(), "docs": args.docs}
         with (

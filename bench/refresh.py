@@ -26,6 +26,10 @@ from typing import Any
 
 import numpy as np
 
+# each `ok` command here runs in a process of its own, as it is meant to be measured:
+# none starts the folder's resident process (OK_NO_DAEMON)
+os.environ.setdefault("OK_NO_DAEMON", "1")
+
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work" / "refresh"
 OK_BIN = str(Path(sys.executable).parent / "ok")

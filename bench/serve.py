@@ -64,6 +64,10 @@ import mcp_latency  # noqa: E402
 import provenance  # noqa: E402
 from mcp_latency import DATA, OK, stats  # noqa: E402
 
+# each `ok` command here runs in a process of its own, as it is meant to be measured:
+# none starts the folder's resident process (OK_NO_DAEMON)
+os.environ.setdefault("OK_NO_DAEMON", "1")
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -518,7 +522,9 @@ def scratch_copy(root: Path) -> Path:
         root,
         dst,
         symlinks=True,
-        ignore=lambda d, names: [n for n in names if n in ("serve.json", "lock", "serve.sock")],
+        ignore=lambda d, names: [
+            n for n in names if n in ("serve.json", "lock", "serve.sock", "run")
+        ],
     )
     return dst
 

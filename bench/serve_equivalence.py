@@ -26,6 +26,10 @@ sys.path.insert(0, str(HERE))
 from search_equivalence import queries  # noqa: E402
 from serve import OK, Serve  # noqa: E402
 
+# each `ok` command here runs in a process of its own, as it is meant to be measured:
+# none starts the folder's resident process (OK_NO_DAEMON)
+os.environ.setdefault("OK_NO_DAEMON", "1")
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

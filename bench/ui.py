@@ -34,6 +34,10 @@ import provenance  # noqa: E402
 
 from openkl import web  # noqa: E402
 
+# each `ok` command here runs in a process of its own, as it is meant to be measured:
+# none starts the folder's resident process (OK_NO_DAEMON)
+os.environ.setdefault("OK_NO_DAEMON", "1")
+
 OK = str(Path(sys.executable).parent / "ok")
 SCIFACT = Path(os.environ.get("OK_BENCH_WORK", HERE / ".work")) / "scifact"
 CHROMIUM = "/usr/bin/chromium"

@@ -30,6 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+# each `ok` command here runs in a process of its own, as it is meant to be measured:
+# none starts the folder's resident process (OK_NO_DAEMON)
+os.environ.setdefault("OK_NO_DAEMON", "1")
+
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
 CORPUS = WORK / "scifact-corpus" / "corpus"

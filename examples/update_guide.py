@@ -27,6 +27,7 @@ def main() -> None:
         "OK_ROOT": str(tmp / "kb"),
         "OK_NOW": "2026-11-30T12:37:34Z",
         "OK_NO_PROGRESS": "1",
+        "OK_NO_DAEMON": "1",  # no resident process outlives the script in its temp folder
         "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
     }
 

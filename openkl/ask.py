@@ -14,6 +14,7 @@ Either way the answer says plainly when the folder does not hold enough to answe
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +28,8 @@ from .errors import UsageError
 from .folder import Folder
 from .graph.protocol import GraphStore
 from .records import Answer, AnswerBody, Cite
-from .search import Filters, Recency, search
+from .search import Filters, Found, Recency, find
+from .statements import contradiction, facts, sentences, stem
 
 INSUFFICIENT = "The knowledge folder does not hold enough to answer this."
 # said when retrieval found no passage at all: the search's floor (search.min_score) held
@@ -44,20 +46,29 @@ Rules:
 - If the passages do not answer the question, reply with a single line that starts with \
 "INSUFFICIENT:" and says what is missing. If they answer only part of it, answer that part \
 and say what is missing.
+- If passages contradict each other on what is asked, say so and cite each side.
 - Be concise: a few sentences, no preamble."""
 
 # weights of the extractive sentence score, tuned on 300 SciFact train claims
 # (bench/ask_eval.py --tune): word overlap adds nothing once similarity and rank are in
 W_SIM, W_LEX, W_RANK = 0.7, 0.0, 0.3
-# for a question (who, when, how many … ?), set on the dev half of bench/qa.py: the words
-# it asks about count, and so does holding the kind of thing it asks for (`answer_type`)
-Q_SIM, Q_LEX, Q_RANK, Q_TYPE = 0.5, 0.4, 0.2, 0.5
+# for a question (who, when, how many … ?), set on the dev half of bench/gold/qa
+# (bench/qa_tune.py): the question's words count, each by how few of the retrieved
+# sentences hold it (a word every sentence has tells none apart), and so does holding the
+# kind of thing it asks for (`answer_type`)
+Q_SIM, Q_LEX, Q_RANK, Q_TYPE = 0.5, 1.5, 0.15, 1.0
 SENTENCE_HITS = 5  # sentences come from this many best passages
 ASK_PER_DOC = 3  # of which one document may give this many (its answer is often not in its best)
 MAX_CANDIDATES = 40  # and at most this many are embedded
 MIN_SIMILARITY = 0.3  # below this best sentence similarity the folder "does not say"
 MAX_SENTENCES = 2  # an extractive answer quotes at most this many sentences
 NEAR_BEST = 0.9  # and a sentence after the first only when it scores this near the best
+MAX_WORDS = 30  # and the sentences together have at most this many words
+# an answer whose passages disagree (`statements.contradiction`) says so, and its
+# confidence is this much of what it would be
+DISAGREE_FACTOR = 0.5
+DISAGREE = "The sources disagree ({reason})."
+UNCITED = "the model's answer cites no passage: nothing in it is checked against the folder"
 
 _STOP = frozenset(
     [
@@ -132,26 +143,12 @@ _STOP = frozenset(
         "your",
     ]
 )
-# a unit runs to a blank line or to a line that starts a heading, list item or table row
-_UNIT = re.compile(r"\S(?:.|\n(?![ \t]*\n)(?![ \t]*(?:[#|>*+-]|\d+[.)])\s))*")
-_BOUND = re.compile(
-    r"(?<=[.!?])(?<!\b[A-Z][a-z]\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bal\.)"
-    r"(?<=[^\s])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])"
-)
 
 
 def _words(text: str) -> set[str]:
     return {
         stem(w)[:6] for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP and len(w) > 1
     }
-
-
-def stem(word: str) -> str:
-    """`worked`, `works`, `working` → `work`: enough for words to meet across forms."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
 
 
 _WH = re.compile(
@@ -218,36 +215,12 @@ def holds_type(
     return float(bool(_PLACE.search(sentence)))
 
 
-def sentences(text: str, base: int = 0, min_chars: int = 20) -> list[tuple[int, int, str]]:
-    """Sentences of `text` as (start, end, sentence), offsets shifted by `base`.
-
-    Paragraphs may be hard-wrapped; a blank line, a heading, a list item or a table row
-    starts a new unit. Headings and table rules are not sentences; short fragments are
-    skipped.
-    """
-    out = []
-    for u in _UNIT.finditer(text):
-        us, ue = u.start(), u.end()
-        unit = text[us:ue]
-        if unit.lstrip().startswith(("#", "|")):
-            continue
-        pos = 0
-        for piece in [*_BOUND.split(unit)]:
-            i = unit.find(piece, pos)
-            pos = i + len(piece)
-            lead = len(piece) - len(piece.lstrip(" \t\n*->+"))
-            lead += len(re.match(r"(\d+[.)]\s+)?", piece[lead:]).group(0))  # type: ignore[union-attr]
-            frag = piece[lead:].rstrip()
-            if len(frag) < min_chars or not re.search(r"[A-Za-z]{3}", frag):
-                continue
-            s0 = us + i + lead
-            out.append((base + s0, base + s0 + len(frag), frag))
-    return out
-
-
 def confidence(sim: float) -> tuple[float, str]:
     """Map a cosine similarity of the evidence to the question to 0..1 and HIGH/MEDIUM/LOW."""
-    c = float(min(1.0, max(0.0, (sim - 0.2) / 0.6)))
+    return _labelled(float(min(1.0, max(0.0, (sim - 0.2) / 0.6))))
+
+
+def _labelled(c: float) -> tuple[float, str]:
     return round(c, 3), "HIGH" if c >= 0.66 else "MEDIUM" if c >= 0.33 else "LOW"
 
 
@@ -270,16 +243,17 @@ def ask(
     Citations are made by `citations.make`, so `ok cite verify` checks them; `remember`
     keeps them where `ok cite open ID` finds them. Callers that may wait on an LLM should
     call `retrieve` with the graph open and `answer` after closing it, as the CLI does."""
-    hits = retrieve(folder, g, question, k=k, scope=scope, embedder=embedder)
+    found = retrieve(folder, g, question, k=k, scope=scope, embedder=embedder)
     return answer(
         folder,
         question,
-        hits,
+        found.hits,
         llm=llm,
         on_token=on_token,
         embedder=embedder,
         max_sentences=max_sentences,
         remember=remember,
+        warning=found.warning,
     )
 
 
@@ -293,14 +267,15 @@ def retrieve(
     embedder: Any = None,
     include_superseded: bool = False,
     recency: Recency | None = None,
-) -> list[Cite]:
+) -> Found:
     """The passages an answer may use (the hybrid search of `ok search`, none when the best
-    is under its floor, search.min_score); `k` defaults to the `ask.k` setting. Expired
-    notes are left out, and so are superseded ones unless `include_superseded`."""
+    is under its floor, search.min_score), and what it read of a long question; `k`
+    defaults to the `ask.k` setting. Expired notes are left out, and so are superseded
+    ones unless `include_superseded`."""
     k = folder.setting("ask.k") if k is None else k
     if not question.strip():
         raise UsageError("the question is empty", "ask something")
-    return search(
+    return find(
         folder,
         g,
         question,
@@ -311,6 +286,7 @@ def retrieve(
         min_score=folder.setting("search.min_score"),
         filters=Filters(include_superseded=include_superseded),
         recency=recency,
+        tail_floor=folder.setting("search.tail_floor"),
     )
 
 
@@ -324,10 +300,12 @@ def answer(
     embedder: Any = None,
     max_sentences: int = MAX_SENTENCES,
     remember: bool = False,
+    warning: str | None = None,
 ) -> Answer:
-    """Answer from retrieved passages; needs the files, not the graph."""
+    """Answer from retrieved passages; needs the files, not the graph. `warning` (what
+    retrieval left of a long question unread) goes with the answer."""
     emb = embedder or indexing.embedder(folder)
-    qvec = emb.embed_query(question)
+    qvec = emb.embed_query(question[: emb.reads(question)])
     if llm is not None:
         out = _llm_answer(folder, question, hits, qvec, emb, llm, on_token)
     else:
@@ -339,7 +317,11 @@ def answer(
             kept = c.copy()
             kept.pop("n", None)
             keep(folder, kept)
-    return {"question": question, **out, "retrieved": len(hits)}
+    done: Answer = {"question": question, **out, "retrieved": len(hits)}
+    said = [w for w in (warning, UNCITED if out.get("ungrounded") else None) if w]
+    if said:
+        done["warning"] = "; ".join(said)
+    return done
 
 
 def _insufficient(mode: str, model: str | None, no_match: bool = False) -> AnswerBody:
@@ -363,7 +345,8 @@ class Candidate:
     start: int
     end: int
     text: str
-    lex: float  # share of the question's content words it contains
+    lex: float  # share of the question's content words it holds (for a question, each
+    # weighted by its inverse frequency among the retrieved sentences)
     prior: float  # its passage's search score, relative to the best passage
     sim: float = 0.0  # cosine similarity to the question
     kind: float = 0.0  # holds the kind of thing the question asks for (holds_type)
@@ -390,13 +373,21 @@ def candidates(
     asking = is_question(question)
     kind = answer_type(question)
     top = max(float(h.get("score") or 0.0) for h in hits) or 1.0
+    said = [
+        (i, float(h.get("score") or 0.0) / top, s, e, sent, _words(sent))
+        for i, h in enumerate(hits[:max_hits])
+        for s, e, sent in sentences(h["quote"], int(h["loc"]["start"]))
+    ]
+    weight = dict.fromkeys(qwords, 1.0)
+    if asking:  # inverse frequency among these sentences
+        n = len(said)
+        weight = {w: math.log(1 + n / (1 + sum(w in x[5] for x in said))) for w in qwords}
+    total = sum(weight.values()) or 1.0
     out: list[Candidate] = []
-    for i, h in enumerate(hits[:max_hits]):
-        prior = float(h.get("score") or 0.0) / top
-        for s, e, sent in sentences(h["quote"], int(h["loc"]["start"])):
-            lex = len(qwords & _words(sent)) / len(qwords) if qwords else 0.0
-            typed = holds_type(sent, kind, question, qwords) if asking else 0.0
-            out.append(Candidate(i, s, e, sent, lex, prior, kind=typed, question=asking))
+    for i, prior, s, e, sent, words in said:
+        lex = sum(weight[w] for w in qwords & words) / total
+        typed = holds_type(sent, kind, question, qwords) if asking else 0.0
+        out.append(Candidate(i, s, e, sent, lex, prior, kind=typed, question=asking))
     out.sort(key=lambda c: -(c.lex + c.prior + c.kind))
     out = out[:max_cands]
     if out:
@@ -426,6 +417,8 @@ def _extractive(
             or cand.sim < MIN_SIMILARITY
         ):
             break
+        if sum(len(c.text.split()) for c in (*chosen, cand)) > MAX_WORDS:
+            continue  # a second sentence only while the answer stays short
         if any(
             hits[c.hit]["doc_id"] == hits[cand.hit]["doc_id"] and c.start == cand.start
             for c in chosen
@@ -435,6 +428,9 @@ def _extractive(
     insufficient = best.sim < MIN_SIMILARITY
     if insufficient:
         chosen = [best]
+    other = None if insufficient else _disagreement(best, cands, hits)
+    if other is not None:  # both sides, cited, and nothing else
+        chosen = [best, other[0]]
     files = Files(folder)
     cites = []
     parts = []
@@ -449,7 +445,7 @@ def _extractive(
     conf, label = confidence(float(np.mean([c.sim for c in chosen])))
     if insufficient:
         conf, label = min(conf, 0.2), "LOW"
-    return {
+    out: AnswerBody = {
         "answer": answer,
         "citations": cites,
         "confidence": conf,
@@ -458,6 +454,34 @@ def _extractive(
         "mode": "extractive",
         "model": None,
     }
+    if other is not None:
+        _disagreeing(out, other[1], other[2], [1, 2], DISAGREE.format(reason=other[2]))
+    return out
+
+
+def _disagreement(
+    best: Candidate, cands: list[Candidate], hits: list[Cite]
+) -> tuple[Candidate, str, str] | None:
+    """A sentence of another source, near the question, that says what `best` says and
+    disagrees with it (`statements.contradiction`), with the kind and reason; None when
+    no such sentence was retrieved."""
+    mine = facts(best.text)
+    owner = hits[best.hit]["doc_id"]
+    for c in cands:
+        if c.sim < MIN_SIMILARITY or hits[c.hit]["doc_id"] == owner:
+            continue
+        got = contradiction(mine, facts(c.text))
+        if got is not None:
+            return c, *got
+    return None
+
+
+def _disagreeing(out: AnswerBody, kind: str, reason: str, sides: list[int], say: str) -> None:
+    """Say in `out` that its sources disagree: `say` first in the answer, the sides in
+    `conflicts`, and a lower confidence."""
+    out["answer"] = f"{say} {out['answer']}"
+    out["conflicts"] = [{"kind": kind, "reason": reason, "citations": sides}]
+    out["confidence"], out["confidence_label"] = _labelled(out["confidence"] * DISAGREE_FACTOR)
 
 
 def _flat(text: str) -> str:
@@ -555,4 +579,38 @@ def _llm_answer(
     }
     if not cites:
         out["ungrounded"] = True
+        return out
+    other = _passages_disagree(question, hits, set(cited))
+    if other is not None:  # the other side is cited too
+        n, m, kind, reason = other
+        if m not in cited:
+            cite = make(folder, hits[m - 1]["id"], files=files)
+            cite["n"] = m
+            cites.append(cite)
+            cites.sort(key=lambda c: c["n"])
+        say = DISAGREE.format(reason=f"{reason}: [{n}] against [{m}]")
+        _disagreeing(out, kind, reason, [n, m], say)
     return out
+
+
+def _passages_disagree(
+    question: str, hits: list[Cite], cited: set[int]
+) -> tuple[int, int, str, str] | None:
+    """(n, m, kind, reason): a statement of cited passage `n` and one of passage `m`, of
+    another source, that say the same thing about what is asked and disagree; None when no
+    retrieved passages do."""
+    asked = _words(question)
+    said = [
+        (n, h["doc_id"], facts(text))
+        for n, h in enumerate(hits, 1)
+        for _, _, text in sentences(h["quote"])
+        if asked & _words(text)
+    ]
+    for n, owner, mine in said:
+        if n not in cited:
+            continue
+        for m, other, theirs in said:
+            got = contradiction(mine, theirs) if other != owner else None
+            if got is not None:
+                return n, m, *got
+    return None

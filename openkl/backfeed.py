@@ -13,9 +13,10 @@ import json
 from pathlib import Path
 from typing import Any, cast
 
+from . import ids
 from .entities.local import key_of
 from .errors import BadInput, NotFound, UsageError
-from .folder import Folder, atomic_write, iso
+from .folder import LINK_OUT, Folder, atomic_write, iso, shown
 from .records import (
     BackfeedItem,
     BackfeedProposal,
@@ -49,6 +50,11 @@ def parse(text: str) -> BackfeedProposal:
     except ValueError as e:
         raise BadInput(
             f"backfeed input is not valid JSON: {e}", "pass a JSON object on stdin or with --file"
+        ) from e
+    except RecursionError as e:
+        raise BadInput(
+            "backfeed input is nested too deeply to read",
+            'pass {"entities": [...], "relationships": [...]} of plain depth',
         ) from e
     if not isinstance(data, dict):
         raise _fail("$", "must be a JSON object")
@@ -148,7 +154,8 @@ def item_id(item: BackfeedProposal) -> str:
 
 
 def _path(folder: Folder, iid: str) -> Path:
-    return backfeed_dir(folder) / f"{iid}.json"
+    """The file of item `iid` (an id that is not a backfeed id is a `BadInput`)."""
+    return backfeed_dir(folder) / f"{ids.BACKFEED.check(iid)}.json"
 
 
 def _save(folder: Folder, item: BackfeedItem) -> None:
@@ -158,30 +165,48 @@ def _save(folder: Folder, item: BackfeedItem) -> None:
     )
 
 
-def load_all(folder: Folder) -> list[BackfeedItem]:
-    d = backfeed_dir(folder)
+def scan(folder: Folder) -> tuple[list[BackfeedItem], list[tuple[str, str]]]:
+    """The items under aks/backfeed/, and (path, problem) for the files left out: a
+    symlink out of the folder, or an item whose id is not the one its file name says (it
+    would be saved elsewhere). A file that is not JSON is a `BadInput`."""
+    listing = folder.files_under(backfeed_dir(folder), ".json", recursive=False)
     out: list[BackfeedItem] = []
-    if not d.exists():
-        return out
-    for p in sorted(d.glob("bf-*.json")):
+    skipped = [(folder.named(p), LINK_OUT) for p in listing.outside if p.name.startswith("bf-")]
+    for p in listing.files:
+        if not p.name.startswith("bf-"):
+            continue
         try:
             item = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
             raise BadInput(
                 f"{folder.rel(p)} is not valid JSON", "fix the file or move it out of aks/backfeed/"
             ) from e
+        iid = item.get("id") if isinstance(item, dict) else None
+        if iid != p.stem or not ids.BACKFEED.valid(iid):
+            skipped.append(
+                (
+                    folder.rel(p),
+                    f"holds backfeed item {shown(str(iid))}, not {p.stem}: left out "
+                    "(hint: name the file after the item's id, bf-<12 hex>.json)",
+                )
+            )
+            continue
         out.append(item)
-    return out
+    return out, skipped
+
+
+def load_all(folder: Folder) -> list[BackfeedItem]:
+    """The items under aks/backfeed/ (those `scan` leaves out are not among them)."""
+    return scan(folder)[0]
 
 
 def get(folder: Folder, iid: str) -> BackfeedItem:
-    p = _path(folder, iid)
-    if not p.exists():
-        hits = [i for i in load_all(folder) if i["id"].startswith(iid)]
-        if len(hits) == 1:
-            return hits[0]
-        raise NotFound(f"no backfeed item {iid}", "list items with `ok backfeed queue`")
-    return cast(BackfeedItem, json.loads(p.read_text(encoding="utf-8")))
+    """An item by id or unique id prefix."""
+    items = load_all(folder)
+    hits = [i for i in items if i["id"] == iid] or [i for i in items if i["id"].startswith(iid)]
+    if len(hits) == 1 and iid:
+        return hits[0]
+    raise NotFound(f"no backfeed item {shown(iid)}", "list items with `ok backfeed queue`")
 
 
 def known_names(folder: Folder) -> set[str] | None:

@@ -26,15 +26,16 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from . import ids
 from . import mapping as mapping_mod
 from .chunking import _strip as _strip_span  # whitespace trimmed off a span
 from .errors import BadInput, NotFound, UsageError
-from .folder import Folder, atomic_write, check_path, iso, shown
+from .folder import LINK_OUT, Folder, atomic_write, check_path, iso, shown
 from .records import (
     Cite,
     CiteContext,
@@ -54,12 +55,29 @@ TYPES = ("doc", "chunk", "memory")
 STATUSES = ("verified", "moved", "changed", "missing")
 PASSING = frozenset({"verified", "moved"})
 RETENTION_CLASSES = ("standard", "keep", "ephemeral")
+# other names for them: the OpenKL RFC's `--retention-class durable` is keep
+RETENTION_ALIASES = {"durable": "keep"}
+
+
+def retention_named(name: str | None) -> str | None:
+    """A retention class by any of its names (None stays None); unknown ones are refused."""
+    if name is None:
+        return None
+    got = RETENTION_ALIASES.get(name.strip().lower(), name.strip().lower())
+    if got not in RETENTION_CLASSES:
+        raise UsageError(
+            f"unknown retention class {name!r}",
+            "use one of: " + ", ".join(RETENTION_CLASSES) + " (durable is keep)",
+        )
+    return got
+
+
 CONTEXT_CHARS = 120  # same as search.CONTEXT_CHARS, kept here so search stays unimported
 
-CITE_ID = re.compile(r"^c-[0-9a-f]{16}$")
-DOC_ID = re.compile(r"^[0-9a-f]{16}$")
-NOTE_ID = re.compile(r"^m-\d{8}-[a-z0-9]{4}$")
-SPAN_REF = re.compile(r"^(?P<owner>[0-9a-f]{16}|m-\d{8}-[a-z0-9]{4})#char(?P<s>\d+)-(?P<e>\d+)$")
+CITE_ID = re.compile(r"^c-[0-9a-f]{16}\Z")
+DOC_ID = re.compile(r"^[0-9a-f]{16}\Z")
+NOTE_ID = re.compile(r"^m-\d{8}-[a-z0-9]{4}\Z")
+SPAN_REF = re.compile(r"^(?P<owner>[0-9a-f]{16}|m-\d{8}-[a-z0-9]{4})#char(?P<s>\d+)-(?P<e>\d+)\Z")
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:[-:]\s*(\d+))?\s*$")
 _WORD = re.compile(r"\w+", re.U)
 _HASH_HINT = "list citations with `ok cite list`; transient ones last until `ok cite gc`"
@@ -167,15 +185,12 @@ class Files:
             found: dict[str, str] = {}
             dirs = [self.folder.normalized_dir, versions_dir(self.folder)]
             for d in dirs:
-                if not d.exists():
-                    continue
-                for p in sorted(d.rglob("*.ok.md")):
-                    if p.is_file() and not p.name.startswith("."):
-                        try:
-                            did = hashlib.sha256(p.read_bytes()).hexdigest()[:16]
-                        except OSError:
-                            continue
-                        found.setdefault(did, self.folder.rel(p))
+                for p in self.folder.files_under(d, ".ok.md").files:
+                    try:
+                        did = hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+                    except OSError:
+                        continue
+                    found.setdefault(did, self.folder.rel(p))
             self._by_hash = found
         return self._by_hash
 
@@ -191,11 +206,11 @@ class Files:
 
     def note_path(self, note_id: str) -> str | None:
         """Where the note with this id lives (ids survive edits; paths normally do too)."""
-        m = re.match(r"^m-(\d{4})(\d{2})(\d{2})-", note_id)
-        if m:
-            guess = self.folder.by_date_dir / f"{m[1]}-{m[2]}" / m[3] / f"{note_id}.md"
-            if guess.is_file():
-                return self.folder.rel(guess)
+        from .notes import guessed_path
+
+        guess = guessed_path(self.folder, note_id)
+        if guess is not None and guess.is_file():
+            return self.folder.rel(guess)
         if self._notes is None:
             from . import notes as notes_mod
 
@@ -495,7 +510,8 @@ def _make_from_path(
 
 # -- persisted and transient citations -----------------------------------------------------------
 def citation_path(folder: Folder, cid: str) -> Path:
-    return folder.citations_dir / f"{cid}.json"
+    """Where citation `cid` is kept (an id that is not a citation id is a `BadInput`)."""
+    return folder.citations_dir / f"{ids.CITATION.check(cid)}.json"
 
 
 def _dump(cite: Cite) -> str:
@@ -513,8 +529,7 @@ def _read_json_file(folder: Folder, p: Path) -> Cite:
 
 def load(folder: Folder, cid: str) -> Cite:
     """A persisted citation by id (or a transient one still in the cache)."""
-    if not CITE_ID.match(cid):
-        raise BadInput(f"{cid!r} is not a citation id", "citation ids look like c-<16 hex digits>")
+    ids.CITATION.check(cid)
     for p in (citation_path(folder, cid), transient_dir(folder) / f"{cid}.json"):
         if p.is_file():
             return _read_json_file(folder, p)
@@ -522,7 +537,7 @@ def load(folder: Folder, cid: str) -> Cite:
 
 
 def is_persisted(folder: Folder, cid: str) -> bool:
-    return citation_path(folder, cid).is_file()
+    return ids.CITATION.valid(cid) and citation_path(folder, cid).is_file()
 
 
 def persist(
@@ -530,16 +545,14 @@ def persist(
     cite: Cite,
     tags: list[str] | None = None,
     retention_class: str | None = None,
+    moved: bool = False,
 ) -> Cite:
     """Write `citations/<id>.json` (the caller holds the writer lock).
 
-    Re-persisting the same citation keeps its created_at and history and merges the tags.
+    Re-persisting the same citation keeps its created_at and history and merges the tags;
+    a `moved` one (from `updated`) takes its new place, as `verify --update` writes it.
     """
-    if retention_class is not None and retention_class not in RETENTION_CLASSES:
-        raise UsageError(
-            f"unknown retention class {retention_class!r}",
-            "use one of: " + ", ".join(RETENTION_CLASSES),
-        )
+    retention_class = retention_named(retention_class)
     out = cite.copy()
     p = citation_path(folder, cite["id"])
     old: dict[str, Any] = {}
@@ -549,7 +562,8 @@ def persist(
         except (ValueError, UnicodeDecodeError):
             old = {}
     if old:
-        out = cast(Cite, {**old, **{k: v for k, v in cite.items() if k not in old}})
+        newer = cite.items() if moved else ((k, v) for k, v in cite.items() if k not in old)
+        out = cast(Cite, {**old, **dict(newer)})
     merged = list(
         dict.fromkeys([*(old.get("tags") or []), *(cite.get("tags") or []), *(tags or [])])
     )
@@ -558,29 +572,39 @@ def persist(
         retention_class or old.get("retention_class") or cite.get("retention_class") or "standard"
     )
     atomic_write(p, _dump(out))
-    transient = transient_dir(folder) / f"{cite['id']}.json"
+    transient = transient_dir(folder) / p.name
     if transient.exists():
         transient.unlink()
     return with_abs_path(out, folder.root)
 
 
 def remember(folder: Folder, cite: Cite) -> None:
-    """Keep a transient citation in the cache so `ok cite open ID` finds it."""
-    if not is_persisted(folder, cite["id"]):
+    """Keep a transient citation in the cache so `ok cite open ID` finds it (one whose id
+    is not a citation id, a search hit's, cannot be opened by it, and is not kept)."""
+    if ids.CITATION.valid(cite["id"]) and not is_persisted(folder, cite["id"]):
         atomic_write(transient_dir(folder) / f"{cite['id']}.json", _dump(cite))
 
 
 def list_citations(folder: Folder) -> tuple[list[Cite], list[FileProblem]]:
     """Every persisted citation, plus (path, problem) for files that cannot be read."""
     out: list[Cite] = []
-    problems: list[FileProblem] = []
-    if not folder.citations_dir.exists():
-        return out, problems
-    for p in sorted(folder.citations_dir.glob("*.json")):
+    listing = folder.files_under(folder.citations_dir, ".json", recursive=False)
+    problems: list[FileProblem] = [
+        {"path": folder.named(p), "problem": LINK_OUT} for p in listing.outside
+    ]
+    for p in listing.files:
         try:
-            out.append(_read_json_file(folder, p))
+            cite = _read_json_file(folder, p)
+            # gc removes a citation by its id: the file must be the one its id names
+            if cite["id"] != p.stem:
+                raise BadInput(
+                    f"{folder.rel(p)} holds citation {shown(cite['id'])}, not {p.stem}",
+                    "rename the file after the id it holds, or make the citation again",
+                )
         except BadInput as e:
             problems.append({"path": folder.rel(p), "problem": str(e)})
+            continue
+        out.append(cite)
     return out, problems
 
 
@@ -633,7 +657,11 @@ def check(folder: Folder, obj: Any, where: str) -> Cite:
             "loc": {"kind": "char", "start": s, "end": e},
         }
     )
-    out["id"] = str(obj.get("id") or cite_id(doc_id, s, e))
+    given = obj.get("id")
+    if given is not None and not (isinstance(given, str) and is_ref(given)):
+        # it names the file the citation is kept in: nothing else may
+        raise BadInput(f"{where}: {ids.CITATION.problem(given)}", ids.CITATION.form)
+    out["id"] = given or cite_id(doc_id, s, e)
     ctx: dict[str, Any] = obj["context"] if isinstance(obj.get("context"), dict) else {}
     out["context"] = {"pre": str(ctx.get("pre") or ""), "post": str(ctx.get("post") or "")}
     return with_abs_path(out, folder.root)  # this folder's, whatever the input said
@@ -1158,8 +1186,7 @@ def passage(folder: Folder, item: str | Mapping[str, Any], context_lines: int = 
     s, e = f["loc"]["start"], f["loc"]["end"]
     text = ft.text
     line_starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
-    first = bisect.bisect_right(line_starts, s) - 1
-    last = bisect.bisect_right(line_starts, max(s, e - 1)) - 1
+    first, last = (n - 1 for n in lines_of(text, s, e))
     lo_line = max(0, first - context_lines)
     hi_line = min(len(line_starts) - 1, last + context_lines)
     lo = line_starts[lo_line]
@@ -1175,6 +1202,41 @@ def passage(folder: Folder, item: str | Mapping[str, Any], context_lines: int = 
         "first_line": lo_line + 1,
         "from_citation": False,
     }
+
+
+def lines_of(text: str, start: int, end: int) -> tuple[int, int]:
+    """The first and last line (1-based) of the characters `start`…`end` of `text`."""
+    first = text.count("\n", 0, start) + 1
+    return first, first + text.count("\n", start, max(start, end - 1))
+
+
+def shown_lines(first: int, last: int) -> str:
+    """`L` for one line, `L1-L2` for more, as grep and editors read `path:…`."""
+    return str(first) if last <= first else f"{first}-{last}"
+
+
+def where(folder: Folder, items: Sequence[Mapping[str, Any]]) -> list[str]:
+    """`path:L` or `path:L1-L2` for each cite-like item (`path`, `loc` in characters; a
+    memory when `type` says so), in its file as it is now. An item with a `quote` gets its
+    lines only while the quote is still at `loc`; `path` alone otherwise."""
+    files = Files(folder)
+    out = []
+    for it in items:
+        path, loc = it["path"], it.get("loc") or {}
+        ft = files.read(path, "memory" if it.get("type") == "memory" else "doc") if path else None
+        start, end = loc.get("start"), loc.get("end")
+        quote = it.get("quote")
+        if (
+            ft is None
+            or not isinstance(start, int)
+            or not isinstance(end, int)
+            or not 0 <= start <= end <= len(ft.text)
+            or (quote is not None and ft.text[start:end] != quote)
+        ):
+            out.append(path)
+            continue
+        out.append(f"{path}:{shown_lines(*lines_of(ft.text, start, end))}")
+    return out
 
 
 # -- housekeeping ----------------------------------------------------------------------------------

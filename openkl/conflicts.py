@@ -22,7 +22,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .ask import sentences, stem
 from .citations import Files, make
 from .entities.queries import evidence_of_many, list_entities
 from .errors import OkError
@@ -30,30 +29,12 @@ from .folder import Folder
 from .graph.protocol import GraphStore
 from .llm import ChatClient, LLMError
 from .records import Cite, Conflict
+from .statements import WORD, Facts, contradiction, facts, overlap, sentences
 
 EVIDENCE = 200  # passages read per entity
 PER_ENTITY = 60  # sentences compared per entity (pairs grow with its square)
-SAME = 0.6  # share of content words two sentences must have in common to say the same
 NEAR = 0.3  # … to go to the LLM as a candidate
 LLM_PAIRS = 50  # pairs sent to the LLM at most, per run
-
-_NEGATION = {"not", "no", "never", "none", "cannot", "without", "neither", "nor", "nothing"}
-_STOP = {
-    "the", "a", "an", "and", "or", "of", "in", "on", "at", "to", "for", "by", "with", "from",
-    "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these",
-    "those", "as", "has", "have", "had", "do", "does", "did", "will", "would", "can", "could",
-    "should", "may", "might", "also", "than", "then", "there", "their", "they", "them", "he",
-    "she", "his", "her", "we", "our", "you", "your", "which", "who", "whom", "what", "when",
-    "where", "about", "into", "over", "after", "before", "each", "every", "all", "any", "so",
-}  # fmt: skip
-_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
-_VALUE = re.compile(
-    rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b"  # ISO dates
-    rf"|\b\d{{1,2}}\s+(?:{_MONTHS})\s+\d{{4}}\b|\b(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}\b"
-    r"|\b\d+(?:[.,]\d+)*\s?%?",
-    re.IGNORECASE,
-)
-_WORD = re.compile(r"[^\W\d_](?:[\w'’-]*\w)?")
 
 
 @dataclass(frozen=True)
@@ -64,61 +45,18 @@ class _Said:
     start: int
     end: int
     text: str
-    words: frozenset[str]  # content words, less the entity's names and negations
-    negated: bool
-    values: frozenset[str]
+    facts: Facts  # its content words less the entity's names, negation, numbers and dates
 
     @property
     def owner(self) -> str:
         return self.cite["doc_id"]
 
 
-def _values(text: str) -> frozenset[str]:
-    return frozenset(
-        " ".join(m.group(0).lower().replace(",", "").split()) for m in _VALUE.finditer(text)
-    )
-
-
-def _facts(text: str, names: set[str]) -> tuple[frozenset[str], bool, frozenset[str]]:
-    """A sentence's content words (stemmed, less `names`, stop words and negations),
-    whether it is negated, and the numbers and dates it gives."""
-    raw = [w.lower() for w in _WORD.findall(_VALUE.sub(" ", text))]
-    negated = any(w in _NEGATION or w.endswith("n't") for w in raw)
-    words = frozenset(
-        stem(w) for w in raw if w not in _STOP and w not in _NEGATION and w not in names
-    )
-    return words, negated, _values(text)
-
-
-def disagree(a: str, b: str) -> bool:
-    """Whether two texts give different numbers or dates, or one negates and the other
-    does not: then they are no duplicates, however alike their words."""
-    _, neg_a, val_a = _facts(a, set())
-    _, neg_b, val_b = _facts(b, set())
-    return val_a != val_b or neg_a != neg_b
-
-
-def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / len(a | b) if a or b else 0.0
-
-
-def _signal(a: _Said, b: _Said) -> tuple[str, str] | None:
-    """(kind, reason) when the two sentences disagree by a deterministic signal."""
-    same = _overlap(a.words, b.words)
-    if same < SAME:
-        return None
-    if a.values and b.values and not (a.values & b.values):
-        return "number", f"{', '.join(sorted(a.values))} against {', '.join(sorted(b.values))}"
-    if a.negated != b.negated and a.values == b.values:
-        return "negation", "the same statement, once negated"
-    return None
-
-
 def _sentences(c: Cite, names: set[str], named: re.Pattern[str]) -> Iterator[_Said]:
     """The sentences of a passage naming the entity (`named`; `names`: its names' words)."""
     for s, e, text in sentences(c["quote"], base=int(c["loc"]["start"])):
         if named.search(text):
-            yield _Said(c, s, e, " ".join(text.split()), *_facts(text, names))
+            yield _Said(c, s, e, " ".join(text.split()), facts(text, names))
 
 
 SYSTEM = (
@@ -158,7 +96,7 @@ def find(
             named = re.compile(
                 r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)", re.IGNORECASE
             )
-            words = {w.lower() for n in names for w in _WORD.findall(n)}
+            words = {w.lower() for n in names for w in WORD.findall(n)}
             said = [s for c in cites for s in _sentences(c, words, named)][:PER_ENTITY]
             for x in range(len(said)):
                 for y in range(x + 1, len(said)):
@@ -169,12 +107,12 @@ def find(
                     key = (ka, kb) if ka < kb else (kb, ka)
                     if key in seen:
                         continue  # the same two sentences, through another entity
-                    got = _signal(a, b)
+                    got = contradiction(a.facts, b.facts)
                     if (
                         got is None
                         and llm is not None
                         and asked < LLM_PAIRS
-                        and _overlap(a.words, b.words) >= NEAR
+                        and overlap(a.facts.words, b.facts.words) >= NEAR
                     ):
                         asked += 1
                         got = _ask(llm, e["name"], a, b)

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from .ask import markers, passages_prompt, sentences, unmarked
+from .ask import markers, passages_prompt, unmarked
 from .citations import Files, make
 from .entities.queries import EntityReader
 from .errors import OkError
@@ -34,8 +34,9 @@ from .folder import Folder, atomic_write
 from .graph.protocol import GraphStore
 from .llm import ChatClient, config_from
 from .records import Cite, Description, DescriptionCite, EntityDetail
+from .statements import sentences
 
-METHOD = "5"  # bump when how a description is chosen changes, so cached ones are redone
+METHOD = "10"  # bump when how a description is chosen changes, so cached ones are redone
 EVIDENCE = 20  # passages read per entity
 WIDTH = 400  # a longer sentence is no description
 
@@ -48,13 +49,18 @@ def _cache_path(folder: Folder, eid: str) -> Path:
     return folder.cache_dir / "descriptions" / f"{h}.json"
 
 
-def describe(folder: Folder, g: GraphStore, ids: list[str]) -> dict[str, Description | None]:
+def describe(
+    folder: Folder, g: GraphStore, ids: list[str], by: str | None = None
+) -> dict[str, Description | None]:
     """The description of each entity (None when its evidence says nothing defining), from
-    the cache when the entity's graph version is unchanged."""
+    the cache when the entity's graph version is unchanged. `by` (`local` or `llm`) says who
+    describes, for this call (default: entities.describer)."""
     if not ids:
         return {}
     reader = EntityReader(g, ids)
-    return describe_with(folder, reader, ids, lambda stale: reader.details(folder, stale, EVIDENCE))
+    return describe_with(
+        folder, reader, ids, lambda stale: reader.details(folder, stale, EVIDENCE), by
+    )
 
 
 def describe_with(
@@ -62,12 +68,13 @@ def describe_with(
     reader: EntityReader,
     ids: list[str],
     details: Callable[[list[str]], Mapping[str, EntityDetail]],
+    by: str | None = None,
 ) -> dict[str, Description | None]:
     """`describe` for entities `reader` has read; `details(ids)` gives the details (with
     `EVIDENCE` passages) of those not cached."""
     out: dict[str, Description | None] = {}
     stale: dict[str, str] = {}
-    method = describer(folder)
+    method = describer(folder, by)
     for eid in ids:
         version = f"{reader.version(eid)}:{method}"
         try:
@@ -94,9 +101,10 @@ def describe_with(
     return {eid: out[eid] for eid in ids}
 
 
-def describer(folder: Folder) -> str:
-    """Who describes entities, and how: part of the cache keys of descriptions and pages."""
-    if folder.setting("entities.describer") == "llm":
+def describer(folder: Folder, by: str | None = None) -> str:
+    """Who describes entities, and how (`by`, else entities.describer): part of the cache
+    keys of descriptions and pages."""
+    if (by or folder.setting("entities.describer")) == "llm":
         return f"llm:{folder.setting('llm.model') or 'none'}:{METHOD}"
     return f"local:{METHOD}"
 
@@ -160,6 +168,122 @@ def _short(c: Cite) -> DescriptionCite:
     }
 
 
+# what follows a copula when it states a passing fact, not what the thing is: a participle
+# ("was detected", "is licensed"), a negation or an adverb of degree
+_NOT_DEFINING = re.compile(
+    r"(?:not|also|then|still|now|often|usually|significantly|highly|more|less|most|"
+    r"available|able|present|absent|associated|\w+ed|shown|seen|found|made|done|given|taken|"
+    r"run|held|kept|set|written|known(?!\s+as))\b",
+    re.IGNORECASE,
+)
+# a third-person present verb after the name: what it does in general ("Tk provides …"),
+# not an event ("arrived on Tuesday")
+_DOES = r"(?:[a-z]+(?:s|es)|has|contains|consists)"
+_NOT_DOES = re.compile(r"(?:was|has|is|this|its|as|us|plus|thus|less|across|pass|class)$")
+
+
+# a word of the lowercase noun phrase before a name: not a preposition, conjunction,
+# determiner or -ing form ("a consortium including MIT", "the fix for CVE-…")
+_NOUN = (
+    r"(?!(?:the|and|for|from|with|into|onto|that|this|these|those|which|including|between|"
+    r"among|about|after|before|under|over|its|their|his|her|our|than|like|via|per)\b)"
+    r"(?![a-z-]+ing\b)[a-z][a-z-]{2,}"
+)
+
+
+def _patterns(alt: str, named_well: bool) -> list[tuple[str, re.Pattern[str]]]:
+    """The defining patterns for names `alt`, best first. `named_well`: the entity has a
+    capitalised or symbol name, so "the oncogene Dvl1" can introduce it."""
+    lead = r"^(?:the |an? )?"
+    paren = r"(?:\s*\([^)]{0,80}\))?"
+    begins = r"(?<![\w-])"  # the name starts here: not inside a longer word (Cas9 in CRISPR-Cas9)
+    # an appositive: a short noun phrase, not a clause with its own verb
+    phrase = (
+        r"(?:(?!\b(?:is|are|was|were|has|have|had|will|would|can|could|may|might|must|should|"
+        r"be)\b)[^,.;]){3,80}"
+    )
+    called = r"(?:also |commonly |often |now |later |formerly |hereafter |henceforth )?(?:known as|called|termed|named|dubbed|referred to as|abbreviated(?: as)?)"
+    out = [
+        (
+            "defining",
+            re.compile(
+                rf"{lead}(?:{alt}){paren},?\s+{_COPULA}\s+(?!{_NOT_DEFINING.pattern})",
+                re.IGNORECASE,
+            ),
+        ),
+        ("apposition", re.compile(rf"{lead}(?:{alt}){paren},\s+(?:an?|the)\s(?=[a-z]){phrase},")),
+        (
+            "copula",
+            re.compile(rf"{begins}(?:{alt}){paren}\s+{_COPULA}\s+(?:an?|the)\s", re.IGNORECASE),
+        ),
+        (
+            "apposition",
+            re.compile(rf"{begins}(?:{alt}){paren},\s+(?:an?|the)\s(?=[a-z]){phrase}[,.;]"),
+        ),
+        # "X, also known as Y", "a … known as X", "Y (hereafter X)"
+        (
+            "known as",
+            re.compile(
+                rf"{begins}(?:(?:{alt}),?\s+{called}\s|{called}\s+[\"'“‘]?(?:the |an? )?(?:{alt})(?!\w))",
+                re.IGNORECASE,
+            ),
+        ),
+        ("relative", re.compile(rf"{begins}(?:{alt}){paren},\s+(?:which|who)\s")),
+        # "X (a …)": a parenthesis saying what it is
+        ("apposition", re.compile(rf"{begins}(?:{alt})\s*\((?:an?|the)\s[^)]{{3,80}}\)")),
+    ]
+    if named_well:
+        # "the transcription factor NF-κB", "the hacker Jon Postel": one to three lowercase
+        # nouns right before the name (no adjective first), the name ending the phrase
+        out.append(
+            (
+                "apposition",
+                re.compile(
+                    r"\b(?:the|an?)\s+(?![a-z-]+(?:ed|ing|ous|ive|ique|ic|ful|less|able|ible|ary|"
+                    r"er|est|ly)\b)(?!(?:same|first|last|other|new|present|current|main|"
+                    r"following|above|two|three|four|five|whole|entire|original|old|big|"
+                    r"small|large|good|bad|high|low|full|real|true|late|early|mid)\b)"
+                    rf"(?:{_NOUN}\s+){{1,3}}(?:{alt})(?![\w-])"
+                    r"(?=\s*[,.;:)]|\s+(?:is|was|are|were|has|had|and|or|in|on|of|to|from|"
+                    r"with|by|for|that|which|who)\b)"
+                ),
+            )
+        )
+    # a kind named with its members: "cytokines such as IL-6 and TNF", "TNF and other
+    # cytokines"
+    out.append(
+        (
+            "kind of",
+            re.compile(
+                r"\b[a-z][a-z-]{2,}s,?\s+(?:such as|including|e\.g\.,?|especially|notably)\s+"
+                rf"(?:[^.;:()]{{0,80}}?(?:,\s*|\s(?:and|or)\s+))?(?:the\s+)?(?:{alt})(?![\w-])"
+                rf"|{begins}(?:{alt})(?:\s*,\s*[^,.;:()]{{1,40}}){{0,4}},?\s+(?:and|or)\s+"
+                r"(?:many\s+|several\s+|some\s+)?other\s+[a-z]"
+            ),
+        )
+    )
+    # what it does: "Tk provides …", "The survey counts urchins …"
+    out.append(("does", re.compile(rf"{lead}(?:{alt}){paren}\s+(?:\w+ly\s+)?{_DOES}\b")))
+    return out
+
+
+def _long_form(name: str, names: list[str]) -> re.Pattern[str] | None:
+    """The span "long form (SHORT)" or "SHORT (long form)" for an entity named by its short
+    form: what the abbreviation stands for (for the long form it says nothing)."""
+    if " " in name or len(name) > 12:
+        return None
+    shorts = [n for n in names if " " not in n and len(n) <= 12]
+    longs = [n for n in names if " " in n or len(n) > 12]
+    if not shorts or not longs:
+        return None
+    s = "|".join(re.escape(n) for n in shorts)
+    long_ = "|".join(re.escape(n) for n in longs)
+    return re.compile(
+        rf"(?<![\w-])(?:(?:{long_})\s*\(\s*(?:{s})\s*\)|(?:{s})\s*\(\s*(?:{long_})\s*\))",
+        re.IGNORECASE,
+    )
+
+
 def extract(
     folder: Folder, name: str, aliases: list[str], evidence: list[Cite], files: Files
 ) -> Description | None:
@@ -168,21 +292,10 @@ def extract(
     if not names:
         return None
     alt = "|".join(re.escape(n) for n in names)
-    lead = r"^(?:the |an? )?"
-    paren = r"(?:\s*\([^)]{0,80}\))?"
-    begins = r"(?<![\w-])"  # the name starts here: not inside a longer word (Cas9 in CRISPR-Cas9)
-    # an appositive: a short noun phrase, not a clause with its own verb
-    phrase = r"(?:(?!\b(?:is|are|was|were|has|have|had)\b)[^,.;]){3,80}"
-    patterns = [
-        ("defining", re.compile(rf"{lead}(?:{alt}){paren},?\s+{_COPULA}\s", re.IGNORECASE)),
-        ("apposition", re.compile(rf"{lead}(?:{alt}){paren},\s+(?:an?|the)\s{phrase},")),
-        (
-            "copula",
-            re.compile(rf"{begins}(?:{alt}){paren}\s+{_COPULA}\s+(?:an?|the)\s", re.IGNORECASE),
-        ),
-        ("apposition", re.compile(rf"{begins}(?:{alt}){paren},\s+(?:an?|the)\s{phrase}[,.;]")),
-        ("relative", re.compile(rf"{begins}(?:{alt}){paren},\s+(?:which|who)\s")),
-    ]
+    named_well = any(re.search(r"[A-Z0-9]", n) for n in names)
+    patterns = _patterns(alt, named_well)
+    heading = next(i for i, (k, _) in enumerate(patterns) if k == "does")  # before "does"
+    long_form = _long_form(name, names)
     named = re.compile(rf"(?<!\w)(?:{alt})(?!\w)", re.IGNORECASE)
     best: tuple[int, int, int, Cite, int, int, str] | None = None
     for order, c in enumerate(evidence):
@@ -192,17 +305,23 @@ def extract(
             flat = " ".join(sent.split())
             if len(flat) > WIDTH:
                 continue
-            rank = next((i for i, (_, p) in enumerate(patterns) if p.search(flat)), None)
+            rank: float | None = next(
+                (i for i, (_, p) in enumerate(patterns) if p.search(flat) and _verb_ok(p, flat)),
+                None,
+            )
+            kind = patterns[int(rank)][0] if rank is not None else ""
             if named.search(flat):
                 at = bisect.bisect_right([h for h, _ in sections], s) - 1
                 if at >= 0 and at not in seen:
                     seen.add(at)
-                    if rank is None and named.search(sections[at][1]):
-                        rank = len(patterns)
+                    if (rank is None or rank >= heading) and named.search(sections[at][1]):
+                        rank, kind = heading - 0.5, "heading"
+            if rank is None and long_form and (m := long_form.search(sent)):
+                rank, kind = heading + 0.5, "long form"
+                s, e = s + m.start(), s + m.end()  # the span "long form (SHORT)" itself
             if rank is None:
                 continue
-            kind = patterns[rank][0] if rank < len(patterns) else "heading"
-            key = (rank, order, len(flat))
+            key = (int(rank * 4), order, len(flat))
             if best is None or key < best[:3]:
                 best = (*key, c, s, e, kind)
     if best is None:
@@ -212,6 +331,17 @@ def extract(
     if cite is None:
         return None
     return {"text": " ".join(cite["quote"].split()), "method": kind, "cite": cite}
+
+
+def _verb_ok(p: re.Pattern[str], flat: str) -> bool:
+    """For the "does" pattern, the word after the name is a present verb, not a plural noun
+    or "was"; every other pattern stands as matched."""
+    if _DOES not in p.pattern:
+        return True
+    m = p.search(flat)
+    assert m is not None
+    word = m.group(0).split()[-1]
+    return not _NOT_DOES.search(word)
 
 
 def _sections(files: Files, c: Cite) -> list[tuple[int, str]]:

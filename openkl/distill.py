@@ -13,7 +13,7 @@ every line, say nothing rather than guess.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,14 +136,20 @@ def _owner(cite: Cite) -> str:
 def create(
     folder: Folder,
     text: str,
-    cite_ids: list[str],
+    cite_ids: Sequence[str | Mapping[str, Any]],
     *,
     tags: list[str] | None = None,
     topics: list[str] | None = None,
     extra: dict[str, Any] | None = None,
+    via: str | None = None,
 ) -> tuple[notes_mod.Note, list[Cite]]:
-    """Write a distilled memory citing `cite_ids` and index it. The caller holds the writer
-    lock. Returns the note and the cite objects, in the order of its [N] markers."""
+    """Write a distilled memory citing `cite_ids` (ids or cite objects) and index it. The
+    caller holds the writer lock. Returns the note and the cite objects, in the order of its
+    [N] markers.
+
+    Nothing is written unless every citation is checked against the files first (a quote
+    that moved is cited where it is now; one that changed or is gone is refused) and the
+    text cites them: a note none of whose claims carries an [N] marker is refused."""
     from . import citations as cit
 
     if not cite_ids:
@@ -153,15 +159,25 @@ def create(
         )
     if not text.strip():
         raise BadInput("the memory's text is empty", "pass the distilled text")
-    files = cit.Files(folder)
-    cites = [cit.resolve(folder, ref.strip(), files) for ref in cite_ids]  # all, before writing
-    for n in markers_in(text):
+    v = cit.Verifier(folder)
+    cites = [  # all, before writing
+        cit.resolve(folder, ref.strip() if isinstance(ref, str) else ref, v.files)
+        for ref in cite_ids
+    ]
+    used = markers_in(text)
+    if not used:
+        raise BadInput(
+            "the text cites none of its sources: no claim carries an [N] marker",
+            "end each claim with the number of the citation it rests on: [1] for the first",
+        )
+    for n in used:
         if not 1 <= n <= len(cites):
             raise BadInput(
                 f"the text cites [{n}] but {len(cites)} citation(s) were given",
                 "[N] refers to the N-th CITE_ID",
             )
-    cites = [cit.persist(folder, c) for c in cites]
+    checked = [_checked(v, c, n) for n, c in enumerate(cites, 1)]
+    cites = [cit.persist(folder, _citation(c), moved=moved) for c, moved in checked]
     meta = {
         "kind": "distilled",
         "citations": [c["id"] for c in cites],
@@ -172,9 +188,45 @@ def create(
     indexer.index_note(folder, note)
     assert note.path is not None
     folder.log_op(
-        "distill.create", ids=[note.id], path=folder.rel(note.path), citations=meta["citations"]
+        "distill.create",
+        ids=[note.id],
+        path=folder.rel(note.path),
+        citations=meta["citations"],
+        **({"via": via} if via else {}),
     )
     return note, cites
+
+
+def _citation(cite: Cite) -> Cite:
+    """A cite object given as a search hit (its id the passage's) under a citation id, so it
+    can be kept under citations/; the hit's id stays as its `ref`."""
+    from . import citations as cit
+
+    if cit.CITE_ID.match(cite["id"]):
+        return cite
+    loc = cite["loc"]
+    return {
+        **cite,
+        "id": cit.cite_id(cite["doc_id"], loc["start"], loc["end"]),
+        "ref": cite.get("ref") or cite["id"],
+    }
+
+
+def _checked(v: Any, cite: Cite, n: int) -> tuple[Cite, bool]:
+    """`cite` as the files hold it now, and whether it moved: verified as it is, moved to
+    where its quote is now, or refused (changed, missing)."""
+    from . import citations as cit
+
+    res = v.verify(cite)
+    if res["status"] == "verified":
+        return cite, False
+    if res["status"] == "moved":
+        return cit.updated(cite, res, v.files), True
+    said = res["diagnostics"][0] if res["diagnostics"] else "its quote is not in the files"
+    raise BadInput(
+        f"citation [{n}] ({cite['id']}) does not verify: it is {res['status']} ({said})",
+        "search again and cite the passage as the files hold it now",
+    )
 
 
 def markers_in(text: str) -> list[int]:
@@ -218,7 +270,9 @@ def run(
     if not text or text.upper().startswith("NOTHING"):
         return _run(p.name, query, llm.label, None, [], "the model found nothing")
     valid = set(range(1, len(hits) + 1))
-    used = [n for n in markers(text) if n in valid] or sorted(valid)
+    used = [n for n in markers(text) if n in valid]
+    if not used:  # a note whose claims cite nothing is not written
+        return _run(p.name, query, llm.label, None, [], "the model cited none of the passages")
     # renumber so that [i] in the note is its i-th citation
     renum = {old: i for i, old in enumerate(used, 1)}
     body = re.sub(

@@ -103,6 +103,16 @@ def run_checks(root: str | None) -> list[Check]:
                         "fix or remove the file, then `ok sync`",
                     )
                 )
+            for w in st.get("exec_waiting", []):
+                out.append(
+                    _check(
+                        "trigger",
+                        False,
+                        f"{w['name']} waits for approval to run `{w['exec']}`"
+                        + (f" with {', '.join(w['env'])}" if w["env"] else ""),
+                        f"check the command, then `{w['approve']}` (or remove the trigger)",
+                    )
+                )
             for b in links.broken(folder):
                 c = _check(
                     "link",
@@ -117,12 +127,14 @@ def run_checks(root: str | None) -> list[Check]:
 
 def _config_check(folder: Any) -> Check:
     """Every setting has a value of its type; the file sets no key that is not a setting."""
-    from .settings import DECLARED, resolve, suggest, unknown_keys
+    from .settings import DECLARED, SECRET_ENV, resolve, secret_env, suggest, unknown_keys
 
     problems, fixes = [], []
     for s in DECLARED:
         try:
-            resolve(s, folder.config)
+            value = resolve(s, folder.config)
+            if s.key in SECRET_ENV:
+                secret_env(value)
         except OkError as e:
             problems.append(e.message)
             fixes.append(e.hint or "")

@@ -283,6 +283,17 @@ class Embedder:
                 self._queries.popitem(last=False)
         return vec
 
+    def reads(self, text: str) -> int:
+        """How many characters of `text` the model reads: all of them, or up to the end of
+        the last token that fits its window (`max_tokens`, less [CLS] and [SEP])."""
+        room = self.max_tokens - 2
+        if len(text) <= room:  # every token covers a character at least
+            return len(text)
+        enc = self.tokenizer.encode(text, add_special_tokens=False)
+        if len(enc.ids) <= room:
+            return len(text)
+        return int(enc.offsets[room - 1][1])
+
     def key(self, text: str) -> str:
         return hashlib.sha256(f"{self.model_id}\x00{text}".encode()).hexdigest()
 

@@ -8,11 +8,17 @@ import re
 import shutil
 from pathlib import Path
 
+# Exit codes, as rg's and grep's (docs/commands.md has the table): a script tells a query
+# that found nothing from one that failed
+NOTHING_FOUND = 1  # a query found nothing, or a check said no
+ERROR = 2  # usage errors and failures: nothing (or not all) was done
+PARTIAL = 3  # the work was done, but part of it failed
+
 
 class OkError(Exception):
     """An expected failure with a message for the user and, where possible, a fix."""
 
-    exit_code = 1
+    exit_code = ERROR
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
@@ -24,9 +30,22 @@ class OkError(Exception):
 
 
 class UsageError(OkError):
-    """The command line itself is wrong (exit 2)."""
+    """The command line itself is wrong (exit 2, as every error)."""
 
-    exit_code = 2
+    exit_code = ERROR
+
+
+class CheckFailed(OkError):
+    """A check that ran to its end and says no (`ok status` with files it cannot index):
+    exit 1, as a search that finds nothing."""
+
+    exit_code = NOTHING_FOUND
+
+
+class PartlyDone(OkError):
+    """The work was done, but part of it failed (exit 3): what failed is said first."""
+
+    exit_code = PARTIAL
 
 
 class NotAFolder(OkError):
@@ -61,6 +80,11 @@ class Served(LockBusy):
     """An `ok serve` process owns the folder: it alone opens the graph and writes."""
 
 
+class StackTaken(OkError):
+    """A PostgreSQL stack holds another folder's rows; syncing this folder would replace
+    them (`--take-over` does so on purpose)."""
+
+
 class GraphUnrecoverable(OkError):
     """The derived graph cannot be opened (its engine crashes replaying a killed writer's
     log); the files are intact and a rebuild recreates it."""
@@ -76,6 +100,14 @@ class ReadOnlyViolation(OkError):
 
 class QueryRefused(OkError):
     """A query that no flag allows: it reaches files or extensions, or is several statements."""
+
+
+class QueryTimedOut(OkError):
+    """A caller's query ran past its time limit and was stopped."""
+
+
+class QueryTooLarge(OkError):
+    """A caller's query needed more memory, or gave more output, than it may."""
 
 
 class DiskFull(OkError):

@@ -4,7 +4,8 @@ Events live in `events/YYYY-MM.jsonl` at the root of the folder, versioned with 
 else (not git-ignored). The log is append-only: a line, once written, is never rewritten,
 so `git diff` of the log only ever shows additions and `ok events --follow` can tail it.
 
-Types written by openkl: `ingested`, `drifted`, `refreshed`, `refresh_failed`, `removed`,
+Types written by openkl: `ingested`, `drifted`, `refreshed`, `refresh_failed` (once per
+streak of failures), `refresh_recovered`, `removed`,
 `mem_added`, `mem_updated`, `mem_deleted`, `mem_archived`,
 `mem_restored`, `trigger_fired`, `trigger_exec_failed`.
 """
@@ -59,7 +60,8 @@ def emit_many(folder: Folder, items: Iterable[tuple[str, Mapping[str, Any]]]) ->
     if not evs:
         return []
     data = "".join(json.dumps(e, ensure_ascii=False, default=str) + "\n" for e in evs)
-    append_whole(events_dir(folder) / f"{now:%Y-%m}.jsonl", data.encode("utf-8"), fsync=True)
+    log = events_dir(folder) / f"{now:%Y-%m}.jsonl"
+    append_whole(log, data.encode("utf-8"), fsync=True, within=folder.root)
     return evs
 
 
@@ -69,11 +71,9 @@ def parse_since(value: str | None) -> str | None:
 
 
 def _files(folder: Folder, since: str | None = None) -> list[Path]:
-    d = events_dir(folder)
-    if not d.is_dir():
-        return []
     out = []
-    for p in sorted(d.iterdir()):
+    # a month's log that is a symlink out of the folder is not read
+    for p in folder.files_under(events_dir(folder), ".jsonl", recursive=False).files:
         m = _MONTH_FILE.match(p.name)
         if not m or (since and f"{m.group(1)}-{m.group(2)}" < since[:7]):
             continue
@@ -116,14 +116,18 @@ def read(
     types: Iterable[str] | None = None,
     doc: str | None = None,
     limit: int | None = None,
+    until: str | None = None,
 ) -> list[Event]:
-    """Events, oldest first, filtered; `limit` keeps the newest ones."""
+    """Events, oldest first, filtered (`since` and `until` are UTC ISO times, both
+    included); `limit` keeps the newest ones."""
     types = list(types or [])
     out: list[Event] = []
     for p in _files(folder, since):
         for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
             ev = _decode(line)
-            if ev is not None and matches(ev, since, types, doc):
+            if ev is None or (until and str(ev.get("ts", "")) > until):
+                continue
+            if matches(ev, since, types, doc):
                 out.append(ev)
     return out[-limit:] if limit else out
 

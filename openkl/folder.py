@@ -20,14 +20,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
 from . import settings
 from .errors import BadInput, LockBusy, NotAFolder, OkError, Served, UsageError
+from .routing import is_server, own_socket
 
 CONFIG_VERSION = 1
 LOCK_NOTICE_AFTER = 1.0  # seconds of waiting for the writer lock before saying so
@@ -51,6 +54,7 @@ GITIGNORE = """\
 .ok/drafts/
 .ok/serve.json
 .ok/keys.json
+.ok/approved-triggers.json
 memories/topics/
 graph/
 """
@@ -122,7 +126,71 @@ def parse_time(value: str | None, option: str = "--since", end_of_day: bool = Fa
 
 
 Signature = tuple[Any, ...]  # what `signature` says of a file or directory
+
+
+class Listing(NamedTuple):
+    """The files a walk of the folder found, and the symlinks it met that lead out of the
+    folder (not followed: `LINK_OUT` says why)."""
+
+    files: list[Path]
+    outside: list[Path]
+
+
+LINK_OUT = (
+    "a symlink that leads out of the knowledge folder, so it is not followed "
+    "(hint: copy the file into the folder instead)"
+)
 _own = threading.local()  # the writes of this thread that `recording_writes` notes
+
+# -- a server's writer queues ---------------------------------------------------------------
+# A server takes each folder's writer lock through a queue of its own (its threads share the
+# process, so the flock alone would have them race); every write of the process on a served
+# folder, a routed command's too, goes through it. By the folder's real path.
+WriterQueue = Callable[[str, float | None], AbstractContextManager[None]]
+_queues: dict[str, WriterQueue] = {}
+_writers = threading.local()  # this thread's: .locks {folder: depth}, .turns {folder}
+
+
+def _locks_held() -> dict[str, int]:
+    """The folders whose writer lock this thread holds (and how deep)."""
+    if not hasattr(_writers, "locks"):
+        _writers.locks = {}
+    locks: dict[str, int] = _writers.locks
+    return locks
+
+
+def _turns() -> set[str]:
+    """The folders whose writer queue this thread has its turn in."""
+    if not hasattr(_writers, "turns"):
+        _writers.turns = set()
+    turns: set[str] = _writers.turns
+    return turns
+
+
+@contextlib.contextmanager
+def queue_writes(root: Path, queue: WriterQueue) -> Iterator[None]:
+    """Within the block, `Folder.write_lock` of `root` in this process calls `queue(what,
+    timeout)`, which holds a turn (`writer_turn`) and then the lock."""
+    key = os.path.realpath(root)
+    _queues[key] = queue
+    try:
+        yield
+    finally:
+        _queues.pop(key, None)
+
+
+@contextlib.contextmanager
+def writer_turn(root: Path) -> Iterator[None]:
+    """This thread has its turn in `root`'s writer queue: its `write_lock` takes the lock."""
+    key = os.path.realpath(root)
+    turns = _turns()
+    mine = key not in turns
+    turns.add(key)
+    try:
+        yield
+    finally:
+        if mine:
+            turns.discard(key)
 
 
 def signature(path: str | Path) -> Signature | None:
@@ -151,14 +219,48 @@ def recording_writes() -> Iterator[dict[str, Signature | None]]:
         _own.writes = outer
 
 
-def atomic_write(path: Path, data: str | bytes, *, durable: bool = True) -> None:
+_umask_lock = threading.Lock()
+
+
+def umask() -> int:
+    """The process's umask. Read from /proc where it is shown (Linux), as setting it to
+    read it back would race with the threads of a server writing files meanwhile."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _umask_lock:
+        old = os.umask(0o022)
+        os.umask(old)
+    return old
+
+
+def file_mode() -> int:
+    """The mode a new file gets here, as `open()` would make it: 0644 under umask 022,
+    0664 under 002."""
+    return 0o666 & ~umask()
+
+
+# the mode of files only their owner may read (API keys, approvals of commands)
+PRIVATE = 0o600
+
+
+def atomic_write(
+    path: Path, data: str | bytes, *, durable: bool = True, mode: int | None = None
+) -> None:
     """Write a file so that readers see the old or the new content, never half of it;
-    `durable=False` skips the sync to disk, for derived files a crash may lose."""
+    `durable=False` skips the sync to disk, for derived files a crash may lose. The file
+    gets the umask's mode, as any file a user's tools write (the temporary file it is
+    written through would be private), or `mode` (PRIVATE for secrets)."""
     made = _dirs_to_make(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, file_mode() if mode is None else mode)
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
             f.flush()
@@ -245,15 +347,19 @@ def check_path(path: str | Path, what: str = "path") -> None:
         )
 
 
-def append_whole(path: Path, data: bytes, fsync: bool = False) -> None:
-    """Append `data` to `path` entirely or not at all.
+def append_whole(path: Path, data: bytes, fsync: bool = False, within: Path | None = None) -> None:
+    """Append `data` to `path` entirely or not at all; with `within` (a folder's root),
+    never through a symlink that leads out of it (a `BadInput`: a log that arrived by `git
+    pull` as a link must not write into the user's other files).
 
     A full disk can take part of a write; the rest of a torn line would glue the next
     line onto it, so on failure the file is cut back to its old length.
     """
+    if within is not None:
+        refuse_link_out(path, within)
     made = _dirs_to_make(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)  # less the umask
     try:
         size = os.fstat(fd).st_size
         try:
@@ -270,6 +376,19 @@ def append_whole(path: Path, data: bytes, fsync: bool = False) -> None:
     finally:
         os.close(fd)
     _noted(path, made)
+
+
+def refuse_link_out(path: Path, root: Path) -> None:
+    """A `BadInput` when `path` is a symlink, or lies under one, that leads out of `root`:
+    a file of the folder's own that is read and appended to in place (a log that arrived by
+    `git pull` as a link, say) must not read or write files elsewhere."""
+    real = Path(os.path.realpath(path))
+    if real != root and root not in real.parents:
+        raise BadInput(
+            f"{shown(path)} is a symlink, or lies under one, that leads out of the knowledge "
+            "folder: ok neither reads nor writes through it",
+            "replace the link with a plain file (move it away), then run the command again",
+        )
 
 
 def _name(e: BaseException, path: Path) -> None:
@@ -298,6 +417,7 @@ class Folder:
         self.config_path = self.ok_dir / "config.yml"
         self.mapping_path = self.ok_dir / "mapping.jsonl"
         self.ops_log = self.ok_dir / "ops.log"
+        self.id_path = self.ok_dir / "folder_id"
         self.lock_path = self.ok_dir / "lock"
         self._config: dict[str, Any] | None = None
         self.tee: Path | None = None
@@ -341,6 +461,7 @@ class Folder:
         _ensure_block(root / ".gitattributes", GITATTRIBUTES, "events/*.jsonl")
         if not folder.mapping_path.exists():
             atomic_write(folder.mapping_path, "")
+        folder.identity()
         return folder
 
     def rel(self, path: Path) -> str:
@@ -362,6 +483,79 @@ class Folder:
     def holds(self, resolved: Path) -> bool:
         """Whether a resolved path is the root or lies under it."""
         return resolved == self.root or self.root in resolved.parents
+
+    def named(self, path: Path) -> str:
+        """A path under the root relative to it as named, symlinks not followed (`rel`
+        follows them, and fails for a link out of the folder)."""
+        return path.relative_to(self.root).as_posix()
+
+    def files_under(self, top: Path, suffix: str = "", recursive: bool = True) -> Listing:
+        """The files under `top` whose names end with `suffix`, sorted, as the walks of
+        `ok sync` and the rest read the folder: hidden names are left out, symlinked
+        directories are not entered (a file of theirs comes by its real path, if at all),
+        and a symlink that leads out of the folder is not followed but listed in
+        `outside`, for the caller to report."""
+        if not top.is_dir():
+            return Listing([], [])
+        if not self.holds(Path(os.path.realpath(top))):
+            return Listing([], [top])
+        files: list[Path] = []
+        outside: list[Path] = []
+        todo = [top]
+        while todo:  # a stack, not recursion: a hostile tree may be deeper than Python's
+            d = todo.pop()
+            try:
+                entries = list(os.scandir(d))
+            except OSError:
+                continue  # gone meanwhile, or unreadable: as rglob does
+            for ent in entries:
+                p = d / ent.name
+                try:
+                    link = ent.is_symlink()
+                    is_dir = ent.is_dir(follow_symlinks=False)
+                    is_file = ent.is_file(follow_symlinks=False)
+                except OSError:
+                    continue
+                if is_dir:
+                    if recursive:
+                        todo.append(p)
+                    continue
+                if ent.name.startswith("."):
+                    continue
+                if link:
+                    if not self.holds(Path(os.path.realpath(p))):
+                        if ent.name.endswith(suffix) or p.is_dir():
+                            outside.append(p)
+                        continue
+                    is_file = p.is_file()  # a link to a directory is not entered
+                if is_file and ent.name.endswith(suffix):
+                    files.append(p)
+        return Listing(sorted(files), sorted(outside))
+
+    def identity(self) -> str:
+        """The folder's own id, made once and kept in `.ok/folder_id` (in git: a clone is
+        the same folder; another folder that happens to share its `domain` is not). Its
+        stack in PostgreSQL records it, and refuses the rows of another folder."""
+        if not self.id_path.exists():
+            # written aside and linked in: two first uses at once agree on one id, and no
+            # reader sees the file empty
+            fd, tmp = tempfile.mkstemp(prefix=".folder_id.", suffix=".tmp", dir=self.ok_dir)
+            try:
+                os.fchmod(fd, file_mode())
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(uuid.uuid4().hex + "\n")
+                with contextlib.suppress(FileExistsError):
+                    os.link(tmp, self.id_path)
+            finally:
+                os.unlink(tmp)
+        said = self.id_path.read_text(encoding="utf-8").strip()
+        if not re.fullmatch(r"[0-9a-f]{32}", said):
+            raise BadInput(
+                f"{self.named(self.id_path)} does not hold a folder id",
+                "delete it: a new one is made, and the folder's stack in PostgreSQL is then "
+                "taken over with --take-over",
+            )
+        return said
 
     # -- config -----------------------------------------------------------------
     @property
@@ -400,6 +594,11 @@ class Folder:
         """A declared setting's value and where it came from (default, config or env)."""
         return settings.resolve(settings.spec(key), self.config)
 
+    def secret_env(self, key: str) -> str | None:
+        """The environment variable a secret's setting names (`settings.SECRET_ENV`): from
+        this folder's config file only a name of the allow-list, from the environment any."""
+        return settings.secret_env(self.explain(key))
+
     def write_config(self, data: dict[str, Any]) -> None:
         """Replace `.ok/config.yml` atomically, keeping the comment lines that open it."""
         header = CONFIG_HEADER
@@ -415,6 +614,8 @@ class Folder:
         """Check `raw` against `key`'s type and write it to `.ok/config.yml`."""
         s = self._settable(key)
         value = s.parse(raw, "", f"give {s.expected}, e.g. `ok config set {s.key} {s.example()}`")
+        if s.key in settings.SECRET_ENV:
+            settings.secret_env(settings.Value(s, value, "config"))
         with self.write_lock(f"ok config set {s.key}"):
             self._config = None
             data = copy.deepcopy(self.config)
@@ -463,21 +664,41 @@ class Folder:
         """Hold the folder's single writer lock; wait up to `timeout` s, then name the holder.
 
         The lock is an flock, so a killed process releases it. A nested call in the thread
-        that holds it is a no-op; another thread of the same process waits like another
-        process would (each call opens its own file description, and flock locks those).
+        that holds it (through this `Folder` or another of the same folder) is a no-op;
+        another thread of the same process waits like another process would (each call
+        opens its own file description, and flock locks those). In a server, a thread's
+        write waits its turn in the server's writer queue for the folder (`queue_writes`)
+        instead: behind the server's own writes, for as long as they take (`timeout` only
+        when one is given).
         """
         held = self._held.__dict__
-        if held.get("depth", 0):
-            held["depth"] += 1
+        key = os.path.realpath(self.root)
+        if held.get("depth", 0) or _locks_held().get(key):
+            held["depth"] = held.get("depth", 0) + 1
             try:
                 yield
             finally:
                 held["depth"] -= 1
             return
+        queue = _queues.get(key)
+        if queue is not None and key not in _turns():
+            hold = queue(what, timeout)
+        else:
+            hold = self._flock(what, timeout)
+        with hold:
+            held["depth"] = 1
+            try:
+                yield
+            finally:
+                held["depth"] = 0
+
+    @contextlib.contextmanager
+    def _flock(self, what: str, timeout: float | None) -> Iterator[None]:
         self.refuse_if_served()
         timeout = float(self.setting("lock_timeout") if timeout is None else timeout)
         self.ok_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        # the umask decides, so that a group sharing the folder can take the lock too
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
         started = time.monotonic()
         deadline = started + timeout
         told = False
@@ -511,11 +732,13 @@ class Folder:
             except OSError as e:
                 _name(e, self.lock_path)
                 raise
-            held["depth"] = 1
+            locks = _locks_held()
+            key = os.path.realpath(self.root)
+            locks[key] = locks.get(key, 0) + 1
             try:
                 yield
             finally:
-                held["depth"] = 0
+                locks[key] -= 1
                 os.ftruncate(fd, 0)
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
@@ -537,11 +760,12 @@ class Folder:
         except (OSError, ValueError):
             info = {}
         pid = info.get("pid") if isinstance(info, dict) else None
-        if isinstance(pid, int) and (pid == os.getpid() or _is_server(pid, info)):
+        if isinstance(pid, int) and (pid == os.getpid() or is_server(pid, info)):
             return info
-        # a killed server's claim, and the routing socket it left beside it
+        # a killed server's claim, and the routing socket it left beside it (only a socket
+        # of ours in a private directory of ours: a claim may name anything)
         sock = info.get("socket") if isinstance(info, dict) else None
-        if isinstance(sock, str) and sock.endswith(".sock") and _is_socket(Path(sock)):
+        if isinstance(sock, str) and os.path.isabs(sock) and own_socket(Path(sock)):
             with contextlib.suppress(OSError):
                 Path(sock).unlink()
         with contextlib.suppress(FileNotFoundError):
@@ -551,6 +775,12 @@ class Folder:
     def refuse_if_served(self) -> None:
         """Raise `Served` when another process's `ok serve` owns the folder."""
         info = self.server()
+        if info and info.get("pid") != os.getpid() and info.get("resident"):
+            raise Served(
+                f"the folder is served by its resident process (pid {info['pid']})",
+                "run the command as `ok` without OK_NO_ROUTE=1 and it runs there; or stop it "
+                "first: ok daemon stop",
+            )
         if info and info.get("pid") != os.getpid():
             raise Served(
                 f"the folder is served by `ok serve` (pid {info['pid']}, {info.get('url')})",
@@ -592,39 +822,6 @@ def _leading_comments(lines: list[str]) -> list[str]:
             break
         out.append(line)
     return out
-
-
-def process_stamp(pid: int) -> dict[str, str] | None:
-    """What tells process `pid` from a later one given the same pid: this boot's id and the
-    process's start time (clock ticks since boot). None when there is no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return None
-    # the command name (field 2) may hold spaces and parentheses: count after its last ")"
-    return {"boot_id": boot, "started": stat.rsplit(")", 1)[1].split()[19]}
-
-
-def _is_server(pid: int, claim: dict[str, Any]) -> bool:
-    """Process `pid` is alive and is the `ok serve` that wrote `claim`, not a later process
-    given its pid (after a kill, or a reboot)."""
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    stamp = process_stamp(pid)
-    recorded = {k: claim.get(k) for k in ("boot_id", "started")}
-    return b"serve" in cmd and stamp is not None and recorded == stamp
-
-
-def _is_socket(path: Path) -> bool:
-    import stat
-
-    try:
-        return stat.S_ISSOCK(path.lstat().st_mode)
-    except OSError:
-        return False
 
 
 def stack_name(folder: Folder) -> str:

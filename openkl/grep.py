@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +50,7 @@ class Found:
 
 @dataclass(frozen=True)
 class Options:
-    """How to match, as ripgrep's flags: -i, -F, -w, -B, -A, and -m (per file)."""
+    """How to match, as ripgrep's flags: -i, -F, -w, -v, -B, -A, and -m (per file)."""
 
     ignore_case: bool = False
     fixed: bool = False
@@ -57,6 +58,25 @@ class Options:
     before: int = 0
     after: int = 0
     per_file: int | None = None
+    invert: bool = False
+
+
+def glob_filter(globs: list[str] | None) -> Callable[[str], bool]:
+    """Whether a folder-relative path passes rg's `-g` globs (gitignore syntax: a glob
+    without a slash matches the name at any depth; `!GLOB` leaves files out): with any
+    plain glob given, a file must match one of them."""
+    if not globs:
+        return lambda rel: True
+    import pathspec
+
+    keep = [g for g in globs if not g.startswith("!")]
+    drop = [g[1:] for g in globs if g.startswith("!")]
+    wanted = pathspec.GitIgnoreSpec.from_lines(keep) if keep else None
+    unwanted = pathspec.GitIgnoreSpec.from_lines(drop) if drop else None
+    return lambda rel: (
+        (wanted is None or wanted.match_file(rel))
+        and not (unwanted is not None and unwanted.match_file(rel))
+    )
 
 
 def grep(
@@ -72,9 +92,13 @@ def grep(
     before: int = 0,
     after: int = 0,
     per_file: int | None = None,
+    invert: bool = False,
+    globs: list[str] | None = None,
 ) -> list[Found]:
     """Matching lines in path order, at most `max_count` (None: all), at most `per_file` in
-    each file; with `before`/`after`, each record carries its context lines."""
+    each file; with `before`/`after`, each record carries its context lines. `invert`:
+    the lines that do not match, as `rg -v`; `globs`: only the files they let through
+    (`glob_filter`)."""
     if not pattern:
         raise UsageError("the pattern is empty", "pass a regular expression or use -F for text")
     if "\x00" in pattern:
@@ -87,19 +111,23 @@ def grep(
     paths = targets(folder, scope)
     if not paths or max_count == 0:
         return []
-    opts = Options(ignore_case, fixed, word, before, after, per_file)
+    opts = Options(ignore_case, fixed, word, before, after, per_file, invert)
     rg = rg_binary() if use_rg else None
     files = _rg(rg, pattern, paths, opts) if rg else _py(pattern, paths, opts)
+    passes = glob_filter(globs)
     out: list[Found] = []
     for path, lines, matched in files:
+        if not passes(folder.rel(path)):
+            continue
         shown_path = shown(folder.rel(path), 4096)
         for n, text, spans in matched:
+            first = spans[0] if spans else (0, 0)  # an inverted match has none
             rec: GrepMatch = {
                 "path": shown_path,
                 "line": n,
-                "column": spans[0][0] + 1,
+                "column": first[0] + 1,
                 "text": text,
-                "match": text[spans[0][0] : spans[0][1]],
+                "match": text[first[0] : first[1]],
             }
             if before or after:
                 rec["before"] = _around(lines, range(n - before, n))
@@ -127,6 +155,8 @@ def _rg(rg: str, pattern: str, paths: list[Path], opts: Options) -> list[_File]:
         cmd.append("-F")
     if opts.word:
         cmd.append("-w")
+    if opts.invert:
+        cmd.append("-v")
     if opts.before:
         cmd += ["-B", str(opts.before)]
     if opts.after:
@@ -154,7 +184,7 @@ def _rg(rg: str, pattern: str, paths: list[Path], opts: Options) -> list[_File]:
             n = d["line_number"]
             files[-1][1][n] = text
             subs = d.get("submatches", [])
-            if kind == "match" and subs:
+            if kind == "match" and (subs or opts.invert):
                 spans = tuple((_col(raw_text, s["start"]), _col(raw_text, s["end"])) for s in subs)
                 files[-1][2].append((n, text, spans))
     return files
@@ -183,9 +213,9 @@ def _py(pattern: str, paths: list[Path], opts: Options) -> list[_File]:
             if opts.per_file is not None and len(matched) >= opts.per_file:
                 break
             spans = tuple(m.span() for m in rx.finditer(line))
-            if not spans:
+            if bool(spans) == opts.invert:
                 continue
-            matched.append((n, line, spans))
+            matched.append((n, line, () if opts.invert else spans))
             for k in range(max(1, n - opts.before), min(len(text), n + opts.after) + 1):
                 lines[k] = text[k - 1]
         if matched:

@@ -18,10 +18,10 @@ import numpy as np
 
 from . import notes as notes_mod
 from .citations import similarity
-from .conflicts import disagree
 from .errors import Duplicate, UsageError
 from .folder import Folder, iso, parse_span, utcnow
 from .indexing import embedder
+from .statements import disagree
 
 TTL_FORMS = "use a number and a unit: 12h, 30d or 2w"
 
@@ -47,7 +47,7 @@ def live_notes(folder: Folder) -> list[notes_mod.Note]:
     """The notes search shows by default: neither expired nor superseded, oldest first."""
     found = notes_mod.scan(folder)[0]
     now = iso(utcnow())
-    gone = {str(i) for n in found.values() for i in n.extra.get("supersedes") or []}
+    gone = notes_mod.supersession(found).hidden
     live = [n for n in found.values() if n.id not in gone and not expired(n, now)]
     return sorted(live, key=lambda n: (n.ts, n.id))
 

@@ -17,16 +17,15 @@ from typing import Any, TypedDict, cast
 
 import numpy as np
 
-from . import crash, lineage, links, triggers
+from . import backfeed, crash, lineage, links, triggers
 from . import mapping as mapping_mod
 from . import notes as notes_mod
 from .chunking import chunk_text
 from .embeddings import Embedder
 from .entities import consolidation
-from .errors import GraphUnrecoverable, OkError
-from .folder import NAME_NOT_UTF8, Folder, is_utf8, iso, shown
+from .errors import BadInput, GraphUnrecoverable, OkError
+from .folder import LINK_OUT, NAME_NOT_UTF8, Folder, is_utf8, iso, shown
 from .graph import Graph
-from .graph.postgres import PgGraph
 from .graph.protocol import GraphStore
 from .indexing import embed_all, embedder, files_newer_than_index, open_graph, room_to_write
 from .normalize import frontmatter, title_of
@@ -53,12 +52,9 @@ def doc_id_of(data: bytes) -> str:
 def scan_docs(folder: Folder) -> tuple[dict[str, str], list[notes_mod.Problem]]:
     """Normalized docs in the folder: {doc id: relative path}, plus problems found."""
     found: dict[str, str] = {}
-    problems: list[notes_mod.Problem] = []
-    if not folder.normalized_dir.exists():
-        return found, problems
-    for p in sorted(folder.normalized_dir.rglob(f"*{DOC_SUFFIX}")):
-        if not p.is_file() or p.name.startswith("."):
-            continue
+    listing = folder.files_under(folder.normalized_dir, DOC_SUFFIX)
+    problems = [notes_mod.Problem(folder.named(p), LINK_OUT, "unreadable") for p in listing.outside]
+    for p in listing.files:
         if not is_utf8(p):
             problems.append(
                 notes_mod.Problem(shown(folder.rel(p), 4096), NAME_NOT_UTF8, "unreadable")
@@ -409,7 +405,9 @@ def plan(folder: Folder, g: GraphStore) -> tuple[OnDisk, SyncReport]:
     for nid, n in gnotes.items():
         if n["path"] in broken and nid not in notes:
             kept[n["path"]] = nid
-    rep.problems = [_problem(p, kept.get(p.path)) for p in problems + note_problems]
+    entries, rejected = mapping_mod.read(folder)
+    extra = file_problems(folder, notes, rejected)
+    rep.problems = [problem_record(p, kept.get(p.path)) for p in problems + note_problems + extra]
     rep.docs_added = sorted(set(files) - set(in_graph))
     rep.docs_removed = sorted(set(in_graph) - set(files))
     rep.docs_moved = [
@@ -426,7 +424,6 @@ def plan(folder: Folder, g: GraphStore) -> tuple[OnDisk, SyncReport]:
     )
     # documents the mapping records as current but that are not on disk (a writer died
     # between recording a document and writing it): `sync` drops those entries
-    entries = mapping_mod.load(folder)
     rep.docs_missing = sorted(
         d
         for d, e in entries.items()
@@ -456,7 +453,39 @@ def plan(folder: Folder, g: GraphStore) -> tuple[OnDisk, SyncReport]:
     return {"files": files, "notes": notes}, rep
 
 
-def _problem(p: notes_mod.Problem, kept: str | None) -> SyncProblem:
+def file_problems(
+    folder: Folder,
+    notes: dict[str, notes_mod.Note],
+    rejected: list[mapping_mod.Rejected] | None = None,
+) -> list[notes_mod.Problem]:
+    """What the folder holds that is not used as written, beyond what `scan_docs` and
+    `notes.scan` report: lines of the mapping left out (an id or a path that could name a
+    file outside the folder), backfeed files left out, and `supersedes:` claims that close
+    a cycle. `ok sync` and `ok status` report them; so does any other sync of the files."""
+    if rejected is None:
+        rejected = mapping_mod.read(folder).rejected
+    where = folder.named(folder.mapping_path)
+    out = [
+        notes_mod.Problem(
+            where,
+            f"line {r.line}: {r.problem}; the line is left out and kept as it is "
+            "(hint: fix or delete it)",
+            "unreadable",
+        )
+        for r in rejected
+    ]
+    try:
+        out += [notes_mod.Problem(p, why, "unreadable") for p, why in backfeed.scan(folder)[1]]
+    except BadInput as e:
+        out.append(
+            notes_mod.Problem(folder.named(backfeed.backfeed_dir(folder)), str(e), "unreadable")
+        )
+    out += notes_mod.cycle_problems(folder, notes)
+    return out
+
+
+def problem_record(p: notes_mod.Problem, kept: str | None = None) -> SyncProblem:
+    """A problem as a sync reports it; `kept`: the id of the version the graph keeps."""
     out: SyncProblem = {"path": p.path, "problem": p.problem, "kind": p.kind}
     if kept is not None:
         out["kept"] = kept
@@ -512,6 +541,7 @@ def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
         index_notes(folder, g, changed_notes)
         if "entities" in rep.incomplete:
             consolidation.consolidate_all(folder, g)
+        consolidation.pay(folder, g)  # what writes of notes left for later, now
         lineage.relink(folder, g, [n for n in derived if n in notes])  # notes left as they were
         # approved backfeed items and imported bundles are files too
         consolidation.sync_canonical(folder, g)
@@ -584,50 +614,6 @@ def _link_edits(
         linked = True
     if linked:
         mapping_mod.save(folder, entries)
-
-
-@dataclass
-class Published:
-    """What `publish` loaded into a PostgreSQL stack."""
-
-    stack: str
-    docs: int
-    chunks: int
-    notes: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"stack": self.stack, "docs": self.docs, "chunks": self.chunks, "notes": self.notes}
-
-
-def publish(folder: Folder, g: PgGraph) -> Published:
-    """Build the folder's stack in PostgreSQL from the files alone, replacing what it held:
-    documents with their chunks and vectors, old versions, notes, `[[…]]` links, lineage
-    and the entity graph (extractions, consolidated with the canonical files as `ok sync`
-    does). One transaction: a failed build leaves the old one."""
-    found, _ = scan_docs(folder)
-    entries = mapping_mod.load(folder)
-    prepared = prepare_docs(folder, sorted(found.items()), entries)
-    notes = list(notes_mod.scan(folder)[0].values())
-    rows = [note_row(folder, n) for n in notes]
-    emb = embedder(folder)
-    vecs = embed_all(emb, [r["text"] for r in rows], "embedding notes")
-    store = g.as_store()
-    with g.transaction():
-        g.destroy()
-        g.stamp(emb.dim, emb.identity)
-        g.add_docs(prepared.docs, prepared.chunks, prepared.vecs)
-        _sync_versions(store, entries)
-        g.add_notes(rows, vecs)
-        links.record(store, notes)
-        lineage.link_derived(store, notes)
-        links.relink(store)
-        touched = consolidation.extract(
-            folder, store, [d["id"] for d in prepared.docs], [r["id"] for r in rows]
-        )
-        consolidation.consolidate(folder, store, touched)
-        consolidation.sync_canonical(folder, store)
-        g.analyze_entities()
-    return Published(g.stack, len(prepared.docs), len(prepared.chunks), len(rows))
 
 
 def _sync_versions(g: GraphStore, entries: dict[str, MappingEntry]) -> None:
@@ -723,4 +709,7 @@ def status(folder: Folder) -> Status:
         out["in_sync"] = False
     out["lock"] = folder.lock_state()
     out["server"] = folder.server()
+    waiting = triggers.waiting(folder)
+    if waiting:
+        out["exec_waiting"] = waiting
     return out

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -135,17 +135,25 @@ class Resolver:
         note_ids: Iterable[str] = (),
         doc_titles: dict[str, str] | None = None,
         doc_ids: Iterable[str] = (),
+        docs: Callable[[], tuple[dict[str, str], Iterable[str]]] | None = None,
     ) -> None:
+        """`docs`, instead of `doc_titles` and `doc_ids`: reads them when a link first
+        names no note (most notes link to nothing, and a folder may hold many documents)."""
         notes = list(notes)
         self.note_ids = {n.id for n in notes} | set(note_ids)
         self.note_titles: dict[str, str] = {}
         for n in sorted(notes, key=lambda n: (n.ts, n.id)):
             for t in n.titles:
                 self.note_titles.setdefault(key(t), n.id)
-        docs = doc_titles or {}
-        self.doc_ids = set(docs) | set(doc_ids)
+        self._docs = docs
+        self.doc_ids: set[str] = set()
         self.doc_titles: dict[str, str] = {}
-        for did, t in sorted(docs.items()):
+        if docs is None:
+            self._know_docs(doc_titles or {}, doc_ids)
+
+    def _know_docs(self, titles: dict[str, str], ids: Iterable[str]) -> None:
+        self.doc_ids = set(titles) | set(ids)
+        for did, t in sorted(titles.items()):
             if t.strip():
                 self.doc_titles.setdefault(key(t), did)
 
@@ -156,6 +164,9 @@ class Resolver:
         k = key(target)
         if k in self.note_titles:
             return "memory", self.note_titles[k]
+        if self._docs is not None:
+            read, self._docs = self._docs, None
+            self._know_docs(*read())
         if target in self.doc_ids:
             return "doc", target
         if k in self.doc_titles:
@@ -201,7 +212,7 @@ def _from_graph(g: GraphStore) -> tuple[list[Named], Resolver]:
         for r in g.note_refs()
         if r["id"] in ts
     ]
-    return notes, Resolver(notes, ts, g.doc_titles(), g.docs())
+    return notes, Resolver(notes, ts, docs=lambda: (g.doc_titles(), g.docs()))
 
 
 def edges(notes: Iterable[Named], res: Resolver) -> list[LinkEdge]:

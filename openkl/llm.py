@@ -68,7 +68,7 @@ def config_from(folder: Any, required: bool = True) -> LLMConfig | None:
         raise LLMError(
             "llm.base_url is set but llm.model is not", "set llm.model (or OK_LLM_MODEL)"
         )
-    key_env = str(folder.setting("llm.api_key_env") or "")
+    key_env = folder.secret_env("llm.api_key_env") or ""
     key = os.environ.get(key_env) if key_env else None
     if key_env and not key and not _is_loopback(str(base)):
         raise LLMError(

@@ -67,6 +67,24 @@ SinceArg = Annotated[
         "or a span back from now (30m, 12h, 7d, 2w)."
     ),
 ]
+DriftPenaltyArg = Annotated[
+    float | None,
+    Field(
+        ge=0,
+        le=10,
+        description="Hold back documents whose latest version drifted from the one it "
+        "replaced: each score times 1 - weight * drift (0: off; default "
+        "search.drift_penalty, off).",
+    ),
+]
+WhereArg = Annotated[
+    list[str] | None,
+    Field(
+        description="Conditions on the frontmatter of each hit's file, all of which must hold: "
+        "key=value (a list contains it), key!=value, key>=2026-01-01 or a number, key<…, or a "
+        "bare key (it is set); dates and numbers compare as such."
+    ),
+]
 UntilArg = Annotated[
     str | None,
     Field(
@@ -77,8 +95,9 @@ UntilArg = Annotated[
 INSTRUCTIONS = """\
 openkl knowledge folders: memory notes and collected documents, searchable and citable.
 A good loop: `search` (or `sh_grep` for exact strings) → read what matters (`fs_read`, or the
-ok:// resources) → `cite_make` for the passages you rely on → `mem_add` what you learned, or
-`ask` for a cited answer. Every search hit is a cite object (type, id, path, loc, quote) that
+ok:// resources) → `cite_make` for the passages you rely on → `distill_create` a note whose
+claims cite them [N] (a distillation prompt says how), `mem_add` what you learned, or `ask`
+for a cited answer. Every search hit is a cite object (type, id, path, loc, quote) that
 `cite_verify` can check later. Results are capped; narrow the query or page with offsets.
 Use `list_stacks` to see the folders served; pass `stack` to pick one (default: the first)."""
 
@@ -218,6 +237,8 @@ class KnowledgeServer:
         self.backends: dict[str, Callable[[float], Any]] = {}
         # and what it does after a tool's write, under the writer lock: sync that backend
         self.after_writes: dict[str, Callable[[], None]] = {}
+        # served by `ok serve`: a caller's Cypher is also held to the server's serve.timeout
+        self.served = False
 
     # -- plumbing -------------------------------------------------------------------------
     def stack(self, name: str | None = None) -> Stack:
@@ -313,6 +334,8 @@ class KnowledgeServer:
         min_score: float | None = None,
         include_superseded: bool = False,
         recency: str | None = None,
+        where: list[str] | None = None,
+        drift_penalty: float | None = None,
     ) -> dict[str, Any]:
         st = self.stack(stack)
         res = ops.search(
@@ -331,6 +354,8 @@ class KnowledgeServer:
             graph=self._reader(st, tool),
             include_superseded=include_superseded,
             recency=recency,
+            where=where,
+            drift_penalty=drift_penalty,
         )
         out: dict[str, Any] = {
             "stack": st.name,
@@ -338,6 +363,8 @@ class KnowledgeServer:
             "k": res.options.k,
             "results": res.hits,
         }
+        if res.warning:
+            out["warning"] = res.warning
         if res.no_good_match:
             out["message"] = (
                 f"no good match: none of the query's words occur, and the nearest "
@@ -378,6 +405,8 @@ class KnowledgeServer:
         ] = None,
         include_superseded: IncludeSupersededArg = False,
         recency: RecencyArg = None,
+        where: WhereArg = None,
+        drift_penalty: DriftPenaltyArg = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Hybrid (BM25 + vector) search over memory notes and documents. Each hit is a cite
@@ -399,6 +428,8 @@ class KnowledgeServer:
             min_score,
             include_superseded,
             recency,
+            where,
+            drift_penalty,
         )
 
     def mem_search(
@@ -415,6 +446,7 @@ class KnowledgeServer:
         until: UntilArg = None,
         include_superseded: IncludeSupersededArg = False,
         recency: RecencyArg = None,
+        where: WhereArg = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Search memory notes only (hybrid). Hits are cite objects of type `memory`.
@@ -433,6 +465,7 @@ class KnowledgeServer:
             until,
             include_superseded=include_superseded,
             recency=recency,
+            where=where,
         )
 
     def store_search(
@@ -446,11 +479,25 @@ class KnowledgeServer:
         ] = None,
         since: SinceArg = None,
         until: UntilArg = None,
+        where: WhereArg = None,
+        drift_penalty: DriftPenaltyArg = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Search collected documents only (hybrid). Hits are cite objects of type `chunk`."""
         return self._search(
-            "store_search", query, k, "store", None, None, None, path, stack, since, until
+            "store_search",
+            query,
+            k,
+            "store",
+            None,
+            None,
+            None,
+            path,
+            stack,
+            since,
+            until,
+            where=where,
+            drift_penalty=drift_penalty,
         )
 
     # -- tools: writes --------------------------------------------------------------------
@@ -501,6 +548,47 @@ class KnowledgeServer:
             raise
         return {"stack": st.name, **note.as_dict(f)}
 
+    def distill_create(
+        self,
+        text: Annotated[
+            str,
+            Field(
+                description="The distilled note (markdown). End each claim with [N], the "
+                "number of the citation it rests on: [1] is the first of `citations`."
+            ),
+        ],
+        citations: Annotated[
+            list[str | dict[str, Any]],
+            Field(
+                min_length=1,
+                description="What the note rests on, in [N] order: cite objects or ids from "
+                "search / cite_make (chunk ids <doc>#char<s>-<e>, c-… citation ids, doc ids, "
+                "memory ids).",
+            ),
+        ],
+        tags: Annotated[list[str] | None, Field(description="Tags.")] = None,
+        topics: Annotated[list[str] | None, Field(description="Topics.")] = None,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
+        """Write a distilled memory note from cited sources (the RFC's `ok distill create`):
+        every citation is verified against the files first (a quote that changed or is gone
+        is refused, one that moved is cited where it is now), then kept under citations/,
+        and the note gets a DERIVED_FROM edge to every source passage, document or note. A
+        text none of whose claims carries an [N] marker is refused; nothing is written then.
+        The prompts (extract-facts, memory-synthesis, …) say how to distill."""
+        st = self.stack(stack)
+        f = st.folder
+        with self._writing(st, "distill_create"):
+            done = ops.distill_note(
+                f,
+                text,
+                list(citations),
+                tags=notes_mod.clean_labels(tags),
+                topics=notes_mod.clean_labels(topics),
+                via="mcp",
+            )
+        return {"stack": st.name, **done.as_dict(f)}
+
     def store_ingest(
         self,
         paths: Annotated[
@@ -549,7 +637,13 @@ class KnowledgeServer:
         st = self.stack(stack)
         cap = st.folder.setting("mcp.cypher_max_rows")
         try:
-            rows = ops.cypher(st.folder, query, params, graph=self._kuzu(st, "graph_cypher"))
+            seconds, setting = st.timeout("graph_cypher"), "mcp.timeouts.graph_cypher"
+            if self.served and float(st.folder.setting("serve.timeout")) < seconds:
+                seconds, setting = float(st.folder.setting("serve.timeout")), "serve.timeout"
+            limits = ops.query_limits(st.folder, seconds, setting)
+            rows = ops.cypher(
+                st.folder, query, params, graph=self._kuzu(st, "graph_cypher"), limits=limits
+            )
         except ReadOnlyViolation as e:
             raise ReadOnlyViolation(
                 "graph_cypher is read-only; this query writes",
@@ -645,8 +739,13 @@ class KnowledgeServer:
         type: Annotated[str | None, Field(description="Only this entity type.")] = None,
         query: Annotated[str | None, Field(description="Only names containing this text.")] = None,
         min_confidence: Annotated[
-            float, Field(ge=0, le=1, description="Minimum confidence 0..1.")
-        ] = 0.0,
+            float | None,
+            Field(
+                ge=0,
+                le=1,
+                description="Minimum confidence 0..1 (default: entities.min_confidence).",
+            ),
+        ] = None,
         limit: Annotated[
             int | None,
             Field(ge=1, description="At most this many (default 50, capped by mcp.max_k)."),
@@ -680,8 +779,13 @@ class KnowledgeServer:
         depth: Annotated[int, Field(ge=0, le=4, description="Hops to walk (0-4).")] = 2,
         rel: Annotated[str | None, Field(description="Only this relationship type.")] = None,
         min_confidence: Annotated[
-            float, Field(ge=0, le=1, description="Minimum confidence 0..1.")
-        ] = 0.0,
+            float | None,
+            Field(
+                ge=0,
+                le=1,
+                description="Minimum confidence 0..1 (default: entities.min_confidence).",
+            ),
+        ] = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
         """Walk the entity graph from an entity over typed relationships (both directions),
@@ -788,7 +892,8 @@ class KnowledgeServer:
         path: Annotated[str, Field(description="Directory relative to the folder root.")] = ".",
         stack: StackArg = None,
     ) -> dict[str, Any]:
-        """List a directory inside the knowledge folder (never outside it)."""
+        """List a directory inside the knowledge folder (never outside it; .ok/ and .git/
+        are not listed)."""
         st = self.stack(stack)
         cap = st.folder.setting("mcp.fs_max_entries")
         ls = ops.list_dir(st.folder, path, max_entries=cap)
@@ -811,8 +916,9 @@ class KnowledgeServer:
         ] = None,
         stack: StackArg = None,
     ) -> dict[str, Any]:
-        """Read a text file inside the knowledge folder (notes, normalized docs, config,
-        citations). Long files come back in pieces: `next_offset` says where to go on."""
+        """Read a text file inside the knowledge folder (notes, normalized docs, citations;
+        not .ok/ or .git/). Long files come back in pieces: `next_offset` says where to go
+        on."""
         st = self.stack(stack)
         cap = st.folder.setting("mcp.max_bytes") - 1000
         piece = ops.read_piece(
@@ -971,6 +1077,15 @@ class KnowledgeServer:
             specs += [
                 (
                     self.mem_add,
+                    {
+                        "read_only_hint": False,
+                        "destructive_hint": False,
+                        "idempotent_hint": False,
+                        "open_world_hint": False,
+                    },
+                ),
+                (
+                    self.distill_create,
                     {
                         "read_only_hint": False,
                         "destructive_hint": False,
@@ -1222,3 +1337,15 @@ def _warm_quietly(ks: KnowledgeServer) -> None:
     # a broken model shows up on the first real call, with its message
     with contextlib.suppress(Exception):
         ks.warm()
+
+
+def http_app(server: Any, path: str) -> Any:
+    """The ASGI app of `server` over streamable HTTP at `path`, for `ok serve`. The SDK's own
+    Host and Origin checks are off: the server checks both on every route before /mcp is
+    reached (openkl.server.guard), by the same rule and with the same JSON errors."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    return server.streamable_http_app(
+        streamable_http_path=path,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )

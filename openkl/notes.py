@@ -21,11 +21,13 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from . import crash, events
+from . import crash, events, ids
 from .errors import BadInput, EmptyDraft, NotFound
-from .folder import NAME_NOT_UTF8, Folder, atomic_write, is_utf8, iso, shown, utcnow
+from .folder import LINK_OUT, NAME_NOT_UTF8, Folder, atomic_write, is_utf8, iso, shown, utcnow
+from .records import Supersession
+from .records import supersession as _supersession
 
-NOTE_ID = re.compile(r"^m-\d{8}-[a-z0-9]{4}$")
+NOTE_ID = re.compile(r"^m-\d{8}-[a-z0-9]{4}\Z")
 _FM = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 
 
@@ -324,16 +326,14 @@ def reread(folder: Folder, before: Note) -> tuple[Note, bool]:
 
 
 def iter_note_files(folder: Folder) -> list[Path]:
-    if not folder.by_date_dir.exists():
-        return []
-    return sorted(
-        p for p in folder.by_date_dir.rglob("*.md") if p.is_file() and not p.name.startswith(".")
-    )
+    """The note files under `memories/by_date/` (symlinks out of the folder left out)."""
+    return folder.files_under(folder.by_date_dir, ".md").files
 
 
 class Problem(NamedTuple):
-    """A file that is not indexed as written: `kind` is `unreadable`, `duplicate_id` or
-    `same_content` (the last is informational: the content is indexed once)."""
+    """A file that is not indexed as written: `kind` is `unreadable`, `duplicate_id`,
+    `supersede_cycle` (a `supersedes:` claim left aside) or `same_content` (the last is
+    informational: the content is indexed once)."""
 
     path: str
     problem: str
@@ -351,15 +351,20 @@ def scan(
     other is skipped and reported, so a copied note never pushes the original out.
     """
     read: list[tuple[str, Note]] = []
-    problems: list[Problem] = []
-    for p in iter_note_files(folder):
+    listing = folder.files_under(folder.by_date_dir, ".md")
+    problems = [Problem(folder.named(p), LINK_OUT, "unreadable") for p in listing.outside]
+    for p in listing.files:
         if not is_utf8(p):
             problems.append(Problem(shown(folder.rel(p), 4096), NAME_NOT_UTF8, "unreadable"))
             continue
+        rel = folder.rel(p)
         try:
-            read.append((folder.rel(p), read_note(p, folder)))
+            note = read_note(p, folder)
+            ids.NOTE.check(note.id, rel, "give the note an `id:` that names one file")
         except BadInput as e:
-            problems.append(Problem(folder.rel(p), str(e), "unreadable"))
+            problems.append(Problem(rel, str(e), "unreadable"))
+            continue
+        read.append((rel, note))
     groups: dict[str, list[tuple[str, Note]]] = {}
     for rel, n in read:
         groups.setdefault(n.id, []).append((rel, n))
@@ -391,21 +396,60 @@ def scan(
     return notes, sorted(problems)
 
 
+def guessed_path(folder: Folder, note_id: str) -> Path | None:
+    """Where a note with an id `ok` made (m-YYYYMMDD-xxxx) is filed, unless it was moved;
+    None for any other id (which only a scan finds)."""
+    if not NOTE_ID.match(note_id):
+        return None
+    return folder.by_date_dir / f"{note_id[2:6]}-{note_id[6:8]}" / note_id[8:10] / f"{note_id}.md"
+
+
+def supersession(notes: dict[str, Note]) -> Supersession:
+    """What the `supersedes:` lists of these notes hide, and the claims left aside because
+    they close a cycle (`records.supersession`: the newest note of a cycle stays)."""
+    edges = [(n.id, str(o)) for n in notes.values() for o in n.extra.get("supersedes") or []]
+    return _supersession(edges, {n.id: n.ts for n in notes.values()})
+
+
+def cycle_problems(folder: Folder, notes: dict[str, Note]) -> list[Problem]:
+    """A problem for each `supersedes:` claim that closes a cycle, on the file of the note
+    that makes it: the note it names stays in search (it is the newest of the cycle)."""
+    out = []
+    for new, kept, cycle in supersession(notes).ignored:
+        path = notes[new].path
+        assert path is not None
+        out.append(
+            Problem(
+                folder.rel(path),
+                f"`supersedes: {kept}` closes a cycle ({' -> '.join(cycle)}), so it is left "
+                f"aside and {kept}, the newest of them, stays in search (hint: remove the "
+                "`supersedes:` entry that is wrong)",
+                "supersede_cycle",
+            )
+        )
+    return out
+
+
 def find(folder: Folder, note_id: str) -> Note:
     """A note by id (or unique id prefix)."""
     if "/" in note_id or note_id.endswith(".md"):
         p = folder.inside(note_id)
         if p.exists():
             return read_note(p, folder)
-    m = re.match(r"^m-(\d{4})(\d{2})(\d{2})-", note_id)
-    if m:
-        guess = folder.by_date_dir / f"{m[1]}-{m[2]}" / m[3] / f"{note_id}.md"
-        if guess.exists():
-            return read_note(guess, folder)
+    guess = guessed_path(folder, note_id)
+    if guess is not None and guess.is_file():
+        return read_note(guess, folder)
     hits = [n for n in scan(folder)[0].values() if n.id == note_id or n.id.startswith(note_id)]
     if len(hits) == 1:
         return hits[0]
     if not hits:
+        old = [n.id for nid, n in archived(folder).items() if nid.startswith(note_id)]
+        if len(old) == 1:  # deleted, merged or expired: say how to have it back
+            raise NotFound(
+                f"memory note {old[0]} is archived",
+                f"`ok mem restore {old[0]}` brings it back; "
+                f"`ok mem delete --purge {old[0]}` deletes it for good",
+            )
         raise NotFound(f"no memory note with id {shown(note_id)}", "list ids with `ok mem list`")
     raise BadInput(f"id prefix {note_id} matches {len(hits)} notes", "give more of the id")
 
@@ -416,11 +460,9 @@ def for_editing(folder: Folder, note_id: str) -> Note:
     try:
         return find(folder, note_id)
     except BadInput:
-        m = re.match(r"^m-(\d{4})(\d{2})(\d{2})-", note_id)
-        if NOTE_ID.match(note_id) and m:
-            guess = folder.by_date_dir / f"{m[1]}-{m[2]}" / m[3] / f"{note_id}.md"
-            if guess.is_file():
-                return Note(id=note_id, ts="", body="", path=guess)
+        guess = guessed_path(folder, note_id)
+        if guess is not None and guess.is_file():
+            return Note(id=note_id, ts="", body="", path=guess)
         raise
 
 
@@ -454,15 +496,36 @@ def update(
     return read_note(note.path, folder)
 
 
-def delete(folder: Folder, note_id: str) -> Note:
-    note = find(folder, note_id)
+def to_delete(folder: Folder, note_id: str, archived_too: bool = False) -> Note:
+    """The note `note_id` (an id or a unique prefix) names; with `archived_too`, an
+    archived note as well. An archived note asked for without it is not found, with a hint
+    of what can be done with it."""
+    try:
+        return find(folder, note_id)
+    except NotFound:
+        if not archived_too:
+            raise
+        old = [n for nid, n in archived(folder).items() if nid.startswith(note_id)]
+        if not old:
+            raise
+        if len(old) > 1:
+            raise BadInput(
+                f"id prefix {note_id} matches {len(old)} archived notes", "give more of the id"
+            ) from None
+        return old[0]
+
+
+def purge(folder: Folder, note: Note) -> None:
+    """Delete a note's file for good, live or archived (the caller takes it out of the
+    graph)."""
     assert note.path is not None
     note.path.unlink()
     crash.point("note.deleted")
-    _prune(folder.by_date_dir, note.path)
+    was_archived = note.path.is_relative_to(archive_dir(folder))
+    _prune(archive_dir(folder) if was_archived else folder.by_date_dir, note.path)
     events.emit(folder, "mem_deleted", note=note.id, path=folder.rel(note.path))
-    _relink(folder, note.path, note.topics + note.tags, [])
-    return note
+    if not was_archived:
+        _relink(folder, note.path, note.topics + note.tags, [])
 
 
 def _prune(top: Path, path: Path) -> None:
@@ -500,19 +563,28 @@ def archive(folder: Folder, note: Note, reason: str) -> Note:
 
 
 def archived(folder: Folder) -> dict[str, Note]:
-    """The archived notes by id."""
-    top = archive_dir(folder)
+    """The archived notes by id (symlinks out of the folder left out)."""
     found: dict[str, Note] = {}
-    for p in sorted(top.rglob("*.md")) if top.exists() else []:
+    for p in folder.files_under(archive_dir(folder), ".md").files:
         with contextlib.suppress(BadInput, OSError):
             n = read_note(p, folder)
             found[n.id] = n
     return found
 
 
-def restore(folder: Folder, note_id: str) -> Note:
+class Restored(NamedTuple):
+    """A note brought back from the archive, and what became of its expiry."""
+
+    note: Note
+    expired: str | None  # the expiry that had passed when it was restored (None: none had)
+    expires: str | None  # when it expires now (None: never)
+
+
+def restore(folder: Folder, note_id: str, expires: str | None = None) -> Restored:
     """Bring an archived note back to `memories/by_date/` as it was before it was archived
-    (the caller indexes it)."""
+    (the caller indexes it). An expiry that has passed is cleared, so that the note is
+    back in search and the next gc leaves it; `expires` (UTC ISO) sets a new one instead.
+    A note whose id cannot name its file is refused, and stays in the archive."""
     notes = archived(folder)
     hits = [n for nid, n in notes.items() if nid == note_id or nid.startswith(note_id)]
     if not hits:
@@ -526,18 +598,30 @@ def restore(folder: Folder, note_id: str) -> Note:
         )
     note = hits[0]
     assert note.path is not None
+    ids.NOTE.check(
+        note.id,
+        folder.rel(note.path),
+        "fix the `id:` in its frontmatter (e.g. m-20260105-abcd), then restore it again",
+    )
     dest = note_path(folder, note.id, note.ts)
     if dest.exists():
         raise BadInput(
             f"{folder.rel(dest)} exists already", "move it away, then restore the note again"
         )
-    back = replace(note, extra={k: v for k, v in note.extra.items() if k not in _ARCHIVE_KEYS})
+    extra = {k: v for k, v in note.extra.items() if k not in _ARCHIVE_KEYS}
+    was = str(extra.get("expires") or "") or None
+    expired = was if was is not None and was <= iso() else None
+    if expires is not None:
+        extra["expires"] = expires
+    elif expired is not None:
+        del extra["expires"]
+    back = replace(note, extra=extra)
     atomic_write(dest, back.to_text())
     note.path.unlink()
     _prune(archive_dir(folder), note.path)
     events.emit(folder, "mem_restored", note=note.id, path=folder.rel(dest))
     _relink(folder, dest, [], back.topics + back.tags)
-    return read_note(dest, folder)
+    return Restored(read_note(dest, folder), expired, str(extra.get("expires") or "") or None)
 
 
 def rewrite(folder: Folder, note: Note) -> Note:

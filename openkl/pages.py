@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import cast
 
 from .descriptions import EVIDENCE, describe_with, describer
+from .entities.consolidation import min_confidence
 from .entities.queries import EntityReader, find_entity, list_entities
 from .folder import Folder, atomic_write, iso
 from .graph.protocol import GraphStore
@@ -45,7 +46,9 @@ def _pages(
     from .aks import entity_uuid
 
     reader = EntityReader(g, ids)
-    render_key = f"{RENDER}:{describer(folder)}"  # a page shows its description
+    floor = min_confidence(folder)
+    # a page shows its description, and its relationships at least as confident as the floor
+    render_key = f"{RENDER}:{describer(folder)}:{floor}"
     out: dict[str, EntityPage] = {}
     stale: dict[str, str] = {}
     for eid in ids:
@@ -66,7 +69,7 @@ def _pages(
         detail = details[eid]
         built: PageBuilt = {
             "entity_name": detail["name"],
-            "markdown": render(detail, described[eid]),
+            "markdown": render(detail, described[eid], floor),
             "generated_at": iso(),
             "source_entity_id": reader.rows[eid].get("ext_id") or entity_uuid(eid),
             "entity_id": eid,
@@ -94,7 +97,9 @@ def _link(name: str, eid: str) -> str:
     return f"[{name}]({page_file(eid)})"
 
 
-def render(d: EntityDetail, desc: Description | None = None) -> str:
+def render(d: EntityDetail, desc: Description | None = None, floor: float = 0.0) -> str:
+    """The page's markdown; relationships less confident than `floor` are left out, as
+    every other view of the graph leaves them out."""
     lines = [f"# {d['name']}", ""]
     meta = [
         f"*{d['type']}*",
@@ -119,9 +124,10 @@ def render(d: EntityDetail, desc: Description | None = None) -> str:
         lines += [d["description"], ""]
     else:
         lines += ["_No source says what this entity is._", ""]
-    if d["relationships"]:
+    rels = [r for r in d["relationships"] if r["confidence"] >= floor]
+    if rels:
         lines += ["## Relationships", ""]
-        for r in d["relationships"]:
+        for r in rels:
             if r["direction"] == "out":
                 lines.append(
                     f"- {r['type'].replace('_', ' ')} → {_link(r['to_name'], r['to_id'])}"

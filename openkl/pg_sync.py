@@ -1,6 +1,6 @@
 """Keep a folder's stack in PostgreSQL in line with its files, writing only what changed.
 
-`indexer.publish` builds a stack from the files alone; `sync` compares the files with what
+`publish` builds a stack from the files alone; `sync` compares the files with what
 the stack holds (documents by content id, notes by file hash and path) and applies the
 difference, with the same ids and rows a fresh build would make: the same cite objects,
 the same entities, mentions and relationships.
@@ -16,29 +16,33 @@ makes every note's links, lineage and extraction again and recomputes every enti
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import crash, lineage, links
+from . import crash, indexer, lineage, links
 from . import mapping as mapping_mod
 from . import notes as notes_mod
 from .entities import consolidation
-from .errors import IndexMismatch
+from .errors import IndexMismatch, StackTaken
 from .folder import Folder
 from .graph import check_stamps
 from .graph.postgres import PG_LAYOUT, PgGraph
 from .indexer import (
-    Published,
     _sync_versions,
     embed_all,
+    file_problems,
     note_row,
     prepare_docs,
-    publish,
+    problem_record,
     scan_docs,
 )
 from .indexing import embedder
+from .records import SyncProblem
 
 PENDING = "pg_sync.pending"
+# the folder whose rows the stack holds: its id (`Folder.identity`), and where it was
+FOLDER_ID, FOLDER_AT = "folder_id", "folder"
 ANALYZE_AFTER = 1000  # chunks and notes a sync loads after which it analyzes the entity tables
 
 
@@ -61,6 +65,19 @@ class Synced:
     # entities recomputed beyond those the changed files name (`consolidation.stale`):
     # "all" after a cut-off sync, "canonical" files or "settings" changed
     reconsolidated: list[str] = field(default_factory=list)
+    # files not synced as written (broken frontmatter, invalid UTF-8, …): as `ok sync`
+    # reports them, each with the version the stack keeps for it, if any
+    problems: list[SyncProblem] = field(default_factory=list)
+    taken_over: str | None = None  # the folder whose rows this sync replaced (--take-over)
+
+    @property
+    def unreadable(self) -> list[str]:
+        return [p["path"] for p in self.problems if p["kind"] == "unreadable"]
+
+    @property
+    def blocking(self) -> list[SyncProblem]:
+        """Files whose content is not in the stack as written: the user has to fix them."""
+        return [p for p in self.problems if p["kind"] != "same_content"]
 
     @property
     def changed(self) -> bool:
@@ -75,17 +92,118 @@ class Synced:
             or self.resumed
             or self.incomplete
             or self.reconsolidated
+            or self.taken_over
         )
 
     def as_dict(self) -> dict[str, Any]:
         fields = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        return fields | {"changed": self.changed}
+        return fields | {"changed": self.changed, "unreadable": self.unreadable}
 
 
-def sync(folder: Folder, g: PgGraph) -> Synced:
-    """Bring the stack `g` in line with the folder's files; the caller holds the stack's
-    writer lock and `g` is in a transaction, which this commits in batches."""
+@dataclass
+class Published:
+    """What `publish` loaded into a PostgreSQL stack."""
+
+    stack: str
+    docs: int
+    chunks: int
+    notes: int
+    problems: list[SyncProblem] = field(default_factory=list)  # files not loaded as written
+
+    @property
+    def blocking(self) -> list[SyncProblem]:
+        return [p for p in self.problems if p["kind"] != "same_content"]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "docs": self.docs,
+            "chunks": self.chunks,
+            "notes": self.notes,
+            "problems": self.problems,
+            "unreadable": [p["path"] for p in self.problems if p["kind"] == "unreadable"],
+        }
+
+
+def publish(folder: Folder, g: PgGraph, take_over: bool = False) -> Published:
+    """Build the folder's stack in PostgreSQL from the files alone, replacing what it held:
+    documents with their chunks and vectors, old versions, notes, `[[…]]` links, lineage
+    and the entity graph (extractions, consolidated with the canonical files as `ok sync`
+    does). One transaction: a failed build leaves the old one. A stack that holds another
+    folder's rows is refused (`StackTaken`) unless `take_over`."""
+    check_owner(folder, g, take_over)
+    found, doc_problems = scan_docs(folder)
+    entries = mapping_mod.load(folder)
+    prepared = prepare_docs(folder, sorted(found.items()), entries)
+    by_id, note_problems = notes_mod.scan(folder)
+    notes = list(by_id.values())
+    problems = doc_problems + note_problems + file_problems(folder, by_id)
+    rows = [note_row(folder, n) for n in notes]
     emb = embedder(folder)
+    vecs = embed_all(emb, [r["text"] for r in rows], "embedding notes")
+    store = g.as_store()
+    with g.transaction():
+        g.destroy()
+        g.stamp(emb.dim, emb.identity)
+        record_owner(folder, g)
+        g.add_docs(prepared.docs, prepared.chunks, prepared.vecs)
+        _sync_versions(store, entries)
+        g.add_notes(rows, vecs)
+        links.record(store, notes)
+        lineage.link_derived(store, notes)
+        links.relink(store)
+        touched = consolidation.extract(
+            folder, store, [d["id"] for d in prepared.docs], [r["id"] for r in rows]
+        )
+        consolidation.consolidate(folder, store, touched)
+        consolidation.sync_canonical(folder, store)
+        g.analyze_entities()
+    return Published(
+        g.stack,
+        len(prepared.docs),
+        len(prepared.chunks),
+        len(rows),
+        [problem_record(p) for p in problems],
+    )
+
+
+def _where(folder: Folder) -> str:
+    return f"{socket.gethostname()}:{folder.root}"
+
+
+def check_owner(folder: Folder, g: PgGraph, take_over: bool = False) -> str | None:
+    """Refuse to write the stack when it holds another folder's rows (another folder
+    with the same `domain`), unless `take_over`; then, where that folder was. A stack
+    without a recorded folder (new, or built before folders were recorded) is this one's."""
+    meta = g.meta()
+    held = meta.get(FOLDER_ID)
+    if not held or held == folder.identity():
+        return None
+    other = meta.get(FOLDER_AT) or "?"
+    if not take_over:
+        raise StackTaken(
+            f"stack {g.stack!r} holds the rows of another folder ({other}), not of this one "
+            f"({_where(folder)})",
+            "give this folder a `domain:` of its own in .ok/config.yml, or pass --take-over "
+            "to replace the stack's rows with this folder's",
+        )
+    return other
+
+
+def record_owner(folder: Folder, g: PgGraph) -> None:
+    """Record this folder as the one whose rows the stack holds (written only on a change)."""
+    meta = g.meta()
+    for key, value in ((FOLDER_ID, folder.identity()), (FOLDER_AT, _where(folder))):
+        if meta.get(key) != value:
+            g.set_meta(key, value)
+
+
+def sync(folder: Folder, g: PgGraph, take_over: bool = False) -> Synced:
+    """Bring the stack `g` in line with the folder's files; the caller holds the stack's
+    writer lock and `g` is in a transaction, which this commits in batches. A stack that
+    holds another folder's rows is refused (`StackTaken`) unless `take_over`."""
+    emb = embedder(folder)
+    taken_over = check_owner(folder, g, take_over)
     meta = g.meta()
     try:
         if not meta.get("schema_version"):
@@ -94,11 +212,17 @@ def sync(folder: Folder, g: PgGraph) -> Synced:
         if meta.get("pg_layout") != PG_LAYOUT:
             raise IndexMismatch("the stack has another table layout")
     except IndexMismatch:
-        return _rebuilt(publish(folder, g))
-    files, _ = scan_docs(folder)
+        rebuilt = _rebuilt(publish(folder, g, take_over=True))
+        rebuilt.taken_over = taken_over
+        return rebuilt
+    record_owner(folder, g)
+    # what the folder holds, read as `ok sync` reads it: a file that cannot be read keeps
+    # the version the stack has of it, and is reported
+    state, planned = indexer.plan(folder, g.as_store())
+    files, notes = state["files"], state["notes"]
     entries = mapping_mod.load(folder)
-    notes = notes_mod.scan(folder)[0]
-    rep = Synced(g.stack, resumed=meta.get(PENDING) == "1")
+    rep = Synced(g.stack, resumed=meta.get(PENDING) == "1", taken_over=taken_over)
+    rep.problems = planned.problems
 
     have = g.docs()
     current = {d: v for d, v in have.items() if v["current"]}
@@ -110,7 +234,7 @@ def sync(folder: Folder, g: PgGraph) -> Synced:
     stale = sorted(d for d, v in have.items() if not v["current"] and (d not in old or d in files))
     gnotes = g.notes()
     rep.notes_added = sorted(set(notes) - set(gnotes))
-    rep.notes_removed = sorted(set(gnotes) - set(notes))
+    rep.notes_removed = planned.notes_removed  # not those kept for an unreadable file
     rep.notes_updated = sorted(
         n
         for n in set(notes) & set(gnotes)
@@ -223,6 +347,6 @@ def _versions_missing(g: PgGraph, entries: dict[str, Any], have: set[str]) -> bo
 
 
 def _rebuilt(pub: Published) -> Synced:
-    rep = Synced(pub.stack, rebuilt=True)
+    rep = Synced(pub.stack, rebuilt=True, problems=pub.problems)
     rep.chunks_added = pub.chunks
     return rep

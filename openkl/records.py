@@ -8,8 +8,9 @@ dict at run time, and mypy checks its keys.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, NamedTuple, NotRequired, TypedDict, cast
 
 # -- files, citations and reports --------------------------------------------------------
 
@@ -51,10 +52,13 @@ class FetchInfo(TypedDict, total=False):
 
 
 class RefreshError(TypedDict):
-    """Why the last refresh of a source failed."""
+    """Why the last refresh of a source failed, and when it is tried again."""
 
     at: str  # when (UTC ISO)
     error: str  # the error, as one line
+    since: NotRequired[str]  # the first failure of this streak (UTC ISO)
+    failures: NotRequired[int]  # failures in a row
+    retry_at: NotRequired[str]  # not due before then: the wait doubles per failure (UTC ISO)
 
 
 class ArxivMeta(TypedDict):
@@ -126,6 +130,13 @@ class Signal(TypedDict):
     norm: float  # the score min-max scaled within the query's list (what fusion adds)
 
 
+class DriftFactor(TypedDict):
+    """What a document's drift did to a hit's score (`ok search --drift-penalty --explain`)."""
+
+    drift: float  # 1 - cosine between its latest version and the one that version replaced
+    factor: float  # 1 - weight * drift, never under 0: what the score was multiplied by
+
+
 class Cite(TypedDict):
     """A cite object: a search hit, a citation (`ok cite make`), a citation kept in
     `citations/<id>.json`, or a citation an answer gives. The required keys are always
@@ -150,6 +161,7 @@ class Cite(TypedDict):
     rank: NotRequired[int]  # a hit: its place in the results (1-based)
     signals: NotRequired[dict[str, Signal]]  # a hit with --explain: fts and vector
     recency: NotRequired[float]  # a hit with --explain and recency on: its date's factor
+    drift: NotRequired[DriftFactor]  # a hit with --explain and a drift penalty: its doc's
     n: NotRequired[int]  # in an answer: the [N] marker the citation stands for
     retention_class: NotRequired[str]  # a kept citation: standard | keep | ephemeral
     history: NotRequired[list[CiteMove]]  # a kept citation: where `verify --update` moved it
@@ -217,6 +229,98 @@ def with_abs_path(cite: Cite, root: Path | None) -> Cite:
 def note_title(text: str) -> str:
     """A note's title in a cite object: the first line of the cited text (80 chars at most)."""
     return (text.splitlines() or [""])[0][:80]
+
+
+class Supersession(NamedTuple):
+    """What notes' `supersedes:` lists do: the notes they hide, and the claims left aside
+    because they close a cycle (A supersedes B, and B, by a hand edit, A)."""
+
+    hidden: set[str]
+    # (the note that claims, the note it would hide, the cycle in order from the claimant)
+    ignored: list[tuple[str, str, list[str]]]
+
+
+def supersession(edges: Iterable[tuple[str, str]], ts: Mapping[str, str]) -> Supersession:
+    """Which notes the edges (newer, older: a note and one it supersedes) hide. In a cycle
+    every note would be hidden, so its newest note (by `ts`, then id) stays visible: the
+    claims on it from inside the cycle are ignored, and reported. Notes not in `ts` (not
+    there) and self-references count for nothing. Both graph backends and the files'
+    own view (`hygiene.live_notes`) decide by this one rule."""
+    out: dict[str, set[str]] = {}
+    for new, old in edges:
+        if new != old and new in ts and old in ts:
+            out.setdefault(new, set()).add(old)
+    ignored: list[tuple[str, str, list[str]]] = []
+    for comp in _cycles(out):
+        kept = max(comp, key=lambda n: (ts[n], n))
+        for new in sorted(comp):
+            if kept in out.get(new, ()):
+                ignored.append((new, kept, _path_round(out, kept, new, set(comp))))
+    skip = {(new, old) for new, old, _ in ignored}
+    hidden = {old for new, olds in out.items() for old in olds if (new, old) not in skip}
+    return Supersession(hidden, ignored)
+
+
+def _cycles(out: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan, without
+    recursion: a hand-made chain may be long)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(out):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(out.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(out.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.append(x)
+                    if x == v:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def _path_round(out: Mapping[str, set[str]], start: str, end: str, within: set[str]) -> list[str]:
+    """A shortest chain of `supersedes` from `start` to `end` inside a cycle, with the
+    claim of `end` on `start` closing it: [end, start, …, end]."""
+    prev: dict[str, str] = {start: start}
+    todo = [start]
+    while todo and end not in prev:
+        nxt = []
+        for v in todo:
+            for w in sorted(out.get(v, ())):
+                if w in within and w not in prev:
+                    prev[w] = v
+                    nxt.append(w)
+        todo = nxt
+    chain = [end]
+    while chain[-1] != start:
+        chain.append(prev[chain[-1]])
+    return [end, *reversed(chain)]
 
 
 class CitedAt(TypedDict):
@@ -312,6 +416,9 @@ class Spot(TypedDict):
     line: int  # the first line of the span (1-based)
     end_line: int  # its last line
     text: str  # those lines
+    # the line of the span's best sentence for the search it came from (the one with the
+    # most of the query's words), where an editor opens; absent without a query
+    best_line: NotRequired[int]
 
 
 class FileProblem(TypedDict):
@@ -341,6 +448,11 @@ class Skipped(TypedDict):
 
     path: str  # as given, found or fetched (a path or a URL)
     reason: str  # a sentence, with a hint where there is one
+    # it should have been stored and could not be (named but missing, unreadable, a file
+    # that does not parse, a page that could not be fetched): the command is partly done.
+    # Left out otherwise: a file met in a directory and passed over for its type, a link
+    # or its size, as rg passes files over.
+    failed: NotRequired[bool]
 
 
 class Added(TypedDict):
@@ -445,6 +557,7 @@ class RefreshRemoved(TypedDict):
 class RefreshFailure(TypedDict):
     id: str  # a doc id, or the path or URL of what failed
     error: str
+    retry_at: NotRequired[str]  # a document: when a due run tries it again (UTC ISO)
 
 
 class RefreshSkip(TypedDict):
@@ -525,6 +638,8 @@ class EntityView(TypedDict):
     ext_id: NotRequired[str]  # only when it has one
     aliases: list[str]
     docs: list[str]
+    # where `description` is said (None: nowhere); set by every reader the adapters call
+    description_cite: NotRequired[DescriptionCite | None]
 
 
 class EntityListed(EntityView):
@@ -724,6 +839,7 @@ class Neighbourhood(TypedDict):
     edges: list[ContextRelationship]
     capped: bool  # more entities were in reach than `limit`
     limit: int
+    query: NotRequired[str | None]  # the query whose results it starts from (None: an entity)
 
 
 class ExportedRelationship(TypedDict):
@@ -794,6 +910,14 @@ class EntityPage(PageBuilt):
 
 
 # -- answers: `ok ask` and `ok context` --------------------------------------------------
+class AnswerConflict(TypedDict):
+    """Passages an answer draws on that disagree (`statements.contradiction`)."""
+
+    kind: str  # number (different numbers or dates) | negation
+    reason: str  # "15 against 5"
+    citations: list[int]  # the `n` of each side's citation
+
+
 class AnswerBody(TypedDict):
     """An answer as the extractive or the LLM path makes it, before `ask.answer` adds the
     question and the count of passages retrieved."""
@@ -806,6 +930,7 @@ class AnswerBody(TypedDict):
     mode: str  # extractive | llm
     model: str | None  # the LLM's label; None when extractive
     ungrounded: NotRequired[bool]  # an LLM's answer that cites nothing (then always true)
+    conflicts: NotRequired[list[AnswerConflict]]  # its passages disagree (it says so first)
 
 
 class Answer(AnswerBody):
@@ -814,6 +939,7 @@ class Answer(AnswerBody):
 
     question: str
     retrieved: int  # how many passages were retrieved
+    warning: NotRequired[str]  # what retrieval left of a long question unread (`QueryUse`)
 
 
 class ContextEntity(EntityView):
@@ -867,9 +993,21 @@ class Context(TypedDict):
     sources: list[ContextSource]
     linked_notes: list[ContextLink]  # notes linked to or from the source notes, not sources
     reasoning: str
-    confidence: str  # HIGH | MEDIUM | LOW
+    confidence: str  # HIGH | MEDIUM | LOW, from `confidence_score`
+    confidence_score: float  # 0..1: how often, on held-out questions, evidence this strong
+    # held the answer (`context.CALIBRATION`)
+    support: ContextSupport  # what the score is made of
     method: str  # ranked | llm
     warnings: list[str]  # e.g. the LLM failed and the ranking was used
+
+
+class ContextSupport(TypedDict):
+    """How well `ok context`'s best passages answer the query."""
+
+    similarity: float  # the best cosine similarity of a sentence of the top passages
+    coverage: float  # the largest share of the query's words one such sentence holds
+    typed: float  # 1 when one holds the kind of thing asked for (a year for "when"; always
+    # 1 when the question asks for no kind), else 0
 
 
 # -- status and lineage ------------------------------------------------------------------
@@ -898,6 +1036,24 @@ class Status(TypedDict):
     # lock file: pid, what, …), None when free
     server: NotRequired[dict[str, Any] | None]  # always there: the `ok serve` that owns the
     # folder (.ok/serve.json: pid, boot_id, started, url, since, socket), None when none does
+    exec_waiting: NotRequired[list[ExecWaiting]]  # trigger commands waiting for approval here
+    # in a process that watches the folder (`ok serve`, so a routed `ok status` too): how
+    # its watch is doing
+    watch: NotRequired[WatchState]
+
+
+class WatchState(TypedDict):
+    """How a folder's watch is doing (`ok serve`, `ok sync --watch`): `failing` is None
+    while it is well, else what fails (`watch`: watching the files, `sync`: the syncs after
+    changes), with the last `error`, `since` when (UTC ISO), the `failures` of its streak
+    (failures close together, each waiting twice as long as the one before) and the
+    seconds until it tries again (`retry_in`)."""
+
+    failing: str | None
+    error: str | None
+    since: str | None
+    failures: int
+    retry_in: float
 
 
 class LineageNode(TypedDict):
@@ -968,6 +1124,15 @@ class TriggerDict(TypedDict):
     created_at: str
 
 
+class ExecWaiting(TypedDict):
+    """A trigger whose command waits for approval on this machine (`ok status`, `ok doctor`)."""
+
+    name: str
+    exec: str  # the command, as it would run
+    env: list[str]  # the variables it would be given
+    approve: str  # the command that approves it: `ok trigger approve NAME`
+
+
 class TriggerTest(TypedDict):
     """How close a text is to one trigger (`ok trigger test`)."""
 
@@ -976,6 +1141,15 @@ class TriggerTest(TypedDict):
     threshold: float
     fires: bool
     scope: str
+
+
+class TriggerScan(TypedDict):
+    """What `ok trigger scan` checked and fired."""
+
+    triggers: list[str]  # the triggers checked
+    docs: int  # current documents checked
+    notes: int  # live notes checked
+    fired: list[Event]  # the `trigger_fired` events it appended (none for what fired before)
 
 
 class TriggerMatch(TypedDict):
@@ -993,6 +1167,7 @@ class TriggerMatch(TypedDict):
     note: NotRequired[str]  # a note: its id
     sha256: NotRequired[str]  # a note: its text's hash (it fires again when that changes)
     matches: NotRequired[int]  # always there, last: how many chunks of the document matched
+    exec_waiting: NotRequired[str]  # why the trigger's command did not run: not approved here
 
 
 class TriggerFired(TriggerMatch):
@@ -1313,6 +1488,34 @@ class ChunkNode(TypedDict):
     doc: str  # its document's id
     current: bool
     text: str | None
+
+
+class DescribedEntity(TypedDict):
+    """One entity's description as synthesized (None: its evidence defines nothing)."""
+
+    id: str
+    name: str
+    description: Description | None
+
+
+class DescriptionsMade(TypedDict):
+    """What a description synthesis did (`POST /stacks/{id}/synthesize-descriptions`)."""
+
+    describer: str  # local | llm
+    entities: int
+    described: int  # how many got a description
+    results: list[DescribedEntity]
+
+
+class DocCompiled(TypedDict):
+    """What a document compiled into (`POST /stacks/{id}/documents/{doc}/ingest`)."""
+
+    id: str
+    path: str
+    status: str  # compiled | empty (no text to chunk)
+    chunks: int
+    entities: int  # the entities its chunks mention, at least entities.min_confidence
+    relationships: int  # the relationships among those entities
 
 
 class DocNode(TypedDict):

@@ -10,6 +10,11 @@ which supersedes the old one and retires its chunks from search.
 Drift is `1 - cosine` between the mean chunk embeddings of the old and the new version; it
 is stored on the old version's mapping entry (and on the `SUPERSEDES` edge), so the history
 of a document can be read from the files alone.
+
+A source that fails to refresh backs off: it is due again `refresh.retry_after` seconds
+later, twice that after a second failure in a row, and so on up to a day (`refresh_error`
+on its mapping entry holds the streak). A streak is one `refresh_failed` event, with the
+reason; the refresh that ends it is a `refresh_recovered` event.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from .records import (
     FetchInfo,
     MappingEntry,
     RefreshChange,
+    RefreshError,
     RefreshFailure,
     RefreshPolicy,
     RefreshRemoved,
@@ -238,21 +244,32 @@ def _next_interval(every: str, last: str) -> dt.datetime | None:
 
 
 NEVER_FETCHED = dt.datetime.min.replace(tzinfo=dt.UTC)
+RETRY_MAX = 86400.0  # seconds: the longest a failing source waits between tries
 
 
 def next_due(entry: MappingEntry) -> dt.datetime | None:
-    """When a document's source is next due (None: no policy, or no valid one)."""
+    """When a document's source is next due (None: no policy, or no valid one); a source
+    whose last refresh failed not before its retry time."""
     policy = entry.get("refresh")
     if not policy or not isinstance(policy, dict):
         return None
     last = entry.get("fetched_at") or entry.get("ingested_at")
+    when: dt.datetime | None = None
     if not last:
-        return NEVER_FETCHED
-    if policy.get("cron"):
-        return _next_cron(str(policy["cron"]), str(last))
-    if policy.get("interval"):
-        return _next_interval(str(policy["interval"]), str(last))
-    return None
+        when = NEVER_FETCHED
+    elif policy.get("cron"):
+        when = _next_cron(str(policy["cron"]), str(last))
+    elif policy.get("interval"):
+        when = _next_interval(str(policy["interval"]), str(last))
+    err = entry.get("refresh_error")
+    retry = _parse_ts(str(err.get("retry_at") or "")) if isinstance(err, dict) else None
+    return max(when, retry) if when is not None and retry is not None else when
+
+
+def retry_wait(base: float, failures: int) -> float:
+    """Seconds a source waits after `failures` failures in a row: `base`, doubled for each
+    failure after the first, up to a day."""
+    return min(max(base, 0.0) * 2.0 ** min(max(failures - 1, 0), 40), RETRY_MAX)
 
 
 def is_due(entry: MappingEntry, now: dt.datetime) -> bool:
@@ -400,10 +417,11 @@ def refresh(
         )
     if dry_run or not targets:
         return rep
+    failing = {e["id"]: e["refresh_error"] for e in targets if e.get("refresh_error")}
     batch, owners, not_modified = _fetch(folder, targets, rep)
     crash.point("refresh.fetched")
     with writing() if writing is not None else folder.write_lock("ok refresh"):
-        _apply(folder, batch, owners, not_modified, rep, drift_threshold)
+        _apply(folder, batch, owners, not_modified, rep, drift_threshold, failing)
     return rep
 
 
@@ -584,6 +602,7 @@ def _apply(
     not_modified: dict[str, FetchInfo],
     rep: RefreshReport,
     drift_threshold: float | None,
+    failing: dict[str, RefreshError] | None = None,
 ) -> None:
     from . import sources
     from .store import IngestReport, ingest
@@ -639,11 +658,9 @@ def _apply(
         entries = mapping_mod.load(folder)
     for s in ing.skipped + batch.skipped:
         rep.failed.append({"id": owners.get(s["path"], s["path"]), "error": s["reason"]})
-    for f in rep.failed:
-        if f["id"] in entries:
-            entries[f["id"]]["refresh_error"] = {"at": now, "error": f["error"]}
-            touched = True
-        out.append(("refresh_failed", {"doc": f["id"], "error": f["error"]}))
+    out += _failures(folder, entries, rep.failed, now)
+    out += _recoveries(entries, rep, failing or {})
+    touched = touched or bool(rep.failed) or bool(failing)
     if touched:
         mapping_mod.save(folder, entries)
     events.emit_many(folder, out)
@@ -654,6 +671,59 @@ def _apply(
         removed=[r["id"] for r in rep.removed],
         failed=[f["id"] for f in rep.failed],
     )
+
+
+def _failures(
+    folder: Folder, entries: dict[str, MappingEntry], failed: list[RefreshFailure], now: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """Record each failure on its document's entry, with when it is due again; the first
+    failure of a streak is a `refresh_failed` event (later ones only count)."""
+    base = float(folder.setting("refresh.retry_after"))
+    out: list[tuple[str, dict[str, Any]]] = []
+    for f in failed:
+        e = entries.get(f["id"])
+        if e is None:  # not a document (a path of a repository): nothing to keep a streak on
+            out.append(("refresh_failed", {"doc": f["id"], "error": f["error"]}))
+            continue
+        prev = cast(dict[str, Any], e.get("refresh_error") or {})
+        n = int(prev.get("failures") or 0) + 1
+        retry = iso(utcnow() + dt.timedelta(seconds=retry_wait(base, n)))
+        e["refresh_error"] = {
+            "at": now,
+            "error": f["error"],
+            "since": prev.get("since") or now,
+            "failures": n,
+            "retry_at": retry,
+        }
+        f["retry_at"] = retry
+        if n == 1:
+            fields = {"doc": f["id"], "path": e.get("path"), "error": f["error"]}
+            out.append(("refresh_failed", {**fields, "retry_at": retry}))
+    return out
+
+
+def _recoveries(
+    entries: dict[str, MappingEntry], rep: RefreshReport, failing: dict[str, RefreshError]
+) -> list[tuple[str, dict[str, Any]]]:
+    """A `refresh_recovered` event for each source refreshed after failing, and its entry
+    cleared (an old version's too)."""
+    done = [*rep.unchanged, *(c["id"] for c in rep.changed)]
+    out: list[tuple[str, dict[str, Any]]] = []
+    for did in dict.fromkeys(done):
+        err = failing.get(did)
+        if err is None:
+            continue
+        if did in entries:
+            entries[did].pop("refresh_error", None)
+        fields = {
+            "doc": did,
+            "path": entries[did].get("path") if did in entries else None,
+            "failures": int(err.get("failures") or 1),
+            "since": err.get("since") or err.get("at"),
+            "error": err.get("error"),
+        }
+        out.append(("refresh_recovered", fields))
+    return out
 
 
 def set_policy(folder: Folder, refs: list[str], policy: RefreshPolicy | None) -> list[DueSource]:

@@ -18,10 +18,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
+from . import where as where_mod
 from .errors import UsageError
 from .folder import Folder, iso, parse_span, parse_time, utcnow
 from .graph.protocol import GraphStore
 from .records import ChunkRow, Cite, CiteContext, NoteRow, Source, new_cite, note_title
+from .where import Where
 
 MODES = ("hybrid", "vector", "fts")
 # query vectors are made here, beside the searches' own threads
@@ -43,10 +45,12 @@ class Filters:
     until: str | None = None
     # notes another note supersedes are left out unless this is set (expired ones always)
     include_superseded: bool = False
+    # conditions on the frontmatter of the hit's file (`--where`)
+    where: list[Where] = field(default_factory=list)
 
     @property
     def active(self) -> bool:
-        return bool(self.tags or self.topics or self.path or self.since or self.until)
+        return bool(self.tags or self.topics or self.path or self.since or self.until or self.where)
 
     def normalized(self, since_name: str = "since", until_name: str = "until") -> Filters:
         """These filters with `since`/`until` parsed (dates, times or spans like `7d`) to
@@ -65,10 +69,17 @@ class Filters:
             since=since,
             until=until,
             include_superseded=self.include_superseded,
+            where=self.where,
         )
 
 
-MAX_QUERY = 2000  # characters: the model reads 128 tokens, BM25 a query's every word
+# A long query (a pasted paragraph, a whole argument) is answered: each signal takes what it
+# can use (`QueryUse`) and the caller is told what was cut. Only past this many characters
+# is a query refused, as no signal would read more than a sliver of it.
+MAX_QUERY = 100_000
+# distinct words BM25 takes from one query: every word costs a pass over its postings, and
+# past a few hundred they add cost, not ranking
+MAX_TERMS = 256
 
 
 def check_counts(
@@ -102,9 +113,82 @@ class Fusion:
         )
 
 
+# a word, or words joined by hyphens or dots ("IL-6", "3.12"): the FTS index writes a
+# compound with digits as one code (`graph.fts_text`), so the query keeps it whole
+_WORD = re.compile(r"[^\W_]+(?:[-.][^\W_]+)*")
+
+
 def _fts_query(q: str) -> str:
     # Kùzu's FTS parser treats some punctuation as syntax; plain words are what BM25 needs
-    return " ".join(re.findall(r"\w+", q, flags=re.U))
+    return " ".join(_WORD.findall(q))
+
+
+def query_words(q: str) -> list[str]:
+    """The distinct words of a query (case aside), in order of first appearance: what BM25
+    can take from it (both engines count a word once however often it is asked)."""
+    return list(dict.fromkeys(w.lower() for w in _WORD.findall(q)))
+
+
+@dataclass(frozen=True)
+class QueryUse:
+    """How much of a query each signal takes: BM25 its distinct words, up to `MAX_TERMS`
+    (the longest, when there are more: long words are the rarer ones, and the short common
+    ones score little); the vector the characters the embedding model reads, up to its
+    window."""
+
+    chars: int  # the query's length
+    words: list[str]  # the distinct words BM25 takes, in the query's order (none: no BM25)
+    all_words: int  # distinct words in the query
+    vector_chars: int | None  # characters the model reads (None: no vector signal)
+    window: int = 0  # the model's window, in tokens
+
+    @classmethod
+    def of(cls, query: str, mode: str, embedder: Any = None) -> QueryUse:
+        words = query_words(query)
+        taken = words if mode != "vector" else []
+        if len(taken) > MAX_TERMS:
+            order = {w: i for i, w in enumerate(words)}
+            keep = set(sorted(words, key=lambda w: (-len(w), order[w]))[:MAX_TERMS])
+            taken = [w for w in words if w in keep]
+        reads = embedder.reads(query) if mode != "fts" and embedder is not None else None
+        window = int(getattr(embedder, "max_tokens", 0) or 0) if reads is not None else 0
+        return cls(len(query), taken, len(words), reads, window)
+
+    @property
+    def fts_text(self) -> str:
+        """The words BM25 is asked for."""
+        return " ".join(self.words)
+
+    @property
+    def fts_cut(self) -> bool:
+        return bool(self.words) and len(self.words) < self.all_words
+
+    @property
+    def vector_cut(self) -> bool:
+        return self.vector_chars is not None and self.vector_chars < self.chars
+
+    @property
+    def cut(self) -> bool:
+        """Whether a signal left part of the query unread."""
+        return self.fts_cut or self.vector_cut
+
+    def warning(self) -> str | None:
+        """One line saying what was left unread, or None when every signal read it all."""
+        if not self.cut:
+            return None
+        parts = []
+        if self.vector_cut:
+            parts.append(
+                f"the embedding model read its first {self.vector_chars:,} "
+                f"(a window of {self.window} tokens)"
+            )
+        if self.fts_cut:
+            parts.append(
+                f"BM25 took the {len(self.words)} longest of its {self.all_words} distinct words"
+            )
+        elif self.words:
+            parts.append(f"BM25 took all its {self.all_words} distinct words")
+        return f"the query is {self.chars:,} characters long: " + "; ".join(parts)
 
 
 Key = tuple[str, str]  # (table, id)
@@ -126,6 +210,7 @@ class Ranked(TypedDict):
     score: float  # the fused score (times the recency factor, when recency is on)
     signals: dict[str, Scored]  # by signal name: fts, vector
     recency: NotRequired[float]  # the factor from the item's date, when recency is on
+    drift: NotRequired[tuple[float, float]]  # its document's drift and the factor from it
 
 
 @dataclass(frozen=True)
@@ -183,6 +268,43 @@ def _by_recency(g: GraphStore, hits: list[Ranked], recency: Recency) -> list[Ran
     return sorted(hits, key=lambda h: (-h["score"], h["table"], h["id"]))
 
 
+MAX_DRIFT_PENALTY = 10.0
+
+
+def check_drift_penalty(weight: float, option: str = "--drift-penalty") -> float:
+    """A drift penalty weight, from 0 (off) to MAX_DRIFT_PENALTY; anything else is a usage
+    error naming `option`."""
+    if not 0.0 <= weight <= MAX_DRIFT_PENALTY:  # also refuses nan
+        raise UsageError(
+            f"{option} {weight:g} is out of range",
+            f"use a weight from 0 (off) to {MAX_DRIFT_PENALTY:g}; 0.1 takes 2% off a "
+            "document whose last version drifted 0.2",
+        )
+    return weight
+
+
+def _by_drift(folder: Folder, g: GraphStore, hits: list[Ranked], weight: float) -> list[Ranked]:
+    """The hits with each document's score times `1 - weight * drift`, its drift being that
+    of its latest version against the one it replaced (`1 - cosine`, as `ok refresh` records
+    it; none: no penalty), best first again. Notes have no drift."""
+    from . import mapping as mapping_mod
+
+    entries = mapping_mod.load(folder)
+    docs = {
+        c["id"]: c["doc_id"]
+        for c in g.chunks_by_id([h["id"] for h in hits if h["table"] == "Chunk"]).values()
+    }
+    for h in hits:
+        doc = entries.get(docs.get(h["id"], ""))
+        old = entries.get(str(doc.get("supersedes") or "")) if doc else None
+        drift = old.get("drift") if old else None
+        if drift is None:
+            continue
+        h["drift"] = (float(drift), round(max(0.0, 1.0 - weight * float(drift)), 6))
+        h["score"] = h["score"] * h["drift"][1]
+    return sorted(hits, key=lambda h: (-h["score"], h["table"], h["id"]))
+
+
 def pool_size(k: int, filtered: bool = False) -> int:
     """How many candidates each signal contributes for `k` hits (more when filters will
     drop some)."""
@@ -190,14 +312,21 @@ def pool_size(k: int, filtered: bool = False) -> int:
 
 
 def candidates(
-    g: GraphStore, query: str, qvec: Any, mode: str, scope: str, n_cand: int
+    g: GraphStore,
+    query: str,
+    qvec: Any,
+    mode: str,
+    scope: str,
+    n_cand: int,
+    fts_words: str | None = None,
 ) -> dict[str, list[tuple[Key, float]]]:
     """Each signal's candidates, {"fts": [((table, id), score)], "vector": [...]}, best
     first (ties by key), up to `n_cand` per table. `qvec` may be a `Future` of the query
-    vector, waited for once the BM25 queries are done."""
+    vector, waited for once the BM25 queries are done. `fts_words`: what BM25 is asked
+    (default: the query's words; see `QueryUse`)."""
     tables = [t for t, s in (("Chunk", "store"), ("MemoryNote", "mem")) if scope in ("all", s)]
     lists: dict[str, list[tuple[Key, float]]] = {"fts": [], "vector": []}
-    fq = _fts_query(query)
+    fq = _fts_query(query) if fts_words is None else fts_words
     for table in tables:  # BM25 first: a query vector that is a `Future` is made meanwhile
         if mode in ("hybrid", "fts") and fq:
             lists["fts"] += [((table, i), s) for i, s in g.fts(table, fq, n_cand)]
@@ -266,6 +395,18 @@ def fuse(lists: dict[str, list[tuple[Key, float]]], mode: str, fusion: Fusion) -
     return out
 
 
+def cut_tail(hits: list[Ranked], mode: str, floor: float) -> list[Ranked]:
+    """The hits less the tail of hybrid search: a hit none of whose query words BM25 found
+    (no `fts` signal) is kept only if its cosine similarity reaches `floor`
+    (search.tail_floor; 0 keeps every hit). Without it, once any query word occurs, every
+    vector neighbour is listed down to a fused score of 0. A query none of whose words
+    occur is left to its own floor (`no_good_match`); keyword and vector modes list what
+    their one signal ranks, as asked."""
+    if mode != "hybrid" or floor <= 0 or not any("fts" in h["signals"] for h in hits):
+        return hits  # no query word occurs: the query's own floor (min_score) judges it
+    return [h for h in hits if "fts" in h["signals"] or h["signals"]["vector"]["score"] >= floor]
+
+
 def first_per_doc(hits: list[Ranked], per_doc: int, limit: int | None) -> list[Ranked]:
     """The best `per_doc` hits of each document (a chunk id starts with its doc id), in
     order, stopping at `limit` hits when given."""
@@ -298,6 +439,8 @@ def search(
     diversity: float = 0.0,
     min_score: float = 0.0,
     recency: Recency | None = None,
+    drift_penalty: float = 0.0,
+    tail_floor: float = 0.0,
 ) -> list[Cite]:
     """Search the folder; returns up to `k` cite objects, best first (none when the best
     passage is under `min_score`, see `find`)."""
@@ -316,6 +459,8 @@ def search(
         diversity=diversity,
         min_score=min_score,
         recency=recency,
+        drift_penalty=drift_penalty,
+        tail_floor=tail_floor,
     ).hits
 
 
@@ -329,6 +474,12 @@ class Found:
     best_score: float | None
     keywords: bool  # whether BM25 found any of the query's words in scope
     min_score: float  # the floor it was held to (0: none)
+    use: QueryUse | None = None  # how much of the query each signal took
+
+    @property
+    def warning(self) -> str | None:
+        """What the signals left of a long query unread, in one line (None: nothing)."""
+        return self.use.warning() if self.use is not None else None
 
     @property
     def no_good_match(self) -> bool:
@@ -351,6 +502,8 @@ def find(
     diversity: float = 0.0,
     min_score: float = 0.0,
     recency: Recency | None = None,
+    drift_penalty: float = 0.0,
+    tail_floor: float = 0.0,
 ) -> Found:
     """Search the folder: up to `k` cite objects, best first.
 
@@ -358,7 +511,9 @@ def find(
     next hit trades relevance against similarity to the hits already chosen. When none of
     the query's words occur in scope and no passage has a cosine similarity of `min_score`
     to it, there is no good match and no hits (see `no_good_match`; the floor judges the
-    whole query, so it never reorders or thins the hits of a query that passes).
+    whole query, so it never reorders or thins the hits of a query that passes). In hybrid
+    mode a hit BM25 did not find is kept only if its cosine similarity reaches `tail_floor`
+    (`cut_tail`), and the fused scores are scaled so that the best is 1.0.
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}", "use one of: " + ", ".join(MODES))
@@ -366,11 +521,7 @@ def find(
         raise UsageError(f"unknown scope {scope!r}", "use one of: " + ", ".join(SCOPES))
     if not query.strip():
         raise UsageError("the query is empty", "pass some words to search for")
-    if len(query) > MAX_QUERY:
-        raise UsageError(
-            f"the query is {len(query):,} characters long; at most {MAX_QUERY:,} are taken",
-            "search for its key sentence or a few of its words",
-        )
+    check_length(query)
     check_counts(k, per_doc)
     if not 0.0 <= diversity <= 1.0:
         raise UsageError(f"diversity {diversity} is out of range", "use a value from 0 to 1")
@@ -383,46 +534,56 @@ def find(
     filters = (filters or Filters()).normalized()
     if filters.tags or filters.topics:
         scope = "mem" if scope in ("all", "mem") else scope
+    use = QueryUse.of(query, mode, embedder)
+    seen = query[: use.vector_chars] if use.vector_chars is not None else query
     # the model embeds the query while the graph answers BM25 (both let go of the GIL)
     pending = (
-        _EMBEDDING.submit(embedder.embed_query, query)
+        _EMBEDDING.submit(embedder.embed_query, seen)
         if mode != "fts" and embedder is not None
         else None
     )
     n_cand = pool_size(k, filters.active)
-    lists = candidates(g, query, pending, mode, scope, n_cand)
+    lists = candidates(g, query, pending, mode, scope, n_cand, use.fts_text)
     qvec = pending.result() if pending is not None else None
     if scope in ("all", "mem"):
         _leave_out(lists, g.hidden_notes(iso(utcnow()), not filters.include_superseded))
     best, keywords = best_cosine(lists), bool(lists["fts"])
     if mode == "vector" and no_good_match(best, keywords, min_score):
         # vector mode ran no BM25; whether the query's words occur still counts
-        keywords = any(c for c in candidates(g, query, None, "fts", scope, 1)["fts"])
+        fq = QueryUse.of(query, "fts").fts_text
+        keywords = any(c for c in candidates(g, query, None, "fts", scope, 1, fq)["fts"])
     if no_good_match(best, keywords, min_score):
-        return Found([], best, keywords, min_score)
-    hits = fuse(lists, mode, fusion or Fusion.from_folder(folder))
+        return Found([], best, keywords, min_score, use)
+    hits = cut_tail(fuse(lists, mode, fusion or Fusion.from_folder(folder)), mode, tail_floor)
+    if mode == "hybrid" and hits and hits[0]["score"] > 0:
+        top = hits[0]["score"]  # relative to the query: the top hit scores 1.0
+        for h in hits:
+            h["score"] = h["score"] / top
     if recency is not None:
         hits = _by_recency(g, hits, recency)
+    if drift_penalty:
+        hits = _by_drift(folder, g, hits, check_drift_penalty(drift_penalty))
     # one pass of per-document capping on ids alone; rows are fetched only for what can be
     # shown, or for every survivor when filters need them
     picked = first_per_doc(hits, per_doc, None if filters.active else (k * 4 if diversity else k))
     if diversity and len(picked) > 1:
         if qvec is None and embedder is not None:
-            qvec = embedder.embed_query(query)
+            qvec = embedder.embed_query(seen)
         picked = _mmr(g, picked, qvec, k if not filters.active else len(picked), diversity)
     chunk_rows = g.chunks_by_id([h["id"] for h in picked if h["table"] == "Chunk"])
     note_rows = g.notes_by_id([h["id"] for h in picked if h["table"] == "MemoryNote"])
     results: list[Cite] = []
     files: dict[str, str | None] = {}
+    metas: dict[str, dict[str, Any]] = {}
     for h in picked:
         if h["table"] == "Chunk":
             crow = chunk_rows.get(h["id"])
-            if crow is None or not _passes(crow, h["table"], filters):
+            if crow is None or not _passes(crow, h["table"], filters, folder, metas):
                 continue
             cite = chunk_cite(folder, crow, files)
         else:
             nrow = note_rows.get(h["id"])
-            if nrow is None or not _passes(nrow, h["table"], filters):
+            if nrow is None or not _passes(nrow, h["table"], filters, folder, metas):
                 continue
             cite = note_cite(folder, nrow, files)
         cite["score"] = round(h["score"], 6)
@@ -434,10 +595,23 @@ def find(
             }
             if "recency" in h:
                 cite["recency"] = h["recency"]
+            if "drift" in h:
+                drift, factor = h["drift"]
+                cite["drift"] = {"drift": drift, "factor": factor}
         results.append(cite)
         if len(results) >= k:
             break
-    return Found(results, best, keywords, min_score)
+    return Found(results, best, keywords, min_score, use)
+
+
+def check_length(query: str) -> None:
+    """Refuse a query no signal would read more than a sliver of (over `MAX_QUERY`)."""
+    if len(query) > MAX_QUERY:
+        raise UsageError(
+            f"the query is {len(query):,} characters long; at most {MAX_QUERY:,} are read",
+            "search for its key passage: the embedding model reads about a thousand "
+            f"characters, BM25 {MAX_TERMS} distinct words",
+        )
 
 
 def _mmr(g: GraphStore, cands: list[Ranked], qvec: Any, k: int, diversity: float) -> list[Ranked]:
@@ -465,7 +639,18 @@ def _mmr(g: GraphStore, cands: list[Ranked], qvec: Any, k: int, diversity: float
     return [cands[i] for i in chosen]
 
 
-def _passes(row: Mapping[str, Any], table: str, f: Filters) -> bool:
+def _passes(
+    row: Mapping[str, Any],
+    table: str,
+    f: Filters,
+    folder: Folder,
+    metas: dict[str, dict[str, Any]],
+) -> bool:
+    # frontmatter is read from the files, once per file, and only for a `where`
+    if f.where and not where_mod.holds_all(
+        f.where, where_mod.meta_of(folder.root, row["path"], metas)
+    ):
+        return False
     if f.path and not (
         fnmatch.fnmatch(row["path"], f.path) or fnmatch.fnmatch(row["path"], f"*{f.path}*")
     ):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ MCP_TOOLS = (
     "sh_grep",
     "cite_make",
     "mem_add",
+    "distill_create",
     "store_ingest",
 )
 _TOOL_TIMEOUTS = {"ask": 120.0, "store_ingest": 300.0, "context": 60.0}
@@ -199,6 +201,14 @@ DECLARED: tuple[Setting, ...] = (
         "matches well still shows (tuned on bench/recency.py's own facts).",
     ),
     _s(
+        "search.drift_penalty",
+        0.0,
+        float,
+        "Weight by which search holds back documents whose latest version drifted far from "
+        "the one it replaced: each score times 1 - weight * drift (0: off; 0.1 is the Active "
+        "Graph seed's beta; at most 10).",
+    ),
+    _s(
         "search.fusion",
         "wsum",
         str,
@@ -223,6 +233,14 @@ DECLARED: tuple[Setting, ...] = (
         "No good match (no hits; `ok search` exits 1) when none of the query's words occur "
         "and no passage's cosine similarity to it reaches this; `--min-score` overrides, "
         "0 turns it off (tuned on SciFact train: bench/nomatch.py).",
+    ),
+    _s(
+        "search.tail_floor",
+        0.37,
+        float,
+        "Hybrid search lists a hit none of whose query words BM25 found only when its cosine "
+        "similarity to the query reaches this (the tail of unrelated neighbours is left out; "
+        "0 lists them all; measured: bench/tail.py).",
     ),
     # memory notes
     _s(
@@ -257,6 +275,36 @@ DECLARED: tuple[Setting, ...] = (
         nullable=True,
     ),
     _s("graph.commit_chunks", 5000, int, "A large load commits the graph every this many chunks."),
+    _s(
+        "graph.query_memory_mb",
+        1024,
+        int,
+        "Memory a caller's Cypher query may use (`ok graph cypher`, HTTP, MCP), in MiB: it "
+        "runs in a process of its own that the kernel holds to this (a quarter of it as "
+        "Kùzu's page buffer); a query that needs more fails with an error.",
+    ),
+    _s(
+        "graph.query_output_mb",
+        16.0,
+        float,
+        "Largest result of a caller's Cypher query, in MiB (its rows as sent); a larger one "
+        "fails with an error (add a LIMIT).",
+    ),
+    _s(
+        "graph.query_timeout",
+        60.0,
+        float,
+        "Seconds `ok graph cypher` may run before it is stopped (0: no limit). Over HTTP "
+        "serve.timeout applies, over MCP mcp.timeouts.graph_cypher (and, in `ok serve`, "
+        "serve.timeout if it is shorter).",
+    ),
+    _s(
+        "graph.query_workers",
+        4,
+        int,
+        "Cypher queries of callers that one process runs at once (each in a process of its "
+        "own, up to graph.query_memory_mb); more wait for a free one.",
+    ),
     # ingest and sources
     _s("ingest.max_file_mb", 64.0, float, "Largest file `ok store ingest` accepts, in MiB."),
     _s("web.delay", 1.0, float, "Seconds between two requests of `ok store web`."),
@@ -305,6 +353,20 @@ DECLARED: tuple[Setting, ...] = (
         "Semantic drift (1 - cosine) at which a new version raises a `drifted` event.",
     ),
     _s(
+        "refresh.retry_after",
+        60.0,
+        float,
+        "Seconds before a source whose refresh failed is due again; each further failure in "
+        "a row doubles the wait, up to a day.",
+    ),
+    _s(
+        "triggers.scan_every",
+        0.0,
+        float,
+        "Seconds between `ok serve`'s full trigger scans of what the folder holds, as `ok "
+        "trigger scan` (0: none; new items are checked as they are indexed either way).",
+    ),
+    _s(
         "cite.min_similarity",
         0.7,
         float,
@@ -323,7 +385,9 @@ DECLARED: tuple[Setting, ...] = (
         "llm.api_key_env",
         "OPENAI_API_KEY",
         str,
-        "Environment variable holding the API key (unset: no key is sent).",
+        "Environment variable holding the API key (unset: no key is sent). In "
+        ".ok/config.yml only a name ending in `_API_KEY` or `OK_LLM_API_KEY`; any name from "
+        "the environment (`OK_LLM_API_KEY_ENV`).",
         nullable=True,
     ),
     _s("llm.timeout", 60.0, float, "Seconds an LLM request may take."),
@@ -364,6 +428,14 @@ DECLARED: tuple[Setting, ...] = (
     ),
     _s("serve.access_log", True, bool, "`ok serve` logs each request as a JSON line on stderr."),
     _s(
+        "hints.serve",
+        True,
+        bool,
+        "Once per folder, after a command that took over a second without `ok serve`, say on "
+        "a terminal (stderr) that `ok serve` keeps the graph and the model loaded; false: "
+        "never.",
+    ),
+    _s(
         "serve.buffer_pool_mb",
         0,
         int,
@@ -381,8 +453,25 @@ DECLARED: tuple[Setting, ...] = (
         "serve.cors_origins",
         None,
         str,
-        "Web origins allowed to call `ok serve` from a browser, comma-separated (unset: none).",
+        "Web origins allowed to call `ok serve` from a browser, comma-separated (unset: none "
+        "but the server's own, the explorer at /).",
         nullable=True,
+    ),
+    _s(
+        "serve.allowed_hosts",
+        None,
+        str,
+        "Host names `ok serve` answers besides localhost, 127.0.0.1, [::1] and its --host "
+        "address, comma-separated: `name` (any port) or `name:port`; `*`: any (only behind a "
+        "proxy that checks Host). Other names get 421, which stops DNS rebinding.",
+        nullable=True,
+    ),
+    _s(
+        "serve.header_timeout",
+        10.0,
+        float,
+        "Seconds a client of `ok serve` has to send a request's headers, from connecting or "
+        "from the end of its last response; then the connection is closed (408).",
     ),
     _s(
         "serve.watch",
@@ -400,7 +489,9 @@ DECLARED: tuple[Setting, ...] = (
         "serve.jwt_secret_env",
         None,
         str,
-        "Environment variable holding the HS256 secret that JWTs are signed with.",
+        "Environment variable holding the HS256 secret that JWTs are signed with. In "
+        ".ok/config.yml only a name ending in `_JWT_SECRET` or `OK_JWT_SECRET`; any name "
+        "from the environment (`OK_SERVE_JWT_SECRET_ENV`).",
         nullable=True,
     ),
     _s(
@@ -417,6 +508,21 @@ DECLARED: tuple[Setting, ...] = (
         "Directory where `ok serve` makes the stacks created over HTTP, one folder each "
         "(relative: to the first folder served; unset: stacks cannot be created).",
         nullable=True,
+    ),
+    _s(
+        "serve.auto",
+        True,
+        bool,
+        "The first `ok` command in a folder that no server owns starts a resident process "
+        "for it (`ok daemon`), in which later commands run at once; false: each command "
+        "runs in its own process. OK_NO_DAEMON=1 turns it off for one environment.",
+    ),
+    _s(
+        "serve.idle_exit",
+        600.0,
+        float,
+        "Seconds a resident process started by a command (`ok daemon`) waits for the next "
+        "command before it exits (0: it stays until `ok daemon stop`).",
     ),
     _s("serve.jwt_issuer", None, str, "The `iss` every JWT must carry.", nullable=True),
     _s("serve.jwt_audience", None, str, "The `aud` every JWT must carry.", nullable=True),
@@ -443,6 +549,15 @@ DECLARED: tuple[Setting, ...] = (
         str,
         "1: run the command in this process even when an `ok serve` owns the folder "
         "(it is then refused, as the server holds the graph).",
+        env_only=True,
+        nullable=True,
+    ),
+    _s(
+        "OK_NO_DAEMON",
+        None,
+        str,
+        "1: no command starts a resident process for the folder (as `serve.auto: false`); "
+        "one that runs already is still used.",
         env_only=True,
         nullable=True,
     ),
@@ -549,6 +664,39 @@ def suggest(key: str) -> str:
 def default(key: str) -> Any:
     """A config key's default (for code that runs without a folder)."""
     return spec(key).default
+
+
+# settings that name the environment variable holding a secret, and the names a folder's
+# config file may give them (name suffixes, exact names): a folder that arrives by a pull
+# must not send another of the process's variables to its LLM endpoint, nor have tokens
+# checked against a variable anyone can guess (HOME). The environment, the operator's own
+# settings, may name any variable.
+SECRET_ENV: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "llm.api_key_env": (("_API_KEY",), ("OK_LLM_API_KEY",)),
+    "serve.jwt_secret_env": (("_JWT_SECRET",), ("OK_JWT_SECRET",)),
+}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def secret_name_allowed(key: str, name: str) -> bool:
+    """Whether a folder's config file may name `name` as the variable of `key`."""
+    suffixes, exact = SECRET_ENV[key]
+    return bool(_ENV_NAME.match(name)) and (name in exact or name.endswith(suffixes))
+
+
+def secret_env(v: Value, file_name: str = ".ok/config.yml") -> str | None:
+    """The variable a secret's setting (`SECRET_ENV`) names; one that a folder's config file
+    names outside the allow-list is refused."""
+    name = v.value
+    if not name or v.source != "config" or secret_name_allowed(v.setting.key, name):
+        return name or None
+    suffixes, exact = SECRET_ENV[v.setting.key]
+    allowed = " or ".join([*(f"a name ending in {x}" for x in suffixes), *exact])
+    raise BadInput(
+        f"{v.setting.key} in {file_name} names {name}, and a folder may name only {allowed}",
+        f"rename the variable (e.g. {exact[0]}), or name it where the process starts: "
+        f"{v.setting.env}={name}",
+    )
 
 
 def env(name: str) -> str | None:

@@ -43,6 +43,11 @@ class FetchError(OkError):
     """A source could not be fetched (unreachable, refused, wrong type, too big…)."""
 
 
+class Disallowed(FetchError):
+    """The site's robots.txt asks not to fetch the page: a page a crawl passes over, as it
+    passes over a link to another host, rather than one that failed."""
+
+
 @dataclass
 class Fetched:
     url: str  # the URL asked for
@@ -176,7 +181,7 @@ class WebClient:
 
         check_url(url)
         if robots and not self.allowed(url):
-            raise FetchError(
+            raise Disallowed(
                 f"{url} is disallowed by the site's robots.txt",
                 "respecting robots.txt; fetch another page",
             )
@@ -545,7 +550,10 @@ def fetch_web(
             except FetchError as e:
                 if page == start:
                     raise
-                batch.skipped.append({"path": page, "reason": e.message})
+                skip: Skipped = {"path": page, "reason": e.message}
+                if not isinstance(e, Disallowed):
+                    skip["failed"] = True
+                batch.skipped.append(skip)
                 continue
             batch.cands.append(cand)
             batch.fetch[cand.origin] = web_fetch_info(f)
@@ -949,7 +957,9 @@ def fetch_repo(
                 continue
             data = p.read_bytes()
         except OSError as e:
-            batch.skipped.append({"path": rel, "reason": f"unreadable: {e.strerror or e}"})
+            batch.skipped.append(
+                {"path": rel, "reason": f"unreadable: {e.strerror or e}", "failed": True}
+            )
             continue
         source: Source = {"repo": canonical, "file": rel}
         if branch:

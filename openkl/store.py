@@ -12,7 +12,8 @@ import fnmatch
 import hashlib
 import os
 import stat
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,11 @@ class IngestReport:
     skipped: list[Skipped] = field(default_factory=list)
     chunks: int = 0
 
+    @property
+    def failed(self) -> list[Skipped]:
+        """What should have been stored and could not be (a normal skip is not)."""
+        return [s for s in self.skipped if s.get("failed")]
+
     def as_dict(self) -> IngestReportDict:
         return {
             "added": self.added,
@@ -74,6 +80,15 @@ class Candidate:
     copy_original: bool = True
     # what to extract text from when it differs from the original (a web page's main content)
     extract_data: bytes | None = None
+
+
+def _skipped(path: str, reason: str, failed: bool) -> Skipped:
+    """What was not stored, and why; `failed` when it should have been (a file the user
+    named, an unreadable one), not when it was passed over in a directory."""
+    out: Skipped = {"path": path, "reason": reason}
+    if failed:
+        out["failed"] = True
+    return out
 
 
 def versions_dir(folder: Folder) -> Path:
@@ -102,14 +117,17 @@ def collect(
     Symlinks met while walking a directory are followed only when they stay inside it (or,
     with `follow`, anywhere); the others are skipped and reported, as rg and fd do. With
     `confine` (the MCP server passes the folder root) nothing outside it is ever read, and
-    links anywhere inside it are fine.
+    links anywhere inside it are fine. The folder's own directories (`managed`) are never
+    sources: named or met on the way, they are skipped and reported; only a path named
+    under store/sources/ is read again, as the original it is.
     """
     cands: list[Candidate] = []
     skipped: list[Skipped] = []
     max_bytes = int(folder.setting("ingest.max_file_mb") * 1024 * 1024)
+    own = managed(folder)
     for raw in paths:
         if not is_utf8(raw):
-            skipped.append({"path": shown(raw, 4096), "reason": NAME_NOT_UTF8})
+            skipped.append({"path": shown(raw, 4096), "reason": NAME_NOT_UTF8, "failed": True})
             continue
         p = Path(raw).expanduser()
         if not p.exists():
@@ -118,12 +136,16 @@ def collect(
                 reason = "is a URL, not a file (hint: fetch it with `ok store web URL`)"
             elif raw.lower().startswith("arxiv:"):
                 reason = "is an arXiv id (hint: use `ok store arxiv ID`)"
-            skipped.append({"path": raw, "reason": reason})
+            skipped.append({"path": raw, "reason": reason, "failed": True})
             continue
         p = p.resolve()
+        why = _managed_by(folder, p, own)
+        if why is not None:
+            skipped.append({"path": raw, "reason": why})
+            continue
         if p.is_dir():
             base = p
-            walk = Walk(folder, p, recursive, follow, confine)
+            walk = Walk(folder, p, recursive, follow, confine, own)
             files = walk.run()
             skipped += walk.skipped
             if glob:
@@ -146,10 +168,12 @@ def collect(
                         "path": raw,
                         "reason": "is the folder's own derived state "
                         "(.ok/ or store/normalized/), not a document",
+                        "failed": True,
                     }
                 )
                 continue
             files, base, prefix = [(p, p)], p.parent, ""
+        named = not p.is_dir()  # a file the user named: not storing it is a failure
         for f, real in files:
             if _is_derived(folder, real):
                 continue
@@ -157,26 +181,30 @@ def collect(
                 st = real.stat()
                 if not stat.S_ISREG(st.st_mode):
                     skipped.append(
-                        {
-                            "path": str(f),
-                            "reason": "not a regular file (a device, "
-                            "pipe or socket); only files are ingested",
-                        }
+                        _skipped(
+                            str(f),
+                            "not a regular file (a device, pipe or socket); only files "
+                            "are ingested",
+                            named,
+                        )
                     )
                     continue
                 if st.st_size > max_bytes:
                     skipped.append(
-                        {
-                            "path": str(f),
-                            "reason": f"larger than the {max_bytes >> 20} MB "
-                            "limit (raise ingest.max_file_mb)",
-                        }
+                        _skipped(
+                            str(f),
+                            f"larger than the {max_bytes >> 20} MB limit (raise "
+                            "ingest.max_file_mb)",
+                            named,
+                        )
                     )
                     continue
                 # the checked target, not the link: a link swapped meanwhile is not followed
                 data = real.read_bytes()
             except OSError as e:
-                skipped.append({"path": str(f), "reason": f"unreadable: {e.strerror or e}"})
+                skipped.append(
+                    {"path": str(f), "reason": f"unreadable: {e.strerror or e}", "failed": True}
+                )
                 continue
             in_sources = folder.sources_dir in f.parents
             rel = (
@@ -211,7 +239,9 @@ def _by_type(
             with real.open("rb") as fh:
                 head = fh.read(SNIFF_BYTES)
         except OSError as e:
-            skipped.append({"path": str(f), "reason": f"unreadable: {e.strerror or e}"})
+            skipped.append(
+                {"path": str(f), "reason": f"unreadable: {e.strerror or e}", "failed": True}
+            )
             continue
         if looks_like_text(head):
             kept.append((f, real))
@@ -228,6 +258,46 @@ def _is_derived(folder: Folder, f: Path) -> bool:
     return folder.ok_dir in f.parents or folder.normalized_dir in f.parents
 
 
+def managed(folder: Folder) -> dict[Path, str]:
+    """The folder's own directories, which ok writes and never reads as sources, each with
+    what it holds."""
+    from .aks import imports_dir
+    from .backfeed import backfeed_dir
+    from .triggers import triggers_dir
+
+    return {
+        folder.ok_dir: "its state",
+        folder.sources_dir: "the copies of the originals it ingested",
+        folder.normalized_dir: "the text it indexes",
+        folder.memories_dir: "its memory notes (indexed as notes)",
+        folder.citations_dir: "its citations",
+        events.events_dir(folder): "its event log",
+        folder.graph_dir: "its exports",
+        triggers_dir(folder): "its triggers",
+        backfeed_dir(folder): "its backfeed items",
+        imports_dir(folder): "the AKS bundles it imported",
+    }
+
+
+MANAGED = "kept by ok: never a source"
+
+
+def _managed_reason(folder: Folder, what: str, d: Path) -> str:
+    return (
+        f"the folder's own files ({folder.rel(d)}/: {what}), {MANAGED} "
+        "(hint: name the documents to ingest)"
+    )
+
+
+def _managed_by(folder: Folder, p: Path, own: dict[Path, str]) -> str | None:
+    """Why `p` (resolved) is not a source: it is one of the folder's own directories or
+    lies in one. A path named under store/sources/ is read again as the original it is."""
+    for d, what in own.items():
+        if (p == d or d in p.parents) and d != folder.sources_dir:
+            return _managed_reason(folder, what, d)
+    return None
+
+
 def _under(p: Path, top: Path) -> bool:
     return p == top or top in p.parents
 
@@ -236,7 +306,8 @@ class Walk:
     """The files under a directory, as (path as named, resolved path) pairs, and what was
     skipped on the way and why.
 
-    Entries are sorted; hidden names and SKIP_DIRS are left out. A symlinked directory
+    Entries are sorted; hidden names and SKIP_DIRS are left out, and the folder's own
+    directories (`own`) are skipped and reported. A symlinked directory
     whose target lies inside the walked tree is not entered (its files come by their real
     path), and no directory is entered twice, so link loops end.
     """
@@ -248,9 +319,12 @@ class Walk:
         recursive: bool = True,
         follow: bool = False,
         confine: Path | None = None,
+        own: dict[Path, str] | None = None,
     ) -> None:
         self.folder, self.top, self.recursive = folder, top.resolve(), recursive
         self.follow, self.confine = follow, confine
+        # the folder's own directories, but the one the walk is in (store/sources/, named)
+        self.own = {d: w for d, w in (own or {}).items() if not _under(self.top, d)}
         self.files: list[tuple[Path, Path]] = []
         self.skipped: list[Skipped] = []
         self._seen: set[Path] = set()
@@ -266,8 +340,8 @@ class Walk:
                 todo.extend(reversed(subdirs))
         return self.files
 
-    def _skip(self, p: Path, reason: str) -> None:
-        self.skipped.append({"path": shown(p, 4096), "reason": reason})
+    def _skip(self, p: Path, reason: str, failed: bool = False) -> None:
+        self.skipped.append(_skipped(shown(p, 4096), reason, failed))
 
     def _link_target(self, p: Path) -> Path | None:
         """Where a symlink leads, if it may be followed; otherwise report it and say None."""
@@ -307,7 +381,7 @@ class Walk:
         try:
             entries = sorted(os.scandir(named), key=lambda e: e.name)
         except OSError as e:
-            self._skip(named, f"unreadable directory: {e.strerror or e}")
+            self._skip(named, f"unreadable directory: {e.strerror or e}", failed=True)
             return []
         subdirs: list[tuple[Path, Path]] = []
         for ent in entries:
@@ -321,7 +395,7 @@ class Walk:
                 link = ent.is_symlink()
                 is_dir = ent.is_dir(follow_symlinks=False)
             except OSError as err:
-                self._skip(p, f"unreadable: {err.strerror or err}")
+                self._skip(p, f"unreadable: {err.strerror or err}", failed=True)
                 continue
             if is_dir and (not self.recursive or ent.name in SKIP_DIRS):
                 continue
@@ -337,6 +411,8 @@ class Walk:
                     continue  # skipped by name, or its files come by their real path
             if not is_dir:
                 self.files.append((p, target))
+            elif target in self.own:
+                self._skip(p, _managed_reason(self.folder, self.own[target], target))
             elif target not in self._seen:  # a second way into a directory (a loop) ends here
                 self._seen.add(target)
                 subdirs.append((p, target))
@@ -426,14 +502,26 @@ def _take(
     ocr: bool = False,
 ) -> None:
     """Extract one candidate and write its files; record the outcome in `rep`."""
+    # a document given by name (standard input, an upload) is called by that name
+    where = cand.rel.removeprefix("stdin/") if cand.origin == "-" else cand.origin
     try:
-        ext = extract_bytes(cand.extract_data or cand.data, cand.rel, where=cand.origin, ocr=ocr)
+        ext = extract_bytes(cand.extract_data or cand.data, cand.rel, where=where, ocr=ocr)
     except BadInput as e:
+        # a file that should read and does not (a broken PDF, a named binary of no type)
         rep.skipped.append(
-            {"path": cand.origin, "reason": e.message + (f" (hint: {e.hint})" if e.hint else "")}
+            {
+                "path": where,
+                "reason": e.message + (f" (hint: {e.hint})" if e.hint else ""),
+                "failed": True,
+            }
         )
         return
-    did, entry = _write_doc(folder, cand, ext, entries, paths, policy)
+    fresh = {a["id"] for a in rep.added}
+    try:
+        did, entry = _write_doc(folder, cand, ext, entries, paths, policy, fresh)
+    except _Twice as e:
+        rep.skipped.append({"path": cand.origin, "reason": str(e)})
+        return
     if entry is None:
         have = entries[did]
         seen: Unchanged = {"id": did, "path": have["path"], "origin": cand.origin}
@@ -453,6 +541,10 @@ def _take(
     rep.added.append(added)
 
 
+class _Twice(Exception):
+    """A second version of one document in one ingest."""
+
+
 def _write_doc(
     folder: Folder,
     cand: Candidate,
@@ -460,6 +552,7 @@ def _write_doc(
     entries: dict[str, MappingEntry],
     paths: dict[str, MappingEntry],
     policy: RefreshPolicy | None,
+    fresh: Collection[str] = (),
 ) -> tuple[str, MappingEntry | None]:
     body = ext.text.encode("utf-8")
     did = indexer.doc_id_of(body)
@@ -503,6 +596,14 @@ def _write_doc(
             None,
         )
         norm_rel = previous["path"] if previous else f"{base}.{did[:6]}.ok.md"
+    if previous and previous["id"] in fresh:
+        # one ingest read two texts for one document (an original and its copy under
+        # store/sources/, say): which is newer cannot be told, so the first one stays
+        raise _Twice(
+            f"another text of the same document ({previous['path']}) was read earlier in "
+            "this ingest; the first is kept (hint: ingest this one on its own to make it "
+            "the current version)"
+        )
     now = iso()
     entry: MappingEntry = {
         "id": did,
@@ -580,8 +681,22 @@ def ingest_paths(
     cands, skipped = collect(folder, paths, glob, recursive, ocr, follow, confine)
     if not cands and not skipped:
         raise NotFound(*_nothing_matched(paths, glob, recursive))
+    if not cands and all(MANAGED in s["reason"] for s in skipped):
+        where = ", ".join(shown(p) for p in paths)
+        own = ", ".join(dict.fromkeys(_rel_or_named(folder, s["path"]) + "/" for s in skipped))
+        raise BadInput(
+            f"{where} holds nothing but the folder's own files ({own}), which are never ingested",
+            "name the documents to ingest, e.g. `ok store ingest ~/papers`: they are "
+            "copied into store/sources/ as they are ingested",
+        )
     rep = IngestReport(skipped=skipped)
     return ingest(folder, cands, rep, policy=policy, ocr=ocr)
+
+
+def _rel_or_named(folder: Folder, path: str) -> str:
+    """A skipped path as the folder names it, if it is in the folder."""
+    full = Path(path).absolute()
+    return folder.named(full) if folder.holds(full) else shown(path)
 
 
 def _nothing_matched(paths: list[str], glob: list[str] | None, recursive: bool) -> tuple[str, str]:
@@ -621,6 +736,11 @@ def ingest_named(
             raise BadInput(
                 f"{option} '{shown(name)}' must be a plain file name",
                 f"e.g. {option} notes.md" if option.startswith("-") else "e.g. notes.md",
+            )
+        if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name):
+            raise BadInput(
+                f"{option} '{shown(name)}' holds a control character (a line break, a tab …)",
+                "name the document with printable characters only, e.g. notes.md",
             )
         if len(os.fsencode(name)) > MAX_STDIN_NAME:
             raise BadInput(

@@ -4,18 +4,29 @@ A trigger is a file, `triggers/<name>.yml` (name, example, threshold, scope, exe
 timeout), versioned with the folder. After every index write the new or changed chunks and notes (and
 only those: the indexer hands us their ids) are compared with each trigger's example by
 cosine similarity; at or above the threshold a `trigger_fired` event is appended, once per
-trigger and document version (or note version). With `exec`, the command then runs with the
+trigger and document version (or note version). `ok trigger scan` (and `ok serve` every
+`triggers.scan_every` seconds) checks everything already indexed the same way, so a trigger
+added later finds what was there before it; what fired once never fires again. With `exec`, the command then runs with the
 event JSON on stdin, in the background so it can itself call `ok`; a failure or timeout is
 logged and recorded as a `trigger_exec_failed` event, never losing the `trigger_fired` one.
+
+A command is code run on this machine, so it runs only once approved here: `ok trigger add
+--exec` approves what it writes, `ok trigger approve NAME` what arrived otherwise (a pull, a
+hand edit). The approval, in `.ok/approved-triggers.json` (git-ignored), holds the hash of
+the command and its `env` list and the identity of this copy of the folder: a changed
+command, or a copy of the folder made elsewhere, waits for approval again. A trigger that
+waits still fires its event, which says why its command did not run.
+
 The command gets a minimal environment (PATH, HOME, locale, OK_ROOT …) plus the variables
-the trigger names in `env`, so keys are not handed to commands that do not ask for them.
-This is no sandbox: the command runs as the user who runs `ok` and could read that
-process's environment from /proc, so only run triggers whose commands you trust.
+the trigger names in `env`, never openkl's own secrets (API keys, JWT secrets, OK_*).
+This is no sandbox: the command runs as the user who runs `ok`, so approve only commands
+you trust.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -29,21 +40,27 @@ from typing import Any, cast
 
 import yaml
 
-from . import events
+from . import events, ids
 from .errors import BadInput, NotFound
-from .folder import Folder, atomic_write, iso
+from .folder import LINK_OUT, PRIVATE, Folder, atomic_write, iso
 from .graph.protocol import GraphStore
-from .records import Event, TriggerDict, TriggerMatch, TriggerTest
+from .records import Event, ExecWaiting, TriggerDict, TriggerMatch, TriggerScan, TriggerTest
+from .settings import SECRET_ENV
 
 TRIGGERS_DIR = "triggers"
 SCOPES = ("all", "mem", "store")
-NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # what every command gets; none of these carries a secret
 BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 QUOTE_CHARS = 300
+APPROVALS = "approved-triggers.json"  # under .ok/, git-ignored: approvals are this machine's
 
 _pending: list[threading.Thread] = []
+# variables a process holds secrets in, beyond the names SECRET_ENV allows (`ok serve`
+# adds the one its JWT secret came from): no command is given them
+_withheld: set[str] = set()
+# (folder, trigger, command hash) whose waiting for approval was said already
+_said_waiting: set[tuple[str, str, str]] = set()
 
 
 @dataclass
@@ -66,14 +83,14 @@ def triggers_dir(folder: Folder) -> Path:
 
 
 def _path(folder: Folder, name: str) -> Path:
-    return triggers_dir(folder) / f"{name}.yml"
+    return triggers_dir(folder) / f"{ids.TRIGGER.check(name)}.yml"
 
 
 def _validate(t: Trigger, where: str) -> Trigger:
-    if not NAME.match(t.name):
+    if not ids.TRIGGER.valid(t.name):
         raise BadInput(
             f"{where}: trigger name {t.name!r} is not valid",
-            "use lowercase letters, digits, '-', '_' or '.', e.g. new-papers",
+            ids.TRIGGER.form,
         )
     if not str(t.example or "").strip():
         raise BadInput(f"{where}: the trigger needs an example text", "pass --example TEXT")
@@ -99,7 +116,29 @@ def _validate(t: Trigger, where: str) -> Trigger:
             f"{where}: env must be a list of variable names",
             "e.g. --env SLACK_WEBHOOK_URL (letters, digits and _)",
         )
+    secret = next((n for n in t.env if is_secret_name(n)), None)
+    if secret:
+        raise BadInput(
+            f"{where}: env names {secret}, which holds a secret of openkl's and is never "
+            "given to a command",
+            "API keys (*_API_KEY), JWT secrets (*_JWT_SECRET) and OK_* settings stay with "
+            "openkl; give the command what it needs under a name of its own",
+        )
     return t
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable holds one of openkl's secrets or settings, by its name: no
+    trigger command is given it."""
+    if name.startswith("OK_") or name in _withheld:
+        return True
+    return any(name in exact or name.endswith(ends) for ends, exact in SECRET_ENV.values())
+
+
+def withhold(*names: str | None) -> None:
+    """Never give these variables to a command (a process's own secrets, e.g. the one
+    `ok serve` read its JWT secret from)."""
+    _withheld.update(n for n in names if n)
 
 
 # parsed trigger files by path, keyed on (mtime, size): checks after every write stay cheap
@@ -137,7 +176,9 @@ def load(folder: Folder) -> tuple[list[Trigger], list[str]]:
     problems: list[str] = []
     if not d.is_dir():
         return out, problems
-    for p in sorted(d.glob("*.yml")):
+    listing = folder.files_under(d, ".yml", recursive=False)
+    problems += [f"{folder.named(p)}: {LINK_OUT}" for p in listing.outside]
+    for p in listing.files:
         try:
             t = _read(folder, p)
         except OSError as e:  # removed while we looked
@@ -167,8 +208,11 @@ def add(
     timeout: float = 30.0,
     replace: bool = False,
     env: list[str] | None = None,
+    approved_by: str | None = None,
 ) -> Trigger:
-    """Write `triggers/<name>.yml`. The caller holds the writer lock."""
+    """Write `triggers/<name>.yml`. A command is approved on this machine when
+    `approved_by` says who added it (else it waits for `ok trigger approve`). The caller
+    holds the writer lock."""
     if env and not exec_:
         raise BadInput(
             "--env names variables for --exec, and there is no --exec",
@@ -194,14 +238,130 @@ def add(
         )
     atomic_write(path, yaml.safe_dump(t.as_dict(), sort_keys=False, allow_unicode=True))
     folder.log_op("trigger.add", name=name, threshold=t.threshold, scope=t.scope)
+    if t.exec and approved_by:
+        approve(folder, t, approved_by)
+    elif replace:
+        _forget(folder, name)
     return t
 
 
 def remove(folder: Folder, name: str) -> Trigger:
     t = get(folder, name)
     _path(folder, name).unlink()
+    _forget(folder, name)
     folder.log_op("trigger.remove", name=name)
     return t
+
+
+# -- approval of commands, on this machine -----------------------------------------------------
+def command_hash(t: Trigger) -> str:
+    """What an approval is of: the command and the variables it is given."""
+    what = json.dumps({"exec": t.exec or "", "env": sorted(set(t.env))}, sort_keys=True)
+    return hashlib.sha256(what.encode("utf-8")).hexdigest()
+
+
+def _copy_id(folder: Folder) -> str:
+    """This copy of the folder: its root directory's inode. A clone, or a copy made with
+    its `.ok/`, has another, so approvals that came with it count for nothing."""
+    return str(folder.root.stat().st_ino)
+
+
+def approvals(folder: Folder) -> dict[str, dict[str, Any]]:
+    """The approved commands by trigger name (none when the file is missing, unreadable or
+    was made for another copy of the folder)."""
+    try:
+        data = json.loads((folder.ok_dir / APPROVALS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("folder") != _copy_id(folder):
+        return {}
+    got = data.get("triggers")
+    return {k: v for k, v in got.items() if isinstance(v, dict)} if isinstance(got, dict) else {}
+
+
+def is_approved(folder: Folder, t: Trigger, known: dict[str, dict[str, Any]] | None = None) -> bool:
+    """Whether the trigger's command (as it is now) was approved on this machine."""
+    got = (approvals(folder) if known is None else known).get(t.name) or {}
+    return bool(t.exec) and got.get("sha256") == command_hash(t)
+
+
+def _save_approvals(folder: Folder, approved: dict[str, dict[str, Any]]) -> None:
+    _ignore(folder, f".ok/{APPROVALS}")
+    data = {"folder": _copy_id(folder), "triggers": approved}
+    atomic_write(
+        folder.ok_dir / APPROVALS,
+        json.dumps(data, indent=2, sort_keys=True) + "\n",
+        mode=PRIVATE,  # which commands may run here is this user's business
+    )
+
+
+def _ignore(folder: Folder, line: str) -> None:
+    """Keep a path out of git: a folder made before it was in `ok init`'s .gitignore gets
+    the line added."""
+    gi = folder.root / ".gitignore"
+    with contextlib.suppress(OSError):
+        text = gi.read_text(encoding="utf-8") if gi.exists() else ""
+        if line not in text.splitlines():
+            atomic_write(gi, (text.rstrip("\n") + "\n" if text.strip() else "") + line + "\n")
+
+
+def approve(folder: Folder, t: Trigger, by: str) -> dict[str, Any]:
+    """Approve the trigger's command as it is now, on this machine. The caller holds the
+    writer lock."""
+    if not t.exec:
+        raise BadInput(
+            f"trigger {t.name!r} has no command to approve", "only triggers with exec run one"
+        )
+    approved = approvals(folder)
+    rec = {"sha256": command_hash(t), "exec": t.exec, "env": list(t.env), "at": iso(), "by": by}
+    approved[t.name] = rec
+    _save_approvals(folder, approved)
+    folder.log_op("trigger.approve", name=t.name, exec=t.exec, env=t.env, by=by)
+    return rec
+
+
+def _forget(folder: Folder, name: str) -> None:
+    approved = approvals(folder)
+    if approved.pop(name, None) is not None:
+        _save_approvals(folder, approved)
+
+
+def waiting(folder: Folder) -> list[ExecWaiting]:
+    """Triggers whose command waits for approval on this machine, and how to approve each."""
+    trigs, _ = load(folder)
+    if not any(t.exec for t in trigs):
+        return []
+    known = approvals(folder)
+    return [
+        {
+            "name": t.name,
+            "exec": t.exec or "",
+            "env": list(t.env),
+            "approve": f"ok trigger approve {t.name}",
+        }
+        for t in trigs
+        if t.exec and not is_approved(folder, t, known)
+    ]
+
+
+def _waiting_reason(t: Trigger) -> str:
+    return (
+        f"its command is not approved on this machine: check it, then `ok trigger approve {t.name}`"
+    )
+
+
+def _say_waiting(folder: Folder, t: Trigger) -> None:
+    """Say once per process and command that a trigger's command did not run."""
+    key = (str(folder.root), t.name, command_hash(t))
+    if key in _said_waiting:
+        return
+    _said_waiting.add(key)
+    print(
+        f"warning: trigger {t.name}: its command did not run, as it is not approved on this "
+        f"machine (hint: check `{t.exec}`, then `ok trigger approve {t.name}`)",
+        file=sys.stderr,
+    )
+    folder.log_op("trigger.exec_waiting", trigger=t.name, exec=t.exec, env=t.env)
 
 
 def _example_vectors(folder: Folder, trigs: list[Trigger]) -> Any:
@@ -333,29 +493,75 @@ def check(folder: Folder, g: Any, doc_ids: list[str], note_ids: list[str]) -> li
     trigs, problems = load(folder)
     for p in problems:
         print(f"warning: trigger skipped: {p}", file=sys.stderr)
+    return _fire(folder, g, trigs, doc_ids, note_ids)
+
+
+def _fire(
+    folder: Folder, g: Any, trigs: list[Trigger], doc_ids: list[str], note_ids: list[str]
+) -> list[Event]:
     want_docs = any(t.scope in ("all", "store") for t in trigs)
     want_notes = any(t.scope in ("all", "mem") for t in trigs)
     found = matches(folder, trigs, _rows(g, doc_ids, note_ids, want_docs, want_notes))
     if not found:
         return []
-    # a rebuild re-indexes old content: what already fired stays fired
+    # a rebuild re-indexes old content, a scan reads it all: what already fired stays fired
     fired = {_key(e) for e in events.read(folder, types=["trigger_fired"])}
     new = [e for e in found if _key(e) not in fired]
-    evs = events.emit_many(folder, [("trigger_fired", e) for e in new])
     by_name = {t.name: t for t in trigs}
+    known = approvals(folder) if any(by_name[e["trigger"]].exec for e in new) else {}
+    for e in new:
+        t = by_name[e["trigger"]]
+        if t.exec and not is_approved(folder, t, known):
+            e["exec_waiting"] = _waiting_reason(t)
+    evs = events.emit_many(folder, [("trigger_fired", e) for e in new])
     for ev in evs:
         t = by_name[ev["trigger"]]
-        if t.exec:
+        if ev.get("exec_waiting"):
+            _say_waiting(folder, t)
+        elif t.exec:
             run_exec(folder, t, ev)
     return evs
+
+
+SCAN_BATCH = 256  # documents (and notes) whose vectors are read at a time
+
+
+def scan(folder: Folder, g: Any, name: str | None = None) -> TriggerScan:
+    """Check what the folder holds now (current documents, live notes) against every
+    trigger, or the one named: what was indexed before a trigger was added too. As after an
+    index write, each trigger fires once per document version or note version, and what
+    fired before, by a write or an earlier scan, does not fire again. The caller holds the
+    writer lock."""
+    trigs, problems = load(folder)
+    if name is not None:
+        trigs = [get(folder, name)]
+    else:
+        for p in problems:
+            print(f"warning: trigger skipped: {p}", file=sys.stderr)
+    docs = sorted(i for i, d in g.docs().items() if d["current"])
+    notes = sorted(set(g.notes()) - g.hidden_notes(iso(), True))
+    fired: list[Event] = []
+    if trigs:
+        for at in range(0, max(len(docs), len(notes)), SCAN_BATCH):
+            batch = slice(at, at + SCAN_BATCH)
+            fired += _fire(folder, g, trigs, docs[batch], notes[batch])
+    return {
+        "triggers": [t.name for t in trigs],
+        "docs": len(docs),
+        "notes": len(notes),
+        "fired": fired,
+    }
 
 
 def run_exec(folder: Folder, t: Trigger, event: Event) -> threading.Thread:
     """Run the trigger's command with the event JSON on stdin, in a background thread.
 
     It runs after the event is safely written, in the folder's root with OK_ROOT set, so
-    the command may call `ok` (it waits for this process to release the graph).
+    the command may call `ok` (it waits for this process to release the graph). Its
+    environment is made here, from the environment of the command that wrote (a routed
+    command's caller's, in `ok serve`).
     """
+    env = exec_env(folder, t, event)
 
     def work() -> None:
         error = None
@@ -370,7 +576,7 @@ def run_exec(folder: Folder, t: Trigger, event: Event) -> threading.Thread:
                 text=True,
                 cwd=folder.root,
                 start_new_session=True,
-                env=exec_env(folder, t, event),
+                env=env,
             )
             try:
                 _, err = proc.communicate(json.dumps(event) + "\n", timeout=t.timeout)
@@ -398,9 +604,15 @@ def run_exec(folder: Folder, t: Trigger, event: Event) -> threading.Thread:
 
 
 def exec_env(folder: Folder, t: Trigger, event: Event) -> dict[str, str]:
-    """The environment of a trigger's command: BASE_ENV, the variables the trigger names,
-    and OK_ROOT, OK_TRIGGER and OK_EVENT_ID."""
-    env = {k: os.environ[k] for k in (*BASE_ENV, *t.env) if k in os.environ}
+    """The environment of a trigger's command: BASE_ENV, the variables the trigger names
+    but for the ones holding secrets (`is_secret_name`, and those the folder's settings name
+    for its LLM key and JWT secret), and OK_ROOT, OK_TRIGGER and OK_EVENT_ID."""
+    secret = set()
+    for key in SECRET_ENV:
+        with contextlib.suppress(BadInput):
+            secret.add(folder.secret_env(key))
+    names = [k for k in (*BASE_ENV, *t.env) if not is_secret_name(k) and k not in secret]
+    env = {k: os.environ[k] for k in names if k in os.environ}
     env.setdefault("PATH", os.defpath)
     env.update({"OK_ROOT": str(folder.root), "OK_TRIGGER": t.name, "OK_EVENT_ID": event["id"]})
     return env

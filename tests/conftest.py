@@ -10,6 +10,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -19,6 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# no `ok` process a test starts leaves a resident process behind (tests/test_daemon.py
+# starts them where it means to)
+os.environ["OK_NO_DAEMON"] = "1"
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "docs"
@@ -96,12 +101,20 @@ def run_cli(
     return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # a shell starts a background job (`.ci/run &`, nohup) with SIGINT ignored, and every
+    # process a test starts inherits that: the tests that press Ctrl-C need it heard
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for k in list(os.environ):
         if k.startswith("OK_"):
             monkeypatch.delenv(k)
     monkeypatch.setenv("OK_NO_PROGRESS", "1")
+    monkeypatch.setenv("OK_NO_DAEMON", "1")
     monkeypatch.setenv("OK_LOCK_TIMEOUT", "5")
     monkeypatch.chdir(tmp_path)
 

@@ -16,9 +16,16 @@ from typing import Any
 
 
 class ChatStub:
-    def __init__(self, replies: list[str], chunk: int = 7, delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        replies: list[str],
+        chunk: int = 7,
+        delay: float = 0.0,
+        hold: threading.Event | None = None,
+    ) -> None:
         self.replies = list(replies)
         self.delay = delay  # seconds to think before answering
+        self.hold = hold  # if given, answers wait until it is set (at most 5 minutes)
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.chunk = chunk
@@ -29,9 +36,14 @@ class ChatStub:
 
 
 @contextmanager
-def chat_server(replies: list[str], chunk: int = 7, delay: float = 0.0) -> Iterator[ChatStub]:
+def chat_server(
+    replies: list[str],
+    chunk: int = 7,
+    delay: float = 0.0,
+    hold: threading.Event | None = None,
+) -> Iterator[ChatStub]:
     """Serve on 127.0.0.1 (a free port); `stub.url` is the base URL ending in /v1."""
-    stub = ChatStub(replies, chunk, delay)
+    stub = ChatStub(replies, chunk, delay, hold)
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
@@ -46,6 +58,8 @@ def chat_server(replies: list[str], chunk: int = 7, delay: float = 0.0) -> Itera
             stub.headers.append(dict(self.headers))
             reply = stub.next_reply()
             time.sleep(stub.delay)
+            if stub.hold is not None:
+                stub.hold.wait(300)
             if body.get("stream"):
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")

@@ -7,6 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import OK_BIN, REPO
 
 GUIDE = REPO / "examples" / "agents.md"
@@ -37,6 +38,7 @@ def _trim(lines: list[str]) -> list[str]:
     return lines
 
 
+@pytest.mark.timeout(900)  # every command of the guide, one `ok` process each
 def test_every_command_prints_what_the_guide_shows(tmp_path: Path) -> None:
     steps = guide_steps(GUIDE.read_text(encoding="utf-8"))
     assert len(steps) >= 15

@@ -33,7 +33,8 @@ def test_export_validates_and_is_stable(example_kf: Path) -> None:
     Draft202012Validator(_schema()).validate(b)
     assert b["entity_count"] == len(b["entities"]) > 20
     assert b["relationship_count"] == len(b["relationships"]) > 10
-    assert "filters_applied" not in b
+    floor = float(run_ok("config", "get", "entities.min_confidence").out)
+    assert b["filters_applied"]["min_confidence"] == floor  # the floor every view applies
     ids = {e["id"] for e in b["entities"]}
     assert all(r["from_entity_id"] in ids and r["to_entity_id"] in ids for r in b["relationships"])
     assert all(e["source"]["source_kind"] for e in b["entities"])
@@ -42,6 +43,74 @@ def test_export_validates_and_is_stable(example_kf: Path) -> None:
     again = _export()
     assert [e["id"] for e in again["entities"]] == [e["id"] for e in b["entities"]]
     assert [r["id"] for r in again["relationships"]] == [r["id"] for r in b["relationships"]]
+
+
+def test_export_leaves_out_entities_below_the_floor_unless_all(example_kf: Path) -> None:
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    check = Draft202012Validator(_schema(), format_checker=FormatChecker())
+    floor = float(run_ok("config", "get", "entities.min_confidence").out)
+    listed = run_ok("graph", "entities", "--json").json()
+    everything = run_ok("graph", "entities", "--min-confidence", "0", "--json").json()
+    assert len(listed) < len(everything)  # some are below the floor
+    b = _export()
+    check.validate(b)
+    assert {e["name"] for e in b["entities"]} == {e["name"] for e in listed}
+    assert all(e["confidence"] >= floor for e in b["entities"])
+    assert all(r["confidence"] >= floor for r in b["relationships"])
+    every = _export("--all")
+    check.validate(every)
+    assert {e["name"] for e in every["entities"]} == {e["name"] for e in everything}
+    assert "filters_applied" not in every and len(every["relationships"]) > len(b["relationships"])
+    # --all and a floor of one's own contradict each other
+    r = run_ok("graph", "export", "--all", "--min-confidence", "0.5", "-o", "-")
+    assert r.code == 2 and "--all" in r.err and r.out == ""
+
+
+def test_export_shows_progress_on_a_terminal_only(example_kf: Path, tmp_path: Path) -> None:
+    import os
+    import pty
+    import re
+    import subprocess
+    import threading
+
+    from conftest import OK_BIN, run_cli
+
+    n = len(run_ok("graph", "entities", "--min-confidence", "0", "--json").json())
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "OK_NO_PROGRESS"}
+    env.update({"COLUMNS": "120", "TERM": "xterm"})
+    seen: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            seen.append(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    out = tmp_path / "all.aks.json"
+    proc = subprocess.run(
+        [OK_BIN, "graph", "export", "--all", "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env=env,
+        timeout=300,
+    )
+    os.close(follower)
+    reader.join(timeout=10)
+    os.close(leader)
+    shown = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", b"".join(seen).decode(errors="replace"))
+    assert proc.returncode == 0, shown
+    assert re.search(rf"describing entities\S*\s.*?\d+/{n}\b", shown), shown
+    assert json.loads(out.read_text())["entity_count"] == n
+    piped = run_cli("graph", "export", "--all", "-o", str(out), env=env)
+    assert piped.code == 0 and "describing" not in piped.err
 
 
 def test_filtered_export_records_filters_and_drops_dangling(example_kf: Path) -> None:
@@ -228,12 +297,12 @@ def test_bad_bundles_name_the_json_path(example_kf: Path, tmp_path: Path, mutate
     p.write_text(json.dumps(b))
     before = sorted((example_kf / "aks").rglob("*")) if (example_kf / "aks").exists() else []
     r = run_ok("bundle", "import", str(p))
-    assert r.code == 1
+    assert r.code == 2
     assert f"at {path}" in r.err, r.err
     after = sorted((example_kf / "aks").rglob("*")) if (example_kf / "aks").exists() else []
     assert before == after  # nothing written
     r = run_ok("bundle", "validate", str(p))
-    assert r.code == 1 and path in r.err
+    assert r.code == 2 and path in r.err
     p.write_text("{not json")
     r = run_ok("bundle", "import", str(p))
-    assert r.code == 1 and "not valid JSON" in r.err
+    assert r.code == 2 and "not valid JSON" in r.err

@@ -36,7 +36,7 @@ def test_flag_approve_and_survive_rebuild(example_kf: Path) -> None:
     q = run_ok("backfeed", "queue", "--json").json()
     assert [i["id"] for i in q] == [item["id"]]
     # not in the graph until approved
-    assert run_ok("graph", "entity", "Litestream").code == 1
+    assert run_ok("graph", "entity", "Litestream").code == 2
     r = run_ok("backfeed", "approve", item["id"], "--json")
     assert r.code == 0, r.err
     for _ in range(2):
@@ -68,12 +68,12 @@ def test_reject_and_decide_twice(example_kf: Path) -> None:
     r = run_ok("backfeed", "reject", item["id"], "--reason", "not a thing", "--json")
     assert r.code == 0 and r.json()["reason"] == "not a thing"
     r = run_ok("backfeed", "approve", item["id"])
-    assert r.code == 1 and "already rejected" in r.err
+    assert r.code == 2 and "already rejected" in r.err
     ok = _flag({"entities": [{"name": "Oxygen"}]})
     assert run_ok("backfeed", "approve", ok["id"]).code == 0
     r = run_ok("backfeed", "approve", ok["id"])
-    assert r.code == 1 and "already approved" in r.err
-    assert run_ok("graph", "entity", "Phlogiston").code == 1
+    assert r.code == 2 and "already approved" in r.err
+    assert run_ok("graph", "entity", "Phlogiston").code == 2
 
 
 def test_bad_input_is_refused_and_nothing_is_written(example_kf: Path) -> None:
@@ -91,12 +91,12 @@ def test_bad_input_is_refused_and_nothing_is_written(example_kf: Path) -> None:
     ]
     for text, msg in cases:
         r = run_ok("backfeed", "flag", input=text)
-        assert r.code == 1, text
+        assert r.code == 2, text
         assert msg in r.err, (text, r.err)
     assert not (example_kf / "aks" / "backfeed").exists() or not list(
         (example_kf / "aks" / "backfeed").iterdir()
     )
     r = run_ok("backfeed", "approve", "bf-000000000000")
-    assert r.code == 1 and "no backfeed item" in r.err
+    assert r.code == 2 and "no backfeed item" in r.err
     r = run_ok("backfeed", "queue", "--status", "maybe")
     assert r.code == 2

@@ -42,5 +42,5 @@ def test_a_note_that_is_not_utf8_is_refused(example_kf: Path) -> None:
     """Bytes that are not UTF-8 on the command line reach Python as lone surrogates."""
     before = _files(example_kf)
     r = run_cli("mem", "add", os.fsdecode(b"\xff\xfe notes"), env={"OK_ROOT": str(example_kf)})
-    assert r.code == 1 and "not valid UTF-8" in r.err and "unexpected" not in r.err, r.err
+    assert r.code == 2 and "not valid UTF-8" in r.err and "unexpected" not in r.err, r.err
     assert _files(example_kf) == before

@@ -369,6 +369,17 @@ def test_search_hits_pipe_straight_into_verify(example_kf: Path) -> None:
     assert r.code == 0 and all(c["id"].startswith("c-") for c in r.json())
 
 
+def test_a_cite_object_s_id_never_becomes_a_path(example_kf: Path) -> None:
+    hit = run_ok("search", "gene editing", "--json", "-k", "1").json()[0]
+    before = sorted(p for p in example_kf.parent.rglob("*") if ".ok" not in p.parts)
+    for cid in ("c-../../../escaped", "../escaped", "c-0123456789abcdef/../../x", "/tmp/x"):
+        for persist in (["--persist"], []):
+            r = run_ok("cite", "make", "-", *persist, input=json.dumps({**hit, "id": cid}))
+            assert r.code == 2 and "not a valid citation id" in r.err, (cid, r.out, r.err)
+    after = sorted(p for p in example_kf.parent.rglob("*") if ".ok" not in p.parts)
+    assert after == before
+
+
 def test_plain_search_and_verify_output_pipe_in(example_kf: Path) -> None:
     plain = run_ok("search", "gene editing", "-k", "3").out  # rank, score, id, path + snippet
     hits = run_ok("search", "gene editing", "-k", "3", "--json").json()
@@ -447,7 +458,7 @@ def test_gc_transient_keep_and_ephemeral(tidal: dict) -> None:
     assert not (tidal["root"] / ".ok/cache/citations" / f"{t['id']}.json").exists()
     left = {p.stem for p in (tidal["root"] / "citations").glob("*.json")}
     assert left == {keep["id"]}
-    assert run_ok("cite", "open", t["id"]).code == 1
+    assert run_ok("cite", "open", t["id"]).code == 2
 
 
 # -- bad input: one line, non-zero exit, nothing written ---------------------------------------------
@@ -522,7 +533,7 @@ def test_bad_input(tidal: dict, args: tuple, stdin: str | None, needle: str) -> 
 @pytest.mark.parametrize("stdin", ["", "[]", "\n\n"])
 def test_an_empty_pipe_is_an_error_not_a_pass(tidal: dict, cmd: str, stdin: str) -> None:
     r = run_ok("cite", cmd, "-", input=stdin)
-    assert r.code == 1 and r.out == ""
+    assert r.code == 2 and r.out == ""
     assert r.err.startswith("Error: nothing to") and "held no ids" in r.err
 
 
@@ -534,7 +545,7 @@ def test_verify_all_with_no_citations_says_so(tidal: dict) -> None:
 def test_chunk_id_of_a_doc_changed_since_indexing(tidal: dict) -> None:
     tidal["doc"].write_text("Rewritten by hand.\n")
     r = run_ok("cite", "make", f"{tidal['id']}#char0-5")
-    assert r.code == 1 and "changed on disk since it was indexed" in r.err
+    assert r.code == 2 and "changed on disk since it was indexed" in r.err
     assert "run `ok sync`" in r.err
 
 
@@ -547,7 +558,7 @@ def test_chunk_id_of_a_version_replaced_by_a_hand_edit(tidal: dict) -> None:
         if e.get("current", True) and e["path"] == tidal["rel"]
     ]
     r = run_ok("cite", "make", f"{tidal['id']}#char0-5")
-    assert r.code == 1 and len(r.err.strip().splitlines()) == 1
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1
     assert f"replaced by {new}" in r.err and "not kept" in r.err
     assert f"ok cite make {new}" in r.err and "ok sync" not in r.err
 
@@ -557,6 +568,6 @@ def test_corrupt_citation_file_is_reported(tidal: dict) -> None:
     p = tidal["root"] / "citations" / f"{c['id']}.json"
     p.write_text("{ not json")
     r = run_ok("cite", "verify", c["id"])
-    assert r.code == 1 and r.err.startswith("Error:") and "not valid JSON" in r.err
+    assert r.code == 2 and r.err.startswith("Error:") and "not valid JSON" in r.err
     r = run_ok("cite", "list", "--json")
     assert r.code == 0 and r.json() == [] and "not valid JSON" in r.err

@@ -247,7 +247,7 @@ def test_set_refuses_a_value_of_the_wrong_type(
 ) -> None:
     before = (kf / ".ok" / "config.yml").read_text()
     r = run_ok("config", "set", key, value)
-    assert r.code == 1 and r.out == ""
+    assert r.code == 2 and r.out == ""
     assert r.err.count("\n") == 1
     assert r.err.startswith(f"Error: {key} = {value!r} is not {expected}")
     assert "(hint: " in r.err and f"ok config set {key} " in r.err
@@ -282,14 +282,14 @@ def test_bad_values_in_env_or_file_are_one_line_naming_key_value_and_type(
 ) -> None:
     monkeypatch.setenv("OK_SEARCH_K", "lots")
     r = run_ok("search", "anything")
-    assert r.code == 1 and r.err.count("\n") == 1
+    assert r.code == 2 and r.err.count("\n") == 1
     assert "search.k = 'lots' (from OK_SEARCH_K) is not an integer" in r.err
     assert "OK_SEARCH_K=10" in r.err
     monkeypatch.delenv("OK_SEARCH_K")
     cfg = kf / ".ok" / "config.yml"
     cfg.write_text(cfg.read_text() + "search:\n  k: many\n")
     r = run_ok("config", "get", "search.k")
-    assert r.code == 1 and r.err.count("\n") == 1
+    assert r.code == 2 and r.err.count("\n") == 1
     assert "search.k = 'many' (in .ok/config.yml) is not an integer" in r.err
     assert "ok config set search.k 10" in r.err
 
@@ -319,6 +319,9 @@ def test_unknown_keys_in_the_file_are_warned_about_and_can_be_removed(kf: Path) 
 
 
 def test_a_set_value_changes_what_search_returns(example_kf: Path) -> None:
+    # one document is about gene editing; with the tail floor off the rest are listed too
+    assert len(run_ok("search", "gene editing", "--json").json()) == 1
+    assert run_ok("config", "set", "search.tail_floor", "0").code == 0
     assert len(run_ok("search", "gene editing", "--json").json()) > 2
     assert run_ok("config", "set", "search.k", "2").code == 0
     hits = run_ok("search", "gene editing", "--json").json()

@@ -29,7 +29,7 @@ def _add(text: str, now: str, *more: str) -> str:
 def test_a_changed_number_or_a_negation_is_no_duplicate(kf: Path) -> None:
     _add("The Benlow cluster runs 12 worker nodes.", "2026-11-01T10:00:00Z")
     r = run_ok("mem", "add", "The Benlow cluster runs 12 worker nodes!")
-    assert r.code == 1 and "duplicate of m-" in r.err
+    assert r.code == 2 and "duplicate of m-" in r.err
     # these say something else: an update to supersede with, or a conflict to list
     _add("The Benlow cluster runs 20 worker nodes.", "2026-11-02T10:00:00Z")
     _add("The Benlow cluster does not run 12 worker nodes.", "2026-11-03T10:00:00Z")

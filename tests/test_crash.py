@@ -228,7 +228,7 @@ def _mem_update(root: Path, work: Path) -> list[str]:
 
 
 def _mem_delete(root: Path, work: Path) -> list[str]:
-    return ["mem", "delete", _first_note(root)]
+    return ["mem", "delete", "--purge", _first_note(root)]
 
 
 def _sync(root: Path, work: Path) -> list[str]:

@@ -111,7 +111,7 @@ def test_hostile_query_is_refused(example_kf: Path, tmp_path: Path, case: Any, w
     q, args = _query(case, out)
     before = _topics()
     r = run_ok("graph", "cypher", q, *args, *(["--write"] if write else []))
-    assert r.code == 1, (r.out, r.err)
+    assert r.code == 2, (r.out, r.err)
     assert r.err.startswith("Error: Cypher refused: ") and "(hint: " in r.err, r.err
     assert len(r.err.strip().splitlines()) == 1
     assert r.out == "" and not _leaked(r.err)
@@ -192,7 +192,7 @@ def test_benign_read_runs(
 def test_writes_need_write(example_kf: Path, query: str) -> None:
     before = _topics()
     r = run_ok("graph", "cypher", query)
-    assert r.code == 1 and "read-only" in r.err and "--write" in r.err
+    assert r.code == 2 and "read-only" in r.err and "--write" in r.err
     assert _topics() == before
     r = run_ok("graph", "cypher", query, "--write")
     assert r.code == 0, r.err
@@ -226,12 +226,12 @@ def test_graph_writes_with_write(example_kf: Path) -> None:
 def test_other_statements_are_not_on_the_allow_list(example_kf: Path, query: str) -> None:
     for extra in ([], ["--write"]):
         r = run_ok("graph", "cypher", query, *extra)
-        assert r.code == 1 and "Cypher refused: a query may not start with" in r.err, r.err
+        assert r.code == 2 and "Cypher refused: a query may not start with" in r.err, r.err
 
 
 def test_empty_query_is_bad_input(example_kf: Path) -> None:
     r = run_ok("graph", "cypher", "// nothing but a comment")
-    assert r.code == 1 and r.err.startswith("Error: the query is empty (hint: ")
+    assert r.code == 2 and r.err.startswith("Error: the query is empty (hint: ")
 
 
 def test_read_only_mcp_server_refuses_files(example_kf: Path, tmp_path: Path) -> None:

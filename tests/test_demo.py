@@ -8,6 +8,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import OK_BIN, REPO
 
 
@@ -17,6 +18,7 @@ def _sections(out: str) -> list[tuple[str, str]]:
     return [(parts[i], parts[i + 1].strip("\n")) for i in range(1, len(parts) - 1, 2)]
 
 
+@pytest.mark.timeout(900)  # the demo, then each of its reads again: an `ok` process each
 def test_demo_command_lines_paste_back(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": f"{Path(OK_BIN).parent}{os.pathsep}{os.environ['PATH']}"}
     env.pop("OK_ROOT", None)

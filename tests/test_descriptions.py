@@ -114,3 +114,24 @@ def test_the_llm_describer_cites_its_passage(
     assert "Entity: Tidewater Institute" in asked and "[1]" in asked
     made = run_ok("cite", "make", cite["ref"], "--json").json()[0]
     assert made["id"] == cid and "research station" in made["quote"]
+
+
+def test_known_as_long_form_noun_before_name_and_what_it_does(kf: Path) -> None:
+    (kf / "station.md").write_text(
+        "The coastal survey, also known as Reefwatch, began in 1998.\n"
+        "Samples were frozen by the research technician Ilse Varga, and shipped inland.\n"
+        "Dissolved inorganic carbon (DIC) was measured weekly at the pier.\n"
+        "Nordhavn Labs builds the buoys that carry the sensors.\n"
+        "Quentin Marlowe was seen at the harbour on Tuesday.\n",
+        encoding="utf-8",
+    )
+    assert run_ok("store", "ingest", str(kf / "station.md")).code == 0
+    text, _ = _description(run_ok("graph", "page", "Reefwatch").out)
+    assert text == "The coastal survey, also known as Reefwatch, began in 1998."
+    text, _ = _description(run_ok("graph", "page", "Ilse Varga").out)
+    assert text.startswith("Samples were frozen by the research technician Ilse Varga")
+    text, _ = _description(run_ok("graph", "page", "Nordhavn Labs").out)
+    assert text == "Nordhavn Labs builds the buoys that carry the sensors."
+    # a copula before a participle states an event, not what the thing is
+    md = run_ok("graph", "page", "Quentin Marlowe").out
+    assert "_No source says what this entity is._" in md

@@ -62,7 +62,7 @@ def test_prompts_and_get_prompt(kf: Path) -> None:
     )
     assert r.json()["prompt"].rstrip().endswith("Kùzu is an embedded graph database.")
     r = run_ok("distill", "get-prompt", "nope")
-    assert r.code == 1 and "no distillation prompt named 'nope'" in r.err
+    assert r.code == 2 and "no distillation prompt named 'nope'" in r.err
     assert "extract-facts" in r.err
 
 
@@ -176,6 +176,7 @@ def test_create_accepts_persisted_citations_notes_and_docs(example_kf: Path) -> 
         (["A claim [1].", "0123456789abcdef#char0-10"], "no document with id 0123456789abcdef"),
         (["A claim [2].", "@HIT"], "the text cites [2] but 1 citation(s) were given"),
         (["  ", "@HIT"], "the memory's text is empty"),
+        (["A claim that cites nothing.", "@HIT"], "no claim carries an [N] marker"),
     ],
 )
 def test_create_refuses_bad_input(example_kf: Path, args: list[str], msg: str) -> None:
@@ -186,6 +187,43 @@ def test_create_refuses_bad_input(example_kf: Path, args: list[str], msg: str) -
     assert r.code != 0 and msg in r.err, r.err
     assert sorted((example_kf / "memories").rglob("*.md")) == before
     assert not list((example_kf / "citations").glob("*.json"))
+
+
+def test_create_verifies_every_citation_before_writing(example_kf: Path) -> None:
+    """A kept citation whose quote left the files is refused, and nothing is written; one
+    whose quote moved is cited where it is now."""
+    nid = run_ok("mem", "add", "Tide gauges record the sea level every six minutes.", "--json")
+    nid = nid.json()["id"]
+    kept = run_ok("cite", "make", nid, "--persist", "--json").json()[0]
+    hit = _hit("what is write-ahead logging")
+    # text put in front of the quote: it moved, and is cited at its new place
+    assert run_ok("mem", "update", nid, "--text", "Harbours. " + kept["quote"]).code == 0
+    r = run_ok("distill", "create", "Gauges sample every 6 minutes [1].", kept["id"], "--json")
+    assert r.code == 0, r.err
+    cited = r.json()["citations"][0]
+    assert cited["id"] == kept["id"] and cited["quote"] == kept["quote"]
+    text = (example_kf / cited["path"]).read_text(encoding="utf-8")
+    assert cited["loc"]["start"] > kept["loc"]["start"]
+    assert text[cited["loc"]["start"] : cited["loc"]["end"]] == kept["quote"]
+    assert (
+        json.loads((example_kf / "citations" / f"{kept['id']}.json").read_text())["loc"]
+        == (cited["loc"])
+    )
+    # the quote rewritten away: refused, and no note, no citation is written
+    assert run_ok("mem", "update", nid, "--text", "Harbours have pilots.").code == 0
+    notes = sorted((example_kf / "memories").rglob("*.md"))
+    r = run_ok("distill", "create", "WAL [1]; gauges [2].", hit["id"], kept["id"])
+    assert r.code == 2, r.err
+    assert f"citation [2] ({kept['id']}) does not verify: it is " in r.err
+    assert "cite the passage as the files hold it now" in r.err
+    assert sorted((example_kf / "memories").rglob("*.md")) == notes
+    assert not (example_kf / "citations" / f"{_cid(hit)}.json").exists()
+
+
+def _cid(hit: dict) -> str:
+    from openkl.citations import cite_id
+
+    return cite_id(hit["doc_id"], hit["loc"]["start"], hit["loc"]["end"])
 
 
 def test_run_with_llm(example_kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -241,11 +279,25 @@ def test_run_nothing_to_distill(example_kf: Path, monkeypatch: pytest.MonkeyPatc
     assert sorted((example_kf / "memories").rglob("*.md")) == before
 
 
+def test_run_writes_no_note_whose_claims_cite_nothing(
+    example_kf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with chat_server(["- Lovelace wrote the first program.\n- Babbage built engines."]) as stub:
+        monkeypatch.setenv("OK_LLM_BASE_URL", stub.url)
+        monkeypatch.setenv("OK_LLM_MODEL", "stub-model")
+        before = sorted((example_kf / "memories").rglob("*.md"))
+        r = run_ok("distill", "run", "extract-facts", "--query", "Ada Lovelace", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["note"] is None and r.json()["reason"] == "the model cited none of the passages"
+    assert "nothing distilled: the model cited none of the passages" in r.err
+    assert sorted((example_kf / "memories").rglob("*.md")) == before
+
+
 def test_run_needs_an_llm(example_kf: Path) -> None:
     r = run_ok("distill", "run", "extract-facts", "--query", "anything")
-    assert r.code == 1 and "no LLM is configured" in r.err and "llm.base_url" in r.err
+    assert r.code == 2 and "no LLM is configured" in r.err and "llm.base_url" in r.err
     r = run_ok("distill", "run", "no-such-prompt", "--query", "anything")
-    assert r.code == 1 and "no distillation prompt" in r.err
+    assert r.code == 2 and "no distillation prompt" in r.err
 
 
 def test_distilled_note_json_shape(example_kf: Path) -> None:

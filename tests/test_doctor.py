@@ -29,7 +29,7 @@ def test_doctor_finds_stale_index_and_bad_files(example_kf: Path) -> None:
     assert "FAIL index: stale: 1 docs_removed" in r.out
     assert "fix: run `ok sync`" in r.out
     assert "m-20260303-zzzz.md" in r.out and "broken YAML" in r.out
-    assert run_ok("sync").code == 1  # done, but the broken note is still not indexed
+    assert run_ok("sync").code == 3  # done, but the broken note is still not indexed
     st = run_ok("status", "--json").json()
     assert st["in_sync"] is True and st["counts"]["Doc"] == 4
     assert st["unreadable"] == ["memories/by_date/2026-03/03/m-20260303-zzzz.md"]
@@ -48,5 +48,5 @@ def test_paths_outside_the_folder_are_refused(example_kf: Path, tmp_path: Path) 
     outside.write_text("---\nid: m-20260101-aaaa\n---\nnot in the folder\n")
     for ref in (str(outside), "../elsewhere.md", "memories/../../elsewhere.md"):
         r = run_ok("mem", "show", ref)
-        assert r.code == 1, ref
+        assert r.code == 2, ref
         assert "outside the knowledge folder" in r.err, (ref, r.err)

@@ -130,13 +130,13 @@ def test_an_empty_note_aborts_and_writes_nothing(
     # saving the template as it is: frontmatter and comments only
     monkeypatch.setenv("EDITOR", "true")
     r = run_ok("mem", "add", "--edit", "--tags", "x")
-    assert r.code == 1
+    assert r.code == 2
     assert r.err.startswith("Error: Aborting: empty note, nothing was saved")
     assert len(r.err.strip().splitlines()) == 1 and r.out == ""
     # blank frontmatter and a blank body, the comments deleted
     monkeypatch.setenv("EDITOR", str(_editor(tmp_path, "---\ntitle:\n---\n\n  \n")))
     r = run_ok("mem", "add", "--edit")
-    assert r.code == 1 and "Aborting: empty note" in r.err
+    assert r.code == 2 and "Aborting: empty note" in r.err
     assert _notes(kf) == [] and _drafts(kf) == []
 
 
@@ -148,11 +148,11 @@ def test_an_editor_that_fails_aborts(
     script.chmod(0o755)
     monkeypatch.setenv("EDITOR", str(script))
     r = run_ok("mem", "add", "--edit")
-    assert r.code == 1
+    assert r.code == 2
     assert f"the editor `{script}` exited with status 1; nothing was saved" in r.err
     monkeypatch.setenv("EDITOR", "no-such-editor-here")
     r = run_ok("mem", "add", "--edit")
-    assert r.code == 1 and "`no-such-editor-here` was not found" in r.err and "EDITOR" in r.err
+    assert r.code == 2 and "`no-such-editor-here` was not found" in r.err and "EDITOR" in r.err
     assert _notes(kf) == [] and _drafts(kf) == []
 
 
@@ -161,7 +161,7 @@ def test_a_failed_save_keeps_the_text(
 ) -> None:
     monkeypatch.setenv("EDITOR", str(_editor(tmp_path, "---\ntags: [a\n---\nworth keeping\n")))
     r = run_ok("mem", "add", "--edit", cwd=kf)
-    assert r.code == 1
+    assert r.code == 2
     [draft] = _drafts(kf)
     rel = f".ok/drafts/{draft.name}"
     assert "broken YAML frontmatter" in r.err
@@ -170,7 +170,7 @@ def test_a_failed_save_keeps_the_text(
     # `id` is set on save, not written
     monkeypatch.setenv("EDITOR", str(_editor(tmp_path, "---\nid: m-1\n---\ntext\n", "id.sh")))
     r = run_ok("mem", "add", "--edit")
-    assert r.code == 1 and "`id` is set when the note is saved" in r.err
+    assert r.code == 2 and "`id` is set when the note is saved" in r.err
     assert len(_drafts(kf)) == 2
     # fixed, the kept draft is added and goes
     draft.write_text(draft.read_text().replace("[a\n", "[a]\n"))
@@ -205,15 +205,15 @@ def test_the_lock_is_not_held_while_the_editor_is_open(
     r = run_ok("mem", "add", "--edit", "--json")
     assert r.code == 0, r.err
     assert r.json()["text"] == "written in the editor" and len(_notes(kf)) == 2
-    # now the folder is locked (for 5 s) from inside the editor, and we wait 1 s
+    # now the folder is locked from inside the editor (until the test ends it), and we wait 1 s
     holder = tmp_path / "holder.py"
     holder.write_text(HOLD_LOCK)
     pid_file = tmp_path / "holder.pid"
     script.write_text(
         "#!/bin/sh\n"
-        f"{shlex.quote(sys.executable)} {holder} {kf} 5 > {tmp_path}/held &\n"
+        f"{shlex.quote(sys.executable)} {holder} {kf} 600 > {tmp_path}/held &\n"
         f"echo $! > {pid_file}\n"
-        f"until grep -q locked {tmp_path}/held; do sleep 0.1; done\n"
+        f"until grep -q locked {tmp_path}/held; do kill -0 $! || exit 6; sleep 0.1; done\n"
         'printf "kept while locked\\n" > "$1"\n'
     )
     monkeypatch.setenv("OK_LOCK_TIMEOUT", "1")
@@ -222,7 +222,7 @@ def test_the_lock_is_not_held_while_the_editor_is_open(
     finally:
         with contextlib.suppress(ProcessLookupError, FileNotFoundError, ValueError):
             os.kill(int(pid_file.read_text()), signal.SIGTERM)
-    assert r.code == 1 and "locked by another writer" in r.err
+    assert r.code == 2 and "locked by another writer" in r.err
     [draft] = _drafts(kf)
     assert f"your text is kept in .ok/drafts/{draft.name}" in r.err
     assert "kept while locked" in draft.read_text() and len(_notes(kf)) == 2
@@ -253,7 +253,7 @@ def test_piped_stdin_is_the_note(kf: Path) -> None:
     assert r.code == 0 and r.json()["text"] == "from the argument"
     # an empty pipe is an empty note, not an editor
     r = run_ok("mem", "add", input="")
-    assert r.code == 1 and "the note is empty" in r.err
+    assert r.code == 2 and "the note is empty" in r.err
     assert len(_notes(kf)) == 3
 
 
@@ -303,7 +303,7 @@ def test_edit_leaving_broken_frontmatter(
     script.chmod(0o755)
     monkeypatch.setenv("EDITOR", str(script))
     r = run_ok("mem", "edit", nid)
-    assert r.code == 1 and len(r.err.strip().splitlines()) == 1
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1
     rel = f"memories/by_date/{path.parent.parent.name}/{path.parent.name}/{path.name}"
     assert f"{rel}: broken YAML frontmatter" in r.err
     assert f"your edit stays in {rel}" in r.err and "`ok sync` indexes it" in r.err
@@ -322,9 +322,9 @@ def test_edit_an_empty_body_or_an_unknown_id(
     nid = _add("Soon emptied.")
     monkeypatch.setenv("EDITOR", str(_editor(tmp_path, f"---\nid: {nid}\n---\n\n")))
     r = run_ok("mem", "edit", nid)
-    assert r.code == 1 and "the note is empty" in r.err
+    assert r.code == 2 and "the note is empty" in r.err
     r = run_ok("mem", "edit", "m-20990101-none")
-    assert r.code == 1 and r.err.startswith("Error: no memory note with id m-20990101-none")
+    assert r.code == 2 and r.err.startswith("Error: no memory note with id m-20990101-none")
     assert "(hint: " in r.err
 
 
@@ -361,6 +361,7 @@ def terminal(tmp_path: Path, kf: Path):  # type: ignore[no-untyped-def]
         env = {
             "OK_ROOT": str(kf),
             "OK_NO_PROGRESS": "1",
+            "OK_NO_DAEMON": "1",
             "EDITOR": str(editor),
             "PATH": os.environ["PATH"],
             "HOME": os.environ.get("HOME", str(tmp_path)),
@@ -379,6 +380,7 @@ def terminal(tmp_path: Path, kf: Path):  # type: ignore[no-untyped-def]
     subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True, timeout=30)
 
 
+@pytest.mark.terminal
 @pytest.mark.parametrize("captured", [False, True], ids=["plain", "output-captured"])
 def test_mem_add_opens_the_editor_in_the_terminal(  # type: ignore[no-untyped-def]
     terminal, kf: Path, tmp_path: Path, captured: bool
@@ -417,6 +419,7 @@ BREAK_THEN_MEND = (
 )
 
 
+@pytest.mark.terminal
 @pytest.mark.parametrize("answer", ["y", "n"])
 def test_a_bad_save_asks_to_edit_again(  # type: ignore[no-untyped-def]
     terminal, kf: Path, tmp_path: Path, answer: str
@@ -437,12 +440,13 @@ def test_a_bad_save_asks_to_edit_again(  # type: ignore[no-untyped-def]
         [path] = _notes(kf)
         assert "second try" in path.read_text() and _drafts(kf) == []
     else:
-        assert "EXIT=1" in screen, screen
+        assert "EXIT=2" in screen, screen  # broken input kept as a draft is an error
         [draft] = _drafts(kf)
         assert f"your text is kept in .ok/drafts/{draft.name}" in screen
         assert _notes(kf) == [] and "second try" in draft.read_text()
 
 
+@pytest.mark.terminal
 def test_mem_edit_asks_to_edit_again(terminal, kf: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     start, sock = terminal
     nid = _add("Edited at a terminal.")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import queue
+import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from conftest import OK_BIN, run_ok
+from conftest import OK_BIN, run_cli, run_ok
 
 from openkl import events
 from openkl.errors import UsageError
@@ -90,13 +93,14 @@ def test_write_commands_emit_events(kf: Path, tmp_path: Path) -> None:
         ("mem_updated", nid),
         ("ingested", did),
         ("removed", did),
-        ("mem_deleted", nid),
+        ("mem_archived", nid),
     ]
     assert evs[2]["source"] == {"path": "store/sources/pier.md"}
 
 
 def test_follow_prints_new_events(kf: Path) -> None:
     events.emit(Folder(kf), "ingested", doc="old00000")
+    events.emit(Folder(kf), "mem_added", note="m-20260101-old0")
     proc = subprocess.Popen(
         [
             OK_BIN,
@@ -108,19 +112,55 @@ def test_follow_prints_new_events(kf: Path) -> None:
             "--type",
             "mem_added",
             "--timeout",
-            "3.5",
+            "300",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+
+    def printed(wait: float = 120) -> dict | None:
+        try:
+            line = lines.get(timeout=wait)
+        except queue.Empty:
+            return None
+        assert line is not None, f"--follow ended: {proc.wait(timeout=120)}"
+        return json.loads(line)
+
     try:
-        time.sleep(1.5)
-        events.emit(Folder(kf), "mem_added", note="m-20260101-fol1")
+        # the log so far, filtered; following starts right after it
+        first = printed()
+        assert first is not None and first["note"] == "m-20260101-old0"
+        # an event appended as it starts may fall before it: mark until a mark comes through
+        deadline = time.monotonic() + 120
+        n = 0
+        while (got := printed(0.5)) is None:
+            assert time.monotonic() < deadline, "--follow printed no new event within 120 s"
+            events.emit(Folder(kf), "mem_added", note=f"mark{n}")
+            n += 1
+        assert got["note"].startswith("mark")
         events.emit(Folder(kf), "removed", doc="zzzz")
-        out, err = proc.communicate(timeout=30)
+        events.emit(Folder(kf), "mem_added", note="m-20260101-fol1")
+        new = []
+        while not new or new[-1] == "mark":
+            ev = printed()
+            assert ev is not None, f"not printed within 120 s: {new}"
+            new.append("mark" if ev["note"].startswith("mark") else (ev["type"], ev["note"]))
+        assert [e for e in new if e != "mark"] == [("mem_added", "m-20260101-fol1")]
     finally:
-        proc.kill()
-    assert proc.returncode == 0, err
-    lines = [json.loads(x) for x in out.splitlines()]
-    assert [(e["type"], e["note"]) for e in lines] == [("mem_added", "m-20260101-fol1")]
+        proc.send_signal(signal.SIGINT)  # Ctrl-C ends the follow
+        code = proc.wait(timeout=120)
+    assert code == 0, proc.stderr.read() if proc.stderr else ""
+    assert lines.get(timeout=60) is None  # nothing more came
+    # --timeout ends it, too
+    r = run_cli("--root", str(kf), "events", "--follow", "--type", "nothing", "--timeout", "1")
+    assert r.code == 0 and r.out == "", r.err

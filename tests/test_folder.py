@@ -49,11 +49,11 @@ def test_root_discovery_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 def test_outside_a_folder_is_one_clear_line(tmp_path: Path) -> None:
     r = run_ok("status", cwd=tmp_path)
-    assert r.code == 1
+    assert r.code == 2
     assert r.err.count("\n") == 1
     assert "not inside a knowledge folder" in r.err and "ok init" in r.err
     r = run_ok("--root", str(tmp_path / "nope"), "search", "x")
-    assert r.code == 1 and "is not a knowledge folder" in r.err
+    assert r.code == 2 and "is not a knowledge folder" in r.err
 
 
 def test_env_overrides_config(kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,7 +66,7 @@ def test_env_overrides_config(kf: Path, monkeypatch: pytest.MonkeyPatch) -> None
 def test_broken_config_is_reported(kf: Path) -> None:
     (kf / ".ok/config.yml").write_text("search: [unclosed\n")
     r = run_ok("search", "anything")
-    assert r.code == 1
+    assert r.code == 2
     assert "config.yml is not valid YAML" in r.err
 
 
@@ -91,7 +91,7 @@ def test_init_where_nothing_can_be_created(where: str, reason: str) -> None:
     if not Path(where).parent.is_dir():
         pytest.skip(f"no {Path(where).parent} here")
     r = run_ok("init", where)
-    assert r.code == 1 and r.out == ""
+    assert r.code == 2 and r.out == ""
     assert r.err.startswith(f"Error: {reason} (hint: ") and "ok init ~/kb" in r.err, r.err
     assert r.err.count("\n") == 1 and "unexpected" not in r.err
 
@@ -102,7 +102,7 @@ def test_init_on_a_file_or_below_one(tmp_path: Path) -> None:
     for target in (f, f / "kb", f / "a" / "b"):
         r = run_ok("init", str(target))
         assert (
-            r.code == 1
+            r.code == 2
             and r.err == f"Error: {f} exists and is not a directory (hint: choose another path)\n"
         ), r.err
     assert f.read_text() == "keep me\n"
@@ -116,7 +116,7 @@ def test_init_in_a_read_only_directory(tmp_path: Path) -> None:
         if os.access(ro, os.W_OK):
             pytest.skip("running as root: permissions do not stop us")
         r = run_ok("init", str(ro / "kb"))
-        assert r.code == 1 and "Permission denied" in r.err and "unexpected" not in r.err, r.err
+        assert r.code == 2 and "Permission denied" in r.err and "unexpected" not in r.err, r.err
         assert r.err.startswith(f"Error: cannot create a knowledge folder at {ro / 'kb'}")
     finally:
         ro.chmod(0o755)

@@ -155,7 +155,7 @@ def test_traverse_from_a_note_follows_links_both_ways(example_kf: Path) -> None:
     r = run_ok("graph", "traverse", "m-20261102-bbbb", "--rel", "works_with")
     assert r.code == 2 and "LINKS_TO" in r.err
     r = run_ok("graph", "traverse", "[[Epsilon]]")
-    assert r.code == 1 and "[[Epsilon]] matches no note" in r.err
+    assert r.code == 2 and "[[Epsilon]] matches no note" in r.err
 
 
 def test_lineage_and_context_show_links(example_kf: Path) -> None:
@@ -249,7 +249,7 @@ def test_an_index_from_before_links_is_rebuilt(example_kf: Path) -> None:
         r = run_ok("graph", "cypher", q, "--write")
         assert r.code == 0, r.err
     r = run_ok("sync")
-    assert r.code == 1 and "schema version 5" in r.err and "ok index --rebuild" in r.err
+    assert r.code == 2 and "schema version 5" in r.err and "ok index --rebuild" in r.err
     r = run_ok("index", "--rebuild")
     assert r.code == 0, r.err
     assert run_ok("status", "--json").json()["in_sync"] is True

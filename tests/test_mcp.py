@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+import yaml
 from conftest import OK_BIN, run_cli, run_ok
 
 from openkl.errors import BadInput
@@ -32,7 +33,7 @@ READ_TOOLS = {
     "fs_read",
     "sh_grep",
 }
-WRITE_TOOLS = {"mem_add", "store_ingest"}
+WRITE_TOOLS = {"mem_add", "distill_create", "store_ingest"}
 
 
 def serve(
@@ -235,6 +236,94 @@ def test_calls_every_tool(example_kf: Path) -> None:
     assert '"op": "mem.add"' in log and '"via": "mcp"' in log
 
 
+def test_the_rfc_distill_flow(example_kf: Path) -> None:
+    """The RFC's distillation workflow (section 7.2) through MCP: search, cite what matters,
+    get a prompt, distill, write the note that cites it, and find it again."""
+
+    def notes() -> list[Path]:
+        return sorted((example_kf / "memories").rglob("*.md"))
+
+    async def go(c: Any) -> dict[str, Any]:
+        # 1. search the grounding store; 2. cite the findings that matter
+        wal = await call(c, "store_search", query="write-ahead logging crash recovery", k=1)
+        rrf = await call(c, "store_search", query="reciprocal rank fusion", k=1)
+        hits = [wal["results"][0], rrf["results"][0]]
+        made = await call(
+            c, "cite_make", refs=[h["id"] for h in hits], persist=True, tags=["patterns"]
+        )
+        cites = made["results"]
+        # 3. the distillation prompt, over the cited passages
+        material = "\n\n".join(f"[{i}] {x['quote']}" for i, x in enumerate(cites, 1))
+        got = await c.get_prompt("identify-patterns", {"text": material})
+        prompt = got.messages[0].content.text
+        assert prompt.startswith("Identify patterns") and cites[0]["quote"] in prompt
+        # 4. the agent distills (its model's reply, written here); refusals write nothing
+        before = notes()
+        err = await fail(
+            c, "distill_create", text="Logs and fused rankings are robust.", citations=cites
+        )
+        assert "no claim carries an [N] marker" in err
+        forged = {**hits[1], "quote": "Reciprocal rank fusion was first used on the Moon."}
+        err = await fail(
+            c, "distill_create", text="Log first [1]; fuse ranks [2].", citations=[cites[0], forged]
+        )
+        assert "citation [2]" in err and "does not verify" in err
+        err = await fail(c, "distill_create", text="Log first [1].", citations=[])
+        assert "validation error" in err
+        assert notes() == before
+        # 5. the memory, from the agent-distilled content
+        text = (
+            "- **Robustness through simple aggregation**: write-ahead logging recovers by "
+            "replaying a log [1], and reciprocal rank fusion combines rankings by summing "
+            "reciprocal ranks [2]."
+        )
+        note = await call(
+            c,
+            "distill_create",
+            text=text,
+            citations=[cites[0]["id"], hits[1]],
+            tags=["patterns", "reliability"],
+        )
+        # 6. verify and refine: the note is found, and so are its sources
+        found = await call(c, "mem_search", query="robustness through simple aggregation", k=1)
+        assert found["results"][0]["id"] == note["id"]
+        edges = await call(
+            c,
+            "graph_cypher",
+            query="MATCH (m:MemoryNote {id: $id})-[:DERIVED_FROM]->(x) RETURN x.id AS id",
+            params={"id": note["id"]},
+        )
+        ver = await call(c, "cite_verify", items=[x["id"] for x in note["citations"]])
+        assert ver["ok"]
+        return {"note": note, "hits": hits, "edges": edges["results"], "cites": cites}
+
+    out = serve([example_kf], go)
+    note, hits = out["note"], out["hits"]
+    assert note["kind"] == "distilled" and note["tags"] == ["patterns", "reliability"]
+    assert [c["n"] for c in note["citations"]] == [1, 2]
+    assert [c["quote"] for c in note["citations"]] == [h["quote"] for h in hits]
+    assert sorted(e["id"] for e in out["edges"]) == sorted(h["id"] for h in hits)
+    # the citations are kept, and the note file says what it derives from
+    for c in note["citations"]:
+        assert (example_kf / "citations" / f"{c['id']}.json").is_file()
+    fm = yaml.safe_load((example_kf / note["path"]).read_text().split("---\n")[1])
+    assert fm["derived_from"] == [h["id"] for h in hits]
+    assert fm["citations"] == [c["id"] for c in note["citations"]]
+    log = (example_kf / ".ok" / "ops.log").read_text()
+    assert '"op": "distill.create"' in log and '"via": "mcp"' in log
+    # files are the truth: a rebuilt graph has the same edges
+    assert run_ok("index", "--rebuild").code == 0
+    r = run_ok(
+        "graph",
+        "cypher",
+        "MATCH (m:MemoryNote {id: $id})-[:DERIVED_FROM]->(x) RETURN x.id AS id",
+        "-p",
+        f"id={note['id']}",
+        "--json",
+    )
+    assert sorted(x["id"] for x in r.json()) == sorted(h["id"] for h in hits)
+
+
 def test_cli_writes_while_the_server_runs(example_kf: Path) -> None:
     """The server holds no lock between calls: `ok mem add` and `ok store ingest` work from a
     shell, and the server's next call sees what they wrote."""
@@ -246,7 +335,7 @@ def test_cli_writes_while_the_server_runs(example_kf: Path) -> None:
             lambda: run_cli("mem", "add", "The backup window opens at 02:00 UTC.", "--tags", "ops")
         )
         assert r.code == 0, r.err
-        assert time.monotonic() - t < 20
+        assert time.monotonic() - t < 120  # a lock held by the server fails it in 5 s
         nid = r.out.strip()
         hits = await call(c, "mem_search", query="when does the backup window open")
         assert hits["results"][0]["id"] == nid
@@ -316,7 +405,7 @@ def test_files_stay_inside_the_folder(example_kf: Path, tmp_path: Path) -> None:
         )
         assert "NUL" in await fail(c, "fs_read", path="store/x\x00.md")
         assert "climbs out" in await fail(c, "fs_list", path="../")
-        assert "derived binary state" in await fail(c, "fs_read", path=".ok/kuzu/graph.kz")
+        assert "not part of the knowledge" in await fail(c, "fs_read", path=".ok/kuzu/graph.kz")
         # what is inside is fine, including a link that stays inside
         ok = await call(c, "fs_read", path="inside-link.md")
         assert ok["path"].endswith("crispr-gene-editing.ok.md")
@@ -357,7 +446,7 @@ def test_a_tool_over_its_time_cap_returns_an_error(example_kf: Path) -> None:
     async def go(c: Any) -> None:
         t = time.monotonic()
         err = await fail(c, "graph_cypher", query=slow)
-        assert time.monotonic() - t < 15
+        assert time.monotonic() - t < 30  # stopped at its 1 s cap, not at its end
         assert "exceeded its time cap of 1s" in err
         # the interrupted query released the graph: the server answers the next call, which
         # waits for the folder's graph and reads it. Not a second graph_cypher: its 1 s cap

@@ -57,12 +57,12 @@ def test_add_list_show_update_delete(kf: Path) -> None:
     assert not path.exists()
     assert run_ok("search", "fsync", "--in", "mem", "--mode", "fts", "--json").json() == []
     r = run_ok("mem", "show", nid)
-    assert r.code == 1 and "no memory note" in r.err
+    assert r.code == 2 and "is archived" in r.err and f"ok mem restore {nid}" in r.err
 
 
 def test_empty_note_is_refused(kf: Path) -> None:
     r = run_ok("mem", "add", "   ")
-    assert r.code == 1 and "empty" in r.err
+    assert r.code == 2 and "empty" in r.err
     assert not list(kf.glob("memories/by_date/**/*.md"))
 
 
@@ -106,7 +106,7 @@ def test_broken_frontmatter_is_reported_and_kept(kf: Path) -> None:
     latin = d / "m-20260201-bad3.md"
     latin.write_bytes(b"---\nid: m-20260201-bad3\n---\ncaf\xe9\n")
     r = run_ok("sync", "--json")
-    assert r.code == 1 and "Error: 3 files not indexed as written" in r.err
+    assert r.code == 3 and "Error: 3 files not indexed as written" in r.err
     problems = {Path(p["path"]).name: p["problem"] for p in r.json()["problems"]}
     assert "broken YAML frontmatter" in problems["m-20260201-bad1.md"]
     assert "not closed" in problems["m-20260201-bad2.md"]

@@ -92,12 +92,12 @@ def test_keyword_mode_has_no_floor(example_kf: Path) -> None:
 
 def test_ask_and_context_do_not_answer_from_nothing(example_kf: Path) -> None:
     r = run_ok("ask", GIBBERISH, "--json", "--no-llm")
-    assert r.code == 0, r.err
+    assert r.code == 1, r.err  # nothing found, as a search that finds nothing
     res = r.json()
     assert res["insufficient"] is True and res["citations"] == [] and res["retrieved"] == 0
     assert "no good match" in res["answer"]
     r = run_ok("context", GIBBERISH, "--json")
-    assert r.code == 0, r.err
+    assert r.code == 1, r.err
     ctx = r.json()
     assert ctx["sources"] == [] and ctx["entities"] == []
     assert ctx["reasoning"].startswith("No good match")
@@ -112,7 +112,7 @@ def test_ask_does_not_send_the_model_passages_nothing_is_near(
         monkeypatch.setenv("OK_LLM_RETRIES", "0")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-logged")
         r = run_ok("ask", GIBBERISH, "--json")
-        assert r.code == 0, r.err
+        assert r.code == 1, r.err
         res = r.json()
         assert res["insufficient"] is True and "no good match" in res["answer"]
         assert res["mode"] == "llm" and res["citations"] == []

@@ -21,9 +21,12 @@ from openkl.folder import Folder
 from openkl.graph.entities import EntityStore
 from openkl.graph.postgres import TABLES, PgGraph, grant_stack_reader
 from openkl.graph.protocol import GraphStore
-from openkl.indexer import embed_all, note_row, publish, scan_docs
+from openkl.indexer import embed_all, note_row, scan_docs
 from openkl.indexing import embedder, open_graph
+from openkl.pg_sync import publish
 from openkl.search import search
+
+pytestmark = pytest.mark.postgres
 
 NOTE = """---
 id: {id}
@@ -310,7 +313,7 @@ def test_each_row_is_written_once_with_its_length_in_tokens(
                 ).fetchone()
                 return row if row and row[0] else None
 
-            assert until(counted, seconds=30)[1] == 0, f"rows of {table} were updated"
+            assert until(counted)[1] == 0, f"rows of {table} were updated"
 
 
 FTS_Q = "gene editing graph database log pages CRISPR retrieval"
@@ -441,6 +444,8 @@ def test_ok_index_and_search_with_a_postgresql_backend(
         "docs": counts["Doc"],
         "chunks": counts["Chunk"],
         "notes": counts["MemoryNote"],
+        "problems": [],
+        "unreadable": [],
     }
     q = ("search", "how does a write-ahead log survive a crash", "--mode", "vector", "--json")
     kuzu = run_ok("--root", root, *q)

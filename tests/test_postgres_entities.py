@@ -26,6 +26,8 @@ from openkl.graph.protocol import GraphStore
 from openkl.indexer import scan_docs
 from openkl.indexing import embedder, open_graph, stack_name
 
+pytestmark = pytest.mark.postgres
+
 NOTE = """---
 id: {id}
 ts: 2026-01-0{n}T10:00:00Z
@@ -425,7 +427,8 @@ def test_sync_after_edits_matches_a_fresh_build(folder: Folder, pg_uri: str) -> 
     relationships), then compare with a stack published afresh from the edited files."""
     from openkl import links
     from openkl import notes as notes_mod
-    from openkl.indexer import index_docs, index_notes, publish, remove_from_graph
+    from openkl.indexer import index_docs, index_notes, remove_from_graph
+    from openkl.pg_sync import publish
 
     emb = embedder(folder)
     note = notes_mod.find(folder, "m-20260102-bb02")
@@ -534,7 +537,7 @@ def test_ok_sync_backend_after_edits_keeps_the_entities_of_a_fresh_build_and_of_
     with PgGraph.open(pg_uri, stack=stack, write=False, embedder_identity=emb.identity) as g:
         synced = _entity_state(g.as_store())
     with PgGraph.open(pg_uri, stack=stack + "-fresh", write=True, dim=emb.dim) as g:
-        from openkl.indexer import publish
+        from openkl.pg_sync import publish
 
         with g.transaction():
             publish(f, g)

@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +31,8 @@ from openkl.folder import Folder, stack_name
 from openkl.graph.postgres import TABLES, PgGraph
 from openkl.pg_sync import PENDING
 from openkl.server.backend import Backend
+
+pytestmark = [pytest.mark.postgres, pytest.mark.server]
 
 QUERIES = [
     "how does a write-ahead log survive a crash",
@@ -61,7 +62,9 @@ def searches(root: Path, uri: str) -> dict[str, Any]:
     for q in QUERIES:
         for mode in ("hybrid", "vector", "fts"):
             args = ("search", q, "-k", "5", "--mode", mode, "--min-score", "0", "--json")
-            out[f"{mode}:{q}"] = ok_in(root, *args, "--backend", uri).json()
+            r = run_ok("--root", str(root), *args, "--backend", uri)
+            assert r.code == (0 if r.json() else 1), (args, r.err)  # nothing found exits 1
+            out[f"{mode}:{q}"] = r.json()
     return out
 
 
@@ -340,8 +343,16 @@ def test_one_writer_per_stack_across_processes(
             stderr=subprocess.PIPE,
             env={**os.environ, "OK_LOCK_TIMEOUT": "120", "OK_NO_PROGRESS": "1"},
         )
-        time.sleep(3)
-        assert waiting.poll() is None  # it waits for the writer …
+        # it waits for the writer …
+        mine = f"% (pid {waiting.pid} on %"
+        with psycopg.connect(uri, autocommit=True) as admin:
+
+            def connected() -> bool:
+                seen = "SELECT 1 FROM pg_stat_activity WHERE application_name LIKE %s"
+                return waiting.poll() is not None or bool(admin.execute(seen, (mine,)).fetchone())
+
+            until(connected)
+        assert waiting.poll() is None, waiting.communicate()
     finally:
         assert a.stop() == 0
     out, err = waiting.communicate(timeout=120)
@@ -536,6 +547,7 @@ TIDES = [
 ]
 
 
+@pytest.mark.crash
 @pytest.mark.parametrize(
     ("point", "committed"),
     [

@@ -166,7 +166,7 @@ def test_refresh_failure_keeps_the_current_version(
     doc = run_ok("store", "web", site.url("/tides"), "--json").json()["added"][0]["id"]
     site.pages["/tides"] = Page(b"down for maintenance", status=500)
     r = run_ok("refresh", doc, "--json")
-    assert r.code == 1
+    assert r.code == 2
     assert "server error (HTTP 500" in r.json()["failed"][0]["error"]
     assert "could not refresh" in r.err
     e = load_mapping(Folder(kf))[doc]
@@ -217,10 +217,10 @@ def test_policy_command_and_bad_policies(
 ) -> None:
     at(monkeypatch)
     r = run_ok("store", "web", site.url("/tides"), "--cron", "61 * * * *")
-    assert r.code == 1 and "bad minute field '61'" in r.err
+    assert r.code == 2 and "bad minute field '61'" in r.err
     assert "/tides" not in site.hits  # refused before any request
     r = run_ok("store", "web", site.url("/tides"), "--refresh", "soon")
-    assert r.code == 1 and "refresh interval 'soon' is not valid" in r.err
+    assert r.code == 2 and "refresh interval 'soon' is not valid" in r.err
     assert load_mapping(Folder(kf)) == {}
     doc = run_ok("store", "web", site.url("/tides"), "--json").json()["added"][0]["id"]
     r = run_ok("store", "policy", doc, "--refresh", "2h", "--json")
@@ -263,7 +263,7 @@ def test_lineage_from_a_derived_note(kf: Path, site: Site, monkeypatch: pytest.M
         ("SUPERSEDED_BY", new),
     ]
     r = run_ok("graph", "lineage", "nothing-here")
-    assert r.code == 1 and "nothing in the graph has id" in r.err
+    assert r.code == 2 and "nothing in the graph has id" in r.err
 
 
 # -- policies as a library ------------------------------------------------------------------------
@@ -452,3 +452,110 @@ def test_derived_from_edges_survive_a_new_version(kf: Path, tmp_path: Path) -> N
     after = _derived_edges()
     assert run_ok("index", "--rebuild").code == 0
     assert after == _derived_edges() == [("m-20260110-dc01", chunk), ("m-20260110-dd01", doc)]
+
+
+def test_a_failing_source_backs_off_and_is_recorded_once_per_streak(
+    kf: Path, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OK_REFRESH_RETRY_AFTER", "3600")  # an hour, doubled per failure
+    at(monkeypatch)
+    doc = run_ok("store", "web", site.url("/tides"), "--refresh", "30m", "--json")
+    doc_id = doc.json()["added"][0]["id"]
+    site.pages["/tides"] = Page(b"refused", status=500)
+    now = 1.0  # hours after T0: due since 08:30
+    waits = []
+    for _ in range(7):
+        at(monkeypatch, hours=now)
+        hits = site.hits.get("/tides", 0)
+        r = run_ok("refresh", "--json")
+        assert r.code == 2 and r.json()["failed"][0]["id"] == doc_id, r.out
+        assert site.hits["/tides"] == hits + 1
+        err = load_mapping(Folder(kf))[doc_id]["refresh_error"]
+        retry = dt.datetime.fromisoformat(err["retry_at"].replace("Z", "+00:00"))
+        wait = (retry - (T0 + dt.timedelta(hours=now))).total_seconds() / 3600
+        waits.append(wait)
+        assert r.json()["failed"][0]["retry_at"] == err["retry_at"]
+        assert "due again at " + err["retry_at"] in r.err
+        # not tried again before then: nothing is due, nothing is fetched
+        at(monkeypatch, hours=now + wait - 0.1)
+        r = run_ok("refresh", "--json")
+        assert r.code == 0 and r.json()["due"] == [] and site.hits["/tides"] == hits + 1
+        assert next_due(load_mapping(Folder(kf))[doc_id]) == retry
+        now += wait
+    assert waits == [1, 2, 4, 8, 16, 24, 24]  # doubled, capped at a day
+    assert err["failures"] == 7 and err["since"] == "2026-01-10T09:00:00Z"
+    assert "HTTP 500" in err["error"]
+    # one event for the whole streak, with the reason
+    [failed] = _events("--type", "refresh_failed")
+    assert failed["doc"] == doc_id and "HTTP 500" in failed["error"]
+    assert failed["path"] == load_mapping(Folder(kf))[doc_id]["path"]
+    # asked for by name it is tried at once, still without another event
+    r = run_ok("refresh", doc_id, "--json")
+    assert r.code == 2 and len(_events("--type", "refresh_failed")) == 1
+    assert load_mapping(Folder(kf))[doc_id]["refresh_error"]["failures"] == 8
+    # the source is back: the recovery is recorded, and the error goes
+    _page(site, NEW)
+    at(monkeypatch, hours=now + 24)
+    r = run_ok("refresh", "--json")
+    assert r.code == 0 and r.json()["changed"][0]["id"] == doc_id, r.err
+    [back] = _events("--type", "refresh_recovered")
+    assert back["doc"] == doc_id and back["failures"] == 8 and "HTTP 500" in back["error"]
+    assert back["since"] == "2026-01-10T09:00:00Z"
+    entries = load_mapping(Folder(kf))
+    assert "refresh_error" not in entries[doc_id]
+    assert "refresh_error" not in entries[r.json()["changed"][0]["new"]]
+    # a new streak is a new event
+    site.pages["/tides"] = Page(b"", status=500)
+    at(monkeypatch, hours=now + 25)
+    assert run_ok("refresh").code == 2
+    assert len(_events("--type", "refresh_failed")) == 2
+
+
+def test_a_refused_connection_backs_off_too(kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OK_WEB_DELAY", "0")
+    at(monkeypatch)
+    gone = Site()
+    gone.pages["/robots.txt"] = Page(b"User-agent: *\nAllow: /\n", "text/plain")
+    _page(gone, OLD)
+    with serve(gone):
+        r = run_ok("store", "web", gone.url("/tides"), "--refresh", "1h", "--json")
+        assert r.code == 0, r.err
+    doc_id = r.json()["added"][0]["id"]  # the site is down now: connections are refused
+    for hours in (2, 2.005, 2.01):  # one due run, then two before the first retry (60 s)
+        at(monkeypatch, hours=hours)
+        run_ok("refresh")
+    err = load_mapping(Folder(kf))[doc_id]["refresh_error"]
+    assert err["failures"] == 1 and "refused" in err["error"].lower(), err
+    assert len(_events("--type", "refresh_failed")) == 1
+    at(monkeypatch, hours=2.02)  # past the first retry
+    run_ok("refresh")
+    assert load_mapping(Folder(kf))[doc_id]["refresh_error"]["failures"] == 2
+    assert len(_events("--type", "refresh_failed")) == 1
+
+
+def test_the_servers_refresh_loop_backs_off_a_failing_source(
+    kf: Path, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import until
+    from test_serve import Server
+
+    doc = run_ok("store", "web", site.url("/tides"), "--refresh", "1s", "--json")
+    doc_id = doc.json()["added"][0]["id"]
+    site.pages["/tides"] = Page(b"refused", status=500)
+    fetched = site.hits["/tides"]
+    env = {"OK_SERVE_REFRESH_EVERY": "0.2", "OK_REFRESH_RETRY_AFTER": "0.5", "OK_WEB_DELAY": "0"}
+    s = Server(kf, env=env)
+    try:
+
+        def failures() -> int:
+            err = load_mapping(Folder(kf))[doc_id].get("refresh_error") or {}
+            return int(err.get("failures") or 0)
+
+        until(lambda: failures() >= 4, 120, every=0.1)  # waits 0.5, 1, 2 s: 3.5 s at least
+        evs = s.http.get(f"/v1/{s.stack}/events", params={"type": "refresh_failed"}).json()
+    finally:
+        s.stop()
+    tries = site.hits["/tides"] - fetched
+    # one event for the streak; one fetch per failure, not one per cycle of 0.2 s
+    assert [e["doc"] for e in evs] == [doc_id] and "HTTP 500" in evs[0]["error"]
+    assert failures() <= tries <= failures() + 1

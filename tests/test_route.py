@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import shutil
 import signal
@@ -14,9 +15,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
-from conftest import OK_BIN, Result, run_cli, run_ok
+from conftest import OK_BIN, Result, run_cli, run_ok, until
+from pg import pg_server, pg_uri  # noqa: F401  (fixtures)
 from test_serve import Server
 
 
@@ -191,6 +194,16 @@ def test_commands_from_two_directories_at_once_keep_their_own(pair: Pair) -> Non
         assert f"{sub}.ok.md" in results[sub].out
 
 
+def _line(stream: IO[str], seconds: float) -> str:
+    """The next line of `stream`, waited for up to `seconds` (a loaded machine is slow)."""
+    got: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: got.put(stream.readline()), daemon=True).start()
+    try:
+        return got.get(timeout=seconds)
+    except queue.Empty:
+        raise AssertionError(f"no line within {seconds:g} s") from None
+
+
 def test_ctrl_c_interrupts_a_routed_command_as_it_does_alone(pair: Pair) -> None:
     codes = []
     for env in ({}, {"OK_NO_ROUTE": "1"}):
@@ -203,12 +216,19 @@ def test_ctrl_c_interrupts_a_routed_command_as_it_does_alone(pair: Pair) -> None
             stderr=subprocess.PIPE,
             text=True,
         )
-        assert p.stderr is not None
-        line = p.stderr.readline()  # "watching …": the watch is under way
-        assert "watching" in line, line
-        time.sleep(0.5)
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=30)
+        try:
+            assert p.stdout is not None and p.stderr is not None
+            line = _line(p.stderr, 300)  # "watching …"
+            assert "watching" in line, line
+            # its first sync's line: the watch is set up, and waits for changes
+            line = _line(p.stdout, 300)
+            assert line.strip(), line
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=300)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
         codes.append((p.returncode, err))
     assert codes[0][0] == codes[1][0], codes
     # the server still answers
@@ -236,15 +256,14 @@ def test_mcp_over_stdio_runs_on_the_server(pair: Pair) -> None:
 
 
 def test_the_server_runs_no_second_server_for_a_client(pair: Pair) -> None:
-    import socket as sk
-
     from openkl.cli import route
 
-    where = route.served_socket(["--root", str(pair.served), "status"])
-    assert where is not None
+    claim = route.served(["--root", str(pair.served), "status"])
+    assert claim is not None
     for argv in (["serve", "--port", "0"], ["init", "elsewhere"]):
-        with sk.socket(sk.AF_UNIX, sk.SOCK_STREAM) as conn:
-            conn.connect(where)
+        conn = route.connect(claim)
+        assert conn is not None
+        with conn:
             # a client that skips its own check: the server still refuses
             code = route._call(conn, ["--root", str(pair.served), *argv])
         assert code == 2, argv
@@ -397,13 +416,17 @@ def test_the_editor_runs_with_the_caller_s_environment_and_streams(
     pair: Pair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     editor = tmp_path / "ed.sh"
-    # the editor sees the caller's variables, and writes to the caller's stderr
+    # the editor sees the caller's variables (those an editor reads: its configuration's
+    # place, not the caller's secrets), and writes to the caller's stderr
     editor.write_text(
-        '#!/bin/sh\necho "editing with $ED_MARK" >&2\nsed -i "s/writer/WRITER/" "$1"\n'
+        "#!/bin/sh\n"
+        'echo "editing with $XDG_CONFIG_HOME token=${GITHUB_TOKEN:-none}" >&2\n'
+        'sed -i "s/writer/WRITER/" "$1"\n'
     )
     editor.chmod(0o755)
     monkeypatch.setenv("EDITOR", str(editor))
-    monkeypatch.setenv("ED_MARK", "mark-42")
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/mark-42/config")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_not_for_the_editor")
     added = run_cli("mem", "add", "The lock has one writer.", "--json", cwd=pair.served)
     assert added.code == 0, added.err
     served_id = added.json()["id"]
@@ -412,7 +435,7 @@ def test_the_editor_runs_with_the_caller_s_environment_and_streams(
     assert run_ok("mem", "edit", alone["id"], cwd=pair.here).code == 0
     routed = run_cli("mem", "edit", served_id, cwd=pair.served)
     assert routed.code == 0, routed.err
-    assert "editing with mark-42" in routed.err
+    assert "editing with /mark-42/config token=none" in routed.err
     shown = run_cli("mem", "show", served_id, "--json", cwd=pair.served).json()
     assert "WRITER" in json.dumps(shown)
     hits = run_cli("search", "WRITER", "--in", "mem", "--json", cwd=pair.served).json()
@@ -426,3 +449,449 @@ def test_triggers_and_bundles_routed(pair: Pair, tmp_path: Path) -> None:
     assert pair.check("graph", "export", "-o", "b.aks.json").code == 0
     pair.check("bundle", "validate", "b.aks.json")
     pair.check("bundle", "validate", "missing.aks.json")
+
+
+# -- who is at the other end of the socket -----------------------------------------------------
+
+# a listener that keeps everything it is sent (bytes and passed descriptors), as a process of
+# another user could; it writes what it got to REPORT when told to stop (SIGTERM)
+ROGUE = r"""
+import array, json, os, signal, socket, sys, threading
+path, report = sys.argv[1], sys.argv[2]
+got = {"connections": 0, "bytes": 0, "fds": 0}
+def stop(*_):
+    with open(report, "w") as f:
+        json.dump(got, f)
+    os._exit(0)
+signal.signal(signal.SIGTERM, stop)
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+os.chmod(path, 0o777)
+srv.listen(8)
+def keep(conn):
+    while True:
+        fds = array.array("i")
+        try:
+            msg, anc, _, _ = conn.recvmsg(65536, socket.CMSG_SPACE(16 * fds.itemsize))
+        except OSError:
+            return
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                got["fds"] += len(data) // fds.itemsize
+        if not msg:
+            return
+        got["bytes"] += len(msg)
+while True:
+    conn, _ = srv.accept()
+    got["connections"] += 1
+    threading.Thread(target=keep, args=(conn,), daemon=True).start()
+"""
+
+NOBODY = 65534  # a uid that is not ours (no account needed: root may act as any uid)
+
+
+class Rogue:
+    """A socket server at `where/rogue.sock` (a process of `uid`, by default ours) that
+    records what reaches it."""
+
+    def __init__(self, where: Path, uid: int | None = None, argv0: str = "rogue") -> None:
+        self.path = where / "rogue.sock"
+        self.report = where / "got.json"
+        python = "/usr/bin/python3" if uid is not None else sys.executable
+
+        def become() -> None:
+            if uid is not None:
+                os.setgid(uid)
+                os.setuid(uid)
+
+        # `argv0 serve`: its command line looks like a server's
+        self.proc = subprocess.Popen(
+            [python, "-c", ROGUE, str(self.path), str(self.report), "serve", argv0],
+            preexec_fn=become,
+        )
+        until(lambda: self.path.exists() or self.proc.poll() is not None, 60, 0.05)
+        assert self.path.exists(), "the rogue listener did not start"
+
+    def got(self) -> dict[str, int]:
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+        got: dict[str, int] = json.loads(self.report.read_text())
+        return got
+
+
+def _forge(root: Path, **fields: object) -> str:
+    """Write `.ok/serve.json` as someone else would: the live claim's fields, changed.
+    Returns what it held."""
+    claim_path = root / ".ok" / "serve.json"
+    held = claim_path.read_text() if claim_path.exists() else ""
+    claim = json.loads(held) if held else {}
+    claim.update(fields)
+    claim_path.write_text(json.dumps(claim) + "\n")
+    return held
+
+
+def _stamp(pid: int) -> dict[str, str]:
+    from openkl.routing import process_stamp
+
+    stamp = process_stamp(pid)
+    assert stamp is not None
+    return stamp
+
+
+def _public_dir(uid: int | None = None) -> Path:
+    """A directory in /tmp that another user may enter (the test's own tmp_path may not)."""
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="ok-rogue-"))
+    d.chmod(0o777 if uid is None else 0o700)
+    if uid is not None:
+        os.chown(d, uid, uid)
+    return d
+
+
+@pytest.fixture
+def served_copy(_example_template: Path, tmp_path: Path) -> Iterator[tuple[Path, Server]]:
+    root = tmp_path / "kb"
+    shutil.copytree(_example_template, root, symlinks=True)
+    s = Server(root)
+    try:
+        yield root, s
+    finally:
+        s.stop()
+
+
+def _notes(s: Server) -> set[str]:
+    r = s.http.get(f"/v1/{s.stack}/notes")
+    assert r.status_code == 200, r.text
+    return {n["id"] for n in r.json()}
+
+
+def test_a_claim_of_no_live_server_sends_nothing_and_the_command_runs_here(
+    _example_template: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "kb"
+    shutil.copytree(_example_template, root, symlinks=True)
+    where = _public_dir()
+    try:
+        rogue = Rogue(where)
+        # the rogue names itself (a live process, but no `ok serve` that claimed the folder)
+        _forge(root, pid=rogue.proc.pid, socket=str(rogue.path))
+        r = run_cli("search", "gene editing", "-k", "1", "--json", cwd=root, timeout=120)
+        assert r.code == 0 and r.json(), r.err
+        got = rogue.got()
+        assert got == {"connections": 0, "bytes": 0, "fds": 0}, got
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    assert not (root / ".ok/serve.json").exists()  # the command run here cleaned it
+
+
+def test_a_socket_that_is_not_the_live_server_s_receives_nothing(
+    served_copy: tuple[Path, Server],
+) -> None:
+    root, s = served_copy
+    before = _notes(s)
+    where = _public_dir()
+    try:
+        rogue = Rogue(where)  # one of our own processes, in a directory anyone may enter
+        real = _forge(root, socket=str(rogue.path))  # the live server's claim, another socket
+        r = run_cli(
+            "mem",
+            "add",
+            "A note for the rogue.",
+            cwd=root,
+            env={"GITHUB_TOKEN": "t0k"},
+            timeout=120,
+        )
+        got = rogue.got()
+        assert got["bytes"] == 0 and got["fds"] == 0, got
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    # the real server holds the folder: the command says so in one line, and stores nothing
+    assert r.code != 0 and r.out == "", r
+    assert r.err.count("\n") == 1 and r.err.startswith("Error: the folder is served by"), r.err
+    assert f"pid {s.proc.pid}" in r.err
+    assert _notes(s) == before
+    (root / ".ok/serve.json").write_text(real)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user needs root")
+@pytest.mark.parametrize("claims", ["the server", "itself"])
+def test_a_socket_of_another_user_receives_nothing(
+    served_copy: tuple[Path, Server], claims: str
+) -> None:
+    root, s = served_copy
+    before = _notes(s)
+    where = _public_dir(NOBODY)
+    try:
+        rogue = Rogue(where, uid=NOBODY)
+        if claims == "the server":  # the live server's claim, with the rogue's socket
+            real = _forge(root, socket=str(rogue.path))
+        else:  # the rogue's own pid and start: a live process whose command line says serve
+            real = _forge(
+                root, pid=rogue.proc.pid, socket=str(rogue.path), **_stamp(rogue.proc.pid)
+            )
+        r = run_cli(
+            "mem",
+            "add",
+            "A note for another user.",
+            cwd=root,
+            env={"GITHUB_TOKEN": "t0k", "OPENAI_API_KEY": "sk-x"},
+            timeout=120,
+        )
+        got = rogue.got()
+        assert got["bytes"] == 0 and got["fds"] == 0, got
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    assert r.code != 0 and r.out == "", r
+    assert r.err.count("\n") == 1 and r.err.startswith("Error: the folder is served by"), r.err
+    assert _notes(s) == before
+    (root / ".ok/serve.json").write_text(real)
+    routed = run_cli("status", "--json", cwd=root)  # the real claim routes again
+    assert routed.code == 0 and routed.json()["server"]["pid"] == s.proc.pid, routed.err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user needs root")
+def test_the_server_refuses_a_client_of_another_user(
+    _example_template: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "kb"
+    shutil.copytree(_example_template, root, symlinks=True)
+    runtime = _public_dir(os.getuid())  # in /tmp: another user can reach it once opened
+    s = Server(root, env={"XDG_RUNTIME_DIR": str(runtime)})
+    try:
+        _refused_for_another_user(root, s, runtime)
+    finally:
+        s.stop()
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def _refused_for_another_user(root: Path, s: Server, runtime: Path) -> None:
+    before = _notes(s)
+    sock = Path(json.loads((root / ".ok/serve.json").read_text())["socket"])
+    assert sock.parent == runtime / "openkl", sock
+    modes = sock.parent.stat().st_mode, sock.stat().st_mode
+    # as if the socket had been left open to everyone: the server still checks who calls
+    runtime.chmod(0o711)
+    sock.parent.chmod(0o711)
+    sock.chmod(0o777)
+    client = (
+        "import json, os, socket, sys\n"
+        "c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "c.connect(sys.argv[1])\n"
+        "c.settimeout(60)\n"
+        "try:\n"
+        "    socket.send_fds(c, [b'OK1\\n'], [0, 1, 2])\n"
+        "    c.sendall(json.dumps({'argv': ['mem', 'add', 'from nobody'], 'cwd': '/',"
+        " 'env': {}}).encode() + b'\\n')\n"
+        "except OSError:\n"
+        "    pass\n"
+        "print(c.recv(65536).decode())\n"
+    )
+    try:
+        p = subprocess.run(
+            ["/usr/bin/python3", "-c", client, str(sock)],
+            preexec_fn=lambda: (os.setgid(NOBODY), os.setuid(NOBODY)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        runtime.chmod(0o700)
+        sock.parent.chmod(modes[0] & 0o7777)
+        sock.chmod(modes[1] & 0o7777)
+    assert "error" in p.stdout and "user" in p.stdout, (p.stdout, p.stderr)
+    assert _notes(s) == before
+
+
+def test_the_routing_socket_lives_in_a_private_directory_of_ours(
+    served_copy: tuple[Path, Server],
+) -> None:
+    import stat
+
+    root, s = served_copy
+    sock = Path(json.loads((root / ".ok/serve.json").read_text())["socket"])
+    assert stat.S_ISSOCK(sock.lstat().st_mode)
+    d = sock.parent.lstat()
+    assert stat.S_ISDIR(d.st_mode) and d.st_uid == os.getuid(), sock
+    assert d.st_mode & 0o077 == 0, oct(d.st_mode)  # nobody else may even look in
+    assert sock.lstat().st_uid == os.getuid()
+
+
+def test_a_folder_whose_socket_path_is_too_long_for_an_address_is_still_routed(
+    _example_template: Path, tmp_path: Path
+) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    root = deep / "kb"
+    shutil.copytree(_example_template, root, symlinks=True)
+    runtime = deep / "run"  # a private runtime directory whose paths are too long too
+    runtime.mkdir(mode=0o700)
+    s = Server(root, env={"XDG_RUNTIME_DIR": str(runtime), "HOME": str(deep / "home")})
+    try:
+        sock = json.loads((root / ".ok/serve.json").read_text())["socket"]
+        assert len(os.fsencode(sock)) > 107, sock  # longer than a unix socket address
+        r = run_cli("status", "--json", cwd=root)
+        assert r.code == 0 and r.json()["server"]["pid"] == s.proc.pid, r.err
+    finally:
+        s.stop()
+
+
+def test_only_what_the_command_needs_leaves_this_process() -> None:
+    from openkl.cli import route
+
+    env = {
+        "PATH": "/usr/bin",
+        "HOME": "/home/me",
+        "TERM": "xterm",
+        "LANG": "C.UTF-8",
+        "LC_TIME": "C",
+        "NO_COLOR": "1",
+        "EDITOR": "vi",
+        "OK_SEARCH_K": "3",
+        "XDG_CONFIG_HOME": "/home/me/.config",
+        "GITHUB_TOKEN": "ghp_secret",
+        "AWS_SECRET_ACCESS_KEY": "aws",
+        "OPENAI_API_KEY": "sk-llm",
+        "SSH_AUTH_SOCK": "/run/agent",
+        "GIT_SSH_COMMAND": "ssh -i key",
+    }
+    plain = {"PATH", "HOME", "TERM", "LANG", "LC_TIME", "NO_COLOR", "EDITOR", "OK_SEARCH_K"}
+    plain.add("XDG_CONFIG_HOME")
+    # a search neither asks a model nor fetches: no key, no agent
+    assert set(route.environment(["search", "x"], env)) == plain
+    assert set(route.environment(["--root", "kb", "mem", "list"], env)) == plain
+    # what may ask the model gets the model's key (names that end in _API_KEY), never others
+    assert set(route.environment(["ask", "why?"], env)) == plain | {"OPENAI_API_KEY"}
+    assert set(route.environment(["mem", "add", "x"], env)) == plain | {"OPENAI_API_KEY"}
+    # what may fetch a repository gets git's and ssh's variables
+    fetch = plain | {"OPENAI_API_KEY", "SSH_AUTH_SOCK", "GIT_SSH_COMMAND"}
+    assert set(route.environment(["store", "repo", "git@h:r"], env)) == fetch
+    assert set(route.environment(["mcp"], env)) == fetch
+
+
+def test_routed_writes_wait_their_turn_among_the_server_s_own(
+    served_copy: tuple[Path, Server],
+) -> None:
+    root, s = served_copy
+    before = _notes(s)
+    birds = ["kestrel", "heron", "puffin", "osprey", "plover", "curlew", "merlin", "dunlin"]
+    routed: list[Result] = []
+    http: list[tuple[int, str]] = []
+
+    def by_cli(i: int) -> None:
+        text = f"The {birds[i]} nests on cliff ledge number {i * 7 + 3} in spring."
+        # a short lock timeout: a routed write that raced for the folder lock would fail
+        r = run_cli(
+            "mem",
+            "add",
+            text,
+            "--allow-duplicate",
+            "--json",
+            cwd=root,
+            env={"OK_LOCK_TIMEOUT": "1"},
+        )
+        routed.append(r)
+
+    def by_http(i: int) -> None:
+        text = f"Shipment {i} of {birds[i]} rings left the depot on pallet {i * 11 + 5}."
+        r = s.http.post(f"/v1/{s.stack}/notes", json={"text": text, "allow_duplicate": True})
+        http.append((r.status_code, r.text))
+
+    threads = [threading.Thread(target=by_cli, args=(i,)) for i in range(8)]
+    threads += [threading.Thread(target=by_http, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert not any(t.is_alive() for t in threads)
+    assert all(r.code == 0 for r in routed), [r.err for r in routed if r.code]
+    assert all(code == 201 for code, _ in http), http
+    added = {r.json()["id"] for r in routed} | {json.loads(t)["id"] for _, t in http}
+    assert len(added) == 16
+    assert _notes(s) == before | added  # every one stored, and indexed
+
+
+def test_a_routed_write_is_in_postgresql_when_the_command_returns(
+    example_kf: Path,
+    pg_uri: str,  # noqa: F811
+) -> None:
+    """No watcher: the routed write goes through the stack's writer, which syncs the stack
+    in PostgreSQL before the command ends."""
+    import psycopg
+
+    s = Server(example_kf, "--backend", pg_uri, env={"OK_SERVE_WATCH": "false"})
+    try:
+        r = run_cli("mem", "add", "Sextants measure the sun's height.", "--json", cwd=example_kf)
+        assert r.code == 0, r.err
+        with psycopg.connect(pg_uri) as admin:
+            row = admin.execute("SELECT count(*) FROM notes WHERE id = %s", (r.json()["id"],))
+            assert row.fetchone() == (1,)
+    finally:
+        assert s.stop() == 0
+
+
+def test_a_write_waiting_its_turn_is_interrupted_and_the_queue_goes_on(kf: Path) -> None:
+    """A routed write waits behind the server's own, with no time limit, and a Ctrl-C (an
+    interrupt in its thread) ends the wait without taking or losing the slot."""
+    from openkl.folder import open_folder, queue_writes
+    from openkl.server.route import _interrupt
+    from openkl.server.stacks import Served
+
+    st = Served("kf", open_folder(kf))
+    holding, release = threading.Event(), threading.Event()
+    ended: dict[str, object] = {}
+
+    def server_write() -> None:
+        with st.writing("a long write"):
+            holding.set()
+            release.wait(120)
+
+    def routed_write(name: str) -> None:
+        try:
+            # another Folder, as a command's; and a third one in the same thread: nested,
+            # not a second wait
+            with (
+                open_folder(kf).write_lock("ok mem add"),
+                open_folder(kf).write_lock("ok mem add"),
+            ):
+                ended[name] = "wrote"
+        except KeyboardInterrupt:
+            ended[name] = "interrupted"
+
+    with queue_writes(kf, st.routed):
+        server = threading.Thread(target=server_write)
+        server.start()
+        assert holding.wait(120)
+        waiting = threading.Thread(target=routed_write, args=("first",))
+        waiting.start()
+        until(lambda: st.queued() == 1, 120, 0.02)
+        _interrupt(waiting)
+        waiting.join(120)
+        assert ended == {"first": "interrupted"} and st.queued() == 0
+        second = threading.Thread(target=routed_write, args=("second",))
+        second.start()
+        until(lambda: st.queued() == 1, 120, 0.02)
+        release.set()
+        server.join(120)
+        second.join(120)
+    assert ended == {"first": "interrupted", "second": "wrote"}
+    assert not st.writer.locked()
+    with open_folder(kf).write_lock("after", timeout=0):  # the folder's lock is free too
+        pass
+
+
+def test_a_claim_copied_from_another_served_folder_is_not_followed(
+    served_copy: tuple[Path, Server], _example_template: Path, tmp_path: Path
+) -> None:
+    """Our own live server, but of another folder: its greeting does not name this one, so
+    nothing is sent and the command says the folder is served (as its claim says)."""
+    root, s = served_copy
+    other = tmp_path / "other"
+    shutil.copytree(_example_template, other, symlinks=True)
+    shutil.copy(root / ".ok/serve.json", other / ".ok/serve.json")
+    before = _notes(s)
+    r = run_cli("mem", "add", "A note for the wrong folder.", "--json", cwd=other, timeout=120)
+    assert r.code != 0 and r.out == "", r
+    assert r.err.startswith("Error: the folder is served by") and r.err.count("\n") == 1, r.err
+    assert _notes(s) == before
+    notes = [p.read_text() for p in (other / "memories").rglob("*.md")]
+    assert notes and not any("wrong folder" in n for n in notes)  # nor here

@@ -121,7 +121,7 @@ def test_grep_with_rg_and_fallback(example_kf: Path) -> None:
     r = run_ok("grep", "no-such-word-anywhere")
     assert r.code == 1 and r.out == ""
     r = run_ok("grep", "(unclosed")
-    assert r.code == 1 and "invalid pattern" in r.err
+    assert r.code == 2 and "invalid pattern" in r.err
     # --max counts matches as ripgrep's -m does: 0 prints none (and exits 1, like no match)
     for rg in ([], ["--no-rg"]):
         assert len(run_ok("grep", "Babbage", "--max", "1", "--json", *rg).json()) == 1
@@ -201,12 +201,14 @@ def test_search_warns_when_files_changed_behind_its_back(example_kf: Path) -> No
 
 
 def test_a_query_longer_than_the_cap_is_one_clear_line(example_kf: Path) -> None:
+    """Past the ceiling (no signal would read more than a sliver) a query is refused in one
+    line; a long query short of it is answered (tests/test_long_queries.py)."""
     from openkl.search import MAX_QUERY
 
     at_cap = ("gene editing " * MAX_QUERY)[:MAX_QUERY]
-    assert run_ok("search", at_cap, "-k", "1").code == 0
-    r = run_ok("search", at_cap + "x", "-k", "1")
+    assert run_ok("search", "-", "-k", "1", input=at_cap).code == 0
+    r = run_ok("search", "-", "-k", "1", input=at_cap + "x")
     assert r.code == 2 and f"the query is {MAX_QUERY + 1:,} characters long" in r.err
     assert len(r.err.strip().splitlines()) == 1
-    r = run_ok("ask", at_cap + "x")
+    r = run_ok("ask", "-", input=at_cap + "x")
     assert r.code == 2 and "characters long" in r.err

@@ -21,6 +21,8 @@ import yaml
 from conftest import run_ok, until
 from test_serve import Server, _hand_written_note, _jwt, _mcp
 
+pytestmark = pytest.mark.server
+
 SECRET = "s3cret-for-api-tests-that-is-long-enough-for-hs256"
 
 
@@ -256,31 +258,35 @@ def test_triggers_are_added_and_removed_and_their_fires_counted(api: Api) -> Non
         _is_error(api.call("POST", f"{v1}/triggers", "write", json=bad), status)
     _is_error(api.call("POST", f"{v1}/triggers", "other", json=tides), 403)
     _is_error(api.call("POST", f"{v1}/triggers", "read", json=tides), 403)
-    # a command runs as the server's user: only an admin may add one
+    # a command runs as the server's user: only an admin may add one, and only on a server
+    # started with --allow-exec-triggers (this one is not)
     failing = {"name": "pager", "example": tides["example"], "threshold": 0.3, "exec": "exit 3"}
     _is_error(api.call("POST", f"{v1}/triggers", "write", json=failing), 403)
+    body = _is_error(api.call("POST", f"{v1}/triggers", "admin", json=failing), 403)
+    assert "--allow-exec-triggers" in body["hint"]
     assert not trig_dir.exists() or not list(trig_dir.iterdir())
     r = api.call("POST", f"{v1}/triggers", "write", json=tides)
     assert r.status_code == 201 and r.json()["name"] == "tides", r.text
     assert yaml.safe_load((trig_dir / "tides.yml").read_text())["threshold"] == 0.3
     _is_error(api.call("POST", f"{v1}/triggers", "write", json=tides), 400)  # there already
-    r = api.call("POST", f"{v1}/triggers", "admin", json=failing)
-    assert r.status_code == 201 and r.json()["exec"] == "exit 3", r.text
+    _is_error(api.call("POST", f"{v1}/triggers", "admin", json={**failing, "name": "tides"}), 403)
+    r = api.call("POST", f"{v1}/triggers", "write", json={**tides, "name": "pager"})
+    assert r.status_code == 201, r.text
     listed = api.call("GET", f"{v1}/triggers", "read").json()["triggers"]
     assert {t["name"] for t in listed} == {"tides", "pager"}
-    # a note close to both fires both; the command's failure is counted too
+    # a note close to both fires both
     r = api.call("POST", f"{v1}/notes", "write", json={"text": "The tide at the harbour is high."})
     assert r.status_code == 201, r.text
 
     def counted() -> bool:
         text = api.metrics()
         fires = [
-            _metric(text, "ok_trigger_fires_total", stack=api.name, trigger=t, outcome=o)
-            for t, o in (("tides", "fired"), ("pager", "fired"), ("pager", "exec_failed"))
+            _metric(text, "ok_trigger_fires_total", stack=api.name, trigger=t, outcome="fired")
+            for t in ("tides", "pager")
         ]
-        return fires == [1, 1, 1]
+        return fires == [1, 1]
 
-    until(counted, 30)
+    until(counted)
     # removed by a writer; not by a reader or another stack's key
     _is_error(api.call("DELETE", f"{v1}/triggers/tides", "read"), 403)
     _is_error(api.call("DELETE", f"{v1}/triggers/tides", "other"), 403)
@@ -347,7 +353,8 @@ def test_a_stack_is_created_served_patched_and_dropped(api: Api) -> None:
     assert r.status_code == 201, r.text
     made = r.json()
     root = api.stacks_dir / "sea"
-    assert made["name"] == "sea" and made["root"] == str(root) and made["created"]
+    assert made["name"] == "sea" and made["created"]
+    assert "root" not in made and str(root) not in r.text  # a remote caller sees no paths
     assert made["description"] == "Tide notes" and made["metadata"] == {"team": "ops"}
     config = yaml.safe_load((root / ".ok" / "config.yml").read_text())
     assert config["domain"] == "sea" and config["metadata"] == {"team": "ops"}
@@ -363,7 +370,7 @@ def test_a_stack_is_created_served_patched_and_dropped(api: Api) -> None:
         got = api.call("GET", "/v1/sea/search", sea, params={"q": "neap tides half moon"})
         return got.json()["hits"][:1] != [] and got.json()["hits"][0]["id"] == "m-20260105-seaw"
 
-    until(synced, 30)
+    until(synced)
     assert "sea" in _mcp_stacks(api)  # MCP serves it too
     _is_error(api.call("POST", "/aks/v1/stacks", sea, json=body), 409)
     listed = api.call("GET", "/aks/v1/stacks", api.jwt("*:read")).json()

@@ -26,6 +26,8 @@ from test_serve import Server, _hand_written_note
 
 from openkl.crash import CRASH_EXIT
 
+pytestmark = [pytest.mark.server, pytest.mark.crash]
+
 ACKED_NOTE = "The harbour pilot boards at the red buoy."
 NOTE = "Kelp forests shelter sea otters from the winter storms."
 ACKED_DOC = b"# Lighthouses\n\nLighthouse keepers tended the lamp at night with Fresnel lenses.\n"
@@ -81,8 +83,9 @@ def _add_doc(s: Server, name: str, data: bytes) -> httpx.Response:
 
 
 def _dead(s: Server) -> int:
-    """The exit code of the server, which ends within a bounded time."""
-    return s.proc.wait(timeout=60)
+    """The exit code of the server, which ends within a bounded time (generous: the write
+    under way finishes first, on a machine that may be loaded)."""
+    return s.proc.wait(timeout=180)
 
 
 def _found(root: Path, query: str, where: str) -> list[dict[str, Any]]:
@@ -200,16 +203,17 @@ def test_a_stop_during_a_write_finishes_it_and_exits_0(example_kf: Path, sig: in
 
     t = threading.Thread(target=upload)
     t.start()
-    until(lambda: _lock_says(example_kf, "ok serve store ingest"), seconds=60)
+    until(lambda: _lock_says(example_kf, "ok serve store ingest") or not t.is_alive())
+    assert t.is_alive(), f"the upload ended before it was seen writing: {got}"
     asked = time.monotonic()
     os.killpg(s.proc.pid, sig)
     assert _dead(s) == 0, s.log.read_text()
     took = time.monotonic() - asked
-    t.join(timeout=30)
+    t.join(timeout=60)
     assert not t.is_alive()
     # a stop lets the write under way finish, and answers it
     assert "r" in got and got["r"].status_code == 201, (got, s.log.read_text())
-    assert took < 60, took
+    assert took < 180, took
     assert not (example_kf / ".ok" / "serve.json").exists()
     assert run_ok("status", "--json").json()["in_sync"]
     assert _doc_state(example_kf, "harbour.md", "harbour master logs ship berth cargo")
@@ -232,9 +236,10 @@ def test_a_stop_during_the_start_up_sync_ends_it_cleanly(example_kf: Path) -> No
         env={**os.environ, "OK_NO_PROGRESS": "1"},
     )
     try:
-        until(lambda: _lock_says(example_kf, "ok serve start"), seconds=60)
+        until(lambda: _lock_says(example_kf, "ok serve start") or proc.poll() is not None)
+        assert proc.poll() is None, log.read_text()
         os.killpg(proc.pid, signal.SIGTERM)
-        assert proc.wait(timeout=120) == 0, log.read_text()
+        assert proc.wait(timeout=180) == 0, log.read_text()
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -253,7 +258,7 @@ def test_a_restart_after_kill_9_cleans_the_stale_claim_even_when_its_pid_is_reus
     assert run_ok("--root", str(example_kf), "config", "set", "serve.watch", "false").code == 0
     s = Server(example_kf)
     assert _add_note(s, ACKED_NOTE).status_code == 201
-    until(lambda: not _lock_says(example_kf, "pid"), seconds=30)  # the write has ended
+    until(lambda: not _lock_says(example_kf, "pid"))  # the write has ended
     claim_path = example_kf / ".ok" / "serve.json"
     claim = json.loads(claim_path.read_text())
     assert claim["pid"] == s.proc.pid and claim["boot_id"] and claim["started"]
@@ -317,7 +322,8 @@ def test_a_stop_interrupts_a_routed_command_waiting_for_the_writer_lock(
 
     t = threading.Thread(target=upload)
     t.start()
-    until(lambda: _lock_says(example_kf, "ok serve store ingest"), seconds=60)
+    until(lambda: _lock_says(example_kf, "ok serve store ingest") or not t.is_alive())
+    assert t.is_alive(), f"the upload ended before it was seen writing: {got}"
     text = "A routed note that waits for the writer lock."
     said = example_kf.parent / "routed.err"
     routed = subprocess.Popen(
@@ -329,18 +335,21 @@ def test_a_stop_interrupts_a_routed_command_waiting_for_the_writer_lock(
     )
     try:
         # said after a second of waiting
-        until(lambda: "waiting for the writer lock" in said.read_text(), seconds=60)
+        until(
+            lambda: "waiting for the writer lock" in said.read_text() or routed.poll() is not None
+        )
+        assert routed.poll() is None, said.read_text()
         asked = time.monotonic()
         os.killpg(s.proc.pid, signal.SIGTERM)
         # interrupted as Ctrl-C interrupts a command run alone: exit 130
-        assert routed.wait(timeout=60) == 130, said.read_text()
+        assert routed.wait(timeout=120) == 130, said.read_text()
         assert _dead(s) == 0, s.log.read_text()
-        assert time.monotonic() - asked < 60  # not the lock's 600 s
+        assert time.monotonic() - asked < 300  # not the lock's 600 s
     finally:
         if routed.poll() is None:
             routed.kill()
             routed.wait(timeout=30)
-    t.join(timeout=60)
+    t.join(timeout=120)
     assert got["r"].status_code == 201, got
     assert _note_state(example_kf, text) is None
     assert run_ok("status", "--json").json()["in_sync"]

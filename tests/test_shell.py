@@ -45,7 +45,7 @@ def _on_tty(*args: str, env: dict[str, str]) -> bytes:
             break
         chunks.append(b)
     os.close(master)
-    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
     return b"".join(chunks)
 
 
@@ -90,7 +90,7 @@ def _bash_complete(script: Path, words: list[str], root: Path) -> list[str]:
     )
     env = {**os.environ, "OK_ROOT": str(root)}
     env["PATH"] = str(Path(OK_BIN).parent) + os.pathsep + env["PATH"]
-    r = subprocess.run(["bash", "-c", prog], capture_output=True, text=True, env=env, timeout=60)
+    r = subprocess.run(["bash", "-c", prog], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     return [x for x in r.stdout.splitlines() if x]
 
@@ -144,7 +144,7 @@ def _in_bash(flag: str, home: Path | None) -> str:
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        timeout=120,
     )
     assert r.returncode == 0, r.stderr
     return r.stdout

@@ -124,7 +124,7 @@ def test_web_bad_pages_fail_cleanly(
         site.pages[path] = page
     site.pages["/loop2"] = Page(b"", status=302, headers={"Location": "/loop"})
     r = run_ok("store", "web", site.url(path))
-    assert r.code == 1
+    assert r.code == 2
     assert r.err.startswith("Error: ") and message in r.err, r.err
     assert len(r.err.strip().splitlines()) == 1
     _nothing_written(kf)
@@ -132,9 +132,9 @@ def test_web_bad_pages_fail_cleanly(
 
 def test_web_unreachable_and_bad_url(kf: Path) -> None:
     r = run_ok("store", "web", f"http://127.0.0.1:{free_port()}/page")
-    assert r.code == 1 and "cannot reach 127.0.0.1" in r.err, r.err
+    assert r.code == 2 and "cannot reach 127.0.0.1" in r.err, r.err
     r = run_ok("store", "web", "ftp://example.org/file")
-    assert r.code == 1 and "is not an http(s) URL" in r.err
+    assert r.code == 2 and "is not an http(s) URL" in r.err
     _nothing_written(kf)
 
 
@@ -187,10 +187,10 @@ def test_arxiv_metadata_and_pdf_text(kf: Path, arxiv_site: ArxivFeed) -> None:
 
 def test_arxiv_bad_ids(kf: Path, arxiv_site: ArxivFeed) -> None:
     r = run_ok("store", "arxiv", "2401.00001", "not-an-id")
-    assert r.code == 1 and "'not-an-id' is not an arXiv identifier" in r.err
+    assert r.code == 2 and "'not-an-id' is not an arXiv identifier" in r.err
     assert "/api/query" not in arxiv_site.site.hits  # checked before any request
     r = run_ok("store", "arxiv", "2401.99999")
-    assert r.code == 1 and "arXiv has no paper with id '2401.99999'" in r.err
+    assert r.code == 2 and "arXiv has no paper with id '2401.99999'" in r.err
     _nothing_written(kf)
 
 
@@ -276,7 +276,7 @@ def test_an_older_arxiv_version_not_stored_is_refused(kf: Path, arxiv_site: Arxi
     before = (kf / ".ok/mapping.jsonl").read_text()
     hits = dict(arxiv_site.site.hits)
     r = run_ok("store", "arxiv", "2401.00001v1")
-    assert r.code == 1
+    assert r.code == 2
     assert r.err.startswith(
         f"Error: arXiv 2401.00001v1 is older than the stored v2 of "
         f"2401.00001 (document {v2}) (hint: "
@@ -403,12 +403,12 @@ def test_repo_refresh_removes_files_deleted_upstream(kf: Path, tmp_path: Path) -
 
 def test_repo_bad_targets(kf: Path, tmp_path: Path) -> None:
     r = run_ok("store", "repo", str(tmp_path / "nope"))
-    assert r.code == 1 and "no such directory" in r.err
+    assert r.code == 2 and "no such directory" in r.err
     r = run_ok("store", "repo", (tmp_path / "nope").as_uri())
-    assert r.code == 1 and "git clone failed" in r.err
+    assert r.code == 2 and "git clone failed" in r.err
     repo = make_repo(tmp_path / "r", {"a.md": "# a\n"})
     r = run_ok("store", "repo", str(repo), "--include", "*.rs")
-    assert r.code == 1 and "no files to store match --include" in r.err
+    assert r.code == 2 and "no files to store match --include" in r.err
     _nothing_written(kf)
 
 
@@ -442,13 +442,13 @@ def test_restoring_a_web_page_updates_its_policy(kf: Path, site: Site) -> None:
     r = run_ok("refresh", site.url("/keepers"), "--json")
     assert r.code == 0 and r.json()["unchanged"] == [doc]
     r = run_ok("store", "show", site.url("/nowhere"))
-    assert r.code == 1 and "no document matches" in r.err
+    assert r.code == 2 and "no document matches" in r.err
 
 
 def test_failing_robots_txt_means_no_crawling(kf: Path, site: Site) -> None:
     site.pages["/robots.txt"] = Page(b"oops", status=503)
     r = run_ok("store", "web", site.url("/"))
-    assert r.code == 1 and "disallowed by the site's robots.txt" in r.err
+    assert r.code == 2 and "disallowed by the site's robots.txt" in r.err
     _nothing_written(kf)
     site.pages.pop("/robots.txt")  # none at all (404): everything may be fetched
     assert run_ok("store", "web", site.url("/keepers")).code == 0

@@ -98,7 +98,7 @@ def test_bad_files_are_skipped_without_stopping_the_batch(kf: Path, tmp_path: Pa
         "https://example.org/page",
         "--json",
     )
-    assert r.code == 1
+    assert r.code == 3
     rep = r.json()
     assert [Path(a["path"]).name for a in rep["added"]] == ["good.ok.md"]
     reasons = {Path(s["path"]).name: s["reason"] for s in rep["skipped"]}
@@ -119,7 +119,7 @@ def test_oversized_file_is_skipped(kf: Path, tmp_path: Path, monkeypatch) -> Non
     big = tmp_path / "big.txt"
     big.write_text("word " * 1000)
     r = run_ok("store", "ingest", str(big), "--json")
-    assert r.code == 1 and "limit" in r.json()["skipped"][0]["reason"]
+    assert r.code == 2 and "limit" in r.json()["skipped"][0]["reason"]
 
 
 def test_list_show_remove(kf: Path) -> None:
@@ -139,7 +139,7 @@ def test_list_show_remove(kf: Path) -> None:
     hits = run_ok("search", "Analytical Engine Babbage", "--json").json()
     assert all(h["doc_id"] != ada["id"] for h in hits)
     r = run_ok("store", "show", ada["id"])
-    assert r.code == 1 and "no document matches" in r.err
+    assert r.code == 2 and "no document matches" in r.err
 
 
 def test_changed_source_supersedes_old_version(kf: Path, tmp_path: Path) -> None:
@@ -170,7 +170,7 @@ def test_version_replaced_by_a_hand_edit(kf: Path, tmp_path: Path) -> None:
     rep = run_ok("sync", "--json").json()
     new_id = rep["docs_added"][0]
     r = run_ok("store", "show", old["id"])
-    assert r.code == 1
+    assert r.code == 2
     assert f"replaced by {new_id}" in r.err and f"ok store show {new_id}" in r.err
     assert "be brief" in run_ok("store", "show", new_id).out
 
@@ -183,7 +183,7 @@ def test_images_need_ocr_and_ocr_reads_them(kf: Path, tmp_path: Path) -> None:
     img = tmp_path / "sign.png"
     img.write_bytes(make_png("Lighthouses guide ships at night"))
     r = run_ok("store", "ingest", str(img), "--json")
-    assert r.code == 1
+    assert r.code == 2
     assert "pass --ocr" in r.json()["skipped"][0]["reason"]
     assert ocr_available(), "tesseract is part of the test environment (.ci/run installs it)"
     r = run_ok("store", "ingest", str(img), "--ocr", "--json")
@@ -200,7 +200,7 @@ def test_ocr_without_tesseract_is_refused_before_any_work(
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no tesseract on PATH
     (tmp_path / "a.md").write_text("text\n")
     r = run_ok("store", "ingest", str(tmp_path / "a.md"), "--ocr")
-    assert r.code == 1
+    assert r.code == 2
     assert "tesseract is not installed" in r.err and "apt-get install" in r.err
     assert not list((kf / "store/normalized").rglob("*.ok.md"))
 
@@ -229,7 +229,7 @@ def test_extensionless_text_is_ingested_and_other_files_are_reported(
     (src / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     (src / "latin1.dat").write_bytes("caf\xe9 au lait".encode("latin-1"))
     r = run_ok("store", "ingest", str(src), "--json")
-    assert r.code == 1
+    assert r.code == 0
     rep = r.json()
     assert sorted(Path(a["origin"]).name for a in rep["added"]) == ["README", "README.Debian"]
     reasons = {Path(s["path"]).name: s["reason"] for s in rep["skipped"]}
@@ -248,7 +248,7 @@ def test_ingest_matching_nothing_is_an_error(kf: Path, tmp_path: Path) -> None:
     (src / "notes.md").write_text("Some notes about lighthouses.\n")
     before = sorted(p.relative_to(kf) for p in kf.rglob("*"))
     r = run_ok("store", "ingest", str(src), "--glob", "*.pdf")
-    assert r.code == 1 and r.out == ""
+    assert r.code == 2 and r.out == ""
     assert r.err.strip().splitlines() == [
         f"Error: no file in {src} matches --glob '*.pdf' (hint: a pattern matches a file's "
         "name or its path under the directory, e.g. --glob '*.pdf' or --glob 'docs/*.md')"
@@ -256,7 +256,7 @@ def test_ingest_matching_nothing_is_an_error(kf: Path, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     r = run_ok("store", "ingest", str(empty), "--json")
-    assert r.code == 1 and "no files to ingest in" in r.err and "hint:" in r.err
+    assert r.code == 2 and "no files to ingest in" in r.err and "hint:" in r.err
     assert sorted(p.relative_to(kf) for p in kf.rglob("*")) == before
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import run_cli, run_ok
 
 from openkl import triggers
@@ -19,7 +21,7 @@ def _fired(trigger: str | None = None) -> list[dict]:
     return [e for e in evs if trigger is None or e["trigger"] == trigger]
 
 
-def _wait_for(path: Path, timeout: float = 20.0) -> str:
+def _wait_for(path: Path, timeout: float = 120.0) -> str:
     triggers.wait_pending(timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -47,7 +49,7 @@ def test_add_list_test_remove(kf: Path) -> None:
     saved = (kf / "triggers/db-locks.yml").read_text()
     assert "example: database write locks" in saved and "threshold: 0.6" in saved
     r = run_ok("trigger", "add", "db-locks", "--example", "again")
-    assert r.code == 1 and "already exists" in r.err
+    assert r.code == 2 and "already exists" in r.err
     assert run_ok("trigger", "add", "db-locks", "--example", LOCKS, "--replace").code == 0
     assert [t["name"] for t in run_ok("trigger", "list", "--json").json()] == ["db-locks"]
     rows = run_ok("trigger", "test", "one writer holds the lock on the database", "--json").json()
@@ -57,7 +59,7 @@ def test_add_list_test_remove(kf: Path) -> None:
     assert run_ok("trigger", "remove", "db-locks").code == 0
     assert not (kf / "triggers/db-locks.yml").exists()
     r = run_ok("trigger", "remove", "db-locks")
-    assert r.code == 1 and "no trigger named 'db-locks'" in r.err
+    assert r.code == 2 and "no trigger named 'db-locks'" in r.err
 
 
 @pytest.mark.parametrize(
@@ -66,12 +68,12 @@ def test_add_list_test_remove(kf: Path) -> None:
         (["Bad Name", "--example", "x"], "trigger name 'Bad Name' is not valid"),
         (["ok1", "--example", "  "], "needs an example text"),
         (["ok1", "--example", "x", "--threshold", "1.5"], "threshold 1.5 must be in (0, 1]"),
-        (["ok1", "--example", "x", "--in", "web"], "scope 'web' is not one of"),
+        (["ok1", "--example", "x", "--in", "web"], "unknown scope 'web'"),
     ],
 )
 def test_bad_triggers(kf: Path, args: list[str], message: str) -> None:
     r = run_ok("trigger", "add", *args)
-    assert r.code == 1 and message in r.err, r.err
+    assert r.code == 2 and message in r.err, r.err
     assert not (kf / "triggers").exists() or not any((kf / "triggers").iterdir())
 
 
@@ -185,7 +187,7 @@ def test_exec_failure_and_timeout_keep_the_event(kf: Path) -> None:
         == 0
     )
     assert run_ok("mem", "add", "Concurrent writers wait for the database write lock").code == 0
-    triggers.wait_pending(20)
+    triggers.wait_pending(120)
     assert sorted(e["trigger"] for e in _fired()) == ["fails", "slow"]
     failed = run_ok("events", "--type", "trigger_exec_failed", "--json").json()
     by = {e["trigger"]: e["error"] for e in failed}
@@ -264,11 +266,15 @@ def test_exec_gets_only_the_environment_it_names(
         (["--env", "HOOK_URL"], "there is no --exec"),
         (["--exec", "true", "--env", "NOT-A-NAME"], "env must be a list of variable names"),
         (["--exec", "true", "--env", "A=B"], "env must be a list of variable names"),
+        (["--exec", "true", "--env", "OPENAI_API_KEY"], "env names OPENAI_API_KEY, which holds"),
+        (["--exec", "true", "--env", "OK_LLM_API_KEY"], "never given to a command"),
+        (["--exec", "true", "--env", "KB_JWT_SECRET"], "never given to a command"),
+        (["--exec", "true", "--env", "OK_ROOT"], "never given to a command"),
     ],
 )
 def test_bad_trigger_env(kf: Path, args: list[str], message: str) -> None:
     r = run_ok("trigger", "add", "t", "--example", LOCKS, *args)
-    assert r.code == 1 and message in r.err, r.err
+    assert r.code == 2 and message in r.err, r.err
     assert not (kf / "triggers" / "t.yml").exists()
 
 
@@ -279,3 +285,171 @@ def test_hand_written_env_must_be_names(kf: Path) -> None:
     r = run_ok("trigger", "list", "--json")
     assert [t["name"] for t in r.json()] == ["b"] and r.json()[0]["env"] == []
     assert "triggers/a.yml: env must be a list of variable names" in r.err
+
+
+def _hand_written(kf: Path, name: str, command: str, env: str = "") -> Path:
+    """A trigger file as a pull or a hand edit leaves it: nobody approved its command."""
+    (kf / "triggers").mkdir(exist_ok=True)
+    path = kf / "triggers" / f"{name}.yml"
+    path.write_text(
+        yaml.safe_dump({"example": LOCKS, "threshold": 0.5, "exec": command})
+        + (f"env:\n- {env}\n" if env else "")
+    )
+    return path
+
+
+def test_a_command_that_arrives_unapproved_waits_for_approval(kf: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ran.txt"
+    trig = _hand_written(kf, "hook", f"cat >> {out}")
+    [row] = run_ok("trigger", "list", "--json").json()
+    assert row["approved"] is False
+    assert "waits for approval (ok trigger approve hook)" in run_ok("trigger", "list").out
+    # ok status and ok doctor say so, with the command that approves it
+    st = run_ok("status")
+    assert st.code == 0, st.err
+    assert f"trigger hook waits for approval to run `cat >> {out}`" in st.out
+    assert "`ok trigger approve hook`" in st.out
+    assert run_ok("status", "--json").json()["exec_waiting"] == [
+        {"name": "hook", "exec": f"cat >> {out}", "env": [], "approve": "ok trigger approve hook"}
+    ]
+    doc = run_ok("doctor", "--json")
+    assert doc.code == 1
+    [check] = [c for c in doc.json() if c["check"] == "trigger"]
+    assert not check["ok"] and "hook waits for approval" in check["detail"]
+    assert "ok trigger approve hook" in check["fix"]
+    # it fires its event, which says why the command did not run; stderr says so once
+    r = run_ok("mem", "add", "Concurrent writers wait for the database write lock")
+    assert r.code == 0, r.err
+    assert "trigger hook: its command did not run" in r.err and "ok trigger approve hook" in r.err
+    triggers.wait_pending(20)
+    [ev] = _fired("hook")
+    assert "not approved on this machine" in ev["exec_waiting"]
+    assert not out.exists()
+    assert '"op": "trigger.exec_waiting"' in (kf / ".ok/ops.log").read_text()
+    # approved: it runs from now on; the approval is not in git
+    r = run_ok("trigger", "approve", "hook")
+    assert r.code == 0, r.err
+    assert r.out.strip() == f"approved trigger hook: runs `cat >> {out}`"
+    assert ".ok/approved-triggers.json" in (kf / ".gitignore").read_text().splitlines()
+    assert "exec_waiting" not in run_ok("status", "--json").json()
+    assert run_ok("doctor").out.count("FAIL trigger") == 0
+    assert run_ok("mem", "add", "The lock lets one writer in", "--allow-duplicate").code == 0
+    fired = json.loads(_wait_for(out))
+    assert fired["trigger"] == "hook" and "exec_waiting" not in fired
+    # a changed command waits again, and so does the same one with other variables
+    trig.write_text(trig.read_text().replace("cat >>", "tee -a"))
+    assert run_ok("status", "--json").json()["exec_waiting"][0]["exec"] == f"tee -a {out}"
+    assert run_ok("mem", "add", "Writers queue for the lock", "--allow-duplicate").code == 0
+    triggers.wait_pending(20)
+    assert len(out.read_text().splitlines()) == 1  # the new command did not run
+    assert len(_fired("hook")) == 3 and "exec_waiting" in _fired("hook")[-1]
+    run_ok("trigger", "approve", "hook")
+    assert "exec_waiting" not in run_ok("status", "--json").json()
+    trig.write_text(trig.read_text() + "env:\n- HOOK_URL\n")
+    assert run_ok("status", "--json").json()["exec_waiting"][0]["env"] == ["HOOK_URL"]
+
+
+def test_an_approval_does_not_travel_with_a_copy_of_the_folder(kf: Path, tmp_path: Path) -> None:
+    assert run_ok("trigger", "add", "hook", "-e", LOCKS, "--exec", "true").code == 0
+    assert run_ok("trigger", "list", "--json").json()[0]["approved"] is True
+    copy = tmp_path / "copy"
+    shutil.copytree(kf, copy, symlinks=True)  # .ok/ and its approvals with it
+    rows = run_ok("--root", str(copy), "trigger", "list", "--json").json()
+    assert rows[0]["approved"] is False
+    # removing a trigger forgets its approval: the same command added by hand waits
+    assert run_ok("trigger", "remove", "hook").code == 0
+    _hand_written(kf, "hook", "true")
+    assert run_ok("trigger", "list", "--json").json()[0]["approved"] is False
+
+
+def test_approve_refuses_what_it_cannot_approve(kf: Path) -> None:
+    assert run_ok("trigger", "add", "quiet", "-e", LOCKS).code == 0
+    r = run_ok("trigger", "approve", "quiet")
+    assert r.code == 2 and "trigger 'quiet' has no command to approve" in r.err
+    r = run_ok("trigger", "approve", "nothing")
+    assert r.code == 2 and "no trigger named 'nothing'" in r.err
+    assert not (kf / ".ok/approved-triggers.json").exists()
+
+
+# -- scans: what was there before a trigger ------------------------------------------------------
+def test_scan_fires_on_what_was_there_before_and_only_once(kf: Path, tmp_path: Path) -> None:
+    lock = run_ok("mem", "add", "Only one writer may hold the database lock at a time.", "--json")
+    run_ok("mem", "add", "Banana bread needs very ripe bananas.")
+    doc = tmp_path / "locks.md"
+    doc.write_text("# Locks\n\nConcurrent writers wait for the database write lock.\n")
+    assert run_ok("store", "ingest", str(doc)).code == 0
+    out = tmp_path / "scanned.jsonl"
+    r = run_ok(
+        "trigger", "add", "locks", "-e", LOCKS, "--threshold", "0.55",
+        "--exec", f"cat >> {out}",
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    run_ok("trigger", "add", "bread", "-e", "ripe bananas for banana bread", "--threshold", "0.6")
+    assert _fired() == []  # a trigger checks only what is indexed after it
+    r = run_ok("trigger", "scan", "locks", "--json")
+    assert r.code == 0, r.err
+    rep = r.json()
+    assert rep["triggers"] == ["locks"] and rep["docs"] == 1 and rep["notes"] == 2
+    got = {(e["kind"], e["trigger"]) for e in rep["fired"]}
+    assert got == {("memory", "locks"), ("chunk", "locks")}
+    assert lock.json()["id"] in [e.get("note") for e in rep["fired"]]
+    assert "checked 1 document(s) and 2 note(s) against 1 trigger(s): 2 fired" in r.err
+    # the trigger's command ran for each, as after a write
+    _wait_for(out)
+    triggers.wait_pending(60)
+    assert len(out.read_text().splitlines()) == 2
+    # every trigger now; what fired stays fired, so only bread fires
+    r = run_ok("trigger", "scan")
+    assert r.code == 0 and "bread" in r.out and "locks" not in r.out, r.out
+    assert sorted(e["trigger"] for e in _fired()) == ["bread", "locks", "locks"]
+    again = run_ok("trigger", "scan", "--json").json()
+    assert again["fired"] == [] and again["triggers"] == ["bread", "locks"]
+    # a new version of the note is new knowledge: it fires again
+    nid = lock.json()["id"]
+    assert run_ok("mem", "update", nid, "--text", "One writer holds the database lock.").code == 0
+    assert [e["note"] for e in _fired("locks") if e["kind"] == "memory"] == [nid, nid]
+    log = (kf / ".ok/ops.log").read_text()
+    assert '"op": "trigger.scan"' in log
+    r = run_ok("trigger", "scan", "nope")
+    assert r.code == 2 and "no trigger named 'nope'" in r.err
+
+
+@pytest.mark.server
+def test_ok_serve_scans_on_schedule_and_over_http(kf: Path) -> None:
+    from conftest import until
+    from test_serve import Server
+
+    run_ok("mem", "add", "Only one writer may hold the database lock at a time.")
+    s = Server(kf, env={"OK_TRIGGERS_SCAN_EVERY": "0.5"})
+    try:
+        v1 = f"/v1/{s.stack}"
+        r = s.http.post(
+            f"{v1}/triggers", json={"name": "locks", "example": LOCKS, "threshold": 0.55}
+        )
+        assert r.status_code == 201, r.text
+
+        def fired() -> list[dict]:
+            return s.http.get(f"{v1}/events", params={"type": "trigger_fired"}).json()
+
+        # the scheduled scan finds the note written before the trigger, once
+        got = until(fired)
+        assert [(e["trigger"], e["kind"]) for e in got] == [("locks", "memory")]
+        r = s.http.post(f"{v1}/triggers/scan", json={"name": "locks"})
+        assert r.status_code == 200, r.text
+        assert r.json()["fired"] == [] and r.json()["notes"] == 1
+        r = s.http.post(
+            f"{v1}/triggers", json={"name": "again", "example": LOCKS, "threshold": 0.55}
+        )
+        assert r.status_code == 201, r.text
+        r = s.http.post(f"{v1}/triggers/scan")  # no body: every trigger
+        assert r.status_code == 200, r.text
+        scanned = r.json()
+        assert scanned["triggers"] == ["again", "locks"]
+        # the scheduler may have found it first: either way it fired once
+        assert len([e for e in fired() if e["trigger"] == "again"]) <= 1
+        until(lambda: [e for e in fired() if e["trigger"] == "again"])
+        assert s.http.post(f"{v1}/triggers/scan", json={"name": "nope"}).status_code == 404
+        assert s.http.post(f"{v1}/triggers/scan", json={"names": ["x"]}).status_code == 422
+        assert len(fired()) == 2
+    finally:
+        s.stop()

@@ -27,6 +27,7 @@ def served(_example_template: Path, tmp_path_factory: pytest.TempPathFactory) ->
         s.stop()
 
 
+@pytest.mark.server
 def test_the_page_and_its_assets_are_served(served: Server) -> None:
     h = served.http
     page = h.get("/")
@@ -50,6 +51,7 @@ def test_the_bundle_holds_the_libraries_the_lockfile_pins() -> None:
     assert all(deps[n] == v for n, v in versions.items())  # package.json pins exact versions
 
 
+@pytest.mark.server
 def test_neighbourhood_of_an_entity_holds_its_relationships(served: Server) -> None:
     h = served.http
     url = f"/v1/{served.stack}/neighbourhood"
@@ -69,6 +71,7 @@ def test_neighbourhood_of_an_entity_holds_its_relationships(served: Server) -> N
     assert {n["type"] for n in only["nodes"] if n["depth"]} == {"Organization"}
 
 
+@pytest.mark.server
 def test_a_neighbourhood_over_its_limit_says_it_was_capped(served: Server) -> None:
     r = served.http.get(
         f"/v1/{served.stack}/neighbourhood",
@@ -77,12 +80,14 @@ def test_a_neighbourhood_over_its_limit_says_it_was_capped(served: Server) -> No
     assert len(r["nodes"]) == 4 and r["capped"] and r["limit"] == 4
 
 
+@pytest.mark.server
 def test_neighbourhood_of_a_query_starts_from_the_entities_of_its_results(served: Server) -> None:
     r = served.http.get(f"/v1/{served.stack}/neighbourhood", params={"query": "gene editing"})
     assert r.status_code == 200
     assert "cas9" in r.json()["seeds"]
 
 
+@pytest.mark.server
 @pytest.mark.parametrize(
     ("params", "status", "words"),
     [
@@ -102,6 +107,7 @@ def test_bad_neighbourhood_requests_get_one_clear_error(
     assert words in r.json()["error"].lower() and r.json()["hint"]
 
 
+@pytest.mark.server
 def test_with_keys_the_page_is_public_and_the_api_is_not(example_kf: Path) -> None:
     key = run_ok("serve", "keys", "add", "viewer", "--scope", "read").out.strip()
     s = Server(example_kf, "--auth")

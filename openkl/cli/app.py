@@ -15,12 +15,29 @@ from typing import Any
 
 import typer
 
-from ..errors import OkError, UsageError
+from ..errors import ERROR, NOTHING_FOUND, CheckFailed, OkError, PartlyDone, UsageError
 from ..records import Status, SyncProblem
 from . import completion, output
-from .argv import OWN_C, OWN_ROOT, ROOT_FLAGS, command_at
-from .common import IncludeSupersededOpt, RecencyOpt, folder, split_labels, writing
-from .output import FormatOpt, JsonOpt, emit, is_tty, state, styled
+from .argv import OWN_ROOT, ROOT_FLAGS, command_at, own_c
+from .common import (
+    DriftPenaltyOpt,
+    IncludeSupersededOpt,
+    RecencyOpt,
+    SinceOpt,
+    TagFilterOpt,
+    TakeOverOpt,
+    TopicFilterOpt,
+    UntilOpt,
+    WhereOpt,
+    folder,
+    glob_opt,
+    limit_opt,
+    scope_opt,
+    split_globs,
+    split_labels,
+    writing,
+)
+from .output import FormatOpt, JsonOpt, emit, formats, is_tty, state, styled
 
 
 # A private typer API (pyproject.toml pins typer to the versions that have it).
@@ -140,6 +157,7 @@ def index(
         help="Build the folder's stack in PostgreSQL (postgresql://user:pw@host/db) from the "
         "files, replacing what it held, instead of the Kùzu graph in .ok/.",
     ),
+    take_over: bool = TakeOverOpt,
     json_: bool = JsonOpt,
 ) -> None:
     """Build the graph from the files (incremental; --rebuild starts from scratch).
@@ -152,17 +170,23 @@ def index(
     f = folder()
     if backend:
         with writing(f, "ok index --backend"):
-            pub = ops.publish(f, backend)
+            pub = ops.publish(f, backend, take_over)
+        for p in pub.problems:
+            output.warn(_problem_line(p))
         emit(pub.as_dict(), json_, plain=_published)
+        _fail_on_problems(pub.blocking)
         return
+    if take_over:
+        raise UsageError("--take-over goes with --backend", "add --backend URI, or drop it")
     with writing(f, "ok index"):
         rep = ops.index(f, rebuild=rebuild)
     _report_sync(rep, json_)
 
 
 def _synced(d: Any) -> str:
+    unreadable = f"; {len(d['unreadable'])} unreadable" if d["unreadable"] else ""
     if not d["changed"]:
-        return f"stack {d['stack']} is up to date"
+        return f"stack {d['stack']} is up to date{unreadable}"
     parts = [
         f"{len(d[k])} {k.replace('_', ' ')}"
         for k in ("docs_added", "docs_removed", "docs_moved", "notes_added", "notes_updated")
@@ -174,7 +198,8 @@ def _synced(d: Any) -> str:
     if d["reconsolidated"]:
         parts.append("entities recomputed (" + ", ".join(d["reconsolidated"]) + ")")
     how = "rebuilt" if d["rebuilt"] else "synced"
-    return f"{how} stack {d['stack']}: " + (", ".join(parts) or f"{d['chunks_added']} chunks")
+    done = ", ".join(parts) or f"{d['chunks_added']} chunks"
+    return f"{how} stack {d['stack']}: {done}{unreadable}"
 
 
 def _published(d: Any) -> str:
@@ -198,13 +223,15 @@ def sync(
         help="Bring the folder's stack in PostgreSQL (postgresql://…) up to date instead, "
         "writing only what changed.",
     ),
+    take_over: bool = TakeOverOpt,
 ) -> None:
     """Bring the graph up to date after files were added, edited, renamed or deleted.
 
     With --watch it stays, and syncs again shortly after files change (an editor saving,
     `git pull`), printing what each sync did; with --json, one JSON object per line.
     With --backend, the folder's stack in PostgreSQL is synced (one writer per stack: a
-    second waits up to lock_timeout, then says who holds it).
+    second waits up to lock_timeout, then says who holds it). The stack records which
+    folder it holds: another folder with the same domain is refused unless --take-over.
     """
     from .. import ops
 
@@ -213,10 +240,18 @@ def sync(
         if watch:
             raise UsageError("--watch and --backend do not go together", "use `ok serve --backend`")
         with writing(f, "ok sync --backend"):
-            synced = ops.sync_postgres(f, backend)
+            synced = ops.sync_postgres(f, backend, take_over)
+        for p in synced.problems:
+            output.warn(_problem_line(p))
+        if synced.taken_over:
+            output.warn(f"stack {synced.stack} held the rows of {synced.taken_over}: replaced")
         emit(synced.as_dict(), json_, plain=_synced)
+        _fail_on_problems(synced.blocking)
         return
+    if take_over:
+        raise UsageError("--take-over goes with --backend", "add --backend URI, or drop it")
     if watch:
+        state.long_running = True
         output.info(f"watching {f.root} for changes (Ctrl-C stops)")
         said: list[object] = []
 
@@ -313,12 +348,13 @@ def _problem_line(p: SyncProblem) -> str:
     return line
 
 
-def _fail_on_problems(blocking: list[SyncProblem]) -> None:
-    """Files the graph cannot follow are an error, after the rest of the work is done."""
+def _fail_on_problems(blocking: list[SyncProblem], check: bool = False) -> None:
+    """Files the graph cannot follow fail the command after the rest of the work is done:
+    a sync that did the rest is partly done (exit 3), a `check` (status) says no (1)."""
     if not blocking:
         return
     paths = ", ".join(p["path"] for p in blocking[:3]) + (" …" if len(blocking) > 3 else "")
-    raise OkError(
+    raise (CheckFailed if check else PartlyDone)(
         f"{len(blocking)} file{'s' if len(blocking) > 1 else ''} not indexed as written: {paths}",
         "fix what the warnings name, then run `ok sync`",
     )
@@ -364,15 +400,41 @@ def status(json_: bool = JsonOpt) -> None:
                 f"writer lock held by pid {d['lock'].get('pid')} ({d['lock'].get('what')})"
             )
         srv = d.get("server")
-        if srv and "error" not in d:  # (the error already says so)
+        if srv and "error" not in d and srv.get("resident"):
+            lines.append(
+                f"served by its resident process (pid {srv.get('pid')}; `ok daemon` stops "
+                "or starts it): ok commands here run in it"
+            )
+        elif srv and "error" not in d:  # (the error already says so)
             lines.append(
                 f"served by `ok serve` (pid {srv.get('pid')}, {srv.get('url')}): "
                 "ok commands here run in it"
             )
+        for ew in d.get("exec_waiting", []):
+            lines.append(
+                f"trigger {ew['name']} waits for approval to run `{ew['exec']}` "
+                f"(check it, then `{ew['approve']}`)"
+            )
+        w = d.get("watch")
+        if w and w["failing"]:
+            lines.append(
+                f"watch: {w['failing']} failing since {w['since']} ({w['failures']} failures: "
+                f"{w['error']}); trying again in {w['retry_in']:g}s"
+            )
         return "\n".join(lines)
 
     emit(data, json_, plain=plain)
-    _fail_on_problems([p for p in data.get("problems", []) if p.get("kind") != "same_content"])
+    _fail_on_problems(
+        [p for p in data.get("problems", []) if p.get("kind") != "same_content"], check=True
+    )
+    w = data.get("watch")
+    if w and w["failing"]:
+        raise CheckFailed(
+            f"the server's watch of this folder is failing ({w['failing']}: {w['error']}), "
+            "so what it answers may be stale",
+            "it tries again by itself; fix what the error names (the server's log has each "
+            "failure)",
+        )
 
 
 def _stale_part(key: str, value: list[str]) -> str:
@@ -404,7 +466,7 @@ def doctor(json_: bool = JsonOpt) -> None:
         ),
     )
     if not all(c["ok"] for c in checks):
-        raise typer.Exit(1)
+        raise typer.Exit(NOTHING_FOUND)  # a check said no
 
 
 # -- search ------------------------------------------------------------------------------
@@ -415,44 +477,29 @@ SEARCH_EXAMPLES = """Examples:
   ok search "deadline" --in mem --tag work -k 5   # notes tagged work
   ok search "BM25" --mode fts --explain           # keyword only, with scores
   ok search "gene editing" --json | jq -r '.[].id' | ok cite make - --persist
-  ok search "BM25" | cut -f4 | sort -u              # piped: rank, score, id, path, snippet
+  ok search "BM25" | cut -f4                        # piped: rank, score, id, path:L1-L2, snippet
   ok search "BM25" --format tsv | cut -f5           # a header row; nested values as JSON
   ok open 1                                       # the first hit, in $EDITOR
 """
 
 
 @app.command(epilog=SEARCH_EXAMPLES)
+@formats
 def search(
     query: str = typer.Argument(..., help="What to look for (`-` reads it from stdin)."),
-    k: int | None = typer.Option(
-        None, "-k", "--limit", metavar="N", help="Number of results (default 10, at most 1000)."
-    ),
-    scope: str = typer.Option("all", "--in", metavar="all|mem|store", help="Where to search."),
+    k: int | None = limit_opt(None, "Number of results (default 10, at most 1000)."),
+    scope: str = scope_opt("all", "Where to search."),
     mode: str | None = typer.Option(
         None, "--mode", metavar="hybrid|vector|fts", help="Ranking signals (default hybrid)."
     ),
-    tags: list[str] | None = typer.Option(
-        None, "--tag", "-t", metavar="TAG", help="Only notes with this tag (repeatable)."
-    ),
-    topics: list[str] | None = typer.Option(
-        None, "--topic", metavar="TOPIC", help="Only notes with this topic (repeatable)."
-    ),
+    tags: list[str] | None = TagFilterOpt,
+    topics: list[str] | None = TopicFilterOpt,
     path: str | None = typer.Option(
         None, "--path", metavar="GLOB", help="Only paths matching this glob."
     ),
-    since: str | None = typer.Option(
-        None,
-        "--since",
-        metavar="WHEN",
-        help="Only items dated on/after: ISO date/time, or a "
-        "span back from now (30m, 12h, 7d, 2w).",
-    ),
-    until: str | None = typer.Option(
-        None,
-        "--until",
-        metavar="WHEN",
-        help="Only items dated on/before (a date includes that day; same forms as --since).",
-    ),
+    since: str | None = SinceOpt,
+    until: str | None = UntilOpt,
+    where: list[str] | None = WhereOpt,
     per_doc: int | None = typer.Option(
         None, "--per-doc", metavar="N", help="Hits per document (default 1, at most 1000)."
     ),
@@ -470,6 +517,7 @@ def search(
     show_query: bool = typer.Option(False, "--show-query", help="Print the Cypher run (stderr)."),
     include_superseded: bool = IncludeSupersededOpt,
     recency: str | None = RecencyOpt,
+    drift_penalty: float | None = DriftPenaltyOpt,
     backend: str | None = typer.Option(
         None,
         "--backend",
@@ -482,14 +530,16 @@ def search(
 ) -> None:
     """Hybrid (BM25 + vector) search over notes and documents; hits are cite objects.
 
-    On a terminal, a table; piped, one line per hit (rank, score, id, path, snippet,
-    tab-separated). `ok open RANK` opens a hit of the last search."""
+    On a terminal, a table; piped, one line per hit (rank, score, id, path:L1-L2 in lines
+    of the file, snippet; tab-separated). `ok open RANK` opens a hit of the last search,
+    `ok open PATH:L1-L2` the lines."""
     from .. import ops
     from .hits import query_arg, show_hits
 
     q = query_arg(query)
+    f = folder()
     res = ops.search(
-        folder(),
+        f,
         q,
         k=k,
         mode=mode,
@@ -510,8 +560,13 @@ def search(
         include_superseded=include_superseded,
         recency=recency,
         backend=backend,
+        where=where,
+        where_name="--where",
+        drift_penalty=drift_penalty,
+        drift_name="--drift-penalty",
     )
-    show_hits(res, json_, explain, fmt)
+    filtered = bool(tags or topics or path or since or until or where)
+    show_hits(f, res, json_, explain, fmt, filtered=filtered)
 
 
 @app.command(
@@ -528,15 +583,18 @@ def search(
 def open_(
     ref: str = typer.Argument(
         ...,
-        help="A rank of the last search, an id as `ok search` prints it, or PATH[:LINE].",
+        help="A rank of the last search, an id as `ok search` prints it, or "
+        "PATH[:LINE[-LINE]] (as search, cite and ask print them).",
         autocompletion=completion.hit_refs,
     ),
     json_: bool = JsonOpt,
 ) -> None:
     """Open a hit in $VISUAL, else $EDITOR, else vi, at its line; piped, print its lines.
 
-    Ids are followed to where their text is now (as `ok cite verify` finds it). Editors of
-    the VS Code family get `--goto FILE:LINE`, all others `+LINE FILE`."""
+    A hit of the last search opens at its best sentence for that search (the one holding
+    the most of the query's words), as the web explorer marks it. Ids are followed to where
+    their text is now (as `ok cite verify` finds it). Editors of the VS Code family get
+    `--goto FILE:LINE`, all others `+LINE FILE`."""
     from .. import ops
     from .hits import open_spot
 
@@ -556,17 +614,27 @@ Examples:
   ok grep -w Ada -C 2                  # whole words, two lines around each match
   ok grep -l "TODO|FIXME" --in mem     # the files that match, one a line
   ok grep -c Babbage                   # path:N, the matching lines of each file
+  ok grep -o "[A-Z][a-z]+ Lovelace"     # only the matches
+  ok grep -v "^$" -g '*.html.ok.md' -c # non-empty lines of the html documents
   ok grep "TODO|FIXME" --in mem --json | jq -r '.[].path' | sort -u
   ok grep Babbage -A 1 --json | jq -r '.[].after[].text'
 """,
 )
 def grep_cmd(
     pattern: str = typer.Argument(..., help="Regular expression (ripgrep syntax)."),
-    scope: str = typer.Option("all", "--in", metavar="all|mem|store", help="Where to grep."),
+    scope: str = scope_opt("all", "Where to grep."),
     ignore_case: bool = typer.Option(False, "-i", "--ignore-case"),
     fixed: bool = typer.Option(False, "-F", "--fixed-strings", help="Pattern is plain text."),
     word: bool = typer.Option(
         False, "-w", "--word-regexp", help="Only whole words: no letter, digit or _ around it."
+    ),
+    invert: bool = typer.Option(False, "-v", "--invert-match", help="The lines that do not match."),
+    only: bool = typer.Option(
+        False, "-o", "--only-matching", help="Each match alone, one a line: path:LINE:match."
+    ),
+    glob: list[str] | None = glob_opt(
+        "Only files whose folder-relative path matches (rg's -g: `*.html.ok.md`, "
+        "`memories/**`; `!GLOB` leaves files out)"
     ),
     context: int | None = typer.Option(
         None, "-C", "--context", metavar="N", min=0, help="Lines of context around each match."
@@ -582,7 +650,10 @@ def grep_cmd(
     ),
     count: bool = typer.Option(False, "-c", "--count", help="Matching lines per file: path:N."),
     max_count: int = typer.Option(
-        1000, "--max", metavar="N", help="Stop after this many matches (-l, -c: files)."
+        1000,
+        "--max",
+        metavar="N",
+        help="Stop after this many matches in all (-l, -c: files; rg's -m counts per file).",
     ),
     color: str | None = typer.Option(
         None,
@@ -601,7 +672,13 @@ def grep_cmd(
         state.color = _color_choice(color)
     if files_only and count:
         raise typer.BadParameter("-l and -c do not combine", param_hint="'-l' / '-c'")
+    if only and invert:
+        raise typer.BadParameter(
+            "-o and -v do not combine: a line that does not match has no match to show",
+            param_hint="'-o' / '-v'",
+        )
     paint = is_tty() and styled()
+    globs = split_globs(glob)
     if files_only or count:
         res = ops.grep_files(
             folder(),
@@ -613,6 +690,8 @@ def grep_cmd(
             count=count,
             max_files=max_count,
             use_rg=not no_rg,
+            invert=invert,
+            globs=globs,
         )
         emit(
             res.counts if res.counts is not None else res.paths,
@@ -620,7 +699,7 @@ def grep_cmd(
             plain=lambda _: files_text(res, paint),
         )
         if not res.paths:
-            raise typer.Exit(1)
+            raise typer.Exit(NOTHING_FOUND)
         return
     hits = ops.grep(
         folder(),
@@ -633,10 +712,20 @@ def grep_cmd(
         after=after if after is not None else context or 0,
         max_count=max_count,
         use_rg=not no_rg,
+        invert=invert,
+        globs=globs,
     )
-    emit(hits.hits, json_, plain=lambda _: lines_text(hits, paint))
+    records: list[Any] = list(hits.hits)
+    if only:  # one record per match, as the lines print them
+        records = [
+            {**h, "column": a + 1, "text": h["text"][a:b], "match": h["text"][a:b]}
+            for h, spans in zip(hits.hits, hits.spans, strict=True)
+            for a, b in spans
+            if b > a
+        ]
+    emit(records, json_, plain=lambda _: lines_text(hits, paint, only))
     if not hits.hits:
-        raise typer.Exit(1)
+        raise typer.Exit(NOTHING_FOUND)
 
 
 def _register() -> None:
@@ -678,6 +767,9 @@ def _register() -> None:
     from . import serve as serve_cli
 
     app.add_typer(serve_cli.app, name="serve")
+    from . import daemon as daemon_cli
+
+    app.add_typer(daemon_cli.app, name="daemon")
 
 
 _register()
@@ -688,11 +780,12 @@ def hoist_root(argv: list[str]) -> list[str]:
     where the top-level option is parsed, so `ok search x -C DIR` works like `ok -C DIR
     search x`. Nothing after `--` is touched, nor the arguments of `ok mcp` and `ok serve`,
     whose own repeatable `--root` names the folders they serve, nor `-C` after `ok grep`,
-    which is grep's lines of context (`--root` still moves)."""
+    which is grep's lines of context (and `ok cite open`'s; `--root` still moves)."""
     at = command_at(argv)
     cmd = None if at is None else argv[at]
     if cmd in OWN_ROOT:
         return argv
+    mine = own_c(argv, at)
     front: list[str] = []
     rest: list[str] = []
     i = 0
@@ -701,7 +794,7 @@ def hoist_root(argv: list[str]) -> list[str]:
         if a == "--":
             rest.extend(argv[i:])
             break
-        own = a == "-C" and cmd in OWN_C and at is not None and i > at
+        own = a == "-C" and mine is not None and i > mine
         if a in ROOT_FLAGS and i + 1 < len(argv) and not own:
             front += [a, argv[i + 1]]
             i += 2
@@ -717,9 +810,64 @@ def hoist_root(argv: list[str]) -> list[str]:
 def run(argv: list[str] | None = None, routed: bool = False) -> int:
     """Run `ok` with `argv`; expected errors become one line on stderr. Returns the exit code.
     `routed`: for another process, by `ok serve`, which runs no second server."""
+    import time
+
+    started = time.monotonic()
+    argv = hoist_root(sys.argv[1:] if argv is None else argv)
+    code = _run(argv, routed)
+    if not routed:  # a routed command was fast: `ok serve` ran it
+        _serve_hint(time.monotonic() - started - state.waited, code, argv)
+    return code
+
+
+# commands that run until stopped, or never open a folder's graph
+_NO_HINT = {"serve", "mcp", "init", "completion", "config", "open", "daemon"}
+
+
+def _serve_hint(took: float, code: int, argv: list[str]) -> None:
+    """Once per folder, on a terminal: a command that took over a second (its own time, not
+    the person's) says that `ok serve` makes commands fast (setting hints.serve)."""
+    if took <= 1.0 or code == 130 or state.long_running or not sys.stderr.isatty():
+        return
+    at = command_at(argv)
+    if at is None or argv[at] in _NO_HINT or "--help" in argv or "-h" in argv:
+        return
+    from ..folder import Folder, find_root
+
+    try:
+        f = Folder(find_root(explicit=state.root))
+        if not f.setting("hints.serve"):
+            return
+        said = f.cache_dir / "serve-hint"
+        if said.exists():
+            return
+        f.cache_dir.mkdir(parents=True, exist_ok=True)
+        said.write_text(f"{took:.1f}\n")
+    except (OkError, OSError):
+        return
+    print(
+        f"hint: that took {took:.1f} s, mostly loading the model and the graph; `ok serve` "
+        "keeps them loaded, and every ok command on this folder then runs in it at once "
+        "(said once; `ok config set hints.serve false` silences it)",
+        file=sys.stderr,
+    )
+
+
+_built: list[Any] = []  # the click command tree, once built
+
+
+def _command() -> Any:
+    """The click command tree of `app`, built once per process: typer builds it anew on each
+    call (a tenth of a second), and `ok serve` runs every routed command through it."""
+    if not _built:
+        _built.append(typer.main.get_command(app))
+    return _built[0]
+
+
+def _run(argv: list[str], routed: bool) -> int:
     state.root, state.json, state.tee, state.debug = None, False, None, False
     state.color = "auto"
-    argv = hoist_root(sys.argv[1:] if argv is None else argv)
+    state.waited, state.long_running = 0.0, False
     at = command_at(argv)
     keys = at is not None and "keys" in argv[at + 1 :]  # ok serve keys …: fine
     if routed and at is not None and argv[at] in ("serve", "init") and not keys:
@@ -727,7 +875,7 @@ def run(argv: list[str] | None = None, routed: bool = False) -> int:
         return 2
     try:
         # `ok serve` runs other processes' commands with this same function
-        rv = app(args=argv, prog_name="ok", standalone_mode=False, obj={"run": run})
+        rv = _command()(args=argv, prog_name="ok", standalone_mode=False, obj={"run": run})
         return rv if isinstance(rv, int) else 0
     except OkError as e:
         if state.debug:
@@ -765,7 +913,7 @@ def run(argv: list[str] | None = None, routed: bool = False) -> int:
             "the traceback, and please report it)",
             file=sys.stderr,
         )
-        return 1
+        return ERROR
 
 
 def _disk_full(e: BaseException) -> OkError | None:

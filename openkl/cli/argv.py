@@ -7,7 +7,8 @@ from __future__ import annotations
 ROOT_FLAGS = ("-C", "--root")
 VALUED_GLOBALS = {"-C", "--root", "--tee", "--color"}
 OWN_ROOT = {"mcp", "serve"}  # subcommands with a --root option of their own
-OWN_C = {"grep"}  # subcommands whose -C is their own: `ok grep -C 2` is context, as in rg
+# commands whose -C is their own: lines of context, as in rg (`ok grep -C 2`)
+OWN_C = (("grep",), ("cite", "open"))
 
 
 def command_at(argv: list[str]) -> int | None:
@@ -24,4 +25,15 @@ def command_at(argv: list[str]) -> int | None:
         if not a.startswith("-"):
             return i
         i += 1
+    return None
+
+
+def own_c(argv: list[str], at: int | None) -> int | None:
+    """Where the command whose -C is its own ends in `argv` (its last word), when the
+    command at `at` is one; after that point -C is not --root."""
+    if at is None:
+        return None
+    for words in OWN_C:
+        if argv[at : at + len(words)] == list(words):
+            return at + len(words) - 1
     return None

@@ -6,7 +6,7 @@ import typer
 
 from ..records import BackfeedItem
 from .common import folder, writing
-from .output import JsonOpt, emit, read_stdin_text
+from .output import FormatOpt, JsonOpt, emit, emit_records, formats, read_stdin_text
 
 app = typer.Typer(
     help="Human-reviewed writeback: flag, queue, approve, reject.", no_args_is_help=True
@@ -58,16 +58,19 @@ def flag(
 
 
 @app.command()
+@formats
 def queue(
     status: str = typer.Option("pending", "--status", help="pending, approved, rejected or all."),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """List backfeed items."""
     from .. import ops
 
-    emit(
+    emit_records(
         ops.backfeed_queue(folder(), status),
         json_,
+        fmt,
         plain=lambda items: "\n".join(_line(i) for i in items),
     )
 

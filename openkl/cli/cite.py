@@ -10,11 +10,11 @@ from typing import Any
 import typer
 
 from .. import citations as cit
-from ..errors import BadInput, UsageError
-from ..records import Cite, CitedAt, CitePassage, CiteStatus, FoundAt
+from ..errors import NOTHING_FOUND, BadInput, UsageError
+from ..records import Cite, CitePassage, CiteStatus, FoundAt
 from . import completion, output
-from .common import TagsOpt, folder, split_labels, writing
-from .output import FormatOpt, JsonOpt, emit, emit_records
+from .common import TagFilterOpt, TagsOpt, folder, split_labels, writing
+from .output import FormatOpt, JsonOpt, emit, emit_records, formats
 
 app = typer.Typer(
     help="Citations: make, verify and open them, even after files change.", no_args_is_help=True
@@ -40,8 +40,11 @@ def _items(f: Any, refs: list[str]) -> list[str | Cite]:
     return out
 
 
-def _where(c: Cite | CitedAt | FoundAt) -> str:
-    return f"{c['path']}:{c['loc']['start']}-{c['loc']['end']}"
+def _wheres(f: Any, items: list[Any]) -> list[str]:
+    """`path:L1-L2` of each (lines, as grep and editors count; the JSON keeps characters)."""
+    from .. import ops
+
+    return ops.where(f, items)
 
 
 def _snippet(text: str, width: int = 80) -> str:
@@ -58,6 +61,7 @@ def _snippet(text: str, width: int = 80) -> str:
   ok search "gene editing" --json | jq -r '.[].id' | ok cite make - --persist
 """
 )
+@formats
 def make(
     refs: list[str] = typer.Argument(
         ...,
@@ -71,29 +75,29 @@ def make(
     chars: str = typer.Option(
         None, "--chars", metavar="A-B", help="Chars a-b of one PATH or id (end excl.)."
     ),
-    persist: bool = typer.Option(False, "--persist", help="Write citations/<id>.json."),
+    persist: bool = typer.Option(
+        False, "--persist", help="Write citations/<id>.json (--tags and --retention-class do)."
+    ),
     tags: list[str] = TagsOpt,
-    retention_class: str = typer.Option(
+    retention_class: str | None = typer.Option(
         None,
         "--retention-class",
         metavar="standard|keep|ephemeral",
-        help="standard (default), keep (gc never removes it) "
+        help="standard (default), keep (or durable: gc never removes it) "
         "or ephemeral (gc removes it once it fails).",
     ),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
-    """Make citations (printed; --persist keeps them in citations/)."""
+    """Make citations: printed, or with --persist (or --tags, --retention-class, which only
+    a kept citation has) kept in citations/."""
     f = folder()
+    retention_class = cit.retention_named(retention_class)
     items = _items(f, refs)
     if (lines or chars) and len(items) != 1:
         raise UsageError("--lines/--chars need exactly one PATH or id")
-    if (tags or retention_class) and not persist:
-        raise UsageError("--tags and --retention-class only apply with --persist")
-    if retention_class and retention_class not in cit.RETENTION_CLASSES:
-        raise UsageError(
-            f"unknown retention class {retention_class!r}",
-            "use one of: " + ", ".join(cit.RETENTION_CLASSES),
-        )
+    # a tag or a retention class is asked of a kept citation: asking is keeping
+    persist = persist or bool(tags) or retention_class is not None
     if not items:
         raise BadInput(
             "nothing to cite: the input held no ids or cite objects",
@@ -111,10 +115,14 @@ def make(
             tags=split_labels(tags),
             retention_class=retention_class,
         )
-    emit(
+    emit_records(
         cites,
         json_,
-        plain=lambda cs: "\n".join(f"{c['id']}\t{_where(c)}\t{_snippet(c['quote'])}" for c in cs),
+        fmt,
+        plain=lambda cs: "\n".join(
+            f"{c['id']}\t{w}\t{_snippet(c['quote'])}"
+            for c, w in zip(cs, _wheres(f, cs), strict=True)
+        ),
     )
 
 
@@ -127,6 +135,7 @@ def make(
   ok ask "what is WAL?" --json | jq '.citations' | ok cite verify -
 """
 )
+@formats
 def verify(
     refs: list[str] = typer.Argument(
         None,
@@ -144,6 +153,7 @@ def verify(
         help="Fuzzy matches below this are missing (default cite.min_similarity, 0.7).",
     ),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """Check citations against the files: verified, moved, changed or missing.
 
@@ -168,19 +178,21 @@ def verify(
         )
     if all_ and not v.results:
         output.info("no persisted citations to verify")
-    emit(v.results, json_, plain=_plain_results)
+    emit_records(v.results, json_, fmt, plain=lambda rs: _plain_results(f, rs))
     if v.failed:
         output.info(f"{len(v.failed)} of {len(v.results)} citations failed verification")
-        raise typer.Exit(1)
+        raise typer.Exit(NOTHING_FOUND)
 
 
-def _plain_results(rs: list[CiteStatus]) -> str:
+def _plain_results(f: Any, rs: list[CiteStatus]) -> str:
+    # where the quote is now; a missing one only by its file (its lines are gone)
+    spots: list[FoundAt | dict[str, str]] = [r["found"] or {"path": r["cited"]["path"]} for r in rs]
+    wheres = _wheres(f, spots)
     lines = []
-    for r in rs:
-        where = r["found"] or r["cited"]
+    for r, where in zip(rs, wheres, strict=True):
         extra = f"\tsimilarity {r['similarity']:.2f}" if r["status"] == "changed" else ""
         upd = "\tupdated" if r.get("updated") else ""
-        lines.append(f"{r['status']}\t{r['id']}\t{_where(where)}{extra}{upd}")
+        lines.append(f"{r['status']}\t{r['id']}\t{where}{extra}{upd}")
         lines += [f"\t{d}" for d in r["diagnostics"]]
     return "\n".join(lines)
 
@@ -191,7 +203,7 @@ def _plain_results(rs: list[CiteStatus]) -> str:
 
 \b
   ok cite open c-2b78d9272c9d171e              # the passage, quote marked >>> <<< when piped
-  ok cite open c-2b78d9272c9d171e --context 5 --json | jq -r .text
+  ok cite open c-2b78d9272c9d171e -C 5 --json | jq -r .text
 """,
 )
 def open_(
@@ -201,7 +213,7 @@ def open_(
         autocompletion=completion.citation_or_note_ids,
     ),
     context: int = typer.Option(
-        2, "--context", "-n", metavar="N", help="Lines of context around the span."
+        2, "--context", "-C", metavar="N", help="Lines of context around the span."
     ),
     json_: bool = JsonOpt,
 ) -> None:
@@ -223,7 +235,9 @@ def open_(
     if output.want_json(json_):
         emit(p, True)
     else:
-        where = p["path"] + (f":{p['lines']['start']}-{p['lines']['end']}" if p["lines"] else "")
+        where = p["path"] + (
+            f":{cit.shown_lines(p['lines']['start'], p['lines']['end'])}" if p["lines"] else ""
+        )
         output.info(f"{p['id']}  {where}  ({p['status']})")
         if output.is_tty():
             with output.paged():
@@ -239,7 +253,7 @@ def open_(
                 + "\n"
             )
     if p["status"] == "missing":
-        raise typer.Exit(1)
+        raise typer.Exit(NOTHING_FOUND)
 
 
 def _render_passage(p: CitePassage) -> None:
@@ -259,8 +273,9 @@ def _render_passage(p: CitePassage) -> None:
   ok cite list --status changed --json | jq -r '.[].id'   # what needs a look
 """,
 )
+@formats
 def list_(
-    tag: list[str] = typer.Option(None, "--tag", "-t", help="Only citations with this tag."),
+    tag: list[str] = TagFilterOpt,
     doc: str = typer.Option(
         None, "--doc", metavar="ID|PATH", help="Only citations of this doc/note (id or path)."
     ),
@@ -280,13 +295,14 @@ def list_(
     for p in res.problems:
         output.warn(f"{p['path']}: {p['problem']}")
     rows = res.citations
+    f = folder()
     emit_records(
         rows,
         json_,
         fmt,
         plain=lambda rs: "\n".join(
-            f"{c['id']}\t{_where(c)}\t{','.join(c.get('tags') or [])}\t{_snippet(c['quote'], 60)}"
-            for c in rs
+            f"{c['id']}\t{w}\t{','.join(c.get('tags') or [])}\t{_snippet(c['quote'], 60)}"
+            for c, w in zip(rs, _wheres(f, rs), strict=True)
         ),
     )
 
@@ -300,7 +316,7 @@ def list_(
 """
 )
 def gc(
-    dry_run: bool = typer.Option(False, "--dry-run", help="Only report what would go."),
+    dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Only report what would go."),
     json_: bool = JsonOpt,
 ) -> None:
     """Remove transient citations and orphaned ones (their document is gone)."""

@@ -9,7 +9,7 @@ import typer
 from ..records import SettingValue
 from . import output
 from .common import folder
-from .output import JsonOpt, emit
+from .output import FormatOpt, JsonOpt, emit, emit_records, formats
 
 app = typer.Typer(
     help="Show and change settings: every key with its value, its type and where the value "
@@ -65,11 +65,13 @@ def _render_rows(rows: list[SettingValue]) -> None:
 
 
 @app.command("list")
+@formats
 def list_(
     changed: bool = typer.Option(
         False, "--changed", help="Only settings not at their default (set in the file or env)."
     ),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """Every setting: key, effective value, where it comes from, type and description.
 
@@ -90,7 +92,9 @@ def list_(
     if changed:
         rows = [d for d in rows if d["source"] != "default"]
     _warn_unknown(f.config)
-    emit(rows, json_, render=_render_rows, plain=lambda rs: "\n".join(map(_plain_row, rs)))
+    emit_records(
+        rows, json_, fmt, render=_render_rows, plain=lambda rs: "\n".join(map(_plain_row, rs))
+    )
 
 
 @app.command("get")

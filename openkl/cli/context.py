@@ -4,24 +4,23 @@ from __future__ import annotations
 
 import typer
 
+from ..errors import NOTHING_FOUND
 from ..records import Context
-from .common import folder
-from .output import JsonOpt, emit, read_stdin_text, warn
+from .common import LlmOpt, folder, limit_opt
+from .output import FormatOpt, JsonOpt, emit_record, formats, read_stdin_text, warn
 
 
+@formats
 def context(
     query: str = typer.Argument(..., help="A question or topic (`-` reads stdin)."),
-    k: int = typer.Option(8, "-k", help="Passages to retrieve."),
+    k: int = limit_opt(8, "Passages to retrieve."),
     max_entities: int = typer.Option(12, "--max-entities", help="Entities to return."),
     min_confidence: float = typer.Option(
         None, "--min-confidence", help="Confidence floor (default entities.min_confidence)."
     ),
-    llm: bool = typer.Option(
-        None,
-        "--llm/--no-llm",
-        help="Use the configured LLM to pick entities (default: if configured).",
-    ),
+    llm: bool = LlmOpt,
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """Hybrid retrieval → relevant entities, relationships, sources, reasoning, confidence.
 
@@ -50,7 +49,11 @@ def context(
         warn(w)
 
     def plain(d: Context) -> str:
-        lines = [f"confidence: {d['confidence']} ({d['method']})", d["reasoning"], ""]
+        lines = [
+            f"confidence: {d['confidence']} ({d['confidence_score']:.2f}, {d['method']})",
+            d["reasoning"],
+            "",
+        ]
         for e in d["entities"]:
             lines.append(f"{e['confidence']:.2f}\t{e['type']}\t{e['name']}")
         if d["relationships"]:
@@ -64,4 +67,6 @@ def context(
             lines.append(f"  {n['via']} {arrow} {n['id']}  {n['title'] or n['path']}")
         return "\n".join(lines)
 
-    emit(data, json_, plain=plain)
+    emit_record(data, json_, fmt, plain=plain)
+    if not data["entities"] and not data["sources"]:
+        raise typer.Exit(NOTHING_FOUND)  # nothing to go on, as a search that finds nothing

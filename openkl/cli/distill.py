@@ -8,8 +8,8 @@ import typer
 
 from ..records import DistillRun
 from . import output
-from .common import TagsOpt, TopicsOpt, folder, split_labels, writing
-from .output import JsonOpt, emit
+from .common import TagsOpt, TopicsOpt, folder, limit_opt, scope_opt, split_labels, writing
+from .output import FormatOpt, JsonOpt, emit, emit_records, formats
 
 app = typer.Typer(
     help="Distill passages into memory notes that cite their sources.", no_args_is_help=True
@@ -24,13 +24,15 @@ app = typer.Typer(
   ok distill prompts --json | jq -r '.[].name'
 """
 )
-def prompts(json_: bool = JsonOpt) -> None:
+@formats
+def prompts(json_: bool = JsonOpt, fmt: str | None = FormatOpt) -> None:
     """List the distillation prompts."""
     from .. import ops
 
-    emit(
+    emit_records(
         ops.distill_prompts(),
         json_,
+        fmt,
         plain=lambda ps: "\n".join(f"{p['name']}\t{p['description']}" for p in ps),
     )
 
@@ -99,10 +101,8 @@ def create(
 def run(
     prompt: str = typer.Argument(..., help="Prompt name (see `ok distill prompts`)."),
     query: str = typer.Option(..., "--query", "-q", help="What to distill (searched first)."),
-    k: int = typer.Option(8, "-k", "--limit", metavar="N", help="Passages to give the model."),
-    scope: str = typer.Option(
-        "all", "--in", metavar="all|mem|store", help="Where to look: notes, documents or both."
-    ),
+    k: int = limit_opt(8, "Passages to give the model."),
+    scope: str = scope_opt("all", "Where to look."),
     tags: list[str] = TagsOpt,
     topics: list[str] = TopicsOpt,
     json_: bool = JsonOpt,

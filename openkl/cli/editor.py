@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import OkError
 from ..streams import fd_of
+from .output import waiting
 
 
 def command() -> str:
@@ -56,13 +57,14 @@ def edit(path: Path, saved: str | None = "nothing was saved", line: int | None =
     args = file_args(cmd, str(path), line)
     try:
         # like git: the command is shell text and the file its argument
-        code = subprocess.call(
-            ["/bin/sh", "-c", f'{cmd} "$@"', cmd, *args],
-            stdin=fds[0],
-            stdout=out,
-            stderr=fds[2],
-            env=dict(os.environ),
-        )
+        with waiting():  # the person writes: not the command's time
+            code = subprocess.call(
+                ["/bin/sh", "-c", f'{cmd} "$@"', cmd, *args],
+                stdin=fds[0],
+                stdout=out,
+                stderr=fds[2],
+                env=dict(os.environ),
+            )
     except OSError as e:
         raise OkError(f"cannot run the editor `{cmd}`: {e}{tail}", _HINT) from e
     if code == 127:
@@ -98,5 +100,6 @@ def again(problem: str) -> bool:
         return False
     print(f"Error: {problem}", file=sys.stderr)
     print("Edit again? [Y/n] ", end="", file=sys.stderr, flush=True)
-    answer = sys.stdin.readline()
+    with waiting():
+        answer = sys.stdin.readline()
     return answer != "" and answer.strip().lower() in ("", "y", "yes")

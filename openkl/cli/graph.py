@@ -8,13 +8,14 @@ import typer
 
 from ..records import EntityDetail, Lineage, Traversal
 from . import completion, output
-from .common import folder, writing
-from .output import FormatOpt, JsonOpt, emit, emit_records
+from .common import depth_opt, folder, limit_opt, writing
+from .output import FormatOpt, JsonOpt, emit, emit_records, formats
 
 app = typer.Typer(help="The derived graph: Cypher, entities, exports.", no_args_is_help=True)
 
 
 @app.command()
+@formats
 def cypher(
     query: str = typer.Argument(..., help="A Cypher query (`-` reads stdin)."),
     write: bool = typer.Option(
@@ -22,6 +23,7 @@ def cypher(
     ),
     param: list[str] = typer.Option(None, "--param", "-p", help="NAME=VALUE (JSON values ok)."),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """Run one Cypher statement (read-only unless --write).
 
@@ -36,6 +38,7 @@ def cypher(
     \b
       ok graph cypher "MATCH (d:Doc) RETURN d.title LIMIT 5"
       ok graph cypher 'MATCH (d:Doc) WHERE d.title CONTAINS $t RETURN d.id' -p t=Ada
+      ok graph cypher "MATCH (d:Doc) RETURN d.path AS path, d.title AS title" --csv
     """
     import json
 
@@ -63,7 +66,7 @@ def cypher(
         rows = ops.cypher(f, query, params)
     # JSON keys stay the engine's column names (stable for scripts; `AS` names them);
     # the table's headers are the RETURN items as written
-    emit(rows, json_, plain=lambda rs: _tsv(rs, _return_items(query)))
+    emit_records(rows, json_, fmt, plain=lambda rs: _tsv(rs, _return_items(query)))
 
 
 def _tsv(rows: list[dict[str, Any]], headers: list[str] | None = None) -> str:
@@ -131,7 +134,7 @@ def lineage(
         help="A note id, chunk id or document id/path.",
         autocompletion=completion.note_or_doc_ids,
     ),
-    depth: int = typer.Option(5, "--depth", help="How many hops to walk."),
+    depth: int = depth_opt(5, "How many hops to walk."),
     direction: str = typer.Option(
         "both", "--direction", help="up (where it came from), down (what came of it), both."
     ),
@@ -168,18 +171,22 @@ def lineage(
 
 # -- entities -------------------------------------------------------------------------------
 @app.command()
+@formats
 def entities(
     type_: str = typer.Option(
-        None, "--type", metavar="TYPE", help="Only this type (Person, Concept, …)."
+        None, "--type", "-t", metavar="TYPE", help="Only this type (Person, Concept, …)."
     ),
     min_confidence: float = typer.Option(
-        None, "--min-confidence", help="Confidence floor (default entities.min_confidence, 0.4)."
+        None, "--min-confidence", help="Confidence floor (default entities.min_confidence)."
     ),
     doc: str = typer.Option(
-        None, "--doc", help="Only entities from this document (id, prefix or path)."
+        None,
+        "--doc",
+        metavar="ID|PATH",
+        help="Only entities from this document (id, prefix or path).",
     ),
     name: str = typer.Option(None, "--name", help="Only names containing this text."),
-    limit: int = typer.Option(0, "--limit", "-n", min=0, help="At most this many (0: all)."),
+    limit: int = limit_opt(0, "At most this many (0: all).", min=0),
     json_: bool = JsonOpt,
     fmt: str | None = FormatOpt,
 ) -> None:
@@ -218,7 +225,9 @@ def entities(
 def entity(
     name: str = typer.Argument(..., help="Entity name, alias or id."),
     min_confidence: float = typer.Option(
-        0.0, "--min-confidence", help="Only relationships at least this confident."
+        None,
+        "--min-confidence",
+        help="Only relationships at least this confident (default entities.min_confidence).",
     ),
     json_: bool = JsonOpt,
 ) -> None:
@@ -244,6 +253,12 @@ def entity(
             lines.append("aliases: " + ", ".join(d["aliases"]))
         if d["description"]:
             lines.append(d["description"])
+            cite = d.get("description_cite")
+            if cite:
+                loc = cite["loc"]
+                lines.append(
+                    f"  — cite: {cite['id']} ({cite['path']}, {loc['start']}–{loc['end']})"
+                )
         for r in d["relationships"]:
             arrow = (
                 f"-{r['type']}-> {r['to_name']}"
@@ -261,12 +276,14 @@ def entity(
 @app.command()
 def traverse(
     name: str = typer.Argument(..., help="Entity, or note (id, [[id or title]]), to start from."),
-    depth: int = typer.Option(2, "--depth", "-d", help="How many hops."),
+    depth: int = depth_opt(2, "How many hops."),
     rel: str = typer.Option(None, "--rel", help="Follow only this relationship type."),
     min_confidence: float = typer.Option(
-        None, "--min-confidence", help="Confidence floor for entities and relationships."
+        None,
+        "--min-confidence",
+        help="Confidence floor for entities and relationships (default entities.min_confidence).",
     ),
-    limit: int = typer.Option(200, "--limit", help="Stop after this many entities."),
+    limit: int = limit_opt(200, "Stop after this many entities."),
     json_: bool = JsonOpt,
 ) -> None:
     """Breadth-first walk over relationships, with the path of every step.
@@ -373,9 +390,16 @@ def export(
         help="With --format csv: only this table.",
     ),
     min_confidence: float = typer.Option(
-        None, "--min-confidence", help="Only entities this confident."
+        None,
+        "--min-confidence",
+        help="Only entities this confident (default entities.min_confidence).",
     ),
-    type_: str = typer.Option(None, "--type", metavar="TYPE", help="Only entities of this type."),
+    all_: bool = typer.Option(
+        False, "--all", help="Every entity, also those below the confidence floor."
+    ),
+    type_: str = typer.Option(
+        None, "--type", "-t", metavar="TYPE", help="Only entities of this type."
+    ),
     max_entities: int = typer.Option(
         None, "--max-entities", min=1, help="At most this many (most confident)."
     ),
@@ -386,13 +410,14 @@ def export(
     query: str = typer.Option(
         None, "--query", metavar="TEXT", help="With --format html: around what this finds."
     ),
-    depth: int = typer.Option(
-        None, "--depth", min=0, max=3, help="With --format html: hops from the start (1)."
-    ),
+    depth: int = depth_opt(None, "With --format html: hops from the start (1).", min=0, max=3),
     json_: bool = JsonOpt,
 ) -> None:
     """Export the entity graph: an AKS bundle (JSON), GraphML or CSV; or one neighbourhood
     as a self-contained HTML page (the graph view of `ok serve`, no server needed).
+
+    Entities below the confidence floor (entities.min_confidence), which every other view
+    leaves out, stay out unless --all. On a terminal a bar shows the entities described.
 
     With `-o -` and --json, GraphML and CSV come wrapped in one JSON object (`content` by
     file name; for CSV also `rows` by table); an AKS bundle is JSON already.
@@ -405,6 +430,7 @@ def export(
       ok graph export --format csv -o exports/         # entities.csv, relationships.csv
       ok graph export --format csv --table entities -o - | head
       ok graph export --min-confidence 0.6 --max-entities 500 -o team.aks.json
+      ok graph export --all -o everything.aks.json     # also entities below the floor
       ok graph export --format html --entity Cas9 --depth 2 -o cas9.html
       ok graph export --format html --query "gene editing" -o gene-editing.html
     """
@@ -428,6 +454,7 @@ def export(
         entity_type=type_,
         max_entities=max_entities,
         verified_only=verified_only,
+        all_=all_,
     )
     if out == "-":
         if format_ == "aks" or not as_json:

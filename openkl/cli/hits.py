@@ -7,6 +7,8 @@ import os
 from typing import Any
 
 from .. import ops
+from ..errors import NOTHING_FOUND
+from ..folder import Folder
 from ..records import Cite
 from . import output
 
@@ -17,30 +19,56 @@ def query_arg(query: str) -> str:
 
 
 def show_hits(
-    res: ops.SearchResult, json_: bool, explain: bool = False, fmt: str | None = None
+    f: Folder,
+    res: ops.SearchResult,
+    json_: bool,
+    explain: bool = False,
+    fmt: str | None = None,
+    filtered: bool = False,
 ) -> None:
     """Print a search's hits, the Cypher it ran (stderr) and a staleness warning; with no
-    good match, say so on stderr (`[]` for --json) and exit 1, as rg does."""
+    good match, or no hit at all (`filtered`: filters were given), say so on stderr (`[]`
+    for --json) and exit 1, as rg does. A person reads each hit's place as `path:L1-L2`
+    (lines); the records keep `loc` in characters."""
     for q in res.queries:
         output.info(q)
-    if res.no_good_match:
+    if res.warning:
+        output.warn(res.warning)
+    if res.no_good_match or not res.hits:
         import typer
 
         if output.want_json(json_) or fmt == "json":
             output.emit_json([])
-        output.info(no_good_match_line(res))
+        output.info(no_good_match_line(res) if res.no_good_match else _no_hit(res, filtered))
         if res.stale:
             output.warn("files changed since the index was last updated; run `ok sync`")
-        raise typer.Exit(1)
+        raise typer.Exit(NOTHING_FOUND)
+    hits = list(res.hits)
+
+    def lines() -> list[str]:
+        return [w[len(h["path"]) :] for h, w in zip(hits, ops.where(f, hits), strict=True)]
+
     output.emit_records(
-        list(res.hits),
+        hits,
         json_,
         fmt,
-        render=lambda h: _render_hits(h, res.query, explain),
-        plain=lambda h: _plain_hits(h, res.query, explain),
+        render=lambda h: _render_hits(h, res.query, explain, lines()),
+        plain=lambda h: _plain_hits(h, res.query, explain, lines()),
     )
     if res.stale:
         output.warn("files changed since the index was last updated; run `ok sync`")
+
+
+def _no_hit(res: ops.SearchResult, filtered: bool) -> str:
+    if filtered:
+        return (
+            f"no match for {res.query!r} within the filters given (hint: loosen --tag, "
+            "--topic, --path, --since or --until)"
+        )
+    return (
+        f"no match for {res.query!r} in what is indexed (hint: other words, `ok grep` for "
+        "exact text, `ok status` for what is indexed)"
+    )
 
 
 def no_good_match_line(res: ops.SearchResult) -> str:
@@ -78,25 +106,38 @@ def _signals(h: Cite, sep: str = " ") -> str:
             part += f"#{sig.pop('rank')}"
         part += "".join(f",{k}={num(v)}" for k, v in sig.items() if not isinstance(v, dict | list))
         parts.append(part)
+    for name in ("recency", "drift"):  # what multiplied the fused score
+        v = h.get(name)
+        if isinstance(v, dict):  # its own value first, then the others: drift=0.2,factor=0.98
+            rest = "".join(f",{k}={num(x)}" for k, x in v.items() if k != name)
+            parts.append(f"{name}={num(v.get(name, ''))}{rest}")
+        elif v is not None:
+            parts.append(f"{name}={num(v)}")
     return sep.join(parts)
 
 
-def _plain_hits(hits: list[Cite], query: str = "", explain: bool = False) -> str:
-    """One line per hit, tab-separated: rank, score, id, path (relative to the root, as in
-    the JSON), snippet, and with --explain the signals; `cut -f3` gives the ids."""
+def _plain_hits(
+    hits: list[Cite], query: str = "", explain: bool = False, lines: list[str] | None = None
+) -> str:
+    """One line per hit, tab-separated: rank, score, id, path:L1-L2 (relative to the root,
+    as in the JSON; `ok open` takes it), snippet, and with --explain the signals; `cut -f3`
+    gives the ids."""
     from ..search import snippet
 
-    lines = []
-    for h in hits:
-        fields = [str(h.get("rank", "")), f"{h.get('score', 0.0):.4f}", h["id"], h["path"]]
+    out = []
+    for i, h in enumerate(hits):
+        where = h["path"] + (lines[i] if lines else "")
+        fields = [str(h.get("rank", "")), f"{h.get('score', 0.0):.4f}", h["id"], where]
         fields.append(snippet(h["quote"], query).replace("\t", " "))
         if explain:
             fields.append(_signals(h))
-        lines.append("\t".join(fields))
-    return "\n".join(lines)
+        out.append("\t".join(fields))
+    return "\n".join(out)
 
 
-def _render_hits(hits: list[Cite], query: str, explain: bool) -> None:
+def _render_hits(
+    hits: list[Cite], query: str, explain: bool, lines: list[str] | None = None
+) -> None:
     """A table that reads at 80 columns: rank and score, then the id and the path on one line
     (the id never folds, so it can be copied), the title, and the passage wrapped below."""
     import re
@@ -116,9 +157,9 @@ def _render_hits(hits: list[Cite], query: str, explain: bool) -> None:
     table.add_column("score", no_wrap=True)
     table.add_column("hit", ratio=1)
     room = max(20, con.width - 13)  # what the hit column gets, padding taken off
-    for h in hits:
+    for i, h in enumerate(hits):
         cell = Text()
-        where = shown_path(h)
+        where = shown_path(h) + (lines[i] if lines else "")
         cell.append(h["id"], style="bold cyan")
         # the path beside the id when both fit, else on a line of its own
         cell.append("  " if len(h["id"]) + 2 + len(where) <= room else "\n")
@@ -148,8 +189,8 @@ def open_spot(spot: Any, json_: bool) -> None:
     if output.want_json(json_):
         output.emit_json(spot)
         return
-    if sys.stdout.isatty():
-        editor.edit(Path(spot["abs_path"]), saved=None, line=spot["line"])
+    if sys.stdout.isatty():  # at the best sentence for the search, as the explorer marks it
+        editor.edit(Path(spot["abs_path"]), saved=None, line=spot.get("best_line", spot["line"]))
         return
     span = f"{spot['line']}" + (f"-{spot['end_line']}" if spot["end_line"] != spot["line"] else "")
     sys.stdout.write(f"{shown_path(spot)}:{span}\n{spot['text']}\n")

@@ -36,13 +36,24 @@ def _row(path: str, line: int, sep: str, text: str, color: bool) -> str:
     return f"{_paint(_PATH, path, color)}{sep}{_paint(_LINE, str(line), color)}{sep}{text}"
 
 
-def lines_text(res: GrepResult, color: bool) -> str:
-    """The matched lines, with their context when they carry some."""
+def _matched(
+    path: str, n: int, text: str, spans: tuple[tuple[int, int], ...], color: bool, only: bool
+) -> list[str]:
+    """A matched line's rows: the line, or with `only` (-o) each match on a row of its own."""
+    if not only:
+        return [_row(path, n, ":", _marked(text, spans, color), color)]
+    return [_row(path, n, ":", _paint(_MATCH, text[a:b], color), color) for a, b in spans if b > a]
+
+
+def lines_text(res: GrepResult, color: bool, only: bool = False) -> str:
+    """The matched lines, with their context when they carry some; with `only` (rg's -o),
+    each match alone."""
     context = any("before" in h or "after" in h for h in res.hits)
     if not context:
         return "\n".join(
-            _row(h["path"], h["line"], ":", _marked(h["text"], s, color), color)
+            row
             for h, s in zip(res.hits, res.spans, strict=True)
+            for row in _matched(h["path"], h["line"], h["text"], s, color, only)
         )
     # per file, every line to print: a match (its spans) or context (None)
     files: dict[str, dict[int, tuple[str, tuple[tuple[int, int], ...] | None]]] = {}
@@ -61,7 +72,7 @@ def lines_text(res: GrepResult, color: bool) -> str:
             if spans is None:
                 out.append(_row(path, n, "-", text, color))
             else:
-                out.append(_row(path, n, ":", _marked(text, spans, color), color))
+                out += _matched(path, n, text, spans, color, only)
             last = n
     return "\n".join(out)
 

@@ -19,7 +19,7 @@ def mcp(
     read_only: bool = typer.Option(
         False,
         "--read-only",
-        help="Leave out the write tools (mem_add, store_ingest, persisted citations).",
+        help="Leave out the write tools (mem_add, distill_create, store_ingest, persisted citations).",
     ),
     list_tools: bool = typer.Option(
         False, "--list-tools", help="Print the tools as JSON and exit instead of serving."

@@ -10,18 +10,26 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..errors import BadInput, EmptyDraft, OkError
+from ..errors import NOTHING_FOUND, BadInput, EmptyDraft, OkError, UsageError
 from . import completion, output
 from .common import (
     IncludeSupersededOpt,
+    LlmOpt,
     RecencyOpt,
+    SinceOpt,
+    TagFilterOpt,
     TagsOpt,
+    TopicFilterOpt,
     TopicsOpt,
+    UntilOpt,
+    WhereOpt,
     folder,
+    limit_opt,
+    scope_opt,
     split_labels,
     writing,
 )
-from .output import FormatOpt, JsonOpt, emit, emit_records
+from .output import FormatOpt, JsonOpt, emit, emit_records, formats
 
 if TYPE_CHECKING:
     from ..folder import Folder
@@ -211,22 +219,43 @@ def _add_drafted(
 
 
 @app.command("list")
+@formats
 def list_(
-    tag: list[str] = typer.Option(None, "--tag", "-t", help="Only notes with this tag."),
-    topic: list[str] = typer.Option(None, "--topic", help="Only notes with this topic."),
-    limit: int = typer.Option(
-        0, "--limit", "-n", min=0, help="At most this many, newest first (0: all)."
-    ),
+    tag: list[str] = TagFilterOpt,
+    topic: list[str] = TopicFilterOpt,
+    since: str | None = SinceOpt,
+    until: str | None = UntilOpt,
+    where: list[str] | None = WhereOpt,
+    limit: int = limit_opt(0, "At most this many, newest first (0: all).", min=0),
     json_: bool = JsonOpt,
     fmt: str | None = FormatOpt,
 ) -> None:
-    """List notes, newest first."""
+    """List notes, newest first.
+
+    Examples:
+
+    \b
+      ok mem list -n 5
+      ok mem list --since 7d --tag work
+      ok mem list --until 2026-01-31 --format csv > january.csv
+      ok mem list --where kind=distilled --where "reviewed>=2026-01-01"
+    """
     from .. import ops
 
     f = folder()
-    res = ops.list_notes(f, tags=split_labels(tag), topics=split_labels(topic), limit=limit)
+    res = ops.list_notes(
+        f,
+        tags=split_labels(tag),
+        topics=split_labels(topic),
+        limit=limit,
+        since=since,
+        until=until,
+        where=where,
+        where_name="--where",
+    )
     for p in res.problems:
-        output.warn(p.problem if p.kind == "unreadable" else f"{p.path}: {p.problem}")
+        # a file that cannot be parsed says its name itself
+        output.warn(p.problem if p.problem.startswith(f"{p.path}:") else f"{p.path}: {p.problem}")
     emit_records(
         [n.as_dict(f) for n in res.notes],
         json_,
@@ -274,26 +303,18 @@ def show(
 
 
 @app.command()
+@formats
 def search(
     query: str = typer.Argument(..., help="What to look for."),
-    k: int | None = typer.Option(
-        None, "-k", "--limit", metavar="N", help="Number of results (default 10, at most 1000)."
-    ),
+    k: int | None = limit_opt(None, "Number of results (default 10, at most 1000)."),
     mode: str | None = typer.Option(
         None, "--mode", metavar="hybrid|vector|fts", help="Ranking signals (default hybrid)."
     ),
-    tags: list[str] = typer.Option(None, "--tag", "-t"),
-    topics: list[str] = typer.Option(None, "--topic"),
-    since: str = typer.Option(
-        None,
-        "--since",
-        metavar="WHEN",
-        help="Only notes dated on/after: ISO date/time, or a span back "
-        "from now (30m, 12h, 7d, 2w).",
-    ),
-    until: str = typer.Option(
-        None, "--until", metavar="WHEN", help="Only notes dated on/before (same forms as --since)."
-    ),
+    tags: list[str] = TagFilterOpt,
+    topics: list[str] = TopicFilterOpt,
+    since: str = SinceOpt,
+    until: str = UntilOpt,
+    where: list[str] | None = WhereOpt,
     min_score: float | None = typer.Option(
         None,
         "--min-score",
@@ -312,8 +333,9 @@ def search(
     from .hits import query_arg, show_hits
 
     q = query_arg(query)
+    f = folder()
     res = ops.search(
-        folder(),
+        f,
         q,
         k=k,
         mode=mode,
@@ -329,17 +351,23 @@ def search(
         names=("-k", "--per-doc", "--since", "--until"),
         include_superseded=include_superseded,
         recency=recency,
+        where=where,
+        where_name="--where",
     )
-    show_hits(res, json_, explain, fmt)
+    show_hits(f, res, json_, explain, fmt, filtered=bool(tags or topics or since or until or where))
 
 
 @app.command()
 def update(
     note_id: str = typer.Argument(..., help="Note id.", autocompletion=completion.note_ids),
     text: str = typer.Option(None, "--text", help="New body (`-` reads stdin)."),
-    tags: list[str] = typer.Option(None, "--tags", help="Replace the tags."),
+    tags: list[str] = typer.Option(
+        None, "--tags", "--tag", "-t", help="Replace the tags (repeatable, or a,b)."
+    ),
     add_tag: list[str] = typer.Option(None, "--add-tag", help="Add a tag."),
-    topics: list[str] = typer.Option(None, "--topics", help="Replace the topics."),
+    topics: list[str] = typer.Option(
+        None, "--topics", "--topic", help="Replace the topics (repeatable, or a,b)."
+    ),
     json_: bool = JsonOpt,
 ) -> None:
     """Change a note's text, tags or topics (the id stays)."""
@@ -403,18 +431,68 @@ def edit(
     emit(note.as_dict(f), json_, plain=lambda d: d["id"])
 
 
-@app.command()
+@app.command(
+    epilog="""Examples:
+
+\b
+  ok mem delete m-20261130-eh13              # archived: `ok mem restore` brings it back
+  ok mem delete m-20261130 --yes             # a unique prefix, without being asked
+  ok mem delete m-20261130-eh13 --purge      # the file is deleted for good
+"""
+)
 def delete(
-    note_id: str = typer.Argument(..., help="Note id.", autocompletion=completion.note_ids),
+    note_id: str = typer.Argument(
+        ...,
+        help="Note id (a unique prefix is confirmed first).",
+        autocompletion=completion.note_ids,
+    ),
+    purge: bool = typer.Option(
+        False, "--purge", help="Delete the file for good (an archived note's too)."
+    ),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Do not ask about an id given by a prefix."
+    ),
     json_: bool = JsonOpt,
 ) -> None:
-    """Delete a note file and drop it from the graph."""
+    """Take a note out of search and the graph: its file moves to memories/archive/.
+
+    `ok mem restore ID` brings it back; --purge deletes the file instead. An id given by a
+    unique prefix is shown and confirmed first on a terminal (or with --yes); elsewhere the
+    full id is needed."""
     from .. import ops
 
     f = folder()
+    note = ops.note_to_delete(f, note_id, purge=purge)
+    if note.id != note_id and not yes:
+        _confirm_delete(note, purge)
     with writing(f, "ok mem delete"):
-        note = ops.delete_note(f, note_id)
-    emit({"deleted": note.id}, json_, plain=lambda d: f"deleted {d['deleted']}")
+        done = ops.delete_note(f, note.id, purge=purge)
+
+    def plain(d: dict[str, Any]) -> str:
+        if d["purged"]:
+            return f"deleted {d['deleted']} for good"
+        return (
+            f"archived {d['deleted']} in {d['archived']} "
+            f"(`ok mem restore {d['deleted']}` brings it back)"
+        )
+
+    emit(done.as_dict(), json_, plain=plain)
+
+
+def _confirm_delete(note: Note, purge: bool) -> None:
+    """Ask at a terminal before deleting the note a prefix named; refuse elsewhere."""
+    if sys.stdin is None or not sys.stdin.isatty():
+        raise UsageError(
+            f"the prefix given names {note.id}; nothing was deleted",
+            f"give the full id, `{note.id}`, or --yes",
+        )
+    what = "Delete for good" if purge else "Delete (archive)"
+    output.info(f"{note.id}  {_first_line(note.body)}")
+    with output.waiting():
+        yes = typer.confirm(f"{what} {note.id}?", default=False, err=True)
+    if not yes:
+        output.info("nothing was deleted")
+        raise typer.Exit(NOTHING_FOUND)
 
 
 @app.command()
@@ -494,29 +572,51 @@ def gc(
 @app.command()
 def restore(
     note_id: str = typer.Argument(..., help="Id (or unique prefix) of an archived note."),
+    ttl: str | None = typer.Option(
+        None,
+        "--ttl",
+        metavar="SPAN",
+        help="Give the note a new expiry this far from now (12h, 30d, 2w); without it an "
+        "expiry that has passed is cleared and one still ahead is kept.",
+    ),
     json_: bool = JsonOpt,
 ) -> None:
-    """Bring a note back from memories/archive/ and index it again."""
+    """Bring a note back from memories/archive/ and index it again.
+
+    A note archived because it expired comes back without its expiry, so that it is in
+    search again and the next `ok mem gc` leaves it; --ttl gives it a new one instead.
+    What became of the expiry is said on stderr, and in the JSON as `expiry`: its
+    `action` (cleared, set, kept or none), the expiry that had passed (`was`) and the
+    one it has now (`expires`).
+    """
     from .. import ops
 
     f = folder()
     with writing(f, "ok mem restore"):
-        note = ops.restore_note(f, note_id)
-    emit(note.as_dict(f), json_, plain=lambda d: d["id"])
+        back = ops.restore_note(f, note_id, ttl=ttl)
+    note = back.note
+    if ttl is not None:
+        output.info(f"{note.id} now expires {back.expires} (--ttl {ttl})")
+        action = "set"
+    elif back.expired:
+        output.info(
+            f"{note.id} had expired ({back.expired}); its expiry is cleared "
+            "(give it a new one with --ttl)"
+        )
+        action = "cleared"
+    else:
+        action = "kept" if back.expires else "none"
+    expiry = {"action": action, "was": back.expired, "expires": back.expires}
+    emit({**note.as_dict(f), "expiry": expiry}, json_, plain=lambda d: d["id"])
 
 
 @app.command()
+@formats
 def conflicts(
-    scope: str = typer.Option(
-        "memory",
-        "--in",
-        help="Compare notes (memory), document passages (store) or both (all).",
-        autocompletion=lambda: ["memory", "store", "all"],
-    ),
-    no_llm: bool = typer.Option(
-        False, "--no-llm", help="Only the deterministic signals, even with an LLM configured."
-    ),
+    scope: str = scope_opt("mem", "What to compare."),
+    llm: bool | None = LlmOpt,
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """List statements about the same entity that disagree, with a citation of each side.
 
@@ -533,18 +633,23 @@ def conflicts(
     from .. import ops
 
     f = folder()
-    found = ops.conflicts(f, scope=scope, use_llm=not no_llm)
-    emit(found, json_, plain=_conflicts_text)
+    found = ops.conflicts(f, scope=scope, use_llm=llm is not False)
+    emit_records(found, json_, fmt, plain=lambda cs: _conflicts_text(cs, ops.where(f, _sides(cs))))
 
 
-def _conflicts_text(found: list[Any]) -> str:
+def _sides(found: list[Any]) -> list[Any]:
+    return [c[side] for c in found for side in ("a", "b")]
+
+
+def _conflicts_text(found: list[Any], wheres: list[str]) -> str:
     if not found:
         return "no conflicts found"
     out = []
+    places = iter(wheres)
     for i, c in enumerate(found, 1):
         out.append(f"{i}. {c['entity']} — {c['kind']}: {c['reason']}")
         for side in ("a", "b"):
             s = c[side]
             out.append(f"   {side.upper()}: {' '.join(s['quote'].split())}")
-            out.append(f"      {s['path']} ({s['id']})")
+            out.append(f"      {next(places)} ({s['id']})")
     return "\n".join(out)

@@ -28,9 +28,28 @@ class State(threading.local):
     debug: bool = False
     tee: str | None = None
     color: str = "auto"
+    # seconds spent waiting for the person (an editor, a pager, a question): not the
+    # command's own time
+    waited: float = 0.0
+    # a command that runs until stopped (sync --watch, events --follow): no time to judge
+    long_running: bool = False
 
 
 state = State()
+
+
+@contextlib.contextmanager
+def waiting() -> Iterator[None]:
+    """The block waits for the person, not for the command: its time is left out of what
+    the command took (`state.waited`)."""
+    import time
+
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        state.waited += time.monotonic() - started
+
 
 JsonOpt = typer.Option(False, "--json", help="Print JSON to stdout (stable shapes, for jq).")
 
@@ -51,6 +70,46 @@ FormatOpt = typer.Option(
     help="Records as a JSON array (same as --json), JSON lines, or CSV/TSV with a header "
     "row (nested values as JSON text; TSV escapes tab, newline and backslash as \\t \\n \\\\).",
 )
+
+
+def formats(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command that takes `fmt` (FormatOpt) the shortcuts --csv and --tsv, as
+    sqlite-utils has them: the decorator adds the two options and folds them into `fmt`."""
+    import functools
+    import inspect
+
+    sig = inspect.signature(fn)
+    extra = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(False, f"--{name}", help=f"The same as --format {name}."),
+            annotation=bool,
+        )
+        for name in ("csv", "tsv")
+    ]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, csv: bool = False, tsv: bool = False, **kwargs: Any) -> Any:
+        kwargs["fmt"] = _shortcut(kwargs.get("fmt"), csv, tsv)
+        return fn(*args, **kwargs)
+
+    wrapper.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[*sig.parameters.values(), *extra]
+    )
+    wrapper.__annotations__ = {**fn.__annotations__, "csv": "bool", "tsv": "bool"}
+    return wrapper
+
+
+def _shortcut(fmt: str | None, csv: bool, tsv: bool) -> str | None:
+    chosen = [f for f, on in (("csv", csv), ("tsv", tsv)) if on]
+    if fmt is not None:
+        chosen = list(dict.fromkeys([fmt, *chosen]))
+    if len(chosen) > 1:
+        raise UsageError(
+            "--" + " and --".join(chosen) + " ask for different formats", "give one of them"
+        )
+    return chosen[0] if chosen else None
 
 
 def want_json(flag: bool) -> bool:
@@ -139,6 +198,24 @@ def emit_records(
         write_records(rows, chosen)
 
 
+def emit_record(
+    data: Any,
+    json_flag: bool,
+    fmt: str | None,
+    render: Callable[[Any], None] | None = None,
+    plain: Callable[[Any], str] | None = None,
+) -> None:
+    """Print one object in the `--format` asked for: JSON as --json prints it, one JSON line,
+    or CSV/TSV of one row (nested values as JSON text); else as `emit` would."""
+    chosen = records_format(fmt, json_flag)
+    if chosen is None:
+        emit(data, False, render, plain)
+    elif chosen == "json":
+        emit_json(data)
+    else:
+        write_records([data], chosen)
+
+
 def console(stderr: bool = False) -> Any:
     from rich.console import Console
 
@@ -206,15 +283,16 @@ def paged(json_flag: bool = False) -> Iterator[None]:
             env = {"LESS": "FRX", **os.environ}  # the shell runs $PAGER, as git does
             real.flush()
             try:
-                ran = subprocess.run(
-                    pager,
-                    shell=True,
-                    input=text.encode(),
-                    env=env,
-                    check=False,
-                    stdout=streams.fd_of(real),
-                    stderr=streams.fd_of(sys.stderr),
-                )
+                with waiting():  # the person reads: not the command's time
+                    ran = subprocess.run(
+                        pager,
+                        shell=True,
+                        input=text.encode(),
+                        env=env,
+                        check=False,
+                        stdout=streams.fd_of(real),
+                        stderr=streams.fd_of(sys.stderr),
+                    )
                 missing = ran.returncode == 127  # the shell found no such pager
             except OSError:
                 missing = True

@@ -7,11 +7,11 @@ import sys
 
 import typer
 
-from ..errors import UsageError
+from ..errors import ERROR, PARTIAL, UsageError
 from ..records import Event, RefreshReportDict
 from . import output
-from .common import folder
-from .output import FormatOpt, JsonOpt, emit, emit_records
+from .common import SinceOpt, UntilOpt, folder, limit_opt
+from .output import FormatOpt, JsonOpt, emit, emit_records, formats
 
 
 def refresh(
@@ -32,7 +32,10 @@ def refresh(
     """Re-fetch sources and store what changed as new versions. Safe to run from cron.
 
     Web pages are asked with ETag/Last-Modified, arXiv papers by version, repositories and
-    files are re-read. Exits 1 when a source could not be refreshed.
+    files are re-read. Exits 3 when a source could not be refreshed (2 when none could);
+    such a source is due again after refresh.retry_after seconds, doubled for each failure
+    in a row up to a day (naming it tries it at once). A streak of failures is one
+    `refresh_failed` event, its end a `refresh_recovered` one.
 
     Examples:
 
@@ -55,10 +58,11 @@ def refresh(
         dry_run=dry_run,
     )
     for f in rep.failed:
-        output.warn(f"could not refresh {f['id']}: {f['error']}")
+        again = f" (due again at {f['retry_at']})" if f.get("retry_at") else ""
+        output.warn(f"could not refresh {f['id']}: {f['error']}{again}")
     emit(rep.as_dict(), json_, plain=_plain_refresh)
-    if rep.failed:
-        raise typer.Exit(1)
+    if rep.failed:  # the others were refreshed: partly done, unless nothing else was due
+        raise typer.Exit(PARTIAL if len(rep.failed) < len(rep.due) else ERROR)
 
 
 def _plain_refresh(d: RefreshReportDict) -> str:
@@ -96,8 +100,10 @@ def _event_line(ev: Event) -> str:
     return f"{ev['ts']}\t{ev['type']}\t{about}\t{detail}"
 
 
+@formats
 def events(
-    since: str = typer.Option(None, "--since", help="ISO date/time, or a span: 30m, 12h, 7d."),
+    since: str = SinceOpt,
+    until: str = UntilOpt,
     type_: list[str] = typer.Option(
         None,
         "--type",
@@ -105,8 +111,10 @@ def events(
         metavar="TYPE",
         help="Only these types (repeatable, or comma-separated).",
     ),
-    doc: str = typer.Option(None, "--doc", help="Only events about this doc or note id."),
-    limit: int = typer.Option(0, "--limit", "-n", min=0, help="Only the newest N (0: all)."),
+    doc: str = typer.Option(
+        None, "--doc", metavar="ID|PATH", help="Only events about this doc or note id."
+    ),
+    limit: int = limit_opt(0, "Only the newest N (0: all).", min=0),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events."),
     timeout: float = typer.Option(None, "--timeout", help="With --follow: stop after N seconds."),
     json_: bool = JsonOpt,
@@ -126,7 +134,9 @@ def events(
 
     f = folder()
     types = split_labels(type_)
-    rows = ops.events(f, since=since, types=types, doc=doc, limit=limit)
+    rows = ops.events(f, since=since, until=until, types=types, doc=doc, limit=limit)
+    if follow and until:
+        raise UsageError("--follow and --until do not go together", "drop one of them")
     if not follow:
         emit_records(rows, json_, fmt, plain=lambda rs: "\n".join(_event_line(e) for e in rs))
         return
@@ -137,6 +147,7 @@ def events(
             "use --format jsonl (or --json: JSON lines while following)",
         )
     as_json = chosen is not None
+    output.state.long_running = True
     for ev in rows:
         _print_event(ev, as_json)
     try:

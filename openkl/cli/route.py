@@ -1,11 +1,21 @@
 """The `ok` entry point: when an `ok serve` owns the folder, the command runs there.
 
 This module imports only the standard library, so that a routed command costs a Python
-start and a socket round trip, not the import of the CLI, the graph or the model. The
+start and a socket round trip, not the import of the CLI, the graph or the model. When no
+server owns the folder, most commands first start the folder's resident process
+(openkl.cli.spawn: an `ok serve` without HTTP that exits when idle; OK_NO_DAEMON=1 or
+`serve.auto: false` turns that off) and run in it. The
 server (openkl.server.route) runs the command with this process's stdin, stdout and
-stderr, arguments, working directory and environment, and answers with its exit code, so
-output and exit codes are those of the command run here. With no server, or
-`OK_NO_ROUTE=1`, the command runs in this process as always."""
+stderr, arguments, working directory and the variables of its environment the command may
+read (`environment`), and answers with its exit code, so output and exit codes are those
+of the command run here. With no server, or `OK_NO_ROUTE=1`, the command runs in this
+process as always.
+
+Nothing is sent before the server is known to be this user's own live `ok serve` of the
+folder (`openkl.routing`: the claim's process, its socket in a private directory, the
+kernel's peer credentials, then the server's own word on the folders it serves). When any
+of that fails the command runs here, where it is told, in one line, if the folder is
+served after all."""
 
 from __future__ import annotations
 
@@ -15,20 +25,72 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
+from typing import NamedTuple
 
-from .argv import OWN_C, OWN_ROOT, command_at
+from .. import routing
+from . import spawn
+from .argv import OWN_ROOT, command_at, own_c
 
 HELLO = b"OK1\n"
+GREETING_MAX = 1 << 20
+
+# the variables a routed command receives, whatever it is: what the command, its editor,
+# its pager and its web requests read (the rest of the environment stays in this process)
+SENT = frozenset(
+    {
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "LANGUAGE",
+        "TERM", "COLORTERM", "TERM_PROGRAM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR",
+        "CLICOLOR_FORCE", "COLUMNS", "LINES", "EDITOR", "VISUAL", "PAGER", "LESS",
+        "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "VSCODE_IPC_HOOK_CLI",
+        "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
+        "http_proxy", "https_proxy", "all_proxy", "no_proxy",
+        "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+    }
+)  # fmt: skip
+SENT_PREFIXES = ("OK_", "LC_", "XDG_")
+# the model's key (llm.api_key_env: a name ending in _API_KEY) goes with every command but
+# these, which never ask a model
+NO_MODEL = {
+    ("search",), ("grep",), ("open",), ("status",), ("events",), ("doctor",),
+    ("mem", "list"), ("mem", "show"), ("mem", "search"), ("mem", "topics"),
+    ("store", "list"), ("store", "show"), ("store", "history"),
+    ("graph", "cypher"), ("graph", "lineage"), ("graph", "entities"), ("graph", "entity"),
+    ("graph", "traverse"), ("graph", "export"), ("trigger", "list"), ("trigger", "test"),
+    ("cite", "list"), ("config",), ("backfeed", "queue"), ("backfeed", "show"),
+    ("bundle", "validate"), ("distill", "prompts"), ("distill", "get-prompt"), ("serve",),
+}  # fmt: skip
+KEY_SUFFIX = "_API_KEY"
+# git's and ssh's variables (credentials among them) go with what may fetch a repository
+FETCHES = {("store", "repo"), ("refresh",), ("mcp",)}
+FETCH_VARS = frozenset({"SSH_AUTH_SOCK"})
+FETCH_PREFIXES = ("GIT_",)
 # commands that never go to a server: they make a folder, run one, or touch no graph
 # (`ok serve keys …` does go: the server holds the folder's writer lock)
-_LOCAL = {"init", "serve", "completion"}
+_LOCAL = {"init", "serve", "completion", "daemon"}
+# commands that, when no server owns their folder, start its resident process (cli.spawn) and
+# run in it: not these, which open no graph (a resident process would only cost memory) or
+# run until stopped
+_NO_START = _LOCAL | {"grep", "config", "open", "mcp"}
 
 
 def main() -> None:
     """Console entry point."""
-    code = forward(sys.argv[1:])
+    if sys.argv[1:] == ["--version"]:  # what scripts ask first: no CLI to load for it
+        from importlib.metadata import version
+
+        print(f"ok {version('openkl')}")
+        return
+    argv = sys.argv[1:]
+    code = forward(argv)
+    try:
+        if code is None and _started(argv):
+            code = forward(argv)
+    except KeyboardInterrupt:  # while waiting for the resident process, which starts on
+        print("Interrupted.", file=sys.stderr)
+        raise SystemExit(130) from None
     if code is None:
         from .app import main as here
 
@@ -39,36 +101,97 @@ def main() -> None:
 
 def forward(argv: list[str]) -> int | None:
     """Run `argv` on the server that owns its folder and return the exit code; None when
-    no server owns it (the caller then runs the command itself)."""
+    no server of ours owns it (the caller then runs the command itself)."""
     if os.environ.get("OK_NO_ROUTE") == "1":
         return None
-    socket_file = served_socket(argv)
-    if socket_file is None:
-        return None
-    try:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.connect(socket_file)
-    except OSError:
-        return None  # gone: the command, run here, cleans up what the server left
+    conn = connect(served(argv))
+    if conn is None:
+        return None  # none, gone, or not ours: the command, run here, says what it finds
     with conn:
         return _call(conn, argv)
 
 
-def served_socket(argv: list[str]) -> str | None:
-    """The routing socket of the server that owns every folder `argv` works on, or None."""
+def _started(argv: list[str]) -> bool:
+    """Whether the folder `argv` works on has a resident process now, started for it (or
+    by another command at the same moment): only for the commands that start one, only
+    where one may start (`spawn.may_start`)."""
+    if os.environ.get("OK_NO_ROUTE") == "1" or spawn.turned_off(os.environ):
+        return False
+    at = command_at(argv)
+    if at is None or argv[at] in _NO_START:
+        return False
+    if any(a in ("--help", "-h") for a in _before_dashdash(argv)):
+        return False
+    roots = _roots(argv, at)
+    if len(roots) != 1 or roots[0] is None or not spawn.may_start(roots[0]):
+        return False
+    return spawn.start(roots[0]) is not None
+
+
+class Claim(NamedTuple):
+    """What `.ok/serve.json` says of the server that owns the folders a command works on."""
+
+    pid: int
+    socket: Path
+    roots: tuple[str, ...]  # the folders (real paths)
+
+
+def served(argv: list[str]) -> Claim | None:
+    """The claim of the one live `ok serve` of ours that owns every folder `argv` works on,
+    or None."""
     at = command_at(argv)
     if at is None or (argv[at] in _LOCAL and not _is_keys(argv, at)):
         return None
     if any(a in ("--help", "-h") for a in _before_dashdash(argv)):
         return None
-    sockets: set[str] = set()
+    found: set[tuple[int, str]] = set()
+    roots: list[str] = []
     for root in _roots(argv, at):
         record = _claim(root)
         where = None if record is None else record.get("socket")
-        if not isinstance(where, str):
+        pid = None if record is None else record.get("pid")
+        if not isinstance(where, str) or not isinstance(pid, int) or isinstance(pid, bool):
             return None
-        sockets.add(where)
-    return sockets.pop() if len(sockets) == 1 else None
+        if not routing.is_own_server(pid, record or {}):
+            return None
+        found.add((pid, where))
+        roots.append(os.path.realpath(root or "."))
+    if len(found) != 1:
+        return None
+    pid, where = found.pop()
+    return Claim(pid, Path(where), tuple(roots))
+
+
+def served_socket(argv: list[str]) -> str | None:
+    """The routing socket of the live server of ours that owns every folder `argv` works
+    on, or None."""
+    claim = served(argv)
+    return None if claim is None else str(claim.socket)
+
+
+def connect(claim: Claim | None) -> socket.socket | None:
+    """A connection to the server `claim` names, once it is known to be that server and to
+    serve the claim's folders (its greeting says so); None, nothing sent, otherwise."""
+    if claim is None:
+        return None
+    conn = routing.connect(claim.socket, claim.pid)
+    if conn is None:
+        return None
+    try:
+        greeting = b""
+        while not greeting.endswith(b"\n") and len(greeting) < GREETING_MAX:
+            more = conn.recv(65536)
+            if not more:
+                break
+            greeting += more
+        said = json.loads(greeting)
+        if said.get("pid") != claim.pid or not set(claim.roots) <= set(said.get("roots", [])):
+            raise ValueError("not the server of these folders")
+        conn.settimeout(None)  # the command may run for as long as it runs
+    except (OSError, ValueError, AttributeError):
+        conn.close()
+        return None
+    return conn
 
 
 def _is_keys(argv: list[str], at: int) -> bool:
@@ -87,13 +210,16 @@ def _roots(argv: list[str], at: int) -> list[Path | None]:
     given: list[str] = []
     own: list[str] = []
     args = _before_dashdash(argv)
+    context_c = own_c(args, at)
     i = 0
     while i < len(args):
         a = args[i]
         mine = cmd in OWN_ROOT and i > at
         if a.startswith("--root="):
             (own if mine else given).append(a.split("=", 1)[1])
-        elif (a == "--root" or (a == "-C" and not (cmd in OWN_C and i > at))) and i + 1 < len(args):
+        elif (
+            a == "--root" or (a == "-C" and not (context_c is not None and i > context_c))
+        ) and i + 1 < len(args):
             (own if mine and a == "--root" else given).append(args[i + 1])
             i += 1
         i += 1
@@ -143,7 +269,7 @@ def _call(conn: socket.socket, argv: list[str]) -> int:
     request = {
         "argv": argv,
         "cwd": cwd,
-        "env": dict(os.environ),
+        "env": environment(argv, os.environ),
         "encoding": getattr(sys.stdout, "encoding", None) or "utf-8",
     }
     try:
@@ -186,6 +312,35 @@ def _call(conn: socket.socket, argv: list[str]) -> int:
     return int(answer["exit"])
 
 
+def environment(argv: list[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables of `environ` that the command `argv` may read, and only those: see
+    SENT, NO_MODEL and FETCHES."""
+    cmd = _command(argv)
+    model = not any(cmd[: len(c)] == c for c in NO_MODEL)
+    fetch = any(cmd[: len(c)] == c for c in FETCHES)
+
+    def sent(name: str) -> bool:
+        if name in SENT or name.startswith(SENT_PREFIXES):
+            return True
+        if model and name.endswith(KEY_SUFFIX):
+            return True
+        return fetch and (name in FETCH_VARS or name.startswith(FETCH_PREFIXES))
+
+    return {k: v for k, v in environ.items() if sent(k)}
+
+
+def _command(argv: list[str]) -> tuple[str, ...]:
+    """The command's name and its subcommand's (`("mem", "add")`), as far as they are
+    words before any option."""
+    at = command_at(argv)
+    if at is None:
+        return ()
+    words = [argv[at]]
+    if at + 1 < len(argv) and not argv[at + 1].startswith("-"):
+        words.append(argv[at + 1])
+    return tuple(words)
+
+
 def _lost() -> int:
     print(
         "Error: the `ok serve` that owns this folder stopped before the command finished "
@@ -193,3 +348,7 @@ def _lost() -> int:
         file=sys.stderr,
     )
     return 1
+
+
+if __name__ == "__main__":  # how a resident process is started (cli.spawn)
+    main()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import signal
 import socket
@@ -16,6 +17,7 @@ from urllib.parse import quote
 import typer
 
 from ..errors import BadInput, UsageError
+from .common import TakeOverOpt
 from .output import JsonOpt, emit, state
 
 if TYPE_CHECKING:
@@ -71,6 +73,20 @@ def serve(
         "graph. One writer per stack: a second server waits up to lock_timeout, then says "
         "who holds it.",
     ),
+    resident: bool = typer.Option(
+        False,
+        "--resident",
+        hidden=True,  # how `ok` starts a folder's resident process (cli.spawn, `ok daemon`)
+        help="Be the folder's resident process: no HTTP, exits when idle.",
+    ),
+    take_over: bool = TakeOverOpt,
+    allow_exec_triggers: bool = typer.Option(
+        False,
+        "--allow-exec-triggers",
+        help="Let admins add triggers with a command (exec) over HTTP, and approve them "
+        "as they do: the command runs on this machine as this user. Without it only `ok "
+        "trigger add --exec` on this machine adds one.",
+    ),
 ) -> None:
     """Serve the folder(s) over HTTP from one process that keeps the graph and the model open.
 
@@ -82,6 +98,9 @@ def serve(
 
     Credentials are needed on any address but loopback, or with --auth: an API key
     (`ok serve keys add`) or a JWT (serve.jwt_* settings), sent as `Authorization: Bearer`.
+    It answers only its own Host names (loopback, --host, serve.allowed_hosts) and refuses
+    a browser's requests from other origins than its own (serve.cors_origins allows more),
+    so a web page cannot write into the folder.
 
     Examples:
 
@@ -93,23 +112,42 @@ def serve(
       ok serve --socket-only &                    # no port; then, from the folder:
       curl -s --unix-socket .ok/http.sock 'http://ok/v1/kb/search?q=rollback'
 
-    While it runs, every other `ok` command on the folder (and `ok mcp`) runs in it,
-    through .ok/serve.sock: the same output and exit code, without loading the graph or
-    the model again (OK_NO_ROUTE=1 keeps a command out).
+    While it runs, every other `ok` command of the same user on the folder (and `ok mcp`)
+    runs in it, through a socket in a private directory ($XDG_RUNTIME_DIR/openkl, else
+    ~/.cache/openkl/run), named in .ok/serve.json: the same output and exit code, without
+    loading the graph or the model again (OK_NO_ROUTE=1 keeps a command out).
+
+    Trigger commands run with an environment of their own, never the server's secrets:
+    the values of its environment are blanked where /proc shows them.
     """
     if ctx.invoked_subcommand is not None:
         return
     import functools
 
+    if resident:
+        from ..server import resident as resident_process
+
+        run_here = functools.partial((ctx.obj or {})["run"], routed=True)
+        code = resident_process.serve(roots[0] if roots else state.root, run_here)
+        raise typer.Exit(code)
+
+    from ..server import environ
+
+    environ.hide()  # before anything reads a variable and keeps where it was
+
     from ..server import Stacks, create_app
     from ..server.auth import Authenticator, RateLimiter, load_keys
+    from ..server.guard import Guard
     from ..server.route import Router, socket_path
 
     # the `ok` command line's own runner (cli.app.run), for other processes' commands
     run = functools.partial((ctx.obj or {})["run"], routed=True)
-    stacks = Stacks(list(roots or []) or [state.root], backend=backend)
+    stacks = Stacks(list(roots or []) or [state.root], backend=backend, take_over=take_over)
     first = next(iter(stacks.by_name.values())).folder
     jwt = _jwt_config(first)
+    from .. import triggers
+
+    triggers.withhold(first.secret_env("serve.jwt_secret_env"))  # no command is given it
     need_auth = auth or not (socket_only or _loopback(host))
     if (
         need_auth
@@ -130,6 +168,7 @@ def serve(
         first.setting("serve.local_rate_limit"), first.setting("serve.burst")
     )
     for st in stacks.by_name.values():
+        _take_over(st.folder)
         st.folder.refuse_if_served()  # before the sockets of a live server are taken over
     http_path = socket_path(first.ok_dir, "http")
     if socket_only:
@@ -138,18 +177,27 @@ def serve(
     else:
         sock = _listen(host, port)
         stacks.url = f"http://{host}:{sock.getsockname()[1]}"
-    router = Router(socket_path(first.ok_dir), run)
-    stacks.socket = router.path
+    router = Router(
+        first.ok_dir, run, roots=lambda: [st.folder.root for st in stacks.by_name.values()]
+    )
     # a stop asked for during the start (its sync) lets that write finish, then ends cleanly
     asked: list[int] = []
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: asked.append(signum))
     try:
-        router.start()
+        try:
+            router.start()
+        except OSError as e:
+            raise BadInput(
+                e.strerror or str(e),
+                "set XDG_RUNTIME_DIR to a directory of yours that only you may enter (0700)",
+            ) from e
+        stacks.socket = router.path
         stacks.open()
         if asked:
             print("stopping: asked to before the start was done", file=sys.stderr, flush=True)
             return
+        cors = _listed(first.setting("serve.cors_origins"))
         api = create_app(
             stacks,
             authenticator,
@@ -157,11 +205,11 @@ def serve(
             local_limiter,
             host=host,
             access_log=first.setting("serve.access_log"),
-            cors_origins=[
-                o.strip()
-                for o in (first.setting("serve.cors_origins") or "").split(",")
-                if o.strip()
-            ],
+            cors_origins=cors,
+            allow_exec_triggers=allow_exec_triggers,
+            guard=Guard.of(
+                host, _listed(first.setting("serve.allowed_hosts")), cors, unix=socket_only
+            ),
         )
         stacks.start_background(
             watch=first.setting("serve.watch"), refresh_every=first.setting("serve.refresh_every")
@@ -172,7 +220,7 @@ def serve(
             stacks.stopping()
             router.stop()
 
-        _run(api, sock, stopping)
+        _run(api, sock, stopping, first.setting("serve.header_timeout"))
     finally:
         router.close()
         stacks.close()
@@ -182,6 +230,28 @@ def serve(
     print("stopped", flush=True)
 
 
+def _take_over(folder: Folder) -> None:
+    """Stop the folder's resident process, if it has one: a server started by hand takes
+    its place."""
+    from . import spawn
+
+    try:
+        pid = spawn.stop(folder.root)
+    except TimeoutError as e:
+        raise BadInput(str(e), "stop it (`ok daemon stop`), then start `ok serve` again") from e
+    if pid is not None:
+        print(
+            f"stopped {folder.root}'s resident process (pid {pid}): this server takes its place",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _listed(value: str | None) -> list[str]:
+    """A comma-separated setting's items."""
+    return [x.strip() for x in (value or "").split(",") if x.strip()]
+
+
 def _jwt_config(folder: Folder) -> JwtConfig:
     """How the server checks JWTs, from the first folder's serve.jwt_* settings."""
     import os
@@ -189,7 +259,7 @@ def _jwt_config(folder: Folder) -> JwtConfig:
 
     from ..server.auth import JwtConfig
 
-    env = folder.setting("serve.jwt_secret_env")
+    env = folder.secret_env("serve.jwt_secret_env")
     secret = os.environ.get(env) if env else None
     if env and not secret:
         raise BadInput(
@@ -243,8 +313,24 @@ def _listen_unix(path: Path) -> socket.socket:
     return sock
 
 
-def _run(api: Any, sock: socket.socket, stopping: Callable[[], None]) -> None:
+def _open_files() -> None:
+    """Raise the soft limit of open files to the hard one (at most 65,536): each client's
+    connection is a file, and past the limit no new client is accepted at all."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+
+def _run(
+    api: Any, sock: socket.socket, stopping: Callable[[], None], header_timeout: float
+) -> None:
     import uvicorn
+
+    from ..server.guard import header_timeout_protocol
 
     class _Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -255,7 +341,13 @@ def _run(api: Any, sock: socket.socket, stopping: Callable[[], None]) -> None:
     # again: a stop asked for is a clean exit, not a death by signal
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
-    config = uvicorn.Config(api, log_level="warning", access_log=False)
+    _open_files()
+    config = uvicorn.Config(
+        api,
+        log_level="warning",
+        access_log=False,
+        http=header_timeout_protocol(header_timeout),
+    )
     _Server(config).run(sockets=[sock])
 
 
@@ -268,7 +360,9 @@ def _folder(root: str | None) -> Folder:
 @keys_app.command("add")
 def keys_add(
     name: str = typer.Argument(..., help="Who or what the key is for (e.g. laptop, ci)."),
-    scope: str = typer.Option("read", help="read, write (includes read) or admin (all)."),
+    key_scope: str = typer.Option(
+        "read", "--scope", metavar="SCOPE", help="read, write (includes read) or admin (all)."
+    ),
     root: str = ROOT_OPT,
     json_: bool = JsonOpt,
 ) -> None:
@@ -280,7 +374,7 @@ def keys_add(
     """
     from ..server.auth import add_key
 
-    rec, key = add_key(_folder(root), name, scope)
+    rec, key = add_key(_folder(root), name, key_scope)
     emit({**_shown(rec), "key": key}, json_, plain=lambda _: key)
 
 

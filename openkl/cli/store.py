@@ -7,10 +7,25 @@ from typing import Any
 
 import typer
 
+from ..errors import PARTIAL, OkError, UsageError
 from ..records import DocVersion
 from . import completion, output
-from .common import folder, writing
-from .output import FormatOpt, JsonOpt, emit, emit_records
+from .common import (
+    DriftPenaltyOpt,
+    RecencyOpt,
+    SinceOpt,
+    UntilOpt,
+    WhereOpt,
+    depth_opt,
+    folder,
+    glob_opt,
+    limit_opt,
+    split_globs,
+    writing,
+)
+from .output import FormatOpt, JsonOpt, emit, emit_records, formats
+
+RECURSIVE_DEPTH = 5  # hops --recursive follows without --depth, as wget -r
 
 app = typer.Typer(
     help="Documents: originals in store/sources, text in store/normalized.", no_args_is_help=True
@@ -40,16 +55,45 @@ def _print_report(rep: Any, json_: bool) -> None:
 
 
 def report_ingest(rep: Any, json_: bool) -> None:
-    """Print an ingest report; exit 1 when anything was skipped."""
+    """Print an ingest report. A file passed over in a directory (its type, a link, its
+    size) is a warning, and `ingest && next` goes on; one that should have been stored and
+    could not be makes the ingest partly done (exit 3), or failed when nothing was (2)."""
     _print_report(rep, json_)
-    if rep.skipped:
-        raise typer.Exit(1)
+    _exit_for(rep)
 
 
-@app.command()
+def _exit_for(rep: Any) -> None:
+    if not rep.failed:
+        return
+    if rep.added or rep.unchanged:
+        raise typer.Exit(PARTIAL)
+    n = len(rep.failed)
+    raise OkError(
+        f"nothing was stored: {n} {'path' if n == 1 else 'paths'} could not be",
+        "the warnings above say why",
+    )
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  ok store ingest docs/whitepapers               # a directory: every file it can read
+  ok store ingest ~/papers --glob '*.pdf'         # only these (repeatable, or '*.pdf,*.md')
+  ok store ingest ~/papers --format pdf           # the same
+  curl -s https://example.org/a.pdf | ok store ingest - --format pdf
+"""
+)
 def ingest(
     paths: list[str] = typer.Argument(..., help="Files or directories; `-` reads stdin."),
-    glob: list[str] = typer.Option(None, "--glob", "-g", help="Only files matching (repeatable)."),
+    glob: list[str] = glob_opt("In a directory, only files matching (a name or a path in it)"),
+    input_format: str = typer.Option(
+        None,
+        "--format",
+        metavar="pdf|docx|html|md|…",
+        help="Only files of this type, by their extension (in a directory: as --glob "
+        "'*.pdf'); with `-`, the type of what is piped.",
+    ),
     no_recursive: bool = typer.Option(False, "--no-recursive", help="Do not descend into dirs."),
     follow: bool = typer.Option(
         False,
@@ -71,7 +115,18 @@ def ingest(
 
     f = folder()
     policy = ops.refresh_policy(every, cron)
+    globs = split_globs(glob)
     data = None
+    if input_format is not None:
+        suffixes = ops.format_suffixes(input_format)
+        globs += [f"*{x}" for x in suffixes]
+        if paths == ["-"]:
+            name = name or f"stdin{suffixes[0]}"
+        elif name is not None and not name.lower().endswith(suffixes):
+            raise UsageError(
+                f"--name {name} is not a {input_format} file", f"name it *{suffixes[0]}"
+            )
+        ops.check_format(paths, input_format, suffixes)
     if paths == ["-"]:
         if policy:
             raise typer.BadParameter("stdin input cannot be refreshed: drop --refresh/--cron")
@@ -84,7 +139,7 @@ def ingest(
             paths,
             data=data,
             name=name,
-            glob=glob,
+            glob=globs or None,
             recursive=not no_recursive,
             follow=follow,
             ocr=ocr,
@@ -94,6 +149,7 @@ def ingest(
 
 
 @app.command("list")
+@formats
 def list_(
     all_versions: bool = typer.Option(False, "--all", help="Include old versions."),
     json_: bool = JsonOpt,
@@ -109,6 +165,66 @@ def list_(
         fmt,
         plain=lambda rs: "\n".join(f"{r['id']}\t{r['path']}\t{r.get('title', '')}" for r in rs),
     )
+
+
+@app.command()
+@formats
+def search(
+    query: str = typer.Argument(..., help="What to look for (`-` reads it from stdin)."),
+    k: int | None = limit_opt(None, "Number of results (default 10, at most 1000)."),
+    mode: str | None = typer.Option(
+        None, "--mode", metavar="hybrid|vector|fts", help="Ranking signals (default hybrid)."
+    ),
+    path: str | None = typer.Option(
+        None, "--path", metavar="GLOB", help="Only paths matching this glob."
+    ),
+    since: str | None = SinceOpt,
+    until: str | None = UntilOpt,
+    where: list[str] | None = WhereOpt,
+    per_doc: int | None = typer.Option(
+        None, "--per-doc", metavar="N", help="Hits per document (default 1, at most 1000)."
+    ),
+    min_score: float | None = typer.Option(
+        None,
+        "--min-score",
+        metavar="X",
+        help="If no query word occurs, say no good match (exit 1) unless a passage's cosine "
+        "similarity to the query reaches X (0-1; default search.min_score; 0: off).",
+    ),
+    explain: bool = typer.Option(False, "--explain", help="Per-signal scores and ranks."),
+    recency: str | None = RecencyOpt,
+    drift_penalty: float | None = DriftPenaltyOpt,
+    json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
+) -> None:
+    """Search documents only (the same as `ok search --in store`)."""
+    from .. import ops
+    from .hits import query_arg, show_hits
+
+    q = query_arg(query)
+    f = folder()
+    res = ops.search(
+        f,
+        q,
+        k=k,
+        mode=mode,
+        per_doc=per_doc,
+        scope="store",
+        path=path,
+        since=since,
+        until=until,
+        explain=explain,
+        min_score=min_score,
+        check_stale=True,
+        remember=True,
+        names=("-k", "--per-doc", "--since", "--until"),
+        recency=recency,
+        where=where,
+        where_name="--where",
+        drift_penalty=drift_penalty,
+        drift_name="--drift-penalty",
+    )
+    show_hits(f, res, json_, explain, fmt, filtered=bool(path or since or until or where))
 
 
 @app.command()
@@ -152,22 +268,30 @@ def remove(
 
 
 def _fetched(rep: Any, json_: bool) -> None:
-    """Report a fetch-and-ingest; pages that could not be fetched are warnings, not failures."""
+    """Report a fetch-and-ingest: nothing stored is an error (2); a page or file that could
+    not be fetched or read beside others that were makes it partly done (3)."""
     _print_report(rep, json_)
     if not rep.added and not rep.unchanged:
-        raise typer.Exit(1)
+        raise OkError("nothing was stored", "the warnings above say why")
+    _exit_for(rep)
 
 
 @app.command()
 def web(
     url: str = typer.Argument(..., help="The page to fetch (http or https)."),
-    depth: int = typer.Option(0, "--depth", "-d", help="Follow links this many hops away."),
+    depth: int | None = depth_opt(
+        None, "Follow links this many hops away (default 0: the page alone; 5 with -r)."
+    ),
+    recursive: bool = typer.Option(
+        False,
+        "--recursive",
+        "-r",
+        help="Follow links, as wget -r: up to 5 hops unless --depth says, and --max-pages.",
+    ),
     same_host: bool = typer.Option(
         True, "--same-host/--any-host", help="Follow links only on the start page's host."
     ),
-    include: list[str] = typer.Option(
-        None, "--include", help="Follow only links matching this glob (URL or path; repeatable)."
-    ),
+    include: list[str] = glob_opt("Follow only links matching this glob (a URL or a path)"),
     exclude: list[str] = typer.Option(
         None, "--exclude", help="Never follow links matching this glob (repeatable)."
     ),
@@ -185,16 +309,19 @@ def web(
     \b
       ok store web https://example.org/guide --refresh 1d
       ok store web https://example.org/docs/ --depth 2 --include '/docs/*' --max-pages 100
+      ok store web https://example.org/docs/ --recursive --max-depth 3
     """
     from .. import ops
 
     f = folder()
+    if depth is None:
+        depth = RECURSIVE_DEPTH if recursive else 0
     rep = ops.store_web(
         f,
         url,
         depth=depth,
         same_host=same_host,
-        include=include,
+        include=split_globs(include) or None,
         exclude=exclude,
         max_pages=max_pages,
         policy=ops.refresh_policy(every, cron),
@@ -231,11 +358,8 @@ def arxiv(
 @app.command()
 def repo(
     target: str = typer.Argument(..., help="A local repository path or a git URL."),
-    include: list[str] = typer.Option(
-        None,
-        "--include",
-        "-g",
-        help="Only files matching this glob (repeatable); default: every supported text file.",
+    include: list[str] = glob_opt(
+        "Only files matching this glob (default: every supported text file)"
     ),
     branch: str = typer.Option(None, "--branch", "-b", help="Branch or tag to read."),
     every: str = RefreshOpt,
@@ -248,6 +372,7 @@ def repo(
 
     \b
       ok store repo ~/src/project --include '*.md' --include '*.py'
+      ok store repo ~/src/project --include "*.py,*.md"
       ok store repo https://github.com/org/repo.git --branch main --refresh 7d
     """
     from .. import ops
@@ -255,17 +380,24 @@ def repo(
     f = folder()
     policy = ops.refresh_policy(every, cron)
     rep = ops.store_repo(
-        f, target, include=include, branch=branch, policy=policy, what="ok store repo"
+        f,
+        target,
+        include=split_globs(include) or None,
+        branch=branch,
+        policy=policy,
+        what="ok store repo",
     )
     _fetched(rep, json_)
 
 
 @app.command()
+@formats
 def history(
     doc: str = typer.Argument(
         ..., help="Doc id (any version), prefix or path.", autocompletion=completion.doc_ids
     ),
     json_: bool = JsonOpt,
+    fmt: str | None = FormatOpt,
 ) -> None:
     """Every version of a document, newest first, with drift from the version before.
 
@@ -286,7 +418,7 @@ def history(
             for r in rs
         )
 
-    emit(rows, json_, plain=plain)
+    emit_records(rows, json_, fmt, plain=plain)
 
 
 @app.command()

@@ -20,10 +20,12 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .. import crash
@@ -133,12 +135,64 @@ PENDING = "entities.pending"  # Meta key: extractions were committed before thei
 COOCCURRENCE = "entities.cooccurrence_min_sources"
 
 
+# Meta key: the entity keys whose entities a write of notes left to be recomputed after it
+# (`consolidating_later`); `ok sync` pays what is owed, so a process killed in between
+# loses nothing
+OWED = "entities.owed"
+
+# folder (real path) -> what wakes whoever pays its owed consolidation, in this process
+_later: dict[str, Callable[[], None]] = {}
+
+
+@contextmanager
+def consolidating_later(root: Path, wake: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, a write of notes (not documents) to the folder at `root` in this
+    process records the entities it touches as owed (`OWED`) instead of recomputing them,
+    and calls `wake()`; whoever it wakes calls `pay` in a write of its own. A folder's
+    resident process answers `ok mem add` first this way, and consolidates after."""
+    key = os.path.realpath(root)
+    _later[key] = wake
+    try:
+        yield
+    finally:
+        _later.pop(key, None)
+
+
+def _deferred(folder: Folder, doc_ids: Sequence[str]) -> Callable[[], None] | None:
+    return None if doc_ids else _later.get(os.path.realpath(folder.root))
+
+
+def owed(g: GraphStore) -> set[str]:
+    """The entity keys whose consolidation a write left owed."""
+    raw = g.meta().get(OWED) or ""
+    return set(json.loads(raw)) if raw else set()
+
+
+def pay(folder: Folder, g: GraphStore) -> int:
+    """Consolidate the entity keys that writes left owed, in the caller's write; how many."""
+    keys = owed(g)
+    if keys:
+        consolidate(folder, g, keys)
+        g.set_meta(OWED, "")
+        crash.point("entities.consolidated")
+    return len(keys)
+
+
+def _recompute(folder: Folder, g: GraphStore, touched: set[str], doc_ids: Sequence[str]) -> None:
+    wake = _deferred(folder, doc_ids)
+    if wake is not None:
+        g.set_meta(OWED, json.dumps(sorted(owed(g) | touched), ensure_ascii=False))
+        wake()  # who pays takes the writer after this write, so it sees what it committed
+        return
+    consolidate(folder, g, touched)
+    crash.point("entities.consolidated")
+
+
 def on_indexed(folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: list[str]) -> None:
     """After docs/notes were loaded: extract their chunks and consolidate what they touch."""
     touched = extract(folder, g, doc_ids, note_ids)
     if touched:
-        consolidate(folder, g, touched)
-        crash.point("entities.consolidated")
+        _recompute(folder, g, touched, doc_ids)
 
 
 def extract(folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: list[str]) -> set[str]:
@@ -258,6 +312,7 @@ def consolidate_all(folder: Folder, g: GraphStore) -> None:
             touched.update(a.split("\t"))
     consolidate(folder, g, touched, stepwise=True)
     g.set_meta(PENDING, "")
+    g.set_meta(OWED, "")  # every entity is recomputed: nothing is owed
 
 
 def extractor_mismatch(folder: Folder, g: GraphStore) -> ExtractorMismatch | None:
@@ -274,8 +329,7 @@ def on_removing(folder: Folder, g: GraphStore, doc_ids: list[str], note_ids: lis
     """Before docs/notes leave the graph: drop their extractions and re-consolidate."""
     touched = forget(g, list(doc_ids) + list(note_ids))
     if touched:
-        consolidate(folder, g, touched)
-        crash.point("entities.consolidated")
+        _recompute(folder, g, touched, doc_ids)
 
 
 def forget(g: GraphStore, owners: list[str]) -> set[str]:
@@ -677,6 +731,11 @@ def _entity(
         name = sorted(forms.items(), key=lambda kv: (-kv[1][0], -kv[1][1], -kv[1][2], kv[0]))[0][0]
     else:
         name = ""
+    # Concept is what a mention is typed when nothing says more: a type with evidence wins
+    # unless Concept has more than twice its weight
+    specific = {t: w for t, w in types.items() if t != "Concept"}
+    if specific and max(specific.values()) * 2 >= types.get("Concept", 0.0):
+        types = specific
     typ = (
         sorted(types.items(), key=lambda kv: (-kv[1], TYPE_ORDER.get(kv[0], 99), kv[0]))[0][0]
         if types

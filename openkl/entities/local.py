@@ -22,7 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VERSION = "local-9"
+from .kinds import TYPES as TYPES
+from .kinds import domain, kind_of
+from .lexicon import (
+    EVALUATIVE,
+    GENERIC_NOUNS,
+    HEADING_WORDS,
+    ING_NOUNS,
+    MORE_VERBS,
+    SECTION_LABELS,
+)
+
+VERSION = "local-12"
 
 # -- vocabulary -----------------------------------------------------------------------------
 STOP = frozenset(
@@ -553,6 +564,7 @@ VERB_BASE = [
     "follow",
     "force",
     "form",
+    "found",
     "fuse",
     "gain",
     "generate",
@@ -887,6 +899,7 @@ def _inflect(v: str) -> set[str]:
     return out
 
 
+VERB_BASE += sorted(MORE_VERBS - set(VERB_BASE))
 VERB_FORMS: dict[str, str] = {}
 for _v in VERB_BASE:
     for _f in _inflect(_v):
@@ -1198,6 +1211,19 @@ HONORIFICS = frozenset(
 # common nouns that complete a proper name: "Turing machine", "Linux kernel"
 COMPOUND_HEADS = frozenset(
     [
+        # after a symbol or a name, a kind of biological thing: "T cells", "Wnt pathway"
+        *[
+            "cell",
+            "cells",
+            "receptor",
+            "receptors",
+            "gene",
+            "genes",
+            "kinase",
+            "antibody",
+            "antibodies",
+        ],
+        *["inhibitor", "inhibitors", "pathway", "cancer", "infection", "deficiency", "mice"],
         "machine",
         "machines",
         "test",
@@ -1414,7 +1440,6 @@ _IRREG_BASE = {
     "written": "write",
 }
 
-TYPES = ("Person", "Organization", "Concept", "Code", "Reference")
 
 # the vocabulary of licences and copyright notices: on its own such a word names no entity
 # ("Copyright", "License", "redistributions"); "Apache License", "MIT license" still do
@@ -1646,7 +1671,7 @@ QUANTITY = frozenset(
         "trillion",
     ]
 )
-_EPITHET = re.compile(r"^[a-z]{4,}(?:us|um|is|ae|ii|i|a|or|ans|ens|genes|oides|ensis)$")
+_EPITHET = re.compile(r"^[a-z]{3,}(?:us|um|is|ae|ii|i|a|or|ans|ens|genes|oides|ensis)$")
 
 # -- regexes --------------------------------------------------------------------------------
 _URL = re.compile(r"\bhttps?://[^\s<>()\[\]\"'`]+[^\s<>()\[\]\"'`.,;:!?]")
@@ -1714,6 +1739,15 @@ _IDENT = re.compile(
 )
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)+[a-z]?$")
 _YEARS = re.compile(r"^\s*\(\s*(?:c\.\s*)?\d{3,4}\s*[–-]\s*\d{2,4}\s*\)")
+# a run of words in capitals at the start of a line or a sentence, before a capitalized
+# word, a digit or the end of the line: a section label if its words are (see _sections)
+_CAPS_RUN = re.compile(
+    r"(?:^|(?<=[.!?]\s)|(?<=[.!?][)\]]\s))[ \t]*([A-Z][A-Z'’]+(?:,?[ \t]+(?:AND|OF|&|[A-Z][A-Z'’]+))*)"
+    r"(?=:?[ \t]+[A-Z0-9(\[\"“]|:?[ \t]*$)",
+    re.M,
+)
+# a line that underlines the one above it ("Contents\n--------")
+_UNDERLINE = re.compile(r"^[ \t]*([=~^*-])\1{2,}[ \t]*$")
 
 
 _VOCAB: frozenset[str] | None = None
@@ -1773,6 +1807,8 @@ def singular(word: str) -> str:
         return w[:-3] + "y"
     if w.endswith(("sses", "shes", "ches", "xes", "zzes")):
         return w[:-2]
+    if w.endswith(("ays", "eys", "oys")) and w not in ("always", "nowadays"):
+        return w[:-1]  # "pathways", "keys"
     if w.endswith("s") and not w.endswith(("as", "os", "ys", "'s")):
         return w[:-1]
     return w
@@ -1784,6 +1820,61 @@ _KEY_PUNCT = re.compile(r"[-_‐‑–—:,;!?\"'`()\[\]{}*]+")
 _KEY_DOT = re.compile(r"(?<!\w)\.|\.(?!\w)")
 _KEY_WORD = re.compile(r"\w")
 _KEY_NOSING = re.compile(r"[.@/()]")
+
+
+# British spellings, folded into the American ones so that both name one entity
+_SPELLING = {
+    **{
+        w + "our": w + "or"
+        for w in ["tum", "col", "behavi", "fav", "lab", "hon", "hum", "vap", "od", "neighb", "rum"]
+    },
+    **{w + "ours": w + "ors" for w in ["tum", "col", "behavi", "neighb"]},
+    **{
+        b: a
+        for a, b in (
+            ("anemia", "anaemia"),
+            ("leukemia", "leukaemia"),
+            ("hemoglobin", "haemoglobin"),
+            ("hemorrhage", "haemorrhage"),
+            ("pediatric", "paediatric"),
+            ("etiology", "aetiology"),
+            ("ischemia", "ischaemia"),
+            ("ischemic", "ischaemic"),
+            ("anesthesia", "anaesthesia"),
+            ("estrogen", "oestrogen"),
+            ("edema", "oedema"),
+            ("esophagus", "oesophagus"),
+            ("esophageal", "oesophageal"),
+            ("diarrhea", "diarrhoea"),
+            ("fetal", "foetal"),
+            ("fetus", "foetus"),
+            ("celiac", "coeliac"),
+            ("signaling", "signalling"),
+            ("modeling", "modelling"),
+            ("labeling", "labelling"),
+            ("labeled", "labelled"),
+            ("center", "centre"),
+            ("fiber", "fibre"),
+            ("liter", "litre"),
+            ("meter", "metre"),
+            ("gray", "grey"),
+            ("analyze", "analyse"),
+            ("catalog", "catalogue"),
+            ("program", "programme"),
+            ("defense", "defence"),
+            ("license", "licence"),
+            ("hematopoietic", "haematopoietic"),
+            ("hematology", "haematology"),
+            ("glycemic", "glycaemic"),
+            ("hyperglycemia", "hyperglycaemia"),
+            ("hypoglycemia", "hypoglycaemia"),
+            ("septicemia", "septicaemia"),
+            ("orthopedic", "orthopaedic"),
+            ("gynecology", "gynaecology"),
+            ("cesarean", "caesarean"),
+        )
+    },
+}
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -1798,12 +1889,21 @@ def key_of(name: str) -> str:
     s = " ".join(s.split())
     if not _KEY_WORD.search(s):
         return ""
-    words = s.split(" ")
+    words = [_SPELLING.get(w, w) for w in s.split(" ")]
     raw_words = name.split()
     proper = len(raw_words) > 1 and raw_words[-1][:1].isupper()
-    if words[-1].isalpha() and not proper and not _KEY_NOSING.search(s):
+    last = raw_words[-1] if raw_words else ""
+    if (
+        len(last) > 2
+        and last.endswith("s")
+        and (last[-2].isupper() or last[-2].isdigit())
+        and any(c.isupper() for c in last[:-2])
+        and len(words[-1]) > 2
+    ):
+        words[-1] = words[-1][:-1]  # "mRNAs", "RFCs", "PDP-10s": the plural of a symbol
+    elif words[-1].isalpha() and not proper and not _KEY_NOSING.search(s):
         words[-1] = singular(words[-1])
-    return " ".join(words)
+    return " ".join(_SPELLING.get(w, w) for w in words)
 
 
 def entity_id(key: str) -> str:
@@ -1880,9 +1980,17 @@ class _Doc:
         self.legal: list[tuple[int, int]] = []
         self.shouting: list[tuple[int, int]] = []
         self.caps = False  # any function word in capitals ("THE", "AND")
+        self.labels: list[tuple[int, int]] = []  # section labels ("RESULTS", "METHODS")
 
     def add(
-        self, name: str, typ: str, conf: float, start: int, end: int, natural: bool = True
+        self,
+        name: str,
+        typ: str,
+        conf: float,
+        start: int,
+        end: int,
+        natural: bool = True,
+        defined: bool = False,
     ) -> Mention | None:
         sm = _SUFFIXED.search(name) if "-" in name else None
         if sm and sm.start() > 0 and not name[: sm.start()].islower():
@@ -1894,7 +2002,7 @@ class _Doc:
         if (
             not k
             or len(k) < 2
-            or k in STOP
+            or (k in STOP and not defined)
             or k.isdigit()
             or len(name) > 80
             or k in LEGAL_WORDS
@@ -1919,6 +2027,7 @@ def extract(text: str) -> Result:
     _registers(d)
     _references(d)
     _code(d)
+    _section_labels(d)
     segs = _segments(text, d)
     # the mask is final once references and code are found: tokenize each segment once
     seg_toks = [
@@ -1969,10 +2078,15 @@ def _unmasked(d: _Doc, toks: list[Tok]) -> list[Tok]:
     """The tokens outside the masks; a token whose tail is masked keeps its head
     ("GmbH" of "GmbH/L=Stuttgart")."""
     out = []
+    initial = False  # a section label started the sentence: the next word starts it
     for t in toks:
         k = d.mask.find(1, t.start, t.end)
         if k < 0:
+            if initial and t.word:
+                t.initial, initial = True, False
             out.append(t)
+        elif t.initial and d.labels and _within(d.labels, t.start, t.end):
+            initial = True
         elif k > t.start:
             head = re.match(r"^.*\w", t.text[: k - t.start])
             if head:
@@ -1991,7 +2105,8 @@ def _references(d: _Doc) -> None:
         for m in _DATE.finditer(t):
             d.set_mask(m.start(), m.end())
     for m in _URL.finditer(t):
-        d.add(m.group(0), "Reference", 0.9, m.start(), m.end())
+        # a link is where a thing is, not a thing: kept, under the listing floor
+        d.add(m.group(0), "Reference", 0.3, m.start(), m.end())
         d.set_mask(m.start(), m.end())
     for m in _ARXIV.finditer(t):
         if not d.masked(m.start(), m.end()):
@@ -2051,6 +2166,79 @@ def _code(d: _Doc) -> None:
             d.set_mask(m.start(1), m.end(1) + 1)
 
 
+_LABEL_WORDS = frozenset(w for x in SECTION_LABELS for w in x.split())
+
+
+def _is_section_label(run: str) -> bool:
+    """ "RESULTS", "METHODS AND FINDINGS", "MAIN OUTCOME MEASURES": the label of a section of
+    a structured abstract or report; a run of common words in capitals is one too
+    ("GENERAL SIGNIFICANCE"), an acronym or a rare word is not ("WHO", "KSHV")."""
+    words = re.sub(r"[^a-z ]+", " ", run.lower().replace("’", "'").replace("'", "")).split()
+    if not words:
+        return False
+    if " ".join(words) in SECTION_LABELS:
+        return True
+    content = [w for w in words if w not in ("and", "of")]
+    if len(content) == 1:
+        return False  # one word is a label only if it is one of the known ones (above)
+    return all(
+        w in _LABEL_WORDS or (len(w) >= 4 and w not in STOP and not is_rare(w)) for w in content
+    ) and any(w in _LABEL_WORDS for w in content)
+
+
+def _section_labels(d: _Doc) -> None:
+    """Mask the section labels of structured abstracts ("BACKGROUND The …", "METHODS We …"):
+    a label is no entity, nor is the label with the word after it."""
+    t = d.text
+    for m in _CAPS_RUN.finditer(t):
+        s, e = m.span(1)
+        if d.masked(s, e) or not _is_section_label(m.group(1)):
+            continue
+        if t[e : e + 1] == ":":
+            e += 1
+        d.labels.append((s, e))
+        d.set_mask(s, e)
+
+
+def _heading_line(lines: list[str], i: int) -> bool:
+    """A line standing alone as a title: underlined, or short, in capitals or without a
+    sentence's end, between blank lines (or the ends of the text)."""
+    ln = lines[i].strip()
+    if not ln or _UNDERLINE.match(ln) or len(ln.split()) > 10:
+        return False
+    nxt = lines[i + 1] if i + 1 < len(lines) else ""
+    if _UNDERLINE.match(nxt) and len(nxt.strip()) >= min(3, len(ln)):
+        return True
+    if i and lines[i - 1].strip() and not _UNDERLINE.match(lines[i - 1]):
+        return False
+    if nxt.strip():
+        return False
+    if re.match(r"^(?:[-*+>|]|\d+[.)]|\[)", ln) or ln.endswith((".", ",", ";", "?", "!")):
+        return False
+    letters = [c for c in ln if c.isalpha()]
+    if letters and all(c.isupper() for c in letters) and len(letters) >= 3:
+        return True  # "HIGHLIGHTS", "PREFACE"
+    words = [w for w in re.findall(r"[A-Za-z][\w'-]*", ln) if w.lower() not in STOP]
+    return bool(words) and all(w[0].isupper() for w in words) and len(words) <= 6
+
+
+def _title_line(lines: list[str]) -> bool:
+    """The first line is a title in Title Case ("The Impact of the New WHO Guidelines on
+    HIV Epidemic Dynamics"), followed by a blank line."""
+    ln = lines[0].strip()
+    if len(lines) < 2 or lines[1].strip() or not ln or len(ln.split()) > 30:
+        return False
+    words = [w for w in re.findall(r"[A-Za-z][\w'-]*", ln) if w.lower() not in STOP]
+    caps = [w for w in words if w[0].isupper()]
+    return len(caps) >= 3 and len(caps) >= 0.6 * len(words)
+
+
+def _title_case(toks: list[Tok]) -> bool:
+    words = [t for t in toks if t.word and t.low not in STOP]
+    caps = [t for t in words if t.cap]
+    return len(caps) >= 2 and len(caps) >= 0.6 * len(words)
+
+
 def _segments(text: str, d: _Doc) -> list[tuple[int, int, bool]]:
     """Sentences and headings as (start, end, is_heading), skipping masked code blocks."""
     out: list[tuple[int, int, bool]] = []
@@ -2068,7 +2256,10 @@ def _segments(text: str, d: _Doc) -> list[tuple[int, int, bool]]:
         if hm:
             heads.append((s + hm.start(2), s + hm.end(2)))
         elif (
-            i == 0
+            _heading_line(lines, i)
+            or i == 0
+            and _title_line(lines)
+            or i == 0
             and ln.strip()
             and len(ln.split()) <= 8
             and not ln.rstrip().endswith((".", ":", ",", ";", "?", "!"))
@@ -2140,6 +2331,9 @@ def _tokens(text: str, s: int, e: int) -> list[Tok]:
         if t.text[0].isalnum():
             t.initial = True
             break
+    for a, b in zip(toks, toks[1:], strict=False):
+        if b.word and b.start - a.end >= 3 and not text[a.end : b.start].strip(" \t"):
+            b.initial = True  # a column of a table or a list of terms ("ptxed   Example …")
     return toks
 
 
@@ -2153,6 +2347,12 @@ def _sentence(d: _Doc, s: int, e: int, heading: bool, toks: list[Tok] | None = N
             d.lower_words.add(t.low)
     if d.caps and (_shouted(toks) or _within_lines(d.shouting, s, e)):
         return
+    if heading and _title_case(toks):
+        # capitals in a title say nothing: a word the text writes in lower case elsewhere
+        # is that word ("Neural Tube Development"), not part of a name
+        for t in toks:
+            if t.cap and not t.tech and t.low in d.lower_words and not t.text.isupper():
+                t.cap = False
     spans: list[tuple[int, int, Mention]] = []  # token index ranges of strong mentions
     _acronym_defs(d, toks, spans)
     _names(d, toks, spans, heading)
@@ -2190,42 +2390,78 @@ def _taken(spans: list[tuple[int, int, Mention]], i: int, j: int) -> bool:
     return False
 
 
+_INITIAL_SKIP = ("and", "of", "the", "for", "or", "in")
+_SHORT_FORM = re.compile(r"[A-Za-z][A-Za-z0-9\u0370-\u03ff+&/-]{1,11}")
+
+
+def _initials(words: list[str]) -> str:
+    return "".join(
+        p[0].upper()
+        for w in words
+        for p in re.split(r"[-/]", w)
+        if p and p.lower() not in _INITIAL_SKIP
+    )
+
+
+def _by_letters(long_text: str, short: str) -> int | None:
+    """Where the long form of `short` starts in `long_text`, matching the short form's
+    letters and digits right to left, its first at the start of a word (the algorithm of
+    Schwartz and Hearst, 2003): "neutral endopeptidase (NEP)", "interleukin-6 (IL-6)"."""
+    sf = [c.lower() for c in short if c.isalnum()]
+    lf = long_text.lower()
+    li = len(lf) - 1
+    for si in range(len(sf) - 1, -1, -1):
+        c = sf[si]
+        while li >= 0 and (lf[li] != c or (si == 0 and li > 0 and lf[li - 1].isalnum())):
+            li -= 1
+        if li < 0:
+            return None
+        li -= 1
+    return lf.rfind(" ", 0, li + 1) + 1
+
+
 def _acronym_defs(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]]) -> None:
     """`Long form (LF)`: the long form is an entity and LF its alias."""
     for i in range(1, len(toks) - 2):
         if toks[i].text != "(" or toks[i + 2].text != ")":
             continue
         acr = toks[i + 1].text
-        if not (_ACRONYM.match(acr) or re.fullmatch(r"[A-Z][A-Za-z&]*[A-Z]s?", acr)):
-            continue
-        letters = [c for c in acr if c.isupper()]
-        # walk back over words, matching initials (hyphen parts count as words)
-        j = i - 1
-        got: list[str] = []
-        while j >= 0 and len(got) < len(letters) + 3 and toks[j].word:
-            got.insert(0, toks[j].text)
-            initials = "".join(
-                p[0].upper()
-                for w in got
-                for p in re.split(r"[-/]", w)
-                if p
-                if p.lower() not in ("and", "of", "the", "for", "or", "in")
-            )
-            if initials == "".join(letters) or initials.replace("&", "") == "".join(letters):
-                break
-            j -= 1
-        else:
-            continue
-        if j < 0 or not got:
-            continue
-        initials = "".join(
-            p[0].upper()
-            for w in got
-            for p in re.split(r"[-/]", w)
-            if p
-            if p.lower() not in ("and", "of", "the", "for", "or", "in")
-        )
-        if initials != "".join(letters):
+        upper = [c for c in acr if c.isupper()]
+        letters = "".join(upper)
+        j = -1
+        if _ACRONYM.match(acr) or re.fullmatch(r"[A-Z][A-Za-z&]*[A-Z]s?", acr):
+            # walk back over words, matching initials (hyphen parts count as words)
+            k = i - 1
+            got: list[str] = []
+            while k >= 0 and len(got) < len(upper) + 3 and toks[k].word:
+                got.insert(0, toks[k].text)
+                ini = _initials(got)
+                if ini == letters or ini.replace("&", "") == letters:
+                    j = k
+                    break
+                k -= 1
+        if j < 0 and upper and _SHORT_FORM.fullmatch(acr) and not acr.isdigit():
+            # the letters of the short form, in order, in the words before it
+            k = i - 1
+            most = min(len(acr) + 5, 2 * len(acr))
+            while k > 0 and toks[k - 1].word and i - k < most:
+                k -= 1
+            while k < i - 1 and not toks[k].word:
+                k += 1
+            if k < i and toks[k].word:
+                base = toks[k].start
+                at = _by_letters(d.text[base : toks[i - 1].end], acr)
+                if at is not None:
+                    start = base + at
+                    j = next((x for x in range(k, i) if toks[x].start >= start), -1)
+                    while 0 <= j < i - 1 and (toks[j].low in STOP or not toks[j].word):
+                        j += 1
+                    if j >= 0 and (
+                        toks[j].start != start
+                        or any(not t.word and t.text not in "-/" for t in toks[j:i])
+                    ):
+                        j = -1
+        if j < 0:
             continue
         start, end = toks[j].start, toks[i - 1].end
         long_name = d.text[start:end]
@@ -2235,7 +2471,7 @@ def _acronym_defs(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]
         if m is None:
             continue
         spans.append((j, i, m))
-        short = d.add(acr, typ, 0.85, toks[i + 1].start, toks[i + 1].end)
+        short = d.add(acr, typ, 0.85, toks[i + 1].start, toks[i + 1].end, defined=True)
         if short:
             d.res.aliases.append((short.key, m.key))
             spans.append((i + 1, i + 2, short))
@@ -2267,6 +2503,7 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
             i += 1
             continue
         j = i + 1
+        binomial = False
         while j < n:
             u = toks[j]
             if d.masked(toks[j - 1].end, u.start):
@@ -2300,9 +2537,10 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
                 and not _ACRONYM.match(t.text)
                 and u.start == t.end + 1
                 and _EPITHET.match(u.text)
-                and is_rare(u.text)
+                and (is_rare(u.text) or (t.text[1:].islower() and is_rare(t.text)))
             ):
                 j += 1  # a binomial name: "Streptococcus pyogenes", "Sorghum bicolor"
+                binomial = True
                 break
             if (
                 u.low in NAME_CONNECTORS
@@ -2310,6 +2548,8 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
                 and toks[j + 1].cap
                 and u.low not in ("and", "the")
                 and j > i
+                and _titled(toks[j - 1])
+                and _titled(toks[j + 1])
             ):
                 j += 2
                 continue
@@ -2340,7 +2580,7 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
                 j += 2
                 continue
             break
-        if j < n and j > i:
+        if j < n and j > i and not binomial:
             u = toks[j]
             if (
                 u.low in COMPOUND_HEADS
@@ -2352,6 +2592,11 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
                 j += 1
         _name_run(d, toks, i, j, spans, heading)
         i = j
+
+
+def _titled(t: Tok) -> bool:
+    """A word in Title Case ("University", "Bank"), not a symbol ("IL-6", "PC12", "mRNA")."""
+    return t.cap and not t.tech and t.text[1:].islower()
 
 
 def _name_run(
@@ -2366,6 +2611,12 @@ def _name_run(
         i += 1
     while j > i and toks[j - 1].low in NAME_CONNECTORS:
         j -= 1
+    if heading:
+        # a heading's words for the parts of a document: "KSBA Overview", "Building XMLSec"
+        while i < j and (toks[i].low in HEADING_WORDS or toks[i].low in NAME_CONNECTORS):
+            i += 1
+        while j > i and (toks[j - 1].low in HEADING_WORDS or toks[j - 1].low in NAME_CONNECTORS):
+            j -= 1
     if i >= j or _taken(spans, i, j):
         return
     words = toks[i:j]
@@ -2384,14 +2635,38 @@ def _name_run(
         )
     ):
         return  # "WITHOUT ANY WARRANTY", "AS IS", an "AS IS" "BASIS": a licence shouting
+    if (
+        single
+        and first.text.isupper()
+        and first.text.isalpha()
+        and (
+            first.low in HEADING_WORDS
+            or first.low in _LABEL_WORDS
+            or (heading and len(first.text) >= 4 and not is_rare(first.low))
+        )
+    ):
+        return  # "README", "HIGHLIGHTS", "USAGE": a document's part, not a thing
     tech = bool(first.tech or _ACRONYM.match(first.text) or first.ident)
     compound = len(words) > 1 and words[-1].text[0].islower()
     if compound and len(words) == 2 and words[0].initial and words[0].low in d.lower_words:
         return
+    if single and "/" in first.text and all(p[:1].isupper() for p in first.text.split("/")):
+        # "Debian/Ubuntu": two names
+        o = first.start
+        for part in first.text.split("/"):
+            if part and part.lower() not in STOP and len(part) > 1:
+                m = d.add(part, _type_of_name([part]), 0.6, o, o + len(part))
+                if m is not None:
+                    d.inner_caps.add(part)
+            o += len(part) + 1
+        return
+    if single and (first.low in HEADING_WORDS or first.low in _LABEL_WORDS) and not tech:
+        return  # "Example", "Contents", "Results": a word for a part of a document
     if single and not tech:
         if heading:
-            return  # headings get their own phrase treatment
-        if first.initial:
+            if not (first.text in d.inner_caps or is_rare(first.low)):
+                return  # headings get their own phrase treatment
+        elif first.initial:
             # a capitalized first word is a name only if the text capitalizes it elsewhere
             if first.low in d.lower_words or first.text not in d.inner_caps:
                 return
@@ -2569,10 +2844,10 @@ def _noun_like(t: Tok, prev: Tok | None, nxt: Tok | None = None) -> bool:
         w.endswith("ing")
         and prev_content
         and plow.endswith("s")
-        and not plow.endswith("ss")
-        and _ing_base(w) in VERB_BASE_SET
+        and not plow.endswith(("ss", "us", "is"))
+        and (_ing_base(w) in VERB_BASE_SET or (len(w) > 6 and w not in ING_NOUNS))
     ):
-        return False
+        return False  # "cells expressing CD4", "mice lacking Smarcal1": a participle
     return not (
         w.endswith("ing")
         and prev is not None
@@ -2645,6 +2920,12 @@ def _phrase_run(
 ) -> None:
     while i < j and (
         toks[i].low in GENERIC_ADJ
+        or toks[i].low in EVALUATIVE
+        or (
+            j - i > 1
+            and toks[i].low in VERB_BASE_SET
+            and (toks[i].initial or (i and toks[i - 1].low in ("then", "and", "or", "to", ",")))
+        )
         or toks[i].low.endswith("ly")
         or toks[i].low in QUANTITY
         or (j - i > 1 and toks[i].initial and toks[i].low.endswith("ing"))
@@ -2682,7 +2963,11 @@ def _phrase_run(
         return
     words = toks[i:j]
     head = words[-1].low
-    if len(words) == 2 and head in KIND_HEADS and is_rare(words[0].low):
+    if (
+        len(words) == 2
+        and (head in KIND_HEADS or head in LEAD_KINDS or head in GENERIC_NOUNS)
+        and is_rare(words[0].low.split("-")[0])
+    ):
         j -= 1  # "the uvloop project" names uvloop
         words = toks[i:j]
         head = words[-1].low
@@ -2699,7 +2984,9 @@ def _phrase_run(
         if m is not None:
             spans.append((i + 1, j, m))
         return
-    if head in GENERIC_HEAD and len(words) <= 2:
+    if head in GENERIC_HEAD and len(words) <= 2 or head in GENERIC_NOUNS and len(words) == 2:
+        return
+    if len(words) > 1 and all(w.low in GENERIC_NOUNS or w.low in GENERIC_HEAD for w in words):
         return
     if len(words) == 1:
         w = words[0]
@@ -2713,7 +3000,7 @@ def _phrase_run(
             or len(head) < 4
             or verbish
             or head in GENERIC_ADJ
-            or (not heading and head.endswith(("ed", "ing")))
+            or (not heading and head.endswith(("ed", "ing")) and not is_rare(head))
             or not w.text.replace("-", "").isalpha()
         ):
             spans.append((i, j, Mention("", w.text, "", 0.0, 0, 0)))
@@ -2740,6 +3027,18 @@ def _phrase_run(
     m = d.add(name, "Concept", conf, start, end, natural=natural)
     if m is not None:
         spans.append((i, j, m))
+    w0 = words[0]
+    if (
+        len(words) > 1
+        and not heading
+        and w0.text.islower()
+        and len(w0.text) >= 4
+        and w0.text.replace("-", "").replace("_", "").isalnum()
+        and is_rare(w0.low.split("-")[0])
+        and not w0.low.endswith(("ed", "ing", "al", "ic", "ous", "ive"))
+    ):
+        # a rare word naming the kind of the rest: "systemd unit files", "vcpkg repository"
+        d.add(w0.text, "Concept", 0.45, w0.start, w0.end)
 
 
 def _is_cap_word_elsewhere(d: _Doc, t: Tok) -> bool:
@@ -2814,6 +3113,7 @@ def _patterns(
             src, dst, rel = m2, m, rel[1:]
         d.res.relations.append((src.key, dst.key, rel, 0.6, sent_start))
         typed.add((src.key, dst.key))
+    _clauses(d, toks, ms, sent_start, typed)
     # definitions of lower-case subjects: "A blob holds …" is weak; "X is a Y" is strong
     for a, b, m in ms:
         rest = toks[b : b + 3]
@@ -2832,6 +3132,77 @@ def _patterns(
                 p, q = keys[x], keys[y]
                 if (p, q) not in typed and (q, p) not in typed:
                     d.res.relations.append((p, q, "related_to", 0.3, sent_start))
+
+
+# verbs that state a relation between their subject and object when other words stand
+# between the names ("Hamming joined the Bell Telephone Laboratories", "intetumumab also
+# significantly reduced lung metastasis"): the verbs of REL_VERBS and these
+CLAUSE_VERBS: dict[str, str] = {
+    **REL_VERBS,
+    "inhibit": "inhibits",
+    "reduce": "reduces",
+    "suppress": "suppresses",
+    "prevent": "prevents",
+    "block": "blocks",
+    "treat": "treats",
+    "regulate": "regulates",
+    "modulate": "modulates",
+    "bind": "binds",
+    "target": "targets",
+    "express": "expresses",
+    "activate": "activates",
+    "induce": "induces",
+    "increase": "increases",
+    "stabilize": "stabilizes",
+    "join": "member_of",
+    "acquire": "owns",
+    "purchase": "owns",
+    "found": "founded",
+    "lead": "leads",
+}
+_CLAUSE_STOP = frozenset([";", ":", "(", ")", "which", "that", "who", "whereas", "while", "but"])
+
+
+def _clauses(
+    d: _Doc,
+    toks: list[Tok],
+    ms: list[tuple[int, int, Mention]],
+    sent_start: int,
+    typed: set[tuple[str, str]],
+) -> None:
+    """Subject, verb, object with words between them: the nearest name before a finite
+    relation verb (at most six tokens away) and the first name after it (at most five), no
+    clause boundary between; "was Xed by" turns it round."""
+    for v, t in enumerate(toks):
+        base = _IRREG_BASE.get(t.low) or VERB_FORMS.get(t.low)
+        if not base or base not in CLAUSE_VERBS or t.low == base or t.low.endswith("ing"):
+            continue  # a finite form only: "inhibits", "reduced", not "inhibit" or "using"
+        before = [(a, b, m) for a, b, m in ms if b <= v and v - b <= 6]
+        after = [(a, b, m) for a, b, m in ms if a > v and a - v <= 5]
+        if not before or not after:
+            continue
+        a1, b1, m1 = before[-1]
+        a2, b2, m2 = after[0]
+        if any(x.low in _CLAUSE_STOP for x in toks[b1:a2]) or m1.key == m2.key:
+            continue
+        if any(x.low == "," for x in toks[b1:v]) or any(x.low == "," for x in toks[v:a2]):
+            continue
+        between = [x.low for x in toks[b1:v]] + [x.low for x in toks[v + 1 : a2]]
+        if any(
+            (VERB_FORMS.get(w) or _IRREG_BASE.get(w)) in CLAUSE_VERBS and w != t.low
+            for w in between
+        ):
+            continue  # another relation verb in between: not this verb's subject and object
+        src, dst = m1, m2
+        if v + 1 < len(toks) and toks[v + 1].low == "by" and v and toks[v - 1].low in _BE:
+            src, dst = m2, m1
+        if (src.key, dst.key) in typed or (dst.key, src.key) in typed:
+            continue
+        d.res.relations.append((src.key, dst.key, CLAUSE_VERBS[base], 0.5, sent_start))
+        typed.add((src.key, dst.key))
+
+
+_BE = frozenset(["is", "are", "was", "were", "be", "been", "being"])
 
 
 def _is_role_of(
@@ -2925,8 +3296,13 @@ def _rel_type(gap: list[str]) -> str | None:
     return None
 
 
+_NEXT_WORD = re.compile(r"[\s\-]*([A-Za-z]+)")
+
+
 def _finish(d: _Doc) -> None:
-    """Resolve surnames to full person names; drop duplicate spans."""
+    """Resolve surnames to full person names; type what the names say; drop duplicate
+    spans."""
+    dom = domain(d.lower_singular | d.lower_words)
     for m in d.res.mentions:
         low = m.name.lower()
         if m.type in ("Concept", "Person") and " " not in m.name and low in d.person_last:
@@ -2934,6 +3310,22 @@ def _finish(d: _Doc) -> None:
             if full != m.key:
                 d.res.aliases.append((m.key, full))
                 m.type = "Person"
+                continue
+        if m.type not in ("Concept", "Person", "Organization"):
+            continue
+        nm = _NEXT_WORD.match(d.text, m.end)
+        rare = " " not in m.name and is_rare(_strip_accents(m.name.strip("'’")))
+        got = kind_of(m.name, dom, nm.group(1).lower() if nm else "", rare, is_rare)
+        if got is None or got == m.type:
+            continue
+        if m.type != "Organization" or got not in ("Person", "Concept"):
+            m.type = got
+    # an abbreviation is of its long form's type
+    typed = {m.key: m.type for m in d.res.mentions if m.type != "Concept"}
+    longs = dict(d.res.aliases)
+    for m in d.res.mentions:
+        if m.type == "Concept" and longs.get(m.key) in typed:
+            m.type = typed[longs[m.key]]
     d.res.mentions.sort(key=lambda m: (m.start, m.end, m.key))
     d.res.relations = sorted({r for r in d.res.relations if r[0] != r[1]})
     d.res.aliases = sorted(set(d.res.aliases))

@@ -30,6 +30,7 @@ from ..errors import (
     ReadOnlyViolation,
 )
 from ..records import ChunkInput, ChunkRow, DocIndexed, DocInput, NoteIndexed, NoteRow
+from . import sandbox
 from .base import Atomic
 from .consolidation import rel_docs as rel_docs
 from .consolidation import rel_docs_text as rel_docs_text
@@ -38,6 +39,7 @@ from .entities import ENTITY_COLS as ENTITY_COLS
 from .entities import EntityQueries
 from .lineage import LineageQueries
 from .links import LinkQueries
+from .sandbox import QueryLimits as QueryLimits
 from .versions import VersionQueries
 
 SCHEMA_VERSION = "7"
@@ -85,6 +87,34 @@ def schema(dim: int) -> list[str]:
         "CREATE REL TABLE IF NOT EXISTS LINKS_TO(FROM MemoryNote TO MemoryNote,"
         " FROM MemoryNote TO Doc, text STRING, heading STRING, alias STRING, line INT64)",
     ]
+
+
+def table_names() -> list[str]:
+    """The graph's tables, node tables first, as the schema creates them."""
+    return [m.group(2) for m in map(_TABLE.match, schema(1)) if m]
+
+
+_TABLE = re.compile(r"CREATE (NODE|REL) TABLE IF NOT EXISTS (\w+)")
+# the OpenKL RFC's names for relationships the schema names otherwise
+_TABLE_ALIASES = {"memmentions": "MENTIONS", "relatedto": "RELATED"}
+
+
+def query_failed(text: str) -> OkError:
+    """A query the engine refused, as one line; a table it does not know (`HasTopic` for
+    HAS_TOPIC, as the RFC writes them) names the one meant, and the tables there are."""
+    first = text.splitlines()[0] if text else text
+    m = re.search(r"Table (\w+) does not exist", first)
+    if m is None:
+        return OkError(f"query failed: {first}")
+    name = m.group(1)
+    tables = [t for t in table_names() if t not in ("Meta", "Extraction", "NoteRefs")]
+    key = re.sub(r"[^a-z0-9]", "", name.lower())
+    meant = next((t for t in tables if re.sub(r"[^a-z0-9]", "", t.lower()) == key), None)
+    meant = meant or _TABLE_ALIASES.get(key)
+    return QueryRefused(
+        f"the graph has no table {name}",
+        (f"did you mean `{meant}`? " if meant else "") + "its tables: " + ", ".join(tables),
+    )
 
 
 # BM25 runs over `fts`, a copy of the text made for Kùzu's FTS tokenizer, which splits on
@@ -427,6 +457,8 @@ class _Resident:
         self._writers = 0
         self._memo: dict[str, tuple[int, Any]] = {}
         self._idle: list[_Pooled] = []  # readers' connections between requests
+        self._share = threading.Lock()
+        self._lock_fd: int | None = None  # see `sharing`
         self._open()
 
     def reader(self) -> _Pooled:
@@ -563,12 +595,40 @@ class _Resident:
             finally:
                 conn.close()
 
+    @contextlib.contextmanager
+    def sharing(self) -> Iterator[None]:
+        """While a query worker (`sandbox`) opens the database read-only beside this
+        process: this process's lock on the file is shared, and exclusive again once the
+        worker has let go of its own, so that other processes still cannot open it.
+
+        Kùzu holds a POSIX lock on the file, which belongs to the process, not to its
+        descriptor: a lock set through a descriptor of our own converts it. That descriptor
+        stays open while the database is, as closing any descriptor of the file would end
+        the process's lock on it."""
+        import fcntl
+
+        with self._share:
+            if self._lock_fd is None:
+                self._lock_fd = os.open(self.kuzu_dir / DB_FILE, os.O_RDWR)
+            fcntl.lockf(self._lock_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            try:
+                yield
+            finally:
+                # fails only while another process has it open too (a worker killed before
+                # it let go): shared until the next time, which still keeps writers out
+                with contextlib.suppress(OSError):
+                    fcntl.lockf(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
     def close(self) -> None:
         self._drop_idle()
         if self.db is not None:
             with contextlib.suppress(Exception):
                 self.db.close()
             self.db = None
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)
+            self._lock_fd = None
 
 
 class _Pooled:
@@ -679,7 +739,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             return
         path = kuzu_dir / DB_FILE
         if not write and not path.exists():
-            raise OkError("the folder has no index yet", "run `ok index` to build it")
+            raise OkError("the folder has no index yet", "run `ok sync` to build it")
         kuzu_dir.mkdir(parents=True, exist_ok=True)
         if probe and _log_pending(path) and _replay_in_child(kuzu_dir, buffer_pool_mb) < 0:
             raise GraphUnrecoverable(
@@ -899,7 +959,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
                     "this query writes to the graph, which is opened read-only",
                     "pass --write if you really mean to change the graph",
                 ) from e
-            raise OkError(f"query failed: {msg.splitlines()[0]}") from e
+            raise query_failed(msg) from e
         results = res if isinstance(res, list) else [res]
         out: list[dict[str, Any]] = []
         for r in results:
@@ -920,11 +980,31 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             raise OkError(f"query failed: {str(e).splitlines()[0]}") from e
         return {name: tbl.column(name).to_pylist() for name in tbl.column_names}
 
-    def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Run a user's Cypher (CLI or MCP) once `check_cypher` lets it through; writes only
-        on a graph opened for writing."""
+    def cypher(
+        self,
+        query: str,
+        params: dict[str, Any] | None = None,
+        limits: QueryLimits | None = None,
+    ) -> list[dict[str, Any]]:
+        """Run a user's Cypher once `check_cypher` lets it through; writes only on a graph
+        opened for writing. A read with `limits` runs in a worker process held to them
+        (`sandbox`): time, memory and output."""
         check_cypher(query, write=self.writable)
-        return self.query(query, params)
+        if limits is None or self.writable:
+            return self.query(query, params)
+        res = self._res
+        try:
+            return sandbox.run(
+                self.path,
+                query,
+                params or {},
+                limits,
+                opening=res.sharing if res is not None else contextlib.nullcontext,
+            )
+        except OkError as e:
+            if type(e) is OkError and e.message.startswith("query failed: "):
+                raise query_failed(e.message.removeprefix("query failed: ")) from e
+            raise
 
     def set_timeout(self, seconds: float) -> None:
         """Abort any query of this connection that runs longer than `seconds`."""

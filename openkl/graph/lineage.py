@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..records import ChunkNode, DocNode, LineageWalk, NoteNode, WalkedNode
+from ..records import ChunkNode, DocNode, LineageWalk, NoteNode, WalkedNode, supersession
 from .base import Queries
 
 # the walk's rules, shared by both backends (postgres.py writes them in SQL):
@@ -352,7 +352,7 @@ class LineageQueries(Queries):
 
     def hidden_notes(self, now: str, superseded: bool = True) -> set[str]:
         """Notes that leave search and ask: expired by `now` (ISO), and, with `superseded`,
-        those a note supersedes."""
+        those a note supersedes (in a cycle, all but the newest: `records.supersession`)."""
         ids = {
             r["id"]
             for r in self.query(
@@ -362,10 +362,10 @@ class LineageQueries(Queries):
             )
         }
         if superseded:
-            ids |= {
-                r["id"]
-                for r in self.query(
-                    "MATCH (:MemoryNote)-[:SUPERSEDES]->(m:MemoryNote) RETURN DISTINCT m.id AS id"
-                )
-            }
+            rows = self.query(
+                "MATCH (n:MemoryNote)-[:SUPERSEDES]->(m:MemoryNote)"
+                " RETURN n.id AS n, n.ts AS nts, m.id AS m, m.ts AS mts"
+            )
+            ts = {r["n"]: r["nts"] or "" for r in rows} | {r["m"]: r["mts"] or "" for r in rows}
+            ids |= supersession(((r["n"], r["m"]) for r in rows), ts).hidden
         return ids

@@ -45,10 +45,12 @@ from ..records import (
     NoteTime,
     NoteVector,
     WalkedNode,
+    supersession,
 )
 from . import check_stamps, fts_query, fts_text, pg_entities, write_stamps
 from .base import Atomic
 from .links import first_line
+from .sandbox import QueryLimits
 
 if TYPE_CHECKING:
     from .protocol import GraphStore
@@ -661,7 +663,12 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         with _said(), self.conn.cursor() as cur:
             cur.executemany(sql, rows)
 
-    def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def cypher(
+        self,
+        query: str,
+        params: dict[str, Any] | None = None,
+        limits: QueryLimits | None = None,
+    ) -> list[dict[str, Any]]:
         raise QueryRefused(
             "Cypher runs on the Kùzu graph only; this folder's graph is in PostgreSQL",
             "query PostgreSQL with SQL, or run `ok index` without --backend for a local graph",
@@ -1213,12 +1220,14 @@ class PgGraph(pg_entities.PgEntities, Atomic):
             )
         )
         if superseded:
-            ids |= set(
-                self._ids(
-                    "SELECT DISTINCT target AS id FROM lineage WHERE stack = %(st)s"
-                    " AND kind = 'supersedes'"
-                )
+            rows = self._run(
+                "SELECT l.note AS n, a.ts AS nts, l.target AS m, b.ts AS mts FROM lineage l"
+                " JOIN notes a ON a.stack = l.stack AND a.id = l.note"
+                " JOIN notes b ON b.stack = l.stack AND b.id = l.target"
+                " WHERE l.stack = %(st)s AND l.kind = 'supersedes'"
             )
+            ts = {r["n"]: r["nts"] or "" for r in rows} | {r["m"]: r["mts"] or "" for r in rows}
+            ids |= supersession(((r["n"], r["m"]) for r in rows), ts).hidden
         return ids
 
     def has_chunk(self, chunk_id: str) -> bool:

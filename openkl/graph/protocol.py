@@ -33,6 +33,7 @@ from ..records import (
     NoteVector,
 )
 from .entities import EntityStore
+from .sandbox import QueryLimits
 
 
 class GraphStore(EntityStore, Protocol):
@@ -261,5 +262,11 @@ class GraphStore(EntityStore, Protocol):
         checkpoint after each commit) may take: 0 for a graph not in a local file."""
 
     # -- the user's own queries -----------------------------------------------------
-    def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Run a user's Cypher (CLI or MCP), refused unless it stays inside the graph."""
+    def cypher(
+        self,
+        query: str,
+        params: dict[str, Any] | None = None,
+        limits: QueryLimits | None = None,
+    ) -> list[dict[str, Any]]:
+        """Run a user's Cypher (CLI or MCP), refused unless it stays inside the graph; a read
+        held to `limits` (time, memory, output)."""

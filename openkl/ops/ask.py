@@ -11,7 +11,7 @@ from ..folder import Folder
 from ..indexing import embedder
 from ..llm import config_from
 from ..records import Answer, Context
-from .read import Opener, reading
+from .read import Opener, described, reading
 from .search import recency_of
 
 # `ok context`'s defaults: passages retrieved, entities returned
@@ -44,7 +44,7 @@ def ask(
         k = min(k, max_k)
     emb = embedder(folder)
     with reading(folder, graph) as g:
-        hits = ask_mod.retrieve(
+        found = ask_mod.retrieve(
             folder,
             g,
             question,
@@ -57,11 +57,12 @@ def ask(
     return ask_mod.answer(
         folder,
         question,
-        hits,
+        found.hits,
         llm=llm,
         on_token=on_token if llm is not None else None,
         embedder=emb,
         remember=True,
+        warning=found.warning,
     )
 
 
@@ -86,7 +87,7 @@ def context(
         k, max_entities = min(k, max_k), min(max_entities, max_k)
     emb = embedder(folder)
     with reading(folder, graph) as g:
-        return context_mod.context(
+        got = context_mod.context(
             folder,
             g,
             query,
@@ -96,3 +97,5 @@ def context(
             use_llm=use_llm,
             embedder=emb,
         )
+        described(folder, g, got["entities"])
+        return got

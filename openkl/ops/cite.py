@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .. import citations as cit
 from ..folder import Folder
 from ..records import Cite, CiteGcReport
 from .notes import _via
+
+
+def where(folder: Folder, items: Sequence[Mapping[str, Any]]) -> list[str]:
+    """How a person is shown where each hit or citation is: `path:L` or `path:L1-L2`, lines
+    of its file as it is now (the JSON keeps characters in `loc`)."""
+    return cit.where(folder, items)
 
 
 def keep_citations(
@@ -41,8 +49,14 @@ def make_citations(
     they are kept under citations/ (the caller holds the writer lock), else remembered
     for `ok cite open`."""
     files = cit.Files(folder)
+    # a cite object from elsewhere (HTTP, MCP) is checked as one read from a file is: its
+    # path inside the folder, its id one that can name a file
+    checked = [
+        cit.check(folder, it, f"item {n}") if isinstance(it, dict) else it
+        for n, it in enumerate(items, 1)
+    ]
     cites: list[Cite] = []
-    for it in items:
+    for it in checked:
         if isinstance(it, dict) and not cit.CITE_ID.match(it["id"]) and cit.is_ref(it["id"]):
             it = it["id"]  # a search hit: cite what it points at, as it is now
         cites.append(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,14 +47,19 @@ def distill_prompt(name: str, material: str | Callable[[], str] | None = None) -
 def distill_note(
     folder: Folder,
     text: str,
-    cite_ids: list[str],
+    cite_ids: Sequence[str | Mapping[str, Any]],
     *,
     tags: list[str] | None = None,
     topics: list[str] | None = None,
+    via: str | None = None,
 ) -> Distilled:
-    """Write a memory note whose [N] refers to the N-th of `cite_ids` (DERIVED_FROM edges to
-    them) and index it. The caller holds the writer lock."""
-    note, cites = distill_mod.create(folder, text, cite_ids, tags=tags, topics=topics)
+    """Write a memory note whose [N] refers to the N-th of `cite_ids` (ids or cite objects;
+    DERIVED_FROM edges to each) and index it. The caller holds the writer lock.
+
+    Every citation is verified against the files before anything is written (a changed or
+    missing quote is refused), and so is a text none of whose claims carries an [N] marker
+    (`via` names the adapter in the log)."""
+    note, cites = distill_mod.create(folder, text, cite_ids, tags=tags, topics=topics, via=via)
     return Distilled(note=note, citations=cites)
 
 

@@ -14,8 +14,21 @@ from ..errors import BadInput, NotFound
 from ..folder import NAME_NOT_UTF8, Folder, check_path, is_utf8, shown
 from ..records import DirEntry, GrepMatch
 
-# derived binary state, not files to read
-FS_SKIP = (".ok/kuzu", ".ok/cache", ".ok/lock")
+# not knowledge: openkl's own state (settings, keys, the server's claim, the graph) and git's
+HIDDEN = (".ok", ".git")
+
+
+def _hidden(rel: str) -> bool:
+    return any(rel == h or rel.startswith(h + "/") for h in HIDDEN)
+
+
+def _refuse_hidden(rel: str) -> None:
+    if _hidden(rel):
+        raise BadInput(
+            f"{shown(rel)} is not part of the knowledge (.ok/ and .git/ are openkl's and git's "
+            "own state)",
+            "read notes (memories/), documents (store/) and citations (citations/)",
+        )
 
 
 def safe_path(folder: Folder, rel: str) -> Path:
@@ -49,9 +62,13 @@ class Listing:
 def list_dir(folder: Folder, path: str = ".", *, max_entries: int) -> Listing:
     """The entries of a directory inside the folder, sorted by name."""
     d = safe_path(folder, path)
+    _refuse_hidden(folder.rel(d))
     if not d.is_dir():
         raise BadInput(f"{path} is not a directory", "use fs_read for files")
-    entries = sorted(d.iterdir(), key=lambda p: p.name)
+    entries = sorted(
+        (p for p in d.iterdir() if not (d == folder.root and p.name in HIDDEN)),
+        key=lambda p: p.name,
+    )
     rows: list[DirEntry] = []
     for p in entries[:max_entries]:
         rel = (d / p.name).relative_to(folder.root).as_posix()
@@ -93,8 +110,7 @@ def read_piece(folder: Folder, path: str, *, offset: int = 0, max_bytes: int) ->
     character boundary."""
     p = safe_path(folder, path)
     rel = folder.rel(p)
-    if any(rel == s or rel.startswith(s + "/") for s in FS_SKIP):
-        raise BadInput(f"{rel} is derived binary state", "read the files, not the index")
+    _refuse_hidden(rel)
     if not p.is_file():
         raise NotFound(f"no file {path} in the folder", "use fs_list to see what is there")
     size = p.stat().st_size
@@ -140,9 +156,12 @@ def grep(
     after: int = 0,
     max_count: int,
     use_rg: bool = True,
+    invert: bool = False,
+    globs: list[str] | None = None,
 ) -> GrepResult:
     """Grep notes and normalized documents (ripgrep, else Python), stopping after
-    `max_count` matches; `before`/`after` lines of context come with each match."""
+    `max_count` matches; `before`/`after` lines of context come with each match. `invert`
+    gives the lines that do not match; `globs` (as rg's -g) narrow the files."""
     found = grep_mod.grep(
         folder,
         pattern,
@@ -154,6 +173,8 @@ def grep(
         after=after,
         max_count=max_count + 1,
         use_rg=use_rg,
+        invert=invert,
+        globs=globs,
     )
     kept = found[:max_count]
     return GrepResult(
@@ -182,9 +203,12 @@ def grep_files(
     count: bool = False,
     max_files: int,
     use_rg: bool = True,
+    invert: bool = False,
+    globs: list[str] | None = None,
 ) -> GrepFiles:
     """The files with a match, as `rg -l`; with `count`, the matching lines of each, as
-    `rg -c`. Counts are whole; `max_files` caps how many files are named."""
+    `rg -c`. Counts are whole; `max_files` caps how many files are named. `invert` and
+    `globs` as for `grep`."""
     found = grep_mod.grep(
         folder,
         pattern,
@@ -195,6 +219,8 @@ def grep_files(
         max_count=None,
         per_file=None if count else 1,
         use_rg=use_rg,
+        invert=invert,
+        globs=globs,
     )
     counts: dict[str, int] = {}
     for f in found:

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 
 from .. import events as events_mod
 from .. import refresh as refresh_mod
-from ..folder import Folder
+from ..folder import Folder, parse_time
 from ..records import Event
 
 RefreshReport = refresh_mod.RefreshReport
@@ -48,11 +48,18 @@ def events(
     types: list[str] | None = None,
     doc: str | None = None,
     limit: int | None = None,
+    until: str | None = None,
 ) -> list[Event]:
-    """Events, oldest first: those since `since` (ISO date/time or a span: 30m, 12h, 7d), of
-    these `types`, about this `doc` or note; `limit` keeps the newest ones."""
+    """Events, oldest first: those since `since` and until `until` (ISO date/time, a date
+    including its day, or a span: 30m, 12h, 7d), of these `types`, about this `doc` or
+    note; `limit` keeps the newest ones."""
     return events_mod.read(
-        folder, since=events_mod.parse_since(since), types=types, doc=doc, limit=limit or None
+        folder,
+        since=events_mod.parse_since(since),
+        types=types,
+        doc=doc,
+        limit=limit or None,
+        until=parse_time(until, "--until", end_of_day=True),
     )
 
 

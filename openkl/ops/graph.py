@@ -7,16 +7,20 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
+from .. import descriptions, links, pages
 from .. import lineage as lineage_mod
-from .. import links, pages
 from ..entities import queries
 from ..entities.consolidation import min_confidence as default_min_confidence
 from ..errors import NotFound, UsageError
 from ..folder import Folder
+from ..graph import QueryLimits
 from ..indexing import open_graph
 from ..mapping import resolve
 from ..records import (
     Conflict,
+    DescribedEntity,
+    DescriptionsMade,
+    DocCompiled,
     EntityDetail,
     EntityListed,
     EntityPage,
@@ -26,13 +30,30 @@ from ..records import (
     Traversal,
 )
 from .ask import context
-from .read import Opener, reading
+from .read import Opener, described, reading
 
 SCOPES = ("memory", "store", "all")
 
 
 def _floor(folder: Folder, value: float | None) -> float:
     return default_min_confidence(folder) if value is None else value
+
+
+def query_limits(
+    folder: Folder, seconds: float | None = None, setting: str = "graph.query_timeout"
+) -> QueryLimits:
+    """What a caller's Cypher query may take: `seconds` (else graph.query_timeout, 0 for no
+    limit), graph.query_memory_mb, graph.query_output_mb; `setting` is named when time
+    runs out."""
+    if seconds is None:
+        seconds = float(folder.setting("graph.query_timeout")) or None
+    return QueryLimits(
+        seconds=seconds,
+        memory_mb=int(folder.setting("graph.query_memory_mb")),
+        output_mb=float(folder.setting("graph.query_output_mb")),
+        workers=int(folder.setting("graph.query_workers")),
+        setting=setting,
+    )
 
 
 def cypher(
@@ -42,16 +63,18 @@ def cypher(
     *,
     write: bool = False,
     graph: Opener | None = None,
+    limits: QueryLimits | None = None,
 ) -> list[dict[str, Any]]:
     """Run one Cypher statement, read-only unless `write`: then on a graph opened for
-    writing, and logged (the caller holds the writer lock)."""
+    writing, and logged (the caller holds the writer lock). A read runs in a worker process
+    held to `limits` (default: `query_limits(folder)`)."""
     if write:
         with open_graph(folder, write=True) as g:
             rows = g.cypher(query, params or {})
             folder.log_op("graph.cypher", query=query)
         return rows
     with reading(folder, graph) as g:
-        return g.cypher(query, params or {})
+        return g.cypher(query, params or {}, limits or query_limits(folder))
 
 
 def list_entities(
@@ -63,25 +86,96 @@ def list_entities(
     name: str | None = None,
     limit: int | None = None,
     graph: Opener | None = None,
+    verified_only: bool = False,
 ) -> list[EntityListed]:
     """Entities, most confident first: of this type, at least this confident (default
     entities.min_confidence), from this document (id, prefix or path), with names
-    containing `name`; at most `limit` (None: all)."""
+    containing `name`, only those a reviewer approved (`verified_only`: through backfeed
+    or a verified bundle); at most `limit` (None: all)."""
     doc_id = resolve(folder, doc)["id"] if doc else None
     floor = _floor(folder, min_confidence)
     with reading(folder, graph) as g:
-        return queries.list_entities(
-            g, type=type, min_confidence=floor, doc=doc_id, limit=limit, query=name
+        rows = queries.list_entities(
+            g,
+            type=type,
+            min_confidence=floor,
+            doc=doc_id,
+            limit=None if verified_only else limit,
+            query=name,
         )
+        if verified_only:
+            rows = [r for r in rows if r.get("verified")][:limit]
+        return described(folder, g, rows)
+
+
+def compile_doc(folder: Folder, doc: str, *, graph: Opener | None = None) -> DocCompiled:
+    """What a document compiled into: its chunks, the entities they mention (at least
+    entities.min_confidence) and the relationships among those. A document is compiled as
+    it is stored, so asking again changes nothing and gives the same answer."""
+    entry = resolve(folder, doc)
+    floor = _floor(folder, None)
+    with reading(folder, graph) as g:
+        chunks = [c["id"] for c in g.current_chunks_of([entry["id"]])]
+        ents = sorted({m["e"] for m in g.mentions_in(chunks, floor)}) if chunks else []
+        rels = g.relationships_among(ents, floor) if ents else []
+    return {
+        "id": entry["id"],
+        "path": entry["path"],
+        "status": "compiled" if chunks else "empty",
+        "chunks": len(chunks),
+        "entities": len(ents),
+        "relationships": len(rels),
+    }
+
+
+DESCRIBERS = ("local", "llm")
+
+
+def synthesize_descriptions(
+    folder: Folder,
+    names: list[str] | None = None,
+    *,
+    describer: str | None = None,
+    min_confidence: float | None = None,
+    graph: Opener | None = None,
+) -> DescriptionsMade:
+    """Describe the entities named (names, aliases or ids), or every entity at least this
+    confident (default entities.min_confidence), now rather than when first read: each
+    description is cached until its entity changes. `describer` (`local` or `llm`) says who
+    describes for this call (default: entities.describer, which also decides what later
+    reads show); `llm` needs one configured."""
+    if describer is not None and describer not in DESCRIBERS:
+        raise UsageError(f"unknown describer {describer!r}", "use local or llm")
+    with reading(folder, graph) as g:
+        found: dict[str, str] = {}  # id: name
+        if names:
+            for n in names:
+                e = queries.find_entity(g, n)
+                found[e["id"]] = e["name"]
+        else:
+            for r in queries.list_entities(g, min_confidence=_floor(folder, min_confidence)):
+                found[r["id"]] = r["name"]
+        got = descriptions.describe(folder, g, list(found), describer)
+    rows: list[DescribedEntity] = [
+        {"id": eid, "name": name, "description": got.get(eid)} for eid, name in found.items()
+    ]
+    return {
+        "describer": describer or folder.setting("entities.describer"),
+        "entities": len(rows),
+        "described": sum(1 for r in rows if r["description"]),
+        "results": rows,
+    }
 
 
 def entity(
-    folder: Folder, name: str, *, min_confidence: float = 0.0, graph: Opener | None = None
+    folder: Folder, name: str, *, min_confidence: float | None = None, graph: Opener | None = None
 ) -> EntityDetail:
-    """One entity (name, alias or id): its relationships at least this confident, its
-    sources and mentions."""
+    """One entity (name, alias or id): its relationships at least this confident (default
+    entities.min_confidence), its sources and mentions."""
+    floor = _floor(folder, min_confidence)
     with reading(folder, graph) as g:
-        return queries.entity_detail(folder, g, name, min_confidence=min_confidence)
+        detail = queries.entity_detail(folder, g, name, min_confidence=floor)
+        return described(folder, g, [detail])[0]
 
 
 def traverse(
@@ -120,15 +214,17 @@ def traverse(
 
 
 def conflicts(
-    folder: Folder, *, scope: str = "memory", use_llm: bool = True, graph: Opener | None = None
+    folder: Folder, *, scope: str = "mem", use_llm: bool = True, graph: Opener | None = None
 ) -> list[Conflict]:
-    """Statements about one entity, in different notes (`scope` memory) or also passages
-    (store, all), that disagree; judged by the configured LLM too unless `use_llm` is off."""
+    """Statements about one entity, in different notes (`scope` mem, or memory) or also
+    passages (store, all), that disagree; judged by the configured LLM too unless `use_llm`
+    is off."""
     from .. import conflicts as conflicts_mod
     from ..llm import ChatClient, config_from
 
+    scope = {"mem": "memory"}.get(scope, scope)
     if scope not in SCOPES:
-        raise UsageError(f"unknown scope {scope!r}", "use one of: " + ", ".join(SCOPES))
+        raise UsageError(f"unknown scope {scope!r}", "use one of: mem, store, all")
     cfg = config_from(folder, required=False) if use_llm else None
     llm = ChatClient(cfg) if cfg is not None else None
     with reading(folder, graph) as g:
@@ -176,9 +272,11 @@ def neighbourhood(
     with reading(folder, graph) as g:
         if entity is not None:
             seeds = [queries.find_entity(g, entity)["id"]]
-        return queries.neighbourhood(
+        nb = queries.neighbourhood(
             g, seeds, depth=depth, min_confidence=floor, types=types or (), limit=limit
         )
+    nb["query"] = query  # what a query's graph was drawn for: the explorer shows it
+    return nb
 
 
 def entity_page(

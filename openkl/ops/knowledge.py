@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import aks, backfeed, descriptions, web
+from .. import aks, backfeed, web
 from ..entities import consolidation
 from ..errors import UsageError
 from ..folder import Folder, atomic_write
@@ -23,7 +23,7 @@ from ..records import (
     FlaggedBackfeedItem,
 )
 from .graph import NEIGHBOURHOOD_LIMIT, neighbourhood
-from .read import Opener, reading
+from .read import Opener, describe_all, reading
 
 
 def import_bundle(folder: Folder, text: str, where: str = "bundle") -> BundleKept:
@@ -178,14 +178,23 @@ def export_graph(
     entity_type: str | None = None,
     max_entities: int | None = None,
     verified_only: bool = False,
+    all_: bool = False,
     graph: Opener | None = None,
 ) -> GraphExport:
     """Export the entity graph as an AKS bundle, GraphML or CSV (two tables, or `table`
     alone), or one neighbourhood (`around`) as a self-contained HTML page, and write it to
     `out`: a file or directory (None: graph/), or `-` to write nothing and leave the files
-    to the caller. Writing it is logged. `graph`: how to read the graph, if not with
-    `open_graph`."""
+    to the caller. Writing it is logged. Only entities at least `min_confidence` confident
+    go in (default entities.min_confidence, the floor of every other view), unless
+    `all_`. `graph`: how to read the graph, if not with `open_graph`."""
     check_export(format_, table=table, out=out, around=around)
+    if all_ and min_confidence is not None:
+        raise UsageError(
+            "--all exports every entity, whatever --min-confidence says",
+            "drop one of --all and --min-confidence",
+        )
+    if min_confidence is None and not all_:
+        min_confidence = consolidation.min_confidence(folder)
     if format_ == "html" and around is not None:
         return _write_export(
             folder, format_, out, *_html_export(folder, around, min_confidence, graph)
@@ -198,7 +207,7 @@ def export_graph(
             entity_type=entity_type,
             max_entities=max_entities,
             verified_only=verified_only,
-            describe=lambda ids: descriptions.describe(folder, g, ids),
+            describe=lambda ids, advance: describe_all(folder, g, ids, advance),
         )
     files: dict[str, str]
     slug = aks.domain_slug(folder)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import hygiene, indexer, links
 from .. import notes as notes_mod
+from ..errors import UsageError
 from ..folder import Folder, iso, utcnow
 from ..indexing import open_graph
 
@@ -88,12 +90,50 @@ def save_edited_note(
     return note, restored
 
 
-def delete_note(folder: Folder, note_id: str, via: str | None = None) -> notes_mod.Note:
-    """Delete a note's file, take it out of the graph and log it."""
-    note = notes_mod.delete(folder, note_id)
-    _unindex(folder, [note.id])
-    folder.log_op("mem.delete", ids=[note.id], **_via(via))
-    return note
+@dataclass(frozen=True)
+class Deleted:
+    """A deleted note: archived (restorable) unless purged."""
+
+    id: str
+    purged: bool
+    archived: str | None  # where the note's file is now, folder-relative
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"deleted": self.id, "purged": self.purged, "archived": self.archived}
+
+
+def note_to_delete(folder: Folder, note_id: str, purge: bool = False) -> notes_mod.Note:
+    """The note an id or a unique prefix names, before it is deleted: a live one, or with
+    `purge` an archived one too (the adapter confirms a prefix before it deletes)."""
+    return notes_mod.to_delete(folder, note_id, archived_too=purge)
+
+
+def delete_note(
+    folder: Folder, note_id: str, purge: bool = False, via: str | None = None
+) -> Deleted:
+    """Take a note out of search and the graph, and log it: its file moves to
+    memories/archive/ (`restore_note` brings it back), or with `purge` is deleted for good.
+    `note_id` must be the full id: a prefix is for `note_to_delete`, confirmed first."""
+    note = notes_mod.to_delete(folder, note_id, archived_too=purge)
+    if note.id != note_id:
+        raise UsageError(
+            f"{note_id} is only the start of the id {note.id}, and deleting a note takes "
+            "its full id: nothing was deleted",
+            f"give `{note.id}`",
+        )
+    assert note.path is not None
+    live = not note.path.is_relative_to(notes_mod.archive_dir(folder))
+    kept: str | None = None
+    if purge:
+        notes_mod.purge(folder, note)
+    else:
+        moved = notes_mod.archive(folder, note, "deleted")
+        assert moved.path is not None
+        kept = folder.rel(moved.path)
+    if live:
+        _unindex(folder, [note.id])
+    folder.log_op("mem.delete", ids=[note.id], purged=purge, **_via(via))
+    return Deleted(id=note.id, purged=purge, archived=kept)
 
 
 def _unindex(folder: Folder, note_ids: list[str]) -> None:
@@ -140,12 +180,17 @@ def gc_notes(folder: Folder, dry_run: bool = False, via: str | None = None) -> l
     return gone
 
 
-def restore_note(folder: Folder, note_id: str, via: str | None = None) -> notes_mod.Note:
-    """Bring an archived note back, index it and log it."""
-    note = notes_mod.restore(folder, note_id)
-    indexer.index_note(folder, note)
-    folder.log_op("mem.restore", ids=[note.id], **_via(via))
-    return note
+def restore_note(
+    folder: Folder, note_id: str, ttl: str | None = None, via: str | None = None
+) -> notes_mod.Restored:
+    """Bring an archived note back, index it and log it. An expiry that has passed is
+    cleared; `ttl` (`30d`, `12h`, `2w`) gives the note a new one from now instead."""
+    expires = hygiene.expires_after(ttl) if ttl is not None else None
+    back = notes_mod.restore(folder, note_id, expires)
+    indexer.index_note(folder, back.note)
+    extra = {"expired": back.expired} if back.expired else {}
+    folder.log_op("mem.restore", ids=[back.note.id], expires=back.expires, **extra, **_via(via))
+    return back
 
 
 def regenerate_topics(folder: Folder) -> dict[str, int]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .. import citations as cit
 from .. import search as search_mod
+from .. import where as where_mod
 from ..errors import BadInput, NotFound, UsageError
 from ..folder import Folder, atomic_write
 from ..graph.protocol import GraphStore
@@ -30,6 +31,8 @@ class SearchOptions:
     diversity: float
     min_score: float = 0.0
     recency: search_mod.Recency | None = None
+    drift_penalty: float = 0.0
+    tail_floor: float = 0.0
 
 
 def search_options(
@@ -41,6 +44,8 @@ def search_options(
     names: tuple[str, str] = ("k", "per_doc"),
     min_score: float | None = None,
     recency: str | None = None,
+    drift_penalty: float | None = None,
+    drift_name: str = "drift_penalty",
 ) -> SearchOptions:
     """Fill in the folder's defaults and check the counts (`names` are the adapter's names
     for k and per_doc, for the error message)."""
@@ -54,6 +59,13 @@ def search_options(
         diversity=folder.setting("search.diversity") if diverse else 0.0,
         min_score=folder.setting("search.min_score") if min_score is None else min_score,
         recency=recency_of(folder, recency),
+        drift_penalty=search_mod.check_drift_penalty(
+            float(
+                folder.setting("search.drift_penalty") if drift_penalty is None else drift_penalty
+            ),
+            "search.drift_penalty" if drift_penalty is None else drift_name,
+        ),
+        tail_floor=folder.setting("search.tail_floor"),
     )
 
 
@@ -83,6 +95,8 @@ class SearchResult:
     best_score: float | None = None
     # whether BM25 found any of the query's words
     keywords: bool = False
+    # what the signals left of a long query unread, in one line (None: they read it all)
+    warning: str | None = None
 
     @property
     def no_good_match(self) -> bool:
@@ -116,6 +130,10 @@ def search(
     include_superseded: bool = False,
     recency: str | None = None,
     backend: str | None = None,
+    where: list[str] | None = None,
+    where_name: str = "where",
+    drift_penalty: float | None = None,
+    drift_name: str = "drift_penalty",
 ) -> SearchResult:
     """Hybrid search with the folder's defaults for what is not given (`max_k` clamps k:
     an adapter's cap); `names` are the adapter's names for k, per_doc, since and until,
@@ -125,7 +143,11 @@ def search(
     that `locate` takes a rank for the last search. Expired notes are left out, and so are
     superseded ones unless `include_superseded`. `recency` is a half-life (`90d`) or `off`
     (default search.recency). `backend` (default graph.backend) is a PostgreSQL
-    connection string to read the folder's stack from instead of Kùzu."""
+    connection string to read the folder's stack from instead of Kùzu. `where` are
+    conditions on the frontmatter of each hit's file (`owner=alice`, `reviewed>=2026-01-01`;
+    see `openkl.where`), `where_name` the adapter's name for them in error messages.
+    `drift_penalty` (default search.drift_penalty, 0: off) holds back documents whose
+    latest version drifted: each score times `1 - weight * drift`."""
     if k is None:
         k = folder.setting("search.k")
     if max_k is not None:
@@ -139,6 +161,8 @@ def search(
         names=(names[0], names[1]),
         min_score=min_score,
         recency=recency,
+        drift_penalty=drift_penalty,
+        drift_name=drift_name,
     )
     flt = search_mod.Filters(
         tags=tags or [],
@@ -147,6 +171,7 @@ def search(
         since=since,
         until=until,
         include_superseded=include_superseded,
+        where=where_mod.parse_all(where, where_name),
     ).normalized(names[2], names[3])
     emb = folder_embedder(folder)
     backend = backend or folder.setting("graph.backend")
@@ -169,6 +194,8 @@ def search(
             diversity=opts.diversity,
             min_score=opts.min_score,
             recency=opts.recency,
+            drift_penalty=opts.drift_penalty,
+            tail_floor=opts.tail_floor,
         )
         queries = list(g.trace or []) if trace else []
     stale = check_stale and files_newer_than_index(folder)
@@ -182,6 +209,7 @@ def search(
         stale=stale,
         best_score=found.best_score,
         keywords=found.keywords,
+        warning=found.warning,
     )
 
 
@@ -208,7 +236,7 @@ def _remember(folder: Folder, query: str, hits: list[Cite]) -> None:
 
 
 RANK = re.compile(r"^\d{1,4}$")  # doc ids are 16 hex digits, so no rank is one
-PATH_LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
+PATH_LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+)(?:-(?P<end>\d+))?$")
 
 
 def locate(folder: Folder, ref: str, cwd: Path | None = None) -> Spot:
@@ -218,19 +246,22 @@ def locate(folder: Folder, ref: str, cwd: Path | None = None) -> Spot:
     ref = ref.strip()
     if not ref:
         raise UsageError("nothing to open", "pass a hit's rank, an id or path:line")
+    query = ""
     if RANK.match(ref):
-        ref = _ranked(folder, int(ref))
+        ref, query = _ranked(folder, int(ref))
     if not cit.is_ref(ref):
         m = PATH_LINE.match(ref)
-        path, line = (m["path"], int(m["line"])) if m else (ref, 1)
-        return _file_spot(folder, path, line, cwd)
+        if m is None:
+            return _file_spot(folder, ref, 1, 1, cwd)
+        line = int(m["line"])
+        return _file_spot(folder, m["path"], line, int(m["end"] or line), cwd)
     p = cit.passage(folder, ref, 0)
     if p["lines"] is None:
         raise NotFound(
             f"the text {ref} cites is no longer in the files",
             f"see what it recorded with `ok cite open {ref}`",
         )
-    return {
+    spot: Spot = {
         "id": ref,
         "status": p["status"],
         "path": p["path"],
@@ -239,9 +270,71 @@ def locate(folder: Folder, ref: str, cwd: Path | None = None) -> Spot:
         "end_line": p["lines"]["end"],
         "text": p["text"],
     }
+    h = p["highlight"]
+    best = best_sentence(p["text"][h["start"] : h["end"]], query)
+    if best is not None:
+        spot["best_line"] = p["lines"]["start"] + p["text"].count("\n", 0, h["start"] + best)
+    return spot
 
 
-def _ranked(folder: Folder, rank: int) -> str:
+# words a query shares with a sentence say little when they are these
+_STOP = set(
+    [
+        "the",
+        "and",
+        "for",
+        "are",
+        "was",
+        "were",
+        "who",
+        "what",
+        "when",
+        "how",
+        "why",
+        "which",
+        "with",
+        "that",
+        "this",
+        "from",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "its",
+        "into",
+        "can",
+        "not",
+        "but",
+        "all",
+        "any",
+        "there",
+    ]
+)
+
+
+def _keys(text: str) -> set[str]:
+    """A text's words of three letters or more, cut to five so that forms of a word meet
+    (receive, received), less the commonest: as the web explorer picks a sentence."""
+    return {w[:5] for w in re.findall(r"\w{3,}", text.lower()) if w not in _STOP}
+
+
+def best_sentence(passage: str, query: str) -> int | None:
+    """Where the sentence of `passage` holding the most of `query`'s words starts (the
+    first of equals); None when none holds any."""
+    from ..statements import sentences
+
+    want = _keys(query)
+    best, most = None, 0
+    for start, _, text in sentences(passage, min_chars=1) if want else []:
+        n = len(want & _keys(text))
+        if n > most:
+            best, most = start, n
+    return best
+
+
+def _ranked(folder: Folder, rank: int) -> tuple[str, str]:
+    """The id of hit `rank` of the last search, and that search's query."""
     try:
         last = json.loads(_last_search(folder).read_text(encoding="utf-8"))
         ranked = {int(h["rank"]): str(h["id"]) for h in last["hits"]}
@@ -254,10 +347,11 @@ def _ranked(folder: Folder, rank: int) -> str:
             f"the last search ({last.get('query')!r}) has no hit {rank}",
             f"it has {len(ranked)}; run `ok search` again, or pass an id",
         )
-    return ranked[rank]
+    return ranked[rank], str(last.get("query") or "")
 
 
-def _file_spot(folder: Folder, path: str, line: int, cwd: Path | None) -> Spot:
+def _file_spot(folder: Folder, path: str, line: int, end: int, cwd: Path | None) -> Spot:
+    """Lines `line`…`end` of a file (as `path:L` or `path:L1-L2` name them)."""
     given = Path(path).expanduser()
     tries = [given] if given.is_absolute() else [(cwd or Path.cwd()) / given, folder.root / given]
     full = next((t.resolve() for t in tries if t.is_file()), None)
@@ -270,14 +364,21 @@ def _file_spot(folder: Folder, path: str, line: int, cwd: Path | None) -> Spot:
     except (OSError, UnicodeDecodeError) as e:
         raise BadInput(f"{path} cannot be read as UTF-8 text", "open it another way") from e
     lines = text.splitlines()
-    if not 1 <= line <= max(1, len(lines)):
-        raise UsageError(f"{path} has {len(lines)} lines, not {line}", "pass a line in it")
+    if end < line:
+        raise UsageError(
+            f"the range {line}-{end} ends before it starts", f"pass {path}:{end}-{line}"
+        )
+    if not 1 <= line <= max(1, len(lines)) or end > max(1, len(lines)):
+        raise UsageError(
+            f"{path} has {len(lines)} lines, not {end if line <= len(lines) else line}",
+            "pass lines in it",
+        )
     return {
-        "id": f"{path}:{line}",
+        "id": f"{path}:{line}" + (f"-{end}" if end != line else ""),
         "status": "file",
         "path": folder.rel(full) if folder.holds(full) else str(full),
         "abs_path": str(full),
         "line": line,
-        "end_line": line,
-        "text": lines[line - 1] if lines else "",
+        "end_line": end,
+        "text": "\n".join(lines[line - 1 : end]) if lines else "",
     }

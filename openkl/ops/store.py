@@ -8,6 +8,7 @@ from pathlib import Path
 from .. import refresh as refresh_mod
 from .. import sources
 from .. import store as store_mod
+from ..errors import UsageError
 from ..folder import Folder
 from ..records import DocVersion, DueSource, MappingEntry, RefreshPolicy
 
@@ -49,6 +50,50 @@ def ingest(
     if policy and rep.unchanged:
         refresh_mod.set_policy(folder, [u["id"] for u in rep.unchanged], policy)
     return rep
+
+
+# the names `--format` takes beside the bare extensions, and the extensions each stands for
+_FORMAT_ALIASES = {
+    "md": (".md", ".markdown", ".mdown"),
+    "markdown": (".md", ".markdown", ".mdown"),
+    "html": (".html", ".htm"),
+    "txt": (".txt", ".text"),
+    "text": (".txt", ".text"),
+    "jpg": (".jpg", ".jpeg"),
+    "jpeg": (".jpg", ".jpeg"),
+    "tif": (".tif", ".tiff"),
+    "tiff": (".tif", ".tiff"),
+    "yaml": (".yaml", ".yml"),
+}
+
+
+def format_suffixes(fmt: str) -> tuple[str, ...]:
+    """The file extensions of a type as `ok store ingest --format` names it (pdf, docx,
+    md, html, …)."""
+    from ..normalize import IMAGE_MIME, KREUZBERG_MIME, TEXT_SUFFIXES
+
+    name = fmt.lower().lstrip(".")
+    if name in _FORMAT_ALIASES:
+        return _FORMAT_ALIASES[name]
+    known = {*KREUZBERG_MIME, *TEXT_SUFFIXES, *IMAGE_MIME}
+    if f".{name}" not in known:
+        raise UsageError(
+            f"--format {fmt!r} is not a type ok reads",
+            "use one of: " + ", ".join(sorted(x.lstrip(".") for x in known)),
+        )
+    return (f".{name}",)
+
+
+def check_format(paths: list[str], fmt: str, suffixes: tuple[str, ...]) -> None:
+    """A file named on the command line must be of the type --format names (a directory's
+    files are filtered by it instead)."""
+    for raw in paths:
+        p = Path(raw).expanduser()
+        if raw != "-" and p.is_file() and not p.name.lower().endswith(suffixes):
+            raise UsageError(
+                f"{raw} is not a {fmt} file: its extension says what it is",
+                f"leave out --format, or give *{suffixes[0]} files",
+            )
 
 
 def store_web(

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from importlib.metadata import version
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Literal, cast
 
 from fastapi import Body, Depends, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -36,7 +36,10 @@ from ..errors import (
     NotFound,
     OkError,
     QueryRefused,
+    QueryTimedOut,
+    QueryTooLarge,
     ReadOnlyViolation,
+    StackTaken,
     UsageError,
 )
 from ..folder import Folder
@@ -48,12 +51,26 @@ from ..ops.read import Opener
 from ..records import Cite
 from .auth import OPEN, Authenticator, Caller, Forbidden, RateLimited, RateLimiter, Unauthorized
 from .backend import Backend, NotPublished
+from .guard import Guard, Guarded
 from .metrics import AccessLog
 from .stacks import Conflict, Served, Stacks
 from .web import add_routes as add_web_routes
 from .web import is_public
 
 MAX_BODY = 16 << 20  # bytes of a request body
+
+# `where=` of the search and notes routes
+WHERE = (
+    "A condition on the frontmatter of each hit's file (repeatable, all must hold): "
+    "key=value (a list contains it), key!=value, key>=2026-01-01 or a number, key<…, or a "
+    "bare key (it is set)."
+)
+
+# who describes entities, for one call
+Describer = Annotated[
+    Literal["local", "llm"] | None,
+    Query(description="Who describes, for this call: local or llm (default entities.describer)."),
+]
 
 # the AKS routes name the stack as `?domain=`
 Domain = Annotated[str | None, Query(description="The stack (default: the first).")]
@@ -68,6 +85,8 @@ class TimedOut(OkError):
 
 _STATUS: list[tuple[type[OkError], int]] = [
     (TimedOut, 504),
+    (QueryTimedOut, 504),
+    (QueryTooLarge, 422),
     (NotPublished, 503),
     (Unavailable, 503),
     (ReadOnly, 503),
@@ -77,6 +96,7 @@ _STATUS: list[tuple[type[OkError], int]] = [
     (RateLimited, 429),
     (NotFound, 404),
     (Conflict, 409),
+    (StackTaken, 409),
     (ReadOnlyViolation, 403),
     (QueryRefused, 403),
     (LockBusy, 503),
@@ -135,15 +155,26 @@ class BundleQuery:
 
     def __init__(
         self,
-        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
+        min_confidence: Annotated[
+            float | None,
+            Query(ge=0, le=1, description="Only entities this confident (default: the floor)."),
+        ] = None,
         type: str | None = None,
         max_entities: Annotated[int | None, Query(ge=1)] = None,
         verified_only: bool = False,
+        all_: Annotated[
+            bool,
+            Query(
+                alias="all",
+                description="Every entity, also those below the floor entities.min_confidence.",
+            ),
+        ] = False,
     ) -> None:
         self.min_confidence = min_confidence
         self.type = type
         self.max_entities = max_entities
         self.verified_only = verified_only
+        self.all = all_
 
 
 class NotePatch(BaseModel):
@@ -185,6 +216,21 @@ class CiteIn(BaseModel):
     tags: list[str] = []
 
 
+class DistillIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(
+        min_length=1,
+        description="The distilled note; each claim ends with [N], the N-th of `citations`.",
+    )
+    citations: list[str | dict[str, Any]] = Field(
+        min_length=1,
+        description="What it rests on, in [N] order: cite objects or ids (chunk, c-…, doc, "
+        "memory), as search and /citations return them.",
+    )
+    tags: list[str] = []
+    topics: list[str] = []
+
+
 class ContextIn(BaseModel):
     query: str = Field(min_length=1)
     domain: str | None = Field(default=None, description="The stack (default: the first).")
@@ -197,6 +243,18 @@ class StackIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(
         min_length=1, description="The stack's name, also its folder's under serve.stacks_dir."
+    )
+    description: str | None = Field(default=None, max_length=2000)
+    metadata: dict[str, Any] = Field(default={}, description="Free fields kept with the stack.")
+
+
+class SeedStackIn(BaseModel):
+    """`POST /stacks` as the AKS reference server takes it: a display name and a slug."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, description="The stack's name (its id, unless `domain`).")
+    domain: str | None = Field(
+        default=None, min_length=1, description="The stack's id: its folder's name."
     )
     description: str | None = Field(default=None, max_length=2000)
     metadata: dict[str, Any] = Field(default={}, description="Free fields kept with the stack.")
@@ -226,11 +284,19 @@ class TriggerIn(BaseModel):
     threshold: float = Field(default=0.8, description="Cosine similarity to fire at.")
     scope: str = Field(default="all", description="What to watch: all, mem or store.")
     exec: str | None = Field(
-        default=None, min_length=1, description="Shell command run with the event JSON (admin)."
+        default=None,
+        min_length=1,
+        description="Shell command run with the event JSON (admin, and only on a server "
+        "started with --allow-exec-triggers).",
     )
     env: list[str] = Field(default=[], description="Variables passed on to the command.")
     timeout: float = Field(default=30.0, description="Seconds the command may run.")
     replace: bool = Field(default=False, description="Overwrite a trigger of that name.")
+
+
+class ScanIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = Field(default=None, min_length=1, description="Only this trigger.")
 
 
 class RefreshIn(BaseModel):
@@ -250,13 +316,19 @@ def create_app(
     host: str = "127.0.0.1",
     access_log: bool = True,
     cors_origins: list[str] | None = None,
+    guard: Guard | None = None,
+    allow_exec_triggers: bool = False,
 ) -> FastAPI:
     """The API over `stacks`, which it opens on startup and closes on shutdown (unless they
-    were open already: then their opener closes them). With `auth`, every route but /health, /ready and the docs needs a key or
-    a JWT whose scope covers the stack; without, every caller may do everything. `limiter`
-    meters each key or token; `local_limiter` each client address when auth is off (all the
-    local agents of one user share an address, so it is usually none)."""
+    were open already: then their opener closes them). With `auth`, every route but /health,
+    /ready and the docs needs a key or a JWT whose scope covers the stack, and answers carry
+    folder-relative paths only; without, every caller may do everything. `limiter` meters
+    each key or token; `local_limiter` each client address when auth is off (all the local
+    agents of one user share an address, so it is usually none). `guard` says which Host
+    names and browser origins are the server's own (default: those of `host`). Triggers with a command are added over HTTP only with
+    `allow_exec_triggers`, the operator's flag."""
     __version__ = version("openkl")
+    guard = guard or Guard.of(host, cors_origins=cors_origins or ())
 
     mcp = _Mcp(stacks)
     mcp_full, mcp_read = mcp.full, mcp.read
@@ -309,10 +381,11 @@ def create_app(
         return _error(exc.status_code, str(exc.detail), hint)
 
     def observe(scope: Any, status: int, took: float) -> None:
-        """Count and time a request (until its response starts), and log it."""
-        route = getattr(scope.get("route"), "path", "unmatched")
+        """Count and time a request (until its response starts), and log it: refused ones
+        too (a bad Host or origin, no credentials, over the rate), by the route they asked
+        for."""
+        route, params = _route_of(app, scope)
         request = Request(scope)
-        params = scope.get("path_params") or {}
         stack = params.get("stack") or request.query_params.get("domain") or "-"
         if stack not in stacks.by_name:
             stack = "-"  # a label per made-up name would grow without end
@@ -344,6 +417,7 @@ def create_app(
                 caller = auth.caller(request.headers.get("authorization"))
                 meter = limiter
                 who = caller.who
+            request.state.caller = caller  # the log says whose requests were over the rate
             if meter is not None:
                 meter.take(who)
         except RateLimited as e:
@@ -407,9 +481,24 @@ def create_app(
 
     @app.get("/ready", tags=["health"])
     def ready() -> JSONResponse:
-        """Every stack is open and serving."""
+        """Every stack is open and serving, and its watch keeps it in line with its files:
+        503 while a stack's watch or the syncs after changes fail (`failing` says how; the
+        answers may be stale until it recovers)."""
         if not app.state.ready:
             return _error(503, "starting", "wait for the folders to open")
+        failing = stacks.failing()
+        if failing:
+            said = "; ".join(
+                f"{n}: {s['failing']} failing ({s['error']})" for n, s in failing.items()
+            )
+            return _error(
+                503,
+                f"stale: the watch of stack {said}",
+                "it tries again by itself (see `retry_in`); its status says more, and the "
+                "server's log each failure",
+                stacks=list(stacks.by_name),
+                failing=failing,
+            )
         return JSONResponse({"status": "ready", "stacks": list(stacks.by_name)})
 
     @app.get("/metrics", tags=["health"])
@@ -417,8 +506,11 @@ def create_app(
         """Prometheus metrics: requests and latency per route and stack, search latency by
         mode, writers waiting, chunks indexed, refresh outcomes and drift, trigger fires."""
         caller: Caller = request.state.caller
-        if not caller.allows_all(stacks.by_name, "read"):
-            raise Forbidden(f"{caller.who} may not read every stack", "use an admin's key")
+        if not caller.operator("read"):
+            raise Forbidden(
+                f"{caller.who} may not read the server's metrics",
+                "they cover every stack: use a token with the scope *:read",
+            )
         body, kind = metrics.render()
         return Response(body, media_type=kind)
 
@@ -495,8 +587,12 @@ def create_app(
         min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
         name: str | None = None,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+        scope: Annotated[
+            Literal["all", "verified"],
+            Query(description="verified: only entities a reviewer approved (backfeed)."),
+        ] = "all",
     ) -> list[Any]:
-        """Entities, most mentioned first, filtered by type, confidence and name."""
+        """Entities, most mentioned first, filtered by type, confidence, name and scope."""
         folder = allow(request, domain, "read").folder
         return list(
             ops.list_entities(
@@ -506,14 +602,21 @@ def create_app(
                 min_confidence=min_confidence,
                 name=name,
                 limit=limit,
+                verified_only=scope == "verified",
             )
         )
 
     @app.get("/aks/v1/entities/{name}", tags=["aks"])
-    def entity(request: Request, name: str, domain: Domain = None) -> Any:
-        """One entity by name: its relationships and evidence."""
+    def entity(
+        request: Request,
+        name: str,
+        domain: Domain = None,
+        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
+    ) -> Any:
+        """One entity by name: its relationships (at least this confident, default
+        entities.min_confidence) and evidence."""
         folder = allow(request, domain, "read").folder
-        return ops.entity(folder, name, graph=reader(folder))
+        return ops.entity(folder, name, min_confidence=min_confidence, graph=reader(folder))
 
     @app.get("/aks/v1/traverse", tags=["aks"])
     def traverse(
@@ -581,6 +684,7 @@ def create_app(
             entity_type=q.type,
             max_entities=q.max_entities,
             verified_only=q.verified_only,
+            all_=q.all,
             graph=reader(st.folder),
         )
         return Response(next(iter(got.files.values())), media_type="application/json")
@@ -658,6 +762,123 @@ def create_app(
         """One backfeed item, by id or unique prefix."""
         return ops.backfeed_item(allow(request, domain, "read").folder, item_id)
 
+    # -- the AKS reference server's paths ------------------------------------------------
+    # its quick start names a stack by `id` under /stacks; here a stack's id is its name
+    @app.get("/stacks", tags=["aks"])
+    def seed_stacks(request: Request) -> list[dict[str, Any]]:
+        """As `GET /aks/v1/stacks`, each stack with its `id` (its name)."""
+        return [{"id": row["name"], **row} for row in list_stacks(request)]
+
+    @app.post("/stacks", tags=["aks"], status_code=201)
+    def seed_create_stack(request: Request, body: SeedStackIn) -> dict[str, Any]:
+        """As `POST /aks/v1/stacks`: the stack is named by `domain` (else `name`), and a
+        `name` that differs from it is kept as the metadata's `title`."""
+        meta = dict(body.metadata)
+        if body.domain and body.name != body.domain:
+            meta.setdefault("title", body.name)
+        created = create_stack(
+            request,
+            StackIn(name=body.domain or body.name, description=body.description, metadata=meta),
+        )
+        return {"id": created["name"], **created}
+
+    @app.get("/stacks/{stack}", tags=["aks"])
+    def seed_stack(request: Request, stack: str) -> dict[str, Any]:
+        """As `GET /aks/v1/stacks/{stack}`."""
+        return {"id": stack, **get_stack(request, stack)}
+
+    @app.patch("/stacks/{stack}", tags=["aks"])
+    def seed_patch_stack(request: Request, stack: str, body: StackPatch) -> dict[str, Any]:
+        """As `PATCH /aks/v1/stacks/{stack}`."""
+        return {"id": stack, **patch_stack(request, stack, body)}
+
+    @app.delete("/stacks/{stack}", tags=["aks"])
+    def seed_delete_stack(request: Request, stack: str) -> dict[str, Any]:
+        """As `DELETE /aks/v1/stacks/{stack}`: it stops serving the stack; no file is
+        deleted."""
+        return {"id": stack, **delete_stack(request, stack)}
+
+    @app.get("/stacks/{stack}/documents", tags=["aks"])
+    def seed_documents(request: Request, stack: str) -> list[Any]:
+        """As `GET /aks/v1/stacks/{stack}/documents`."""
+        return stack_documents(request, stack)
+
+    @app.post(
+        "/stacks/{stack}/documents",
+        tags=["aks"],
+        status_code=201,
+        openapi_extra={"requestBody": _DOCUMENTS_BODY},
+    )
+    async def seed_upload(
+        request: Request,
+        stack: str,
+        name: Annotated[str | None, Query(min_length=1)] = None,
+    ) -> Any:
+        """As `POST /v1/{stack}/documents` (`curl -F file=@runbook.md`): stored and
+        compiled in one step. With one document, its `id` is at the top of the answer, for
+        `POST /stacks/{stack}/documents/{id}/ingest`."""
+        rep = await add_document(request, stack, name)
+        if isinstance(rep, dict):
+            docs = rep.get("added", []) + rep.get("unchanged", [])
+            if len(docs) == 1:
+                return {"id": docs[0]["id"], **rep}
+        return rep
+
+    @app.post("/stacks/{stack}/documents/{doc}/ingest", tags=["aks"])
+    def seed_compile(request: Request, stack: str, doc: str) -> Any:
+        """What the document compiled into: chunks, entities, relationships. A document is
+        compiled as it is stored, so this changes nothing and may be called again (a
+        document on disk the index has not seen yet is synced first)."""
+        st = allow(request, stack, "write")
+        done = ops.compile_doc(st.folder, doc, graph=reader(st.folder))
+        if done["status"] == "empty":
+            with st.writing("sync"):
+                ops.sync(st.folder)
+            done = ops.compile_doc(st.folder, doc, graph=reader(st.folder))
+        return done
+
+    @app.post("/stacks/{stack}/synthesize-descriptions", tags=["aks"])
+    def seed_synthesize(
+        request: Request,
+        stack: str,
+        describer: Describer = None,
+        name: Annotated[list[str] | None, Query(description="Only these entities.")] = None,
+        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
+    ) -> Any:
+        """Describe every entity of the stack (at least this confident, default
+        entities.min_confidence), or those named, now: each description is cited and cached
+        until its entity changes. `describer` overrides entities.describer for this call."""
+        folder = allow(request, stack, "write").folder
+        return ops.synthesize_descriptions(
+            folder,
+            name,
+            describer=describer,
+            min_confidence=min_confidence,
+            graph=reader(folder),
+        )
+
+    @app.post("/aks/v1/entities/{name}/synthesize-description", tags=["aks"])
+    def synthesize_description(
+        request: Request, name: str, domain: Domain = None, describer: Describer = None
+    ) -> Any:
+        """One entity's description, made now (cited; `describer` overrides
+        entities.describer for this call)."""
+        folder = allow(request, domain, "write").folder
+        made = ops.synthesize_descriptions(
+            folder, [name], describer=describer, graph=reader(folder)
+        )
+        return {"describer": made["describer"], **made["results"][0]}
+
+    @app.api_route("/documents/{doc}", methods=["GET", "DELETE"], tags=["aks"])
+    def seed_document(request: Request, doc: str) -> JSONResponse:
+        """A document belongs to a stack here: the answer names the route to use."""
+        verb = request.method
+        return _error(
+            404,
+            f"{verb} /documents/{{id}} is not a route here: documents belong to a stack",
+            f"use {verb} /v1/STACK/documents/{doc} (GET /stacks lists the stacks)",
+        )
+
     # -- openkl -------------------------------------------------------------------------
     @app.get("/v1/{stack}/status", tags=["openkl"])
     def status(request: Request, stack: str) -> Any:
@@ -685,6 +906,16 @@ def create_app(
         recency: Annotated[
             str | None, Query(description="Favour newer items: a half-life (90d) or off.")
         ] = None,
+        where: Annotated[list[str] | None, Query(description=WHERE)] = None,
+        drift_penalty: Annotated[
+            float | None,
+            Query(
+                ge=0,
+                le=10,
+                description="Hold back documents whose latest version drifted: each score "
+                "times 1 - weight * drift (0: off).",
+            ),
+        ] = None,
     ) -> JSONResponse:
         """Hybrid search: the same parameters and cite objects as `ok search --json`."""
         st = allow(request, stack, "read")
@@ -705,9 +936,13 @@ def create_app(
             graph=reader(st.folder),
             include_superseded=include_superseded,
             recency=recency,
+            where=where,
+            drift_penalty=drift_penalty,
         )
         metrics.search.labels(res.options.mode).observe(time.perf_counter() - started)
         body: dict[str, Any] = {"stack": st.name, "query": res.query, "hits": res.hits}
+        if res.warning:
+            body["warning"] = res.warning
         if res.no_good_match:
             body["no_good_match"] = True
             body["best_score"] = res.best_score
@@ -786,10 +1021,11 @@ def create_app(
         tag: Annotated[list[str] | None, Query()] = None,
         topic: Annotated[list[str] | None, Query()] = None,
         limit: Annotated[int | None, Query(ge=1)] = None,
+        where: Annotated[list[str] | None, Query(description=WHERE)] = None,
     ) -> list[dict[str, Any]]:
         """Notes, newest first."""
         folder = allow(request, stack, "read").folder
-        got = ops.list_notes(folder, tags=tag, topics=topic, limit=limit)
+        got = ops.list_notes(folder, tags=tag, topics=topic, limit=limit, where=where)
         return [n.as_dict(folder) for n in got.notes]
 
     @app.post("/v1/{stack}/notes", tags=["notes"], status_code=201)
@@ -826,12 +1062,16 @@ def create_app(
         return note.as_dict(st.folder)
 
     @app.delete("/v1/{stack}/notes/{note_id}", tags=["notes"])
-    def delete_note(request: Request, stack: str, note_id: str) -> dict[str, Any]:
-        """Delete a note and drop it from the index."""
+    def delete_note(
+        request: Request, stack: str, note_id: str, purge: bool = False
+    ) -> dict[str, Any]:
+        """Take a note out of search and the index: its file moves to memories/archive/
+        (`ok mem restore` brings it back), or with `purge=true` is deleted for good (an
+        archived note's too). The full id is needed; a prefix is refused (400)."""
         st = allow(request, stack, "write")
         with st.writing("mem delete"):
-            note = ops.delete_note(st.folder, note_id, via="http")
-        return {"deleted": note.id}
+            done = ops.delete_note(st.folder, note_id, purge=purge, via="http")
+        return done.as_dict()
 
     @app.get("/v1/{stack}/documents", tags=["documents"])
     def list_documents(request: Request, stack: str, all_versions: bool = False) -> list[Any]:
@@ -885,6 +1125,15 @@ def create_app(
 
         rep = await run_in_threadpool(store)
         metrics.chunks_indexed.labels(st.name).inc(rep.get("chunks", 0))
+        if rep["skipped"] and not rep["added"] and not rep["unchanged"]:
+            first = rep["skipped"][0]
+            return _error(
+                422,
+                f"nothing was stored: {_files(len(rep['skipped']))} skipped "
+                f"({first['path']}: {first['reason']})",
+                "see `skipped` for each file's reason",
+                skipped=rep["skipped"],
+            )
         return rep
 
     @app.delete("/v1/{stack}/documents/{doc}", tags=["documents"])
@@ -935,6 +1184,29 @@ def create_app(
                 via="http",
             )
 
+    @app.get("/v1/{stack}/distill/prompts", tags=["notes"])
+    def distill_prompts(request: Request, stack: str) -> list[dict[str, str]]:
+        """The distillation prompts, each with its instructions, as `ok distill get-prompt`."""
+        allow(request, stack, "read")
+        return [ops.distill_prompt(p["name"]) for p in ops.distill_prompts()]
+
+    @app.post("/v1/{stack}/distill", tags=["notes"], status_code=201)
+    def distill(request: Request, stack: str, body: DistillIn) -> dict[str, Any]:
+        """Write a distilled note from cited sources, as `ok distill create`: the citations
+        are verified first (one that changed or is gone: 400, nothing written) and kept, and
+        the note is DERIVED_FROM each; a text whose claims carry no [N] marker is refused."""
+        st = allow(request, stack, "write")
+        with st.writing("distill create"):
+            done = ops.distill_note(
+                st.folder,
+                body.text,
+                body.citations,
+                tags=body.tags,
+                topics=body.topics,
+                via="http",
+            )
+        return done.as_dict(st.folder)
+
     @app.get("/v1/{stack}/events", tags=["events"])
     def events(
         request: Request,
@@ -969,8 +1241,17 @@ def create_app(
     @app.post("/v1/{stack}/triggers", tags=["events"], status_code=201)
     def add_trigger(request: Request, stack: str, body: TriggerIn) -> Any:
         """Add a trigger, as `ok trigger add`: it checks what is indexed from now on. One
-        with a command (`exec`) needs admin: the command runs as the server's user."""
+        with a command (`exec`) is code run on the server, as its user: it needs admin, and
+        a server started with `--allow-exec-triggers` (which approves what admins add)."""
         st = allow(request, stack, "admin" if body.exec else "write")
+        if body.exec and not allow_exec_triggers:
+            raise Forbidden(
+                "this server takes no trigger commands (exec) over HTTP: a command runs on "
+                "the server",
+                "add it on the server's machine with `ok trigger add --exec`, or start the "
+                "server with `ok serve --allow-exec-triggers`",
+            )
+        caller: Caller = request.state.caller
         with st.writing("trigger add"):
             t = ops.add_trigger(
                 st.folder,
@@ -982,8 +1263,17 @@ def create_app(
                 timeout=body.timeout,
                 replace=body.replace,
                 env=body.env,
+                approved_by=f"http {caller.who}" if body.exec else None,
             )
         return t.as_dict()
+
+    @app.post("/v1/{stack}/triggers/scan", tags=["events"])
+    def scan_triggers(request: Request, stack: str, body: ScanIn | None = None) -> Any:
+        """Check what the stack holds against its triggers (or the one named), as `ok
+        trigger scan --json`: each fires once per document or note version."""
+        st = allow(request, stack, "write")
+        with st.writing("trigger scan"):
+            return ops.scan_triggers(st.folder, body.name if body else None)
 
     @app.delete("/v1/{stack}/triggers/{name}", tags=["events"])
     def remove_trigger(request: Request, stack: str, name: str) -> dict[str, Any]:
@@ -1015,7 +1305,8 @@ def create_app(
     ) -> list[dict[str, Any]]:
         """Read-only Cypher under the CLI's rules (no files, no extensions, no writes)."""
         folder = allow(request, stack, "read").folder
-        return ops.cypher(folder, body.query, body.params, graph=kuzu_reader(folder))
+        limits = ops.query_limits(folder, float(folder.setting("serve.timeout")), "serve.timeout")
+        return ops.cypher(folder, body.query, body.params, graph=kuzu_reader(folder), limits=limits)
 
     @app.post("/v1/{stack}/sync", tags=["openkl"])
     def sync(request: Request, stack: str) -> Any:
@@ -1028,19 +1319,22 @@ def create_app(
 
     add_web_routes(app, allow, reader)  # the explorer's neighbourhood: entities
 
-    full_app = mcp_full.streamable_http_app(streamable_http_path="/mcp", host=host)
-    read_app = mcp_read.streamable_http_app(streamable_http_path="/mcp", host=host)
+    full_app, read_app = mcp.http_apps("/mcp")
 
-    app.add_middleware(_Observed, observe=observe)
+    # from the inside out: each added one wraps those before it
+    if auth is not None:
+        app.add_middleware(_Relative, roots=lambda: _shown_roots(stacks))
     app.add_middleware(_Gated, gate=gate)
     app.add_middleware(_BodyCap, limit=MAX_BODY)
-    if cors_origins:  # outermost: a browser's preflight is answered before the gate
+    if cors_origins:  # a browser's preflight is answered before the gate
         app.add_middleware(
             CORSMiddleware,
             allow_origins=cors_origins,
             allow_methods=["*"],
             allow_headers=["Authorization", "Content-Type"],
         )
+    app.add_middleware(Guarded, guard=guard)  # Host and origin before anything else
+    app.add_middleware(_Observed, observe=observe)  # outermost: refusals are counted too
     app.router.routes.append(
         Route("/mcp", _McpGate(mcp, full_app, read_app), include_in_schema=False)
     )
@@ -1157,12 +1451,20 @@ class _Mcp:
         self.stacks = stacks
         roots = [st.folder.root for st in stacks.by_name.values()]
         self._servers = [KnowledgeServer(roots), KnowledgeServer(roots, read_only=True)]
+        for ks in self._servers:
+            ks.served = True
         self.full, self.read = (ks.build() for ks in self._servers)
         self.follow()
 
     @property
     def names(self) -> list[str]:
         return list(self.stacks.by_name)
+
+    def http_apps(self, path: str) -> tuple[Any, Any]:
+        """The ASGI apps of both servers over streamable HTTP at `path`."""
+        from ..mcp_server import http_app
+
+        return http_app(self.full, path), http_app(self.read, path)
 
     def follow(self) -> None:
         from ..mcp_server import Stack
@@ -1222,8 +1524,28 @@ class _Gated:
             await self.app(scope, receive, send)
 
 
+def _route_of(app: FastAPI, scope: Any) -> tuple[str, dict[str, Any]]:
+    """The route a request went to, or would have gone to had it not been refused before
+    routing, and its path parameters."""
+    from starlette.routing import Match
+
+    route = scope.get("route")
+    if route is not None:
+        return str(getattr(route, "path", "unmatched")), scope.get("path_params") or {}
+    for r in app.router.routes:
+        match, child = r.matches(scope)
+        if match is Match.FULL:
+            return str(getattr(r, "path", "unmatched")), child.get("path_params") or {}
+    return "unmatched", {}
+
+
+def _files(n: int) -> str:
+    return f"{n} file" + ("" if n == 1 else "s")
+
+
 class _Observed:
-    """Tell `observe` each request's status and the seconds until its response started."""
+    """Tell `observe` each request's status and the seconds until its response started (a
+    500 when a route fails before it answers)."""
 
     def __init__(self, app: Any, observe: Callable[[Any, int, float], None]) -> None:
         self.app, self.observe = app, observe
@@ -1233,13 +1555,120 @@ class _Observed:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        answered = False
 
         async def sending(message: Any) -> None:
+            nonlocal answered
             if message["type"] == "http.response.start":
+                answered = True
                 self.observe(scope, message["status"], time.perf_counter() - started)
             await send(message)
 
+        try:
+            await self.app(scope, receive, sending)
+        except Exception:
+            if not answered:  # the server's error handler answers 500 outside this
+                self.observe(scope, 500, time.perf_counter() - started)
+            raise
+
+
+def _shown_roots(stacks: Stacks) -> list[tuple[str, str]]:
+    """The absolute paths a remote caller is not shown, longest first, each with what it
+    reads as instead: a served folder (its stack's name) and serve.stacks_dir."""
+    out = [(str(st.folder.root), name) for name, st in stacks.by_name.items()]
+    with contextlib.suppress(OkError):
+        out.append((str(stacks.stacks_dir()), "serve.stacks_dir"))
+    return sorted(out, key=lambda pair: -len(pair[0]))
+
+
+class _Relative:
+    """Answers to callers with credentials carry folder-relative paths only: JSON bodies (and
+    the JSON of server-sent events) lose `abs_path` and a `root` naming a folder, and every
+    other mention of a served folder's absolute path is cut to what follows it (the folder
+    itself reads as its stack's name). A local caller (no credentials asked for) is
+    answered as the CLI is."""
+
+    def __init__(self, app: Any, roots: Callable[[], list[tuple[str, str]]]) -> None:
+        self.app, self.roots = app, roots
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: dict[str, Any] = {}  # a JSON response's start, until its whole body is in
+        body: list[bytes] = []
+        mode = "pass"
+
+        async def sending(message: Any) -> None:
+            nonlocal mode
+            if message["type"] == "http.response.start":
+                kind = dict(message.get("headers") or []).get(b"content-type", b"")
+                if kind.startswith(b"application/json"):
+                    mode = "json"
+                    held["start"] = message
+                    return
+                mode = "sse" if kind.startswith(b"text/event-stream") else "pass"
+            elif message["type"] == "http.response.body" and mode == "json":
+                body.append(message.get("body", b""))
+                if message.get("more_body"):
+                    return
+                data = _relative_json(b"".join(body), self.roots())  # those made by now
+                start = held.pop("start")
+                start["headers"] = [
+                    (k, str(len(data)).encode() if k == b"content-length" else v)
+                    for k, v in start.get("headers") or []
+                ]
+                await send(start)
+                await send({"type": "http.response.body", "body": data})
+                return
+            elif message["type"] == "http.response.body" and mode == "sse":
+                message = {**message, "body": _relative_sse(message.get("body", b""), self.roots())}
+            await send(message)
+
         await self.app(scope, receive, sending)
+
+
+def _relative(value: Any, roots: list[tuple[str, str]]) -> Any:
+    """`value` with the absolute paths of `roots` made relative (see `_Relative`)."""
+    if isinstance(value, str):
+        for root, name in roots:
+            if root in value:
+                value = value.replace(root + "/", "").replace(root, name)
+        return value
+    if isinstance(value, list):
+        return [_relative(v, roots) for v in value]
+    if isinstance(value, dict):
+        return {
+            k: _relative(v, roots)
+            for k, v in value.items()
+            if k != "abs_path" and not (k == "root" and _under(v, roots))
+        }
+    return value
+
+
+def _under(value: Any, roots: list[tuple[str, str]]) -> bool:
+    """`value` is one of `roots`, or a path under one."""
+    return isinstance(value, str) and any(value == r or value.startswith(r + "/") for r, _ in roots)
+
+
+def _relative_json(data: bytes, roots: list[tuple[str, str]]) -> bytes:
+    if b'"abs_path"' not in data and not any(
+        r.encode() in data or json.dumps(r)[1:-1].encode() in data for r, _ in roots
+    ):
+        return data  # nothing to cut: sent as it was made
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return data
+    return json.dumps(_relative(value, roots), ensure_ascii=False).encode()
+
+
+def _relative_sse(data: bytes, roots: list[tuple[str, str]]) -> bytes:
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines):
+        if line.startswith(b"data: "):
+            lines[i] = b"data: " + _relative_json(line[len(b"data: ") :], roots)
+    return b"\n".join(lines)
 
 
 class _BodyTooLarge(Exception):

@@ -3,7 +3,10 @@ a token bucket per caller.
 
 A stack is a tenant. A key lives in one folder's `.ok/keys.json` and opens that stack only;
 a JWT names its stacks in `scope` (`kb:read other:write`). Scopes nest: write includes
-read, admin includes both.
+read, admin includes both. The stack `*` in a JWT's scope (`*:read`, `*:admin`) stands for
+every stack, those created later too, and is what /metrics asks for: it is the operator's,
+minted only by whoever holds the server's JWT signing key. No key carries it, and no stack
+can be named `*` (stack names are checked as `stacks.check_name` checks them).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import threading
 import time
@@ -19,10 +23,13 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from ..errors import BadInput, NotFound, OkError
-from ..folder import Folder, atomic_write, iso
+from ..folder import PRIVATE, Folder, atomic_write, iso
 
 SCOPES = ("read", "write", "admin")
 PREFIX = "okk_"
+EVERY = "*"  # a JWT's stack standing for every stack
+# what a stack in a JWT's scope may be (as `stacks.check_name` allows, or `*`)
+_SCOPE_STACK = re.compile(r"\*|[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class Unauthorized(OkError):
@@ -73,8 +80,7 @@ def load_keys(folder: Folder) -> list[KeyRecord]:
 
 
 def _save(folder: Folder, keys: list[KeyRecord]) -> None:
-    atomic_write(_path(folder), json.dumps(keys, indent=1) + "\n")
-    _path(folder).chmod(0o600)
+    atomic_write(_path(folder), json.dumps(keys, indent=1) + "\n", mode=PRIVATE)
 
 
 def _digest(key: str) -> str:
@@ -123,7 +129,14 @@ class Caller:
     scopes: dict[str, str]  # stack → the highest scope held ("*": every stack)
 
     def allows(self, stack: str, need: str) -> bool:
-        have = self.scopes.get(stack) or self.scopes.get("*")
+        return any(
+            have is not None and _implies(have, need)
+            for have in (self.scopes.get(stack), self.scopes.get(EVERY))
+        )
+
+    def operator(self, need: str) -> bool:
+        """`need` on every stack, present and future (what server-wide routes ask for)."""
+        have = self.scopes.get(EVERY)
         return have is not None and _implies(have, need)
 
     def allows_all(self, stacks: Iterable[str], need: str) -> bool:
@@ -139,7 +152,7 @@ class Caller:
             )
 
 
-OPEN = Caller("local", {"*": "admin"})  # auth off: loopback or a socket
+OPEN = Caller("local", {EVERY: "admin"})  # auth off: loopback or a socket
 
 
 @dataclass(frozen=True)
@@ -178,6 +191,8 @@ class Authenticator:
         kid = key[len(PREFIX) :].split("_", 1)[0]
         digest = _digest(key)
         for stack, folder in self.folders.items():
+            if stack == EVERY:  # never served (`Stacks` refuses the name): never a wildcard
+                continue
             for rec in load_keys(folder):
                 if rec["id"] == kid and hmac.compare_digest(rec["sha256"], digest):
                     if rec["revoked"]:
@@ -209,7 +224,12 @@ class Authenticator:
         scopes: dict[str, str] = {}
         for item in str(claims.get("scope", "")).split():
             stack, _, scope = item.rpartition(":")
-            if stack and scope in SCOPES and _implies(scope, scopes.get(stack, "read")):
+            if (
+                _SCOPE_STACK.fullmatch(stack)
+                and ".." not in stack
+                and scope in SCOPES
+                and _implies(scope, scopes.get(stack, "read"))
+            ):
                 scopes[stack] = scope
         return Caller(f"jwt:{claims['sub']}", scopes)
 

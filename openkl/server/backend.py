@@ -7,6 +7,9 @@ stack in PostgreSQL is synced incrementally (`pg_sync`), entities included. Ever
 the bundle export, the explorer's neighbourhood) is then answered from PostgreSQL; only
 read-only Cypher answers from the resident Kùzu graph.
 
+The stack records the folder whose rows it holds: a server of another folder with the same
+`domain` is refused at start, unless told to take the stack over (`--take-over`).
+
 The server is the stack's one writer for as long as it runs: its writer connection holds
 the stack's advisory lock, and a second server (or `ok index --backend`) on the same stack
 waits for it, then says who holds it. On a read-only database (a replica) it serves reads
@@ -36,8 +39,10 @@ class Backend:
     """One stack's graph in the PostgreSQL database at `uri`: a writer connection holding
     the stack's writer lock, and connections for reads."""
 
-    def __init__(self, folder: Folder, uri: str) -> None:
+    def __init__(self, folder: Folder, uri: str, take_over: bool = False) -> None:
         self.folder, self.uri = folder, uri
+        # the stack may hold another folder's rows, to be replaced (`ok serve --take-over`)
+        self.take_over = take_over
         self.stack = stack_name(folder)
         self.readers = Readers(uri, who_am_i(f"ok serve {self.stack} reads"))
         self.read_only = False  # a replica: reads only
@@ -89,7 +94,7 @@ class Backend:
         g = self._writing()
         try:
             with g.transaction():
-                return pg_sync.sync(self.folder, g)
+                return pg_sync.sync(self.folder, g, self.take_over)
         except (Unavailable, ReadOnly):
             self.close_writer()  # the next sync connects again: the primary may be back
             raise

@@ -76,6 +76,14 @@ class Metrics:
             ["stack", "outcome"],
             registry=self.registry,
         )
+        self.watch_failures = Counter(
+            "ok_watch_failures",
+            "Failures of a stack's watch, by stack and stage: watch (watching the files broke; "
+            "it is set up again) or sync (a sync after changes failed; it is tried again), "
+            "each after a pause that doubles, up to a minute.",
+            ["stack", "stage"],
+            registry=self.registry,
+        )
         self.trigger_fires = Counter(
             "ok_trigger_fires",
             "Triggers fired, by stack, trigger and outcome: fired (the event), exec_failed "

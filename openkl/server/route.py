@@ -1,16 +1,19 @@
 """The unix socket on which `ok serve` runs other `ok` commands for the folders it owns.
 
-A client (`openkl.cli.route`) connects, passes its stdin, stdout and stderr as file
-descriptors, then one JSON line: its arguments, working directory and environment. The
-command runs here, in a thread of its own that has the client's streams, environment and
-working directory, over the graph and model this process keeps open; its output goes
-straight to the client's terminal or pipe. The answer is one JSON line, `{"exit": N}`.
+A client (`openkl.cli.route`) connects, checks that this process is the server the folder's
+claim names (`openkl.routing`) and reads this server's greeting, one JSON line with its
+pid and the folders it serves; then it passes its stdin, stdout and stderr as file
+descriptors, then one JSON line: its arguments, working directory and the part of its
+environment the command may read. The command runs here, in a thread of its own that has
+the client's streams, environment and working directory, over the graph and model this
+process keeps open; its output goes straight to the client's terminal or pipe. The answer is one JSON line, `{"exit": N}`.
 While the command runs the client may send `{"signal": N}` (Ctrl-C, a kill): the command
 is interrupted as Ctrl-C interrupts it in a process of its own. A client that goes away
 interrupts it too.
 
-Only processes of the server's own user may connect (the socket is 0600 and the peer's
-uid is checked)."""
+Only processes of the server's own user may connect: the socket is 0600 in a directory
+only that user may enter (`openkl.routing`), and a peer of another uid (by the kernel's
+peer credentials) is refused before anything else is said or read."""
 
 from __future__ import annotations
 
@@ -20,24 +23,25 @@ import json
 import os
 import select
 import socket
-import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from .. import streams
+from .. import routing, streams
+from ..folder import iso
 
 HELLO = b"OK1\n"
 MAX_REQUEST = 4 << 20  # the JSON line: arguments and environment
 _CLONE_FS = 0x00000200
 
 
-def socket_path(ok_dir: Path, name: str = "serve") -> Path:
-    """Where a socket of the server goes (`serve`: this routing one; `http`: the API with
-    --socket-only): in `.ok/`, or, when that path is longer than a unix socket address can
-    be, in the temp directory under a name derived from it."""
+def socket_path(ok_dir: Path, name: str = "http") -> Path:
+    """Where the socket of the HTTP API with --socket-only goes: in `.ok/`, or, when that
+    path is longer than a unix socket address can be, in the temp directory under a name
+    derived from it. (The routing socket is made by `routing.listen`.)"""
     p = ok_dir / f"{name}.sock"
     if len(os.fsencode(p)) < 100:
         return p
@@ -48,30 +52,33 @@ def socket_path(ok_dir: Path, name: str = "serve") -> Path:
 
 
 class Router:
-    """Accept routed commands on `path` and run each with `run(argv) -> exit code`."""
+    """Accept routed commands for the folder `ok_dir` (and the others `roots()` names: the
+    folders served) and run each with `run(argv) -> exit code`."""
 
-    def __init__(self, path: Path, run: Callable[[list[str]], int]) -> None:
-        self.path = path
+    def __init__(
+        self,
+        ok_dir: Path,
+        run: Callable[[list[str]], int],
+        roots: Callable[[], list[Path]] = lambda: [],
+    ) -> None:
+        self.ok_dir = ok_dir
+        self.path: Path | None = None  # where the socket is, once started
         self._run = run
+        self._roots = roots
         self._sock: socket.socket | None = None
         self._accepting: threading.Thread | None = None
         self._workers: dict[int, threading.Thread] = {}
         self._interrupted: set[int] = set()  # the workers `stop()` interrupted
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self._open = 0  # connections accepted and not yet closed
+        self._quiet_since = time.monotonic()  # when the last connection closed
+        self.commands = 0  # commands run
 
     def start(self) -> None:
+        """Make the socket (in a private directory: `routing.listen`) and take commands."""
         streams.install()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()  # a killed server's socket; the claim said it is not live
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
-        try:
-            sock.bind(str(self.path))
-        finally:
-            os.umask(old)
-        sock.listen(64)
-        self._sock = sock
+        self._sock, self.path = routing.listen(self.ok_dir)
         self._accepting = threading.Thread(target=self._accept, name="ok-route", daemon=True)
         self._accepting.start()
 
@@ -95,12 +102,34 @@ class Router:
         self.stop()
         if self._sock is not None:
             self._sock.close()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+        if self.path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            if self.path.parent.name.startswith("ok-run-"):  # the temp directory's own
+                with contextlib.suppress(OSError):
+                    self.path.parent.rmdir()
         with self._lock:
             workers = list(self._workers.values())
         for t in workers:
             t.join(timeout=10)
+
+    def close_if_idle(self, seconds: float) -> bool:
+        """Stop taking commands when no connection is open and none was for `seconds`
+        (then True). A client that connects from then on finds the socket closed, sends
+        nothing and runs its command elsewhere."""
+        with self._lock:
+            if self._open or time.monotonic() - self._quiet_since < seconds:
+                return False
+            self._closing.set()
+            if self._sock is not None:
+                with contextlib.suppress(OSError):
+                    self._sock.shutdown(socket.SHUT_RDWR)
+            return True
+
+    def busy(self) -> bool:
+        """A client is connected (a command runs, or is about to)."""
+        with self._lock:
+            return self._open > 0
 
     def _accept(self) -> None:
         assert self._sock is not None
@@ -109,6 +138,11 @@ class Router:
                 conn, _ = self._sock.accept()
             except OSError:
                 return
+            with self._lock:  # counted, or closed, before an idle check can pass it by
+                if self._closing.is_set():
+                    conn.close()
+                    return
+                self._open += 1
             threading.Thread(
                 target=self._serve, args=(conn,), name="ok-route-conn", daemon=True
             ).start()
@@ -116,8 +150,14 @@ class Router:
     def _serve(self, conn: socket.socket) -> None:
         fds: list[int] = []
         try:
-            if not _same_user(conn):
+            pid, uid = routing.peer(conn)
+            if uid != os.getuid():
+                _log(event="route.refused", pid=pid, uid=uid)
+                refused = "refused: this server runs the commands of its own user only"
+                conn.sendall(json.dumps({"error": refused}).encode() + b"\n")
                 return
+            roots = [os.path.realpath(r) for r in self._roots()]
+            conn.sendall(json.dumps({"pid": os.getpid(), "roots": roots}).encode() + b"\n")
             fds, request = _receive(conn)
             self._command(conn, fds, request)
         except (OSError, ValueError) as e:
@@ -128,6 +168,9 @@ class Router:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             conn.close()
+            with self._lock:
+                self._open -= 1
+                self._quiet_since = time.monotonic()
 
     def _command(self, conn: socket.socket, fds: list[int], request: dict[str, Any]) -> None:
         argv = [str(a) for a in request.get("argv", [])]
@@ -146,6 +189,7 @@ class Router:
         worker = threading.Thread(target=work, name="ok-route-command", daemon=True)
         with self._lock:
             self._workers[id(worker)] = worker
+            self.commands += 1
         try:
             worker.start()
             _watch_client(conn, worker, done_r)
@@ -160,10 +204,9 @@ class Router:
             conn.sendall(json.dumps({"exit": result.get("exit", 1)}).encode() + b"\n")
 
 
-def _same_user(conn: socket.socket) -> bool:
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return uid == os.getuid()
+def _log(**fields: object) -> None:
+    """A line of the server's log (the access log's shape)."""
+    print(json.dumps({"ts": iso(), **fields}), file=streams.concrete(sys.stderr), flush=True)
 
 
 def _receive(conn: socket.socket) -> tuple[list[int], dict[str, Any]]:

@@ -1,7 +1,7 @@
 /* openkl web explorer: hash routes over the HTTP API of `ok serve`. */
 (function () {
   "use strict";
-  var MAX_QUERY = 2000; // characters a query may have
+  var MAX_QUERY = 100000; // characters a query may have (openkl.search.MAX_QUERY)
   var KEY = "openkl.key";
   var data = window.OK_DATA || null; // set in an exported page: no server behind it
   var view = document.getElementById("view");
@@ -102,10 +102,47 @@
     location.hash = "#/" + route + (s ? "?" + s : "");
   }
 
-  function docLink(docId, loc, text) {
+  // `about`: what was looked for (a query, an entity's name): its best sentence in the
+  // passage is marked, the passage around it shaded
+  function docLink(docId, loc, text, about) {
     var q = { };
     if (loc && loc.kind === "char") { q.start = loc.start; q.end = loc.end; }
+    if (about) q.q = about;
     return el("a", { href: "#/doc/" + encodeURIComponent(docId) + "?" + new URLSearchParams(q) }, text);
+  }
+
+  // -- the best sentence of a passage: the one holding the most of the words looked for ----
+  var STOP = { the: 1, and: 1, for: 1, are: 1, was: 1, were: 1, who: 1, what: 1, when: 1,
+    how: 1, why: 1, which: 1, with: 1, that: 1, this: 1, from: 1, does: 1, did: 1, has: 1,
+    have: 1, had: 1, its: 1, into: 1, can: 1, not: 1, but: 1, all: 1, any: 1, there: 1 };
+
+  function keys(text) {  // words of 3 letters or more, cut to 5 so that forms meet
+    var out = {}, m, re = /[\p{L}\p{N}]{3,}/gu;
+    while ((m = re.exec(text.toLowerCase()))) if (!STOP[m[0]]) out[m[0].slice(0, 5)] = 1;
+    return out;
+  }
+
+  function sentences(text) {  // [start, end] of each sentence: ends at . ! ? or a line break
+    var out = [], re = /[.!?]+(?=\s)|\n\s*\n|\n(?=\s*(?:#|[-*+]\s|\d+[.)]\s))/g, at = 0, m;
+    function add(a, b) {
+      while (a < b && /\s/.test(text[a])) a++;
+      while (b > a && /\s/.test(text[b - 1])) b--;
+      if (b > a) out.push([a, b]);
+    }
+    while ((m = re.exec(text))) { add(at, m.index + (m[0][0] === "\n" ? 0 : m[0].length)); at = m.index + m[0].length; }
+    add(at, text.length);
+    return out;
+  }
+
+  function bestSentence(text, about) {
+    var want = keys(about || ""), best = null, most = 0;
+    if (!Object.keys(want).length) return null;
+    sentences(text).forEach(function (sp) {
+      var got = keys(text.slice(sp[0], sp[1])), n = 0;
+      for (var k in want) if (got[k]) n++;
+      if (n > most) { most = n; best = sp; }
+    });
+    return best;
   }
 
   function statusLine(r) {
@@ -169,18 +206,19 @@
     results.textContent = "searching…";
     api("/v1/" + stack() + "/search?" + p).then(function (res) {
       results.replaceChildren();
+      if (res.warning) results.appendChild(el("p", { class: "meta" }, "Note: " + res.warning + "."));
       if (res.no_good_match)
         results.appendChild(el("p", { class: "empty" }, "Nothing matches well (best score " +
           (res.best_score || 0).toFixed(2) + "); these are the nearest."));
       if (!res.hits.length) results.appendChild(el("p", { class: "empty" }, "No results."));
       results.appendChild(el("p", { class: "meta" },
         el("a", { href: "#/graph?" + new URLSearchParams({ query: text }) }, "Show the entities of these results as a graph")));
-      res.hits.forEach(function (h) { results.appendChild(hitCard(h)); });
+      res.hits.forEach(function (h) { results.appendChild(hitCard(h, text)); });
     }, function (e) { results.replaceChildren(); failed(e); });
   }
 
-  function hitCard(h) {
-    var title = h.type === "chunk" && h.doc_id ? docLink(h.doc_id, h.loc, h.title || h.path)
+  function hitCard(h, query) {
+    var title = h.type === "chunk" && h.doc_id ? docLink(h.doc_id, h.loc, h.title || h.path, query)
       : h.type === "memory" ? el("a", { href: "#/note/" + encodeURIComponent(h.id) }, h.title || h.id)
       : el("span", {}, h.title || h.id);
     var card = el("article", { class: "hit" }, el("h3", {}, title),
@@ -205,8 +243,17 @@
       var pre = el("pre", { class: "doc", tabindex: "0" });
       var mark = null;
       if (s >= 0 && t > s && t <= text.length) {
-        mark = el("mark", { id: "quoted" }, text.slice(s, t));
-        pre.append(text.slice(0, s), mark, text.slice(t));
+        // the passage shaded lightly, its best sentence marked; a passage of one sentence,
+        // or one with nothing looked for, is marked whole
+        var passage = text.slice(s, t), best = bestSentence(passage, q.get("q"));
+        if (!best && sentences(passage).length <= 1) best = [0, passage.length];
+        var quoted = el("span", { id: "quoted", class: "passage" });
+        if (best) {
+          mark = el("mark", { class: "best" }, passage.slice(best[0], best[1]));
+          quoted.append(passage.slice(0, best[0]), mark, passage.slice(best[1]));
+        } else quoted.textContent = passage;
+        pre.append(text.slice(0, s), quoted, text.slice(t));
+        mark = mark || quoted;
       } else pre.textContent = text;
       var policy = e.refresh ? JSON.stringify(e.refresh) : "none (refresh it with `ok refresh`; set a policy with `ok store policy`)";
       view.replaceChildren(
@@ -214,6 +261,7 @@
         el("p", { class: "meta" }, e.path + " · " + (e.media_type || "") + " · ingested " + (e.ingested_at || "?") +
           (e.current === false ? " · superseded" : "")),
         el("p", { class: "meta refresh" }, "Refresh policy: " + policy),
+        e.refresh_error ? el("p", { class: "why refresh-error" }, "Refresh failing: " + e.refresh_error.error + " (" + streak(e.refresh_error) + ")") : null,
         pre, versionsPart(versions));
       if (mark) mark.scrollIntoView({ block: "center" });
     }, failed);
@@ -296,13 +344,42 @@
 
   // -- graph ----------------------------------------------------------------------------
   var cy = null;
+  var LABEL_PX = 12; // a label's size on screen, whatever the zoom
+  var MAX_LABELS = 24; // names shown at once; the rest on hover
+
+  // how much a node matters in the drawing: a seed most, then by its relationships and
+  // its confidence
+  function weight(n) {
+    return (n.hasClass("seed") ? 1000 : 0) + n.degree(false) + n.data("confidence");
+  }
+
+  // name the most important nodes whose labels do not cover each other at this zoom
+  function placeLabels() {
+    if (!cy) return;
+    cy.style().update(); // the labels' size follows the zoom
+    var taken = [], named = 0;
+    var nodes = cy.nodes().filter(function (n) { return n.style("display") !== "none"; })
+      .sort(function (a, b) { return weight(b) - weight(a); });
+    cy.nodes().removeClass("named");
+    nodes.forEach(function (n) {
+      if (named >= MAX_LABELS) return;
+      n.addClass("named");
+      var bb = n.renderedBoundingBox({ includeNodes: false, includeEdges: false, includeLabels: true });
+      var clash = taken.some(function (t) { return bb.x1 < t.x2 && t.x1 < bb.x2 && bb.y1 < t.y2 && t.y1 < bb.y2; });
+      if (clash) return n.removeClass("named");
+      taken.push(bb);
+      named++;
+    });
+    cy.scratch("labelled", cy.zoom()); // the zoom the names were placed for
+  }
 
   function graphView(q) {
     var entity = q.get("entity") || "", query = q.get("query") || "";
+    var chosen = q.get("min"); // the floor asked for; else the folder's (entities.min_confidence)
     var input = el("input", { type: "search", name: "entity", "aria-label": "entity", placeholder: "An entity, e.g. Cas9", value: entity });
     var depth = el("select", { name: "depth", "aria-label": "depth" }, ["1", "2", "3"].map(function (d) { return el("option", { selected: (q.get("depth") || "1") === d ? "" : null }, d); }));
-    var conf = el("input", { type: "range", name: "min", min: "0", max: "1", step: "0.05", value: q.get("min") || "0.3", "aria-label": "minimum confidence" });
-    var confOut = el("output", {}, conf.value);
+    var conf = el("input", { type: "range", name: "min", min: "0", max: "1", step: "0.05", value: chosen || "0", "aria-label": "minimum confidence" });
+    var confOut = el("output", { id: "min-out" }, chosen || "…");
     var side = el("aside", { class: "side" });
     var status = el("p", { class: "meta", id: "graph-status" });
     var box = el("div", { id: "cy", role: "img", "aria-label": "entity graph" });
@@ -311,12 +388,17 @@
       if (data) return;
       var v = input.value.trim();
       if (!v) return say("Name an entity to start from, e.g. one from a search.");
-      go("graph", { entity: v, depth: depth.value, min: conf.value });
+      var o = { entity: v, depth: depth.value };
+      if (chosen) o.min = chosen;
+      go("graph", o);
     } }, el("label", { class: "grow" }, "entity", input), el("label", {}, "depth", depth),
       el("label", {}, "min confidence", conf, confOut), el("button", { class: "primary" }, "Show"));
     form.hidden = !!data; // an exported page holds one neighbourhood and no server to ask
-    view.replaceChildren(form, status, el("div", { class: "graph-wrap" }, box, side));
-    conf.addEventListener("input", function () { confOut.textContent = conf.value; filter(); });
+    var about = data ? data.neighbourhood.query : query;
+    var title = about ? el("h2", { id: "graph-query" }, "Entities of the search “" + about + "”",
+      data ? null : el("a", { class: "meta", href: "#/search?" + new URLSearchParams({ q: about }) }, " back to its results")) : null;
+    view.replaceChildren(title || "", form, status, el("div", { class: "graph-wrap" }, box, side));
+    conf.addEventListener("input", function () { chosen = conf.value; confOut.textContent = conf.value; filter(); });
     var hidden = {};
 
     function filter() {
@@ -326,20 +408,32 @@
         cy.nodes().forEach(function (n) { n.style("display", hidden[n.data("type")] || n.data("confidence") < min ? "none" : "element"); });
         cy.edges().forEach(function (e) { e.style("display", e.data("confidence") < min ? "none" : "element"); });
       });
+      placeLabels();
     }
 
     function render(nb, more) {
+      if (!chosen && !more) { conf.value = String(nb.min_confidence); confOut.textContent = conf.value; }
       if (!cy) {
         cy = window.cytoscape({ container: box, wheelSensitivity: 0.3, style: [
-          { selector: "node", style: { "background-color": "data(colour)", label: "data(name)", "font-size": 10,
+          { selector: "node", style: { "background-color": "data(colour)", label: "", "font-size": function (e) { return LABEL_PX / e.cy().zoom(); },
             color: getComputedStyle(document.body).color, "text-valign": "bottom", "text-margin-y": 2,
-            "min-zoomed-font-size": 7, width: "mapData(confidence, 0, 1, 8, 18)", height: "mapData(confidence, 0, 1, 8, 18)" } },
+            "text-background-color": getComputedStyle(document.querySelector("#cy")).backgroundColor,
+            "text-background-opacity": 0.8, "text-background-padding": 1,
+            width: "mapData(confidence, 0, 1, 8, 18)", height: "mapData(confidence, 0, 1, 8, 18)" } },
+          { selector: "node.named, node.hover", style: { label: "data(name)" } },
+          { selector: "node.hover", style: { "z-index": 10, "font-weight": "bold" } },
           { selector: "node.seed", style: { "border-width": 3, "border-color": "#888" } },
           { selector: "edge", style: { width: 1.2, "line-color": "#999", "target-arrow-color": "#999", "target-arrow-shape": "triangle",
-            "curve-style": "bezier", label: "data(label)", "font-size": 8, color: "#888", "text-rotation": "autorotate",
-            "min-zoomed-font-size": 8, "arrow-scale": 0.6, opacity: 0.7 } },
+            "curve-style": "bezier", label: "", "font-size": function (e) { return (LABEL_PX - 2) / e.cy().zoom(); }, color: "#888", "text-rotation": "autorotate",
+            "arrow-scale": 0.6, opacity: 0.7 } },
+          { selector: "edge.hover", style: { label: "data(label)", opacity: 1, "line-color": "#555", "target-arrow-color": "#555" } },
         ] });
         cy.on("tap", "node", function (ev) { expand(ev.target.id()); });
+        // the rest of the names, and what a node's relationships are, on hover
+        cy.on("mouseover", "node", function (ev) { ev.target.addClass("hover"); ev.target.connectedEdges().addClass("hover"); });
+        cy.on("mouseout", "node", function (ev) { ev.target.removeClass("hover"); ev.target.connectedEdges().removeClass("hover"); });
+        var timer = null;
+        cy.on("zoom pan", function () { clearTimeout(timer); timer = setTimeout(placeLabels, 60); });
         window.okGraph = cy;
       }
       cy.batch(function () {
@@ -364,7 +458,8 @@
     function listSide() {
       var types = {};
       cy.nodes().forEach(function (n) { types[n.data("type")] = (types[n.data("type")] || 0) + 1; });
-      status.textContent = cy.nodes().length + " entities, " + cy.edges().length + " relationships. Click an entity (or its ▸ below) to expand it.";
+      status.textContent = cy.nodes().length + " entities, " + cy.edges().length + " relationships at confidence " +
+        conf.value + " or more. The most connected are named; point at an entity for its name, click it (or its ▸ below) to expand it.";
       var tbox = el("div", { class: "types" }, Object.keys(types).sort().map(function (t) {
         var c = el("input", { type: "checkbox", checked: hidden[t] ? null : "", "aria-label": "show " + t, onchange: function () { hidden[t] = !c.checked; filter(); } });
         return el("label", {}, c, el("span", { class: "dot", style: "background:" + colour(t) }), " " + t + " (" + types[t] + ")");
@@ -393,11 +488,11 @@
     var p = new URLSearchParams({ depth: depth.value });
     if (entity) p.set("entity", entity); else p.set("query", query);
     if (q.get("limit")) p.set("limit", q.get("limit"));
-    p.set("min_confidence", conf.value);
+    if (chosen) p.set("min_confidence", chosen);
     status.textContent = "loading…";
     api("/v1/" + stack() + "/neighbourhood?" + p).then(function (nb) {
       if (mine !== shown) return;
-      if (!nb.nodes.length) { status.textContent = "No entities around " + (entity || "these results") + "."; return; }
+      if (!nb.nodes.length) { status.textContent = "No entities around " + (entity || "the results of “" + query + "”") + "."; return; }
       render(nb, false);
     }, function (e) { status.textContent = ""; failed(e); });
   }
@@ -415,7 +510,7 @@
           r.evidence && r.evidence.indexOf("#") > 0 ? evidenceLink(r.evidence) : null);
       }));
       var mentions = el("div", {}, e.mentions.map(function (m) {
-        return el("div", { class: "card" }, el("div", { class: "meta" }, m.doc_id ? docLink(m.doc_id, m.loc, m.title || m.path) : m.title || m.id),
+        return el("div", { class: "card" }, el("div", { class: "meta" }, m.doc_id ? docLink(m.doc_id, m.loc, m.title || m.path, e.name) : m.title || m.id),
           el("div", { class: "quote" }, m.quote || ""));
       }));
       view.replaceChildren(el("h2", {}, e.name), el("p", { class: "meta" }, e.type + " · confidence " + e.confidence.toFixed(2) +
@@ -434,17 +529,44 @@
   }
 
   // -- events and citations -------------------------------------------------------------
+  // why something failed, or did not run, as an event or a document says it
+  function streak(e) {
+    var n = e.failures || 1;
+    return n + (n === 1 ? " failure" : " failures in a row") + " since " + (e.since || e.at) +
+      (e.retry_at ? "; due again after " + e.retry_at : "");
+  }
+
+  function eventLine(ev) {
+    var what = ev.type + (ev.path ? " " + ev.path : "") + (typeof ev.drift === "number" ? " (drift " + ev.drift.toFixed(3) + ")" : "") + (ev.trigger ? " " + ev.trigger : "");
+    var why = ev.error || ev.exec_waiting || null;
+    if (ev.type === "refresh_recovered") why = "back after " + streak(ev) + " (last error: " + ev.error + ")";
+    else if (ev.type === "refresh_failed" && ev.retry_at) why = ev.error + " · due again after " + ev.retry_at;
+    var bad = /_failed$/.test(ev.type) || !!ev.exec_waiting;
+    return el("li", { class: bad ? "failed" : null }, el("div", { class: "meta" }, ev.ts),
+      ev.doc ? el("a", { href: "#/doc/" + ev.doc }, what) : what,
+      why ? el("div", { class: "why" }, why) : null);
+  }
+
   function eventsView() {
     var tl = el("ol", { class: "timeline", id: "timeline" });
     var cites = el("div", { id: "citations" });
-    view.replaceChildren(el("div", { class: "two" }, el("section", {}, el("h2", {}, "Events"), tl),
+    var failing = el("section", { id: "failing", hidden: "" }, el("h2", {}, "Sources failing to refresh"));
+    view.replaceChildren(failing, el("div", { class: "two" }, el("section", {}, el("h2", {}, "Events"), tl),
       el("section", {}, el("h2", {}, "Citations"), cites)));
+    api("/v1/" + stack() + "/documents").then(function (docs) {
+      var bad = docs.filter(function (d) { return d.refresh_error; });
+      if (!bad.length) return;
+      var list = el("ul", { class: "failing" });
+      bad.forEach(function (d) {
+        list.appendChild(el("li", {}, el("a", { href: "#/doc/" + d.id }, d.title || d.path),
+          el("div", { class: "why" }, d.refresh_error.error), el("div", { class: "meta" }, streak(d.refresh_error))));
+      });
+      failing.appendChild(list);
+      failing.hidden = false;
+    }, failed);
     api("/v1/" + stack() + "/events?limit=200").then(function (evs) {
       if (!evs.length) tl.appendChild(el("li", { class: "empty" }, "No events yet."));
-      evs.slice().reverse().forEach(function (ev) {
-        var what = ev.type + (ev.path ? " " + ev.path : "") + (typeof ev.drift === "number" ? " (drift " + ev.drift.toFixed(3) + ")" : "") + (ev.trigger ? " " + ev.trigger : "");
-        tl.appendChild(el("li", {}, el("div", { class: "meta" }, ev.ts), ev.doc ? el("a", { href: "#/doc/" + ev.doc }, what) : what));
-      });
+      evs.slice().reverse().forEach(function (ev) { tl.appendChild(eventLine(ev)); });
     }, failed);
     api("/v1/" + stack() + "/citations").then(function (got) {
       if (!got.citations.length) return cites.appendChild(el("p", { class: "empty" }, "No citations kept yet (keep one with `ok cite make --persist`)."));

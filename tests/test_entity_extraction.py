@@ -1,0 +1,248 @@
+"""The local extractor on short texts: section headings, generic words, merged names, types
+and stated relations (one chunk each, no folder)."""
+
+from __future__ import annotations
+
+import pytest
+
+from openkl.entities.local import extract, key_of
+
+
+def _listed(text: str, floor: float = 0.4) -> dict[str, str]:
+    """key → name of the mentions at or above the floor."""
+    return {m.key: m.name for m in extract(text).mentions if m.conf >= floor}
+
+
+ABSTRACT = """\
+Duration of androgen suppression in the treatment of prostate cancer.
+
+BACKGROUND The combination of radiotherapy plus androgen suppression improves survival in \
+prostate cancer. METHODS We randomly assigned patients to two groups. RESULTS We found that \
+the data suggest a profound impact of tumour necrosis factor (TNF). CONCLUSIONS In this \
+analysis, TNF predicted survival. OBJECTIVE To compare the groups. DESIGN Randomised trial. \
+SETTING Forty hospitals in Canada. METHODS AND FINDINGS We used a model. GENERAL \
+SIGNIFICANCE Genlisea aurea has a small genome.
+"""
+
+
+def test_section_headings_and_the_word_after_them_are_not_entities() -> None:
+    listed = _listed(ABSTRACT)
+    names = set(listed.values())
+    for label in ("RESULTS", "METHODS", "CONCLUSIONS", "OBJECTIVE", "DESIGN", "SETTING"):
+        assert not any(n.split()[0] == label for n in names), (label, names)
+    for noise in (
+        "RESULTS We",
+        "METHODS We",
+        "CONCLUSIONS In",
+        "OBJECTIVE To",
+        "DESIGN",
+        "SETTING Forty",
+        "METHODS AND FINDINGS We",
+        "GENERAL SIGNIFICANCE",
+        "GENERAL SIGNIFICANCE Genlisea",
+    ):
+        assert key_of(noise) not in listed, noise
+    # the thing after a label is still read: a name starting its sentence
+    assert key_of("Genlisea aurea") in listed or key_of("Genlisea") in listed, names
+    assert key_of("Canada") in listed, names
+    assert key_of("prostate cancer") in listed, names
+
+
+def test_generic_words_are_not_entities() -> None:
+    listed = _listed(ABSTRACT)
+    for noise in (
+        "analysis",
+        "data suggest",
+        "profound impact",
+        "groups",
+        "group",
+        "method",
+        "findings",
+        "data",
+    ):
+        assert key_of(noise) not in listed, noise
+
+
+@pytest.mark.parametrize(
+    "text,noise,kept",
+    [
+        (  # a line in capitals standing alone, and an underlined heading of a README
+            "HIGHLIGHTS\n\nThe libfoo library parses XML.\n\nUSAGE\n\nRun xmllint.\n",
+            ["HIGHLIGHTS", "USAGE"],
+            ["libfoo"],
+        ),
+        (
+            "KSBA Overview\n=============\n\nKSBA is a library to parse X.509 certificates.\n",
+            ["KSBA Overview", "Overview"],
+            ["KSBA"],
+        ),
+        (  # a title in Title Case: its capitals name nothing the text writes in lower case
+            "Normal Cardiac Outflow Tract Development Needs Dishevelled\n\nThe cardiac "
+            "outflow tract forms early; normal development of the outflow tract needs "
+            "Dishevelled genes.\n",
+            ["Normal Cardiac Outflow Tract Development", "Normal Cardiac Outflow Tract"],
+            ["Dishevelled"],
+        ),
+    ],
+)
+def test_document_headings_are_not_entities(text: str, noise: list[str], kept: list[str]) -> None:
+    listed = _listed(text)
+    for n in noise:
+        assert key_of(n) not in listed, (n, listed)
+    for k in kept:
+        assert key_of(k) in listed, (k, listed)
+
+
+def test_links_stay_under_the_floor() -> None:
+    res = extract("Read https://example.org/guide.html for the details of libfoo.")
+    urls = [m for m in res.mentions if m.type == "Reference"]
+    assert urls and all(m.conf < 0.4 for m in urls)
+
+
+@pytest.mark.parametrize(
+    "forms",
+    [
+        ["mRNA", "mRNAs"],
+        ["microRNA", "microRNAs"],
+        ["T cell", "T cells", "T-cell", "T-cells"],
+        ["tumour necrosis factor", "tumor necrosis factor", "tumour necrosis factors"],
+        ["PDP-10", "PDP-10s"],
+        ["signalling pathway", "signaling pathways"],
+    ],
+)
+def test_plural_hyphen_case_and_spelling_are_one_name(forms: list[str]) -> None:
+    assert len({key_of(f) for f in forms}) == 1, {f: key_of(f) for f in forms}
+
+
+def test_different_things_keep_different_names() -> None:
+    assert key_of("MRI") != key_of("MRI scanner")
+    assert key_of("Java") != key_of("JavaScript")
+    assert key_of("iOS") != key_of("IO")
+
+
+@pytest.mark.parametrize(
+    "text,long,short",
+    [
+        (
+            "Levels of tumour necrosis factor (TNF) rose after TNF was given.",
+            "tumour necrosis factor",
+            "TNF",
+        ),
+        ("Serum interleukin-6 (IL-6) was high.", "interleukin-6", "IL-6"),
+        ("Inhibitors of neutral endopeptidase (NEP) were used.", "neutral endopeptidase", "NEP"),
+        ("The World Health Organization (WHO) recommends it.", "World Health Organization", "WHO"),
+    ],
+)
+def test_an_abbreviation_is_an_alias_of_its_long_form(text: str, long: str, short: str) -> None:
+    res = extract(text)
+    assert (key_of(short), key_of(long)) in res.aliases, res.aliases
+    assert any(m.name == long and m.conf >= 0.4 for m in res.mentions)
+
+
+def test_abbreviations_merge_into_one_entity_in_the_graph(kf) -> None:  # type: ignore[no-untyped-def]
+    from conftest import run_ok
+
+    (kf.parent / "a.md").write_text(
+        "# Cytokines\n\nTumour necrosis factor (TNF) drives inflammation. TNF and T cells "
+        "were measured; T-cell counts and mRNAs of TNF rose, and each mRNA was read.\n"
+    )
+    assert run_ok("store", "ingest", str(kf.parent / "a.md")).code == 0
+    ents = run_ok("graph", "entities", "--json", "--min-confidence", "0").json()
+    by_key = {key_of(n): e for e in ents for n in [e["name"], *e["aliases"]]}
+    tnf = by_key[key_of("TNF")]
+    assert by_key[key_of("tumor necrosis factor")]["id"] == tnf["id"]
+    assert "TNF" in tnf["aliases"] or tnf["name"] == "TNF"
+    assert by_key[key_of("T cells")]["id"] == by_key[key_of("T-cell")]["id"]
+    assert by_key[key_of("mRNAs")]["id"] == by_key[key_of("mRNA")]["id"]
+
+
+def test_a_column_of_terms_and_a_name_pair() -> None:
+    listed = _listed(
+        "Tools\n\n  ptxed         Example implementation of a trace disassembler\n\n"
+        "Units for PostgreSQL on Debian/Ubuntu are here; Debian ships them.\n"
+    )
+    assert key_of("ptxed") in listed, listed
+    assert key_of("Example") not in listed
+    assert key_of("Debian") in listed and key_of("Ubuntu") in listed, listed
+
+
+BIO = """\
+Patients with breast cancer and sepsis were treated with cisplatin and cetuximab. \
+Expression of BRCA1 protein in T cells and macrophages of mice was measured by mass \
+spectrometry and flow cytometry; tumour necrosis factor (TNF) levels rose, and \
+Escherichia coli infection caused inflammation of the liver.
+"""
+
+TECH = """\
+The dpkg command installs packages on Debian. Configure it with the JSON file, then run \
+git format-patch and build libfoo with CMake on Linux. The library speaks HTTP and TLS, \
+and Tk 8.6 draws the interface. It was developed at the Free Software Foundation in Boston \
+by Richard Stallman.
+"""
+
+
+@pytest.mark.parametrize(
+    "text,expect",
+    [
+        (
+            BIO,
+            {
+                "breast cancer": "Disease",
+                "sepsis": "Disease",
+                "cisplatin": "Chemical",
+                "cetuximab": "Chemical",
+                "BRCA1": "GeneProtein",
+                "T cells": "Anatomy",
+                "mice": "Organism",
+                "mass spectrometry": "Method",
+                "flow cytometry": "Method",
+                "tumour necrosis factor": "GeneProtein",
+                "TNF": "GeneProtein",
+                "Escherichia coli": "Organism",
+            },
+        ),
+        (
+            TECH,
+            {
+                "dpkg": "Software",
+                "Debian": "Software",
+                "JSON": "Software",
+                "git format-patch": "Software",
+                "Linux": "Software",
+                "HTTP": "Software",
+                "Tk 8.6": "Software",
+                "Free Software Foundation": "Organization",
+                "Boston": "Place",
+                "Richard Stallman": "Person",
+            },
+        ),
+    ],
+)
+def test_types_say_what_a_thing_is(text: str, expect: dict[str, str]) -> None:
+    got: dict[str, set[str]] = {}
+    for m in extract(text).mentions:
+        got.setdefault(m.key, set()).add(m.type)
+    wrong = {
+        n: (t, got.get(key_of(n))) for n, t in expect.items() if t not in got.get(key_of(n), set())
+    }
+    assert not wrong, wrong
+
+
+def test_a_verb_with_words_between_its_subject_and_object_states_a_relation() -> None:
+    r = extract(
+        "In 1946 Richard Hamming joined the Bell Telephone Laboratories in New Jersey. "
+        "Treatment with intetumumab also significantly reduced lung metastasis in rats. "
+        "The release of ET-1 was inhibited by phosphoramidon in these cells."
+    )
+    names = {m.key: m.name for m in r.mentions}
+    stated = {
+        (names.get(a, a), t, names.get(b, b)) for a, b, t, *_ in r.relations if t != "related_to"
+    }
+    assert ("Richard Hamming", "member_of", "Bell Telephone Laboratories") in stated, stated
+    assert any(s == "intetumumab" and t == "reduces" for s, t, _ in stated), stated
+    # passive: the agent after "by" is the subject
+    assert any(s == "phosphoramidon" and t == "inhibits" for s, t, _ in stated), stated
+    # never the pair both ways, nor a stated pair also as co-occurrence
+    pairs = [(a, b) for a, b, t, *_ in r.relations if t != "related_to"]
+    cooc = {frozenset((a, b)) for a, b, t, *_ in r.relations if t == "related_to"}
+    assert not any(frozenset(p) in cooc for p in pairs)
