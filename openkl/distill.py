@@ -149,7 +149,8 @@ def create(
 
     Nothing is written unless every citation is checked against the files first (a quote
     that moved is cited where it is now; one that changed or is gone is refused) and the
-    text cites them: a note none of whose claims carries an [N] marker is refused."""
+    text cites them: a text of one claim without a marker rests on every citation given,
+    and one of several claims none of which carries an [N] marker is refused."""
     from . import citations as cit
 
     if not cite_ids:
@@ -166,10 +167,8 @@ def create(
     ]
     used = markers_in(text)
     if not used:
-        raise BadInput(
-            "the text cites none of its sources: no claim carries an [N] marker",
-            "end each claim with the number of the citation it rests on: [1] for the first",
-        )
+        text = _resting_on_all(text, len(cites))
+        used = markers_in(text)
     for n in used:
         if not 1 <= n <= len(cites):
             raise BadInput(
@@ -227,6 +226,25 @@ def _checked(v: Any, cite: Cite, n: int) -> tuple[Cite, bool]:
         f"citation [{n}] ({cite['id']}) does not verify: it is {res['status']} ({said})",
         "search again and cite the passage as the files hold it now",
     )
+
+
+# where one claim ends: a sentence's end, or a semicolon between two claims
+_CLAIM_END = re.compile(r"(?<=[.!?;])\s+")
+
+
+def _resting_on_all(text: str, n: int) -> str:
+    """A text of one claim and no [N] marker rests on every citation given: the markers are
+    written at its end. Several claims with none are refused: which rests on what is unsaid."""
+    claims = [c for c in _CLAIM_END.split(text.strip()) if re.search(r"\w", c)]
+    if len(claims) > 1:
+        raise BadInput(
+            f"the text makes {len(claims)} claims and none cites its sources: "
+            "no claim carries an [N] marker",
+            "end each claim with the number of the citation it rests on: [1] for the first",
+        )
+    body = text.rstrip()
+    stop = body[-1] if body[-1] in ".!?" else ""
+    return body[: len(body) - len(stop)] + " " + "".join(f"[{i}]" for i in range(1, n + 1)) + stop
 
 
 def markers_in(text: str) -> list[int]:

@@ -169,6 +169,22 @@ def test_create_accepts_persisted_citations_notes_and_docs(example_kf: Path) -> 
     assert _derived(note["id"]) == sorted([hit["id"], doc["id"], note_hit["id"]])
 
 
+def test_one_claim_without_a_marker_rests_on_every_citation(example_kf: Path) -> None:
+    # as the RFC writes it: a one-line summary and the citations it rests on
+    a, b = _hit("CRISPR Cas9"), _hit("graph per call", "mem")
+    r = run_ok("distill", "create", "Distilled patterns and principles", a["id"], b["id"], "--json")
+    assert r.code == 0, r.err
+    note = r.json()
+    assert [c["ref"] if "ref" in c else c["id"] for c in note["citations"]] == [a["id"], b["id"]]
+    body = (example_kf / note["path"]).read_text(encoding="utf-8").split("---\n", 2)[2]
+    assert body.strip() == "Distilled patterns and principles [1][2]"
+    # a sentence keeps its full stop after the markers' place
+    r = run_ok("distill", "create", "CRISPR cuts DNA.", a["id"], "--json")
+    assert r.code == 0, r.err
+    body = (example_kf / r.json()["path"]).read_text(encoding="utf-8").split("---\n", 2)[2]
+    assert body.strip() == "CRISPR cuts DNA [1]."
+
+
 @pytest.mark.parametrize(
     "args,msg",
     [
@@ -176,7 +192,7 @@ def test_create_accepts_persisted_citations_notes_and_docs(example_kf: Path) -> 
         (["A claim [1].", "0123456789abcdef#char0-10"], "no document with id 0123456789abcdef"),
         (["A claim [2].", "@HIT"], "the text cites [2] but 1 citation(s) were given"),
         (["  ", "@HIT"], "the memory's text is empty"),
-        (["A claim that cites nothing.", "@HIT"], "no claim carries an [N] marker"),
+        (["One claim. Another, citing nothing.", "@HIT"], "no claim carries an [N] marker"),
     ],
 )
 def test_create_refuses_bad_input(example_kf: Path, args: list[str], msg: str) -> None:

@@ -34,7 +34,7 @@ def test_what_each_signal_takes() -> None:
     emb = Embedder()
     use = QueryUse.of(LONG, "hybrid", emb)
     assert use.vector_chars is not None and use.vector_chars < len(FILLER)
-    assert "recovery" in use.words and "write" in use.words  # past the model's window
+    assert "recovery" in use.words and "write-ahead" in use.words  # past the model's window
     warning = use.warning()
     assert warning is not None
     assert f"the query is {len(LONG):,} characters long" in warning

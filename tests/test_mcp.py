@@ -260,7 +260,7 @@ def test_the_rfc_distill_flow(example_kf: Path) -> None:
         # 4. the agent distills (its model's reply, written here); refusals write nothing
         before = notes()
         err = await fail(
-            c, "distill_create", text="Logs and fused rankings are robust.", citations=cites
+            c, "distill_create", text="Logs are robust; fused rankings are too.", citations=cites
         )
         assert "no claim carries an [N] marker" in err
         forged = {**hits[1], "quote": "Reciprocal rank fusion was first used on the Moon."}

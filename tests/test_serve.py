@@ -726,7 +726,11 @@ def test_a_distilled_note_is_written_over_http_from_verified_citations(server: S
     # citations at all, an unknown field
     forged = {**hits[1], "quote": "The log is written after the data, never before."}
     for body, status, said in (
-        ({"text": "WAL is durable.", "citations": hits[:1]}, 400, "no claim carries"),
+        (
+            {"text": "WAL is durable. So is the log.", "citations": hits[:1]},
+            400,
+            "no claim carries",
+        ),
         ({"text": "WAL [1]; after [2].", "citations": [hits[0], forged]}, 400, "does not verify"),
         ({"text": "WAL [3].", "citations": hits[:1]}, 400, "cites [3] but 1"),
         ({"text": "WAL [1].", "citations": []}, 422, ""),

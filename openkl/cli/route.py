@@ -25,7 +25,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import NamedTuple
@@ -272,6 +272,10 @@ def _call(conn: socket.socket, argv: list[str]) -> int:
         "env": environment(argv, os.environ),
         "encoding": getattr(sys.stdout, "encoding", None) or "utf-8",
     }
+    # a signal that comes while the request is on its way (the command may already be
+    # running there) waits for the request to be whole, then goes to the command
+    held: list[int] = []
+    _on_signals(lambda signum, frame: held.append(signum))
     try:
         socket.send_fds(conn, [HELLO], fds)
         conn.sendall(json.dumps(request).encode() + b"\n")
@@ -288,9 +292,9 @@ def _call(conn: socket.socket, argv: list[str]) -> int:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
 
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        with contextlib.suppress(ValueError, OSError):
-            signal.signal(sig, tell)
+    _on_signals(tell)
+    for signum in held:
+        tell(signum, None)
     reply = b""
     while not reply.endswith(b"\n"):
         try:
@@ -310,6 +314,12 @@ def _call(conn: socket.socket, argv: list[str]) -> int:
         print(f"Error: ok serve could not run the command: {answer.get('error')}", file=sys.stderr)
         return 1
     return int(answer["exit"])
+
+
+def _on_signals(handler: Callable[[int, FrameType | None], None]) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(sig, handler)
 
 
 def environment(argv: list[str], environ: Mapping[str, str]) -> dict[str, str]:
