@@ -27,6 +27,7 @@ from .citations import Files, make
 from .errors import UsageError
 from .folder import Folder
 from .graph.protocol import GraphStore
+from .llm import ChatPair, LLMError
 from .records import Answer, AnswerBody, Cite
 from .search import Filters, Found, Recency, find
 from .statements import contradiction, facts, sentences, stem
@@ -301,12 +302,18 @@ def answer(
     max_sentences: int = MAX_SENTENCES,
     remember: bool = False,
     warning: str | None = None,
+    best: float | None = None,
 ) -> Answer:
     """Answer from retrieved passages; needs the files, not the graph. `warning` (what
-    retrieval left of a long question unread) goes with the answer."""
+    retrieval left of a long question unread) goes with the answer. `llm` is an endpoint
+    (`LLMConfig`) or a chat pair (`ChatPair`): its fallback model answers when `best`, the
+    best passage's cosine similarity, is under the pair's floor, or when the chat model
+    fails."""
     emb = embedder or indexing.embedder(folder)
     qvec = emb.embed_query(question[: emb.reads(question)])
-    if llm is not None:
+    if isinstance(llm, ChatPair):
+        out = _paired_answer(folder, question, hits, qvec, emb, llm, on_token, best)
+    elif llm is not None:
         out = _llm_answer(folder, question, hits, qvec, emb, llm, on_token)
     else:
         out = _extractive(folder, question, hits, qvec, emb, max_sentences)
@@ -525,6 +532,31 @@ def keep_markers(text: str, valid: set[int]) -> str:
         return f"[{', '.join(nums)}]" if nums else ""
 
     return re.sub(r"[ \t]+([.,;:])", r"\1", MARKER.sub(fix, text)).strip()
+
+
+def _paired_answer(
+    folder: Folder,
+    question: str,
+    hits: list[Cite],
+    qvec: np.ndarray,
+    emb: Any,
+    pair: ChatPair,
+    on_token: Callable[[str], None] | None,
+    best: float | None,
+) -> AnswerBody:
+    """The chat model's answer, or the fallback's when the evidence is weak or the chat
+    model fails (then `fallback` says why)."""
+    cfg, why = pair.pick(best)
+    try:
+        out = _llm_answer(folder, question, hits, qvec, emb, cfg, on_token)
+    except LLMError as e:
+        if pair.fallback is None or cfg is pair.fallback:
+            raise
+        cfg, why = pair.fallback, f"{pair.fast.model} failed: {e.message}"
+        out = _llm_answer(folder, question, hits, qvec, emb, cfg, on_token)
+    if why:
+        out["fallback"] = why
+    return out
 
 
 def _llm_answer(

@@ -19,6 +19,7 @@ from .entities.local import STOP, key_of
 from .entities.queries import _entity_view
 from .folder import Folder
 from .graph.protocol import GraphStore
+from .llm import configured
 from .records import (
     Cite,
     Context,
@@ -112,7 +113,7 @@ def context(
     method = "ranked"
     reasoning = ""
     llm_conf = None
-    want_llm = use_llm if use_llm is not None else bool(folder.setting("llm.base_url"))
+    want_llm = use_llm if use_llm is not None else configured(folder, "chat")
     if want_llm:
         try:
             chosen, reasoning, llm_conf = _ask_llm(folder, g, query, hits, ranked[:40], ent_rows)
@@ -289,7 +290,7 @@ def _ask_llm(
 ) -> tuple[list[str], str, str | None]:
     from .llm import ChatClient, LLMError, config_from
 
-    cfg = config_from(folder)
+    cfg = config_from(folder, role="chat")
     assert cfg is not None
     catalog = {rows[e]["name"]: e for e in candidates}
     passages = "\n\n".join(f"[{i + 1}] {h['quote'][:800]}" for i, h in enumerate(hits[:6]))

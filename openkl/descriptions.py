@@ -32,7 +32,7 @@ from .entities.queries import EntityReader
 from .errors import OkError
 from .folder import Folder, atomic_write
 from .graph.protocol import GraphStore
-from .llm import ChatClient, config_from
+from .llm import ChatClient, config_from, model_of
 from .records import Cite, Description, DescriptionCite, EntityDetail
 from .statements import sentences
 
@@ -105,12 +105,12 @@ def describer(folder: Folder, by: str | None = None) -> str:
     """Who describes entities, and how (`by`, else entities.describer): part of the cache
     keys of descriptions and pages."""
     if (by or folder.setting("entities.describer")) == "llm":
-        return f"llm:{folder.setting('llm.model') or 'none'}:{METHOD}"
+        return f"llm:{model_of(folder, 'extract') or 'none'}:{METHOD}"
     return f"local:{METHOD}"
 
 
 def _llm(folder: Folder) -> ChatClient:
-    cfg = config_from(folder, required=True)
+    cfg = config_from(folder, required=True, role="extract")
     assert cfg is not None  # required: an unconfigured LLM raised
     return ChatClient(cfg)
 

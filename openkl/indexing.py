@@ -10,17 +10,19 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-from .embeddings import Embedder, embedder_for
-from .errors import DiskFull, OkError
+from .embeddings import Embedder, embedder_for, remote_from
+from .errors import DiskFull, IndexMismatch, OkError
 from .folder import Folder, stack_name
 from .graph import Graph
 from .graph.postgres import PgGraph, who_am_i
+from .llm import describe as llm_describe
 from .progress import progress
+from .rerank import endpoint_url
 
 EMBED_BLOCK = 256
 
@@ -30,7 +32,26 @@ def embedder(folder: Folder) -> Embedder:
         folder.setting("embedding.model"),
         folder.cache_dir,
         folder.setting("embedding.batch_size"),
+        remote_from(folder),
     )
+
+
+def inference_line(folder: Folder) -> str:
+    """Which models the folder uses, in one line and without asking any of them:
+    `embeddings: local all-MiniLM-L6-v2-int8 (384 dimensions); chat: none; extraction:
+    local rules; rerank: off`. A setting that cannot be used is named with what is wrong."""
+    try:
+        parts = [f"embeddings: {embedder(folder).label}"]
+    except OkError as e:
+        parts = [f"embeddings: {e.message}"]
+    parts.append(llm_describe(folder))
+    url = folder.setting("search.rerank")
+    if url:
+        top, budget = folder.setting("search.rerank_top"), folder.setting("search.rerank_budget")
+        parts.append(f"rerank: top {top} @ {endpoint_url(str(url))} within {budget:g}s")
+    else:
+        parts.append("rerank: off")
+    return "; ".join(parts)
 
 
 @contextlib.contextmanager
@@ -49,20 +70,33 @@ def open_graph(
         room_to_write(folder)
     emb = embedder(folder)
     ident = emb.identity if write else _cheap_identity(folder, emb)
+    live = kuzu_dir is None
     if kuzu_dir is None:
         kuzu_dir = folder.kuzu_dir
         if not Graph.is_resident(kuzu_dir):  # a resident one finished any swap on opening
             Graph.finish_swap(kuzu_dir, writer=write)
-    with Graph.open(
-        kuzu_dir,
-        write=write,
-        embedder_identity=ident,
-        dim=emb.dim if write else None,
-        timeout=folder.setting("lock_timeout"),
-        check=check,
-        buffer_pool_mb=folder.setting("graph.buffer_pool_mb"),
-        recover=None if write else lambda: _replay_log(folder),
-    ) as g:
+
+    def opened(check: bool = check) -> contextlib.AbstractContextManager[Graph]:
+        return Graph.open(
+            kuzu_dir,
+            write=write,
+            embedder_identity=ident,
+            dim=emb.dim if write else None,
+            timeout=folder.setting("lock_timeout"),
+            check=check,
+            buffer_pool_mb=folder.setting("graph.buffer_pool_mb"),
+            recover=None if write else lambda: _replay_log(folder),
+        )
+
+    with contextlib.ExitStack() as held:
+        try:
+            g = held.enter_context(opened())
+        except IndexMismatch:
+            # another embedder than the index was made with: an index that holds nothing
+            # yet is made anew for it; any other waits for `ok index --rebuild`
+            if not (write and live and _made_anew_if_empty(folder, emb, opened)):
+                raise
+            g = held.enter_context(opened())
         with g.transaction() if write else contextlib.nullcontext():
             yield g
         if write:
@@ -70,6 +104,28 @@ def open_graph(
     if write:
         _stamp(folder).parent.mkdir(parents=True, exist_ok=True)
         _stamp(folder).touch()
+
+
+def _made_anew_if_empty(
+    folder: Folder, emb: Embedder, opened: Callable[..., contextlib.AbstractContextManager[Graph]]
+) -> bool:
+    """Replace the live index with an empty one stamped with `emb` when it holds nothing
+    (no documents, chunks, notes, entities or topics); whether it did."""
+    with opened(check=False) as g:
+        if any(g.counts().values()):
+            return False
+    target = Graph.start_rebuild(folder.kuzu_dir)
+    with Graph.open(
+        target,
+        write=True,
+        embedder_identity=emb.identity,
+        dim=emb.dim,
+        timeout=folder.setting("lock_timeout"),
+        buffer_pool_mb=folder.setting("graph.buffer_pool_mb"),
+    ):
+        pass  # the schema and its stamps
+    Graph.swap_in(folder.kuzu_dir)
+    return True
 
 
 @contextlib.contextmanager
@@ -165,8 +221,9 @@ def _replay_log(folder: Folder) -> bool:
 
 
 def _cheap_identity(folder: Folder, emb: Embedder) -> str | None:
-    # the default model's identity is known without loading it; others need the model
-    return emb.identity if emb.dim else None
+    # the default model's identity is known without loading it; others need the model,
+    # and an endpoint's model its dimension (embedding.dim, remembered, or asked once)
+    return emb.identity if emb.dim or emb.remote is not None else None
 
 
 def embed_all(emb: Embedder, texts: list[str], what: str = "embedding") -> np.ndarray:
@@ -174,6 +231,7 @@ def embed_all(emb: Embedder, texts: list[str], what: str = "embedding") -> np.nd
     finishes, and the cache is filled as we go."""
     if not texts:
         return np.zeros((0, emb.dim), dtype=np.float32)
+    emb.ensure_dim()  # a model not loaded yet (an endpoint's) knows it once asked
     out = np.zeros((len(texts), emb.dim), dtype=np.float32)
     # shortest first across all blocks, so each model batch holds texts of similar length
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))

@@ -44,13 +44,47 @@ def _is_loopback(url: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def config_from(folder: Any, required: bool = True) -> LLMConfig | None:
+ROLES = ("chat", "extract")
+
+
+def _role_setting(folder: Any, role: str | None, name: str) -> Any:
+    """`llm.<role>.<name>`, else `llm.<name>`."""
+    if role:
+        value = folder.setting(f"llm.{role}.{name}")
+        if value is not None:
+            return value
+    return folder.setting(f"llm.{name}")
+
+
+def _key_env(folder: Any, role: str | None) -> str:
+    if role:
+        named = folder.secret_env(f"llm.{role}.api_key_env")
+        if named:
+            return named
+    return folder.secret_env("llm.api_key_env") or ""
+
+
+def configured(folder: Any, role: str | None = None) -> bool:
+    """Whether an endpoint is set for `role` (or `llm.base_url`), without checking it."""
+    return bool(_role_setting(folder, role, "base_url"))
+
+
+def model_of(folder: Any, role: str | None = None) -> str | None:
+    """The model `role` uses (`llm.<role>.model`, else `llm.model`)."""
+    model = _role_setting(folder, role, "model")
+    return str(model) if model else None
+
+
+def config_from(folder: Any, required: bool = True, role: str | None = None) -> LLMConfig | None:
     """Validated settings, or None when no LLM is configured and `required` is False.
+    `role` (`chat` or `extract`) reads `llm.<role>.*` first, each unset key falling back
+    to `llm.*`.
 
     Fails before any work is done: a missing model or key is reported with the fix.
     """
-    base = folder.setting("llm.base_url")
-    model = folder.setting("llm.model")
+    pre = f"llm.{role}." if role and folder.setting(f"llm.{role}.base_url") else "llm."
+    base = _role_setting(folder, role, "base_url")
+    model = _role_setting(folder, role, "model")
     if not base:
         if required:
             raise LLMNotConfigured(
@@ -59,29 +93,102 @@ def config_from(folder: Any, required: bool = True) -> LLMConfig | None:
                 "(or OK_LLM_BASE_URL / OK_LLM_MODEL)",
             )
         return None
-    if not str(base).startswith(("http://", "https://")):
+    return _checked(folder, pre, str(base), model, _key_env(folder, role))
+
+
+def _checked(folder: Any, pre: str, base: str, model: Any, key_env: str) -> LLMConfig:
+    if not base.startswith(("http://", "https://")):
         raise LLMError(
-            f"llm.base_url {base!r} is not an http(s) URL",
+            f"{pre}base_url {base!r} is not an http(s) URL",
             "e.g. http://localhost:11434/v1 for Ollama",
         )
     if not model:
-        raise LLMError(
-            "llm.base_url is set but llm.model is not", "set llm.model (or OK_LLM_MODEL)"
-        )
-    key_env = folder.secret_env("llm.api_key_env") or ""
+        raise LLMError(f"{pre}base_url is set but no model is", f"set {pre}model (or llm.model)")
     key = os.environ.get(key_env) if key_env else None
-    if key_env and not key and not _is_loopback(str(base)):
+    if key_env and not key and not _is_loopback(base):
         raise LLMError(
             f"the API key variable {key_env} is not set",
             f"export {key_env}=… (keys are read from the environment only)",
         )
     return LLMConfig(
-        base_url=str(base).rstrip("/"),
+        base_url=base.rstrip("/"),
         model=str(model),
         api_key=key,
         timeout=folder.setting("llm.timeout"),
         retries=folder.setting("llm.retries"),
     )
+
+
+@dataclass(frozen=True)
+class ChatPair:
+    """The chat model, and the larger one that answers when the evidence is weak (the best
+    passage's cosine similarity under `below`) or the chat model fails."""
+
+    fast: LLMConfig
+    fallback: LLMConfig | None = None
+    below: float = 0.0
+
+    def pick(self, best: float | None) -> tuple[LLMConfig, str | None]:
+        """The model to ask first given the best passage's similarity, and why, when it is
+        the fallback."""
+        if self.fallback is None or best is None or best >= self.below:
+            return self.fast, None
+        return self.fallback, f"the best passage's similarity {best:.2f} is under {self.below:g}"
+
+
+def chat_pair(folder: Any, required: bool = True) -> ChatPair | None:
+    """The chat endpoint (`llm.chat.*`, else `llm.*`) with its fallback model, if one is
+    set (`llm.chat.fallback_*`)."""
+    fast = config_from(folder, required=required, role="chat")
+    if fast is None:
+        return None
+    model = folder.setting("llm.chat.fallback_model")
+    if not model:
+        return ChatPair(fast)
+    base = folder.setting("llm.chat.fallback_base_url")
+    fallback = (
+        _checked(folder, "llm.chat.fallback_", str(base), model, _key_env(folder, "chat"))
+        if base
+        else LLMConfig(fast.base_url, str(model), fast.api_key, fast.timeout, fast.retries)
+    )
+    below = float(folder.setting("llm.chat.fallback_below"))
+    if not 0.0 <= below <= 1.0:
+        raise LLMError(
+            f"llm.chat.fallback_below = {below:g} is out of range",
+            "use a cosine similarity from 0 to 1 (`ok config set llm.chat.fallback_below 0.5`)",
+        )
+    return ChatPair(fast, fallback, below)
+
+
+def describe(folder: Any) -> str:
+    """One line naming the chat and extraction models (no request is made): `chat:
+    qwen2.5:0.5b @ http://…, fallback …; extraction: local rules`."""
+    parts = []
+    for role in ROLES:
+        base = _role_setting(folder, role, "base_url")
+        model = _role_setting(folder, role, "model")
+        name = "chat" if role == "chat" else "extraction"
+        if not base:
+            parts.append(f"{name}: none" if role == "chat" else f"{name}: local rules")
+            continue
+        text = f"{name}: {model or '(no model set)'} @ {str(base).rstrip('/')}"
+        if role == "chat" and folder.setting("llm.chat.fallback_model"):
+            text += (
+                f", then {folder.setting('llm.chat.fallback_model')} when the best passage "
+                f"is under {folder.setting('llm.chat.fallback_below'):g}"
+            )
+        if role == "extract":
+            used = [
+                k
+                for k, key in (
+                    ("entities", "entities.extractor"),
+                    ("descriptions", "entities.describer"),
+                )
+                if folder.setting(key) == "llm"
+            ]
+            text += f" ({', '.join(used)})" if used else " (unused: entities.extractor is local)"
+        parts.append(text)
+    return "; ".join(parts)
 
 
 class ChatClient:

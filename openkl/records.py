@@ -931,6 +931,8 @@ class AnswerBody(TypedDict):
     model: str | None  # the LLM's label; None when extractive
     ungrounded: NotRequired[bool]  # an LLM's answer that cites nothing (then always true)
     conflicts: NotRequired[list[AnswerConflict]]  # its passages disagree (it says so first)
+    # the fallback model answered (llm.chat.fallback_model): why (weak evidence, a failure)
+    fallback: NotRequired[str]
 
 
 class Answer(AnswerBody):
@@ -1025,6 +1027,8 @@ class Status(TypedDict):
     root: str
     counts: NotRequired[dict[str, int]]  # by node label: Doc, Chunk, MemoryNote, Entity, Topic
     embedder: NotRequired[str | None]  # the graph's embedder stamp
+    inference: NotRequired[str]  # always there: the models the folder's settings name, in
+    # a line (`ops.inference`): embeddings, chat, extraction, rerank
     stale: NotRequired[dict[str, list[Any]]]  # the non-empty docs_*, notes_*, incomplete and
     # recovered parts of what `ok sync` would do (`SyncReportDict`)
     problems: NotRequired[list[SyncProblem]]

@@ -171,6 +171,34 @@ DECLARED: tuple[Setting, ...] = (
         str,
         "Embedding model: `default` (bundled all-MiniLM-L6-v2 int8) or a fastembed model name.",
     ),
+    _s(
+        "embedding.base_url",
+        None,
+        str,
+        "An OpenAI-compatible endpoint that embeds (`/v1/embeddings`: Ollama, llama.cpp, "
+        "vLLM), e.g. http://localhost:11434/v1; embedding.model then names the model there "
+        "(unset: the model runs here). A change of model or dimension needs `ok index "
+        "--rebuild`, and the index says so.",
+        nullable=True,
+    ),
+    _s(
+        "embedding.api_key_env",
+        None,
+        str,
+        "Environment variable holding the embedding endpoint's API key (unset: "
+        "llm.api_key_env's). In .ok/config.yml only a name ending in `_API_KEY` or "
+        "`OK_EMBEDDING_API_KEY`.",
+        nullable=True,
+    ),
+    _s(
+        "embedding.dim",
+        None,
+        int,
+        "Dimension of the endpoint's vectors (unset: asked of the endpoint once and "
+        "remembered in .ok/cache/).",
+        nullable=True,
+    ),
+    _s("embedding.timeout", 60.0, float, "Seconds an embedding endpoint's request may take."),
     _s("embedding.batch_size", 32, int, "Texts embedded per model call."),
     _s("chunking.max_tokens", 256, int, "Longest chunk, in model tokens."),
     _s("chunking.overlap", 64, int, "Tokens shared by consecutive chunks."),
@@ -224,6 +252,32 @@ DECLARED: tuple[Setting, ...] = (
         "From this many chunks, vector search goes through an HNSW index (approximate, "
         "built once by the write that reaches it, kept if the chunks fall below again) "
         "instead of an exact scan; 0: always exact (the next write drops the index).",
+    ),
+    _s(
+        "search.rerank",
+        None,
+        str,
+        "URL of a rerank endpoint (the `/rerank` protocol of llama.cpp's server, Text "
+        "Embeddings Inference, Jina, Cohere), e.g. http://localhost:8080/rerank; it reorders "
+        "the top search.rerank_top candidates (unset: off).",
+        nullable=True,
+    ),
+    _s("search.rerank_model", None, str, "Model name sent to the rerank endpoint.", nullable=True),
+    _s("search.rerank_top", 20, int, "Candidates of the fused ranking that are reranked."),
+    _s(
+        "search.rerank_budget",
+        2.0,
+        float,
+        "Seconds a search waits for the rerank endpoint; then (or on an error) it keeps the "
+        "fused ranking and warns.",
+    ),
+    _s(
+        "search.rerank_api_key_env",
+        None,
+        str,
+        "Environment variable holding the rerank endpoint's API key (unset: none is sent). "
+        "In .ok/config.yml only a name ending in `_API_KEY` or `OK_RERANK_API_KEY`.",
+        nullable=True,
     ),
     _s("search.diversity", 0.5, float, "How strongly `--diverse` (MMR) favours unlike hits (0-1)."),
     _s(
@@ -392,6 +446,74 @@ DECLARED: tuple[Setting, ...] = (
     ),
     _s("llm.timeout", 60.0, float, "Seconds an LLM request may take."),
     _s("llm.retries", 2, int, "Retries of a failed LLM request."),
+    _s(
+        "llm.chat.base_url",
+        None,
+        str,
+        "OpenAI-compatible endpoint for answers: `ok ask`, `ok context`, `ok distill` (unset: llm.base_url).",
+        nullable=True,
+    ),
+    _s(
+        "llm.chat.model",
+        None,
+        str,
+        "Model for answers: `ok ask`, `ok context`, `ok distill` (unset: llm.model).",
+        nullable=True,
+    ),
+    _s(
+        "llm.chat.api_key_env",
+        None,
+        str,
+        "Environment variable holding the key of the chat endpoint (unset: llm.api_key_env's). "
+        "In .ok/config.yml only a name ending in `_API_KEY` or `OK_LLM_API_KEY`.",
+        nullable=True,
+    ),
+    _s(
+        "llm.extract.base_url",
+        None,
+        str,
+        "OpenAI-compatible endpoint for extraction at ingest: entities (`entities.extractor: llm`) and descriptions (`entities.describer: llm`) (unset: llm.base_url).",
+        nullable=True,
+    ),
+    _s(
+        "llm.extract.model",
+        None,
+        str,
+        "Model for extraction at ingest: entities (`entities.extractor: llm`) and descriptions (`entities.describer: llm`) (unset: llm.model).",
+        nullable=True,
+    ),
+    _s(
+        "llm.extract.api_key_env",
+        None,
+        str,
+        "Environment variable holding the key of the extract endpoint (unset: llm.api_key_env's). "
+        "In .ok/config.yml only a name ending in `_API_KEY` or `OK_LLM_API_KEY`.",
+        nullable=True,
+    ),
+    _s(
+        "llm.chat.fallback_model",
+        None,
+        str,
+        "A larger model that answers instead of the chat model when the retrieved evidence "
+        "is weak (the best passage's cosine similarity under llm.chat.fallback_below) or "
+        "the chat model fails (unset: none).",
+        nullable=True,
+    ),
+    _s(
+        "llm.chat.fallback_base_url",
+        None,
+        str,
+        "Endpoint of llm.chat.fallback_model (unset: the chat endpoint); its key is the chat "
+        "endpoint's.",
+        nullable=True,
+    ),
+    _s(
+        "llm.chat.fallback_below",
+        0.5,
+        float,
+        "Cosine similarity of the best retrieved passage under which the fallback model "
+        "answers (0-1; 0: only when the chat model fails).",
+    ),
     # the MCP server
     _s("mcp.read_only", False, bool, "Serve MCP without its write tools (as `--read-only`)."),
     _s("mcp.max_k", 50, int, "Most results per MCP call."),
@@ -673,6 +795,10 @@ def default(key: str) -> Any:
 # settings, may name any variable.
 SECRET_ENV: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "llm.api_key_env": (("_API_KEY",), ("OK_LLM_API_KEY",)),
+    "llm.chat.api_key_env": (("_API_KEY",), ("OK_LLM_API_KEY",)),
+    "llm.extract.api_key_env": (("_API_KEY",), ("OK_LLM_API_KEY",)),
+    "embedding.api_key_env": (("_API_KEY",), ("OK_EMBEDDING_API_KEY",)),
+    "search.rerank_api_key_env": (("_API_KEY",), ("OK_RERANK_API_KEY",)),
     "serve.jwt_secret_env": (("_JWT_SECRET",), ("OK_JWT_SECRET",)),
 }
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

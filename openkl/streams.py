@@ -85,6 +85,14 @@ class _Environ(MutableMapping[str, str]):
         return dict(self._env())
 
 
+def own_environ() -> Mapping[str, str]:
+    """The process's own environment, whatever thread asks: what a process serving other
+    commands holds for itself (the keys of the endpoints its search uses), not the
+    environment a routed command brought."""
+    env = os.environ
+    return env.real if isinstance(env, _Environ) else env
+
+
 def install() -> None:
     """Make `sys.std*` and `os.environ` follow the thread (once per process)."""
     global _installed

@@ -48,6 +48,7 @@ LAYERS = [
         "openkl.routing",
         "openkl.cache",
         "openkl.llm",
+        "openkl.rerank",
         "openkl.grep",
         "openkl.search",
         "openkl.where",

@@ -369,6 +369,8 @@ def status(json_: bool = JsonOpt) -> None:
 
     def plain(d: Status) -> str:
         lines = [f"root: {d['root']}"]
+        if d.get("inference"):
+            lines.append(f"inference: {d['inference']}")
         if "error" in d:
             lines.append(f"index: {d['error']}")
         else:

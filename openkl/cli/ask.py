@@ -98,5 +98,7 @@ def _sources(f: Folder, r: Answer) -> str:
         quote = quote if len(quote) <= 100 else quote[:99] + "…"
         lines.append(f"[{c['n']}] {where}  {quote}")
     model = r.get("model") or "extractive (no LLM)"
+    if r.get("fallback"):
+        model += f" (fallback: {r['fallback']})"
     lines.append(f"confidence: {r['confidence']:.2f} ({r['confidence_label']}) · {model}")
     return "\n".join(lines)

@@ -135,6 +135,7 @@ def serve(
 
     environ.hide()  # before anything reads a variable and keeps where it was
 
+    from .. import ops
     from ..server import Stacks, create_app
     from ..server.auth import Authenticator, RateLimiter, load_keys
     from ..server.guard import Guard
@@ -197,6 +198,9 @@ def serve(
         if asked:
             print("stopping: asked to before the start was done", file=sys.stderr, flush=True)
             return
+        for name, st in stacks.by_name.items():
+            said = f"{name}: " if len(stacks.by_name) > 1 else ""
+            print(f"{said}inference: {ops.inference(st.folder)}", file=sys.stderr, flush=True)
         cors = _listed(first.setting("serve.cors_origins"))
         api = create_app(
             stacks,

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from ..folder import Folder
+from ..llm import model_of
 from .local import key_of
 
 PROMPT_VERSION = "llm-1"
@@ -31,7 +32,7 @@ SYSTEM = (
 
 
 def extractor_id(folder: Folder) -> str:
-    return f"{PROMPT_VERSION}:{folder.setting('llm.model') or 'none'}"
+    return f"{PROMPT_VERSION}:{model_of(folder, 'extract') or 'none'}"
 
 
 def validate(data: Any) -> dict[str, Any]:
@@ -85,7 +86,7 @@ def extract_many(folder: Folder, todo: list[tuple[str, str]]) -> list[tuple[str,
     failed = 0
     last = ""
     try:
-        cfg = config_from(folder)
+        cfg = config_from(folder, role="extract")
         assert cfg is not None
         client = ChatClient(cfg)
     except LLMError as e:

@@ -9,10 +9,11 @@ from .. import ask as ask_mod
 from .. import context as context_mod
 from ..folder import Folder
 from ..indexing import embedder
-from ..llm import config_from
+from ..llm import chat_pair
 from ..records import Answer, Context
+from ..rerank import reranker_from
 from .read import Opener, described, reading
-from .search import recency_of
+from .search import recency_of, rerank_hits
 
 # `ok context`'s defaults: passages retrieved, entities returned
 CONTEXT_K = 8
@@ -36,33 +37,41 @@ def ask(
     configured LLM unless `use_llm` is false, else extractively. `k` defaults to ask.k
     (`max_k` clamps it); `on_token` receives an LLM's answer as it streams. The graph is
     closed before the model answers, so writers are not kept out; the citations are
-    remembered for `ok cite open`."""
-    llm = config_from(folder, required=False) if use_llm else None  # bad settings fail early
+    remembered for `ok cite open`. A rerank endpoint (search.rerank) picks the passages
+    from the top search.rerank_top, as in search; the chat model's fallback answers when
+    the best passage is weak (`llm.ChatPair`)."""
+    llm = chat_pair(folder, required=False) if use_llm else None  # bad settings fail early
     if k is None:
         k = folder.setting("ask.k")
     if max_k is not None:
         k = min(k, max_k)
     emb = embedder(folder)
+    reranker = reranker_from(folder)
     with reading(folder, graph) as g:
         found = ask_mod.retrieve(
             folder,
             g,
             question,
-            k=k,
+            k=max(k, reranker.top) if reranker is not None else k,
             scope=scope,
             embedder=emb,
             include_superseded=include_superseded,
             recency=recency_of(folder, recency),
         )
+    hits, warning = found.hits, found.warning
+    if reranker is not None:  # the passages the endpoint finds most relevant
+        hits, why = rerank_hits(reranker, question, hits, k)
+        warning = "; ".join(w for w in (warning, why) if w) or None
     return ask_mod.answer(
         folder,
         question,
-        found.hits,
+        hits,
         llm=llm,
         on_token=on_token if llm is not None else None,
         embedder=emb,
         remember=True,
-        warning=found.warning,
+        warning=warning,
+        best=found.best_score,
     )
 
 

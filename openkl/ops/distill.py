@@ -80,7 +80,7 @@ def distill_run(
 
     Takes the writer lock itself, and only to write the note, not while the model thinks."""
     distill_mod.get_prompt(prompt_name)
-    llm = llm_mod.config_from(folder, required=True)
+    llm = llm_mod.config_from(folder, required=True, role="chat")
     return distill_mod.run(
         folder,
         prompt_name,

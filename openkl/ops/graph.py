@@ -225,7 +225,7 @@ def conflicts(
     scope = {"mem": "memory"}.get(scope, scope)
     if scope not in SCOPES:
         raise UsageError(f"unknown scope {scope!r}", "use one of: mem, store, all")
-    cfg = config_from(folder, required=False) if use_llm else None
+    cfg = config_from(folder, required=False, role="chat") if use_llm else None
     llm = ChatClient(cfg) if cfg is not None else None
     with reading(folder, graph) as g:
         return conflicts_mod.find(

@@ -20,7 +20,7 @@ from ..errors import OkError, UsageError
 from ..folder import Folder, parse_time
 from ..graph import DB_FILE, Graph
 from ..graph.protocol import GraphStore
-from ..indexing import open_graph
+from ..indexing import inference_line, open_graph
 from ..records import Description, EntityDetail, EntityView, MappingEntry, NoteLinks, Status
 from .folder import watch_state
 
@@ -134,10 +134,17 @@ def status(folder: Folder) -> Status:
     """Counts and staleness, without changing anything (`ok status`); in a process that
     watches the folder (`ok serve`), how its watch is doing too (`watch`)."""
     out = indexer.status(folder)
+    out["inference"] = inference(folder)
     state = watch_state(folder)
     if state is not None:
         out["watch"] = state
     return out
+
+
+def inference(folder: Folder) -> str:
+    """Which models the folder uses (embeddings, chat, extraction, rerank), in one line,
+    without asking any of them."""
+    return inference_line(folder)
 
 
 class Counts(TypedDict):

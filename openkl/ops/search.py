@@ -18,6 +18,7 @@ from ..graph.protocol import GraphStore
 from ..indexing import embedder as folder_embedder
 from ..indexing import files_newer_than_index, open_postgres
 from ..records import Cite, Spot
+from ..rerank import Reranker, reranker_from, within_budget
 from .read import Opener, reading
 
 
@@ -134,6 +135,7 @@ def search(
     where_name: str = "where",
     drift_penalty: float | None = None,
     drift_name: str = "drift_penalty",
+    rerank: bool = True,
 ) -> SearchResult:
     """Hybrid search with the folder's defaults for what is not given (`max_k` clamps k:
     an adapter's cap); `names` are the adapter's names for k, per_doc, since and until,
@@ -147,7 +149,9 @@ def search(
     conditions on the frontmatter of each hit's file (`owner=alice`, `reviewed>=2026-01-01`;
     see `openkl.where`), `where_name` the adapter's name for them in error messages.
     `drift_penalty` (default search.drift_penalty, 0: off) holds back documents whose
-    latest version drifted: each score times `1 - weight * drift`."""
+    latest version drifted: each score times `1 - weight * drift`. With a rerank endpoint
+    (search.rerank) and `rerank`, its order replaces the fused one over the top
+    search.rerank_top candidates (`rerank_hits`)."""
     if k is None:
         k = folder.setting("search.k")
     if max_k is not None:
@@ -174,6 +178,7 @@ def search(
         where=where_mod.parse_all(where, where_name),
     ).normalized(names[2], names[3])
     emb = folder_embedder(folder)
+    reranker = reranker_from(folder) if rerank else None
     backend = backend or folder.setting("graph.backend")
     if graph is None and backend:
         graph = _postgres(folder, backend)
@@ -184,7 +189,7 @@ def search(
             folder,
             g,
             query,
-            k=opts.k,
+            k=max(opts.k, reranker.top) if reranker is not None else opts.k,
             mode=opts.mode,
             scope=scope,
             filters=flt,
@@ -198,19 +203,56 @@ def search(
             tail_floor=opts.tail_floor,
         )
         queries = list(g.trace or []) if trace else []
+    hits, warning = found.hits, found.warning
+    if reranker is not None:
+        hits, why = rerank_hits(reranker, query, hits, opts.k, explain)
+        warning = "; ".join(w for w in (warning, why) if w) or None
     stale = check_stale and files_newer_than_index(folder)
     if remember:
-        _remember(folder, query, found.hits)
+        _remember(folder, query, hits)
     return SearchResult(
         query=query,
         options=opts,
-        hits=found.hits,
+        hits=hits,
         queries=queries,
         stale=stale,
         best_score=found.best_score,
         keywords=found.keywords,
-        warning=found.warning,
+        warning=warning,
     )
+
+
+def rerank_hits(
+    r: Reranker, query: str, hits: list[Cite], k: int, explain: bool = False
+) -> tuple[list[Cite], str | None]:
+    """The first `k` of `hits` once the rerank endpoint has reordered the top `r.top` by
+    its relevance scores (with `explain`, each reranked hit's `signals` has `rerank`: its
+    score, rank and min-max norm), and a warning when it failed or ran out of time (then
+    the fused order is kept). `score` stays the fused score."""
+    head, tail = hits[: r.top], hits[r.top :]
+    if len(head) < 2:
+        return _renumbered(hits[:k]), None
+    got, why = within_budget(r, query, [h["quote"] for h in head])
+    if got is None:
+        return _renumbered(hits[:k]), why
+    order = sorted(range(len(head)), key=lambda i: (i not in got, -got.get(i, 0.0), i))
+    if explain:
+        vals = list(got.values())
+        lo, hi = min(vals), max(vals)
+        for rank, i in enumerate((i for i in order if i in got), 1):
+            norm = (got[i] - lo) / (hi - lo) if hi > lo else 1.0
+            head[i].setdefault("signals", {})["rerank"] = {
+                "score": round(got[i], 6),
+                "rank": rank,
+                "norm": round(norm, 6),
+            }
+    return _renumbered([head[i] for i in order] + tail)[:k], None
+
+
+def _renumbered(hits: list[Cite]) -> list[Cite]:
+    for i, h in enumerate(hits, 1):
+        h["rank"] = i
+    return hits
 
 
 def _postgres(folder: Folder, backend: str) -> Opener:
