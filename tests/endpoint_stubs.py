@@ -47,6 +47,7 @@ class Stub:
         self.url = ""
         self.status = 200  # what it answers (500: a failing server)
         self.delay = 0.0  # seconds before it answers
+        self.key: str | None = None  # if set, a request without this bearer token gets 401
 
 
 @contextmanager
@@ -60,6 +61,9 @@ def _serve(stub: Stub, answer: Any) -> Iterator[None]:
             stub.requests.append(body)
             stub.headers.append(dict(self.headers))
             time.sleep(stub.delay)
+            if stub.key is not None and self.headers.get("Authorization") != f"Bearer {stub.key}":
+                self.send_error(401)
+                return
             if stub.status != 200:
                 self.send_error(stub.status)
                 return

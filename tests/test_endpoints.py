@@ -10,9 +10,10 @@ import socket
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
+from conftest import run_cli, run_ok
 from endpoint_stubs import embedding_server, rerank_score, rerank_server
 from openai_stub import chat_server
+from test_serve import Server
 
 DOCS = {
     "kestrel.md": "# Kestrels\n\nThe kestrel hovers over grassland hunting voles and mice.\n",
@@ -88,6 +89,49 @@ def test_a_change_of_embedder_is_detected_and_rebuilt(kf: Path, tmp_path: Path) 
     assert run_ok("config", "unset", "embedding.model").code == 0
     r = run_ok("search", "kestrel")
     assert r.code != 0 and "built with embedder openai:other-embed:32" in r.err
+
+
+@pytest.mark.server
+def test_a_server_embeds_and_reranks_for_http_and_routed_commands(
+    kf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with embedding_server(dim=48) as emb, rerank_server() as rr:
+        emb.key = "sk-birds"
+        for key, value in (
+            ("embedding.base_url", emb.url),
+            ("embedding.model", "hash-embed"),
+            ("embedding.api_key_env", "BIRDS_API_KEY"),
+            ("search.rerank", rr.url),
+            ("search.rerank_budget", "3"),
+        ):
+            assert run_ok("config", "set", key, value).code == 0
+        monkeypatch.setenv("BIRDS_API_KEY", "sk-birds")
+        _ingest(tmp_path)
+        monkeypatch.delenv("BIRDS_API_KEY")  # only the server holds it now
+        s = Server(kf, env={"BIRDS_API_KEY": "sk-birds"})
+        try:
+            log = s.log.read_text()
+            assert f"inference: embeddings: hash-embed @ {emb.url}, 48 dimensions" in log
+            assert f"rerank: top 20 @ {rr.url}/rerank within 3s" in log
+            q = "kestrel heron osprey puffin fish"
+            r = s.http.get(f"/v1/{s.stack}/search", params={"q": q, "k": 4, "explain": "true"})
+            assert r.status_code == 200, r.text
+            hits = r.json()["hits"]
+            assert [h["signals"]["rerank"]["rank"] for h in hits] == [1, 2, 3, 4]
+            # a routed command brings no key (a search is sent none): the server's is used
+            served = len(emb.requests)
+            got = run_cli("search", "grey heron waiting", "--mode", "vector", "--json", cwd=kf)
+            assert got.code == 0, got.err
+            assert got.json()[0]["path"].endswith("/heron.ok.md")
+            assert len(emb.requests) > served
+            # a slow reranker: the fused ranking, and the warning with it
+            rr.delay = 10.0
+            r = s.http.get(f"/v1/{s.stack}/search", params={"q": q, "k": 4, "explain": "true"})
+            assert r.status_code == 200, r.text
+            assert "within 3s; the fused ranking is kept" in r.json()["warning"]
+            assert all("rerank" not in h["signals"] for h in r.json()["hits"])
+        finally:
+            s.stop()
 
 
 def test_the_embedding_key_follows_the_allow_list(
@@ -267,3 +311,36 @@ def test_rerank_settings_are_checked(kf: Path, tmp_path: Path) -> None:
     assert r.code != 0 and "search.rerank 'localhost:8080' is not an http(s) URL" in r.err
     r = run_ok("config", "set", "search.rerank_api_key_env", "PATH")
     assert r.code != 0 and "OK_RERANK_API_KEY" in r.err
+
+
+def test_doctor_names_the_models_and_asks_each_endpoint(kf: Path, tmp_path: Path) -> None:
+    r = run_ok("doctor", "--json")
+    checks = {c["check"]: c for c in r.json()}
+    assert checks["inference"]["detail"] == (
+        "embeddings: local all-MiniLM-L6-v2-int8 (384 dimensions); chat: none; "
+        "extraction: local rules; rerank: off"
+    )
+    assert "embedding endpoint" not in checks and "rerank endpoint" not in checks
+    with embedding_server(dim=16) as emb, rerank_server("tei") as rr:
+        for key, value in (
+            ("embedding.base_url", emb.url),
+            ("embedding.model", "hash-embed"),
+            ("search.rerank", rr.url),
+        ):
+            assert run_ok("config", "set", key, value).code == 0
+        r = run_ok("doctor", "--json")
+        checks = {c["check"]: c for c in r.json()}
+        assert checks["embedding endpoint"] == {
+            "check": "embedding endpoint",
+            "ok": True,
+            "detail": "openai:hash-embed:16",
+            "fix": "",
+        }
+        assert checks["rerank endpoint"]["ok"] and len(rr.requests) == 1
+        rr.status = 503
+        r = run_ok("doctor", "--json")
+        assert r.code == 1
+        checks = {c["check"]: c for c in r.json()}
+        assert not checks["rerank endpoint"]["ok"]
+        assert "answered HTTP 503" in checks["rerank endpoint"]["detail"]
+        assert checks["embedding endpoint"]["ok"]
