@@ -13,6 +13,8 @@ import pytest
 from conftest import run_cli, run_ok
 from endpoint_stubs import embedding_server, rerank_score, rerank_server
 from openai_stub import chat_server
+from test_mcp import call
+from test_mcp import serve as mcp_serve
 from test_serve import Server
 
 DOCS = {
@@ -344,3 +346,24 @@ def test_doctor_names_the_models_and_asks_each_endpoint(kf: Path, tmp_path: Path
         assert not checks["rerank endpoint"]["ok"]
         assert "answered HTTP 503" in checks["rerank endpoint"]["detail"]
         assert checks["embedding endpoint"]["ok"]
+
+
+def test_mcp_search_is_reranked_and_warns_when_the_reranker_fails(kf: Path, tmp_path: Path) -> None:
+    _ingest(tmp_path)
+    query = "kestrel heron osprey puffin fish"
+    fused = _fused(query)
+    with rerank_server() as rr:
+        assert run_ok("config", "set", "search.rerank", rr.url).code == 0
+
+        async def twice(client: object) -> tuple[dict, dict]:
+            first = await call(client, "search", query=query, k=4, min_score=0)
+            rr.status = 500
+            return first, await call(client, "search", query=query, k=4, min_score=0)
+
+        good, bad = mcp_serve([kf], twice)
+    by_id = {h["id"]: h["quote"] for h in good["results"]}
+    want = sorted(fused, key=lambda i: (-rerank_score(query, by_id[i]), fused.index(i)))
+    assert [h["id"] for h in good["results"]] == want != fused
+    assert "warning" not in good
+    assert [h["id"] for h in bad["results"]] == fused
+    assert "rerank endpoint answered HTTP 500; the fused ranking is kept" in bad["warning"]
