@@ -371,13 +371,13 @@ class Embedder:
             if self.remote is not None:
                 impl = OpenAIEmbeddings(self.remote)
                 probe = next(iter(impl.embed(["dimension"])))
-                if self.dim and probe.shape[0] != self.dim:
+                if self.remote.dim and probe.shape[0] != self.remote.dim:
                     raise EmbeddingError(
                         f"{self.remote.model} at {self.remote.base_url} returns vectors of "
-                        f"{probe.shape[0]} dimensions, not {self.dim}",
+                        f"{probe.shape[0]} dimensions, not {self.remote.dim}",
                         "fix embedding.dim (or unset it)",
                     )
-                if not self.dim:
+                if self.dim != probe.shape[0]:  # not known yet, or the model changed
                     self.dim = int(probe.shape[0])
                     self._remember_dim()
                 self._impl = impl

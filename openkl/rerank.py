@@ -1,9 +1,8 @@
 """Rerank: a cross-encoder endpoint reorders the top candidates of the fused ranking.
 
 Speaks the common `/rerank` protocol of llama.cpp's server, Text Embeddings Inference,
-Jina and Cohere: `POST {model?, query, documents, texts, top_n}` (the first two name the
-passages `documents`, TEI names them `texts`; each reads its own) → `{results: [{index,
-relevance_score}]}` or, from TEI, `[{index, score}]`. Off unless `search.rerank` is set. A
+Jina and Cohere: `POST {model?, query, documents, top_n}` (TEI names the passages `texts`)
+→ `{results: [{index, relevance_score}]}` or, from TEI, `[{index, score}]`. Off unless `search.rerank` is set. A
 search waits for it at most `search.rerank_budget` seconds; on a timeout or an error it
 keeps the fused ranking and says so (a warning), so rerank never makes a search fail or
 wait longer than its budget.
@@ -73,31 +72,40 @@ def reranker_from(folder: Any) -> Reranker | None:
     return Reranker(endpoint_url(url), str(model) if model else None, key, top, budget)
 
 
+# the field each endpoint was last seen to take its passages in, by URL
+_FIELD: dict[str, str] = {}
+_FIELDS = ("documents", "texts")
+
+
 def scores(r: Reranker, query: str, texts: Sequence[str]) -> dict[int, float]:
     """The endpoint's relevance score of each text, by its index in `texts` (a text it
-    left out has none)."""
+    left out has none). The passages go as `documents` (llama.cpp, Jina, Cohere); an
+    endpoint that refuses that form (400 or 422) is asked with `texts` (TEI), and the form
+    that worked is used first from then on."""
     import httpx
 
-    body: dict[str, Any] = {
-        "query": query,
-        "documents": list(texts),
-        "texts": list(texts),
-        "top_n": len(texts),
-    }
-    if r.model:
-        body["model"] = r.model
+    first = _FIELD.get(r.url, _FIELDS[0])
     headers = {"Content-Type": "application/json"}
     if r.api_key:
         headers["Authorization"] = f"Bearer {r.api_key}"
-    try:
-        with httpx.Client(timeout=r.budget) as client:
-            resp = client.post(r.url, json=body, headers=headers)
-    except httpx.TimeoutException as e:
-        raise RerankError(f"the rerank endpoint timed out after {r.budget:g}s") from e
-    except httpx.HTTPError as e:
-        raise RerankError(f"cannot reach the rerank endpoint {r.url}: {type(e).__name__}") from e
+    with httpx.Client(timeout=r.budget) as client:
+        for field in (first, *(f for f in _FIELDS if f != first)):
+            body: dict[str, Any] = {"query": query, field: list(texts), "top_n": len(texts)}
+            if r.model:
+                body["model"] = r.model
+            try:
+                resp = client.post(r.url, json=body, headers=headers)
+            except httpx.TimeoutException as e:
+                raise RerankError(f"the rerank endpoint timed out after {r.budget:g}s") from e
+            except httpx.HTTPError as e:
+                raise RerankError(
+                    f"cannot reach the rerank endpoint {r.url}: {type(e).__name__}"
+                ) from e
+            if resp.status_code not in (400, 422):
+                break
     if resp.status_code >= 400:
         raise RerankError(f"the rerank endpoint answered HTTP {resp.status_code}")
+    _FIELD[r.url] = field
     try:
         data = resp.json()
     except ValueError as e:

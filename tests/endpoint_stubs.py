@@ -136,7 +136,10 @@ def rerank_server(style: str = "jina") -> Iterator[Stub]:
     def answer(path: str, body: dict[str, Any]) -> tuple[int, Any]:
         if path.rstrip("/") != "/rerank":
             return 404, {"error": "not found"}
-        docs = body["documents"] if style == "jina" else body["texts"]
+        field = "documents" if style == "jina" else "texts"
+        if field not in body:  # as the servers answer a body without the field they read
+            return 422, {"error": f"missing field `{field}`"}
+        docs = body[field]
         scored = [(i, rerank_score(body["query"], d)) for i, d in enumerate(docs)]
         scored.sort(key=lambda x: -x[1])
         if style == "tei":
