@@ -71,6 +71,9 @@ class Batch:
     fetch: dict[str, FetchInfo] = field(default_factory=dict)  # origin -> entry["fetch"]
     skipped: list[Skipped] = field(default_factory=list)
     tree: Path | None = None  # a repository's working tree, when the batch came from one
+    # origin -> the refresh policy of a document new to the folder (an object that appeared
+    # under an S3 prefix takes the policy of the prefix's other documents)
+    policies: dict[str, RefreshPolicy] = field(default_factory=dict)
 
 
 # -- HTTP ---------------------------------------------------------------------------------
@@ -1009,8 +1012,8 @@ def record_fetch(
         e["fetch"] = cast(FetchInfo, {k: v for k, v in fetch.items() if v is not None})
         e["fetched_at"] = now
         e.pop("refresh_error", None)
-        if policy:
-            e["refresh"] = policy
+        if policy or batch.policies.get(cand.origin):
+            e["refresh"] = policy or batch.policies[cand.origin]
         changed = True
     if changed:
         mapping_mod.save(folder, entries)
