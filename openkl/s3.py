@@ -38,7 +38,7 @@ from .sources import Batch, FetchError
 URL_FORM = "pass e.g. s3://bucket/prefix"
 # what S3 takes as a bucket name, old (path-style) names included
 _BUCKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$")
-_SEGMENT_MAX = 120  # characters of a key's segment kept in a file name under store/sources/
+_SEGMENT_MAX = 120  # bytes of a key's segment kept in a file name under store/sources/
 
 
 @dataclass(frozen=True)
@@ -281,9 +281,10 @@ def _segment(s: str) -> str:
     s = re.sub(r"[\x00-\x1f/\\]+", "_", s).strip() or "_"
     if s.startswith("."):
         s = "_" + s[1:]
-    if len(s) > _SEGMENT_MAX:
+    if len(s.encode()) > _SEGMENT_MAX:  # a file name has at most 255 bytes
         suffix = PurePosixPath(s).suffix[:16]
-        s = s[: _SEGMENT_MAX - len(suffix)] + suffix
+        keep = _SEGMENT_MAX - len(suffix.encode())
+        s = s.encode()[:keep].decode("utf-8", "ignore") + suffix
     return s
 
 
@@ -334,7 +335,7 @@ def _candidate(
     url = loc.object_url(obj.key)
     try:
         data, info = download(c, loc, obj, acc, max_bytes)
-    except FetchError as e:
+    except OkError as e:  # gone since the listing, not readable with these credentials …
         batch.skipped.append({"path": url, "reason": str(e), "failed": True})
         return None
     cand = store.Candidate(

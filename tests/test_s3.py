@@ -301,3 +301,57 @@ def test_routed_through_a_server_with_the_caller_s_credentials(
         assert [c["id"] for c in resp.json()["changed"]] == [added["id"]]
     finally:
         srv.stop()
+
+
+def test_keys_of_any_shape_stay_under_store_sources(kf: Path, s3: S3Server) -> None:
+    c = s3.client()
+    hostile = {
+        "odd/../../../escape.md": "# Escape\n\nDot segments go nowhere.\n",
+        "odd/.hidden.md": "# Hidden\n\nA dotted name.\n",
+        "odd/back\\slash.md": "# Slash\n\nA backslash in a key.\n",
+        "odd/Ünïcode name.md": "# Unicode\n\nSpaces and accents.\n",
+        "odd//double.md": "# Double\n\nAn empty segment.\n",
+        "odd/" + "l" * 300 + ".md": "# Long\n\nA very long key.\n",
+        "odd/" + "é" * 200 + ".md": "# Wide\n\nA long key of two-byte letters.\n",
+    }
+    for key, body in hostile.items():
+        c.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
+    r = run_ok("store", "s3", f"s3://{BUCKET}/odd", "--endpoint-url", s3.url, "--json")
+    assert r.code == 0, r.err
+    assert len(r.json()["added"]) == len(hostile)
+    top = (kf / "store").resolve()
+    for e in load_mapping(Folder(kf)).values():
+        assert (kf / e["path"]).resolve().is_relative_to(top / "normalized" / "s3")
+    for f in (kf / "store/sources").rglob("*"):
+        assert f.resolve().is_relative_to(top / "sources" / "s3")
+        assert len(f.name.encode()) < 255
+    got = {e["source"]["s3"] for e in load_mapping(Folder(kf)).values()}
+    assert got == {f"s3://{BUCKET}/{k}" for k in hostile}
+
+
+def test_a_due_refresh_and_an_object_that_cannot_be_read(kf: Path, s3: S3Server) -> None:
+    r = run_ok("store", "s3", f"s3://{BUCKET}/docs", "--endpoint-url", s3.url, "--cron", "@hourly")
+    assert r.code == 0, r.err
+    assert run_ok("refresh", "--due", "--json").json()["due"] == []  # not due yet
+    docs = _by_key(kf)
+    assert {e["refresh"]["cron"] for e in docs.values()} == {"@hourly"}
+    r = run_ok("store", "policy", docs["docs/tides.txt"]["id"], "--refresh", "1h", "--json")
+    assert r.code == 0, r.err
+    # a document that cannot be refreshed (its store is unreachable) fails and waits
+    down = f"http://127.0.0.1:{free_port()}"
+    r = run_ok("store", "s3", f"s3://{BUCKET}/docs2", "--endpoint-url", s3.url, "--json")
+    assert r.code == 0, r.err
+    [other] = r.json()["added"]
+    r = run_ok("refresh", other["id"], "--json")
+    assert r.code == 0 and r.json()["unchanged"] == [other["id"]]
+    s3.client().put_object(Bucket=BUCKET, Key="docs2/other.md", Body=b"# Other\n\nNew.\n")
+    entries = load_mapping(Folder(kf))
+    entries[other["id"]]["source"]["endpoint"] = down
+    from openkl.mapping import save
+
+    save(Folder(kf), entries)
+    r = run_ok("refresh", other["id"], "--json")
+    assert r.code != 0
+    [failed] = r.json()["failed"]
+    assert failed["id"] == other["id"] and f"cannot reach {down}" in failed["error"]
+    assert load_mapping(Folder(kf))[other["id"]]["refresh_error"]["failures"] == 1
