@@ -118,7 +118,7 @@ def client(folder: Folder, acc: Access) -> Any:
     except botocore.exceptions.ProfileNotFound as e:
         raise BadInput(
             f"the AWS profile {acc.profile!r} is not configured",
-            "add it to ~/.aws/credentials, or name another with --profile (or s3.profile)",
+            "add it to ~/.aws/credentials, or name another with --profile or s3.profile",
         ) from e
     config = botocore.config.Config(
         connect_timeout=timeout,
@@ -147,8 +147,8 @@ def _errors(loc: Location, acc: Access, what: str = "") -> Iterator[None]:
     except bx.NoCredentialsError as e:
         raise OkError(
             "no AWS credentials found",
-            "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or put a profile in "
-            "~/.aws/credentials (AWS_PROFILE, --profile or s3.profile names it)",
+            "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or name a profile of "
+            "~/.aws/credentials with AWS_PROFILE, --profile or s3.profile",
         ) from e
     except bx.PartialCredentialsError as e:
         raise OkError(
@@ -164,7 +164,7 @@ def _errors(loc: Location, acc: Access, what: str = "") -> Iterator[None]:
         if code == "NoSuchBucket":
             raise NotFound(
                 f"the bucket {loc.bucket!r} does not exist on {acc.where()}",
-                "check the bucket's name, and --endpoint-url (or s3.endpoint_url)",
+                "check the bucket's name, and --endpoint-url or s3.endpoint_url",
             ) from e
         if code == "NoSuchKey":
             raise NotFound(f"{target} does not exist", "list the bucket to find it") from e
@@ -191,7 +191,7 @@ def _errors(loc: Location, acc: Access, what: str = "") -> Iterator[None]:
     except bx.EndpointConnectionError as e:
         raise FetchError(
             f"cannot reach {acc.where()}: {_first_line(e)}",
-            "check --endpoint-url (or s3.endpoint_url) and your network",
+            "check --endpoint-url or s3.endpoint_url, and your network",
         ) from e
     except (bx.ConnectTimeoutError, bx.ReadTimeoutError) as e:
         raise FetchError(f"{acc.where()} did not answer in time", "raise s3.timeout") from e
