@@ -10,9 +10,10 @@ profile, `s3.endpoint_url` (or `--endpoint-url`) an S3-compatible store. A docum
 source is the object's URL, with the endpoint when there is one; what the fetch learnt
 (ETag, size, when it was last modified, the prefix stored) is in its `fetch`.
 
-A refresh lists the prefix again: an object whose ETag is unchanged is not downloaded, a
-changed one becomes a new version, a new one is added (with the prefix's refresh policy),
-and a document whose object is gone is removed, as a file deleted from a repository is.
+Storing a prefix again downloads no object whose ETag is the one stored. A refresh lists
+the prefix again: an object whose ETag is unchanged is not downloaded, a changed one
+becomes a new version, a new one is added (with the prefix's refresh policy), and a
+document whose object is gone is removed, as a file deleted from a repository is.
 
 Network access happens only here, and only when the user asked for it.
 """
@@ -28,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
+from . import mapping as mapping_mod
 from . import store
 from .errors import BadInput, NotFound, OkError
 from .folder import Folder, iso
@@ -385,9 +387,34 @@ def fetch_s3(
             )
     batch = Batch(skipped=list(listing.skipped))
     base = _base_info(loc, acc, include)
+    stored = _stored(folder, acc)
     for obj in listing.objects:
+        src = source_of(loc, obj.key, acc)
+        have = stored.get(loc.object_url(obj.key))
+        fetch: FetchInfo = (have.get("fetch") or {}) if have is not None else {}
+        if have is not None and have.get("source") == src and fetch.get("etag") == obj.etag:
+            # stored already, and the object has not changed since: not read again
+            url = loc.object_url(obj.key)
+            batch.kept.append(({"id": have["id"], "path": have["path"], "origin": url}, src))
+            batch.fetch[url] = {**fetch, **base, "etag": obj.etag}
+            continue
         _candidate(folder, c, loc, obj, acc, batch, base)
     return batch
+
+
+def _stored(folder: Folder, acc: Access) -> dict[str, MappingEntry]:
+    """The current document of each object of this store whose text is on disk, by URL."""
+    out: dict[str, MappingEntry] = {}
+    for e in mapping_mod.load(folder).values():
+        src = e.get("source") or {}
+        if (
+            e.get("current", True)
+            and src.get("s3")
+            and src.get("endpoint") == acc.endpoint
+            and (folder.root / e["path"]).is_file()
+        ):
+            out[str(src["s3"])] = e
+    return out
 
 
 # -- refresh ----------------------------------------------------------------------------------

@@ -160,9 +160,13 @@ def test_one_object_include_and_the_endpoint_setting(
         "WATCH",
         "tides.txt",
     ]
-    # storing again reads the objects again and keeps what did not change
-    r = run_ok("store", "s3", f"s3://{BUCKET}/docs/harbour.md", "--json")
+    # storing again lists the objects and reads none whose ETag is the one stored; a
+    # policy given now is set on them
+    s3.requests.clear()
+    r = run_ok("store", "s3", f"s3://{BUCKET}/docs/harbour.md", "--refresh", "2h", "--json")
     assert r.code == 0 and r.json()["added"] == [] and len(r.json()["unchanged"]) == 1
+    assert s3.downloads(BUCKET) == []
+    assert _by_key(kf)["docs/harbour.md"]["refresh"] == {"interval": "2h"}
     # a refresh of one document lists its prefix: the others are left alone
     doc = _by_key(kf)["docs/harbour.md"]
     c = s3.client()

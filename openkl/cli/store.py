@@ -416,8 +416,9 @@ def s3_(
     """Store objects from S3 or an S3-compatible store; a refresh re-reads what changed (ETag).
 
     `s3://bucket/docs` is the object `docs` if there is one, else every object under
-    docs/. A refresh lists the prefix again: unchanged ETags are not downloaded, changed
-    objects become new versions, new ones are added and deleted ones removed.
+    docs/. An object stored before with the same ETag is not downloaded again. A refresh
+    lists the prefix again: changed objects become new versions, new ones are added and
+    deleted ones removed.
 
     Examples:
 
