@@ -53,6 +53,7 @@ class FetchInfo(TypedDict, total=False):
     prefix: str  # s3: the s3://bucket/prefix stored (a refresh lists it again)
     size: int  # s3: the object's size in bytes
     profile: str  # s3: the AWS profile it was read with, when one was named
+    anonymous: bool  # s3: read unsigned (a public bucket, --no-sign-request)
     branch: str  # repo
     unchanged: bool  # arxiv, during a refresh only (never stored): the version is known
 

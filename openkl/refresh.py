@@ -436,7 +436,7 @@ def _fetch(
     owners: dict[str, str] = {}  # candidate origin -> the doc it refreshes
     not_modified: dict[str, FetchInfo] = {}  # doc id -> fetch info of an unchanged source
     repos: dict[tuple[str, str], list[MappingEntry]] = {}
-    prefixes: dict[tuple[str, str, str], list[MappingEntry]] = {}
+    prefixes: dict[tuple[str, str, str, bool], list[MappingEntry]] = {}
     papers: list[MappingEntry] = []
     with sources.WebClient(folder) as client:
         for e in targets:

@@ -6,7 +6,8 @@ Without `--include` only the file types openkl reads are taken.
 
 Credentials come from boto3's usual chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a
 profile in ~/.aws/credentials, an instance role…); `s3.profile` (or `--profile`) names a
-profile, `s3.endpoint_url` (or `--endpoint-url`) an S3-compatible store. A document's
+profile, `s3.endpoint_url` (or `--endpoint-url`) an S3-compatible store; a public bucket is
+read unsigned with `--no-sign-request`, as the aws CLI reads it. A document's
 source is the object's URL, with the endpoint when there is one; what the fetch learnt
 (ETag, size, when it was last modified, the prefix stored) is in its `fetch`.
 
@@ -91,18 +92,32 @@ def check_endpoint(endpoint: str | None) -> str | None:
 
 @dataclass
 class Access:
-    """How to reach a store: its endpoint (None: AWS) and the profile to sign with."""
+    """How to reach a store: its endpoint (None: AWS) and the profile to sign with (or,
+    `anonymous`, no signature: a public bucket)."""
 
     endpoint: str | None = None
     profile: str | None = None
+    anonymous: bool = False
 
     def where(self) -> str:
         return self.endpoint or "AWS S3"
 
 
-def access(folder: Folder, endpoint: str | None = None, profile: str | None = None) -> Access:
+def access(
+    folder: Folder,
+    endpoint: str | None = None,
+    profile: str | None = None,
+    anonymous: bool = False,
+) -> Access:
     """The endpoint and profile a command uses: its options, else the folder's settings."""
     chosen = endpoint if endpoint is not None else folder.setting("s3.endpoint_url")
+    if anonymous:
+        if profile:
+            raise BadInput(
+                "--no-sign-request and --profile contradict each other",
+                "a public bucket is read without credentials: drop --profile",
+            )
+        return Access(check_endpoint(chosen), None, True)
     named = profile if profile is not None else folder.setting("s3.profile")
     return Access(check_endpoint(chosen), (named or "").strip() or None)
 
@@ -110,6 +125,7 @@ def access(folder: Folder, endpoint: str | None = None, profile: str | None = No
 def client(folder: Folder, acc: Access) -> Any:
     """A boto3 S3 client for `acc`, made fresh (so it sees the caller's environment)."""
     import boto3
+    import botocore
     import botocore.config
     import botocore.exceptions
 
@@ -129,6 +145,7 @@ def client(folder: Folder, acc: Access) -> Any:
         user_agent_extra="openkl",
         # S3-compatible stores (MinIO, Ceph) are reached by path: http://host/bucket/key
         s3={"addressing_style": "path"} if acc.endpoint else {},
+        **({"signature_version": botocore.UNSIGNED} if acc.anonymous else {}),
     )
     try:
         return session.client("s3", endpoint_url=acc.endpoint, config=config)
@@ -355,6 +372,8 @@ def _base_info(loc: Location, acc: Access, include: list[str] | None) -> FetchIn
     info: FetchInfo = {"kind": "s3", "prefix": loc.url, "include": list(include or [])}
     if acc.profile:
         info["profile"] = acc.profile
+    if acc.anonymous:
+        info["anonymous"] = True
     return info
 
 
@@ -365,11 +384,12 @@ def fetch_s3(
     include: list[str] | None = None,
     endpoint: str | None = None,
     profile: str | None = None,
+    anonymous: bool = False,
 ) -> Batch:
     """Candidates for the objects `url` names (see the module's docstring). Every check is
     made before anything is read; nothing is written here."""
     loc = parse_url(url)
-    acc = access(folder, endpoint, profile)
+    acc = access(folder, endpoint, profile, anonymous)
     c = client(folder, acc)
     listing = list_objects(folder, c, loc, acc, include)
     if not listing.objects:
@@ -430,13 +450,14 @@ class Refreshed:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (doc id, reason)
 
 
-def group_key(e: MappingEntry) -> tuple[str, str, str]:
-    """Documents refreshed together: one listing of (prefix, endpoint, profile)."""
+def group_key(e: MappingEntry) -> tuple[str, str, str, bool]:
+    """Documents refreshed together: one listing of (prefix, endpoint, profile, unsigned)."""
     src, fetch = e.get("source") or {}, e.get("fetch") or {}
     return (
         str(fetch.get("prefix") or src.get("s3") or ""),
         str(src.get("endpoint") or ""),
         str(fetch.get("profile") or ""),
+        bool(fetch.get("anonymous")),
     )
 
 
@@ -447,10 +468,10 @@ def refresh_prefix(
 ) -> Refreshed:
     """Refresh the documents of one prefix (`group_key`): list it once, download only what
     changed or is new. An error before any object is read (listing, credentials) raises."""
-    prefix, endpoint, profile = group_key(members[0])
+    prefix, endpoint, profile, anonymous = group_key(members[0])
     loc = parse_url(prefix)
     # the store the documents came from ("" for AWS S3, whatever s3.endpoint_url says now)
-    acc = access(folder, endpoint, profile or None)
+    acc = access(folder, endpoint, profile or None, anonymous)
     globs = [(m.get("fetch") or {}).get("include") or [] for m in members]
     include = sorted({g for gs in globs for g in gs}) if all(globs) else None
     c = client(folder, acc)
@@ -466,8 +487,6 @@ def refresh_prefix(
     policies = [m.get("refresh") for m in members if m.get("refresh")]
     policy: RefreshPolicy | None = policies[0] if policies else None
     base = _base_info(loc, acc, include)
-    if profile:
-        base["profile"] = profile
     listed = {loc.object_url(o.key) for o in listing.objects}
     for obj in listing.objects:
         url = loc.object_url(obj.key)

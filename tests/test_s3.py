@@ -226,6 +226,18 @@ def test_no_credentials_and_no_server(
     assert load_mapping(Folder(kf)) == {}
     r = run_ok("store", "ingest", f"s3://{BUCKET}/docs")
     assert r.code == 2 and "use `ok store s3 URL`" in r.err
+    # a public bucket is read unsigned, and so are its refreshes
+    url = f"s3://{BUCKET}/docs/harbour.md"
+    s3.client().put_object_acl(Bucket=BUCKET, Key="docs/harbour.md", ACL="public-read")
+    r = run_ok("store", "s3", url, "--endpoint-url", s3.url, "--no-sign-request", "--profile", "x")
+    assert r.code == 2 and "contradict each other" in _error(r)
+    s3.requests.clear()
+    r = run_ok("store", "s3", url, "--endpoint-url", s3.url, "--no-sign-request", "--json")
+    assert r.code == 0, r.err
+    assert s3.downloads(BUCKET) == ["docs/harbour.md"]
+    assert _by_key(kf)["docs/harbour.md"]["fetch"]["anonymous"] is True
+    r = run_ok("refresh", url, "--json")
+    assert r.code == 0 and len(r.json()["unchanged"]) == 1, r.err
 
 
 def test_profiles_and_access_denied(kf: Path, s3: S3Server, tmp_path: Path) -> None:

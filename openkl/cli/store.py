@@ -409,6 +409,11 @@ def s3_(
         help="The AWS profile to sign with (default: s3.profile, else the usual chain: "
         "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ~/.aws/credentials).",
     ),
+    no_sign_request: bool = typer.Option(
+        False,
+        "--no-sign-request",
+        help="Read a public bucket without credentials (its refreshes too).",
+    ),
     every: str = RefreshOpt,
     cron: str = CronOpt,
     json_: bool = JsonOpt,
@@ -426,6 +431,7 @@ def s3_(
       ok store s3 s3://team-docs/handbook/ --refresh 1d
       ok store s3 s3://papers/2024 --include '*.pdf' --profile research
       ok store s3 s3://notes/ --endpoint-url http://127.0.0.1:9000   # MinIO
+      ok store s3 s3://open-data/reports/ --no-sign-request          # a public bucket
     """
     from .. import ops
 
@@ -437,6 +443,7 @@ def s3_(
         include=split_globs(include) or None,
         endpoint=endpoint_url,
         profile=profile,
+        anonymous=no_sign_request,
         policy=policy,
         what="ok store s3",
     )

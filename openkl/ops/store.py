@@ -153,15 +153,24 @@ def store_s3(
     include: list[str] | None = None,
     endpoint: str | None = None,
     profile: str | None = None,
+    anonymous: bool = False,
     policy: RefreshPolicy | None = None,
     what: str,
 ) -> IngestReport:
     """Read the objects under an s3://bucket/prefix (AWS S3, or the S3-compatible store at
-    `endpoint`; None: the folder's s3.endpoint_url) and store them; takes the writer lock
+    `endpoint`; None: the folder's s3.endpoint_url) and store them, signed with `profile`
+    (None: s3.profile, else boto3's chain) or, `anonymous`, unsigned; takes the writer lock
     itself, like `store_web`."""
     from .. import s3
 
-    batch = s3.fetch_s3(folder, url, include=include or None, endpoint=endpoint, profile=profile)
+    batch = s3.fetch_s3(
+        folder,
+        url,
+        include=include or None,
+        endpoint=endpoint,
+        profile=profile,
+        anonymous=anonymous,
+    )
     return _store(folder, batch, policy, what)
 
 
