@@ -234,12 +234,13 @@ class Obj:
 
 @dataclass
 class Listing:
-    """The objects under a location worth reading, and every key there (a key not in it
-    is gone)."""
+    """The objects a location names worth reading, every key it names, and every key
+    that starts with its prefix (a key not among those is gone)."""
 
     loc: Location
     objects: list[Obj] = field(default_factory=list)
     keys: set[str] = field(default_factory=set)
+    present: set[str] = field(default_factory=set)
     skipped: list[Skipped] = field(default_factory=list)
 
 
@@ -254,6 +255,7 @@ def list_objects(
             Bucket=loc.bucket, Prefix=loc.prefix
         ):
             found += page.get("Contents") or []
+    out.present = {str(o["Key"]) for o in found}
     if loc.prefix and not loc.prefix.endswith("/"):
         exact = [o for o in found if o["Key"] == loc.prefix]
         found = exact or [o for o in found if o["Key"].startswith(loc.prefix + "/")]
@@ -502,7 +504,9 @@ def refresh_prefix(
         cand = _candidate(folder, c, loc, obj, acc, out.batch, base)
         if cand is not None and doc is None and policy:
             out.batch.policies[cand.origin] = policy
-    all_keys = {loc.object_url(k) for k in listing.keys}
+    # gone: not even under the prefix as a string (an object named `docs` beside docs/…
+    # changes what s3://bucket/docs names, not what is stored)
+    all_keys = {loc.object_url(k) for k in listing.present}
     for m in members:
         url = str((m.get("source") or {}).get("s3") or "")
         if url in listed:

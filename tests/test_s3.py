@@ -131,6 +131,14 @@ def test_store_a_prefix_and_refresh_by_etag(kf: Path, s3: S3Server) -> None:
     assert ev["doc"] == docs["docs/deep/anchors.md"]["id"] and ev["reason"] == "deleted upstream"
     assert run_ok("search", "fluke anchor sand", "--mode", "fts", "--json").json() == []
 
+    # an object named as the prefix now names that object alone: those under docs/ are
+    # not re-read, and not removed either
+    c.put_object(Bucket=BUCKET, Key="docs", Body=b"# Docs\n\nAn object named docs.\n")
+    r = run_ok("refresh", "--all", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["removed"] == [] and len(r.json()["skipped"]) == 3
+    c.delete_object(Bucket=BUCKET, Key="docs")
+
     # the bucket is gone: a failure to retry, not a deletion of everything
     for key in [o["Key"] for o in c.list_objects_v2(Bucket=BUCKET)["Contents"]]:
         c.delete_object(Bucket=BUCKET, Key=key)
