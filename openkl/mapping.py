@@ -152,12 +152,13 @@ def resolve(folder: Folder, ref: str, include_old: bool = False) -> MappingEntry
             or e.get("path", "").endswith("/" + ref)
         )
     ]
-    if not hits:  # a web page by its URL, a paper by its arXiv id: the current version
+    if not hits:  # a web page or an S3 object by its URL, a paper by its arXiv id: the
+        # current version
         hits = [
             e
             for e in entries.values()
             if e.get("current", True)
-            and ref in ((e.get("source") or {}).get("url"), (e.get("source") or {}).get("arxiv"))
+            and ref in tuple((e.get("source") or {}).get(k) for k in ("url", "arxiv", "s3"))
         ]
     if len(hits) == 1:
         return hits[0]

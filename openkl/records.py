@@ -25,6 +25,8 @@ class Source(TypedDict, total=False):
     repo: str  # a repository (path or git URL), with `file` inside it
     file: str  # the file's path inside `repo`
     branch: str  # the branch of `repo`, when one was asked for
+    s3: str  # an S3 object, s3://bucket/key
+    endpoint: str  # the S3-compatible store `s3` is on (absent: AWS S3)
 
 
 class RefreshPolicy(TypedDict, total=False):
@@ -37,16 +39,21 @@ class RefreshPolicy(TypedDict, total=False):
 class FetchInfo(TypedDict, total=False):
     """What the last fetch of a source learnt, and what the next refresh asks with."""
 
-    kind: str  # web | arxiv | repo | file
+    kind: str  # web | arxiv | repo | file | s3
     url: str  # web: the URL after redirects; arxiv: the PDF's URL
-    etag: str | None  # web: for If-None-Match (None, as a fetch reports it, is not stored)
-    last_modified: str | None  # web: for If-Modified-Since (likewise)
+    etag: str | None  # web: for If-None-Match (None, as a fetch reports it, is not stored);
+    # s3: the object's ETag (a refresh downloads the object only when it changed)
+    last_modified: str | None  # web: for If-Modified-Since (likewise); s3: UTC ISO
     content_type: str  # web
     status: int  # web: the HTTP status (304 when a refresh found it unchanged)
     version: str  # arxiv: the latest version, "v3"
     updated: str  # arxiv: when that version appeared
     commit: str  # repo: the commit the files were read at
-    include: list[str]  # repo: the --include globs
+    include: list[str]  # repo, s3: the --include globs
+    prefix: str  # s3: the s3://bucket/prefix stored (a refresh lists it again)
+    size: int  # s3: the object's size in bytes
+    profile: str  # s3: the AWS profile it was read with, when one was named
+    anonymous: bool  # s3: read unsigned (a public bucket, --no-sign-request)
     branch: str  # repo
     unchanged: bool  # arxiv, during a refresh only (never stored): the version is known
 

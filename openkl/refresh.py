@@ -278,8 +278,10 @@ def is_due(entry: MappingEntry, now: dt.datetime) -> bool:
 
 
 def source_kind(entry: MappingEntry) -> str | None:
-    """web | arxiv | repo | file, or None when the source cannot be re-read."""
+    """web | arxiv | repo | s3 | file, or None when the source cannot be re-read."""
     src = entry.get("source") or {}
+    if src.get("s3"):
+        return "s3"
     if src.get("url"):
         return "web"
     if src.get("arxiv"):
@@ -434,6 +436,7 @@ def _fetch(
     owners: dict[str, str] = {}  # candidate origin -> the doc it refreshes
     not_modified: dict[str, FetchInfo] = {}  # doc id -> fetch info of an unchanged source
     repos: dict[tuple[str, str], list[MappingEntry]] = {}
+    prefixes: dict[tuple[str, str, str, bool], list[MappingEntry]] = {}
     papers: list[MappingEntry] = []
     with sources.WebClient(folder) as client:
         for e in targets:
@@ -448,6 +451,10 @@ def _fetch(
                 elif kind == "repo":
                     src = e["source"]
                     repos.setdefault((src["repo"], src.get("branch") or ""), []).append(e)
+                elif kind == "s3":
+                    from .s3 import group_key
+
+                    prefixes.setdefault(group_key(e), []).append(e)
                 else:
                     rep.skipped.append(
                         {
@@ -462,6 +469,10 @@ def _fetch(
             _fetch_arxiv(folder, client, papers, batch, owners, not_modified, rep)
     for (repo, branch), members in repos.items():
         _fetch_repo(folder, repo, branch, members, batch, owners, rep)
+    if prefixes:
+        entries = mapping_mod.load(folder)
+        for members in prefixes.values():
+            _fetch_s3(folder, members, entries, batch, owners, not_modified, rep)
     return batch, owners, not_modified
 
 
@@ -593,6 +604,36 @@ def _fetch_repo(
                     "no longer a file the repository source takes)",
                 }
             )
+
+
+def _fetch_s3(
+    folder: Folder,
+    members: list[MappingEntry],
+    entries: dict[str, MappingEntry],
+    batch: Batch,
+    owners: dict[str, str],
+    not_modified: dict[str, FetchInfo],
+    rep: RefreshReport,
+) -> None:
+    """An S3 prefix refreshes as a whole, by ETag: one listing, and only changed or new
+    objects downloaded; documents whose object is gone are removed (`_apply`), as a file
+    deleted from a repository is."""
+    from . import s3
+
+    try:
+        got = s3.refresh_prefix(folder, members, entries)
+    except OkError as err:
+        rep.failed += [{"id": m["id"], "error": str(err)} for m in members]
+        return
+    batch.cands += got.batch.cands
+    batch.fetch.update(got.batch.fetch)
+    batch.skipped += got.batch.skipped
+    batch.policies.update(got.batch.policies)
+    owners.update(got.owners)
+    not_modified.update(got.not_modified)
+    for m in got.removed:
+        rep.removed.append({"id": m["id"], "path": m["path"], "reason": "deleted upstream"})
+    rep.skipped += [{"id": did, "reason": why} for did, why in got.skipped]
 
 
 def _apply(
@@ -737,7 +778,7 @@ def set_policy(folder: Folder, refs: list[str], policy: RefreshPolicy | None) ->
         if policy and not source_kind(e):
             raise BadInput(
                 f"{e['path']} has no source that can be re-read",
-                "web, arXiv, repository and file sources can refresh",
+                "web, arXiv, repository, S3 and file sources can refresh",
             )
         if policy:
             e["refresh"] = policy

@@ -374,6 +374,33 @@ DECLARED: tuple[Setting, ...] = (
         str,
         "The arXiv API query URL (`{}` takes the query).",
     ),
+    _s(
+        "s3.endpoint_url",
+        None,
+        str,
+        "Endpoint of an S3-compatible store for `ok store s3` (MinIO, Ceph, R2 …), e.g. "
+        "http://127.0.0.1:9000; unset: AWS S3 (or AWS_ENDPOINT_URL_S3). `--endpoint-url` "
+        "wins; a document remembers the endpoint it came from.",
+        nullable=True,
+    ),
+    _s(
+        "s3.profile",
+        None,
+        str,
+        "AWS profile (in ~/.aws/credentials or ~/.aws/config) `ok store s3` signs with; "
+        "unset: the usual chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, the "
+        "default profile, an instance role). `--profile` wins.",
+        nullable=True,
+    ),
+    _s(
+        "s3.region",
+        None,
+        str,
+        "AWS region of the buckets (unset: AWS_REGION / AWS_DEFAULT_REGION, the profile's, "
+        "or us-east-1).",
+        nullable=True,
+    ),
+    _s("s3.timeout", 20.0, float, "Seconds an S3 request may take to connect, and to read."),
     # entities, freshness, citations
     _s(
         "entities.extractor",

@@ -28,7 +28,15 @@ from . import settings, store
 from .errors import BadInput, NotFound, OkError
 from .folder import Folder, iso
 from .normalize import supported
-from .records import ArxivMeta, FetchInfo, MappingEntry, RefreshPolicy, Skipped, Source
+from .records import (
+    ArxivMeta,
+    FetchInfo,
+    MappingEntry,
+    RefreshPolicy,
+    Skipped,
+    Source,
+    Unchanged,
+)
 
 USER_AGENT = "openkl/0.1 (+local-first knowledge folder; ok store web)"
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
@@ -71,6 +79,12 @@ class Batch:
     fetch: dict[str, FetchInfo] = field(default_factory=dict)  # origin -> entry["fetch"]
     skipped: list[Skipped] = field(default_factory=list)
     tree: Path | None = None  # a repository's working tree, when the batch came from one
+    # origin -> the refresh policy of a document new to the folder (an object that appeared
+    # under an S3 prefix takes the policy of the prefix's other documents)
+    policies: dict[str, RefreshPolicy] = field(default_factory=dict)
+    # documents already stored whose source did not change (an S3 object of the same
+    # ETag), not read again: reported as unchanged, their fetch details recorded anew
+    kept: list[tuple[Unchanged, Source]] = field(default_factory=list)
 
 
 # -- HTTP ---------------------------------------------------------------------------------
@@ -989,6 +1003,7 @@ def ingest_batch(
     """
     rep = store.IngestReport(skipped=list(batch.skipped))
     store.ingest(folder, batch.cands, rep, policy=policy, drift_threshold=drift_threshold)
+    rep.unchanged += [u for u, _ in batch.kept]
     record_fetch(folder, batch, rep, policy)
     return rep
 
@@ -996,21 +1011,22 @@ def ingest_batch(
 def record_fetch(
     folder: Folder, batch: Batch, rep: store.IngestReport, policy: RefreshPolicy | None = None
 ) -> None:
-    by_origin = {c.origin: c for c in batch.cands}
+    by_origin = {c.origin: c.source for c in batch.cands}
+    by_origin.update({u["origin"]: src for u, src in batch.kept})
     entries = mapping_mod.load(folder)
     now = iso()
     changed = False
     for item in rep.added + rep.unchanged:
-        cand = by_origin.get(item["origin"])
+        origin = item["origin"]
         e = entries.get(item["id"])
-        if cand is None or e is None or e.get("source") != cand.source:
+        if origin not in by_origin or e is None or e.get("source") != by_origin[origin]:
             continue
-        fetch = batch.fetch.get(cand.origin, {})
+        fetch = batch.fetch.get(origin, {})
         e["fetch"] = cast(FetchInfo, {k: v for k, v in fetch.items() if v is not None})
         e["fetched_at"] = now
         e.pop("refresh_error", None)
-        if policy:
-            e["refresh"] = policy
+        if policy or batch.policies.get(origin):
+            e["refresh"] = policy or batch.policies[origin]
         changed = True
     if changed:
         mapping_mod.save(folder, entries)

@@ -136,6 +136,8 @@ def collect(
                 reason = "is a URL, not a file (hint: fetch it with `ok store web URL`)"
             elif raw.lower().startswith("arxiv:"):
                 reason = "is an arXiv id (hint: use `ok store arxiv ID`)"
+            elif raw.lower().startswith("s3://"):
+                reason = "is an S3 URL, not a file (hint: use `ok store s3 URL`)"
             skipped.append({"path": raw, "reason": reason, "failed": True})
             continue
         p = p.resolve()

@@ -23,6 +23,8 @@ OWNERS: dict[str, str | list[str]] = {
     "onnxruntime": "openkl.embeddings",
     "kreuzberg": "openkl.normalize",
     "mcp": "openkl.mcp_server",
+    "boto3": "openkl.s3",
+    "botocore": "openkl.s3",
 }
 
 # lower layers never import higher ones (a module may import its own layer or below)
@@ -85,7 +87,14 @@ LAYERS = [
     # keeping the graph in line with the files
     {"openkl.indexer", "openkl.pg_sync"},
     # collecting, keeping fresh, distilling, checking
-    {"openkl.store", "openkl.sources", "openkl.refresh", "openkl.distill", "openkl.doctor"},
+    {
+        "openkl.store",
+        "openkl.sources",
+        "openkl.s3",
+        "openkl.refresh",
+        "openkl.distill",
+        "openkl.doctor",
+    },
     # the operations the adapters share
     {"openkl.ops"},
     # the adapters

@@ -762,10 +762,13 @@ def test_only_what_the_command_needs_leaves_this_process() -> None:
     # what may ask the model gets the model's key (names that end in _API_KEY), never others
     assert set(route.environment(["ask", "why?"], env)) == plain | {"OPENAI_API_KEY"}
     assert set(route.environment(["mem", "add", "x"], env)) == plain | {"OPENAI_API_KEY"}
-    # what may fetch a repository gets git's and ssh's variables
-    fetch = plain | {"OPENAI_API_KEY", "SSH_AUTH_SOCK", "GIT_SSH_COMMAND"}
+    # what may fetch a repository or S3 objects gets git's, ssh's and AWS's variables
+    fetch = plain | {"OPENAI_API_KEY", "SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "AWS_SECRET_ACCESS_KEY"}
     assert set(route.environment(["store", "repo", "git@h:r"], env)) == fetch
+    assert set(route.environment(["store", "s3", "s3://b/p"], env)) == fetch
+    assert set(route.environment(["refresh", "--all"], env)) == fetch
     assert set(route.environment(["mcp"], env)) == fetch
+    assert "AWS_SECRET_ACCESS_KEY" not in route.environment(["store", "web", "https://h"], env)
 
 
 def test_routed_writes_wait_their_turn_among_the_server_s_own(

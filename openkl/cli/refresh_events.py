@@ -16,7 +16,7 @@ from .output import FormatOpt, JsonOpt, emit, emit_records, formats
 
 def refresh(
     docs: list[str] = typer.Argument(
-        None, help="Documents to refresh now (ids, paths, URLs or arXiv ids)."
+        None, help="Documents to refresh now (ids, paths, URLs, s3:// URLs or arXiv ids)."
     ),
     due: bool = typer.Option(False, "--due", help="Sources whose policy says so (the default)."),
     all_: bool = typer.Option(False, "--all", help="Every source that can be re-read."),
@@ -31,8 +31,9 @@ def refresh(
 ) -> None:
     """Re-fetch sources and store what changed as new versions. Safe to run from cron.
 
-    Web pages are asked with ETag/Last-Modified, arXiv papers by version, repositories and
-    files are re-read. Exits 3 when a source could not be refreshed (2 when none could);
+    Web pages are asked with ETag/Last-Modified, arXiv papers by version, S3 prefixes
+    listed again (only objects whose ETag changed are read), repositories and files are
+    re-read. Exits 3 when a source could not be refreshed (2 when none could);
     such a source is due again after refresh.retry_after seconds, doubled for each failure
     in a row up to a day (naming it tries it at once). A streak of failures is one
     `refresh_failed` event, its end a `refresh_recovered` one.

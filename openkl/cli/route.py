@@ -63,10 +63,11 @@ NO_MODEL = {
     ("bundle", "validate"), ("distill", "prompts"), ("distill", "get-prompt"), ("serve",),
 }  # fmt: skip
 KEY_SUFFIX = "_API_KEY"
-# git's and ssh's variables (credentials among them) go with what may fetch a repository
-FETCHES = {("store", "repo"), ("refresh",), ("mcp",)}
+# git's, ssh's and AWS's variables (credentials among them) go with what may fetch a
+# repository or S3 objects
+FETCHES = {("store", "repo"), ("store", "s3"), ("refresh",), ("mcp",)}
 FETCH_VARS = frozenset({"SSH_AUTH_SOCK"})
-FETCH_PREFIXES = ("GIT_",)
+FETCH_PREFIXES = ("GIT_", "AWS_")
 # commands that never go to a server: they make a folder, run one, or touch no graph
 # (`ok serve keys …` does go: the server holds the folder's writer lock)
 _LOCAL = {"init", "serve", "completion", "daemon"}

@@ -390,6 +390,66 @@ def repo(
     _fetched(rep, json_)
 
 
+@app.command("s3")
+def s3_(
+    url: str = typer.Argument(..., help="s3://bucket/prefix: one object, or those under it."),
+    include: list[str] = glob_opt(
+        "Only objects matching this glob, a key or a name (default: every type ok reads)"
+    ),
+    endpoint_url: str = typer.Option(
+        None,
+        "--endpoint-url",
+        metavar="URL",
+        help="An S3-compatible store (MinIO, Ceph, R2 …), e.g. http://127.0.0.1:9000 "
+        "(default: s3.endpoint_url, else AWS S3).",
+    ),
+    profile: str = typer.Option(
+        None,
+        "--profile",
+        help="The AWS profile to sign with (default: s3.profile, else the usual chain: "
+        "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ~/.aws/credentials).",
+    ),
+    no_sign_request: bool = typer.Option(
+        False,
+        "--no-sign-request",
+        help="Read a public bucket without credentials (its refreshes too).",
+    ),
+    every: str = RefreshOpt,
+    cron: str = CronOpt,
+    json_: bool = JsonOpt,
+) -> None:
+    """Store objects from S3 or an S3-compatible store; a refresh re-reads what changed (ETag).
+
+    `s3://bucket/docs` is the object `docs` if there is one, else every object under
+    docs/. An object stored before with the same ETag is not downloaded again. A refresh
+    lists the prefix again: changed objects become new versions, new ones are added and
+    deleted ones removed.
+
+    Examples:
+
+    \b
+      ok store s3 s3://team-docs/handbook/ --refresh 1d
+      ok store s3 s3://papers/2024 --include '*.pdf' --profile research
+      ok store s3 s3://notes/ --endpoint-url http://127.0.0.1:9000   # MinIO
+      ok store s3 s3://open-data/reports/ --no-sign-request          # a public bucket
+    """
+    from .. import ops
+
+    f = folder()
+    policy = ops.refresh_policy(every, cron)
+    rep = ops.store_s3(
+        f,
+        url,
+        include=split_globs(include) or None,
+        endpoint=endpoint_url,
+        profile=profile,
+        anonymous=no_sign_request,
+        policy=policy,
+        what="ok store s3",
+    )
+    _fetched(rep, json_)
+
+
 @app.command()
 @formats
 def history(

@@ -4,8 +4,8 @@ more than one step, so the CLI, the MCP server and the HTTP server do the same t
 Each operation takes resolved arguments and returns a result the adapter renders; the
 caller holds the writer lock for operations that write. The exceptions say so: operations
 that fetch from the network or wait for a model first (store_web, store_arxiv, store_repo,
-refresh, distill_run) take the lock themselves for the part that writes, and init_folder
-takes it once the folder exists.
+store_s3, refresh, distill_run) take the lock themselves for the part that writes, and
+init_folder takes it once the folder exists.
 
 The modules, by area: `ask` (answers and context); `cite` (citations, made and kept);
 `distill` (distillation); `files` (files, read directly); `folder` (the folder and its
@@ -119,6 +119,7 @@ if TYPE_CHECKING:
         set_refresh_policy,
         store_arxiv,
         store_repo,
+        store_s3,
         store_web,
     )
     from .triggers import (
@@ -236,6 +237,7 @@ _WHERE = {
     "set_refresh_policy": "store",
     "store_arxiv": "store",
     "store_repo": "store",
+    "store_s3": "store",
     "store_web": "store",
     "add_trigger": "triggers",
     "approve_trigger": "triggers",
@@ -380,6 +382,7 @@ __all__ = [
     "waiting_triggers",
     "store_arxiv",
     "store_repo",
+    "store_s3",
     "store_web",
     "sync",
     "sync_postgres",

@@ -1,5 +1,5 @@
-"""Collected documents: ingest files or text, fetch web pages, arXiv papers and
-repositories, remove a document, set refresh policies, show its versions."""
+"""Collected documents: ingest files or text, fetch web pages, arXiv papers,
+repositories and S3 objects, remove a document, set refresh policies, show its versions."""
 
 from __future__ import annotations
 
@@ -143,6 +143,34 @@ def store_repo(
     """Read a repository's files (a path, or a git URL cloned under .ok/cache) and store
     them; takes the writer lock itself, like `store_web`."""
     batch = sources.fetch_repo(folder, target, include=include or None, branch=branch)
+    return _store(folder, batch, policy, what)
+
+
+def store_s3(
+    folder: Folder,
+    url: str,
+    *,
+    include: list[str] | None = None,
+    endpoint: str | None = None,
+    profile: str | None = None,
+    anonymous: bool = False,
+    policy: RefreshPolicy | None = None,
+    what: str,
+) -> IngestReport:
+    """Read the objects under an s3://bucket/prefix (AWS S3, or the S3-compatible store at
+    `endpoint`; None: the folder's s3.endpoint_url) and store them, signed with `profile`
+    (None: s3.profile, else boto3's chain) or, `anonymous`, unsigned; takes the writer lock
+    itself, like `store_web`."""
+    from .. import s3
+
+    batch = s3.fetch_s3(
+        folder,
+        url,
+        include=include or None,
+        endpoint=endpoint,
+        profile=profile,
+        anonymous=anonymous,
+    )
     return _store(folder, batch, policy, what)
 
 
