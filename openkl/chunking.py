@@ -201,3 +201,32 @@ def _strip(text: str, s: int, e: int) -> tuple[int, int]:
     while e > s and text[e - 1].isspace():
         e -= 1
     return s, e
+
+
+_HEADING_LINE = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
+
+
+def heading_path(text: str, start: int) -> list[str]:
+    """The markdown headings in force at `start`: for each level, the last heading above
+    it, outer first (a heading of a level ends those below it)."""
+    path: dict[int, str] = {}
+    for m in _HEADING_LINE.finditer(text, 0, start):
+        level = len(m[1])
+        path = {k: v for k, v in path.items() if k < level}
+        path[level] = m[2].strip()
+    return [path[k] for k in sorted(path)]
+
+
+def context_header(title: str, headings: list[str], text: str) -> str:
+    """What a chunk is part of, for its embedding and keyword text (a contextual header):
+    its document's title and the headings above it, joined by " > "; what the chunk's own
+    text already starts with is left out (a document's first chunk starts with its title)."""
+    head = text.lstrip("# \t\n")[:400].casefold()
+    parts = [p for p in dict.fromkeys([title.strip(), *headings]) if p]
+    parts = [p for p in parts if not head.startswith(p.casefold())]
+    return " > ".join(parts)
+
+
+def with_header(text: str, header: str) -> str:
+    """A chunk's text as it is embedded and indexed for keywords: after its header."""
+    return f"{header}\n\n{text}" if header else text

@@ -42,7 +42,7 @@ from .links import LinkQueries
 from .sandbox import QueryLimits as QueryLimits
 from .versions import VersionQueries
 
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
 DB_FILE = "graph.kz"
 
 
@@ -175,18 +175,68 @@ def _cjk(text: str, unigrams: bool) -> str:
     return " ".join(text.split())
 
 
+# Words with digits. Kùzu's FTS tokenizer drops digits and punctuation before it indexes
+# (its ignore pattern is fixed on the query side), so "7781" is no word at all, "p53" is
+# "p" and "zq13944f5b57" is "zq". So each word with a digit also enters the FTS text as a
+# code of letters alone (`digit_code`), in the index and in the query alike, beside the word
+# itself: "IL-6" still matches "IL" as before, and the code matches "IL-6" exactly.
+# A word: letters and digits, joined by hyphens or dots ("IL-6", "3.12", "v2.1.0").
+WORD = re.compile(r"[^\W_]+(?:[-.][^\W_]+)*")
+_DIGIT = re.compile(r"\d")
+_NIBBLES = "abcdefghijklmnop"
+# a longer "word" is a blob (base64, a hash pasted whole), not a term anyone types
+MAX_CODED = 64
+
+
+def digit_terms(word: str) -> list[str]:
+    """The terms with digits that `word` (one match of `WORD`) stands for, lower-cased: its
+    parts between hyphens, a part that starts with a digit joined to the one before
+    ("IL-6" and "IL6" are "il6", "Rad53-dependent" is "rad53", "miR-142-5p" is
+    "mir1425p"); dots stay ("3.12"). Parts without a digit are no term."""
+    groups: list[str] = []
+    for part in word.lower().split("-"):
+        if groups and part[:1].isdigit():
+            groups[-1] += part
+        else:
+            groups.append(part)
+    return [t for t in groups if _DIGIT.search(t) and len(t) <= MAX_CODED]
+
+
+def digit_code(term: str) -> str:
+    """`term` as letters only, one to one: "qq", its UTF-8 bytes as pairs of letters a-p,
+    and "q" (no English word starts with "qq", and no stemmer takes a final "q" off)."""
+    return "qq" + "".join(_NIBBLES[b >> 4] + _NIBBLES[b & 15] for b in term.encode()) + "q"
+
+
+def digit_codes(text: str) -> list[str]:
+    """The codes of the terms with digits in `text`, in order, repeated as often as they
+    occur (BM25 counts them)."""
+    if not _DIGIT.search(text):
+        return []
+    return [
+        digit_code(t) for m in WORD.finditer(text) if _DIGIT.search(m[0]) for t in digit_terms(m[0])
+    ]
+
+
+def _with_codes(text: str, codes: list[str]) -> str:
+    return f"{text} {' '.join(codes)}" if codes else text
+
+
 def fts_text(text: str) -> str:
     """The text as the FTS index holds it: each run of CJK letters as its overlapping pairs
-    and its single characters, so that a one-character query finds it too. Text without
-    CJK letters, CJK punctuation or full-width forms only has its whitespace collapsed."""
-    return _cjk(text, unigrams=True)
+    and its single characters, so that a one-character query finds it too, and each word
+    with digits followed by its codes (`digit_codes`). Other text only has its whitespace
+    collapsed."""
+    out = _cjk(text, unigrams=True)
+    return _with_codes(out, digit_codes(out))
 
 
 def fts_query(query: str) -> str:
     """A query as the FTS index is asked: like `fts_text`, but a CJK run of two or more
     characters as its pairs only, so that a word is matched as a whole, not as any of its
-    characters."""
-    return _cjk(query, unigrams=False)
+    characters; each code once."""
+    out = _cjk(query, unigrams=False)
+    return _with_codes(out, list(dict.fromkeys(digit_codes(out))))
 
 
 # -- the guard for Cypher from users (CLI and MCP) ---------------------------------------

@@ -1,0 +1,388 @@
+"""Ranking variants on SciFact, scored without rebuilding the folder for each.
+
+    uv run python bench/ranking.py --split train --variants base,digits [--save]
+
+The folder is `bench/scifact.py`'s (built once). Its current chunks, their vectors and the
+documents' titles are read from the graph; each variant then ranks every claim of the split
+the way `ok search` does (`search.fuse`, `search.first_per_doc`, the pool of a 100-hit
+search: 500 candidates per signal), with what it changes:
+
+- the FTS text: a Kùzu FTS index of the variant's text is built beside the folder (same
+  stemmer, same BM25 parameters, same query as `Graph.fts`) -- `base` is the text before
+  words with digits had codes, `digits` is `graph.fts_text` with them;
+- `title<N>`: each chunk's FTS text after its contextual header (`chunking.context_header`:
+  the document's title, unless the chunk starts with it) N times;
+- `tw<N>`: the document's title N more times in every chunk's FTS text (a field weight);
+- `vtitle`: each chunk embedded after its contextual header (`chunking.with_header`; the
+  embedding cache keeps them);
+- `doc<L>`: a document scored by its best chunk plus L times its second best;
+- `prf<M>x<B>`: the query vector moved toward the mean vector of the first M hits by B
+  (Rocchio), and the vector list taken again.
+
+Variants combine with `+` (`digits+title2+doc0.2`). The baseline's numbers must equal
+`bench/scifact.py`'s (checked by `--check`, which runs `search()` itself on the first
+queries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import numpy as np  # noqa: E402
+import provenance  # noqa: E402
+import scifact  # noqa: E402
+
+from openkl import graph as graph_mod  # noqa: E402
+from openkl import indexer  # noqa: E402
+from openkl.chunking import context_header, with_header  # noqa: E402
+from openkl.search import (  # noqa: E402
+    Fusion,
+    QueryUse,
+    first_per_doc,
+    fuse,
+    pool_size,
+    search,
+)
+
+K = 100
+N_CAND = pool_size(K)
+LAB = scifact.WORK / "ranking"
+
+
+def _eval() -> Any:
+    spec = importlib.util.spec_from_file_location("eval_run", scifact.DATA.parent / "eval_run.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def load_folder_data(folder: Any) -> dict[str, Any]:
+    """The current chunks (id, doc, ord, text, vector) and each document's title and file
+    name, read once and kept in LAB."""
+    cache = LAB / "chunks.npz"
+    meta = LAB / "chunks.json"
+    if cache.exists() and meta.exists():
+        m = json.loads(meta.read_text())
+        return {**m, "vecs": np.load(cache)["vecs"]}
+    LAB.mkdir(parents=True, exist_ok=True)
+    with indexer.open_graph(folder) as g:
+        rows = g.query(
+            "MATCH (c:Chunk) WHERE c.current RETURN c.id AS id, c.doc_id AS doc, c.ord AS ord,"
+            " c.text AS text, c.vec AS vec ORDER BY c.id"
+        )
+        docs = g.query(
+            "MATCH (d:Doc) WHERE d.current RETURN d.id AS id, d.title AS title, d.path AS path"
+        )
+    m = {
+        "ids": [r["id"] for r in rows],
+        "doc": [r["doc"] for r in rows],
+        "ord": [int(r["ord"]) for r in rows],
+        "text": [r["text"] for r in rows],
+        "title": {d["id"]: d["title"] or "" for d in docs},
+        "name": {d["id"]: Path(d["path"]).name.removesuffix(".ok.md") for d in docs},
+    }
+    vecs = np.array([r["vec"] for r in rows], dtype=np.float32)
+    np.savez(cache, vecs=vecs)
+    meta.write_text(json.dumps(m))
+    return {**m, "vecs": vecs}
+
+
+def title_vectors(folder: Any, data: dict[str, Any]) -> np.ndarray:
+    """Each chunk's vector with its document's title before it (the first chunk, which
+    starts with the title, as it is)."""
+    cache = LAB / "vecs-title.npy"
+    if cache.exists():
+        return np.load(cache)
+    emb = indexer.embedder(folder)
+    vecs = data["vecs"].copy()
+    todo = [i for i in range(len(data["ids"])) if header(data, i)]
+    texts = [with_header(data["text"][i], header(data, i)) for i in todo]
+    t = time.time()
+    new = indexer.embed_all(emb, texts, "embedding chunks with titles")
+    print(f"embedded {len(texts)} chunks with titles in {time.time() - t:.0f}s", file=sys.stderr)
+    vecs[todo] = np.asarray(new, dtype=np.float32)
+    np.save(cache, vecs)
+    return vecs
+
+
+def query_vectors(folder: Any, split: str, queries: list[tuple[str, str]]) -> np.ndarray:
+    cache = LAB / f"qvecs-{split}.npy"
+    if cache.exists():
+        return np.load(cache)
+    emb = indexer.embedder(folder)
+    qv = []
+    for _, text in queries:
+        use = QueryUse.of(text, "vector", emb)
+        seen = text[: use.vector_chars] if use.vector_chars is not None else text
+        qv.append(np.asarray(emb.embed_query(seen), dtype=np.float32))
+    arr = np.stack(qv)
+    np.save(cache, arr)
+    return arr
+
+
+def base_fts(text: str) -> str:
+    """`fts_text` before words with digits had codes."""
+    return graph_mod._cjk(text, unigrams=True)
+
+
+def base_query(text: str) -> str:
+    return graph_mod._cjk(text, unigrams=False)
+
+
+class FtsIndex:
+    """A Kùzu FTS index over one variant's chunk texts, queried like `Graph.fts`."""
+
+    def __init__(self, name: str, texts: list[str], ids: list[str]) -> None:
+        import kuzu
+
+        where = LAB / f"fts-{name}"
+        fresh = not where.exists()
+        if fresh:
+            where.mkdir(parents=True)
+        self.db = kuzu.Database(str(where / "db"))
+        self.conn = kuzu.Connection(self.db)
+        self.conn.execute("LOAD EXTENSION fts")
+        if fresh:
+            self.conn.execute("CREATE NODE TABLE C(id STRING PRIMARY KEY, fts STRING)")
+            for i in range(0, len(ids), 2000):
+                self.conn.execute(
+                    "UNWIND $rows AS r CREATE (:C {id: r.id, fts: r.fts})",
+                    {
+                        "rows": [
+                            {"id": a, "fts": b}
+                            for a, b in zip(ids[i : i + 2000], texts[i : i + 2000], strict=True)
+                        ]
+                    },
+                )
+            self.conn.execute("CALL CREATE_FTS_INDEX('C', 'ix', ['fts'], stemmer := 'porter')")
+
+    def search(self, q: str, k: int) -> list[tuple[str, float]]:
+        if not q.strip():
+            return []
+        res = self.conn.execute(
+            "CALL QUERY_FTS_INDEX('C', 'ix', $q, K := 0.9, B := 0.4, top := $top)"
+            " RETURN node.id AS id, score ORDER BY score DESC, id LIMIT $lim",
+            {"q": q, "top": k * 2, "lim": k},
+        )
+        out = []
+        while res.has_next():
+            i, s = res.get_next()
+            out.append((i, float(s)))
+        return out
+
+
+def parse(variant: str) -> dict[str, Any]:
+    opts: dict[str, Any] = {
+        "digits": False,
+        "title": 0,
+        "tw": 0,
+        "vtitle": False,
+        "doc": 0.0,
+        "prf": None,
+    }
+    for part in variant.split("+"):
+        if part in ("base", ""):
+            continue
+        if part == "digits":
+            opts["digits"] = True
+        elif part == "vtitle":
+            opts["vtitle"] = True
+        elif m := re.fullmatch(r"title(\d+)", part):
+            opts["title"] = int(m[1])
+        elif m := re.fullmatch(r"tw(\d+)", part):
+            opts["tw"] = int(m[1])
+        elif m := re.fullmatch(r"doc([\d.]+)", part):
+            opts["doc"] = float(m[1])
+        elif m := re.fullmatch(r"prf(\d+)x([\d.]+)", part):
+            opts["prf"] = (int(m[1]), float(m[2]))
+        else:
+            raise SystemExit(f"unknown variant part {part!r}")
+    return opts
+
+
+def fts_name(opts: dict[str, Any]) -> str:
+    name = "digits" if opts["digits"] else "base"
+    return (
+        name
+        + (f"-title{opts['title']}" if opts["title"] else "")
+        + (f"-tw{opts['tw']}" if opts["tw"] else "")
+    )
+
+
+def header(data: dict[str, Any], i: int) -> str:
+    return context_header(data["title"][data["doc"][i]], [], data["text"][i])
+
+
+def fts_texts(data: dict[str, Any], opts: dict[str, Any]) -> list[str]:
+    index = graph_mod.fts_text if opts["digits"] else base_fts
+    out = []
+    for i, text in enumerate(data["text"]):
+        head = header(data, i)
+        extra = (data["title"][data["doc"][i]] + "\n") * opts["tw"]
+        out.append(index(extra + (f"{head}\n" * opts["title"]) + text))
+    return out
+
+
+def vector_top(
+    vecs: np.ndarray, qvec: np.ndarray, ids: list[str], k: int
+) -> list[tuple[str, float]]:
+    sims = vecs @ qvec
+    top = np.argpartition(-sims, k)[:k]
+    return sorted(((ids[i], float(sims[i])) for i in top), key=lambda x: (-x[1], x[0]))
+
+
+def doc_scores(hits: list[dict[str, Any]], lam: float) -> list[dict[str, Any]]:
+    """Each document's best chunk, scored best + lam * second best."""
+    best: dict[str, list[float]] = {}
+    first: dict[str, dict[str, Any]] = {}
+    for h in hits:
+        d = h["id"].split("#", 1)[0]
+        best.setdefault(d, []).append(h["score"])
+        first.setdefault(d, h)
+    out = []
+    for d, h in first.items():
+        s = best[d]
+        out.append({**h, "score": s[0] + lam * (s[1] if len(s) > 1 else 0.0)})
+    out.sort(key=lambda h: (-h["score"], h["id"]))
+    return out
+
+
+def rank(
+    variant: str,
+    split: str,
+    mode: str,
+    data: dict[str, Any],
+    queries: list[tuple[str, str]],
+    qvecs: np.ndarray,
+    folder: Any,
+    fusion: Fusion,
+) -> dict[str, list[str]]:
+    opts = parse(variant)
+    ids = data["ids"]
+    fts = None
+    if mode != "vector":
+        fts = FtsIndex(fts_name(opts), fts_texts(data, opts), ids)
+    ask = graph_mod.fts_query if opts["digits"] else base_query
+    vecs = title_vectors(folder, data) if opts["vtitle"] else data["vecs"]
+    pos = {c: i for i, c in enumerate(ids)}
+    runs = {}
+    for (qid, text), qv in zip(queries, qvecs, strict=True):
+        lists: dict[str, list] = {"fts": [], "vector": []}
+        if fts is not None:
+            words = QueryUse.of(text, "fts").fts_text
+            lists["fts"] = [(("Chunk", i), s) for i, s in fts.search(ask(words), N_CAND)]
+        if mode != "fts":
+            lists["vector"] = [(("Chunk", i), s) for i, s in vector_top(vecs, qv, ids, N_CAND)]
+        hits = fuse(lists, mode, fusion)
+        if opts["prf"] and mode != "fts":
+            m, beta = opts["prf"]
+            top = [pos[h["id"]] for h in first_per_doc(hits, 1, m)]
+            q2 = qv + beta * vecs[top].mean(axis=0)
+            q2 /= np.linalg.norm(q2)
+            lists["vector"] = [(("Chunk", i), s) for i, s in vector_top(vecs, q2, ids, N_CAND)]
+            hits = fuse(lists, mode, fusion)
+        picked = doc_scores(hits, opts["doc"])[:K] if opts["doc"] else first_per_doc(hits, 1, K)
+        runs[qid] = [data["name"][h["id"].split("#", 1)[0]] for h in picked]
+    return runs
+
+
+def score(ev: Any, qrels: dict, runs: dict[str, list[str]]) -> dict[str, Any]:
+    nd, rc, mrr = [], [], []
+    for q, rels in qrels.items():
+        ranked = runs.get(q, [])
+        nd.append(ev.ndcg_at(ranked, rels))
+        rc.append(len(set(ranked[:100]) & set(rels)) / len(rels))
+        mrr.append(next((1 / (i + 1) for i, d in enumerate(ranked[:10]) if d in rels), 0.0))
+    n = len(qrels)
+    return {
+        "queries": n,
+        "ndcg@10": round(sum(nd) / n, 4),
+        "recall@100": round(sum(rc) / n, 4),
+        "mrr@10": round(sum(mrr) / n, 4),
+    }
+
+
+def check(folder: Any, data: dict[str, Any], split: str, n: int = 20) -> None:
+    """The baseline of this script against `search()` itself on the first `n` claims."""
+    queries = scifact.load_queries(split)[:n]
+    qvecs = query_vectors(folder, split, scifact.load_queries(split))[:n]
+    emb = indexer.embedder(folder)
+    for mode in ("fts", "vector", "hybrid"):
+        mine = rank("base", split, mode, data, queries, qvecs, folder, Fusion())
+        with indexer.open_graph(folder) as g:
+            for qid, text in queries:
+                hits = search(folder, g, text, k=K, mode=mode, scope="store", embedder=emb)
+                theirs = [Path(h["path"]).name.removesuffix(".ok.md") for h in hits]
+                if theirs[:10] != mine[qid][:10]:
+                    print(
+                        f"differs: {mode} {qid}\n {theirs[:10]}\n {mine[qid][:10]}", file=sys.stderr
+                    )
+    print("checked", file=sys.stderr)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--split", default="train", choices=["test", "train"])
+    ap.add_argument("--variants", default="base,digits")
+    ap.add_argument("--modes", default="fts,vector,hybrid")
+    ap.add_argument("--check", action="store_true", help="compare the baseline with search()")
+    ap.add_argument("--fresh", action="store_true", help="rebuild the side FTS indexes")
+    ap.add_argument("--save", action="store_true", help="write bench/results/<script>-<commit>")
+    ap.add_argument("--schema", default="", help="the schema version the folder was built at")
+    ap.add_argument("--name", default="", help="a name for the saved file, after the split")
+    args = ap.parse_args()
+    # the folder as `bench/scifact.py` built it; once its chunks are read, only its
+    # embedder is used (an index of an older schema is not rebuilt for this)
+    from openkl.folder import Folder
+
+    root = scifact.WORK / "scifact"
+    if args.schema:  # read a folder an older schema built, as it is
+        graph_mod.SCHEMA_VERSION = args.schema
+    folder = (
+        Folder(root) if (LAB / "chunks.json").exists() or args.schema else scifact.build_folder()
+    )
+    if args.fresh:
+        for p in LAB.glob("fts-*"):
+            shutil.rmtree(p)
+    data = load_folder_data(folder)
+    if args.check:
+        check(folder, data, args.split)
+        return
+    ev = _eval()
+    qrels = ev.load_qrels(str(scifact.qrels_path(args.split)))
+    queries = scifact.load_queries(args.split)
+    qvecs = query_vectors(folder, args.split, queries)
+    report = provenance.stamp()
+    report.update({"split": args.split, "chunks": len(data["ids"]), "runs": []})
+    for variant in args.variants.split(","):
+        for mode in args.modes.split(","):
+            opts = parse(variant)
+            if mode == "vector" and (opts["digits"] or opts["title"] or opts["tw"]):
+                continue  # no change to the vector list
+            if mode == "fts" and (opts["vtitle"] or opts["prf"]):
+                continue
+            t = time.time()
+            runs = rank(variant, args.split, mode, data, queries, qvecs, folder, Fusion())
+            row = {"variant": variant, "mode": mode, **score(ev, qrels, runs)}
+            row["seconds"] = round(time.time() - t, 1)
+            report["runs"].append(row)
+            print(json.dumps(row), flush=True)
+    if args.save:
+        provenance.save(report, "-".join(x for x in (args.split, args.name) if x))
+
+
+if __name__ == "__main__":
+    main()
