@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import OK_BIN, REPO
+from helpers.run import OK_BIN, REPO
 
 GUIDE = REPO / "examples" / "agents.md"
 NOTE_ID = re.compile(r"m-\d{8}-[a-z0-9]{4}")  # random by design

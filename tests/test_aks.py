@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_ok
+from helpers.run import REPO, run_ok
 
 SHARED_SCHEMA = REPO.parent / "shared" / "aks" / "SCHEMA.json"
 
@@ -74,7 +74,7 @@ def test_export_shows_progress_on_a_terminal_only(example_kf: Path, tmp_path: Pa
     import subprocess
     import threading
 
-    from conftest import OK_BIN, run_cli
+    from helpers.run import OK_BIN, run_cli
 
     n = len(run_ok("graph", "entities", "--min-confidence", "0", "--json").json())
     leader, follower = pty.openpty()

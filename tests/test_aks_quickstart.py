@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
-from openai_stub import chat_server
-from test_serve import Server
+from helpers.openai_stub import chat_server
+from helpers.run import run_ok
+from helpers.serve import Server
 
 from openkl import ops
 from openkl.errors import OkError

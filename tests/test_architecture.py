@@ -10,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from helpers.run import REPO
 
 PKG = REPO / "openkl"
 
@@ -297,3 +297,53 @@ def test_the_cypher_finder_finds_cypher(tmp_path: Path) -> None:
     )
     found = cypher_outside_the_graph_layer(src, "openkl.x")
     assert sorted(h.split(" ", 1)[0] for h in found) == ["openkl.x:5", "openkl.x:5", "openkl.x:6"]
+
+
+TESTS = REPO / "tests"
+
+
+def imported_test_modules(path: Path, test_modules: set[str]) -> list[str]:
+    """The test modules `path` imports, wherever the import statement stands, as
+    `line: module`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            names = [base] + [f"{base}.{a.name}".lstrip(".") for a in node.names]
+        for name in names:
+            if set(name.split(".")) & test_modules:
+                found.append(f"{node.lineno}: {name}")
+                break
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    test_modules = {p.stem for p in TESTS.rglob("test_*.py")}
+    found = [
+        f"{p.relative_to(REPO)}:{hit}"
+        for p in sorted(TESTS.rglob("*.py"))
+        for hit in imported_test_modules(p, test_modules)
+    ]
+    assert not found, (
+        "test modules imported (move what they share into tests/helpers/, fixtures into "
+        "tests/conftest.py):\n" + "\n".join(found)
+    )
+
+
+def test_the_test_import_finder_finds_them(tmp_path: Path) -> None:
+    src = tmp_path / "x.py"
+    src.write_text(
+        "import test_web\n"
+        "from helpers.serve import Server\n"
+        "def f():\n"
+        "    from test_serve import Server\n"
+        "    from tests import test_mcp\n"
+        "    from . import test_web as web\n"
+        "    import testing, test_someone_else\n",
+        encoding="utf-8",
+    )
+    found = imported_test_modules(src, {"test_web", "test_serve", "test_mcp"})
+    assert found == ["1: test_web", "4: test_serve", "5: tests.test_mcp", "6: test_web"]

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
-from openai_stub import chat_server
+from helpers.openai_stub import chat_server
+from helpers.run import run_ok
 
 from openkl.ask import keep_markers, markers, sentences
 
@@ -193,7 +193,7 @@ def test_cli_streams_the_answer_to_a_terminal(example_kf: Path) -> None:
     import pty
     import subprocess
 
-    from conftest import OK_BIN
+    from helpers.run import OK_BIN
 
     reply = "Write-ahead logging appends each change to a log first [1]."
     with chat_server([reply], chunk=4) as stub:
@@ -234,7 +234,7 @@ def test_graph_is_closed_while_the_llm_answers(example_kf: Path) -> None:
     import os
     import threading
 
-    from conftest import run_cli, until
+    from helpers.run import run_cli, until
 
     answer = threading.Event()  # the model thinks until the note is written
     with chat_server(["Lovelace wrote it [1]."], hold=answer) as stub:

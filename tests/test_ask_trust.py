@@ -1,7 +1,7 @@
 """Answers that can be trusted as far as they say: passages that disagree are said to
 disagree, both sides cited, at a lower confidence; an LLM answer that cites nothing is
 marked, and `ok ask` exits 1 for it unless `--allow-uncited`. The LLM is a local server
-speaking the OpenAI protocol (tests/openai_stub.py)."""
+speaking the OpenAI protocol (tests/helpers/openai_stub.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
-from openai_stub import chat_server
-from test_mcp import call, serve
+from helpers.mcp import call, serve
+from helpers.openai_stub import chat_server
+from helpers.run import run_ok
 
 FIFTEEN = "Backups of the orders database run every 15 minutes on the replica."
 FIVE = "Backups of the orders database run every 5 minutes on the replica."
@@ -91,6 +91,7 @@ def test_an_llm_answer_citing_one_side_is_told_of_the_other(
     assert "contradict" in stub.requests[0]["messages"][0]["content"]
 
 
+@pytest.mark.server
 def test_an_uncited_llm_answer_is_marked_and_exits_1(
     kf: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

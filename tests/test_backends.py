@@ -1,5 +1,5 @@
 """One behaviour suite for both graphs behind `ok serve`: embedded Kùzu (the default) and
-PostgreSQL with pgvector (`ok serve --backend`, on tests/pg.py's server).
+PostgreSQL with pgvector (`ok serve --backend`, on tests/helpers/pg.py's server).
 
 Each backend gets one real `ok serve` (uvicorn) for the module, called over httpx, on
 copies of the same two folders: stack A (the example documents and a note) and stack B
@@ -30,9 +30,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import REPO, run_ok, until
-from pg import pg_server, pg_uri  # noqa: F401  (fixtures)
-from test_serve import ROUTES, Server, _call, _jwt, _mcp
+from helpers.run import REPO, run_ok, until
+from helpers.serve import ROUTES, Server, call_route, jwt_token, mcp_http
 
 from openkl import aks
 
@@ -521,10 +520,10 @@ def test_the_server_s_watch_syncs_a_note_written_on_disk(served: Served) -> None
 def test_a_key_for_one_stack_never_reaches_the_other(served: Served) -> None:
     h, a, b = served.bare, served.a, served.b
     # A's write key and an admin JWT for A (a read key may do less than either)
-    a_keys = [served.keys["a-write"], _jwt(SECRET, f"{a}:admin")]
+    a_keys = [served.keys["a-write"], jwt_token(SECRET, f"{a}:admin")]
     for method, route, body, _ in ROUTES:
         for token in a_keys:
-            r = _call(h, method, route, body, b, token)
+            r = call_route(h, method, route, body, b, token)
             assert r.status_code in (403, 404), (method, route, r.status_code, r.text)
             assert "4471" not in r.text and "Vasquez" not in r.text and "Meridian" not in r.text
     # what stack A's keys see: A only, and nothing of B's even when they ask for it
@@ -560,22 +559,22 @@ def test_a_read_key_cannot_write_and_bad_tokens_get_401(served: Served) -> None:
     docs = served.ok(served.http.get(f"/v1/{a}/documents"))
     for method, route, body, need in ROUTES:
         if need == "write":
-            r = _call(h, method, route, body, a, read)
+            r = call_route(h, method, route, body, a, read)
             assert r.status_code == 403 and r.json()["error"], (method, route, r.text)
     # … but reads
-    r = _call(h, "GET", "/v1/{s}/search?q=gene", None, a, read)
+    r = call_route(h, "GET", "/v1/{s}/search?q=gene", None, a, read)
     assert r.status_code == 200 and r.json()["hits"], r.text
     assert served.ok(served.http.get(f"/v1/{a}/notes")) == notes  # nothing was written
     assert served.ok(served.http.get(f"/v1/{a}/documents")) == docs
-    forged = _jwt("not-the-secret-but-as-long-as-one-for-hs256-signing", f"{a}:admin")
-    expired = _jwt(SECRET, f"{a}:admin", exp=int(time.time()) - 60)
+    forged = jwt_token("not-the-secret-but-as-long-as-one-for-hs256-signing", f"{a}:admin")
+    expired = jwt_token(SECRET, f"{a}:admin", exp=int(time.time()) - 60)
     for token in (forged, expired):
         for method, route, body, _ in ROUTES:
-            r = _call(h, method, route, body, a, token)
+            r = call_route(h, method, route, body, a, token)
             assert r.status_code == 401 and r.json()["error"], (method, route, r.text)
-    assert "expired" in _call(h, "GET", "/v1/{s}/notes", None, a, expired).json()["error"]
+    assert "expired" in call_route(h, "GET", "/v1/{s}/notes", None, a, expired).json()["error"]
     # the good token is let in, and sees its stack's notes
-    good = _call(h, "GET", "/v1/{s}/notes", None, a, _jwt(SECRET, f"{a}:read"))
+    good = call_route(h, "GET", "/v1/{s}/notes", None, a, jwt_token(SECRET, f"{a}:read"))
     assert good.status_code == 200 and good.json() == notes
 
 
@@ -610,7 +609,7 @@ def test_cypher_is_answered_from_the_kuzu_graph_on_both(served: Served) -> None:
 
 def test_mcp_answers_from_the_same_graph_as_http(served: Served) -> None:
     """An agent with a key for every stack (a JWT) gets over MCP what HTTP answers."""
-    token = _jwt(SECRET, f"{served.a}:read {served.b}:read")
+    token = jwt_token(SECRET, f"{served.a}:read {served.b}:read")
     q = "Ada Lovelace analytical engine"
 
     async def ask(client: Any) -> Any:
@@ -618,7 +617,7 @@ def test_mcp_answers_from_the_same_graph_as_http(served: Served) -> None:
         ents = await client.call_tool("entities", {"name": "Ada Lovelace", "stack": served.a})
         return json.loads(hits.content[0].text), json.loads(ents.content[0].text)
 
-    hits, ent = _mcp(served.server.url, ask, token)
+    hits, ent = mcp_http(served.server.url, ask, token)
     over_http = served.search(q, k=3)
     assert [x["id"] for x in hits["results"]] == [x["id"] for x in over_http]
     http_ent = served.ok(served.entity("Ada Lovelace"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_ok
+from helpers.run import run_ok
 
 PROPOSAL = {
     "entities": [

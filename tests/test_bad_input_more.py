@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, run_ok
+from helpers.run import run_cli, run_ok
 
 
 def _files(root: Path) -> set[str]:
@@ -30,12 +30,12 @@ def _files(root: Path) -> set[str]:
         ),
     ],
 )
-def test_refused_with_one_line(example_kf: Path, args: list[str], says: str) -> None:
-    before = _files(example_kf)
-    r = run_ok(*args, cwd=example_kf)
+def test_refused_with_one_line(example_ro: Path, args: list[str], says: str) -> None:
+    before = _files(example_ro)
+    r = run_ok(*args, cwd=example_ro)
     assert r.code in (1, 2), r
     assert says in r.err and "unexpected" not in r.err, r.err
-    assert _files(example_kf) == before
+    assert _files(example_ro) == before
 
 
 def test_a_note_that_is_not_utf8_is_refused(example_kf: Path) -> None:

@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
+from helpers.run import run_ok
 
 from openkl.chunking import WHOLE, chunk_text
 from openkl.embeddings import Embedder

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, run_ok
+from helpers.run import run_cli, run_ok
 
 DOC = """# Tidal power
 

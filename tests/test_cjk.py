@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
+from helpers.run import run_ok
 
 DOCS = {
     "zh.md": "# 人工智能笔记\n\n机器学习是人工智能的一个分支，它让计算机从数据中学习规律。\n",

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import OK_BIN, run_cli, run_ok
+from helpers.run import OK_BIN, run_cli, run_ok
 
 # holds the writer lock until its stdin closes (`_release`), or for at most argv[2] seconds
 HOLD_LOCK = """

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run_ok
+from helpers.run import run_ok
 
 from openkl import settings
 from openkl.folder import Folder

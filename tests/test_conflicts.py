@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
-from openai_stub import chat_server
+from helpers.openai_stub import chat_server
+from helpers.run import run_ok
 
 
 def _add(text: str, now: str, *more: str) -> str:

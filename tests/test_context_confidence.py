@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_ok
+from helpers.run import run_ok
 
 from openkl.context import CALIBRATION, calibrated
 

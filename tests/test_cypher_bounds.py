@@ -19,9 +19,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import OK_BIN, run_ok, until
-from test_mcp import call, fail, serve
-from test_serve import Server, _mcp
+from helpers.mcp import call, fail, serve
+from helpers.run import OK_BIN, run_ok, until
+from helpers.serve import Server, mcp_http
 
 HUGE = "UNWIND range(1, 300000000) AS x RETURN sum(x) AS s"
 # rows without end and no memory to speak of: only the time bound stops it
@@ -93,6 +93,7 @@ def _cypher(s: Server, query: str) -> httpx.Response:
     return s.http.post(f"/v1/{s.stack}/cypher", json={"query": query})
 
 
+@pytest.mark.server
 def test_a_read_key_cannot_take_the_server_s_memory(served: Server) -> None:
     pid = served.proc.pid
     assert _cypher(served, "MATCH (d:Doc) RETURN count(*) AS n").status_code == 200
@@ -116,6 +117,7 @@ def test_a_read_key_cannot_take_the_server_s_memory(served: Server) -> None:
     assert r.status_code == 200 and len(r.json()) == 2, r.text
 
 
+@pytest.mark.server
 def test_a_query_past_serve_timeout_is_stopped_while_others_are_served(served: Server) -> None:
     pid = served.proc.pid
     answer: dict[str, Any] = {}
@@ -142,6 +144,7 @@ def test_a_query_past_serve_timeout_is_stopped_while_others_are_served(served: S
     until(lambda: not workers(pid), 30)
 
 
+@pytest.mark.server
 def test_the_server_keeps_the_graph_to_itself_between_queries(served: Server) -> None:
     """A query process opens the graph beside the server; once it has, no other process
     may open the graph, as before."""
@@ -162,6 +165,7 @@ def test_the_server_keeps_the_graph_to_itself_between_queries(served: Server) ->
         assert probe.returncode != 0 and "lock" in probe.stderr.lower(), probe.stderr[-300:]
 
 
+@pytest.mark.server
 def test_values_of_every_kind_come_back_as_before(served: Server) -> None:
     """Dates, intervals, decimals, lists, maps and nulls cross from the query process with
     their types, and render as the route always rendered them."""
@@ -187,6 +191,7 @@ def test_values_of_every_kind_come_back_as_before(served: Server) -> None:
     ]
 
 
+@pytest.mark.server
 def test_mcp_over_http_is_held_to_the_same_bound(served: Server) -> None:
     async def go(c: Any) -> None:
         err = await fail(c, "graph_cypher", query=HUGE)
@@ -198,10 +203,11 @@ def test_mcp_over_http_is_held_to_the_same_bound(served: Server) -> None:
         assert rows["results"][0]["n"] > 0
 
     before = rss_mb(served.proc.pid)
-    _mcp(served.url, go, token=served.http.headers["Authorization"].split()[1])
+    mcp_http(served.url, go, token=served.http.headers["Authorization"].split()[1])
     assert rss_mb(served.proc.pid) < before + 150
 
 
+@pytest.mark.server
 def test_the_routed_cli_and_the_cli_alone_are_held_to_it(served: Server, tmp_path: Path) -> None:
     env = {**os.environ, "OK_ROOT": str(served.root)}
     before = rss_mb(served.proc.pid)
@@ -228,6 +234,7 @@ def test_the_routed_cli_and_the_cli_alone_are_held_to_it(served: Server, tmp_pat
     assert slow.returncode == 2 and "graph.query_timeout (2 s)" in slow.stderr, slow.stderr
 
 
+@pytest.mark.server
 def test_mcp_over_stdio_is_held_to_it(example_kf: Path) -> None:
     async def go(c: Any) -> None:
         err = await fail(c, "graph_cypher", query=HUGE)
@@ -238,6 +245,7 @@ def test_mcp_over_stdio_is_held_to_it(example_kf: Path) -> None:
     serve([example_kf], go)
 
 
+@pytest.mark.server
 def test_a_query_process_ends_with_its_server(example_kf: Path) -> None:
     s = Server(example_kf, env={"OK_SERVE_TIMEOUT": "600"})
     pid = s.proc.pid

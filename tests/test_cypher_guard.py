@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
-from test_mcp import call, fail, serve
+from helpers.mcp import call, fail, serve
+from helpers.run import run_ok
 
 CSV = "(file_format='csv', header=false, delim=':')"
 PASSWD = f"'/etc/passwd' {CSV}"
@@ -172,7 +172,7 @@ BENIGN: list[tuple[str, dict[str, str], Any]] = [
 
 @pytest.mark.parametrize(("query", "params", "expected"), BENIGN, ids=range(len(BENIGN)))
 def test_benign_read_runs(
-    example_kf: Path, query: str, params: dict[str, str], expected: Any
+    example_ro: Path, query: str, params: dict[str, str], expected: Any
 ) -> None:
     args = [a for k, v in params.items() for a in ("-p", f"{k}={v}")]
     r = run_ok("graph", "cypher", query, *args, "--json")
@@ -229,11 +229,12 @@ def test_other_statements_are_not_on_the_allow_list(example_kf: Path, query: str
         assert r.code == 2 and "Cypher refused: a query may not start with" in r.err, r.err
 
 
-def test_empty_query_is_bad_input(example_kf: Path) -> None:
+def test_empty_query_is_bad_input(example_ro: Path) -> None:
     r = run_ok("graph", "cypher", "// nothing but a comment")
     assert r.code == 2 and r.err.startswith("Error: the query is empty (hint: ")
 
 
+@pytest.mark.server
 def test_read_only_mcp_server_refuses_files(example_kf: Path, tmp_path: Path) -> None:
     out = tmp_path / "leak"
 
@@ -263,6 +264,7 @@ def test_read_only_mcp_server_refuses_files(example_kf: Path, tmp_path: Path) ->
     assert not list(tmp_path.glob("leak*"))
 
 
+@pytest.mark.server
 def test_mcp_server_refuses_files_without_read_only(example_kf: Path, tmp_path: Path) -> None:
     out = tmp_path / "leak"
 
@@ -279,7 +281,7 @@ def test_mcp_server_refuses_files_without_read_only(example_kf: Path, tmp_path: 
     assert not list(tmp_path.glob("leak*"))
 
 
-def test_unaliased_columns_get_the_query_text_as_headers(example_kf: Path) -> None:
+def test_unaliased_columns_get_the_query_text_as_headers(example_ro: Path) -> None:
     q = (
         "MATCH (d:Doc) RETURN count(*), lower(d.title) AS low, size(d.title) > 2, "
         "d.title + ', x' ORDER BY low LIMIT 1"

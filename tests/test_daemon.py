@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import OK_BIN, Result, run_cli, run_ok, until
-from test_route import Rogue, _forge, _public_dir
+from helpers.route import Rogue, forge_claim, public_dir
+from helpers.run import OK_BIN, Result, run_cli, run_ok, until
 
 from openkl import routing
 from openkl.cli import spawn
@@ -110,6 +110,7 @@ def folder(
                 os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.server
 def test_the_first_command_starts_it_and_later_ones_run_in_it(folder: Folder) -> None:
     alone = run_ok("search", "gene editing", "-k", "3", "--json", cwd=folder.root)
     first = folder.ok("search", "gene editing", "-k", "3", "--json")
@@ -142,6 +143,7 @@ def test_the_first_command_starts_it_and_later_ones_run_in_it(folder: Folder) ->
     assert folder.pid() not in (None, pid)
 
 
+@pytest.mark.server
 def test_it_exits_when_idle(folder: Folder) -> None:
     r = folder.ok("mem", "list", env={"OK_SERVE_IDLE_EXIT": "2"})
     assert r.code == 0, r.err
@@ -152,6 +154,7 @@ def test_it_exits_when_idle(folder: Folder) -> None:
     assert any(e.get("reason") == "no command for 2 s" for e in folder.log()), folder.log()
 
 
+@pytest.mark.server
 def test_commands_keep_it_busy_and_it_never_outlives_its_claim(folder: Folder) -> None:
     assert folder.ok("mem", "list", env={"OK_SERVE_IDLE_EXIT": "4"}).code == 0
     pid = folder.pid()
@@ -164,6 +167,7 @@ def test_commands_keep_it_busy_and_it_never_outlives_its_claim(folder: Folder) -
     assert any(e.get("reason") == "its claim of the folder is gone" for e in folder.log())
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("how", ["OK_NO_DAEMON=1", "serve.auto false", "OK_NO_ROUTE=1"])
 def test_turned_off_no_command_starts_one(folder: Folder, how: str) -> None:
     env = {}
@@ -179,6 +183,7 @@ def test_turned_off_no_command_starts_one(folder: Folder, how: str) -> None:
     assert not (folder.root / ".ok/cache/resident.log").exists()
 
 
+@pytest.mark.server
 def test_commands_that_need_no_graph_start_none(folder: Folder) -> None:
     for args in (["grep", "gene"], ["config", "get", "search.k"], ["--version"], ["--help"]):
         assert folder.ok(*args).code == 0, args
@@ -186,6 +191,7 @@ def test_commands_that_need_no_graph_start_none(folder: Folder) -> None:
     assert folder.gone()
 
 
+@pytest.mark.server
 def test_a_killed_one_is_cleaned_up_by_the_next_command(folder: Folder) -> None:
     assert folder.ok("mem", "list").code == 0
     pid = folder.pid()
@@ -202,6 +208,7 @@ def test_a_killed_one_is_cleaned_up_by_the_next_command(folder: Folder) -> None:
     assert listed == [new]
 
 
+@pytest.mark.server
 def test_a_failed_start_is_said_once_and_the_command_runs_here(folder: Folder) -> None:
     r = folder.ok("search", "gene editing", "-k", "1", env={"OK_SERVE_IDLE_EXIT": "soon"})
     assert r.code == 0 and r.out, r.err  # the command ran in its own process
@@ -212,13 +219,14 @@ def test_a_failed_start_is_said_once_and_the_command_runs_here(folder: Folder) -
     assert folder.gone()
 
 
+@pytest.mark.server
 def test_a_socket_that_is_not_the_resident_process_s_receives_nothing(folder: Folder) -> None:
     assert folder.ok("mem", "list").code == 0
     pid = folder.pid()
-    where = _public_dir()
+    where = public_dir()
     try:
         rogue = Rogue(where)
-        real = _forge(folder.root, socket=str(rogue.path))
+        real = forge_claim(folder.root, socket=str(rogue.path))
         r = folder.ok("mem", "add", "A note for the rogue.", env={"GITHUB_TOKEN": "t0k"})
         got = rogue.got()
         assert got["bytes"] == 0 and got["fds"] == 0, got
@@ -231,6 +239,7 @@ def test_a_socket_that_is_not_the_resident_process_s_receives_nothing(folder: Fo
     assert "A note for the rogue." not in folder.ok("mem", "list").out
 
 
+@pytest.mark.server
 def test_ctrl_c_interrupts_the_command_not_the_resident_process(folder: Folder) -> None:
     # while the first command waits for the process it started: that one goes on starting
     first = subprocess.Popen(
@@ -279,6 +288,7 @@ def test_ctrl_c_interrupts_the_command_not_the_resident_process(folder: Folder) 
     assert folder.ok("search", "gene", "-k", "1").code == 0
 
 
+@pytest.mark.server
 def test_writes_at_once_go_through_one_writer(folder: Folder) -> None:
     results: dict[int, Result] = {}
 
@@ -304,6 +314,7 @@ def test_writes_at_once_go_through_one_writer(folder: Folder) -> None:
     assert folder.ok("status", "--json").json()["counts"]["MemoryNote"] == 7
 
 
+@pytest.mark.server
 def test_daemon_start_stop_status(folder: Folder) -> None:
     none = folder.ok("daemon", "stop")
     assert none.code == 1 and "no resident process" in none.out, none
@@ -321,8 +332,9 @@ def test_daemon_start_stop_status(folder: Folder) -> None:
     assert folder.gone()
 
 
+@pytest.mark.server
 def test_ok_serve_takes_the_folder_over(folder: Folder) -> None:
-    from test_serve import Server
+    from helpers.serve import Server
 
     assert folder.ok("mem", "list").code == 0
     pid = folder.pid()
@@ -351,6 +363,7 @@ NOTES = [
 ]
 
 
+@pytest.mark.server
 def test_a_note_s_entities_follow_it_and_equal_a_rebuild(folder: Folder, tmp_path: Path) -> None:
     for text in NOTES:  # answered first; the entities come when the writes pause
         r = folder.ok("mem", "add", text)

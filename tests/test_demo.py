@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import OK_BIN, REPO
+from helpers.run import OK_BIN, REPO
 
 
 def _sections(out: str) -> list[tuple[str, str]]:

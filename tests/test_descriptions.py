@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
-from openai_stub import chat_server
+from helpers.openai_stub import chat_server
+from helpers.run import run_ok
 
 DOC = """# Harbour notes
 

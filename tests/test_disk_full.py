@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, run_ok
+from helpers.run import run_cli, run_ok
 
 from openkl import notes as notes_mod
 from openkl.folder import Folder
@@ -129,8 +129,9 @@ def test_full_tmpfs(small_fs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     )
 
 
+@pytest.mark.server
 def test_full_tmpfs_through_mcp(small_fs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from test_mcp import fail, serve
+    from helpers.mcp import fail, serve
 
     root = small_fs / "kf"
     assert run_ok("init", str(root)).code == 0
@@ -170,7 +171,7 @@ def test_a_large_load_stops_with_room_left_when_the_disk_fills(
     checkpoint writes anew): when the disk fills part way, it stops with one clear line
     and room left on the disk, rather than inside the graph engine (which can abort the
     process); the batches committed so far stay, and `ok sync` finishes the rest."""
-    from test_large_writes import write_notes
+    from helpers.notes import write_notes
 
     src = write_notes(tmp_path / "src", range(60))
     # caches filled on another disk: on the small one, the load writes files and the graph

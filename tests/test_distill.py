@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run_ok
-from openai_stub import chat_server
+from helpers.openai_stub import chat_server
+from helpers.run import run_ok
 
 NAMES = [
     "extract-facts",

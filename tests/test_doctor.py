@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_ok
+from helpers.run import run_ok
 
 
 def test_doctor_on_a_healthy_folder(example_kf: Path) -> None:

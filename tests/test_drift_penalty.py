@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
-from test_mcp import call, fail, serve
-from test_serve import Server
+from helpers.mcp import call, fail, serve
+from helpers.run import run_ok
+from helpers.serve import Server
 
 QUERY = "harbour pilot boards ships at the red buoy"
 

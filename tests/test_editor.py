@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import OK_BIN, run_cli, run_ok
+from helpers.run import OK_BIN, run_cli, run_ok
 
 
 def _editor(tmp_path: Path, body: str, name: str = "ed.sh") -> Path:

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO, run_ok
+from helpers.graph import entity_graph
+from helpers.run import EXAMPLES, REPO, run_ok
 
 sys.path.insert(0, str(REPO / "tests" / "gold"))
 
@@ -20,7 +21,7 @@ def _entities(*args: str) -> list[dict]:
     return r.json()
 
 
-def test_example_entities_are_the_ones_a_reader_would_name(example_kf: Path) -> None:
+def test_example_entities_are_the_ones_a_reader_would_name(example_ro: Path) -> None:
     ents = {e["name"]: e for e in _entities()}
     for name in (
         "Ada Lovelace",
@@ -65,7 +66,7 @@ def test_entity_detail_and_unknown_entity(example_kf: Path) -> None:
     assert r.code == 2 and "no entity named 'Flux Capacitor'" in r.err
 
 
-def test_traverse_gives_the_path_of_each_step(example_kf: Path) -> None:
+def test_traverse_gives_the_path_of_each_step(example_ro: Path) -> None:
     r = run_ok(
         "graph", "traverse", "Ada Lovelace", "--depth", "2", "--json", "--min-confidence", "0"
     )
@@ -446,25 +447,6 @@ def test_api_reference_labels_and_common_words_are_not_entities(kf: Path) -> Non
         assert key_of(name) in listed, (name, sorted(listed))
 
 
-def _entity_graph(root: Path) -> dict[str, list]:
-    """Every entity, mention and relationship with all their properties."""
-    out = {}
-    for name, cypher in {
-        "entities": "MATCH (e:Entity) RETURN e.id, e.name, e.type, e.description,"
-        " round(e.confidence, 9), e.aliases, e.docs, e.verified, e.source_kind, e.canonical,"
-        " e.ext_id, e.extra ORDER BY e.id",
-        "mentions": "MATCH (x)-[m:MENTIONS]->(e:Entity) RETURN x.id AS src, e.id AS dst,"
-        " round(m.confidence, 9) AS c ORDER BY src, dst",
-        "related": "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id AS src, b.id AS dst,"
-        " r.type AS t, round(r.confidence, 9), r.evidence, r.docs, r.verified, r.source_kind,"
-        " r.description, r.ext_id, r.extra ORDER BY src, dst, t",
-    }.items():
-        r = run_ok("--root", str(root), "graph", "cypher", cypher, "--json")
-        assert r.code == 0, r.err
-        out[name] = r.json()
-    return out
-
-
 def test_small_writes_leave_the_entity_graph_a_rebuild_would_make(
     example_kf: Path, tmp_path: Path
 ) -> None:
@@ -485,12 +467,12 @@ def test_small_writes_leave_the_entity_graph_a_rebuild_would_make(
     )
     doc.write_text(doc.read_text().replace("BM25", "Okapi BM25 ranking by Stephen Robertson"))
     assert run_ok("sync").code == 0
-    incremental = _entity_graph(example_kf)
+    incremental = entity_graph(example_kf)
     assert incremental["related"] and incremental["mentions"]
     copy = tmp_path / "rebuilt"
     shutil.copytree(example_kf, copy, symlinks=True)
     assert run_ok("--root", str(copy), "index", "--rebuild").code == 0
-    assert _entity_graph(copy) == incremental
+    assert entity_graph(copy) == incremental
 
 
 @pytest.mark.parametrize(
@@ -673,9 +655,9 @@ def test_cooccurrence_with_a_common_word_needs_two_sources(
     monkeypatch.setenv("OK_ENTITIES_COOCCURRENCE_MIN_SOURCES", "1")
     assert run_ok("sync").code == 0
     assert weak <= _related()
-    kept = _entity_graph(kf)
+    kept = entity_graph(kf)
     assert run_ok("index", "--rebuild").code == 0
-    assert _entity_graph(kf) == kept
+    assert entity_graph(kf) == kept
     monkeypatch.delenv("OK_ENTITIES_COOCCURRENCE_MIN_SOURCES")
     assert run_ok("sync").code == 0
     assert not weak & _related()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
+from helpers.run import run_ok
 
 GOOD = {
     "entities": [

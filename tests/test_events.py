@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import OK_BIN, run_cli, run_ok
+from helpers.run import OK_BIN, run_cli, run_ok
 
 from openkl import events
 from openkl.errors import UsageError

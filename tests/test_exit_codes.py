@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import typer
-from conftest import run_ok
-from localsite import Page, Site, make_pdf, make_repo, serve
+from helpers.localsite import Page, Site, make_pdf, make_repo, serve
+from helpers.run import run_ok
 
 from openkl.cli.app import app
 from openkl.cli.vocabulary import EXIT_CODES
@@ -491,7 +491,7 @@ def test_every_command_has_its_cases() -> None:
 
 def test_a_routed_command_keeps_the_code(example_kf: Path) -> None:
     """Without the in-process runner: the installed `ok`, its code as the shell sees it."""
-    from conftest import run_cli
+    from helpers.run import run_cli
 
     assert run_cli("search", "qwzx vbnm plokij", "--root", str(example_kf)).code == NONE
     r = run_cli("mem", "show", "m-nope", "--root", str(example_kf))

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import OK_BIN, run_ok
+from helpers.run import OK_BIN, run_ok
 
 
 def _fresh_clone(example_kf: Path, to: Path) -> Path:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import typer
-from conftest import run_ok
+from helpers.run import run_ok
 
 from openkl.cli.app import app
 from openkl.cli.vocabulary import BY_NAME, IDEAS, LIST_COMMANDS

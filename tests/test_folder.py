@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
+from helpers.run import run_ok
 
 from openkl.folder import Folder, find_root
 

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
+from helpers.run import run_ok
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -7,7 +7,7 @@ import json
 import sys
 from collections import Counter
 
-from conftest import REPO
+from helpers.run import REPO
 
 GOLD = REPO / "bench" / "gold" / "qa"
 sys.path.insert(0, str(GOLD))

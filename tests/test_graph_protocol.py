@@ -3,47 +3,13 @@ Protocol exists on `Graph`, methods with the same parameters (names, kinds, defa
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
+
+from helpers.graph import drift, members
 
 from openkl.graph import Graph
 from openkl.graph.protocol import GraphStore
-
-
-def members(proto: type) -> dict[str, Any]:
-    """The members a Protocol declares, its bases' included: name → function (or None for
-    an attribute declared by annotation)."""
-    out: dict[str, Any] = {}
-    for cls in reversed(proto.__mro__):
-        if cls in (object, Protocol) or not getattr(cls, "_is_protocol", False):
-            continue
-        out.update(dict.fromkeys(getattr(cls, "__annotations__", {})))
-        out.update(
-            {
-                name: value
-                for name, value in vars(cls).items()
-                if not name.startswith("_") and callable(value)
-            }
-        )
-    return out
-
-
-def _params(fn: Any) -> list[tuple[str, Any, Any]]:
-    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
-
-
-def drift(proto: type, impl: type, instance: Any) -> list[str]:
-    """How `impl` differs from `proto`: members missing, methods with other parameters."""
-    out = []
-    for name, fn in sorted(members(proto).items()):
-        if not hasattr(impl, name) and not hasattr(instance, name):
-            out.append(f"{name}: missing")
-        elif fn is not None:
-            want, have = _params(fn), _params(getattr(impl, name))
-            if want != have:
-                out.append(f"{name}: {want} in the Protocol, {have} on {impl.__name__}")
-    return out
 
 
 def test_graph_keeps_to_the_graph_store_protocol() -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
-from test_mcp import call, fail, serve
-from test_shell import _on_tty
+from helpers.mcp import call, fail, serve
+from helpers.run import run_ok
+from helpers.terminal import on_tty
 
 A = "store/normalized/a.ok.md"
 B = "store/normalized/b.ok.md"
@@ -111,11 +111,11 @@ def test_matches_are_coloured_on_a_terminal_only(docs: Path, monkeypatch: Any) -
     assert r.code == 2 and "auto, always, never" in r.err
 
     env = {"OK_ROOT": str(docs)}
-    tty = _on_tty("grep", "-w", "Ada", "--in", "store", env=env)
+    tty = on_tty("grep", "-w", "Ada", "--in", "store", env=env)
     assert red.encode() in tty
     for plain in (
-        _on_tty("grep", "-w", "Ada", env={**env, "NO_COLOR": "1"}),
-        _on_tty("grep", "-w", "Ada", "--color", "never", env=env),
+        on_tty("grep", "-w", "Ada", env={**env, "NO_COLOR": "1"}),
+        on_tty("grep", "-w", "Ada", "--color", "never", env=env),
     ):
         assert b"six Ada Adams" in plain and b"\x1b[" not in plain
 
@@ -149,6 +149,7 @@ def test_dash_c_after_grep_is_context_and_root_still_moves(
         assert r.out.endswith(want), r.out
 
 
+@pytest.mark.server
 def test_mcp_sh_grep_words_context_files_and_counts(docs: Path) -> None:
     async def go(c: Any) -> None:
         plain = (await call(c, "sh_grep", pattern="Adam"))["results"]

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import OK_BIN, run_cli, run_ok
+from helpers.run import OK_BIN, run_cli, run_ok
 
 QUERY = "who wrote the first computer program"
 
@@ -119,9 +119,9 @@ def test_open_prints_the_span_when_piped(example_kf: Path) -> None:
     assert _lines(Path(spot["abs_path"]))[spot["line"] - 1].startswith("Kùzu keeps one writer")
 
 
-def test_open_takes_path_and_line_from_here_or_the_root(example_kf: Path) -> None:
+def test_open_takes_path_and_line_from_here_or_the_root(example_ro: Path) -> None:
     hit = run_ok("search", QUERY, "-k", "1", "--json").json()[0]
-    r = run_ok("open", f"{hit['path']}:3", cwd=example_kf)  # the header: a path from here
+    r = run_ok("open", f"{hit['path']}:3", cwd=example_ro)  # the header: a path from here
     assert r.code == 0, r.err
     assert r.out == f"{hit['path']}:3\n{_lines(Path(hit['abs_path']))[2]}\n"
     sub = Path(hit["abs_path"]).parent
@@ -314,7 +314,7 @@ def test_format_prints_the_same_records_four_ways(example_kf: Path, args: tuple[
         assert cells == [_flat(row.get(c)) for c in columns]
 
 
-def test_format_errors_and_the_json_alias(example_kf: Path) -> None:
+def test_format_errors_and_the_json_alias(example_ro: Path) -> None:
     r = run_ok("store", "list", "--format", "xml")
     assert r.code == 2 and "'xml' is not one of json, jsonl, csv, tsv" in r.err
     r = run_ok("store", "list", "--json", "--format", "csv")
@@ -333,10 +333,10 @@ def test_format_errors_and_the_json_alias(example_kf: Path) -> None:
 
 
 def test_open_completes_the_last_search_ids(example_kf: Path, tmp_path: Path) -> None:
-    from test_shell import _bash_complete
+    from helpers.terminal import bash_complete
 
     script = tmp_path / "ok.bash"
     script.write_text(run_ok("completion", "bash").out)
     hits = run_ok("search", QUERY, "-k", "2", "--json").json()
-    offered = _bash_complete(script, ["ok", "open", hits[1]["id"][:6]], example_kf)
+    offered = bash_complete(script, ["ok", "open", hits[1]["id"][:6]], example_kf)
     assert hits[1]["id"] in offered

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
-from pg import pg_server, pg_uri  # noqa: F401  (fixtures)
+from helpers.run import run_ok
 
 NOTE = "---\nid: {id}\nts: {ts}\n{more}---\n{body}\n"
 
@@ -420,7 +419,8 @@ def test_a_supersede_cycle_is_reported_and_the_newer_note_stays_visible(kf: Path
     assert _search_ids("deploys", "--in", "mem") == ["m-20260106-newr"]
 
 
-def test_both_backends_keep_the_newest_note_of_a_supersede_cycle(kf: Path, pg_uri: str) -> None:  # noqa: F811
+@pytest.mark.postgres
+def test_both_backends_keep_the_newest_note_of_a_supersede_cycle(kf: Path, pg_uri: str) -> None:
     from openkl.folder import Folder
     from openkl.graph.postgres import PgGraph
     from openkl.indexing import embedder, open_graph

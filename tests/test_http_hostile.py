@@ -25,8 +25,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import run_cli, run_ok
-from test_serve import Server, _mcp
+from helpers.run import run_cli, run_ok
+from helpers.serve import Server, mcp_http
 
 LOCAL_ENV = {
     "OK_SERVE_ALLOWED_HOSTS": "kb.test, pinned.test:8443",
@@ -88,6 +88,7 @@ def local(_example_template: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         s.stop()
 
 
+@pytest.mark.server
 def test_a_host_that_is_not_the_server_s_is_refused_on_every_route(local: Local) -> None:
     h, v1, port = local.s.http, local.v1, local.s.port
     routes: list[tuple[str, str, Any]] = [
@@ -136,6 +137,7 @@ def test_a_host_that_is_not_the_server_s_is_refused_on_every_route(local: Local)
     assert h.get("/", headers={"Host": "kb.test"}).status_code == 200
 
 
+@pytest.mark.server
 def test_a_web_page_cannot_write_into_the_folder(local: Local) -> None:
     h, v1, port = local.s.http, local.v1, local.s.port
     evil = {"Origin": "http://evil.example"}
@@ -228,6 +230,7 @@ def test_a_web_page_cannot_write_into_the_folder(local: Local) -> None:
     assert not any("evil.example" in x["quote"] for x in hits), hits
 
 
+@pytest.mark.server
 def test_the_server_s_own_page_and_allowed_origins_may_write(local: Local) -> None:
     h, v1 = local.s.http, local.v1
     made: list[str] = []
@@ -260,6 +263,7 @@ def test_the_server_s_own_page_and_allowed_origins_may_write(local: Local) -> No
     assert h.delete(f"{v1}/documents/{r.json()['added'][0]['id']}").status_code == 200
 
 
+@pytest.mark.server
 def test_json_routes_refuse_other_content_types(local: Local) -> None:
     h, v1 = local.s.http, local.v1
     bundle = h.get(f"/aks/v1/stacks/{local.s.stack}/bundle").content
@@ -307,6 +311,7 @@ def _exchange(sock: socket.socket, reader: Any, request: bytes) -> tuple[int, by
     return status, reader.read(length)
 
 
+@pytest.mark.server
 def test_deep_json_is_a_400_and_the_connection_stays_open(local: Local) -> None:
     v1, stack = local.v1, local.s.stack
     deep = b"[" * 50_000 + b"]" * 50_000
@@ -336,6 +341,7 @@ def test_deep_json_is_a_400_and_the_connection_stays_open(local: Local) -> None:
     assert _state(local.base) == before
 
 
+@pytest.mark.server
 def test_an_upload_whose_every_file_is_skipped_is_a_422(local: Local) -> None:
     h, v1 = local.s.http, local.v1
     before = _state(local.base)
@@ -366,6 +372,7 @@ def test_an_upload_whose_every_file_is_skipped_is_a_422(local: Local) -> None:
     assert h.delete(f"{v1}/documents/{r.json()['added'][0]['id']}").status_code == 200
 
 
+@pytest.mark.server
 def test_names_with_control_characters_are_refused(local: Local) -> None:
     h, v1 = local.s.http, local.v1
     before = _state(local.base)
@@ -401,6 +408,7 @@ def _raw_form(filename: str, data: bytes) -> dict[str, Any]:
     return {"content": body, "headers": {"Content-Type": "multipart/form-data; boundary=b0undary"}}
 
 
+@pytest.mark.server
 def test_paths_that_climb_out_are_refused_everywhere(local: Local) -> None:
     h, v1 = local.s.http, local.v1
     (local.base / "outside.md").write_text("Outside the folder: the treasure map.\n")
@@ -457,6 +465,7 @@ def test_paths_that_climb_out_are_refused_everywhere(local: Local) -> None:
     assert _state(local.base) == before
 
 
+@pytest.mark.server
 def test_a_verify_of_a_file_outside_the_folder_reads_nothing(local: Local) -> None:
     h, v1 = local.s.http, local.v1
     secret = local.base / "outside-secret.md"
@@ -473,6 +482,7 @@ def test_a_verify_of_a_file_outside_the_folder_reads_nothing(local: Local) -> No
             _is_error(r, 400, 404)
 
 
+@pytest.mark.server
 def test_bodies_over_the_cap_are_413(local: Local) -> None:
     h, v1 = local.s.http, local.v1
     before = _state(local.base)
@@ -494,6 +504,7 @@ def test_bodies_over_the_cap_are_413(local: Local) -> None:
     assert _state(local.base) == before
 
 
+@pytest.mark.server
 def test_mcp_cannot_read_the_server_s_state_under_ok(local: Local) -> None:
     (local.s.root / ".ok" / "keys.json").write_text('[{"id": "kx", "sha256": "feed"}]\n')
 
@@ -514,7 +525,7 @@ def test_mcp_cannot_read_the_server_s_state_under_ok(local: Local) -> None:
         out["top"] = json.loads(r.content[0].text)["results"]
         return out
 
-    got = _mcp(local.s.url, go)
+    got = mcp_http(local.s.url, go)
     for name in ("keys", "claim", "config", "dot", "list-ok"):
         is_error, text = got[name]
         assert is_error and "not part of the knowledge" in text, (name, text)
@@ -524,6 +535,7 @@ def test_mcp_cannot_read_the_server_s_state_under_ok(local: Local) -> None:
     assert ".ok" not in names and {"memories", "store"} <= names, names
 
 
+@pytest.mark.server
 def test_a_slow_client_is_cut_off_at_the_header_timeout(
     _example_template: Path, tmp_path: Path
 ) -> None:
@@ -680,6 +692,7 @@ def guarded(_example_template: Path, tmp_path_factory: pytest.TempPathFactory) -
         s.stop()
 
 
+@pytest.mark.server
 def test_forged_expired_and_confused_tokens_are_401(guarded: Guarded) -> None:
     g = guarded
     now = int(time.time())
@@ -730,6 +743,7 @@ def test_forged_expired_and_confused_tokens_are_401(guarded: Guarded) -> None:
     assert r.status_code == 200, r.text
 
 
+@pytest.mark.server
 def test_a_key_of_one_stack_reaches_no_other_and_not_the_metrics(guarded: Guarded) -> None:
     g = guarded
     before = _state(g.base)
@@ -767,6 +781,7 @@ def test_a_key_of_one_stack_reaches_no_other_and_not_the_metrics(guarded: Guarde
     assert r.status_code == 200 and "0000" in r.json()["hits"][0]["quote"]
 
 
+@pytest.mark.server
 def test_stack_names_an_attacker_picks_are_refused(guarded: Guarded) -> None:
     g = guarded
     every = g.jwt("*:admin")
@@ -814,6 +829,7 @@ def test_a_folder_whose_stack_name_is_a_wildcard_is_not_served(tmp_path: Path) -
         assert not (root / ".ok" / "serve.json").exists()
 
 
+@pytest.mark.server
 def test_remote_answers_carry_folder_relative_paths_only(guarded: Guarded, local: Local) -> None:
     g = guarded
     every = g.jwt("*:admin")
@@ -853,7 +869,7 @@ def test_remote_answers_carry_folder_relative_paths_only(guarded: Guarded, local
         got = await client.call_tool("list_stacks", {})
         return str(got.content[0].text)
 
-    text = _mcp(g.s.url, listed, g.jwt("*:read"))
+    text = mcp_http(g.s.url, listed, g.jwt("*:read"))
     assert g.name in text and not any(p in text for p in roots), text
     # a local caller (no credentials) is answered as the CLI is: absolute paths included
     local_hits = local.s.http.get(f"{local.v1}/search", params={"q": "gene", "k": 1}).json()

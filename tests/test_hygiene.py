@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
-from test_mcp import call, fail, serve
-from test_serve import Server
+from helpers.mcp import call, fail, serve
+from helpers.run import run_ok
+from helpers.serve import Server
 
 
 def _add(*args: str, now: str) -> Any:
@@ -134,6 +134,7 @@ def test_dedupe_with_nothing_to_merge_and_restore_of_an_unknown_id(kf: Path) -> 
     assert r.code == 2 and "no archived note" in r.err and "memories/archive" in r.err, r.err
 
 
+@pytest.mark.server
 def test_mcp_mem_add_answers_duplicate_of(kf: Path) -> None:
     async def go(c: Any) -> None:
         first = await call(c, "mem_add", text="The staging server is called heron.")
@@ -301,6 +302,7 @@ def test_bad_ttl_and_expires_get_one_clear_line(kf: Path) -> None:
     assert "`expires: next week` is not a date" in r.err, r.err
 
 
+@pytest.mark.server
 def test_mcp_mem_add_supersedes_and_ttl(kf: Path) -> None:
     async def go(c: Any) -> None:
         old = await call(c, "mem_add", text="The on-call phone is the black one.")

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
+from helpers.run import run_ok
 
 QUERIES = [
     "who wrote the first computer program",
@@ -121,7 +121,7 @@ def test_cypher_is_read_only_without_write(example_kf: Path, query: str) -> None
     assert run_ok("graph", "cypher", "MATCH (n) RETURN count(n) AS n", "--json").json() == before
 
 
-def test_cypher_reads_and_params(example_kf: Path) -> None:
+def test_cypher_reads_and_params(example_ro: Path) -> None:
     r = run_ok(
         "graph",
         "cypher",

@@ -4,7 +4,6 @@ entity graph equals a rebuild's however the writes were cut into commits."""
 
 from __future__ import annotations
 
-import random
 import re
 import shutil
 from collections.abc import Iterator
@@ -12,36 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
-from test_entities import _entity_graph
-
-NAMES = (
-    "Ada Lovelace", "Charles Babbage", "Alan Turing", "Grace Hopper", "John von Neumann",
-    "Claude Shannon", "Marie Curie", "Niels Bohr", "Lise Meitner", "Emmy Noether",
-    "Kurt Gödel", "Edsger Dijkstra", "Barbara Liskov", "Donald Knuth", "Tim Berners-Lee",
-    "Linus Torvalds", "Margaret Hamilton", "Katherine Johnson", "Dennis Ritchie", "Ken Thompson",
-)  # fmt: skip
-PLACES = ("London", "Cambridge", "Princeton", "Paris", "Copenhagen", "Vienna", "Zurich", "Oslo")
-
-
-def meeting_notes(i: int) -> str:
-    """A document naming people and a place per sentence: every sentence pairs its names, so
-    documents added later name pairs the graph already holds (their relationships change)."""
-    rng = random.Random(i)
-    sentences = []
-    for _ in range(6):
-        a, b, c = rng.sample(NAMES, 3)
-        sentences.append(
-            f"{a} met {b} and {c} in {rng.choice(PLACES)} in {1900 + rng.randrange(100)}."
-        )
-    return f"# Meeting notes {i}\n\n" + " ".join(sentences) + "\n"
-
-
-def write_notes(where: Path, numbers: range) -> Path:
-    where.mkdir(parents=True, exist_ok=True)
-    for i in numbers:
-        (where / f"n{i:03d}.md").write_text(meeting_notes(i))
-    return where
+from helpers.graph import entity_graph
+from helpers.notes import write_notes
+from helpers.run import run_ok
 
 
 def _graph_bytes(root: Path) -> int:
@@ -113,7 +85,7 @@ def test_two_loads_leave_a_graph_near_the_size_of_one(kf: Path, tmp_path: Path) 
     for p in sorted(src.rglob("*.md")):
         shutil.copy(p, both / p.name)
     assert run_ok("--root", str(one), "store", "ingest", str(both)).code == 0
-    assert _entity_graph(one) == _entity_graph(kf)
+    assert entity_graph(one) == entity_graph(kf)
     assert _graph_bytes(kf) <= 1.5 * _graph_bytes(one), (_graph_bytes(kf), _graph_bytes(one))
 
 
@@ -136,11 +108,11 @@ def test_a_load_committed_in_many_steps_equals_a_rebuild(
     assert commits >= 8, commits  # the consolidation was cut into several commits
     status = run_ok("status", "--json").json()
     assert status["in_sync"], status
-    incremental = _entity_graph(kf)
+    incremental = entity_graph(kf)
     copy = tmp_path / "rebuilt"
     shutil.copytree(kf, copy, symlinks=True)
     assert run_ok("--root", str(copy), "index", "--rebuild").code == 0
-    assert _entity_graph(copy) == incremental
+    assert entity_graph(copy) == incremental
 
 
 def test_room_needed_counts_the_rows_and_the_rewrite(kf: Path, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import run_ok
+from helpers.run import run_ok
 
 WHERE = re.compile(r"^(?P<path>[^\t:]+):(?P<first>\d+)(?:-(?P<last>\d+))?$")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_ok
+from helpers.run import run_ok
 
 
 def _write(kf: Path, nid: str, body: str, title: str | None = None, day: str = "01") -> Path:

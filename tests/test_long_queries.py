@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
-from test_mcp import call, serve
-from test_serve import Server
+from helpers.mcp import call, serve
+from helpers.run import run_ok
+from helpers.serve import Server
 
 from openkl.embeddings import Embedder
 from openkl.search import MAX_QUERY, MAX_TERMS, QueryUse
@@ -87,6 +87,7 @@ def test_a_query_past_the_ceiling_is_one_clear_line(example_kf: Path) -> None:
     assert r.code == 2 and "characters long" in r.err
 
 
+@pytest.mark.server
 def test_a_long_query_over_mcp(example_kf: Path) -> None:
     async def go(c: Any) -> None:
         got = await call(c, "search", query=ARGUMENT, k=3)

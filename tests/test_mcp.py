@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 import yaml
-from conftest import OK_BIN, run_cli, run_ok
+from helpers.mcp import call, fail, serve
+from helpers.run import OK_BIN, run_cli, run_ok
 
 from openkl.errors import BadInput
 from openkl.folder import Folder
@@ -36,43 +35,7 @@ READ_TOOLS = {
 WRITE_TOOLS = {"mem_add", "distill_create", "store_ingest"}
 
 
-def serve(
-    roots: list[Path],
-    fn: Callable[[Any], Awaitable[Any]],
-    *extra: str,
-    env: dict[str, str] | None = None,
-) -> Any:
-    """Spawn `ok mcp --root …` and run `fn(client)` against it."""
-    from mcp import Client, StdioServerParameters
-
-    args = ["mcp", *[a for r in roots for a in ("--root", str(r))], *extra]
-    params = StdioServerParameters(command=OK_BIN, args=args, env={**os.environ, **(env or {})})
-
-    async def main() -> Any:
-        async with Client(params, read_timeout_seconds=120) as client:
-            return await fn(client)
-
-    try:
-        return anyio.run(main)
-    except BaseExceptionGroup as eg:  # show the test's own failure, not the task-group wrapping
-        leaf: BaseException = eg
-        while isinstance(leaf, BaseExceptionGroup):
-            leaf = leaf.exceptions[0]
-        raise leaf from None
-
-
-async def call(client: Any, tool: str, **args: Any) -> dict[str, Any]:
-    r = await client.call_tool(tool, args)
-    assert not r.is_error, r.content[0].text
-    return json.loads(r.content[0].text)
-
-
-async def fail(client: Any, tool: str, **args: Any) -> str:
-    r = await client.call_tool(tool, args)
-    assert r.is_error, r.content[0].text[:300]
-    return r.content[0].text
-
-
+@pytest.mark.server
 def test_lists_tools_resources_and_prompts(example_kf: Path) -> None:
     async def go(c: Any) -> None:
         tools = {t.name: t for t in (await c.list_tools()).tools}
@@ -135,6 +98,7 @@ def test_lists_tools_resources_and_prompts(example_kf: Path) -> None:
     serve([example_kf], go)
 
 
+@pytest.mark.server
 def test_read_only_server_has_no_write_tools(example_kf: Path) -> None:
     async def go(c: Any) -> set[str]:
         tools = {t.name: t for t in (await c.list_tools()).tools}
@@ -151,6 +115,7 @@ def test_read_only_server_has_no_write_tools(example_kf: Path) -> None:
     assert not list((example_kf / "citations").glob("*.json"))
 
 
+@pytest.mark.server
 def test_calls_every_tool(example_kf: Path) -> None:
     async def go(c: Any) -> None:
         stacks = (await call(c, "list_stacks"))["results"]
@@ -236,6 +201,7 @@ def test_calls_every_tool(example_kf: Path) -> None:
     assert '"op": "mem.add"' in log and '"via": "mcp"' in log
 
 
+@pytest.mark.server
 def test_the_rfc_distill_flow(example_kf: Path) -> None:
     """The RFC's distillation workflow (section 7.2) through MCP: search, cite what matters,
     get a prompt, distill, write the note that cites it, and find it again."""
@@ -324,6 +290,7 @@ def test_the_rfc_distill_flow(example_kf: Path) -> None:
     assert sorted(x["id"] for x in r.json()) == sorted(h["id"] for h in hits)
 
 
+@pytest.mark.server
 def test_cli_writes_while_the_server_runs(example_kf: Path) -> None:
     """The server holds no lock between calls: `ok mem add` and `ok store ingest` work from a
     shell, and the server's next call sees what they wrote."""
@@ -373,6 +340,7 @@ def test_cli_writes_while_the_server_runs(example_kf: Path) -> None:
     serve([example_kf], go, env={"OK_ROOT": str(example_kf)})
 
 
+@pytest.mark.server
 def test_files_stay_inside_the_folder(example_kf: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -416,6 +384,7 @@ def test_files_stay_inside_the_folder(example_kf: Path, tmp_path: Path) -> None:
     serve([example_kf], go)
 
 
+@pytest.mark.server
 def test_oversized_results_are_truncated_with_a_marker(example_kf: Path) -> None:
     big = example_kf / "memories" / "big.md"
     big.write_text("".join(f"line {i}: lorem ipsum dolor sit amet\n" for i in range(2000)))
@@ -436,6 +405,7 @@ def test_oversized_results_are_truncated_with_a_marker(example_kf: Path) -> None
     serve([example_kf], go, env={"OK_MCP_MAX_BYTES": "4000"})
 
 
+@pytest.mark.server
 def test_a_tool_over_its_time_cap_returns_an_error(example_kf: Path) -> None:
     slow = (
         "UNWIND range(1, 2000) AS a UNWIND range(1, 2000) AS b UNWIND range(1, 2000) AS c "
@@ -458,6 +428,7 @@ def test_a_tool_over_its_time_cap_returns_an_error(example_kf: Path) -> None:
     serve([example_kf], go, env={"OK_MCP_TIMEOUTS_GRAPH_CYPHER": "1"})
 
 
+@pytest.mark.server
 def test_search_tools_check_their_arguments(example_kf: Path) -> None:
     """Bad dates are tool errors that say what is accepted; a huge k is clamped to
     mcp.max_k and the result says so; date spans work as in `ok events --since`."""
@@ -478,6 +449,7 @@ def test_search_tools_check_their_arguments(example_kf: Path) -> None:
     serve([example_kf], go)
 
 
+@pytest.mark.server
 def test_several_stacks(example_kf: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     assert run_ok("init", str(other), "--domain", "lab").code == 0

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_mcp import serve
+from helpers.mcp import serve
 
 LONG = "a" * 5000
 DEEP = "/".join(["a"] * 2000)
@@ -230,6 +230,7 @@ def answers(
     return got, before, _snapshot(root)
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("case", CORPUS, ids=[c.id for c in CORPUS])
 def test_hostile_argument_gets_one_clear_line(case: Case, answers: Any) -> None:
     got, _, _ = answers
@@ -247,6 +248,7 @@ def test_hostile_argument_gets_one_clear_line(case: Case, answers: Any) -> None:
         )
 
 
+@pytest.mark.server
 def test_hostile_arguments_write_nothing(answers: Any) -> None:
     _, before, after = answers
     assert after == before

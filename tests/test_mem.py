@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from conftest import run_ok
+from helpers.run import run_ok
 
 
 def _note_file(kf: Path, nid: str) -> Path:

@@ -11,8 +11,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import OK_BIN, run_ok
-from test_serve import Server
+import pytest
+from helpers.run import OK_BIN, run_ok
+from helpers.serve import Server
 
 
 def _add(text: str) -> str:
@@ -121,6 +122,7 @@ def test_a_prefix_is_confirmed_at_a_terminal(kf: Path) -> None:
     assert run_ok("mem", "restore", nid).code == 0
 
 
+@pytest.mark.server
 def test_http_delete_archives_and_purges(kf: Path) -> None:
     kept = _add("The breakwater shelters the inner harbour.")
     gone = _add("Bollards hold the mooring lines.")

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
-from openai_stub import chat_server
-from test_mcp import call, serve
+from helpers.mcp import call, serve
+from helpers.openai_stub import chat_server
+from helpers.run import run_ok
 
 GIBBERISH = "asdkjh qwpoeiru"
 
@@ -26,7 +26,7 @@ def test_gibberish_is_no_good_match(example_kf: Path) -> None:
     assert r.code == 1 and r.json() == []
 
 
-def test_min_score_zero_shows_the_nearest_anyway(example_kf: Path) -> None:
+def test_min_score_zero_shows_the_nearest_anyway(example_ro: Path) -> None:
     r = run_ok("search", GIBBERISH, "--min-score", "0", "--json", "--explain")
     assert r.code == 0, r.err
     hits = r.json()
@@ -43,7 +43,7 @@ def _best_cosine(query: str) -> float:
     return max(h["signals"]["vector"]["score"] for h in hits if "vector" in h["signals"])
 
 
-def test_min_score_is_the_cosine_of_the_best_passage(example_kf: Path) -> None:
+def test_min_score_is_the_cosine_of_the_best_passage(example_ro: Path) -> None:
     # none of the gibberish's words occur: the floor is --min-score itself
     best = _best_cosine(GIBBERISH)
     near = run_ok("search", GIBBERISH, "--json", "--explain", "--min-score", "0")
@@ -54,7 +54,7 @@ def test_min_score_is_the_cosine_of_the_best_passage(example_kf: Path) -> None:
     assert "none of its words occur" in over.err
 
 
-def test_a_query_whose_words_occur_is_never_cut(example_kf: Path) -> None:
+def test_a_query_whose_words_occur_is_never_cut(example_ro: Path) -> None:
     # a lone name embeds poorly, far from the page about him, but BM25 finds it
     assert _best_cosine("Babbage") < 0.3
     r = run_ok("search", "Babbage", "--json", "--min-score", "1")
@@ -78,13 +78,13 @@ def test_the_floor_is_a_setting(example_kf: Path) -> None:
     assert r.code == 1 and "under --min-score 1" in r.err
 
 
-def test_min_score_out_of_range(example_kf: Path) -> None:
+def test_min_score_out_of_range(example_ro: Path) -> None:
     for bad in ("1.5", "-0.1"):
         r = run_ok("search", "Lovelace", "--min-score", bad)
         assert r.code == 2 and "min-score" in r.err and "0 turns the floor off" in r.err
 
 
-def test_keyword_mode_has_no_floor(example_kf: Path) -> None:
+def test_keyword_mode_has_no_floor(example_ro: Path) -> None:
     # BM25 alone has no calibrated score; a keyword hit is its own evidence
     r = run_ok("search", "Babbage", "--mode", "fts", "--min-score", "0.99", "--json")
     assert r.code == 0 and "ada-lovelace" in r.json()[0]["path"]
@@ -119,6 +119,7 @@ def test_ask_does_not_send_the_model_passages_nothing_is_near(
         assert stub.requests == []
 
 
+@pytest.mark.server
 def test_mcp_search_says_no_good_match(example_kf: Path) -> None:
     async def go(c: Any) -> None:
         res = await call(c, "search", query=GIBBERISH)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import run_ok
-from test_serve_hint import _at_terminal
+from helpers.run import run_ok
+from helpers.terminal import at_terminal
 
 
 def test_open_goes_to_the_sentence_that_answers(example_kf: Path, tmp_path: Path) -> None:
@@ -26,7 +26,7 @@ def test_open_goes_to_the_sentence_that_answers(example_kf: Path, tmp_path: Path
     editor.chmod(0o755)
     env = {**os.environ, "OK_ROOT": str(example_kf), "EDITOR": str(editor), "NO_COLOR": "1"}
     env.pop("VISUAL", None)
-    code, seen = _at_terminal(["open", "1"], env)
+    code, seen = at_terminal(["open", "1"], env)
     assert code == 0, seen
     assert said.read_text().splitlines() == [f"+{nobel}", str(path)]
     # the JSON says it too; a rank without a query word in the passage keeps the first line

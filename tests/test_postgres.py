@@ -10,9 +10,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import run_ok, until
-from pg import pg_server, pg_uri, with_database  # noqa: F401  (fixtures)
-from test_graph_protocol import drift, members
+from helpers.graph import QUESTIONS, drift, members
+from helpers.pg import with_database
+from helpers.run import run_ok, until
 
 from openkl import lineage, links
 from openkl import notes as notes_mod
@@ -48,7 +48,7 @@ def load_files(folder: Folder, g: PgGraph) -> None:
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Folder:
     """The example documents and three notes: one linking another, one derived from a
     document, indexed in Kùzu by `ok`."""
-    from conftest import EXAMPLES
+    from helpers.run import EXAMPLES
 
     root = tmp_path_factory.mktemp("pgkf") / "kf"
     assert run_ok("init", str(root)).code == 0
@@ -80,7 +80,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Folder:
 
 
 @pytest.fixture(scope="module")
-def graphs(folder: Folder, pg_uri: str) -> Iterator[dict[str, GraphStore]]:  # noqa: F811
+def graphs(folder: Folder, pg_uri: str) -> Iterator[dict[str, GraphStore]]:
     """The folder's Kùzu graph and the same files loaded into PostgreSQL."""
     emb = embedder(folder)
     with PgGraph.open(pg_uri, stack="kf", write=True, dim=emb.dim) as w:
@@ -96,44 +96,6 @@ def both(graphs: dict[str, GraphStore], ask: Callable[[GraphStore], Any]) -> Non
     kz, pg = ask(graphs["kuzu"]), ask(graphs["postgresql"])
     assert kz, "the question has no answer on Kùzu: it would not compare anything"
     assert pg == kz
-
-
-def _sorted(rows: list[Any]) -> list[Any]:
-    return sorted(rows, key=lambda r: r["id"])
-
-
-ALL_CHUNKS: Callable[[GraphStore], list[str]] = lambda g: sorted(  # noqa: E731
-    c["id"] for c in g.current_chunks_of(sorted(g.docs()))
-)
-
-QUESTIONS: dict[str, Callable[[GraphStore], Any]] = {
-    "docs": lambda g: g.docs(),
-    "notes": lambda g: g.notes(),
-    "doc_summaries": lambda g: _sorted(g.doc_summaries()),
-    "note_summaries": lambda g: _sorted(g.note_summaries()),
-    "notes_by_id": lambda g: g.notes_by_id(sorted(g.notes())),
-    "chunks_by_id": lambda g: g.chunks_by_id(ALL_CHUNKS(g)),
-    "current_chunks_of": lambda g: _sorted(g.current_chunks_of(sorted(g.docs()))),
-    "notes_with_vectors": lambda g: _sorted(g.notes_with_vectors(sorted(g.notes()))),
-    "vectors": lambda g: g.vectors("MemoryNote", sorted(g.notes())),
-    "doc_paths": lambda g: g.doc_paths(sorted(g.docs())),
-    "doc_titles": lambda g: g.doc_titles(),
-    "note_times": lambda g: _sorted(g.note_times()),
-    "note_refs": lambda g: _sorted(g.note_refs()),
-    "all_links": lambda g: g.all_links(),
-    "links_to": lambda g: g.links_to([e["dst"] for e in g.all_links()]),
-    "link_ends": lambda g: g.link_ends(sorted(g.notes()), sorted(g.docs())),
-    "lineage": lambda g: {n: g.note_source_docs(n) for n in sorted(g.notes())},
-    "derived": lambda g: g.notes_derived_from_docs(sorted(g.docs())),
-    "lineage_chunk": lambda g: [g.lineage_chunk(c) for c in ALL_CHUNKS(g)],
-    "overlapping": lambda g: {d: sorted(g.chunks_overlapping(d, 0, 400)) for d in g.docs()},
-    "counts": lambda g: {k: v for k, v in g.counts().items() if k != "Entity"},
-    "hidden_notes": lambda g: g.hidden_notes("2026-02-01T00:00:00Z"),
-    "superseding": lambda g: {n: (g.older_notes(n), g.newer_notes(n)) for n in g.notes()},
-    "note_sources": lambda g: {
-        n: (g.note_source_notes(n), g.notes_derived_from_note(n)) for n in g.notes()
-    },
-}
 
 
 @pytest.mark.parametrize("name", sorted(QUESTIONS))
@@ -184,7 +146,7 @@ def test_full_text_matches_any_word_and_skips_old_chunks(graphs: dict[str, Graph
 
 
 def test_vector_search_through_the_hnsw_index_returns_every_candidate_asked_for(
-    pg_server: str,  # noqa: F811
+    pg_server: str,
 ) -> None:
     """An HNSW scan stops at `hnsw.ef_search` rows (40 by default) before old chunks are
     filtered out; search asks for 50 candidates and more. Through the index, with three in
@@ -233,7 +195,7 @@ def test_vector_search_through_the_hnsw_index_returns_every_candidate_asked_for(
     assert [round(s, 5) for _, s in got] == [round(float(sims[int(i[1:5])]), 5) for i in want]
 
 
-def test_sync_after_an_edit_matches_a_fresh_load(folder: Folder, pg_uri: str) -> None:  # noqa: F811
+def test_sync_after_an_edit_matches_a_fresh_load(folder: Folder, pg_uri: str) -> None:
     """Replace an edited note in the PostgreSQL graph as `ok sync` does, and compare with a
     stack loaded afresh from the edited files."""
     emb = embedder(folder)
@@ -261,7 +223,7 @@ def test_sync_after_an_edit_matches_a_fresh_load(folder: Folder, pg_uri: str) ->
 
 def test_a_removed_document_leaves_the_full_text_ranking_of_a_build_without_it(
     folder: Folder,
-    pg_uri: str,  # noqa: F811
+    pg_uri: str,
 ) -> None:
     """Its postings go, and the row count and mean length that BM25 uses are counted again."""
     emb = embedder(folder)
@@ -288,7 +250,7 @@ def test_a_removed_document_leaves_the_full_text_ranking_of_a_build_without_it(
 
 def test_each_row_is_written_once_with_its_length_in_tokens(
     folder: Folder,
-    pg_uri: str,  # noqa: F811
+    pg_uri: str,
 ) -> None:
     """A row's BM25 length is its tsvector's count of positions, set by its INSERT: no row
     is updated after it (an update writes the row again, its vector into HNSW again)."""
@@ -366,7 +328,7 @@ def test_bad_connection_strings_say_what_is_wrong(uri: str, says: str) -> None:
     assert e.value.hint
 
 
-def test_an_unbuilt_stack_tells_how_to_build_it(pg_uri: str) -> None:  # noqa: F811
+def test_an_unbuilt_stack_tells_how_to_build_it(pg_uri: str) -> None:
     with PgGraph.open(pg_uri, stack="built", write=True, dim=4):
         pass  # the database has the tables, this stack has no rows
     with (
@@ -378,7 +340,7 @@ def test_an_unbuilt_stack_tells_how_to_build_it(pg_uri: str) -> None:  # noqa: F
 
 
 def test_a_graph_of_the_older_schema_loses_its_unused_full_text_indexes(
-    pg_uri: str,  # noqa: F811
+    pg_uri: str,
 ) -> None:
     """Schema 2 kept a GIN index of each tsvector, which no query reads (BM25 ranks from
     `postings`), and a key of the postings that a query could not read them from alone;
@@ -401,7 +363,7 @@ def test_a_graph_of_the_older_schema_loses_its_unused_full_text_indexes(
 
 def test_a_role_of_one_stack_sees_no_row_of_another(
     graphs: dict[str, GraphStore],
-    pg_uri: str,  # noqa: F811
+    pg_uri: str,
 ) -> None:
     """Row-level security at the SQL level: a role that is not a superuser, in a session set
     to stack B, selects from every table and gets nothing of stack A ("kf")."""
@@ -431,7 +393,7 @@ def test_a_role_of_one_stack_sees_no_row_of_another(
 def test_ok_index_and_search_with_a_postgresql_backend(
     folder: Folder,
     graphs: dict[str, GraphStore],
-    pg_uri: str,  # noqa: F811
+    pg_uri: str,
 ) -> None:
     """`ok index --backend` builds the stack from the files; `ok search --backend` and the
     graph.backend setting read it, with the same cite objects as Kùzu's vector search."""
@@ -473,7 +435,7 @@ def test_ok_index_backend_refuses_a_bad_connection_string(folder: Folder) -> Non
 
 def test_a_read_only_server_refuses_writes_in_one_line(
     folder: Folder,
-    pg_server: str,  # noqa: F811
+    pg_server: str,
 ) -> None:
     """A replica (here: a database whose transactions are read-only) used for writing."""
     with psycopg.connect(pg_server, autocommit=True) as conn:
@@ -489,8 +451,8 @@ def test_a_read_only_server_refuses_writes_in_one_line(
 
 def test_a_lost_connection_is_one_clear_error(
     graphs: dict[str, GraphStore],
-    pg_uri: str,  # noqa: F811
-    pg_server: str,  # noqa: F811
+    pg_uri: str,
+    pg_server: str,
 ) -> None:
     with PgGraph.open(pg_uri, stack="kf", write=False) as g:
         assert g.docs()

@@ -12,9 +12,8 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import EXAMPLES, REPO, run_ok
-from pg import pg_server, pg_uri  # noqa: F401  (fixtures)
-from test_graph_protocol import drift
+from helpers.graph import ENTITY_QUESTIONS, drift, entity_state, held_rels, top_entities
+from helpers.run import EXAMPLES, REPO, run_ok
 
 from openkl import aks, context, lineage, mapping, pages
 from openkl.entities import queries
@@ -108,7 +107,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Folder:
 
 
 @pytest.fixture(scope="module")
-def graphs(folder: Folder, pg_uri: str) -> Iterator[dict[str, GraphStore]]:  # noqa: F811
+def graphs(folder: Folder, pg_uri: str) -> Iterator[dict[str, GraphStore]]:
     """The folder's Kùzu graph and its stack in PostgreSQL, built by `ok index --backend`."""
     r = run_ok("--root", str(folder.root), "index", "--backend", pg_uri, "--json")
     assert r.code == 0, r.err
@@ -151,66 +150,10 @@ def test_the_stack_holds_the_entities_kuzu_holds(graphs: dict[str, GraphStore]) 
     )
 
 
-def _held_rels(g: GraphStore) -> dict[Any, Any]:
-    rels = g.held_entities(sorted(g.entity_ids()))[2]
-    return {k: {c: v for c, v in (r or {}).items() if c != "rid"} for k, r in rels.items()}
-
-
 def test_relationships_are_held_alike(graphs: dict[str, GraphStore]) -> None:
-    held = both(graphs, _held_rels)
+    held = both(graphs, held_rels)
     assert all(held.values()), "a relationship held twice"
     assert any(r["evidence"] for r in held.values())
-
-
-def _top(g: GraphStore, n: int = 6) -> list[str]:
-    """The most mentioned entities (ties by id)."""
-    rows = g.entities(min_confidence=0.0)
-    return [r["id"] for r in sorted(rows, key=lambda r: (-r["mentions"], r["id"]))[:n]]
-
-
-ENTITY_QUESTIONS: dict[str, Callable[[GraphStore], Any]] = {
-    "entities": lambda g: g.entities(min_confidence=0.0),
-    "entities_confident": lambda g: g.entities(min_confidence=0.6),
-    "entities_of_a_type": lambda g: g.entities(min_confidence=0.0, type="person"),
-    "entities_of_a_doc": lambda g: {
-        d: g.entities(min_confidence=0.0, doc=d) for d in sorted(g.docs())
-    },
-    "export_filtered": lambda g: g.export_entities(min_confidence=0.5, type="Concept"),
-    "export_verified": lambda g: g.export_entities(verified_only=True),
-    "entity_aliases": lambda g: g.entity_aliases(),
-    "all_entity_aliases": lambda g: sorted(g.all_entity_aliases()),
-    "names_near": lambda g: {p: g.entity_names_near(p) for p in ("sql", "gene", "log", "a")},
-    "entity_either": lambda g: [g.entity_either(e, e.upper()) for e in _top(g)],
-    "chunk_mentions": lambda g: {e: g.chunk_mentions(e, 3) for e in _top(g)},
-    "note_mentions": lambda g: {e: g.note_mentions(e, 3) for e in _top(g)},
-    "mentions_of_many": lambda g: [
-        g.mentions_of_many(t, _top(g), 2) for t in ("Chunk", "MemoryNote")
-    ],
-    "relationships_of": lambda g: {e: g.relationships_of(e, 0.3) for e in _top(g)},
-    "relationships_of_many": lambda g: g.relationships_of_many(_top(g), 0.0),
-    "relationships_touching": lambda g: g.relationships_touching(_top(g, 3), 0.3),
-    "relationships_among": lambda g: g.relationships_among(_top(g, 12), 0.0),
-    "mentions_in": lambda g: g.mentions_in(
-        sorted(g.notes()) + sorted(c["id"] for c in g.current_chunks_of(sorted(g.docs()))), 0.4
-    ),
-    "entities_named_by": lambda g: {
-        t: sorted(g.entities_named_by(t, 0.0)) for t in ("sqlite", "wal", "crispr", "lovelace")
-    },
-    "entities_by_id": lambda g: g.entities_by_id(_top(g)),
-    "source_docs": lambda g: g.source_docs(sorted(g.docs())),
-    "source_notes": lambda g: g.source_notes(sorted(g.notes())),
-    "source_versions": lambda g: g.source_versions(sorted(g.docs())),
-    "chunks_to_extract": lambda g: g.chunks_to_extract(sorted(g.docs())),
-    "notes_to_extract": lambda g: g.notes_to_extract(sorted(g.notes())),
-    "extraction_data": lambda g: g.extraction_data(sorted(r["id"] for r in g.extraction_index())),
-    "neighbourhood": lambda g: [
-        queries.neighbourhood(g, _top(g, 2), depth=d, min_confidence=0.3, types=t, limit=n)
-        for d, t, n in ((1, (), 300), (2, (), 300), (2, ("Concept",), 300), (3, (), 15))
-    ],
-    "walk": lambda g: {
-        (e, d): g.relationships_walk(e, d, 0.3) for e in _top(g, 3) for d in (1, 2, 3)
-    },
-}
 
 
 @pytest.mark.parametrize("name", sorted(ENTITY_QUESTIONS))
@@ -246,14 +189,14 @@ def test_an_unknown_name_suggests_the_same_near_names(graphs: dict[str, GraphSto
 def test_traverse(graphs: dict[str, GraphStore], depth: int) -> None:
     walks = [
         both(graphs, lambda g, e=e: queries.traverse(g, e, depth=depth, min_confidence=0.3))
-        for e in _top(graphs["kuzu"], 4)
+        for e in top_entities(graphs["kuzu"], 4)
     ]
     assert max(len(w["steps"]) for w in walks) > depth, "a walk that goes nowhere tests little"
     assert any(s["depth"] == depth for w in walks for s in w["steps"])
 
 
 def test_traverse_by_type_and_with_a_limit(graphs: dict[str, GraphStore]) -> None:
-    start = _top(graphs["kuzu"], 1)[0]
+    start = top_entities(graphs["kuzu"], 1)[0]
     types = graphs["kuzu"].relationship_types()
     for rel in types[:3]:
         both(graphs, lambda g, r=rel: queries.traverse(g, start, depth=3, rel=r) or True)
@@ -353,7 +296,7 @@ def test_the_pg_graph_keeps_to_the_whole_protocol() -> None:
     assert not found, "PgGraph and GraphStore differ:\n" + "\n".join(found)
 
 
-def test_cypher_says_what_to_use_instead(folder: Folder, pg_uri: str) -> None:  # noqa: F811
+def test_cypher_says_what_to_use_instead(folder: Folder, pg_uri: str) -> None:
     with (
         PgGraph.open(pg_uri, stack=stack_name(folder), write=False) as g,
         pytest.raises(QueryRefused) as e,
@@ -366,7 +309,7 @@ def test_cypher_says_what_to_use_instead(folder: Folder, pg_uri: str) -> None:  
 def test_a_role_of_one_stack_gets_nothing_of_another_from_any_table(
     folder: Folder,
     graphs: dict[str, GraphStore],
-    pg_uri: str,  # noqa: F811
+    pg_uri: str,
 ) -> None:
     """Two stacks with rows in every table: a role that is not a superuser, its session set
     to one stack, selects from every table and gets its own rows only, and with no stack
@@ -421,7 +364,7 @@ def test_a_role_of_one_stack_gets_nothing_of_another_from_any_table(
             assert conn.execute(f"SELECT count(*) FROM {t}").fetchone() == (0,), t
 
 
-def test_sync_after_edits_matches_a_fresh_build(folder: Folder, pg_uri: str) -> None:  # noqa: F811
+def test_sync_after_edits_matches_a_fresh_build(folder: Folder, pg_uri: str) -> None:
     """Edit a note, and take a document out and load it again, in a stack as `ok sync`
     does (the consolidation writer deletes, updates and adds entities, mentions and
     relationships), then compare with a stack published afresh from the edited files."""
@@ -438,7 +381,7 @@ def test_sync_after_edits_matches_a_fresh_build(folder: Folder, pg_uri: str) -> 
     doc = sorted(found)[-1]
 
     def answers(g: GraphStore) -> dict[str, Any]:
-        return {n: q(g) for n, q in ENTITY_QUESTIONS.items()} | {"held": _held_rels(g)}
+        return {n: q(g) for n, q in ENTITY_QUESTIONS.items()} | {"held": held_rels(g)}
 
     try:
         with PgGraph.open(pg_uri, stack="edits", write=True, dim=emb.dim) as g, g.transaction():
@@ -461,17 +404,6 @@ def test_sync_after_edits_matches_a_fresh_build(folder: Folder, pg_uri: str) -> 
     assert after == fresh
 
 
-def _entity_state(g: GraphStore) -> dict[str, Any]:
-    """Every entity question, every row consolidation wrote, and its stamps."""
-    return (
-        {n: q(g) for n, q in ENTITY_QUESTIONS.items()}
-        | {"held": _held_rels(g), "export": g.export_entities()}
-        | {"relationships": g.export_relationships(), "counts": g.counts()}
-        | {"extractions": sorted(g.extraction_index(), key=lambda r: r["id"])}
-        | {"stamps": {k: g.meta().get(k) for k in ("entities.extractor", "entities.canonical")}}
-    )
-
-
 def _entity_rows(uri: str, stack: str) -> dict[str, tuple[Any, str]]:
     """Each entity row of `stack` with the transaction that last wrote it."""
     with psycopg.connect(uri) as conn:
@@ -485,7 +417,7 @@ def _entity_rows(uri: str, stack: str) -> dict[str, tuple[Any, str]]:
 def test_ok_sync_backend_after_edits_keeps_the_entities_of_a_fresh_build_and_of_kuzu(
     folder: Folder,
     tmp_path: Any,
-    pg_uri: str,  # noqa: F811
+    pg_uri: str,
 ) -> None:
     """`ok sync --backend` after a document is edited in place, one added and one removed,
     a note edited, one added and one removed, and a bundle imported: the stack's entities,
@@ -535,15 +467,15 @@ def test_ok_sync_backend_after_edits_keeps_the_entities_of_a_fresh_build_and_of_
     assert rep["reconsolidated"] == ["canonical"] and not rep["incomplete"]
     emb = embedder(f)
     with PgGraph.open(pg_uri, stack=stack, write=False, embedder_identity=emb.identity) as g:
-        synced = _entity_state(g.as_store())
+        synced = entity_state(g.as_store())
     with PgGraph.open(pg_uri, stack=stack + "-fresh", write=True, dim=emb.dim) as g:
         from openkl.pg_sync import publish
 
         with g.transaction():
             publish(f, g)
-        fresh = _entity_state(g.as_store())
+        fresh = entity_state(g.as_store())
     with open_graph(f) as kz:
-        kuzu = _entity_state(kz)
+        kuzu = entity_state(kz)
     ids = {e["id"] for e in synced["export"]}
     assert {"grace-hopper", "barbara-liskov", "duckdb"} <= ids, "the edits named no new entity"
     assert synced == fresh
@@ -566,4 +498,4 @@ def test_ok_sync_backend_after_edits_keeps_the_entities_of_a_fresh_build_and_of_
     mended = ok("sync", "--backend", pg_uri, "--json").json()
     assert mended["incomplete"] == [doc] and mended["docs_added"] == [doc]
     with PgGraph.open(pg_uri, stack=stack, write=False, embedder_identity=emb.identity) as g:
-        assert _entity_state(g.as_store()) == fresh
+        assert entity_state(g.as_store()) == fresh

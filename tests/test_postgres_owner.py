@@ -1,7 +1,7 @@
 """A folder's stack in PostgreSQL follows the files as the Kùzu graph does, and belongs to
 one folder: a note whose frontmatter breaks keeps its last synced version and is reported
 (exit 3, as `ok sync`); another folder with the same `domain` is refused, in one line,
-unless it takes the stack over on purpose. A real PostgreSQL (tests/pg.py)."""
+unless it takes the stack over on purpose. A real PostgreSQL (tests/helpers/pg.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, run_ok
-from pg import pg_server, with_database  # noqa: F401  (fixtures)
+from helpers.pg import with_database
+from helpers.run import run_cli, run_ok
 
 from openkl.errors import StackTaken
 from openkl.folder import Folder
@@ -26,7 +26,7 @@ ORIGINAL = (
 
 
 @pytest.fixture
-def pg_uri(pg_server: str, request: pytest.FixtureRequest) -> str:  # noqa: F811
+def pg_uri(pg_server: str, request: pytest.FixtureRequest) -> str:
     """A new, empty database for this test: its stack is its folder's alone."""
     import psycopg
 
@@ -58,7 +58,7 @@ def folder_with_note(where: Path, domain: str, text: str) -> Path:
 
 def test_a_broken_note_keeps_its_last_version_in_postgresql_as_in_kuzu(
     kf: Path,
-    pg_uri: str,  # noqa: F811
+    pg_uri: str,
 ) -> None:
     note = kf / NOTE
     note.parent.mkdir(parents=True, exist_ok=True)
@@ -96,7 +96,7 @@ def test_a_broken_note_keeps_its_last_version_in_postgresql_as_in_kuzu(
 
 def test_a_folder_with_a_broken_note_is_published_without_it_and_says_so(
     kf: Path,
-    pg_uri: str,  # noqa: F811
+    pg_uri: str,
 ) -> None:
     note = kf / NOTE
     note.parent.mkdir(parents=True, exist_ok=True)
@@ -108,7 +108,7 @@ def test_a_folder_with_a_broken_note_is_published_without_it_and_says_so(
 
 def test_another_folder_with_the_same_domain_is_refused_unless_it_takes_over(
     tmp_path: Path,
-    pg_uri: str,  # noqa: F811
+    pg_uri: str,
 ) -> None:
     home = folder_with_note(tmp_path / "a" / "notes", "shared-0a01", ORIGINAL)
     other = folder_with_note(
@@ -172,7 +172,7 @@ def test_take_over_goes_with_a_backend(kf: Path) -> None:
         assert r.code == 2 and "--take-over goes with --backend" in r.err
 
 
-def test_a_folder_id_that_is_not_one_is_said(kf: Path, pg_uri: str) -> None:  # noqa: F811
+def test_a_folder_id_that_is_not_one_is_said(kf: Path, pg_uri: str) -> None:
     f = Folder(kf)
     made = f.identity()
     assert len(made) == 32 and f.identity() == made

@@ -1,7 +1,7 @@
 """The PostgreSQL backend behind `ok sync --backend` and `ok serve --backend`: incremental
 sync equal to a fresh build, the same answers over HTTP as from Kùzu, one writer per
 stack across processes, row-level security on the server's connections, and each
-failure mode a clear error that loses nothing. A real PostgreSQL (tests/pg.py), real
+failure mode a clear error that loses nothing. A real PostgreSQL (tests/helpers/pg.py), real
 `ok serve` processes (uvicorn) called over httpx."""
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from conftest import OK_BIN, run_cli, run_ok, until
-from pg import pg_server, with_database  # noqa: F401  (fixtures)
-from test_postgres import QUESTIONS
-from test_postgres_entities import _entity_state
-from test_serve import Server, _mcp
+from helpers.graph import QUESTIONS, entity_state
+from helpers.pg import with_database
+from helpers.run import OK_BIN, run_cli, run_ok, until
+from helpers.serve import Server, mcp_http
 
 from openkl.crash import CRASH_EXIT
 from openkl.folder import Folder, stack_name
@@ -72,7 +71,7 @@ def answers(root: Path, uri: str) -> dict[str, Any]:
     """The graph layer's answers (test_postgres.QUESTIONS, and the entity graph's of
     test_postgres_entities) for the folder's stack at `uri`."""
     with PgGraph.open(uri, stack=stack_name(Folder(root)), write=False) as g:
-        return {n: q(g.as_store()) for n, q in QUESTIONS.items()} | _entity_state(g.as_store())
+        return {n: q(g.as_store()) for n, q in QUESTIONS.items()} | entity_state(g.as_store())
 
 
 def xmin(uri: str, stack: str, table: str, row_id: str) -> str:
@@ -91,7 +90,7 @@ def note_file(root: Path, text: str, *extra: str) -> str:
 
 def test_an_incremental_sync_writes_only_what_changed_and_equals_a_fresh_build(
     example_kf: Path,
-    pg_server: str,  # noqa: F811
+    pg_server: str,
 ) -> None:
     root = example_kf
     synced, fresh = database(pg_server, "inc_synced"), database(pg_server, "inc_fresh")
@@ -163,7 +162,7 @@ def http_answers(s: Server) -> dict[str, Any]:
         hit = await client.call_tool("search", {"query": QUERIES[1], "k": 3})
         return json.loads(hit.content[0].text)
 
-    out["mcp"] = _mcp(s.url, mcp_search)
+    out["mcp"] = mcp_http(s.url, mcp_search)
     return out | entity_answers(s)
 
 
@@ -210,7 +209,7 @@ def entity_answers(s: Server) -> dict[str, Any]:
             said[f"{tool}:{sorted(args.items())}"] = json.loads(r.content[0].text)
         return said
 
-    out["mcp:entities"] = _mcp(s.url, mcp_entities)
+    out["mcp:entities"] = mcp_http(s.url, mcp_entities)
     return out
 
 
@@ -238,7 +237,7 @@ def comparable(answers: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_server_answers_over_http_from_postgresql_as_from_kuzu(
     example_kf: Path,
-    pg_server: str,  # noqa: F811
+    pg_server: str,
 ) -> None:
     uri = database(pg_server, "serve_both")
     note = note_file(example_kf, "# Logs\nA log record is written before the page; see [[Kuzu]].")
@@ -265,7 +264,7 @@ def test_the_server_answers_over_http_from_postgresql_as_from_kuzu(
         async def mcp_entity(client: Any) -> Any:
             return await client.call_tool("entities", {"name": ent["id"]})
 
-        assert _mcp(pg.url, mcp_entity).is_error  # the MCP tools read PostgreSQL too
+        assert mcp_http(pg.url, mcp_entity).is_error  # the MCP tools read PostgreSQL too
         # … and a row taken out there is gone from search …
         with psycopg.connect(uri, autocommit=True) as admin:
             admin.execute("DELETE FROM notes WHERE id = %s", (note,))
@@ -292,7 +291,7 @@ def test_the_server_answers_over_http_from_postgresql_as_from_kuzu(
 
 def test_a_note_written_over_mcp_is_in_postgresql_when_the_tool_returns(
     example_kf: Path,
-    pg_server: str,  # noqa: F811
+    pg_server: str,
 ) -> None:
     """No watcher: the MCP tool's own write syncs the stack before it answers."""
     uri = database(pg_server, "mcp_write")
@@ -304,7 +303,7 @@ def test_a_note_written_over_mcp_is_in_postgresql_when_the_tool_returns(
         return json.loads(r.content[0].text)
 
     try:
-        note = _mcp(s.url, add)
+        note = mcp_http(s.url, add)
         with psycopg.connect(uri) as admin:
             row = admin.execute("SELECT count(*) FROM notes WHERE id = %s", (note["id"],))
             assert row.fetchone() == (1,)
@@ -317,7 +316,7 @@ def test_a_note_written_over_mcp_is_in_postgresql_when_the_tool_returns(
 def test_one_writer_per_stack_across_processes(
     example_kf: Path,
     tmp_path: Path,
-    pg_server: str,  # noqa: F811
+    pg_server: str,
 ) -> None:
     """A second server, `ok index --backend` or `ok sync --backend` on the same stack (here
     the same folder copied elsewhere, as on another machine) waits for the writer, then
@@ -382,7 +381,7 @@ def as_role(uri: str, role: str, password: str) -> str:
 def test_the_server_s_reads_see_no_other_stack_even_without_a_stack_filter(
     example_kf: Path,
     tmp_path: Path,
-    pg_server: str,  # noqa: F811
+    pg_server: str,
 ) -> None:
     """The server's read connections name the caller's stack with SET LOCAL in each
     transaction: with a role that is not a superuser, row-level security then keeps a raw
@@ -426,7 +425,7 @@ def test_the_server_s_reads_see_no_other_stack_even_without_a_stack_filter(
 
 
 @pytest.fixture
-def wrong_password(pg_server: str) -> Iterator[str]:  # noqa: F811
+def wrong_password(pg_server: str) -> Iterator[str]:
     """A role that must give its password (scram) over the socket: a URI with a wrong one."""
     with psycopg.connect(pg_server, autocommit=True) as conn:
         hba = Path(conn.execute("SHOW hba_file").fetchone()[0])
@@ -454,7 +453,7 @@ BAD_BACKENDS = {
 @pytest.mark.parametrize("case", sorted(BAD_BACKENDS))
 def test_a_bad_backend_stops_the_server_in_one_line_and_loses_nothing(
     example_kf: Path,
-    pg_server: str,  # noqa: F811
+    pg_server: str,
     wrong_password: str,
     case: str,
 ) -> None:
@@ -478,7 +477,7 @@ def test_a_bad_backend_stops_the_server_in_one_line_and_loses_nothing(
 
 def test_a_connection_lost_mid_query_is_a_503_and_the_next_request_works(
     example_kf: Path,
-    pg_server: str,  # noqa: F811
+    pg_server: str,
 ) -> None:
     uri = database(pg_server, "lost_serve")
     s = Server(example_kf, "--backend", uri)
@@ -512,7 +511,7 @@ def test_a_connection_lost_mid_query_is_a_503_and_the_next_request_works(
 
 def test_writes_to_a_read_only_database_are_kept_in_the_folder_and_said(
     example_kf: Path,
-    pg_server: str,  # noqa: F811
+    pg_server: str,
 ) -> None:
     """A server on a replica (here: a database whose transactions are read-only) serves
     reads; a write is kept in the folder, the response says PostgreSQL was not updated,
@@ -558,7 +557,7 @@ TIDES = [
 )
 def test_a_server_killed_during_a_sync_leaves_a_stack_the_next_sync_completes(
     example_kf: Path,
-    pg_server: str,  # noqa: F811
+    pg_server: str,
     point: str,
     committed: int,
 ) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
-from test_mcp import call, serve
+from helpers.mcp import call, serve
+from helpers.run import run_ok
 
 QUERIES = ("write-ahead logging", "who was Ada Lovelace", "graph database", "crash recovery")
 
@@ -95,6 +95,7 @@ def test_a_bad_half_life_gets_one_clear_line(kf: Path) -> None:
             assert len(r.err.strip().splitlines()) == 1, r.err
 
 
+@pytest.mark.server
 def test_mcp_search_takes_recency(kf: Path) -> None:
     old, new = _two_notes()
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
-from localsite import Page, Site, serve
+from helpers.localsite import Page, Site, serve
+from helpers.run import run_ok
 
 from openkl.errors import BadInput
 from openkl.folder import Folder
@@ -533,11 +533,12 @@ def test_a_refused_connection_backs_off_too(kf: Path, monkeypatch: pytest.Monkey
     assert len(_events("--type", "refresh_failed")) == 1
 
 
+@pytest.mark.server
 def test_the_servers_refresh_loop_backs_off_a_failing_source(
     kf: Path, site: Site, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from conftest import until
-    from test_serve import Server
+    from helpers.run import until
+    from helpers.serve import Server
 
     doc = run_ok("store", "web", site.url("/tides"), "--refresh", "1s", "--json")
     doc_id = doc.json()["added"][0]["id"]

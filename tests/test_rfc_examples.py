@@ -19,9 +19,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import OK_BIN, run_ok
-from docgen import make_pptx, make_xlsx
-from localsite import ArxivFeed, Paper, Site, make_pdf, make_repo, serve
+from helpers.docgen import make_pptx, make_xlsx
+from helpers.localsite import ArxivFeed, Paper, Site, make_pdf, make_repo, serve
+from helpers.run import OK_BIN, run_ok
 
 RFC = Path(__file__).resolve().parent / "data" / "rfc-0000-openkl-design.txt"
 TABLE = re.compile(r"did you mean `(\w+)`\?")

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from conftest import OK_BIN, Result, run_cli, run_ok, until
-from pg import pg_server, pg_uri  # noqa: F401  (fixtures)
-from test_serve import Server
+from helpers.route import Rogue, forge_claim, public_dir
+from helpers.run import OK_BIN, Result, run_cli, run_ok, until
+from helpers.serve import Server
 
 
 class Pair:
@@ -97,11 +97,13 @@ READS = [
 ]
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("args", READS, ids=lambda a: " ".join(a)[:40])
 def test_a_routed_read_prints_what_the_command_prints_alone(pair: Pair, args: list[str]) -> None:
     pair.check(*args)
 
 
+@pytest.mark.server
 def test_status_says_the_server_and_otherwise_the_same(pair: Pair) -> None:
     alone, routed = pair.both("status")
     assert routed.code == alone.code == 0
@@ -111,12 +113,14 @@ def test_status_says_the_server_and_otherwise_the_same(pair: Pair) -> None:
     assert pair.same("\n".join(lines), pair.served) == pair.same(alone.out.strip(), pair.here)
 
 
+@pytest.mark.server
 def test_open_takes_the_rank_of_the_last_search(pair: Pair) -> None:
     pair.check("search", "gene editing", "-k", "2")
     out = pair.check("open", "1")
     assert out.out.strip()
 
 
+@pytest.mark.server
 def test_routed_writes_do_what_they_do_alone(pair: Pair) -> None:
     added = pair.check("mem", "add", "The staging cluster runs in eu-west-1.", "--tags", "infra")
     note = added.out.split()[-1] if added.out.strip() else ""
@@ -142,6 +146,7 @@ def test_routed_writes_do_what_they_do_alone(pair: Pair) -> None:
     pair.check("graph", "cypher", counts, "--json")
 
 
+@pytest.mark.server
 def test_the_rebuild_swaps_the_graph_under_the_running_server(pair: Pair) -> None:
     r = run_cli("index", "--rebuild", cwd=pair.served)
     assert r.code == 0, r.err
@@ -151,6 +156,7 @@ def test_the_rebuild_swaps_the_graph_under_the_running_server(pair: Pair) -> Non
     assert h.status_code == 200 and h.json()["hits"][0]["id"] == r.json()[0]["id"]
 
 
+@pytest.mark.server
 def test_the_client_loads_neither_the_cli_nor_the_graph_nor_the_model(pair: Pair) -> None:
     code = (
         "import sys\n"
@@ -169,6 +175,7 @@ def test_the_client_loads_neither_the_cli_nor_the_graph_nor_the_model(pair: Pair
     assert json.loads(p.stdout)[0]["type"]  # the hits came from the server
 
 
+@pytest.mark.server
 def test_commands_from_two_directories_at_once_keep_their_own(pair: Pair) -> None:
     results: dict[str, Result] = {}
     for sub in ("a", "b"):
@@ -204,6 +211,7 @@ def _line(stream: IO[str], seconds: float) -> str:
         raise AssertionError(f"no line within {seconds:g} s") from None
 
 
+@pytest.mark.server
 def test_ctrl_c_interrupts_a_routed_command_as_it_does_alone(pair: Pair) -> None:
     codes = []
     for env in ({}, {"OK_NO_ROUTE": "1"}):
@@ -235,6 +243,7 @@ def test_ctrl_c_interrupts_a_routed_command_as_it_does_alone(pair: Pair) -> None
     assert run_cli("search", "gene", "-k", "1", cwd=pair.served).code == 0
 
 
+@pytest.mark.server
 def test_mcp_over_stdio_runs_on_the_server(pair: Pair) -> None:
     import anyio
     from mcp import ClientSession, StdioServerParameters
@@ -255,6 +264,7 @@ def test_mcp_over_stdio_runs_on_the_server(pair: Pair) -> None:
     assert json.loads(text)["results"], text
 
 
+@pytest.mark.server
 def test_the_server_runs_no_second_server_for_a_client(pair: Pair) -> None:
     from openkl.cli import route
 
@@ -271,6 +281,7 @@ def test_the_server_runs_no_second_server_for_a_client(pair: Pair) -> None:
     assert run_cli("status", cwd=pair.served).code == 0
 
 
+@pytest.mark.server
 def test_keys_are_managed_while_the_folder_is_served(pair: Pair) -> None:
     added = run_cli("serve", "keys", "add", "ci", "--scope", "read", "--json", cwd=pair.served)
     assert added.code == 0, added.err
@@ -279,6 +290,7 @@ def test_keys_are_managed_while_the_folder_is_served(pair: Pair) -> None:
     assert run_cli("serve", "keys", "revoke", "ci", cwd=pair.served).code == 0
 
 
+@pytest.mark.server
 def test_help_and_no_server_stay_local(pair: Pair, tmp_path: Path) -> None:
     from openkl.cli import route
 
@@ -292,6 +304,8 @@ def test_help_and_no_server_stay_local(pair: Pair, tmp_path: Path) -> None:
     assert route.served_socket(mixed) is None
 
 
+@pytest.mark.crash
+@pytest.mark.server
 def test_a_dead_server_s_socket_is_left_behind_harmlessly(
     _example_template: Path, tmp_path: Path
 ) -> None:
@@ -312,6 +326,7 @@ def test_a_dead_server_s_socket_is_left_behind_harmlessly(
     assert not Path(sock).exists() and not (root / ".ok/serve.json").exists()
 
 
+@pytest.mark.server
 def test_every_other_command_routed_prints_what_it_prints_alone(pair: Pair) -> None:
     docs = run_ok("store", "list", "--json", cwd=pair.here).json()
     doc = docs[0]["id"]
@@ -412,6 +427,7 @@ def test_socket_only_serves_the_api_on_a_unix_socket_and_no_port(
     assert not (root / ".ok/http.sock").exists() and not (root / ".ok/serve.sock").exists()
 
 
+@pytest.mark.server
 def test_the_editor_runs_with_the_caller_s_environment_and_streams(
     pair: Pair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -442,6 +458,7 @@ def test_the_editor_runs_with_the_caller_s_environment_and_streams(
     assert any(h["id"] == served_id for h in hits)  # re-indexed by the server
 
 
+@pytest.mark.server
 def test_triggers_and_bundles_routed(pair: Pair, tmp_path: Path) -> None:
     pair.check("trigger", "add", "t2", "-e", "lighthouse keepers", "--threshold", "0.5")
     pair.check("trigger", "remove", "t2")
@@ -453,81 +470,8 @@ def test_triggers_and_bundles_routed(pair: Pair, tmp_path: Path) -> None:
 
 # -- who is at the other end of the socket -----------------------------------------------------
 
-# a listener that keeps everything it is sent (bytes and passed descriptors), as a process of
-# another user could; it writes what it got to REPORT when told to stop (SIGTERM)
-ROGUE = r"""
-import array, json, os, signal, socket, sys, threading
-path, report = sys.argv[1], sys.argv[2]
-got = {"connections": 0, "bytes": 0, "fds": 0}
-def stop(*_):
-    with open(report, "w") as f:
-        json.dump(got, f)
-    os._exit(0)
-signal.signal(signal.SIGTERM, stop)
-srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-srv.bind(path)
-os.chmod(path, 0o777)
-srv.listen(8)
-def keep(conn):
-    while True:
-        fds = array.array("i")
-        try:
-            msg, anc, _, _ = conn.recvmsg(65536, socket.CMSG_SPACE(16 * fds.itemsize))
-        except OSError:
-            return
-        for level, kind, data in anc:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                got["fds"] += len(data) // fds.itemsize
-        if not msg:
-            return
-        got["bytes"] += len(msg)
-while True:
-    conn, _ = srv.accept()
-    got["connections"] += 1
-    threading.Thread(target=keep, args=(conn,), daemon=True).start()
-"""
 
 NOBODY = 65534  # a uid that is not ours (no account needed: root may act as any uid)
-
-
-class Rogue:
-    """A socket server at `where/rogue.sock` (a process of `uid`, by default ours) that
-    records what reaches it."""
-
-    def __init__(self, where: Path, uid: int | None = None, argv0: str = "rogue") -> None:
-        self.path = where / "rogue.sock"
-        self.report = where / "got.json"
-        python = "/usr/bin/python3" if uid is not None else sys.executable
-
-        def become() -> None:
-            if uid is not None:
-                os.setgid(uid)
-                os.setuid(uid)
-
-        # `argv0 serve`: its command line looks like a server's
-        self.proc = subprocess.Popen(
-            [python, "-c", ROGUE, str(self.path), str(self.report), "serve", argv0],
-            preexec_fn=become,
-        )
-        until(lambda: self.path.exists() or self.proc.poll() is not None, 60, 0.05)
-        assert self.path.exists(), "the rogue listener did not start"
-
-    def got(self) -> dict[str, int]:
-        self.proc.terminate()
-        self.proc.wait(timeout=60)
-        got: dict[str, int] = json.loads(self.report.read_text())
-        return got
-
-
-def _forge(root: Path, **fields: object) -> str:
-    """Write `.ok/serve.json` as someone else would: the live claim's fields, changed.
-    Returns what it held."""
-    claim_path = root / ".ok" / "serve.json"
-    held = claim_path.read_text() if claim_path.exists() else ""
-    claim = json.loads(held) if held else {}
-    claim.update(fields)
-    claim_path.write_text(json.dumps(claim) + "\n")
-    return held
 
 
 def _stamp(pid: int) -> dict[str, str]:
@@ -536,17 +480,6 @@ def _stamp(pid: int) -> dict[str, str]:
     stamp = process_stamp(pid)
     assert stamp is not None
     return stamp
-
-
-def _public_dir(uid: int | None = None) -> Path:
-    """A directory in /tmp that another user may enter (the test's own tmp_path may not)."""
-    import tempfile
-
-    d = Path(tempfile.mkdtemp(prefix="ok-rogue-"))
-    d.chmod(0o777 if uid is None else 0o700)
-    if uid is not None:
-        os.chown(d, uid, uid)
-    return d
 
 
 @pytest.fixture
@@ -571,11 +504,11 @@ def test_a_claim_of_no_live_server_sends_nothing_and_the_command_runs_here(
 ) -> None:
     root = tmp_path / "kb"
     shutil.copytree(_example_template, root, symlinks=True)
-    where = _public_dir()
+    where = public_dir()
     try:
         rogue = Rogue(where)
         # the rogue names itself (a live process, but no `ok serve` that claimed the folder)
-        _forge(root, pid=rogue.proc.pid, socket=str(rogue.path))
+        forge_claim(root, pid=rogue.proc.pid, socket=str(rogue.path))
         r = run_cli("search", "gene editing", "-k", "1", "--json", cwd=root, timeout=120)
         assert r.code == 0 and r.json(), r.err
         got = rogue.got()
@@ -585,15 +518,16 @@ def test_a_claim_of_no_live_server_sends_nothing_and_the_command_runs_here(
     assert not (root / ".ok/serve.json").exists()  # the command run here cleaned it
 
 
+@pytest.mark.server
 def test_a_socket_that_is_not_the_live_server_s_receives_nothing(
     served_copy: tuple[Path, Server],
 ) -> None:
     root, s = served_copy
     before = _notes(s)
-    where = _public_dir()
+    where = public_dir()
     try:
         rogue = Rogue(where)  # one of our own processes, in a directory anyone may enter
-        real = _forge(root, socket=str(rogue.path))  # the live server's claim, another socket
+        real = forge_claim(root, socket=str(rogue.path))  # the live server's claim, another socket
         r = run_cli(
             "mem",
             "add",
@@ -614,6 +548,7 @@ def test_a_socket_that_is_not_the_live_server_s_receives_nothing(
     (root / ".ok/serve.json").write_text(real)
 
 
+@pytest.mark.server
 @pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user needs root")
 @pytest.mark.parametrize("claims", ["the server", "itself"])
 def test_a_socket_of_another_user_receives_nothing(
@@ -621,13 +556,13 @@ def test_a_socket_of_another_user_receives_nothing(
 ) -> None:
     root, s = served_copy
     before = _notes(s)
-    where = _public_dir(NOBODY)
+    where = public_dir(NOBODY)
     try:
         rogue = Rogue(where, uid=NOBODY)
         if claims == "the server":  # the live server's claim, with the rogue's socket
-            real = _forge(root, socket=str(rogue.path))
+            real = forge_claim(root, socket=str(rogue.path))
         else:  # the rogue's own pid and start: a live process whose command line says serve
-            real = _forge(
+            real = forge_claim(
                 root, pid=rogue.proc.pid, socket=str(rogue.path), **_stamp(rogue.proc.pid)
             )
         r = run_cli(
@@ -650,13 +585,14 @@ def test_a_socket_of_another_user_receives_nothing(
     assert routed.code == 0 and routed.json()["server"]["pid"] == s.proc.pid, routed.err
 
 
+@pytest.mark.server
 @pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user needs root")
 def test_the_server_refuses_a_client_of_another_user(
     _example_template: Path, tmp_path: Path
 ) -> None:
     root = tmp_path / "kb"
     shutil.copytree(_example_template, root, symlinks=True)
-    runtime = _public_dir(os.getuid())  # in /tmp: another user can reach it once opened
+    runtime = public_dir(os.getuid())  # in /tmp: another user can reach it once opened
     s = Server(root, env={"XDG_RUNTIME_DIR": str(runtime)})
     try:
         _refused_for_another_user(root, s, runtime)
@@ -703,6 +639,7 @@ def _refused_for_another_user(root: Path, s: Server, runtime: Path) -> None:
     assert _notes(s) == before
 
 
+@pytest.mark.server
 def test_the_routing_socket_lives_in_a_private_directory_of_ours(
     served_copy: tuple[Path, Server],
 ) -> None:
@@ -717,6 +654,7 @@ def test_the_routing_socket_lives_in_a_private_directory_of_ours(
     assert sock.lstat().st_uid == os.getuid()
 
 
+@pytest.mark.server
 def test_a_folder_whose_socket_path_is_too_long_for_an_address_is_still_routed(
     _example_template: Path, tmp_path: Path
 ) -> None:
@@ -771,6 +709,7 @@ def test_only_what_the_command_needs_leaves_this_process() -> None:
     assert "AWS_SECRET_ACCESS_KEY" not in route.environment(["store", "web", "https://h"], env)
 
 
+@pytest.mark.server
 def test_routed_writes_wait_their_turn_among_the_server_s_own(
     served_copy: tuple[Path, Server],
 ) -> None:
@@ -813,9 +752,11 @@ def test_routed_writes_wait_their_turn_among_the_server_s_own(
     assert _notes(s) == before | added  # every one stored, and indexed
 
 
+@pytest.mark.postgres
+@pytest.mark.server
 def test_a_routed_write_is_in_postgresql_when_the_command_returns(
     example_kf: Path,
-    pg_uri: str,  # noqa: F811
+    pg_uri: str,
 ) -> None:
     """No watcher: the routed write goes through the stack's writer, which syncs the stack
     in PostgreSQL before the command ends."""
@@ -882,6 +823,7 @@ def test_a_write_waiting_its_turn_is_interrupted_and_the_queue_goes_on(kf: Path)
         pass
 
 
+@pytest.mark.server
 def test_a_claim_copied_from_another_served_folder_is_not_followed(
     served_copy: tuple[Path, Server], _example_template: Path, tmp_path: Path
 ) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
+from helpers.run import run_ok
 
 
-def test_modes_and_explain(example_kf: Path) -> None:
+def test_modes_and_explain(example_ro: Path) -> None:
     for mode in ("hybrid", "fts", "vector"):
         hits = run_ok(
             "search", "reciprocal rank fusion", "--mode", mode, "--json", "--explain"
@@ -25,7 +25,7 @@ def test_modes_and_explain(example_kf: Path) -> None:
         assert all(a["score"] >= b["score"] for a, b in zip(hits, hits[1:], strict=False))
 
 
-def test_one_hit_per_document_unless_asked(example_kf: Path) -> None:
+def test_one_hit_per_document_unless_asked(example_ro: Path) -> None:
     hits = run_ok("search", "Kùzu database", "--json", "-k", "10").json()
     docs = [h["doc_id"] for h in hits]
     assert len(docs) == len(set(docs))
@@ -93,7 +93,7 @@ def test_since_and_until_take_the_events_forms(
     assert run_ok("search", "writer", "--until", "2000-01-01", "--json").json() == []
 
 
-def test_plain_output_and_bad_arguments(example_kf: Path) -> None:
+def test_plain_output_and_bad_arguments(example_ro: Path) -> None:
     r = run_ok("search", "Lovelace", "-k", "2")
     assert r.code == 0
     first = r.out.splitlines()[0].split("\t")
@@ -106,13 +106,13 @@ def test_plain_output_and_bad_arguments(example_kf: Path) -> None:
     assert "ada-lovelace" in r.json()[0]["path"]
 
 
-def test_show_query_prints_cypher_to_stderr(example_kf: Path) -> None:
+def test_show_query_prints_cypher_to_stderr(example_ro: Path) -> None:
     r = run_ok("search", "Lovelace", "--show-query", "--json")
     assert r.code == 0 and "QUERY_FTS_INDEX" in r.err and "array_cosine_similarity" in r.err
     assert r.json()
 
 
-def test_grep_with_rg_and_fallback(example_kf: Path) -> None:
+def test_grep_with_rg_and_fallback(example_ro: Path) -> None:
     a = run_ok("grep", "Babbage", "--json").json()
     b = run_ok("grep", "Babbage", "--json", "--no-rg").json()
     assert a == b and a and all("ada-lovelace" in h["path"] for h in a)

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import OK_BIN, run_ok, until
-from openai_stub import chat_server
-from test_serve import Server
-from test_serve_api import _metric
+from helpers.openai_stub import chat_server
+from helpers.run import OK_BIN, run_ok, until
+from helpers.serve import Server, metric_value
 
 SECRET = "jwt-secret-that-must-never-leave-the-server-0123456789"
 
@@ -74,6 +73,7 @@ def test_a_folder_cannot_name_any_variable_as_the_llm_key(
         assert stub.headers[-1]["Authorization"] == f"Bearer {SECRET}"
 
 
+@pytest.mark.server
 def test_a_served_folder_never_sends_the_servers_jwt_secret_to_its_llm(
     example_kf: Path,
 ) -> None:
@@ -111,6 +111,7 @@ def test_a_folder_cannot_choose_the_variable_jwts_are_checked_with(kf: Path, nam
     assert "_JWT_SECRET" in line
 
 
+@pytest.mark.server
 def test_the_allowed_jwt_secret_names_serve(kf: Path) -> None:
     _config(kf, serve={"jwt_secret_env": "KB_JWT_SECRET"})
     s = Server(kf, "--auth", env={"KB_JWT_SECRET": SECRET})
@@ -135,6 +136,7 @@ def _sections(text: str) -> dict[str, str]:
     return {p.split("\n", 1)[0]: p.split("\n", 1)[1] for p in parts}
 
 
+@pytest.mark.server
 def test_a_trigger_command_never_sees_the_servers_secrets_nor_other_stacks(
     kf: Path, tmp_path: Path
 ) -> None:
@@ -182,6 +184,7 @@ def test_a_trigger_command_never_sees_the_servers_secrets_nor_other_stacks(
     assert f"OK_ROOT={kf}" in seen["env"] and '"trigger": "spy"' in seen["stdin"]
 
 
+@pytest.mark.server
 def test_exec_triggers_over_http_with_the_operators_flag(example_kf: Path, tmp_path: Path) -> None:
     out = tmp_path / "ran.txt"
     s = Server(example_kf, "--allow-exec-triggers")
@@ -211,7 +214,7 @@ def test_exec_triggers_over_http_with_the_operators_flag(example_kf: Path, tmp_p
         def counted() -> list[float]:
             text = s.http.get("/metrics").text
             return [
-                _metric(text, "ok_trigger_fires_total", stack=s.stack, trigger=t, outcome=o)
+                metric_value(text, "ok_trigger_fires_total", stack=s.stack, trigger=t, outcome=o)
                 for t, o in (("hook", "fired"), ("pager", "fired"), ("pager", "exec_failed"))
             ]
 

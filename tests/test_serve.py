@@ -17,61 +17,19 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import OK_BIN, run_cli, run_ok, until
+from helpers.localsite import free_port
+from helpers.run import OK_BIN, run_cli, run_ok, until
+from helpers.serve import (
+    ROUTES,
+    Server,
+    call_route,
+    hand_written_note,
+    jwt_token,
+    mcp_http,
+    watch_bursts,
+)
 
 pytestmark = pytest.mark.server
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    stack: str
-
-    def __init__(
-        self,
-        root: Path,
-        *args: str,
-        more: tuple[Path, ...] = (),
-        env: dict[str, str] | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        self.root = root
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = root.parent / f"serve-{self.port}.log"
-        roots = [a for r in (root, *more) for a in ("--root", str(r))]
-        self.proc = subprocess.Popen(
-            [OK_BIN, "serve", *roots, "--port", str(self.port), *args],
-            stdout=self.log.open("w"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: a test may kill all of it
-            env={**os.environ, "OK_NO_PROGRESS": "1", **(env or {})},
-        )
-        self.http = httpx.Client(base_url=self.url, timeout=60, headers=headers)
-        # a start loads the model and syncs the folder: slow on a loaded machine; a server
-        # that dies fails at once
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log.read_text()
-            try:
-                r = self.http.get("/ready")
-                if r.status_code == 200:
-                    self.stack = r.json()["stacks"][0]
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError("the server did not become ready: " + self.log.read_text())
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        self.http.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        return self.proc.wait(timeout=120)
 
 
 @pytest.fixture
@@ -271,69 +229,12 @@ def test_other_commands_say_the_folder_is_served(server: Server) -> None:
     assert r.code == 0, r.err
     assert server.http.get(f"/v1/{server.stack}/notes").json()
     # a second server is refused the same way, and the first one keeps serving
-    r = run_cli("serve", "--root", str(server.root), "--port", str(_free_port()))
+    r = run_cli("serve", "--root", str(server.root), "--port", str(free_port()))
     assert r.code == 2 and "served by `ok serve`" in r.err
     assert server.http.get(f"/v1/{server.stack}/status").status_code == 200
     server.stop()
     assert not (server.root / ".ok/serve.json").exists()
     assert run_ok("status").code == 0
-
-
-def _jwt(secret: str, scope: str, **claims: object) -> str:
-    import jwt
-
-    body = {"sub": "agent-7", "scope": scope, "exp": int(time.time()) + 600, **claims}
-    return jwt.encode(body, secret, algorithm="HS256")
-
-
-# every route, with the scope it needs; {s} is the stack
-ROUTES = [
-    ("GET", "/aks/v1/stacks/{s}", None, "read"),
-    ("GET", "/aks/v1/stacks/{s}/documents", None, "read"),
-    ("GET", "/aks/v1/entities?domain={s}", None, "read"),
-    ("GET", "/aks/v1/entities/crispr?domain={s}", None, "read"),
-    ("GET", "/aks/v1/traverse?start=crispr&domain={s}", None, "read"),
-    ("POST", "/aks/v1/context", {"query": "gene", "domain": "{s}"}, "read"),
-    ("GET", "/aks/v1/pages/crispr?domain={s}", None, "read"),
-    ("GET", "/v1/{s}/status", None, "read"),
-    ("GET", "/v1/{s}/search?q=gene", None, "read"),
-    ("POST", "/v1/{s}/ask", {"question": "what is crispr?", "llm": False}, "read"),
-    ("GET", "/v1/{s}/notes", None, "read"),
-    ("POST", "/v1/{s}/notes", {"text": "A note from a caller."}, "write"),
-    ("GET", "/v1/{s}/notes/m-x", None, "read"),
-    ("PATCH", "/v1/{s}/notes/m-x", {"tags": ["x"]}, "write"),
-    ("DELETE", "/v1/{s}/notes/m-x", None, "write"),
-    ("GET", "/v1/{s}/documents", None, "read"),
-    ("GET", "/v1/{s}/documents/x", None, "read"),
-    ("POST", "/v1/{s}/cypher", {"query": "MATCH (d:Doc) RETURN count(*) AS n"}, "read"),
-    ("POST", "/v1/{s}/sync", None, "write"),
-    ("POST", "/v1/{s}/documents?name=up.md", {"t": "x"}, "write"),
-    ("DELETE", "/v1/{s}/documents/x", None, "write"),
-    ("GET", "/v1/{s}/documents/x/history", None, "read"),
-    ("GET", "/v1/{s}/citations", None, "read"),
-    ("POST", "/v1/{s}/citations/verify", {"items": ["c-x"]}, "read"),
-    ("POST", "/v1/{s}/citations", {"items": ["x"], "persist": True}, "write"),
-    ("GET", "/v1/{s}/events", None, "read"),
-    ("GET", "/v1/{s}/lineage/x", None, "read"),
-    ("GET", "/v1/{s}/triggers", None, "read"),
-    ("POST", "/v1/{s}/triggers/scan", {"name": "nope"}, "write"),
-    ("GET", "/stacks/{s}", None, "read"),
-    ("GET", "/stacks/{s}/documents", None, "read"),
-    ("POST", "/stacks/{s}/documents/x/ingest", None, "write"),
-    ("POST", "/stacks/{s}/synthesize-descriptions?name=crispr", None, "write"),
-    ("POST", "/aks/v1/entities/crispr/synthesize-description?domain={s}", None, "write"),
-    ("GET", "/v1/{s}/distill/prompts", None, "read"),
-    ("POST", "/v1/{s}/distill", {"text": "A claim [1].", "citations": ["x"]}, "write"),
-]
-
-
-def _call(h: httpx.Client, method: str, path: str, body: object, stack: str, token: str):
-    path = path.replace("{s}", stack)
-    if isinstance(body, dict):
-        body = {k: (v.replace("{s}", stack) if isinstance(v, str) else v) for k, v in body.items()}
-    return h.request(
-        method, path, json=body, headers={"Authorization": f"Bearer {token}"} if token else {}
-    )
 
 
 def test_every_route_checks_the_key_its_stack_and_its_scope(
@@ -362,9 +263,9 @@ def test_every_route_checks_the_key_its_stack_and_its_scope(
         h = s.http
         mine, their_name = s.stack, "other"
         assert h.get("/health").status_code == 200 and h.get("/ready").status_code == 200
-        forged = _jwt("not-the-secret-but-as-long-as-one-for-hs256", f"{mine}:admin")
-        expired = _jwt(secret, f"{mine}:admin", exp=int(time.time()) - 60)
-        their_jwt = _jwt(secret, f"{their_name}:admin")
+        forged = jwt_token("not-the-secret-but-as-long-as-one-for-hs256", f"{mine}:admin")
+        expired = jwt_token(secret, f"{mine}:admin", exp=int(time.time()) - 60)
+        their_jwt = jwt_token(secret, f"{their_name}:admin")
         for method, path, body, need in ROUTES:
             for token, want in [
                 ("", 401),
@@ -376,13 +277,13 @@ def test_every_route_checks_the_key_its_stack_and_its_scope(
                 (their_jwt, 403),
                 *([(read, 403)] if need == "write" else []),
             ]:
-                r = _call(h, method, path, body, mine, token)
+                r = call_route(h, method, path, body, mine, token)
                 assert r.status_code == want, (method, path, token[:12], r.status_code, r.text)
                 assert r.json()["error"]
-            for token in (write, _jwt(secret, f"{mine}:write")) + (
+            for token in (write, jwt_token(secret, f"{mine}:write")) + (
                 (read,) if need == "read" else ()
             ):
-                r = _call(h, method, path, body, mine, token)
+                r = call_route(h, method, path, body, mine, token)
                 assert r.status_code not in (401, 403), (method, path, r.text)
         # a caller sees only its own stack, and cannot reach the other one's notes
         r = h.get("/aks/v1/stacks", headers={"Authorization": f"Bearer {read}"})
@@ -436,7 +337,9 @@ def test_a_key_over_its_rate_gets_429_with_retry_after(example_kf: Path) -> None
             )
             assert r.status_code == 401, r.text
         # refusals are counted by the route they asked for, and logged with who was refused
-        text = s.http.get("/metrics", headers={"Authorization": f"Bearer {_jwt(secret, '*:read')}"})
+        text = s.http.get(
+            "/metrics", headers={"Authorization": f"Bearer {jwt_token(secret, '*:read')}"}
+        )
         assert text.status_code == 200, text.text
         route = f'method="GET",route="/v1/{{stack}}/status",stack="{s.stack}"'
         assert f'ok_http_requests_total{{{route},status="429"}} 3.0' in text.text, text.text
@@ -498,34 +401,12 @@ def test_32_concurrent_local_clients_get_only_200s(example_kf: Path) -> None:
 
 
 def test_serving_beyond_loopback_needs_credentials(example_kf: Path) -> None:
-    r = run_cli("serve", "--host", "0.0.0.0", "--port", str(_free_port()))
+    r = run_cli("serve", "--host", "0.0.0.0", "--port", str(free_port()))
     assert r.code == 2 and "needs credentials" in r.err and "ok serve keys add" in r.err
     r = run_ok("serve", "keys", "add", "x", "--scope", "root")
     assert r.code == 2 and "unknown scope 'root'" in r.err
     r = run_ok("serve", "keys", "revoke", "nobody")
     assert r.code == 2 and "no live key" in r.err
-
-
-def _mcp(url: str, fn: Any, token: str | None = None) -> Any:
-    import anyio
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
-    async def main() -> Any:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
-            transport = streamable_http_client(f"{url}/mcp", http_client=http)
-            async with Client(transport, read_timeout_seconds=120) as client:
-                return await fn(client)
-
-    try:
-        return anyio.run(main)
-    except BaseExceptionGroup as eg:
-        leaf: BaseException = eg
-        while isinstance(leaf, BaseExceptionGroup):
-            leaf = leaf.exceptions[0]
-        raise leaf from None
 
 
 def test_mcp_over_streamable_http_has_the_tools_of_ok_mcp(example_kf: Path) -> None:
@@ -545,10 +426,10 @@ def test_mcp_over_streamable_http_has_the_tools_of_ok_mcp(example_kf: Path) -> N
         return json.loads(r.content[0].text)
 
     try:
-        tools, found = _mcp(s.url, use, write)
+        tools, found = mcp_http(s.url, use, write)
         assert tools == stdio
         assert found["results"] and found["results"][0]["type"] == "chunk"
-        note = _mcp(s.url, add, write)
+        note = mcp_http(s.url, add, write)
         hits = s.http.get(
             f"/v1/{s.stack}/search",
             params={"q": "agents write over HTTP", "k": 1},
@@ -556,7 +437,7 @@ def test_mcp_over_streamable_http_has_the_tools_of_ok_mcp(example_kf: Path) -> N
         ).json()["hits"]
         assert hits[0]["id"] == note["id"]
         # a read key gets the read-only tools; no key, no MCP
-        read_tools, _ = _mcp(s.url, use, read)
+        read_tools, _ = mcp_http(s.url, use, read)
         assert "mem_add" not in read_tools and "search" in read_tools
         assert read_tools < tools
         r = httpx.post(f"{s.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
@@ -590,38 +471,21 @@ def test_metrics_count_requests_per_route_and_stack_and_the_log_says_who(
     assert {x["who"] for x in searches} == {"local"}
 
 
-def _hand_written_note(root: Path, nid: str, body: str) -> Path:
-    path = root / "memories/by_date/2026-01/05" / f"{nid}.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"---\nid: {nid}\nts: 2026-01-05T10:00:00Z\n---\n{body}\n")
-    return path
-
-
-def _bursts(h: httpx.Client) -> dict[str, float]:
-    """The watch's bursts by outcome, from /metrics."""
-    out: dict[str, float] = {}
-    for line in h.get("/metrics").text.splitlines():
-        if line.startswith("ok_watch_bursts_total{"):
-            outcome = line.split('outcome="', 1)[1].split('"', 1)[0]
-            out[outcome] = out.get(outcome, 0) + float(line.rsplit(" ", 1)[1])
-    return out
-
-
 def test_the_server_syncs_files_changed_on_disk(server: Server) -> None:
     h = server.http
     # its own writes are indexed already: the watch sees them and does not sync
     r = h.post(f"/v1/{server.stack}/notes", json={"text": "Sea otters crack urchins on rocks."})
     assert r.status_code == 201, r.text
-    until(lambda: _bursts(h).get("own", 0) >= 1)
-    assert _bursts(h).get("synced", 0) == 0
-    path = _hand_written_note(server.root, "m-20260105-wtch", "Kelp forests shelter otters.")
+    until(lambda: watch_bursts(h).get("own", 0) >= 1)
+    assert watch_bursts(h).get("synced", 0) == 0
+    path = hand_written_note(server.root, "m-20260105-wtch", "Kelp forests shelter otters.")
 
     def found() -> bool:
         r = h.get(f"/v1/{server.stack}/search", params={"q": "kelp forests otters", "k": 1})
         return r.json()["hits"][:1] != [] and r.json()["hits"][0]["id"] == "m-20260105-wtch"
 
     until(found)
-    assert _bursts(h).get("synced", 0) >= 1
+    assert watch_bursts(h).get("synced", 0) >= 1
     path.unlink()
     until(lambda: not found())
     assert h.get(f"/v1/{server.stack}/status").json()["in_sync"]
@@ -666,7 +530,7 @@ def test_ok_sync_watch_syncs_after_each_change(example_kf: Path) -> None:
     try:
         first = _next_report(proc, lines)
         assert first["notes_added"] == []
-        _hand_written_note(example_kf, "m-20260105-swch", "Sea urchins graze the kelp.")
+        hand_written_note(example_kf, "m-20260105-swch", "Sea urchins graze the kelp.")
         # a loaded machine may let the watch see the file before its text is written: that
         # sync reports the empty note, and the next one, once the text is there, adds it
         until(lambda: _next_report(proc, lines)["notes_added"] == ["m-20260105-swch"], every=0)
@@ -776,7 +640,7 @@ def _sse_events(lines: Any) -> Iterator[tuple[str, Any]]:
 
 
 def test_ask_streams_tokens_and_events_are_followed_over_sse(example_kf: Path) -> None:
-    from openai_stub import chat_server
+    from helpers.openai_stub import chat_server
 
     reply = "Write-ahead logging writes changes to a log before the data files [1]."
     with chat_server([reply], chunk=5) as stub:

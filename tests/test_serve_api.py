@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from conftest import run_ok, until
-from test_serve import Server, _hand_written_note, _jwt, _mcp
+from helpers.run import run_ok, until
+from helpers.serve import Server, hand_written_note, jwt_token, mcp_http, metric_value
 
 pytestmark = pytest.mark.server
 
@@ -46,7 +46,7 @@ class Api:
         return self.s.http.request(method, path, headers=headers, **kw)
 
     def jwt(self, scope: str) -> str:
-        return _jwt(SECRET, scope)
+        return jwt_token(SECRET, scope)
 
     def metrics(self) -> str:
         r = self.call("GET", "/metrics", self.jwt("*:read"))
@@ -101,17 +101,6 @@ def _is_error(r: httpx.Response, status: int) -> dict[str, Any]:
     body = r.json()
     assert isinstance(body["error"], str) and body["error"], body
     return body
-
-
-def _metric(text: str, name: str, **labels: str) -> float:
-    """The value of one sample of /metrics, 0 when it is not there."""
-    for line in text.splitlines():
-        if not line.startswith(name + "{"):
-            continue
-        got = dict(part.split("=", 1) for part in line[len(name) + 1 : line.index("}")].split(","))
-        if all(got.get(k) == f'"{v}"' for k, v in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
 
 
 # -- AKS bundles ---------------------------------------------------------------------------
@@ -281,7 +270,7 @@ def test_triggers_are_added_and_removed_and_their_fires_counted(api: Api) -> Non
     def counted() -> bool:
         text = api.metrics()
         fires = [
-            _metric(text, "ok_trigger_fires_total", stack=api.name, trigger=t, outcome="fired")
+            metric_value(text, "ok_trigger_fires_total", stack=api.name, trigger=t, outcome="fired")
             for t in ("tides", "pager")
         ]
         return fires == [1, 1]
@@ -324,7 +313,7 @@ def test_refresh_stores_what_changed_and_counts_outcomes_and_drift(api: Api) -> 
     after = api.metrics()
 
     def grew(name: str, **labels: str) -> float:
-        return _metric(after, name, **labels) - _metric(before, name, **labels)
+        return metric_value(after, name, **labels) - metric_value(before, name, **labels)
 
     assert grew("ok_refresh_sources_total", stack=api.name, outcome="unchanged") == 1
     assert grew("ok_refresh_sources_total", stack=api.name, outcome="changed") == 1
@@ -364,7 +353,7 @@ def test_a_stack_is_created_served_patched_and_dropped(api: Api) -> None:
     hits = api.call("GET", "/v1/sea/search", sea, params={"q": "spring tides moon"}).json()
     assert hits["hits"][0]["id"] == r.json()["id"]
     # and watched: a note written on disk is synced
-    _hand_written_note(root, "m-20260105-seaw", "Neap tides come at the half moon.")
+    hand_written_note(root, "m-20260105-seaw", "Neap tides come at the half moon.")
 
     def synced() -> bool:
         got = api.call("GET", "/v1/sea/search", sea, params={"q": "neap tides half moon"})
@@ -416,7 +405,7 @@ def _mcp_stacks(api: Api) -> list[str]:
         got = await client.call_tool("list_stacks", {})
         return [st["name"] for st in json.loads(got.content[0].text)["results"]]
 
-    return list(_mcp(api.s.url, names, api.jwt("*:admin")))
+    return list(mcp_http(api.s.url, names, api.jwt("*:admin")))
 
 
 def test_without_a_stacks_dir_no_stack_is_created(kf: Path) -> None:

@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import OK_BIN, run_cli, run_ok, until
-from test_crash import NOW, fresh_rebuild, note_ids, provenance, snapshot
-from test_serve import Server, _hand_written_note
+from helpers.crash import NOW, fresh_rebuild, note_ids, provenance, snapshot
+from helpers.run import OK_BIN, run_cli, run_ok, until
+from helpers.serve import Server, hand_written_note
 
 from openkl.crash import CRASH_EXIT
 
@@ -150,7 +150,7 @@ def test_a_server_killed_at_a_crash_point_leaves_a_folder_the_next_command_repai
     spec = (NOTE_POINTS if kind == "note" else DOC_POINTS)[point]
     # a note written by hand: the start-up sync indexes it, passing the points (paused) on
     # its way, so that the crash comes in the request it is meant for
-    _hand_written_note(example_kf, "m-20260105-hand", "Sea urchins graze the kelp.")
+    hand_written_note(example_kf, "m-20260105-hand", "Sea urchins graze the kelp.")
     notes_before = note_ids(example_kf)
     s = Server(example_kf, env={"OK_CRASH_AT": spec, "OK_SERVE_WATCH": "0"})
     # one write of the other kind, acknowledged before the crash

@@ -4,41 +4,13 @@ make it fast; never into a pipe, and not when hints.serve is off."""
 from __future__ import annotations
 
 import os
-import pty
-import select
 import subprocess
-import time
 from pathlib import Path
 
-from conftest import OK_BIN
+from helpers.run import OK_BIN
+from helpers.terminal import at_terminal
 
 HINT = "`ok serve` keeps them loaded"
-
-
-def _at_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """Run `ok` with a terminal as its stdin, stdout and stderr; all it wrote."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [OK_BIN, *args], stdin=follower, stdout=follower, stderr=follower, env=env
-    )
-    os.close(follower)
-    seen = b""
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the other end closed: the process is gone
-                break
-            if not chunk:
-                break
-            seen += chunk
-        elif proc.poll() is not None:
-            break
-    code = proc.wait(timeout=60)
-    os.close(leader)
-    return code, seen.decode(errors="replace")
 
 
 def _papers(where: Path, n: int) -> Path:
@@ -60,12 +32,12 @@ def _papers(where: Path, n: int) -> Path:
 def test_a_slow_command_says_once_how_to_be_fast(example_kf: Path, tmp_path: Path) -> None:
     env = {**os.environ, "OK_ROOT": str(example_kf), "NO_COLOR": "1"}
     stamp = example_kf / ".ok" / "cache" / "serve-hint"
-    code, seen = _at_terminal(["store", "ingest", str(_papers(tmp_path / "a", 6))], env)
+    code, seen = at_terminal(["store", "ingest", str(_papers(tmp_path / "a", 6))], env)
     assert code == 0, seen
     assert seen.count(HINT) == 1 and "hints.serve false" in seen, seen
     assert stamp.exists()
     # said once: the next slow command is quiet
-    code, seen = _at_terminal(["store", "ingest", str(_papers(tmp_path / "b", 6))], env)
+    code, seen = at_terminal(["store", "ingest", str(_papers(tmp_path / "b", 6))], env)
     assert code == 0 and HINT not in seen, seen
     # never into a pipe
     stamp.unlink()
@@ -78,7 +50,7 @@ def test_a_slow_command_says_once_how_to_be_fast(example_kf: Path, tmp_path: Pat
     )
     assert piped.returncode == 0 and HINT not in piped.stderr and not stamp.exists()
     # and not at all when the setting is off
-    code, seen = _at_terminal(
+    code, seen = at_terminal(
         ["store", "ingest", str(_papers(tmp_path / "d", 6))], {**env, "OK_HINTS_SERVE": "false"}
     )
     assert code == 0 and HINT not in seen and not stamp.exists(), seen

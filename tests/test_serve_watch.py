@@ -8,8 +8,9 @@ import os
 from pathlib import Path
 
 import httpx
-from conftest import run_cli, until
-from test_serve import Server, _bursts, _hand_written_note
+import pytest
+from helpers.run import run_cli, until
+from helpers.serve import Server, hand_written_note, watch_bursts
 
 
 def _failures(h: httpx.Client) -> dict[str, float]:
@@ -32,15 +33,16 @@ def _watching(s: Server) -> None:
     """Wait until the server's watch is set up: it sees a write of the server's own."""
     r = s.http.post(f"/v1/{s.stack}/notes", json={"text": "Grebes dive for minnows."})
     assert r.status_code == 201, r.text
-    until(lambda: _bursts(s.http).get("own", 0) >= 1)
+    until(lambda: watch_bursts(s.http).get("own", 0) >= 1)
 
 
+@pytest.mark.server
 def test_the_watch_survives_names_that_are_not_utf8(example_kf: Path) -> None:
     s = Server(example_kf)
     try:
         _watching(s)
         # a note in a new directory: once it is found, the directory is watched too
-        day = _hand_written_note(
+        day = hand_written_note(
             example_kf, "m-20260105-kelp", "Kelp forests shelter otters."
         ).parent
         until(lambda: _found(s, "kelp forests otters", "m-20260105-kelp"))
@@ -48,7 +50,7 @@ def test_the_watch_survives_names_that_are_not_utf8(example_kf: Path) -> None:
         bad = os.fsencode(day) + b"/bad\xffname.md"
         with open(bad, "wb") as fh:
             fh.write(b"---\nid: m-20260105-badn\n---\nA name that is not UTF-8.\n")
-        _hand_written_note(example_kf, "m-20260105-otte", "Sea otters crack urchins on rocks.")
+        hand_written_note(example_kf, "m-20260105-otte", "Sea otters crack urchins on rocks.")
         until(lambda: _found(s, "otters crack urchins rocks", "m-20260105-otte"))
         assert _failures(s.http).get("watch", 0) >= 1
         until(lambda: s.http.get("/ready").status_code == 200)
@@ -58,7 +60,7 @@ def test_the_watch_survives_names_that_are_not_utf8(example_kf: Path) -> None:
         # a directory it cannot name stops the system's watch from being set up at all:
         # the watch polls the files instead, and goes on
         os.mkdir(os.fsencode(day.parent) + b"/\xfe")
-        _hand_written_note(example_kf, "m-20260105-seal", "Harbour seals haul out at low tide.")
+        hand_written_note(example_kf, "m-20260105-seal", "Harbour seals haul out at low tide.")
         until(lambda: _found(s, "harbour seals haul out", "m-20260105-seal"))
         until(lambda: s.http.get("/ready").status_code == 200)
         assert _failures(s.http).get("watch", 0) >= 2
@@ -68,6 +70,7 @@ def test_the_watch_survives_names_that_are_not_utf8(example_kf: Path) -> None:
     assert '"event": "watch.failed", "stage": "watch"' in log, log[-3000:]
 
 
+@pytest.mark.server
 def test_ready_says_when_a_stack_s_syncs_fail_until_they_recover(example_kf: Path) -> None:
     s = Server(example_kf)
     try:
@@ -75,7 +78,7 @@ def test_ready_says_when_a_stack_s_syncs_fail_until_they_recover(example_kf: Pat
         mapping = example_kf / ".ok" / "mapping.jsonl"
         good = mapping.read_text()
         mapping.write_text("{not json\n" + good)
-        _hand_written_note(example_kf, "m-20260105-tern", "Arctic terns migrate pole to pole.")
+        hand_written_note(example_kf, "m-20260105-tern", "Arctic terns migrate pole to pole.")
 
         def failing() -> dict | None:
             r = s.http.get("/ready")
@@ -100,6 +103,7 @@ def test_ready_says_when_a_stack_s_syncs_fail_until_they_recover(example_kf: Pat
         assert s.stop() == 0
 
 
+@pytest.mark.server
 def test_a_symlink_out_of_the_folder_stops_neither_serve_nor_its_watch(
     example_kf: Path, tmp_path: Path
 ) -> None:
@@ -114,7 +118,7 @@ def test_a_symlink_out_of_the_folder_stops_neither_serve_nor_its_watch(
         link = example_kf / "memories/by_date/2026-01/05/n.md"
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(out / "n.md")
-        _hand_written_note(example_kf, "m-20260105-puff", "Puffins nest in burrows.")
+        hand_written_note(example_kf, "m-20260105-puff", "Puffins nest in burrows.")
         until(lambda: _found(s, "puffins nest burrows", "m-20260105-puff"))
         st = s.http.get(f"/v1/{s.stack}/status").json()
         paths = {p["path"] for p in st["problems"]}

@@ -6,7 +6,8 @@ import shlex
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, run_ok
+from helpers.run import run_cli, run_ok
+from helpers.terminal import bash_complete, on_tty
 
 
 def test_version_flag_alone_prints_version() -> None:
@@ -18,44 +19,13 @@ def test_version_flag_alone_prints_version() -> None:
     assert run_cli("--version").out == r.out
 
 
-def _on_tty(*args: str, env: dict[str, str]) -> bytes:
-    """Run the installed `ok` with stdout on a real pseudo-terminal; return what it wrote."""
-    import os
-    import pty
-    import subprocess
-
-    from conftest import OK_BIN
-
-    master, slave = pty.openpty()
-    full = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    proc = subprocess.Popen(
-        [OK_BIN, *args],
-        stdout=slave,
-        stderr=subprocess.PIPE,
-        env={**full, "TERM": "xterm-256color", "COLUMNS": "200", "PAGER": "cat", **env},
-    )
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            b = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not b:
-            break
-        chunks.append(b)
-    os.close(master)
-    assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
-    return b"".join(chunks)
-
-
 def test_bold_on_a_terminal_and_none_with_no_color(kf: Path) -> None:
     env = {"OK_ROOT": str(kf), "OK_SEARCH_K": "5"}
-    styled = _on_tty("config", "list", "--changed", env=env)
+    styled = on_tty("config", "list", "--changed", env=env)
     assert b"search.k" in styled and b"\x1b[1m" in styled
     for plain in (
-        _on_tty("config", "list", "--changed", env={**env, "NO_COLOR": "1"}),
-        _on_tty("--color", "never", "config", "list", "--changed", env=env),
+        on_tty("config", "list", "--changed", env={**env, "NO_COLOR": "1"}),
+        on_tty("--color", "never", "config", "list", "--changed", env=env),
     ):
         assert b"search.k" in plain and b"\x1b[" not in plain
 
@@ -74,27 +44,6 @@ def test_color_always_styles_a_pipe_and_bad_values_are_usage_errors(
     assert r.code == 2 and "auto, always, never" in r.err
 
 
-def _bash_complete(script: Path, words: list[str], root: Path) -> list[str]:
-    """What the generated bash completion offers for `words` (the last one being typed),
-    asked the way bash asks on TAB: COMP_WORDS/COMP_CWORD and the script's function."""
-    import os
-    import subprocess
-
-    from conftest import OK_BIN
-
-    line = " ".join(shlex.quote(w) for w in words)
-    prog = (
-        f"source {shlex.quote(str(script))}\n"
-        f"COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}\n"
-        '_ok_completion ok; printf "%s\\n" "${COMPREPLY[@]}"\n'
-    )
-    env = {**os.environ, "OK_ROOT": str(root)}
-    env["PATH"] = str(Path(OK_BIN).parent) + os.pathsep + env["PATH"]
-    r = subprocess.run(["bash", "-c", prog], capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 0, r.stderr
-    return [x for x in r.stdout.splitlines() if x]
-
-
 def test_bash_completion_offers_commands_options_and_ids(example_kf: Path, tmp_path: Path) -> None:
     r = run_ok("completion", "bash")
     assert r.code == 0, r.err
@@ -110,17 +59,17 @@ def test_bash_completion_offers_commands_options_and_ids(example_kf: Path, tmp_p
     cid = (cite[0] if isinstance(cite, list) else cite)["id"]
     assert cid.startswith("c-")
 
-    assert _bash_complete(script, ["ok", "mem", "sh"], example_kf) == ["show"]
-    assert "completion" in _bash_complete(script, ["ok", "comp"], example_kf)
-    assert _bash_complete(script, ["ok", "--co"], example_kf) == ["--color"]
-    assert note in _bash_complete(script, ["ok", "mem", "show", "m-"], example_kf)
-    assert _bash_complete(script, ["ok", "mem", "show", note], example_kf) == [note]
-    offered = _bash_complete(script, ["ok", "store", "show", docs[0][:3]], example_kf)
+    assert bash_complete(script, ["ok", "mem", "sh"], example_kf) == ["show"]
+    assert "completion" in bash_complete(script, ["ok", "comp"], example_kf)
+    assert bash_complete(script, ["ok", "--co"], example_kf) == ["--color"]
+    assert note in bash_complete(script, ["ok", "mem", "show", "m-"], example_kf)
+    assert bash_complete(script, ["ok", "mem", "show", note], example_kf) == [note]
+    offered = bash_complete(script, ["ok", "store", "show", docs[0][:3]], example_kf)
     assert docs[0] in offered and not any(x.startswith("m-") for x in offered)
-    assert _bash_complete(script, ["ok", "cite", "verify", "c-"], example_kf) == [cid]
-    assert cid in _bash_complete(script, ["ok", "cite", "open", ""], example_kf)
+    assert bash_complete(script, ["ok", "cite", "verify", "c-"], example_kf) == [cid]
+    assert cid in bash_complete(script, ["ok", "cite", "open", ""], example_kf)
     # outside a folder there are no ids, and TAB does not fail
-    assert _bash_complete(script, ["ok", "mem", "show", "m-"], tmp_path / "nowhere") == []
+    assert bash_complete(script, ["ok", "mem", "show", "m-"], tmp_path / "nowhere") == []
 
 
 @pytest.mark.parametrize("shell", ["zsh", "fish"])
@@ -135,7 +84,7 @@ def _in_bash(flag: str, home: Path | None) -> str:
     import os
     import subprocess
 
-    from conftest import OK_BIN
+    from helpers.run import OK_BIN
 
     env = {**os.environ, **({"HOME": str(home)} if home else {})}
     # `; exit $?` keeps bash as the parent instead of exec-ing ok in its place
@@ -171,14 +120,14 @@ def test_long_output_goes_through_the_pager_on_a_terminal_only(
 ) -> None:
     doc = run_ok("store", "list", "--json").json()[0]["id"]
     env = {"OK_ROOT": str(example_kf), "PAGER": PAGER}
-    shown = _on_tty("store", "show", doc, env=env)
+    shown = on_tty("store", "show", doc, env=env)
     assert shown.startswith(b"PAGED:") and shown.count(b"PAGED:") > 1
-    assert b"PAGED:" not in _on_tty("store", "show", doc, "--json", env=env)
-    assert b"PAGED:" not in _on_tty("store", "show", doc, env={**env, "PAGER": "cat"})
+    assert b"PAGED:" not in on_tty("store", "show", doc, "--json", env=env)
+    assert b"PAGED:" not in on_tty("store", "show", doc, env={**env, "PAGER": "cat"})
 
     cid = run_ok("cite", "make", doc, "--json").json()
     cid = (cid[0] if isinstance(cid, list) else cid)["id"]
-    assert b"PAGED:" in _on_tty("cite", "open", cid, env=env)
+    assert b"PAGED:" in on_tty("cite", "open", cid, env=env)
 
     monkeypatch.setenv("PAGER", PAGER)  # a pipe is never paged
     r = run_ok("store", "show", doc)
@@ -187,11 +136,11 @@ def test_long_output_goes_through_the_pager_on_a_terminal_only(
     assert r.code == 0 and ">>> " in r.out and "PAGED:" not in r.out
 
 
-def test_a_missing_pager_still_shows_the_text(example_kf: Path) -> None:
+def test_a_missing_pager_still_shows_the_text(example_ro: Path) -> None:
     doc = run_ok("store", "list", "--json").json()[0]["id"]
-    env = {"OK_ROOT": str(example_kf), "PAGER": "no-such-pager-here"}
+    env = {"OK_ROOT": str(example_ro), "PAGER": "no-such-pager-here"}
     text = run_ok("store", "show", doc).out
-    assert _on_tty("store", "show", doc, env=env).replace(b"\r\n", b"\n") == text.encode()
+    assert on_tty("store", "show", doc, env=env).replace(b"\r\n", b"\n") == text.encode()
 
 
 def test_graph_page_is_paged_on_a_terminal(example_kf: Path) -> None:
@@ -200,5 +149,5 @@ def test_graph_page_is_paged_on_a_terminal(example_kf: Path) -> None:
     name = ents.json()[0]["name"]
     piped = run_ok("graph", "page", name)
     assert piped.code == 0 and "PAGED:" not in piped.out
-    shown = _on_tty("graph", "page", name, env={"OK_ROOT": str(example_kf), "PAGER": PAGER})
+    shown = on_tty("graph", "page", name, env={"OK_ROOT": str(example_kf), "PAGER": PAGER})
     assert shown.startswith(b"PAGED:") and name.encode() in shown

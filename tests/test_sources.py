@@ -7,8 +7,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
-from localsite import ArxivFeed, Page, Paper, Site, free_port, git, make_repo, serve, write_files
+from helpers.localsite import (
+    ArxivFeed,
+    Page,
+    Paper,
+    Site,
+    free_port,
+    git,
+    make_repo,
+    serve,
+    write_files,
+)
+from helpers.run import run_ok
 
 from openkl.folder import Folder
 from openkl.mapping import load as load_mapping
@@ -139,7 +149,7 @@ def test_web_unreachable_and_bad_url(kf: Path) -> None:
 
 
 def test_web_plain_text_and_pdf_pages(kf: Path, site: Site) -> None:
-    from localsite import make_pdf
+    from helpers.localsite import make_pdf
 
     site.pages["/notes.txt"] = Page(b"Tide tables predict high water.\n", "text/plain")
     site.pages["/paper"] = Page(make_pdf(["Foghorns warn ships in thick fog."]), "application/pdf")

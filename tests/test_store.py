@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, run_ok
-from docgen import make_docx, make_pdf
+from helpers.docgen import make_docx, make_pdf
+from helpers.run import EXAMPLES, run_ok
 
 
 def _mapping(kf: Path) -> list[dict]:
@@ -176,7 +176,7 @@ def test_version_replaced_by_a_hand_edit(kf: Path, tmp_path: Path) -> None:
 
 
 def test_images_need_ocr_and_ocr_reads_them(kf: Path, tmp_path: Path) -> None:
-    from docgen import make_png
+    from helpers.docgen import make_png
 
     from openkl.normalize import ocr_available
 
@@ -329,7 +329,7 @@ def test_embedding_progress_moves_batch_by_batch(kf: Path, tmp_path: Path) -> No
     import threading
     import uuid
 
-    from conftest import OK_BIN
+    from helpers.run import OK_BIN
 
     src = tmp_path / "many"
     src.mkdir()

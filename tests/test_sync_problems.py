@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_ok
+from helpers.run import run_ok
 
 ORIGINAL = (
     "---\nid: m-20260105-abcd\nts: 2026-01-05T10:00:00Z\ntags: [birds]\n---\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import REPO, run_ok
+from helpers.run import REPO, run_ok
 
 NOTES = json.loads((REPO / "bench" / "data" / "tail_notes.json").read_text())["notes"]
 RETRY = {"retry-backoff", "retry-idempotency", "retry-queue"}

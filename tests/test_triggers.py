@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run_cli, run_ok
+from helpers.run import run_cli, run_ok
 
 from openkl import triggers
 
@@ -416,8 +416,8 @@ def test_scan_fires_on_what_was_there_before_and_only_once(kf: Path, tmp_path: P
 
 @pytest.mark.server
 def test_ok_serve_scans_on_schedule_and_over_http(kf: Path) -> None:
-    from conftest import until
-    from test_serve import Server
+    from helpers.run import until
+    from helpers.serve import Server
 
     run_ok("mem", "add", "Only one writer may hold the database lock at a time.")
     s = Server(kf, env={"OK_TRIGGERS_SCAN_EVERY": "0.5"})

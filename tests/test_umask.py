@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, run_ok
+from helpers.run import EXAMPLES, run_ok
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_ok
+from helpers.run import run_ok
 
 from openkl import indexing
 from openkl.folder import Folder

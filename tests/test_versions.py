@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_ok
+from helpers.run import run_ok
 
 
 def _current(kf: Path) -> list[dict]:

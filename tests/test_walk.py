@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
-from test_mcp import call, serve
+from helpers.mcp import call, serve
+from helpers.run import run_ok
 
 SECRET = "top secret: the launch codes are 0000"
 PASSWD = Path("/etc/passwd")
@@ -89,6 +89,7 @@ def test_follow_takes_links_out_and_ends_loops(kf: Path, tree: Path) -> None:
         assert str((tree / "passwd.md").resolve()) in origins
 
 
+@pytest.mark.server
 def test_mcp_ingest_of_a_directory_never_leaves_the_folder(
     example_kf: Path, tmp_path: Path
 ) -> None:

@@ -5,26 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_ok
-from test_serve import Server
+from helpers.run import REPO, run_ok
+from helpers.serve import Server
 
 from openkl import web
-
-
-@pytest.fixture(scope="module")
-def served(_example_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("web") / "kf"
-    shutil.copytree(_example_template, root, symlinks=True)
-    s = Server(root)
-    try:
-        yield s
-    finally:
-        s.stop()
 
 
 @pytest.mark.server

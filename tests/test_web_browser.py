@@ -9,13 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_web
-from conftest import REPO, run_cli
-from test_serve import Server
+from helpers.run import REPO, run_cli
+from helpers.serve import Server
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
-served = test_web.served  # one `ok serve` for the module, as test_web.py has
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = REPO / "tests/artifacts/web"
 WAIT_MS = 120_000  # how long a page may take to show something; the server may be loaded
@@ -331,7 +329,7 @@ def test_an_exported_page_draws_its_graph_from_a_file(browser: Any, served: Serv
 
 
 def test_events_show_a_failing_refresh_and_its_reason(page: Any, served: Server) -> None:
-    from localsite import Site, serve
+    from helpers.localsite import Site, serve
 
     site = Site()
     site.html("/ferry", "Ferry times", "<p>The ferry to the island leaves at nine.</p>")

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_ok
-from test_mcp import call, fail, serve
-from test_serve import Server
+from helpers.mcp import call, fail, serve
+from helpers.run import run_ok
+from helpers.serve import Server
 
 from openkl.errors import UsageError
 from openkl.where import parse
@@ -157,6 +157,7 @@ def test_search_and_mem_list_filter_on_any_frontmatter_key(sea: Path) -> None:
     assert r.code == 2 and "is not a frontmatter key" in r.err
 
 
+@pytest.mark.server
 def test_mcp_search_takes_where(sea: Path) -> None:
     async def go(c: Any) -> dict[str, Any]:
         a = await call(c, "search", query="sea", where=["owner=alice"])
