@@ -142,12 +142,13 @@ def example_kf(_example_template: Path, tmp_path: Path, monkeypatch: pytest.Monk
 
 def _fingerprint(root: Path) -> dict[str, tuple[int, int]]:
     """Each file's size and modification time, but for the caches (a search keeps its hits
-    in `.ok/cache` for `ok open N`)."""
-    cache = root / ".ok" / "cache"
+    in `.ok/cache` for `ok open N`) and the writer lock's holder record (a command that takes
+    the lock and then refuses its input leaves the lock file emptied again, a new mtime)."""
+    cache, lock = root / ".ok" / "cache", root / ".ok" / "lock"
     return {
         str(p.relative_to(root)): (st.st_size, st.st_mtime_ns)
         for p in root.rglob("*")
-        if cache not in p.parents and not (st := p.lstat()).st_mode & 0o040000
+        if cache not in p.parents and p != lock and not (st := p.lstat()).st_mode & 0o040000
     }
 
 

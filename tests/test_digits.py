@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_ok
-from pg import pg_server, pg_uri  # noqa: F401  (fixtures)
+from helpers.pg import pg_server, pg_uri  # noqa: F401  (fixtures)
 
 from openkl.graph import digit_terms, fts_query, fts_text
 

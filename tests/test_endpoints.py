@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli, run_ok
-from endpoint_stubs import embedding_server, rerank_score, rerank_server
-from openai_stub import chat_server
-from test_mcp import call
-from test_mcp import serve as mcp_serve
-from test_serve import Server
+from helpers.endpoint_stubs import embedding_server, rerank_score, rerank_server
+from helpers.mcp import call
+from helpers.mcp import serve as mcp_serve
+from helpers.openai_stub import chat_server
+from helpers.serve import Server
 
 DOCS = {
     "kestrel.md": "# Kestrels\n\nThe kestrel hovers over grassland hunting voles and mice.\n",

@@ -5,6 +5,7 @@ command has its cases here, and a command without any fails the last test."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 import typer
 from helpers.localsite import Page, Site, make_pdf, make_repo, serve
 from helpers.run import run_ok
+from helpers.s3server import KEY_ID, SECRET, S3Server
 
 from openkl.cli.app import app
 from openkl.cli.vocabulary import EXIT_CODES
@@ -244,6 +246,14 @@ CASES: dict[str, tuple[Setup | None, list[Case]]] = {
             (("store", "web", "{site}/missing"), ERROR),
         ],
     ),
+    "store s3": (
+        None,
+        [
+            (("store", "s3", "s3://handbook/docs/", "--endpoint-url", "{s3}"), OK),
+            (("store", "s3", "s3://handbook/nothing-here/", "--endpoint-url", "{s3}"), ERROR),
+            (("store", "s3", "https://handbook/docs/"), ERROR),
+        ],
+    ),
     "store arxiv": (None, [(("store", "arxiv", "not-an-id"), ERROR)]),
     "store repo": (
         _repo,
@@ -444,13 +454,39 @@ def _fill(arg: str, c: Ctx) -> str:
     return arg.format(tmp=c.tmp, root=c.root, **c.values)
 
 
+@pytest.fixture
+def s3_bucket(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
+    """A local S3 server with a `handbook` bucket holding one note, and its credentials."""
+    srv = S3Server()
+    try:
+        for k in [k for k in os.environ if k.startswith("AWS_")]:
+            monkeypatch.delenv(k)
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY_ID)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+        s3 = srv.client()
+        s3.create_bucket(Bucket="handbook")
+        s3.put_object(Bucket="handbook", Key="docs/tides.md", Body=b"# Tides\n\nHigh water.\n")
+        yield srv.url
+    finally:
+        srv.stop()
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_exit_codes(
-    name: str, example_kf: Path, tmp_path: Path, site: Site, monkeypatch: pytest.MonkeyPatch
+    name: str,
+    example_kf: Path,
+    tmp_path: Path,
+    site: Site,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> None:
     monkeypatch.setenv("EDITOR", "true")
     monkeypatch.setenv("VISUAL", "true")
     c = Ctx(example_kf, tmp_path, site)
+    if name == "store s3":  # the only command that needs an S3 server
+        c.values["s3"] = request.getfixturevalue("s3_bucket")
     setup, cases = CASES[name]
     if setup is not None:
         setup(c)

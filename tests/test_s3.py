@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli, run_ok
-from localsite import free_port
-from s3server import KEY_ID, SECRET, S3Server
+from helpers.localsite import free_port
+from helpers.s3server import KEY_ID, SECRET, S3Server
 
 from openkl.folder import Folder
 from openkl.mapping import load as load_mapping
@@ -306,7 +306,7 @@ def test_routed_through_a_server_with_the_caller_s_credentials(
 ) -> None:
     """`ok store s3` run by `ok serve` uses the caller's AWS variables, not the server's; the
     server's HTTP refresh uses its own."""
-    from test_serve import Server
+    from helpers.serve import Server
 
     caller = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
     server_env = {"AWS_ACCESS_KEY_ID": "server-own-key", "AWS_SECRET_ACCESS_KEY": "x"}

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from localsite import free_port
+from helpers.localsite import free_port
 
 KEY_ID, SECRET = "AKIATESTKEY000000000", "test-secret-key"
 
