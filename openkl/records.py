@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, NotRequired, TypedDict, cast
+from typing import Any, NamedTuple, NotRequired, cast
+
+from typing_extensions import TypedDict
 
 # -- files, citations and reports --------------------------------------------------------
 
@@ -1778,3 +1780,51 @@ class SettingValue(TypedDict):
     help: str
     choices: NotRequired[list[str]]  # when only these values are allowed
     env_only: NotRequired[bool]  # read from the environment only (then always true)
+
+
+# -- the HTTP API's answers (openkl.server) -----------------------------------------------
+class Health(TypedDict):
+    """`GET /health`: the process is up."""
+
+    status: str  # ok
+    version: str
+
+
+class Ready(TypedDict):
+    """`GET /ready`: every stack is open and its watch keeps up."""
+
+    status: str  # ready
+    stacks: list[str]
+
+
+class Refusal(TypedDict):
+    """What every refused request answers (4xx, 5xx)."""
+
+    error: str
+    hint: NotRequired[str]
+
+
+class StackRow(TypedDict):
+    """A served stack, with what it says about itself and its counts."""
+
+    name: str
+    root: str  # its folder (relative to nothing: to a caller with credentials, the name)
+    description: str | None
+    metadata: dict[str, Any]
+    docs: int
+    chunks: int
+    notes: int
+    entities: int
+    id: NotRequired[str]  # the AKS reference server's paths: the name again
+    created: NotRequired[bool]  # just made
+
+
+class StackDropped(TypedDict):
+    """A stack no longer served; its files stay."""
+
+    name: str
+    root: str
+    served: bool  # false
+    files_deleted: bool  # false
+    message: str
+    id: NotRequired[str]

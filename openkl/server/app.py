@@ -42,45 +42,26 @@ from ..errors import (
     StackTaken,
     UsageError,
 )
-from ..folder import Folder
-from ..graph import Graph
 from ..graph.postgres import ReadOnly, Unavailable
-from ..graph.protocol import GraphStore
-from ..indexing import open_graph
-from ..ops.read import Opener
 from ..records import Cite
+from . import routes_health, routes_stacks
 from .auth import OPEN, Authenticator, Caller, Forbidden, RateLimited, RateLimiter, Unauthorized
-from .backend import Backend, NotPublished
+from .backend import NotPublished
 from .guard import Guard, Guarded
 from .metrics import AccessLog
+from .shared import WHERE, Describer, Domain, Server, TimedOut
+from .shared import error as _error
+from .shared import sse as _sse
+from .shared import streamed as _streamed
+from .shared import text as _text
 from .stacks import Conflict, Served, Stacks
 from .web import add_routes as add_web_routes
 from .web import is_public
 
 MAX_BODY = 16 << 20  # bytes of a request body
 
-# `where=` of the search and notes routes
-WHERE = (
-    "A condition on the frontmatter of each hit's file (repeatable, all must hold): "
-    "key=value (a list contains it), key!=value, key>=2026-01-01 or a number, key<…, or a "
-    "bare key (it is set)."
-)
-
-# who describes entities, for one call
-Describer = Annotated[
-    Literal["local", "llm"] | None,
-    Query(description="Who describes, for this call: local or llm (default entities.describer)."),
-]
-
-# the AKS routes name the stack as `?domain=`
-Domain = Annotated[str | None, Query(description="The stack (default: the first).")]
-
 # what needs no credentials
 PUBLIC = {"/health", "/ready", "/docs", "/openapi.json", "/docs/oauth2-redirect", "/redoc"}
-
-
-class TimedOut(OkError):
-    """A request's graph query ran past serve.timeout (504)."""
 
 
 _STATUS: list[tuple[type[OkError], int]] = [
@@ -106,35 +87,8 @@ _STATUS: list[tuple[type[OkError], int]] = [
 ]
 
 
-@contextlib.contextmanager
-def _timed(seconds: float) -> Iterator[None]:
-    """A graph query stopped at serve.timeout becomes a `TimedOut` (504)."""
-    try:
-        yield
-    except OkError as e:
-        said = e.message.lower()
-        if "interrupt" not in said and "took too long" not in said:
-            raise
-        raise TimedOut(
-            f"the query ran past serve.timeout ({seconds:g} s) and was stopped",
-            "narrow it (a smaller k, a LIMIT), or raise serve.timeout",
-        ) from e
-
-
-def _sse(kind: str, data: Any) -> str:
-    """One server-sent event."""
-    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
-
-
 def _status(exc: OkError) -> int:
     return next((code for cls, code in _STATUS if isinstance(exc, cls)), 400)
-
-
-def _error(status: int, message: str, hint: str | None = None, **more: Any) -> JSONResponse:
-    body: dict[str, Any] = {"error": message}
-    if hint:
-        body["hint"] = hint
-    return JSONResponse({**body, **more}, status_code=status)
 
 
 class NoteIn(BaseModel):
@@ -239,37 +193,6 @@ class ContextIn(BaseModel):
     min_confidence: float | None = Field(default=None, ge=0, le=1)
 
 
-class StackIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str = Field(
-        min_length=1, description="The stack's name, also its folder's under serve.stacks_dir."
-    )
-    description: str | None = Field(default=None, max_length=2000)
-    metadata: dict[str, Any] = Field(default={}, description="Free fields kept with the stack.")
-
-
-class SeedStackIn(BaseModel):
-    """`POST /stacks` as the AKS reference server takes it: a display name and a slug."""
-
-    model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, description="The stack's name (its id, unless `domain`).")
-    domain: str | None = Field(
-        default=None, min_length=1, description="The stack's id: its folder's name."
-    )
-    description: str | None = Field(default=None, max_length=2000)
-    metadata: dict[str, Any] = Field(default={}, description="Free fields kept with the stack.")
-
-
-class StackPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    description: str | None = Field(
-        default=None, max_length=2000, description="A new description (null: none)."
-    )
-    metadata: dict[str, Any] | None = Field(
-        default=None, description="Merged into the stack's metadata; a key set to null goes."
-    )
-
-
 class DecisionIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     item_id: str = Field(min_length=1, description="The backfeed item (bf-…, or a prefix).")
@@ -333,6 +256,9 @@ def create_app(
     mcp = _Mcp(stacks)
     mcp_full, mcp_read = mcp.full, mcp.read
     metrics = stacks.metrics
+    ok = Server(stacks, auth, __version__, mcp.follow, allow_exec_triggers)
+    allow, reader, kuzu_reader = ok.allow, ok.reader, ok.kuzu_reader
+    _backend_of, _stack_row = ok.backend_of, ok.stack_row
     log = AccessLog(access_log)
 
     @contextlib.asynccontextmanager
@@ -357,6 +283,9 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.ready = False
+    app.state.ok = ok
+    app.include_router(routes_health.routes)
+    app.include_router(routes_stacks.routes)
 
     @app.exception_handler(OkError)
     async def ok_error(request: Request, exc: OkError) -> JSONResponse:
@@ -428,156 +357,6 @@ def create_app(
             return _error(_status(e), e.message, e.hint)
         request.state.caller = caller
         return None
-
-    def kuzu_reader(folder: Folder) -> Opener:
-        """How a route opens the resident Kùzu graph: its queries are interrupted after
-        serve.timeout seconds, and the caller is told so (504). Cypher reads it on a
-        PostgreSQL backend too."""
-        seconds = float(folder.setting("serve.timeout"))
-
-        @contextlib.contextmanager
-        def opened() -> Iterator[Graph]:
-            with open_graph(folder) as g, _timed(seconds):
-                g.set_timeout(seconds)
-                yield g
-
-        return opened
-
-    def _backend_of(folder: Folder) -> Backend | None:
-        return next((st.backend for st in stacks.by_name.values() if st.folder is folder), None)
-
-    def reader(folder: Folder) -> Opener:
-        """How a route reads the graph (documents, chunks, notes, lineage, entities): from
-        the stack's PostgreSQL backend when it has one, else as `kuzu_reader`."""
-        backend = _backend_of(folder)
-        if backend is None:
-            return kuzu_reader(folder)
-        seconds = float(folder.setting("serve.timeout"))
-        opener = backend.reader(seconds)
-
-        @contextlib.contextmanager
-        def opened() -> Iterator[GraphStore]:
-            with opener() as g, _timed(seconds):
-                yield g
-
-        return opened
-
-    def allow(request: Request, name: str | None, need: str) -> Served:
-        """The stack called `name` (none: the first the caller may read), if the caller's
-        scope covers `need` there. A caller is never told of stacks it may not see."""
-        caller: Caller = request.state.caller
-        if not name:
-            name = next((n for n in stacks.by_name if caller.allows(n, "read")), None)
-            if name is None:
-                raise Forbidden(f"{caller.who} may read no stack here", "ask for a key")
-        caller.require(name, need)  # with auth off, the caller may do everything
-        return stacks.get(name)
-
-    # -- health -------------------------------------------------------------------------
-    @app.get("/health", tags=["health"])
-    def health() -> dict[str, Any]:
-        """The process is up."""
-        return {"status": "ok", "version": __version__}
-
-    @app.get("/ready", tags=["health"])
-    def ready() -> JSONResponse:
-        """Every stack is open and serving, and its watch keeps it in line with its files:
-        503 while a stack's watch or the syncs after changes fail (`failing` says how; the
-        answers may be stale until it recovers)."""
-        if not app.state.ready:
-            return _error(503, "starting", "wait for the folders to open")
-        failing = stacks.failing()
-        if failing:
-            said = "; ".join(
-                f"{n}: {s['failing']} failing ({s['error']})" for n, s in failing.items()
-            )
-            return _error(
-                503,
-                f"stale: the watch of stack {said}",
-                "it tries again by itself (see `retry_in`); its status says more, and the "
-                "server's log each failure",
-                stacks=list(stacks.by_name),
-                failing=failing,
-            )
-        return JSONResponse({"status": "ready", "stacks": list(stacks.by_name)})
-
-    @app.get("/metrics", tags=["health"])
-    def prometheus(request: Request) -> Response:
-        """Prometheus metrics: requests and latency per route and stack, search latency by
-        mode, writers waiting, chunks indexed, refresh outcomes and drift, trigger fires."""
-        caller: Caller = request.state.caller
-        if not caller.operator("read"):
-            raise Forbidden(
-                f"{caller.who} may not read the server's metrics",
-                "they cover every stack: use a token with the scope *:read",
-            )
-        body, kind = metrics.render()
-        return Response(body, media_type=kind)
-
-    # -- AKS v1 -------------------------------------------------------------------------
-    @app.get("/aks/v1/stacks", tags=["aks"])
-    def list_stacks(request: Request) -> list[dict[str, Any]]:
-        """The stacks served that the caller may read, with their counts."""
-        caller: Caller = request.state.caller
-        return [_stack_row(name) for name in stacks.by_name if caller.allows(name, "read")]
-
-    def _stack_row(name: str) -> dict[str, Any]:
-        st = stacks.get(name)
-        return {
-            "name": name,
-            "root": str(st.folder.root),
-            **ops.about(st.folder),
-            **ops.counts(st.folder, graph=reader(st.folder)),
-        }
-
-    @app.post("/aks/v1/stacks", tags=["aks"], status_code=201)
-    def create_stack(request: Request, body: StackIn) -> dict[str, Any]:
-        """Make a new folder under serve.stacks_dir (as `ok init`) and serve it from now on
-        (admin on that stack's name). It is not served again after a restart unless it is
-        named with --root."""
-        caller: Caller = request.state.caller
-        caller.require(body.name, "admin")
-        st = stacks.create(body.name, {"description": body.description, "metadata": body.metadata})
-        if auth is not None:
-            auth.folders = {**auth.folders, st.name: st.folder}
-        mcp.follow()
-        return {**_stack_row(st.name), "created": True}
-
-    @app.patch("/aks/v1/stacks/{stack}", tags=["aks"])
-    def patch_stack(request: Request, stack: str, body: StackPatch) -> dict[str, Any]:
-        """Change the stack's description or metadata (in its .ok/config.yml)."""
-        st = allow(request, stack, "admin")
-        with st.writing("stacks patch"):
-            ops.describe(st.folder, body.model_dump(exclude_unset=True))
-        return _stack_row(st.name)
-
-    @app.delete("/aks/v1/stacks/{stack}", tags=["aks"])
-    def delete_stack(request: Request, stack: str) -> dict[str, Any]:
-        """Stop serving the stack: its graph is closed and its claim released. No file is
-        deleted; the folder works with `ok` again, or `ok serve --root` serves it again."""
-        st = allow(request, stack, "admin")
-        stacks.drop(st.name)
-        if auth is not None:
-            auth.folders = {n: f for n, f in auth.folders.items() if n != st.name}
-        mcp.follow()
-        root = str(st.folder.root)
-        return {
-            "name": st.name,
-            "root": root,
-            "served": False,
-            "files_deleted": False,
-            "message": f"stopped serving {st.name!r}; its files stay in {root}",
-        }
-
-    @app.get("/aks/v1/stacks/{stack}", tags=["aks"])
-    def get_stack(request: Request, stack: str) -> dict[str, Any]:
-        """One stack, with its counts."""
-        return _stack_row(allow(request, stack, "read").name)
-
-    @app.get("/aks/v1/stacks/{stack}/documents", tags=["aks"])
-    def stack_documents(request: Request, stack: str) -> list[Any]:
-        """The stack's documents (their mapping entries)."""
-        return list(ops.list_docs(allow(request, stack, "read").folder))
 
     @app.get("/aks/v1/entities", tags=["aks"])
     def entities(
@@ -761,47 +540,6 @@ def create_app(
     def backfeed_item(request: Request, item_id: str, domain: Domain = None) -> Any:
         """One backfeed item, by id or unique prefix."""
         return ops.backfeed_item(allow(request, domain, "read").folder, item_id)
-
-    # -- the AKS reference server's paths ------------------------------------------------
-    # its quick start names a stack by `id` under /stacks; here a stack's id is its name
-    @app.get("/stacks", tags=["aks"])
-    def seed_stacks(request: Request) -> list[dict[str, Any]]:
-        """As `GET /aks/v1/stacks`, each stack with its `id` (its name)."""
-        return [{"id": row["name"], **row} for row in list_stacks(request)]
-
-    @app.post("/stacks", tags=["aks"], status_code=201)
-    def seed_create_stack(request: Request, body: SeedStackIn) -> dict[str, Any]:
-        """As `POST /aks/v1/stacks`: the stack is named by `domain` (else `name`), and a
-        `name` that differs from it is kept as the metadata's `title`."""
-        meta = dict(body.metadata)
-        if body.domain and body.name != body.domain:
-            meta.setdefault("title", body.name)
-        created = create_stack(
-            request,
-            StackIn(name=body.domain or body.name, description=body.description, metadata=meta),
-        )
-        return {"id": created["name"], **created}
-
-    @app.get("/stacks/{stack}", tags=["aks"])
-    def seed_stack(request: Request, stack: str) -> dict[str, Any]:
-        """As `GET /aks/v1/stacks/{stack}`."""
-        return {"id": stack, **get_stack(request, stack)}
-
-    @app.patch("/stacks/{stack}", tags=["aks"])
-    def seed_patch_stack(request: Request, stack: str, body: StackPatch) -> dict[str, Any]:
-        """As `PATCH /aks/v1/stacks/{stack}`."""
-        return {"id": stack, **patch_stack(request, stack, body)}
-
-    @app.delete("/stacks/{stack}", tags=["aks"])
-    def seed_delete_stack(request: Request, stack: str) -> dict[str, Any]:
-        """As `DELETE /aks/v1/stacks/{stack}`: it stops serving the stack; no file is
-        deleted."""
-        return {"id": stack, **delete_stack(request, stack)}
-
-    @app.get("/stacks/{stack}/documents", tags=["aks"])
-    def seed_documents(request: Request, stack: str) -> list[Any]:
-        """As `GET /aks/v1/stacks/{stack}/documents`."""
-        return stack_documents(request, stack)
 
     @app.post(
         "/stacks/{stack}/documents",
@@ -1400,47 +1138,6 @@ async def _uploaded(request: Request) -> list[tuple[str, bytes]]:
     return files
 
 
-def _text(data: bytes, what: str) -> str:
-    """A request body that must be UTF-8 text."""
-    if not data:
-        raise BadInput("the body is empty", f"send {what} as the body")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise BadInput(f"the body is not UTF-8 text: {e}", f"send {what}") from e
-
-
-def _streamed(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """What `chunks` produces, made in a thread of its own that keeps what it holds (a graph
-    connection) to itself and always runs to its end, so it lets go of the graph even when
-    the client goes away. An error before the first chunk is raised here, while it can
-    still be a JSON error."""
-    out: queue.Queue[bytes | BaseException | None] = queue.Queue()
-
-    def make() -> None:
-        try:
-            for chunk in chunks:
-                out.put(chunk)
-        except BaseException as e:
-            out.put(e)
-        else:
-            out.put(None)
-
-    threading.Thread(target=make, name="ok-serve-stream", daemon=True).start()
-    first = out.get()
-    if isinstance(first, BaseException):
-        raise first
-
-    def rest(got: bytes | BaseException | None) -> Iterator[bytes]:
-        while got is not None:
-            if isinstance(got, BaseException):  # the response has started: end it short
-                raise got
-            yield got
-            got = out.get()
-
-    return rest(first)
-
-
 class _Mcp:
     """The MCP servers over the stacks served, as `ok mcp` over the same folders: all
     tools, and the read-only ones. `follow()` brings them in line when stacks come and go."""
@@ -1534,8 +1231,9 @@ def _route_of(app: FastAPI, scope: Any) -> tuple[str, dict[str, Any]]:
         return str(getattr(route, "path", "unmatched")), scope.get("path_params") or {}
     for r in app.router.routes:
         match, child = r.matches(scope)
-        if match is Match.FULL:
-            return str(getattr(r, "path", "unmatched")), child.get("path_params") or {}
+        if match is Match.FULL:  # an included router's answer names its route
+            hit = child.get("route", r)
+            return str(getattr(hit, "path", "unmatched")), child.get("path_params") or {}
     return "unmatched", {}
 
 
