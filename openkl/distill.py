@@ -311,7 +311,7 @@ def run(
             extra={"prompt": p.name, "query": query, "model": llm.model},
         )
     numbered: list[Cite] = [{**c, "n": i} for i, c in enumerate(cites, 1)]
-    return _run(p.name, query, llm.label, note.as_dict(folder), numbered)
+    return _run(p.name, query, llm.label, dict(note.as_dict(folder)), numbered)
 
 
 def _run(

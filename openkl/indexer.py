@@ -13,9 +13,10 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from . import backfeed, crash, lineage, links, triggers
 from . import mapping as mapping_mod

@@ -17,14 +17,14 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import yaml
 
 from . import crash, events, ids
 from .errors import BadInput, EmptyDraft, NotFound
 from .folder import LINK_OUT, NAME_NOT_UTF8, Folder, atomic_write, is_utf8, iso, shown, utcnow
-from .records import Supersession
+from .records import NoteDict, Supersession
 from .records import supersession as _supersession
 
 NOTE_ID = re.compile(r"^m-\d{8}-[a-z0-9]{4}\Z")
@@ -55,7 +55,7 @@ class Note:
         fm = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=None)
         return f"---\n{fm}---\n{self.body.rstrip()}\n"
 
-    def as_dict(self, folder: Folder | None = None) -> dict[str, Any]:
+    def as_dict(self, folder: Folder | None = None) -> NoteDict:
         d: dict[str, Any] = {
             "id": self.id,
             "ts": self.ts,
@@ -66,7 +66,7 @@ class Note:
         if self.path is not None and folder is not None:
             d["path"] = folder.rel(self.path)
         d.update({k: v for k, v in self.extra.items() if k not in d})
-        return d
+        return cast(NoteDict, d)
 
 
 def _str_list(value: Any, name: str, where: str) -> list[str]:

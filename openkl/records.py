@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, NotRequired, TypedDict, cast
+from typing import Any, NamedTuple, NotRequired, cast
+
+from typing_extensions import TypedDict
 
 # -- files, citations and reports --------------------------------------------------------
 
@@ -490,6 +492,32 @@ class IngestReportDict(TypedDict):
     unchanged: list[Unchanged]
     skipped: list[Skipped]
     chunks: int  # chunks indexed
+
+
+class Refusal(TypedDict):
+    """What every refused request answers (4xx, 5xx)."""
+
+    error: str
+    hint: NotRequired[str]
+
+
+class Uploaded(IngestReportDict):
+    """`POST /stacks/{stack}/documents`: the report, with the one document's `id` on top."""
+
+    id: NotRequired[str]
+
+
+class IngestRefused(Refusal):
+    """An upload of which every file was skipped (422)."""
+
+    skipped: list[Skipped]
+
+
+class DocShown(TypedDict):
+    """A document's mapping entry and its normalized text."""
+
+    entry: MappingEntry
+    text: str
 
 
 # a document whose normalized file was renamed (`ok sync`); "from" is a keyword, hence the
@@ -1509,6 +1537,12 @@ class DescribedEntity(TypedDict):
     description: Description | None
 
 
+class DescribedOne(DescribedEntity):
+    """`POST /aks/v1/entities/{name}/synthesize-description`: one entity's, and by whom."""
+
+    describer: str  # local | llm
+
+
 class DescriptionsMade(TypedDict):
     """What a description synthesis did (`POST /stacks/{id}/synthesize-descriptions`)."""
 
@@ -1778,3 +1812,124 @@ class SettingValue(TypedDict):
     help: str
     choices: NotRequired[list[str]]  # when only these values are allowed
     env_only: NotRequired[bool]  # read from the environment only (then always true)
+
+
+# -- the HTTP API's answers (openkl.server) -----------------------------------------------
+class Health(TypedDict):
+    """`GET /health`: the process is up."""
+
+    status: str  # ok
+    version: str
+
+
+class Ready(TypedDict):
+    """`GET /ready`: every stack is open and its watch keeps up."""
+
+    status: str  # ready
+    stacks: list[str]
+
+
+class StackRow(TypedDict):
+    """A served stack, with what it says about itself and its counts."""
+
+    name: str
+    root: str  # its folder (relative to nothing: to a caller with credentials, the name)
+    description: str | None
+    metadata: dict[str, Any]
+    docs: int
+    chunks: int
+    notes: int
+    entities: int
+    id: NotRequired[str]  # the AKS reference server's paths: the name again
+    created: NotRequired[bool]  # just made
+
+
+class StackDropped(TypedDict):
+    """A stack no longer served; its files stay."""
+
+    name: str
+    root: str
+    served: bool  # false
+    files_deleted: bool  # false
+    message: str
+    id: NotRequired[str]
+
+
+class NoteDict(TypedDict):
+    """A note as `ok mem show --json` and the notes routes have it: its frontmatter's other
+    keys follow these (`supersedes`, `expires`, `updated`, …, and any a user wrote)."""
+
+    id: str
+    ts: str
+    tags: list[str]
+    topics: list[str]
+    text: str
+    path: NotRequired[str]  # folder-relative
+    supersedes: NotRequired[list[str]]
+    expires: NotRequired[str]
+    updated: NotRequired[str]
+
+
+class NoteDeleted(TypedDict):
+    """A note taken out of search: archived (restorable) unless purged."""
+
+    deleted: str  # its id
+    purged: bool
+    archived: str | None  # where its file is now, folder-relative
+
+
+class DistilledNote(NoteDict):
+    """A distilled note, with the citations its [N] markers name."""
+
+    citations: list[Cite]  # each with its `n`
+
+
+class DistillPrompt(TypedDict):
+    """A distillation prompt: its name, what it is for, and its instructions."""
+
+    name: str
+    title: str
+    description: str
+    prompt: str
+
+
+class SearchAnswer(TypedDict):
+    """`GET /v1/{stack}/search`: the hits, best first, and what to know of them."""
+
+    stack: str
+    query: str
+    hits: list[Cite]
+    warning: NotRequired[str]
+    no_good_match: NotRequired[bool]  # nothing came near the query
+    best_score: NotRequired[float | None]  # then: the best passage's similarity
+
+
+class CitationsListed(TypedDict):
+    """Persisted citations, and the files under citations/ that could not be read."""
+
+    citations: list[Cite]
+    problems: list[FileProblem]
+
+
+class CitationsVerified(TypedDict):
+    """Each citation's verification result, in the order asked; `ok`: all passed."""
+
+    ok: bool
+    results: list[CiteStatus]
+
+
+class TriggersListed(TypedDict):
+    """A folder's triggers, and the trigger files that could not be read."""
+
+    triggers: list[TriggerDict]
+    problems: list[str]
+
+
+class TriggerRemoved(TypedDict):
+    removed: str  # the trigger's name
+
+
+# records whose keys go beyond those named (an event's type adds its own; a note's
+# frontmatter may hold any): their schema says so
+for _open in (Event, NoteDict):
+    setattr(_open, "__pydantic_config__", {"extra": "allow"})  # noqa: B010

@@ -10,7 +10,7 @@ from .. import distill as distill_mod
 from .. import llm as llm_mod
 from .. import notes as notes_mod
 from ..folder import Folder
-from ..records import Cite, DistillRun
+from ..records import Cite, DistilledNote, DistillRun
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class Distilled:
     note: notes_mod.Note
     citations: list[Cite]
 
-    def as_dict(self, folder: Folder) -> dict[str, Any]:
+    def as_dict(self, folder: Folder) -> DistilledNote:
         """The note as `ok mem show` has it, with its citations numbered (`n`) from 1."""
         return {
             **self.note.as_dict(folder),

@@ -8,7 +8,9 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, cast
+
+from typing_extensions import TypedDict
 
 from .. import doctor as doctor_mod
 from .. import indexer, pg_sync

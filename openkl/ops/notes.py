@@ -11,6 +11,7 @@ from .. import notes as notes_mod
 from ..errors import UsageError
 from ..folder import Folder, iso, utcnow
 from ..indexing import open_graph
+from ..records import NoteDeleted
 
 
 def add_note(
@@ -98,7 +99,7 @@ class Deleted:
     purged: bool
     archived: str | None  # where the note's file is now, folder-relative
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> NoteDeleted:
         return {"deleted": self.id, "purged": self.purged, "archived": self.archived}
 
 

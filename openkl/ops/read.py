@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TypedDict, TypeVar
+from typing import TypeVar
+
+from typing_extensions import TypedDict
 
 from .. import descriptions, indexer, links, progress, store
 from .. import notes as notes_mod

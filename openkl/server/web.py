@@ -4,16 +4,14 @@ page makes carries the caller's key."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import FastAPI, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from .. import ops, web
-from ..folder import Folder
-from ..ops.read import Opener
-from .stacks import Served
+from ..records import Neighbourhood
+from .shared import Ok, router
 
 UI = "/ui/"  # the prefix of the page's assets
 
@@ -23,48 +21,47 @@ def is_public(path: str) -> bool:
     return path == "/" or path.startswith(UI)
 
 
-def add_routes(
-    app: FastAPI,
-    allow: Callable[[Request, str | None, str], Served],
-    reader: Callable[[Folder], Opener],
-) -> None:
-    """The page, its assets and `GET /v1/{stack}/neighbourhood` on `app`."""
+routes = router()  # the page, its assets and `GET /v1/{stack}/neighbourhood`
 
-    @app.get("/", include_in_schema=False)
-    def page() -> HTMLResponse:
-        return HTMLResponse(web.served_page(), headers={"Cache-Control": "no-cache"})
 
-    @app.get(UI + "{name}", include_in_schema=False)
-    def ui_asset(name: str) -> Response:
-        return Response(
-            web.asset(name), media_type=web.ASSETS[name], headers={"Cache-Control": "no-cache"}
-        )
+@routes.get("/", include_in_schema=False)
+def page() -> HTMLResponse:
+    return HTMLResponse(web.served_page(), headers={"Cache-Control": "no-cache"})
 
-    @app.get("/v1/{stack}/neighbourhood", tags=["graph"])
-    def neighbourhood(
-        request: Request,
-        stack: str,
-        entity: Annotated[str | None, Query(min_length=1, description="Start here.")] = None,
-        query: Annotated[
-            str | None,
-            Query(min_length=1, max_length=2000, description="Or: start from what it finds."),
-        ] = None,
-        depth: Annotated[int, Query(ge=0, le=3)] = 1,
-        min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
-        types: Annotated[list[str] | None, Query(description="Only these entity types.")] = None,
-        limit: Annotated[int, Query(ge=1, le=2000)] = ops.NEIGHBOURHOOD_LIMIT,
-    ) -> Any:
-        """The entities within `depth` hops of an entity or of a query's results, and every
-        relationship among them; at most `limit` entities (`capped` says when more were in
-        reach)."""
-        folder = allow(request, stack, "read").folder
-        return ops.neighbourhood(
-            folder,
-            entity=entity,
-            query=query,
-            depth=depth,
-            min_confidence=min_confidence,
-            types=types,
-            limit=limit,
-            graph=reader(folder),
-        )
+
+@routes.get(UI + "{name}", include_in_schema=False)
+def ui_asset(name: str) -> Response:
+    return Response(
+        web.asset(name), media_type=web.ASSETS[name], headers={"Cache-Control": "no-cache"}
+    )
+
+
+@routes.get("/v1/{stack}/neighbourhood", tags=["graph"])
+def neighbourhood(
+    request: Request,
+    stack: str,
+    ok: Ok,
+    entity: Annotated[str | None, Query(min_length=1, description="Start here.")] = None,
+    query: Annotated[
+        str | None,
+        Query(min_length=1, max_length=2000, description="Or: start from what it finds."),
+    ] = None,
+    depth: Annotated[int, Query(ge=0, le=3)] = 1,
+    min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
+    types: Annotated[list[str] | None, Query(description="Only these entity types.")] = None,
+    limit: Annotated[int, Query(ge=1, le=2000)] = ops.NEIGHBOURHOOD_LIMIT,
+) -> Neighbourhood:
+    """The entities within `depth` hops of an entity or of a query's results, and every
+    relationship among them; at most `limit` entities (`capped` says when more were in
+    reach)."""
+    folder = ok.allow(request, stack, "read").folder
+    return ops.neighbourhood(
+        folder,
+        entity=entity,
+        query=query,
+        depth=depth,
+        min_confidence=min_confidence,
+        types=types,
+        limit=limit,
+        graph=ok.reader(folder),
+    )

@@ -1,0 +1,90 @@
+"""How the API answers what went wrong: an `OkError` by its kind (4xx, 503, 504), a request
+that does not fit the route (422), an unknown route (404/405) and anything else (500),
+always as JSON `{"error": …, "hint": …}`."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import (
+    BadInput,
+    Duplicate,
+    IndexMismatch,
+    LockBusy,
+    NotFound,
+    OkError,
+    QueryRefused,
+    QueryTimedOut,
+    QueryTooLarge,
+    ReadOnlyViolation,
+    StackTaken,
+    UsageError,
+)
+from ..graph.postgres import ReadOnly, Unavailable
+from .auth import Forbidden, RateLimited, Unauthorized
+from .backend import NotPublished
+from .shared import TimedOut, error
+from .stacks import Conflict
+
+_STATUS: list[tuple[type[OkError], int]] = [
+    (TimedOut, 504),
+    (QueryTimedOut, 504),
+    (QueryTooLarge, 422),
+    (NotPublished, 503),
+    (Unavailable, 503),
+    (ReadOnly, 503),
+    (Duplicate, 409),
+    (Unauthorized, 401),
+    (Forbidden, 403),
+    (RateLimited, 429),
+    (NotFound, 404),
+    (Conflict, 409),
+    (StackTaken, 409),
+    (ReadOnlyViolation, 403),
+    (QueryRefused, 403),
+    (LockBusy, 503),
+    (IndexMismatch, 503),
+    (UsageError, 400),
+    (BadInput, 400),
+]
+
+
+def status_of(exc: OkError) -> int:
+    """The HTTP status an `OkError` answers with (400 unless its kind says otherwise)."""
+    return next((code for cls, code in _STATUS if isinstance(exc, cls)), 400)
+
+
+async def _ok_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, OkError)
+    if isinstance(exc, Duplicate):
+        return error(status_of(exc), exc.message, exc.hint, duplicate_of=exc.duplicate_of)
+    return error(status_of(exc), exc.message, exc.hint)
+
+
+async def _bad_request(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+    msg = first.get("msg", "invalid request")
+    return error(422, f"{where}: {msg}" if where else msg, "see /docs for the request shape")
+
+
+async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+    return error(500, f"internal error: {type(exc).__name__}", "see the server's log")
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    hint = "see /docs for the routes" if exc.status_code in (404, 405) else None
+    return error(exc.status_code, str(exc.detail), hint)
+
+
+def add_handlers(app: FastAPI) -> None:
+    """The API's error answers, on `app`."""
+    app.add_exception_handler(OkError, _ok_error)
+    app.add_exception_handler(RequestValidationError, _bad_request)
+    app.add_exception_handler(Exception, _internal_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)

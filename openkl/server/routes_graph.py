@@ -1,0 +1,44 @@
+"""A stack's graph as it is: lineage of a note, chunk or document, and read-only Cypher."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Body, Query, Request
+from pydantic import BaseModel, Field
+
+from .. import ops
+from ..records import Lineage
+from .shared import Ok, router
+
+routes = router()
+
+
+class CypherIn(BaseModel):
+    query: str = Field(min_length=1, description="Read-only Cypher, as `ok graph cypher`.")
+    params: dict[str, Any] = {}
+
+
+@routes.get("/v1/{stack}/lineage/{ref}", tags=["graph"])
+def lineage(
+    request: Request,
+    stack: str,
+    ref: str,
+    ok: Ok,
+    depth: Annotated[int, Query(ge=1, le=20)] = 5,
+    direction: Annotated[str, Query(pattern="^(up|down|both)$")] = "both",
+) -> Lineage:
+    """Where a note, chunk or document came from, and what came of it."""
+    folder = ok.allow(request, stack, "read").folder
+    return ops.lineage(folder, ref, depth=depth, direction=direction, graph=ok.reader(folder))
+
+
+@routes.post("/v1/{stack}/cypher", tags=["graph"])
+def cypher(
+    request: Request, stack: str, body: Annotated[CypherIn, Body()], ok: Ok
+) -> list[dict[str, Any]]:
+    """Read-only Cypher under the CLI's rules (no files, no extensions, no writes): a row
+    per result, its columns by name."""
+    folder = ok.allow(request, stack, "read").folder
+    limits = ops.query_limits(folder, float(folder.setting("serve.timeout")), "serve.timeout")
+    return ops.cypher(folder, body.query, body.params, graph=ok.kuzu_reader(folder), limits=limits)
