@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import Body, Query, Request
-from pydantic import BaseModel, Field
+from fastapi.responses import Response
+from pydantic import BaseModel, Field, TypeAdapter
 
 from .. import ops
 from ..records import Lineage
@@ -33,12 +34,16 @@ def lineage(
     return ops.lineage(folder, ref, depth=depth, direction=direction, graph=ok.reader(folder))
 
 
-@routes.post("/v1/{stack}/cypher", tags=["graph"])
-def cypher(
-    request: Request, stack: str, body: Annotated[CypherIn, Body()], ok: Ok
-) -> list[dict[str, Any]]:
+# encoded as pydantic encodes a typed answer (an interval as "P1D", a decimal as "1.50"),
+# which the route's callers have always read
+_ROWS = TypeAdapter(list[dict[str, Any]])
+
+
+@routes.post("/v1/{stack}/cypher", tags=["graph"], response_model=list[dict[str, Any]])
+def cypher(request: Request, stack: str, body: Annotated[CypherIn, Body()], ok: Ok) -> Response:
     """Read-only Cypher under the CLI's rules (no files, no extensions, no writes): a row
     per result, its columns by name."""
     folder = ok.allow(request, stack, "read").folder
     limits = ops.query_limits(folder, float(folder.setting("serve.timeout")), "serve.timeout")
-    return ops.cypher(folder, body.query, body.params, graph=ok.kuzu_reader(folder), limits=limits)
+    rows = ops.cypher(folder, body.query, body.params, graph=ok.kuzu_reader(folder), limits=limits)
+    return Response(_ROWS.dump_json(rows), media_type="application/json")
