@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ..records import BackfeedItem
-from .common import folder, writing
+from .common import cli_caller, folder, writing
 from .output import FormatOpt, JsonOpt, emit, emit_records, formats, read_stdin_text
 
 app = typer.Typer(
@@ -49,7 +49,7 @@ def flag(
         text = p.read_text(encoding="utf-8")
     f = folder()
     with writing(f, "ok backfeed flag"):
-        item = ops.flag_backfeed(f, text)
+        item = ops.flag_backfeed(f, text, cli_caller())
     emit(
         item,
         json_,
@@ -90,7 +90,7 @@ def approve(item_id: str = typer.Argument(...), json_: bool = JsonOpt) -> None:
 
     f = folder()
     with writing(f, "ok backfeed approve"):
-        item = ops.decide_backfeed(f, item_id, approve=True)
+        item = ops.decide_backfeed(f, item_id, approve=True, caller=cli_caller())
     emit(item, json_, plain=lambda i: f"approved {i['id']}")
 
 
@@ -105,5 +105,5 @@ def reject(
 
     f = folder()
     with writing(f, "ok backfeed reject"):
-        item = ops.decide_backfeed(f, item_id, approve=False, reason=reason)
+        item = ops.decide_backfeed(f, item_id, approve=False, reason=reason, caller=cli_caller())
     emit(item, json_, plain=lambda i: f"rejected {i['id']}")

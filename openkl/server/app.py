@@ -51,6 +51,7 @@ from ..ops.read import Opener
 from ..records import Cite
 from .auth import OPEN, Authenticator, Caller, Forbidden, RateLimited, RateLimiter, Unauthorized
 from .backend import Backend, NotPublished
+from .graph_edits import add_routes as add_graph_edit_routes
 from .guard import Guard, Guarded
 from .metrics import AccessLog
 from .stacks import Conflict, Served, Stacks
@@ -1318,6 +1319,7 @@ def create_app(
         return rep.as_dict()
 
     add_web_routes(app, allow, reader)  # the explorer's neighbourhood: entities
+    add_graph_edit_routes(app, allow)  # POST /v1/{stack}/entities, /relationships
 
     full_app, read_app = mcp.http_apps("/mcp")
 
