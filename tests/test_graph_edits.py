@@ -62,6 +62,9 @@ def test_an_entity_waits_for_review_then_is_approved_and_kept(example_kf: Path) 
         _ok("index", "--rebuild")
     decided = _ok("backfeed", "show", item["id"], "--json").json()
     assert decided["status"] == "approved" and decided["decided_by"]["via"] == "cli"
+    said = _ok("backfeed", "show", item["id"]).out.splitlines()
+    assert said[1] == f"queued by {prov['by']} via cli at {prov['at']}"
+    assert said[2].startswith(f"  source: {doc}") and said[3].startswith("approved by ")
 
 
 def test_a_relation_approved_at_once_is_walked_and_survives_a_rebuild(example_kf: Path) -> None:

@@ -80,7 +80,20 @@ def show(item_id: str = typer.Argument(...), json_: bool = JsonOpt) -> None:
     """One backfeed item."""
     from .. import ops
 
-    emit(ops.backfeed_item(folder(), item_id), json_, plain=_line)
+    emit(ops.backfeed_item(folder(), item_id), json_, plain=_shown)
+
+
+def _shown(i: BackfeedItem) -> str:
+    """An item's line, then who queued it (through what, when, on what) and who decided."""
+    lines = [_line(i)]
+    prov = i.get("provenance")
+    if prov:
+        lines.append(f"queued by {prov['by']} via {prov['via']} at {prov['at']}")
+        lines += [f"  source: {s['id']}  {s['path'] or s['title']}" for s in prov["sources"]]
+    by = i.get("decided_by")
+    if by:
+        lines.append(f"{i['status']} by {by['by']} via {by['via']} at {i['decided_at']}")
+    return "\n".join(lines)
 
 
 @app.command()
