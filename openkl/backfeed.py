@@ -4,16 +4,25 @@ Each item is one JSON file under `aks/backfeed/<id>.json` (canonical, versioned 
 folder). `flag` queues an item as pending; `approve` marks it approved and absorbs it into
 the entity graph with `verified=true` and `source_kind=backfeed`; `reject` records why.
 Approved items are read again by every consolidation, so they survive `ok index --rebuild`.
+
+A graph edit (`ok graph add entity|relation`, its HTTP routes and MCP tools) is a backfeed
+item built from checked fields (`entity_edit`, `relation_edit`), with its provenance: who
+queued it, through what, when, and the documents and notes it rests on, which also become
+the sources of what it adds to the graph.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from . import ids
+from . import ids, mapping, notes
+from .entities.kinds import TYPES
 from .entities.local import key_of
 from .errors import BadInput, NotFound, UsageError
 from .folder import LINK_OUT, Folder, atomic_write, iso, shown
@@ -22,8 +31,11 @@ from .records import (
     BackfeedProposal,
     CanonicalEntity,
     CanonicalRelation,
+    EditCaller,
+    EntitySource,
     ProposedEntity,
     ProposedRelationship,
+    Provenance,
 )
 
 STATUSES = ("pending", "approved", "rejected")
@@ -243,28 +255,45 @@ def check_endpoints(item: BackfeedProposal, known: set[str] | None) -> None:
                 )
 
 
-def flag(folder: Folder, text: str) -> tuple[BackfeedItem, bool]:
+def flag(folder: Folder, text: str, caller: EditCaller | None = None) -> tuple[BackfeedItem, bool]:
     """Queue a proposal; returns (item, created). The same proposal twice is one item."""
-    proposal = parse(text)
-    check_endpoints(proposal, known_names(folder))
+    return queue_proposal(folder, parse(text), caller)
+
+
+def queue_proposal(
+    folder: Folder,
+    proposal: BackfeedProposal,
+    caller: EditCaller | None = None,
+    sources: Sequence[EntitySource] = (),
+    check_ends: bool = True,
+) -> tuple[BackfeedItem, bool]:
+    """Queue a checked proposal, recording who queued it (`caller`) on what evidence
+    (`sources`); returns (item, created). `check_ends` False lets a relationship name an
+    entity the graph does not have yet: approving it checks again."""
+    if check_ends:
+        check_endpoints(proposal, known_names(folder))
     iid = item_id(proposal)
     p = _path(folder, iid)
     if p.exists():
         return cast(BackfeedItem, json.loads(p.read_text(encoding="utf-8"))), False
+    now = iso()
     item: BackfeedItem = {
         "id": iid,
         "status": "pending",
-        "created_at": iso(),
+        "created_at": now,
         "decided_at": None,
         "reason": None,
         **proposal,
     }
+    if caller is not None:
+        item["provenance"] = cast(Provenance, {**caller, "at": now, "sources": list(sources)})
     _save(folder, item)
     folder.log_op(
         "backfeed.flag",
         id=iid,
         entities=len(item["entities"]),
         relationships=len(item["relationships"]),
+        **({"by": caller["by"]} if caller else {}),
     )
     return item, True
 
@@ -278,8 +307,15 @@ def queue(folder: Folder, status: str | None = "pending") -> list[BackfeedItem]:
     return sorted(items, key=lambda i: (i.get("created_at") or "", i["id"]))
 
 
-def decide(folder: Folder, iid: str, approve: bool, reason: str | None = None) -> BackfeedItem:
-    """Approve or reject a pending item (`ops.decide_backfeed` absorbs an approved one)."""
+def decide(
+    folder: Folder,
+    iid: str,
+    approve: bool,
+    reason: str | None = None,
+    caller: EditCaller | None = None,
+) -> BackfeedItem:
+    """Approve or reject a pending item (`ops.decide_backfeed` absorbs an approved one);
+    `caller` is recorded as who decided."""
     item = get(folder, iid)
     if item.get("status") != "pending":
         raise BadInput(
@@ -293,9 +329,14 @@ def decide(folder: Folder, iid: str, approve: bool, reason: str | None = None) -
     item["status"] = "approved" if approve else "rejected"
     item["decided_at"] = iso()
     item["reason"] = reason
+    if caller is not None:
+        item["decided_by"] = caller
     _save(folder, item)
     folder.log_op(
-        "backfeed.approve" if approve else "backfeed.reject", id=item["id"], reason=reason
+        "backfeed.approve" if approve else "backfeed.reject",
+        id=item["id"],
+        reason=reason,
+        **({"by": caller["by"]} if caller else {}),
     )
     return item
 
@@ -319,6 +360,9 @@ def contributions(
         if item.get("status") != "approved":
             continue
         h.update(json.dumps(item, sort_keys=True).encode())
+        # the documents and notes a graph edit rests on are the sources of what it adds
+        prov = item.get("provenance")
+        docs = sorted({s["id"] for s in prov.get("sources", [])}) if prov else []
         for e in item.get("entities", []):
             ents.append(
                 {
@@ -333,7 +377,7 @@ def contributions(
                     "alias_keys": [key_of(a) for a in e.get("aliases", [])],
                     "extra": {"properties": e["properties"]} if e.get("properties") else {},
                     "origin": item["id"],
-                    "docs": [],
+                    "docs": docs,
                 }
             )
         for r in item.get("relationships", []):
@@ -347,7 +391,175 @@ def contributions(
                     "source_kind": "backfeed",
                     "description": r.get("description") or "",
                     "evidence": item["id"],
-                    "docs": [],
+                    "docs": docs,
                 }
             )
     return ents, rels, h.hexdigest()
+
+
+# -- graph edits ----------------------------------------------------------------------------
+NAME_MAX = 200  # characters of an entity name or alias
+DESCRIPTION_MAX = 2000
+ALIASES_MAX = 20
+SOURCES_MAX = 20
+_REL_TYPE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+# bidirectional controls: they make a name read differently from what it holds
+_BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def clean_text(value: str, what: str, cap: int, lines: bool = False) -> str:
+    """`value` stripped, if it is not empty, at most `cap` characters long, and free of
+    control characters (`lines`: newlines and tabs are allowed)."""
+    text = value.strip()
+    if not text:
+        raise BadInput(f"{what} is empty", f"give the {what} as text")
+    if len(text) > cap:
+        raise BadInput(
+            f"{what} is {len(text)} characters long; at most {cap} are accepted",
+            f"shorten the {what}",
+        )
+    for c in text:
+        if lines and c in "\n\t":
+            continue
+        if unicodedata.category(c) in ("Cc", "Zl", "Zp") or c in _BIDI:
+            raise BadInput(
+                f"{what} {shown(text, 60)} holds a control character (U+{ord(c):04X})",
+                f"give the {what} as plain text",
+            )
+    return text
+
+
+def entity_type(value: str) -> str:
+    """One of the entity types (`entities.kinds.TYPES`), spelt as the graph spells it."""
+    t = value.strip()
+    for known in TYPES:
+        if known.lower() == t.lower():
+            return known
+    raise BadInput(f"unknown entity type {shown(t, 60)}", "use one of: " + ", ".join(TYPES))
+
+
+def relation_type(value: str) -> str:
+    """A relationship type as snake_case (`works with`, `Works-With` → `works_with`)."""
+    t = re.sub(r"[\s-]+", "_", value.strip().lower())
+    if not _REL_TYPE.fullmatch(t):
+        raise BadInput(
+            f"relationship type {shown(value, 60)} is not a word in snake_case",
+            "use letters, digits and _, starting with a letter, at most 64: uses, part_of, "
+            "works_with",
+        )
+    return t
+
+
+def resolve_sources(folder: Folder, refs: Sequence[str]) -> list[EntitySource]:
+    """The documents (id, prefix, path or URL) and memory notes (id) `refs` name, each
+    checked to be in the folder."""
+    if len(refs) > SOURCES_MAX:
+        raise BadInput(
+            f"{len(refs)} sources given; at most {SOURCES_MAX} are accepted",
+            "name the documents and notes the edit rests on most",
+        )
+    out: dict[str, EntitySource] = {}
+    for ref in refs:
+        src = _source(folder, clean_text(ref, "source", 2000))
+        out.setdefault(src["id"], src)
+    return list(out.values())
+
+
+def _source(folder: Folder, ref: str) -> EntitySource:
+    if not ref.startswith(("m-", "memories/")):
+        try:
+            e = mapping.resolve(folder, ref)
+            return {"id": e["id"], "kind": "doc", "title": e.get("title") or "", "path": e["path"]}
+        except NotFound:
+            pass
+    try:
+        n = notes.find(folder, ref)
+    except (NotFound, BadInput) as e:
+        if isinstance(e, BadInput) and "matches" in e.message:
+            raise
+        raise NotFound(
+            f"no document or memory note {shown(ref)} in this folder",
+            "name a document by id or path (`ok store list`) or a note by id (`ok mem list`)",
+        ) from e
+    first = (n.body.strip().splitlines() or [""])[0][:80]
+    path = folder.rel(n.path) if n.path is not None else ""
+    return {"id": n.id, "kind": "memory", "title": first, "path": path}
+
+
+def _aliases(aliases: Sequence[str], name: str) -> list[str]:
+    if len(aliases) > ALIASES_MAX:
+        raise BadInput(
+            f"{len(aliases)} aliases given; at most {ALIASES_MAX} are accepted",
+            "keep the names the entity is known by",
+        )
+    out: list[str] = []
+    for a in aliases:
+        a = clean_text(a, "alias", NAME_MAX)
+        if key_of(a) and key_of(a) != key_of(name) and a not in out:
+            out.append(a)
+    return out
+
+
+def _proposal(
+    entities: list[ProposedEntity], rels: list[ProposedRelationship], by: str
+) -> BackfeedProposal:
+    return {
+        "entities": entities,
+        "relationships": rels,
+        "content": "",
+        "origin": "direct",
+        "flagged_by": by,
+        "source_run_id": None,
+    }
+
+
+def entity_edit(
+    name: str,
+    type_: str,
+    by: str,
+    description: str | None = None,
+    aliases: Sequence[str] = (),
+) -> BackfeedProposal:
+    """The proposal of one entity, its fields checked."""
+    name = clean_text(name, "entity name", NAME_MAX)
+    if not key_of(name):
+        raise BadInput(
+            f"entity name {shown(name, 60)} has no letters or digits", "give it a real name"
+        )
+    ent: ProposedEntity = {"name": name, "type": entity_type(type_)}
+    if description is not None:
+        ent["description"] = clean_text(description, "description", DESCRIPTION_MAX, lines=True)
+    found = _aliases(aliases, name)
+    if found:
+        ent["aliases"] = found
+    return _proposal([ent], [], by)
+
+
+def relation_edit(
+    source: str, relation: str, target: str, by: str, description: str | None = None
+) -> BackfeedProposal:
+    """The proposal of one relationship, `source` -relation-> `target` (entity names)."""
+    a = clean_text(source, "source entity", NAME_MAX)
+    b = clean_text(target, "target entity", NAME_MAX)
+    for end in (a, b):
+        if not key_of(end):
+            raise BadInput(
+                f"entity name {shown(end, 60)} has no letters or digits", "name an entity"
+            )
+    if key_of(a) == key_of(b):
+        raise BadInput(f"{shown(a, 60)} is related to itself", "relate two different entities")
+    rel: ProposedRelationship = {"from": a, "to": b, "type": relation_type(relation)}
+    if description is not None:
+        rel["description"] = clean_text(description, "description", DESCRIPTION_MAX, lines=True)
+    return _proposal([], [rel], by)
+
+
+def unknown_ends(item: BackfeedProposal, known: set[str] | None) -> list[str]:
+    """The relationship ends of `item` that neither the graph (`known`) nor the item names."""
+    have = (known or set()) | touched_keys({**item, "relationships": []})
+    out: list[str] = []
+    for r in item["relationships"]:
+        for end in (r["from"], r["to"]):
+            if key_of(end) not in have and end not in out:
+                out.append(end)
+    return out

@@ -16,6 +16,7 @@ graph query is interrupted). Write tools take the folder's writer lock like the 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import inspect
 import json
@@ -32,6 +33,7 @@ from . import notes as notes_mod
 from .errors import BadInput, Duplicate, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
 from .folder import MAX_PATH, Folder, open_folder, shown, stacks_of
 from .ops import safe_path
+from .records import EditCaller
 
 SERVER_NAME = "openkl"
 MARKER = (
@@ -40,6 +42,10 @@ MARKER = (
 )
 
 GREP_CONTEXT_MAX = 20  # lines of context a sh_grep match may carry each side
+
+# over streamable HTTP (`ok serve`), who is calling the tool running now: the server's
+# `Caller` of the request (its `who`, `key_id`, `allows`); None over stdio
+http_caller: contextvars.ContextVar[Any] = contextvars.ContextVar("http_caller", default=None)
 
 # arguments many tools share (the JSON schema an agent sees comes from these)
 StackArg = Annotated[
@@ -91,6 +97,15 @@ UntilArg = Annotated[
         description="Only items dated on/before (a bare date includes that day; same forms as since)."
     ),
 ]
+
+SourcesField = Field(
+    description="Documents (id, prefix or path) and memory notes (id) it rests on; each must "
+    "be in the folder. Kept as its provenance and shown as its sources."
+)
+ApproveField = Field(
+    description="Approve it at once (in the graph now) instead of leaving it for a person to "
+    "review; over HTTP this needs the admin scope."
+)
 
 INSTRUCTIONS = """\
 openkl knowledge folders: memory notes and collected documents, searchable and citable.
@@ -620,6 +635,95 @@ class KnowledgeServer:
             rep = ops.ingest(f, resolved, data=data, name=name, confine=f.root)
         return {"stack": st.name, **rep.as_dict()}
 
+    def _edit_caller(self, st: Stack, approve: bool) -> EditCaller:
+        """Who makes a graph edit: the HTTP caller over `ok serve` (approving needs the
+        admin scope there, as on the HTTP routes), else the OS user."""
+        caller = http_caller.get()
+        if caller is None:
+            import getpass
+
+            try:
+                who = getpass.getuser() or "mcp"
+            except (OSError, KeyError):
+                who = "mcp"
+            return {"via": "mcp", "by": who}
+        if approve and not caller.allows(st.name, "admin"):
+            raise OkError(
+                f"{caller.who} may not approve graph edits on stack {st.name!r}",
+                "approving needs the admin scope: leave out approve to queue the edit for review",
+            )
+        out: EditCaller = {"via": "mcp", "by": caller.who}
+        if caller.key_id:
+            out["key_id"] = caller.key_id
+        return out
+
+    def graph_add_entity(
+        self,
+        name: Annotated[str, Field(description="The entity's name.")],
+        type: Annotated[
+            str,
+            Field(
+                description="Person, Organization, Place, Event, Work, Software, Method, "
+                "Chemical, GeneProtein, Disease, Organism, Anatomy, Concept, Code or Reference."
+            ),
+        ],
+        description: Annotated[str | None, Field(description="What it is, in a sentence.")] = None,
+        aliases: Annotated[list[str] | None, Field(description="Other names it goes by.")] = None,
+        sources: Annotated[list[str] | None, SourcesField] = None,
+        approve: Annotated[bool, ApproveField] = False,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
+        """Add an entity to the entity graph. It is written as a backfeed item in the
+        folder (aks/backfeed/), with who added it, when, and its sources: pending until a
+        person approves it (`ok backfeed approve ID`), or with approve=true in the graph at
+        once. Either way a rebuild keeps it. Returns the item (`id`, `status`,
+        `provenance`); the same entity added twice is one item (`created` false)."""
+        st = self.stack(stack)
+        caller = self._edit_caller(st, approve)
+        with self._writing(st, "graph_add_entity"):
+            done = ops.add_entity(
+                st.folder,
+                name,
+                type,
+                caller=caller,
+                description=description,
+                aliases=aliases or [],
+                sources=sources or [],
+                approve=approve,
+            )
+        return {"stack": st.name, **done}
+
+    def graph_add_relationship(
+        self,
+        from_name: Annotated[str, Field(description="The entity it goes from.")],
+        type: Annotated[str, Field(description="A snake_case verb: uses, part_of, works_with, …")],
+        to_name: Annotated[str, Field(description="The entity it goes to.")],
+        description: Annotated[
+            str | None, Field(description="What it says, in a sentence.")
+        ] = None,
+        sources: Annotated[list[str] | None, SourcesField] = None,
+        approve: Annotated[bool, ApproveField] = False,
+        stack: StackArg = None,
+    ) -> dict[str, Any]:
+        """Add a relationship from_name -type-> to_name to the entity graph, written as
+        graph_add_entity writes an entity. With approve=true both ends must be entities of
+        the graph (else it is refused and nothing is written); without, an end may be
+        added later (`unknown` names such ends), and approval checks again."""
+        st = self.stack(stack)
+        caller = self._edit_caller(st, approve)
+        with self._writing(st, "graph_add_relationship"):
+            done = ops.add_relation(
+                st.folder,
+                from_name,
+                type,
+                to_name,
+                caller=caller,
+                description=description,
+                sources=sources or [],
+                approve=approve,
+            )
+        return {"stack": st.name, **done}
+
     # -- tools: graph ---------------------------------------------------------------------
     def graph_cypher(
         self,
@@ -1103,6 +1207,13 @@ class KnowledgeServer:
                     },
                 ),
             ]
+            edit = {
+                "read_only_hint": False,
+                "destructive_hint": False,
+                "idempotent_hint": True,  # the same edit twice is one item
+                "open_world_hint": False,
+            }
+            specs += [(self.graph_add_entity, edit), (self.graph_add_relationship, edit)]
         return specs
 
     def call(
@@ -1247,6 +1358,13 @@ def _server_class() -> type[Any]:
                 ) from e
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            # over HTTP, the request's caller (`ok serve` put it in the request's state)
+            try:
+                request = context.request_context.request if context is not None else None
+            except ValueError:  # no request: a call from within the process
+                request = None
+            caller = getattr(getattr(request, "state", None), "caller", None)
+            token = http_caller.set(caller)
             try:
                 return await super().call_tool(name, arguments, context)
             except ToolError as e:
@@ -1255,6 +1373,8 @@ def _server_class() -> type[Any]:
                     raise
                 # the SDK's text spans lines and repeats the caller's values in full
                 raise ToolError(f"Error executing tool {name}: {schema_errors(cause)}") from cause
+            finally:
+                http_caller.reset(token)
 
     return Server
 

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, NotRequired, cast
 
+# pydantic (the HTTP routes' response models) reads TypedDicts of typing_extensions only,
+# before Python 3.12
 from typing_extensions import TypedDict
 
 # -- files, citations and reports --------------------------------------------------------
@@ -1255,6 +1257,23 @@ class BackfeedProposal(TypedDict):
     source_run_id: str | None
 
 
+class EditCaller(TypedDict):
+    """Who queued or decided a backfeed item, and through what."""
+
+    via: str  # cli | http | mcp
+    # the OS user (the CLI, MCP over stdio), or the HTTP caller (MCP over HTTP too):
+    # key:STACK/NAME, jwt:SUBJECT, or local (a server without credentials)
+    by: str
+    key_id: NotRequired[str]  # the API key's id (k…), when a key made the call
+
+
+class Provenance(EditCaller):
+    """Where a backfeed item came from: who queued it, when, and on what evidence."""
+
+    at: str  # when it was queued (ISO)
+    sources: list[EntitySource]  # the documents and notes it rests on (checked to exist)
+
+
 class BackfeedItem(BackfeedProposal):
     """A backfeed item, `aks/backfeed/<id>.json` (`ok backfeed …`). Its JSON has these keys
     first, then the proposal's (the file itself is written with sorted keys)."""
@@ -1264,12 +1283,22 @@ class BackfeedItem(BackfeedProposal):
     created_at: str
     decided_at: str | None
     reason: str | None  # a rejection's reason (or an approval's, when one was given)
+    provenance: NotRequired[Provenance]  # who queued it (items queued by a known caller)
+    decided_by: NotRequired[EditCaller]  # who approved or rejected it, when known
 
 
 class FlaggedBackfeedItem(BackfeedItem):
     """`ok backfeed flag`: the item, and whether this call queued it."""
 
     created: bool  # false when the same proposal was queued before
+
+
+class GraphEdit(FlaggedBackfeedItem):
+    """`ok graph add entity|relation` (`POST /v1/{stack}/entities`, `/relationships`, MCP
+    `graph_add_entity`, `graph_add_relationship`): the backfeed item that holds the edit,
+    pending review or approved (then part of the graph, and of every rebuild)."""
+
+    unknown: list[str]  # relationship ends no entity has yet (only a pending item may)
 
 
 class CanonicalEntity(TypedDict):

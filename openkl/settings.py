@@ -41,6 +41,8 @@ MCP_TOOLS = (
     "mem_add",
     "distill_create",
     "store_ingest",
+    "graph_add_entity",
+    "graph_add_relationship",
 )
 _TOOL_TIMEOUTS = {"ask": 120.0, "store_ingest": 300.0, "context": 60.0}
 

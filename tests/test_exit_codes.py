@@ -306,6 +306,20 @@ CASES: dict[str, tuple[Setup | None, list[Case]]] = {
             (("graph", "export", "--format", "xls"), ERROR),
         ],
     ),
+    "graph add entity": (
+        None,
+        [
+            (("graph", "add", "entity", "Tide table", "--type", "Concept"), OK),
+            (("graph", "add", "entity", "Tide table", "--type", "Gadget"), ERROR),
+        ],
+    ),
+    "graph add relation": (
+        None,
+        [
+            (("graph", "add", "relation", "Ada Lovelace", "knew", "Charles Babbage"), OK),
+            (("graph", "add", "relation", "Qwzx Vbnm", "knew", "Ada Lovelace", "--approve"), ERROR),
+        ],
+    ),
     "trigger add": (
         None,
         [

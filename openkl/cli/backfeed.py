@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ..records import BackfeedItem
-from .common import folder, writing
+from .common import cli_caller, folder, writing
 from .output import FormatOpt, JsonOpt, emit, emit_records, formats, read_stdin_text
 
 app = typer.Typer(
@@ -49,7 +49,7 @@ def flag(
         text = p.read_text(encoding="utf-8")
     f = folder()
     with writing(f, "ok backfeed flag"):
-        item = ops.flag_backfeed(f, text)
+        item = ops.flag_backfeed(f, text, cli_caller())
     emit(
         item,
         json_,
@@ -80,7 +80,20 @@ def show(item_id: str = typer.Argument(...), json_: bool = JsonOpt) -> None:
     """One backfeed item."""
     from .. import ops
 
-    emit(ops.backfeed_item(folder(), item_id), json_, plain=_line)
+    emit(ops.backfeed_item(folder(), item_id), json_, plain=_shown)
+
+
+def _shown(i: BackfeedItem) -> str:
+    """An item's line, then who queued it (through what, when, on what) and who decided."""
+    lines = [_line(i)]
+    prov = i.get("provenance")
+    if prov:
+        lines.append(f"queued by {prov['by']} via {prov['via']} at {prov['at']}")
+        lines += [f"  source: {s['id']}  {s['path'] or s['title']}" for s in prov["sources"]]
+    by = i.get("decided_by")
+    if by:
+        lines.append(f"{i['status']} by {by['by']} via {by['via']} at {i['decided_at']}")
+    return "\n".join(lines)
 
 
 @app.command()
@@ -90,7 +103,7 @@ def approve(item_id: str = typer.Argument(...), json_: bool = JsonOpt) -> None:
 
     f = folder()
     with writing(f, "ok backfeed approve"):
-        item = ops.decide_backfeed(f, item_id, approve=True)
+        item = ops.decide_backfeed(f, item_id, approve=True, caller=cli_caller())
     emit(item, json_, plain=lambda i: f"approved {i['id']}")
 
 
@@ -105,5 +118,5 @@ def reject(
 
     f = folder()
     with writing(f, "ok backfeed reject"):
-        item = ops.decide_backfeed(f, item_id, approve=False, reason=reason)
+        item = ops.decide_backfeed(f, item_id, approve=False, reason=reason, caller=cli_caller())
     emit(item, json_, plain=lambda i: f"rejected {i['id']}")

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from ..folder import Folder, open_folder
+from ..records import EditCaller
 from .output import state
 
 
@@ -25,6 +26,17 @@ def writing(f: Folder, what: str) -> Iterator[Folder]:
     """Hold the folder's writer lock for a command."""
     with f.write_lock(what):
         yield f
+
+
+def cli_caller() -> EditCaller:
+    """Who runs this command, as a backfeed item records it: the OS user, through the CLI."""
+    import getpass
+
+    try:
+        who = getpass.getuser()
+    except (OSError, KeyError):  # no login name and no passwd entry (a bare container)
+        who = "cli"
+    return {"via": "cli", "by": who or "cli"}
 
 
 def split_labels(values: list[str] | None) -> list[str]:

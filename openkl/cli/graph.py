@@ -6,12 +6,34 @@ from typing import Any
 
 import typer
 
-from ..records import EntityDetail, Lineage, Traversal
+from ..records import EntityDetail, GraphEdit, Lineage, Traversal
 from . import completion, output
-from .common import depth_opt, folder, limit_opt, writing
+from .common import cli_caller, depth_opt, folder, limit_opt, writing
 from .output import FormatOpt, JsonOpt, emit, emit_records, formats
 
-app = typer.Typer(help="The derived graph: Cypher, entities, exports.", no_args_is_help=True)
+app = typer.Typer(
+    help="The derived graph: Cypher, entities, exports; add entities and relationships.",
+    no_args_is_help=True,
+)
+add_app = typer.Typer(
+    help="Add an entity or a relationship: a backfeed item, pending review or --approve'd.",
+    no_args_is_help=True,
+)
+app.add_typer(add_app, name="add")
+
+SourceOpt = typer.Option(
+    None,
+    "--source",
+    metavar="ID|PATH",
+    help="A document (id, prefix or path) or memory note (id) it rests on; repeatable. "
+    "Checked to exist; kept as its provenance and shown as its source.",
+)
+ApproveOpt = typer.Option(
+    False,
+    "--approve",
+    help="Approve it at once (it is in the graph now) instead of queuing it for review.",
+)
+EditDescriptionOpt = typer.Option(None, "--description", help="What it is, in a sentence.")
 
 
 @app.command()
@@ -464,3 +486,118 @@ def export(
         emit(done.content(), True)
         return
     emit(done.as_dict(), json_, plain=lambda d: "\n".join(d["files"]))
+
+
+# -- edits ----------------------------------------------------------------------------------
+def _said(d: GraphEdit) -> None:
+    """What became of an edit, on stderr: how to approve it, or where it is now."""
+    iid = d["id"]
+    for end in d["unknown"]:
+        output.warn(f"no entity {end!r} yet: add it before `ok backfeed approve {iid}`")
+    if d["status"] == "pending":
+        again = "" if d["created"] else " (queued before)"
+        output.info(f"pending review{again}: approve with `ok backfeed approve {iid}`")
+    elif d["status"] == "approved":
+        output.info("approved: in the graph now, and kept through `ok index --rebuild`")
+    else:
+        output.info(f"this edit was {d['status']} before: `ok backfeed show {iid}` says why")
+
+
+def _edit_line(d: GraphEdit) -> str:
+    ents = [f"{e['name']} ({e['type']})" for e in d["entities"]]
+    rels = [f"{r['from']} -{r['type']}-> {r['to']}" for r in d["relationships"]]
+    return f"{d['id']}\t{d['status']}\t" + ", ".join(ents + rels)
+
+
+@add_app.command("entity")
+def add_entity(
+    name: str = typer.Argument(..., help="The entity's name."),
+    type_: str = typer.Option(
+        ...,
+        "--type",
+        "-t",
+        metavar="TYPE",
+        help="Person, Organization, Place, Event, Work, Software, Method, Chemical, "
+        "GeneProtein, Disease, Organism, Anatomy, Concept, Code or Reference.",
+    ),
+    description: str = EditDescriptionOpt,
+    alias: list[str] = typer.Option(None, "--alias", help="Another name it goes by; repeatable."),
+    source: list[str] = SourceOpt,
+    approve: bool = ApproveOpt,
+    json_: bool = JsonOpt,
+) -> None:
+    """Add an entity to the graph, as a backfeed item kept in aks/backfeed/.
+
+    Without --approve it waits for review (`ok backfeed queue`, `ok backfeed approve ID`);
+    with --approve it is approved at once. Either way the folder keeps it, with who added
+    it, when, and its --source documents and notes, so `ok index --rebuild` keeps it too.
+    The same entity added twice is one item.
+
+    Examples:
+
+    \b
+      ok graph add entity Litestream --type Software --description "Streams SQLite to S3."
+      ok graph add entity "Ada Lovelace" -t Person --alias "Countess of Lovelace" --approve
+      ok graph add entity CRISPR -t Method --source docs/crispr-gene-editing.ok.md --json
+    """
+    from .. import ops
+
+    f = folder()
+    with writing(f, "ok graph add entity"):
+        done = ops.add_entity(
+            f,
+            name,
+            type_,
+            caller=cli_caller(),
+            description=description,
+            aliases=alias or [],
+            sources=source or [],
+            approve=approve,
+        )
+    emit(done, json_, plain=_edit_line)
+    _said(done)
+
+
+@add_app.command("relation")
+def add_relation(
+    source_entity: str = typer.Argument(..., metavar="SOURCE", help="The entity it goes from."),
+    relation: str = typer.Argument(
+        ..., metavar="RELATION", help="Its type, a snake_case verb: uses, part_of, works_with."
+    ),
+    target_entity: str = typer.Argument(..., metavar="TARGET", help="The entity it goes to."),
+    description: str = EditDescriptionOpt,
+    source: list[str] = SourceOpt,
+    approve: bool = ApproveOpt,
+    json_: bool = JsonOpt,
+) -> None:
+    """Add a relationship SOURCE -RELATION-> TARGET, as a backfeed item (as `ok graph add
+    entity` adds an entity).
+
+    With --approve both ends must be entities of the graph (else it is refused, and nothing
+    is written); without, it may wait for an entity added later, and is checked again when
+    approved.
+
+    Examples:
+
+    \b
+      ok graph add relation Litestream uses SQLite
+      ok graph add relation "Ada Lovelace" works_with "Charles Babbage" --approve
+      ok graph add relation Cas9 part_of CRISPR --source m-20260110-ab12 --json
+      ok backfeed queue                 # what waits for review; ok backfeed approve ID
+    """
+    from .. import ops
+
+    f = folder()
+    with writing(f, "ok graph add relation"):
+        done = ops.add_relation(
+            f,
+            source_entity,
+            relation,
+            target_entity,
+            caller=cli_caller(),
+            description=description,
+            sources=source or [],
+            approve=approve,
+        )
+    emit(done, json_, plain=_edit_line)
+    _said(done)

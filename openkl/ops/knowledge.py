@@ -6,21 +6,25 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import aks, backfeed, web
 from ..entities import consolidation
-from ..errors import UsageError
+from ..errors import BadInput, UsageError
 from ..folder import Folder, atomic_write
 from ..indexing import open_graph
 from ..records import (
     BackfeedItem,
+    BackfeedProposal,
     BundleCheck,
     BundleKept,
+    EditCaller,
     ExportContent,
     ExportWritten,
     FlaggedBackfeedItem,
+    GraphEdit,
 )
 from .graph import NEIGHBOURHOOD_LIMIT, neighbourhood
 from .read import Opener, describe_all, reading
@@ -35,22 +39,88 @@ def import_bundle(folder: Folder, text: str, where: str = "bundle") -> BundleKep
 
 
 def decide_backfeed(
-    folder: Folder, iid: str, approve: bool, reason: str | None = None
+    folder: Folder,
+    iid: str,
+    approve: bool,
+    reason: str | None = None,
+    caller: EditCaller | None = None,
 ) -> BackfeedItem:
-    """Approve (and absorb into the entity graph) or reject a pending backfeed item."""
-    item = backfeed.decide(folder, iid, approve, reason)
+    """Approve (and absorb into the entity graph) or reject a pending backfeed item;
+    `caller` is kept in the item as who decided."""
+    item = backfeed.decide(folder, iid, approve, reason, caller)
     if approve:
         with open_graph(folder, write=True) as g:
             consolidation.consolidate(folder, g, backfeed.touched_keys(item))
     return item
 
 
-def flag_backfeed(folder: Folder, text: str) -> FlaggedBackfeedItem:
+def flag_backfeed(
+    folder: Folder, text: str, caller: EditCaller | None = None
+) -> FlaggedBackfeedItem:
     """Queue a proposal (JSON: entities and relationships) for review; the item, with
     `created` False when the same proposal was queued before. The caller holds the writer
     lock."""
-    item, created = backfeed.flag(folder, text)
+    item, created = backfeed.flag(folder, text, caller)
     return {**item, "created": created}
+
+
+def add_entity(
+    folder: Folder,
+    name: str,
+    type_: str,
+    *,
+    caller: EditCaller,
+    description: str | None = None,
+    aliases: Sequence[str] = (),
+    sources: Sequence[str] = (),
+    approve: bool = False,
+) -> GraphEdit:
+    """Add an entity to the graph as a backfeed item: pending review, or with `approve`
+    approved at once (then in the graph, and in every rebuild). `sources` (documents and
+    notes, checked to exist) become its sources; `caller` is kept as who added it. The
+    caller holds the writer lock."""
+    proposal = backfeed.entity_edit(name, type_, caller["by"], description, aliases)
+    return _graph_edit(folder, proposal, caller, sources, approve)
+
+
+def add_relation(
+    folder: Folder,
+    source: str,
+    relation: str,
+    target: str,
+    *,
+    caller: EditCaller,
+    description: str | None = None,
+    sources: Sequence[str] = (),
+    approve: bool = False,
+) -> GraphEdit:
+    """Add a relationship `source` -relation-> `target` as `add_entity` adds an entity. An
+    end that no entity has yet is refused with `approve`; without, the item waits for
+    review (`unknown` names such ends) and is checked again when it is approved."""
+    proposal = backfeed.relation_edit(source, relation, target, caller["by"], description)
+    return _graph_edit(folder, proposal, caller, sources, approve)
+
+
+def _graph_edit(
+    folder: Folder,
+    proposal: BackfeedProposal,
+    caller: EditCaller,
+    sources: Sequence[str],
+    approve: bool,
+) -> GraphEdit:
+    found = backfeed.resolve_sources(folder, sources)
+    unknown = backfeed.unknown_ends(proposal, backfeed.known_names(folder))
+    if unknown and approve:
+        raise BadInput(
+            f"no entity {unknown[0]!r} in the graph: a relationship is approved only "
+            "between entities it has",
+            "add the entity first, or queue the relationship for review without approving it",
+        )
+    item, created = backfeed.queue_proposal(folder, proposal, caller, found, check_ends=False)
+    if approve and item["status"] == "pending":
+        item = decide_backfeed(folder, item["id"], approve=True, caller=caller)
+    pending = item["status"] == "pending"
+    return {**item, "created": created, "unknown": unknown if pending else []}
 
 
 def backfeed_queue(folder: Folder, status: str = "pending") -> list[BackfeedItem]:

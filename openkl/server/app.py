@@ -20,6 +20,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from . import (
+    graph_edits,
     routes_aks,
     routes_backfeed,
     routes_citations,
@@ -55,6 +56,7 @@ ROUTERS: list[APIRouter] = [
     routes_search.routes,
     routes_events.routes,
     routes_graph.routes,
+    graph_edits.routes,
     web.routes,
 ]
 

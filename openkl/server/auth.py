@@ -127,6 +127,7 @@ class Caller:
 
     who: str
     scopes: dict[str, str]  # stack → the highest scope held ("*": every stack)
+    key_id: str = ""  # the API key's id (k…), when a key made the call
 
     def allows(self, stack: str, need: str) -> bool:
         return any(
@@ -197,7 +198,9 @@ class Authenticator:
                 if rec["id"] == kid and hmac.compare_digest(rec["sha256"], digest):
                     if rec["revoked"]:
                         raise Unauthorized("this key was revoked", "ask for a new key")
-                    return Caller(f"key:{stack}/{rec['name']}", {stack: rec["scope"]})
+                    return Caller(
+                        f"key:{stack}/{rec['name']}", {stack: rec["scope"]}, key_id=rec["id"]
+                    )
         raise Unauthorized("unknown API key", "check the key, or add one: ok serve keys add")
 
     def _token(self, token: str) -> Caller:

@@ -106,6 +106,8 @@ ROUTES = [
     ("POST", "/aks/v1/entities/crispr/synthesize-description?domain={s}", None, "write"),
     ("GET", "/v1/{s}/distill/prompts", None, "read"),
     ("POST", "/v1/{s}/distill", {"text": "A claim [1].", "citations": ["x"]}, "write"),
+    ("POST", "/v1/{s}/entities", {"name": "Tide table", "type": "Gadget"}, "write"),
+    ("POST", "/v1/{s}/relationships", {"from": "a", "to": "b", "type": "??"}, "write"),
 ]
 
 
