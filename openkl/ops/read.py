@@ -30,6 +30,7 @@ from .folder import watch_state
 Opener = Callable[[], AbstractContextManager[GraphStore]]
 E = TypeVar("E", bound=EntityView)
 DESCRIBE_BATCH = 256  # entities whose evidence is read at once: bounded memory
+FIRST_BUILD_WAIT = 1800.0  # seconds a first reader waits for another's first build
 
 
 def reading(folder: Folder, graph: Opener | None = None) -> AbstractContextManager[GraphStore]:
@@ -114,8 +115,11 @@ def ensure_index(folder: Folder) -> None:
     Graph.finish_swap(folder.kuzu_dir, writer=False)  # a rebuild killed as it swapped
     if (folder.kuzu_dir / DB_FILE).exists():
         return
+    # the writer that holds the lock while there is no graph is building it: the reader
+    # waits for that, however long a first build takes, not the usual few seconds
+    wait = max(float(folder.setting("lock_timeout")), FIRST_BUILD_WAIT)
     try:
-        with folder.write_lock("ok: building the index on first use"):
+        with folder.write_lock("ok: building the index on first use", timeout=wait):
             if (folder.kuzu_dir / DB_FILE).exists():
                 return  # built while we waited
             progress.note(
