@@ -694,7 +694,10 @@ class Folder:
 
     @contextlib.contextmanager
     def _flock(self, what: str, timeout: float | None) -> Iterator[None]:
-        self.refuse_if_served()
+        if os.path.realpath(self.root) not in _queues:
+            # a process that serves the folder writes in its own turn, whatever a claim
+            # says; any other is refused while a server owns the folder
+            self.refuse_if_served()
         timeout = float(self.setting("lock_timeout") if timeout is None else timeout)
         self.ok_dir.mkdir(parents=True, exist_ok=True)
         # the umask decides, so that a group sharing the folder can take the lock too
@@ -775,18 +778,25 @@ class Folder:
     def refuse_if_served(self) -> None:
         """Raise `Served` when another process's `ok serve` owns the folder."""
         info = self.server()
-        if info and info.get("pid") != os.getpid() and info.get("resident"):
+        if not info or info.get("pid") == os.getpid():
+            return
+        # routed commands run in the server; one that runs here was told not to, or could
+        # not reach it
+        there = (
+            "run the command as `ok` without OK_NO_ROUTE=1 and it runs there"
+            if os.environ.get("OK_NO_ROUTE") == "1"
+            else "it did not take the command; run it again"
+        )
+        if info.get("resident"):
             raise Served(
                 f"the folder is served by its resident process (pid {info['pid']})",
-                "run the command as `ok` without OK_NO_ROUTE=1 and it runs there; or stop it "
-                "first: ok daemon stop",
+                f"{there}; or stop it first: ok daemon stop",
             )
-        if info and info.get("pid") != os.getpid():
-            raise Served(
-                f"the folder is served by `ok serve` (pid {info['pid']}, {info.get('url')})",
-                "run the command as `ok` without OK_NO_ROUTE=1 and it runs in the server; or "
-                f"use its HTTP API ({info.get('url')}/docs), or stop it: kill {info['pid']}",
-            )
+        raise Served(
+            f"the folder is served by `ok serve` (pid {info['pid']}, {info.get('url')})",
+            f"{there}; or use its HTTP API ({info.get('url')}/docs), or stop it: "
+            f"kill {info['pid']}",
+        )
 
     def lock_holder(self) -> str:
         try:

@@ -36,6 +36,7 @@ from .argv import OWN_ROOT, command_at, own_c
 
 HELLO = b"OK1\n"
 GREETING_MAX = 1 << 20
+REACH_WITHIN = 60.0  # seconds a command tries to reach the resident process it started
 
 # the variables a routed command receives, whatever it is: what the command, its editor,
 # its pager and its web requests read (the rest of the environment stays in this process)
@@ -88,7 +89,7 @@ def main() -> None:
     code = forward(argv)
     try:
         if code is None and _started(argv):
-            code = forward(argv)
+            code = _forward_started(argv)
     except KeyboardInterrupt:  # while waiting for the resident process, which starts on
         print("Interrupted.", file=sys.stderr)
         raise SystemExit(130) from None
@@ -110,6 +111,25 @@ def forward(argv: list[str]) -> int | None:
         return None  # none, gone, or not ours: the command, run here, says what it finds
     with conn:
         return _call(conn, argv)
+
+
+def _forward_started(argv: list[str]) -> int | None:
+    """`forward` to the resident process just started for the folder: it owns the folder,
+    yet on a busy machine its first connection may not be taken at once; tried again
+    while it owns the folder, for up to REACH_WITHIN seconds."""
+    import time  # only on this path
+
+    deadline = time.monotonic() + REACH_WITHIN
+    pause = 0.05
+    while True:
+        code = forward(argv)
+        if code is not None or time.monotonic() >= deadline:
+            return code
+        roots = _roots(argv, command_at(argv) or 0)
+        if len(roots) != 1 or roots[0] is None or spawn.owner(roots[0]) is None:
+            return None  # no longer served: the command runs here and says what it finds
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
 
 
 def _started(argv: list[str]) -> bool:
