@@ -452,7 +452,7 @@ class CiteGcReport(TypedDict):
 
 # Reports of the writes: what `ok store ingest` / `web` / `arxiv` / `repo`, `ok sync` /
 # `ok index` and `ok refresh` print. The reports themselves stay dataclasses beside the code
-# that fills them (store.IngestReport, indexer.SyncReport, refresh.RefreshReport), since
+# that fills them (store.IngestReport, syncplan.SyncReport, refresh.RefreshReport), since
 # they have derived parts; their items and their `as_dict()` are the records here.
 class Skipped(TypedDict):
     """Something given or found that was not stored, and why."""
@@ -537,7 +537,8 @@ class SyncProblem(TypedDict):
 
 
 class SyncReportDict(TypedDict):
-    """`indexer.SyncReport.as_dict()`: what `ok sync` / `ok index` did (or would do)."""
+    """`syncplan.SyncReport.as_dict()`: what `ok sync` / `ok index` did (or would do), to the
+    Kùzu graph or (`ok sync --backend`) to a stack in PostgreSQL."""
 
     docs_added: list[str]
     docs_removed: list[str]
@@ -557,6 +558,11 @@ class SyncReportDict(TypedDict):
     sources_unfinished: list[str]  # originals of an ingest cut off before its document
     changed: bool
     unreadable: list[str]  # paths of the problems of kind unreadable
+    # a stack in PostgreSQL only
+    stack: NotRequired[str]
+    resumed: NotRequired[bool]  # a cut-off sync was finished
+    reconsolidated: NotRequired[list[str]]  # entities recomputed: "all", "canonical", "settings"
+    taken_over: NotRequired[str | None]  # the folder whose rows the sync replaced
 
 
 class DueSource(TypedDict):

@@ -85,7 +85,7 @@ LAYERS = [
         "openkl.web",
     },
     # keeping the graph in line with the files
-    {"openkl.indexer", "openkl.pg_sync"},
+    {"openkl.syncplan", "openkl.indexer", "openkl.pg_sync"},
     # collecting, keeping fresh, distilling, checking
     {
         "openkl.store",

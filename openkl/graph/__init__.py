@@ -695,6 +695,17 @@ _KEYED_MAX = 256  # more ids than this: one scan of the table instead
 _STATEMENTS_MAX = 256  # prepared statements kept per connection
 
 
+def _prepare(conn: Any, cypher: str, params: dict[str, Any] | None) -> Any:
+    """A prepared statement of `cypher`, to be executed many times with other `params`.
+
+    The one call of a private Kùzu API, kept here. `Connection.prepare` is the same call
+    with a DeprecationWarning: Kùzu 0.11 would have the query text passed to every
+    `execute`, which prepares it again each time, and that costs more than some of our
+    queries take. `_prepare` makes the same statement without the warning, and `execute`
+    takes it as it is. Check it on every upgrade of `kuzu`."""
+    return conn._prepare(cypher, params)
+
+
 def _statement_key(cypher: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
     """What a prepared statement is kept under: the query and its parameters' types (None:
     not kept, for a parameter whose type a value does not show, such as an empty list)."""
@@ -992,9 +1003,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             if key is not None and self._statements is not None:
                 stmt = self._statements.get(key)
                 if stmt is None:
-                    # `prepare` is the same call, with a warning that Kùzu 0.11 would have
-                    # every execute prepare again (which costs more than some queries take)
-                    stmt = self.conn._prepare(cypher, params)
+                    stmt = _prepare(self.conn, cypher, params)
                     if stmt.is_success():
                         if len(self._statements) >= _STATEMENTS_MAX:
                             self._statements.clear()  # users' own queries come and go
@@ -1542,7 +1551,11 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
 
 
 if TYPE_CHECKING:
+    from .lineage import WalkSteps
     from .protocol import GraphStore
 
     def _keeps_to_the_protocol(g: Graph) -> GraphStore:
         return g  # mypy checks that Graph implements every GraphStore member
+
+    def _walks_by_steps(g: Graph) -> WalkSteps:
+        return g  # and every step of the lineage walk

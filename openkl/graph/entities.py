@@ -417,14 +417,6 @@ class EntityStore(Protocol):
         ...
 
     # -- mentions and relationships
-    def chunk_mentions(self, eid: str, limit: int) -> list[Mention]:
-        """The chunks that mention an entity, most confident first."""
-        ...
-
-    def note_mentions(self, eid: str, limit: int) -> list[Mention]:
-        """The memory notes that mention an entity, most confident first."""
-        ...
-
     def mentions_of_many(self, label: str, ids: list[str], limit: int) -> dict[str, list[Mention]]:
         """Chunk ("Chunk") or note ("MemoryNote") mentions of many entities, by entity."""
         ...

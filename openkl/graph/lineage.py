@@ -4,9 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Protocol, cast
 
-from ..records import ChunkNode, DocNode, LineageWalk, NoteNode, WalkedNode, supersession
+from ..records import (
+    ChunkNode,
+    DocNode,
+    LineageWalk,
+    LinkEdge,
+    NoteNode,
+    WalkedNode,
+    supersession,
+)
 from .base import Queries
 
 # the walk's rules, shared by both backends (postgres.py writes them in SQL):
@@ -20,6 +28,36 @@ LINKS = ("LINKS_TO", "LINKED_FROM")
 DIRECTIONS = ("up", "down", "both")
 
 
+class NodeRows(Protocol):
+    """What a graph shows of a node of a lineage walk (`lineage_row`); in `GraphStore`."""
+
+    def lineage_note(self, note_id: str) -> NoteNode | None: ...
+    def lineage_chunk(self, chunk_id: str) -> ChunkNode | None: ...
+    def lineage_doc(self, doc_id: str) -> DocNode | None: ...
+
+
+class WalkSteps(NodeRows, Protocol):
+    """What `walk` asks of a graph: one lookup per node and relationship kind. Kùzu's
+    `Graph` walks this way; PostgreSQL walks in one query (`PgGraph.lineage_walk`), so
+    the steps are not part of `GraphStore`, which holds what callers use."""
+
+    def links_from(self, note_ids: Sequence[str]) -> list[LinkEdge]: ...
+    def links_to(self, ids: Sequence[str]) -> list[LinkEdge]: ...
+    def newer_versions(self, doc_id: str) -> list[str]: ...
+    def newer_versions_if_retired(self, doc_id: str) -> list[str]: ...
+    def older_versions(self, doc_id: str) -> list[str]: ...
+    def note_source_chunks(self, note_id: str) -> list[str]: ...
+    def note_source_docs(self, note_id: str) -> list[str]: ...
+    def docs_of_chunk(self, chunk_id: str) -> list[str]: ...
+    def notes_derived_from_chunk(self, chunk_id: str) -> list[str]: ...
+    def notes_derived_from_doc(self, doc_id: str) -> list[str]: ...
+    def notes_derived_from_doc_chunks(self, doc_id: str) -> list[str]: ...
+    def older_notes(self, note_id: str) -> list[str]: ...
+    def newer_notes(self, note_id: str) -> list[str]: ...
+    def note_source_notes(self, note_id: str) -> list[str]: ...
+    def notes_derived_from_note(self, note_id: str) -> list[str]: ...
+
+
 def next_way(rel: str, way: str) -> str:
     """The direction a walk goes on in from a node it reached by `rel` going `way`."""
     if rel == "SUPERSEDED_BY" and way in ("up", "newer"):
@@ -28,7 +66,7 @@ def next_way(rel: str, way: str) -> str:
 
 
 def walk(
-    g: Any,
+    g: WalkSteps,
     kind: str,
     node_id: str,
     direction: str,
@@ -36,7 +74,7 @@ def walk(
     refs: Callable[[str], Sequence[str]],
 ) -> LineageWalk:
     """`lineage_walk` by one lookup per node and relationship kind, through the graph's
-    named queries (`g`: a `GraphStore`)."""
+    named queries."""
     nodes: list[WalkedNode] = []
     edges = []
     seen = {(kind, node_id)}
@@ -61,18 +99,18 @@ def walk(
     return {"nodes": nodes, "edges": edges}  # type: ignore[typeddict-item]
 
 
-def lineage_row(g: Any, kind: str, node_id: str) -> NoteNode | ChunkNode | DocNode | None:
+def lineage_row(g: NodeRows, kind: str, node_id: str) -> NoteNode | ChunkNode | DocNode | None:
     """What the graph holds of a node of a lineage walk (a kind but memory and chunk: a
     document)."""
     if kind == "memory":
-        return g.lineage_note(node_id)  # type: ignore[no-any-return]
+        return g.lineage_note(node_id)
     if kind == "chunk":
-        return g.lineage_chunk(node_id)  # type: ignore[no-any-return]
-    return g.lineage_doc(node_id)  # type: ignore[no-any-return]
+        return g.lineage_chunk(node_id)
+    return g.lineage_doc(node_id)
 
 
 def _neighbours(
-    g: Any, kind: str, nid: str, way: str, refs: Callable[[str], Sequence[str]]
+    g: WalkSteps, kind: str, nid: str, way: str, refs: Callable[[str], Sequence[str]]
 ) -> list[tuple[str, str, str]]:
     """(relationship, kind, id) of the next nodes, sorted."""
     out: list[tuple[str, str, str]] = []
@@ -110,7 +148,7 @@ def _neighbours(
     return sorted(set(out))
 
 
-def _note_sources(g: Any, refs: Sequence[str]) -> list[tuple[str, str, str]]:
+def _note_sources(g: WalkSteps, refs: Sequence[str]) -> list[tuple[str, str, str]]:
     """The edges of what a note's file says it was derived from: a chunk the graph holds,
     else the document of the id (a chunk of a version since replaced: that version)."""
     out = []
@@ -136,7 +174,8 @@ class LineageQueries(Queries):
         """A breadth-first walk from a node (`kind` memory, chunk or doc) in `direction`
         (up, down, both) up to `depth` hops, by the rules above; `refs(note)` gives the ids a
         note's file says it was derived from (its `derived_from`, which is canonical)."""
-        return walk(self, kind, node_id, direction, depth, refs)
+        # `Graph` mixes this in with the link queries the walk also asks (`LinkQueries`)
+        return walk(cast(WalkSteps, self), kind, node_id, direction, depth, refs)
 
     # -- what a lineage walk shows of each node ---------------------------------------
     def lineage_note(self, note_id: str) -> NoteNode | None:

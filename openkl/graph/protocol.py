@@ -2,8 +2,10 @@
 
 The methods speak of documents, chunks, notes, versions and lineage, never of Cypher, so a
 second backend implements this Protocol and nothing outside the graph layer changes.
-`Graph` (Kùzu) is the one implementation; a test checks that it keeps to it. Opening,
-rebuilding and swapping the database are `Graph`'s class methods and not part of it.
+`Graph` (Kùzu) and `PgGraph` (PostgreSQL) implement it; tests check that both keep to it.
+It holds what callers outside the graph layer use, and no more: the steps of Kùzu's
+lineage walk are `lineage.WalkSteps`. Opening, rebuilding and swapping the database are
+the classes' own and not part of it.
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ class GraphStore(EntityStore, Protocol):
     def link_version(self, new_id: str, old_id: str, drift: float, ts: str) -> None:
         """Record that `new_id` supersedes `old_id` (kept once)."""
 
-    # -- lineage --------------------------------------------------------------------
+    # -- lineage (the steps of Kùzu's walk: `lineage.WalkSteps`) -----------------------
     def lineage_note(self, note_id: str) -> NoteNode | None:
         """A note's `path` and `text`, or None."""
 
@@ -137,33 +139,6 @@ class GraphStore(EntityStore, Protocol):
         `direction` (up, down, both) up to `depth` hops, by the rules of `graph/lineage.py`;
         `refs(note)`: the ids the note's file says it was derived from."""
 
-    def newer_versions(self, doc_id: str) -> list[str]:
-        """The documents that supersede this one."""
-
-    def newer_versions_if_retired(self, doc_id: str) -> list[str]:
-        """The documents that supersede this one, when it is no longer current."""
-
-    def older_versions(self, doc_id: str) -> list[str]:
-        """The documents this one supersedes."""
-
-    def note_source_chunks(self, note_id: str) -> list[str]:
-        """The chunks a note is derived from."""
-
-    def note_source_docs(self, note_id: str) -> list[str]:
-        """The documents a note is derived from as a whole."""
-
-    def docs_of_chunk(self, chunk_id: str) -> list[str]:
-        """The document a chunk is part of."""
-
-    def notes_derived_from_chunk(self, chunk_id: str) -> list[str]:
-        """The notes derived from this chunk."""
-
-    def notes_derived_from_doc(self, doc_id: str) -> list[str]:
-        """The notes derived from this document as a whole."""
-
-    def notes_derived_from_doc_chunks(self, doc_id: str) -> list[str]:
-        """The notes derived from any chunk of this document, each once."""
-
     def notes_derived_from_docs(self, doc_ids: Sequence[str]) -> list[str]:
         """The notes derived from these documents or their chunks, sorted, each once."""
 
@@ -184,18 +159,6 @@ class GraphStore(EntityStore, Protocol):
 
     def link_note_refs(self) -> None:
         """Make the note-to-note SUPERSEDES and DERIVED_FROM edges the notes name."""
-
-    def older_notes(self, note_id: str) -> list[str]:
-        """The notes this note supersedes."""
-
-    def newer_notes(self, note_id: str) -> list[str]:
-        """The notes that supersede this note."""
-
-    def note_source_notes(self, note_id: str) -> list[str]:
-        """The notes this note was derived from."""
-
-    def notes_derived_from_note(self, note_id: str) -> list[str]:
-        """The notes derived from this note."""
 
     def hidden_notes(self, now: str, superseded: bool = True) -> set[str]:
         """Notes expired by `now`, and (with `superseded`) notes another supersedes."""

@@ -116,7 +116,7 @@ def publish(folder: Folder, backend: str, take_over: bool = False) -> pg_sync.Pu
     return rep
 
 
-def sync_postgres(folder: Folder, backend: str, take_over: bool = False) -> pg_sync.Synced:
+def sync_postgres(folder: Folder, backend: str, take_over: bool = False) -> indexer.SyncReport:
     """Bring the folder's stack in the PostgreSQL graph at `backend` in line with the files,
     writing only what changed, and log it; a stack holding another folder's rows is
     refused unless `take_over`. The caller holds the writer lock."""

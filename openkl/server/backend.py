@@ -29,6 +29,7 @@ from ..graph.postgres import PgGraph, Readers, ReadOnly, Unavailable, who_am_i
 from ..graph.protocol import GraphStore
 from ..indexing import embedder
 from ..ops.read import Opener
+from ..syncplan import SyncReport
 
 
 class NotPublished(OkError):
@@ -50,11 +51,11 @@ class Backend:
         self._writer: PgGraph | None = None
         self._held = contextlib.ExitStack()
 
-    def open(self) -> pg_sync.Synced | None:
+    def open(self) -> SyncReport | None:
         """Take the stack's writer lock and sync it; on a read-only database, check that
         the stack is there to read instead (None)."""
         try:
-            synced: pg_sync.Synced | None = self.sync()
+            synced: SyncReport | None = self.sync()
             if not self._writing().writes():
                 raise ReadOnly("the database is read-only")
         except ReadOnly:
@@ -88,7 +89,7 @@ class Backend:
         )
         return self._writer
 
-    def sync(self) -> pg_sync.Synced:
+    def sync(self) -> SyncReport:
         """Bring the stack in line with the folder's files (the caller holds the folder's
         writer lock)."""
         g = self._writing()
