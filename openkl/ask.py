@@ -199,8 +199,9 @@ _HEAD = re.compile(r"^\s*(?:\w+\s+)?(?:what|which)\s+((?:[\w'’.-]+\s+){0,3}[\w
 
 def answer_type(question: str) -> str | None:
     """What a question asks for: person (who, which company), date (when, what year),
-    number (how many, which version), place (where), code (which option or variable); None
-    for other what/which/how/why questions or a statement (a claim)."""
+    number (how many, which version), place (where), code (which option or variable),
+    expansion (what does ABC stand for); None for other what/which/how/why questions or a
+    statement (a claim)."""
     m = _WH.match(question)
     if not m:
         return None
@@ -213,6 +214,8 @@ def answer_type(question: str) -> str | None:
         return "number"
     if w == "where":
         return "place"
+    if _EXPANDS.search(question) and _acronym(question):
+        return "expansion"
     head = _HEAD.match(question)
     if head and w in ("what", "which"):
         for word in head.group(1).lower().split():
@@ -245,9 +248,44 @@ def holds_type(
         return float(any(_words(f) - asked for f in _YEAR.findall(sentence)))
     if kind == "number":
         return _number(sentence, question)
+    if kind == "expansion":
+        return float(_spells(sentence, _acronym(question)))
     if kind == "code":
         return float(any(f.lower() not in question.lower() for f in _CODE.findall(sentence)))
     return float(bool(_PLACE.search(sentence)))
+
+
+_EXPANDS = re.compile(r"\bstands?\s+for\b|\bshort\s+for\b|\babbreviat", re.I)
+_SMALL = frozenset(["of", "for", "the", "and", "a", "an", "in", "on", "to"])
+
+
+def _acronym(question: str) -> str:
+    """The letters of the first acronym in `question` ("US-SOMO" → "ussomo"), or ""."""
+    for tok in re.findall(r"[\w-]+", question):
+        if sum(ch.isupper() for ch in tok) >= 2 and not tok.isdigit():
+            return "".join(ch for ch in tok.lower() if ch.isalpha())
+    return ""
+
+
+def _spells(sentence: str, letters: str) -> bool:
+    """Whether `sentence` has a run of words whose initials spell `letters` in order, from
+    its first (each word may stand for more: "UltraScan solution modeler" for US-SOMO)."""
+    if len(letters) < 2:
+        return False
+    words = [w for w in re.findall(r"[A-Za-z][\w'-]*", sentence) if w.lower() not in _SMALL]
+    need = min(3, len(letters))
+    for i, w in enumerate(words):
+        if w[0].lower() != letters[0]:
+            continue
+        at, run = 1, 1
+        for nxt in words[i + 1 :]:
+            found = letters.find(nxt[0].lower(), at)
+            if found < 0:
+                break
+            at, run = found + 1, run + 1
+        if run >= need:
+            return True
+    return False
 
 
 _COUNTED = re.compile(r"\bhow\s+(many|long|much|old)\s+(\w+)?", re.I)
