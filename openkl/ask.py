@@ -55,11 +55,13 @@ and say what is missing.
 W_SIM, W_LEX, W_RANK = 0.7, 0.0, 0.3
 # for a question (who, when, how many … ?), set on the dev half of bench/gold/qa
 # (bench/qa_tune.py): the question's words count, each by how few of the retrieved
-# sentences hold it (a word every sentence has tells none apart), and so does holding the
-# kind of thing it asks for (`answer_type`); a sentence with fewer than NEW_WORDS content
-# words that neither the question nor its passage's title has (a heading, a name alone)
-# loses up to Q_BARE
-Q_SIM, Q_LEX, Q_RANK, Q_TYPE = 0.5, 1.9, 0.15, 1.0
+# sentences hold it (a word every sentence has tells none apart), and again, less the words
+# of the passage's title, by how few of the passage's own sentences hold it (Q_DOC); the
+# similarity is to the question less the title's words (what it asks of its subject); and
+# holding the kind of thing it asks for counts (`answer_type`). A sentence with fewer than
+# NEW_WORDS content words that neither the question nor the title has (a heading, a name
+# alone) loses up to Q_BARE
+Q_SIM, Q_LEX, Q_RANK, Q_TYPE, Q_DOC = 0.5, 1.5, 0.5, 1.0, 0.4
 Q_BARE, NEW_WORDS = 0.6, 2
 SENTENCE_HITS = 5  # sentences come from this many best passages
 ASK_PER_DOC = 3  # of which one document may give this many (its answer is often not in its best)
@@ -458,13 +460,17 @@ class Candidate:
     kind: float = 0.0  # holds the kind of thing the question asks for (holds_type)
     question: bool = False  # scored as an answer to a question, not as a claim's evidence
     bare: float = 0.0  # 1 when it says nothing the question and its passage's title do not
+    doclex: float = 0.0  # like lex, for the question's words less its passage's title,
+    # weighted by how few of its passage's sentences hold each
+    focus: float = 0.0  # cosine similarity to the question less its passage's title
 
     @property
     def score(self) -> float:
         if self.question:
             return (
-                Q_SIM * self.sim
+                Q_SIM * self.focus
                 + Q_LEX * self.lex
+                + Q_DOC * self.doclex
                 + Q_RANK * self.prior
                 + Q_TYPE * self.kind
                 - Q_BARE * self.bare
@@ -498,19 +504,54 @@ def candidates(
     total = sum(weight.values()) or 1.0
     out: list[Candidate] = []
     titles = [_words(str(h.get("title") or "")) for h in hits[:max_hits]]
+    inner = [
+        _detail_weights(qwords - t, [x[5] for x in said if x[0] == i]) for i, t in enumerate(titles)
+    ]
     for i, prior, s, e, sent, words in said:
         lex = sum(weight[w] for w in qwords & words) / total
         typed = holds_type(sent, kind, question, qwords) if asking else 0.0
         new = len(words - qwords - titles[i])
         bare = max(0.0, 1 - new / NEW_WORDS) if asking else 0.0
-        out.append(Candidate(i, s, e, sent, lex, prior, kind=typed, question=asking, bare=bare))
+        dw = inner[i]
+        doclex = sum(dw[w] for w in dw.keys() & words) / (sum(dw.values()) or 1.0)
+        out.append(
+            Candidate(
+                i, s, e, sent, lex, prior, kind=typed, question=asking, bare=bare, doclex=doclex
+            )
+        )
     out.sort(key=lambda c: -(c.lex + c.prior + c.kind))
     out = out[:max_cands]
     if out:
-        for c, sim in zip(out, emb.embed([c.text for c in out]) @ qvec, strict=True):
-            c.sim = float(sim)
+        vecs = emb.embed([c.text for c in out])
+        for c, sim in zip(out, vecs @ qvec, strict=True):
+            c.sim = c.focus = float(sim)
+        if asking:
+            _focus(question, out, vecs, [str(h.get("title") or "") for h in hits], emb)
     out.sort(key=lambda c: (-c.score, c.hit, c.start))
     return out
+
+
+def _detail_weights(asked: set[str], said: list[set[str]]) -> dict[str, float]:
+    """The question's words less its passage's title, each weighted by how few of the
+    passage's own sentences hold it: what tells its sentences apart."""
+    n = len(said)
+    return {w: math.log(1 + n / (1 + sum(w in x for x in said))) for w in asked}
+
+
+def _focus(
+    question: str, cands: list[Candidate], vecs: np.ndarray, titles: list[str], emb: Any
+) -> None:
+    """Set each candidate's `focus`: its similarity to the question less the words of its
+    passage's title (what the question asks of its subject, not the subject)."""
+    stripped: dict[str, np.ndarray] = {}
+    for c, vec in zip(cands, vecs, strict=True):
+        title = _words(titles[c.hit])
+        kept = " ".join(w for w in question.split() if not (_words(w) and _words(w) <= title))
+        if not title or kept == question.strip() or not _words(kept):
+            continue
+        if kept not in stripped:
+            stripped[kept] = emb.embed_query(kept)
+        c.focus = float(vec @ stripped[kept])
 
 
 def _extractive(
