@@ -716,7 +716,7 @@ def keep_markers(text: str, valid: set[int]) -> str:
         nums = [p.strip() for p in re.split(r"[,;]", m.group(1)) if int(p) in valid]
         return f"[{', '.join(nums)}]" if nums else ""
 
-    return re.sub(r"[ \t]+([.,;:])", r"\1", MARKER.sub(fix, text)).strip()
+    return re.sub(r"[ \t]+([.,;:])(?=\s|$)", r"\1", MARKER.sub(fix, text)).strip()
 
 
 def _paired_answer(

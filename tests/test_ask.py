@@ -404,3 +404,20 @@ def test_a_long_sentence_is_cut_to_the_clauses_that_answer() -> None:
     _trim([c], "For how long did the trial run?")
     assert len(text.split()) > TRIM_WORDS >= len(c.text.split())
     assert "13 weeks" in c.text and text[c.start - 100 : c.end - 100] == c.text
+
+
+def test_sentences_do_not_end_at_a_name_initial_and_quotes_keep_their_spaces() -> None:
+    from openkl.ask import unmarked
+    from openkl.statements import sentences
+
+    text = (
+        "It was made by J.R. Bell in 1973. Robert D. Hilliard wrote it down. "
+        "The mice needed more vitamin D. The rest of them did well."
+    )
+    assert [s for _, _, s in sentences(text)] == [
+        "It was made by J.R. Bell in 1973.",
+        "Robert D. Hilliard wrote it down.",
+        "The mice needed more vitamin D.",
+        "The rest of them did well.",
+    ]
+    assert unmarked("run the ./.bootstrap script [2].") == "run the ./.bootstrap script."
