@@ -6,8 +6,9 @@ uses; markers that name no passage are dropped, so every [N] left maps to a cita
 an LLM the answer is extractive: the retrieved passages are split into sentences, each
 sentence is scored against the question (embedding similarity, word overlap and the rank of
 its passage; for a question, also whether it holds the kind of thing asked for: a name for
-who, a date for when, a number for how many), and the best one or two are quoted, each
-cited by its exact character span.
+who, a date for when, a number for how many, an option for which option), and the best
+one or two are quoted, a long one cut to the clauses that answer, each cited by its exact
+character span.
 
 Either way the answer says plainly when the folder does not hold enough to answer.
 """
