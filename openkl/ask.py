@@ -6,8 +6,9 @@ uses; markers that name no passage are dropped, so every [N] left maps to a cita
 an LLM the answer is extractive: the retrieved passages are split into sentences, each
 sentence is scored against the question (embedding similarity, word overlap and the rank of
 its passage; for a question, also whether it holds the kind of thing asked for: a name for
-who, a date for when, a number for how many), and the best one or two are quoted, each
-cited by its exact character span.
+who, a date for when, a number for how many, an option for which option), and the best
+one or two are quoted, a long one cut to the clauses that answer, each cited by its exact
+character span.
 
 Either way the answer says plainly when the folder does not hold enough to answer.
 """
@@ -55,9 +56,14 @@ and say what is missing.
 W_SIM, W_LEX, W_RANK = 0.7, 0.0, 0.3
 # for a question (who, when, how many … ?), set on the dev half of bench/gold/qa
 # (bench/qa_tune.py): the question's words count, each by how few of the retrieved
-# sentences hold it (a word every sentence has tells none apart), and so does holding the
-# kind of thing it asks for (`answer_type`)
-Q_SIM, Q_LEX, Q_RANK, Q_TYPE = 0.5, 1.5, 0.15, 1.0
+# sentences hold it (a word every sentence has tells none apart), and again, less the words
+# of the passage's title, by how few of the passage's own sentences hold it (Q_DOC); the
+# similarity is to the question less the title's words (what it asks of its subject); and
+# holding the kind of thing it asks for counts (`answer_type`). A sentence with fewer than
+# NEW_WORDS content words that neither the question nor the title has (a heading, a name
+# alone) loses up to Q_BARE
+Q_SIM, Q_LEX, Q_RANK, Q_TYPE, Q_DOC = 0.5, 1.5, 0.5, 1.0, 0.4
+Q_BARE, NEW_WORDS = 0.6, 2
 SENTENCE_HITS = 5  # sentences come from this many best passages
 ASK_PER_DOC = 3  # of which one document may give this many (its answer is often not in its best)
 MAX_CANDIDATES = 40  # and at most this many are embedded
@@ -65,6 +71,7 @@ MIN_SIMILARITY = 0.3  # below this best sentence similarity the folder "does not
 MAX_SENTENCES = 2  # an extractive answer quotes at most this many sentences
 NEAR_BEST = 0.9  # and a sentence after the first only when it scores this near the best
 MAX_WORDS = 30  # and the sentences together have at most this many words
+TRIM_WORDS = 40  # a longer sentence is cut to its clauses that answer the question
 # an answer whose passages disagree (`statements.contradiction`) says so, and its
 # confidence is this much of what it would be
 DISAGREE_FACTOR = 0.5
@@ -153,7 +160,8 @@ def _words(text: str) -> set[str]:
 
 
 _WH = re.compile(
-    r"^\s*(?P<w>who|whom|whose|when|where|how\s+(?:many|much|long|old)|"
+    r"^\s*(?:(?:for|in|at|on|by|from|to|with|under|of|through|during|after|before)\s+)?"
+    r"(?P<w>who|whom|whose|when|where|how\s+(?:many|much|long|old)|"
     r"(?:in\s+)?(?:what|which)\s+(?:year|date|month|day|century|decade)|what|which|how|why)\b",
     re.I,
 )
@@ -165,16 +173,38 @@ _YEAR = re.compile(
     r"August|September|October|November|December)\b"
 )
 _NUMBER = re.compile(
-    r"\b\d[\d,.]*\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"(?<![-\w])\d[\d,.]*\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
     r"hundred|thousand|million|billion|single|dozen)\b",
     re.I,
+)
+# a command-line option, an identifier, a path, an environment variable, a call
+_CODE = re.compile(
+    r"(?<![\w-])(?:--?[A-Za-z][\w-]*(?:=\S+)?|\.?/[\w./-]+|[A-Za-z]\w*_\w+|[A-Z][A-Z0-9]{2,}\b"
+    r"|`[^`\n]+`|\w+\(\d?\))"
 )
 _PLACE = re.compile(r"\b(?:in|at|into|to|from|next to|inside|near)\s+(?:the\s+|a\s+)?[A-Za-z]")
 
 
+# what a "what/which NOUN" question asks for, by the nouns that follow its first word
+_NOUN_TYPES = {
+    "date": "year date month day century decade",
+    "number": "version rate intake dose range level number percentage proportion speed size "
+    "amount age count concentration duration weight temperature length frequency price "
+    "ratio fraction share score value percent",
+    "code": "option argument flag variable directive script command setting parameter macro "
+    "switch key field",
+    "person": "author person company organisation organization university institution "
+    "scientist researcher",
+}
+_NOUN_KIND = {n: k for k, nouns in _NOUN_TYPES.items() for n in nouns.split()}
+_HEAD = re.compile(r"^\s*(?:\w+\s+)?(?:what|which)\s+((?:[\w'’.-]+\s+){0,3}[\w'’.-]+)", re.I)
+
+
 def answer_type(question: str) -> str | None:
-    """What a question asks for: person (who), date (when, what year), number (how many),
-    place (where); None for what/which/how/why or a statement (a claim)."""
+    """What a question asks for: person (who, which company), date (when, what year),
+    number (how many, which version), place (where), code (which option or variable),
+    expansion (what does ABC stand for); None for other what/which/how/why questions or a
+    statement (a claim)."""
     m = _WH.match(question)
     if not m:
         return None
@@ -187,6 +217,14 @@ def answer_type(question: str) -> str | None:
         return "number"
     if w == "where":
         return "place"
+    if _EXPANDS.search(question) and _acronym(question):
+        return "expansion"
+    head = _HEAD.match(question)
+    if head and w in ("what", "which"):
+        for word in head.group(1).lower().split():
+            kind = _NOUN_KIND.get(word.rstrip("s")) or _NOUN_KIND.get(word)
+            if kind:
+                return kind
     return None
 
 
@@ -212,8 +250,72 @@ def holds_type(
     if kind == "date":
         return float(any(_words(f) - asked for f in _YEAR.findall(sentence)))
     if kind == "number":
-        return float(any(f.lower() not in question.lower() for f in _NUMBER.findall(sentence)))
+        return _number(sentence, question)
+    if kind == "expansion":
+        return float(_spells(sentence, _acronym(question)))
+    if kind == "code":
+        return float(any(f.lower() not in question.lower() for f in _CODE.findall(sentence)))
     return float(bool(_PLACE.search(sentence)))
+
+
+_EXPANDS = re.compile(r"\bstands?\s+for\b|\bshort\s+for\b|\babbreviat", re.I)
+_SMALL = frozenset(["of", "for", "the", "and", "a", "an", "in", "on", "to"])
+
+
+def _acronym(question: str) -> str:
+    """The letters of the first acronym in `question` ("US-SOMO" → "ussomo"), or ""."""
+    for tok in re.findall(r"[\w-]+", question):
+        if sum(ch.isupper() for ch in tok) >= 2 and not tok.isdigit():
+            return "".join(ch for ch in tok.lower() if ch.isalpha())
+    return ""
+
+
+def _spells(sentence: str, letters: str) -> bool:
+    """Whether `sentence` has a run of words whose initials spell `letters` in order, from
+    its first (each word may stand for more: "UltraScan solution modeler" for US-SOMO)."""
+    if len(letters) < 2:
+        return False
+    words = [w for w in re.findall(r"[A-Za-z][\w'-]*", sentence) if w.lower() not in _SMALL]
+    need = min(3, len(letters))
+    for i, w in enumerate(words):
+        if w[0].lower() != letters[0]:
+            continue
+        at, run = 1, 1
+        for nxt in words[i + 1 :]:
+            found = letters.find(nxt[0].lower(), at)
+            if found < 0:
+                break
+            at, run = found + 1, run + 1
+        if run >= need:
+            return True
+    return False
+
+
+_COUNTED = re.compile(r"\bhow\s+(many|long|much|old)\s+(\w+)?", re.I)
+_TIME = re.compile(
+    r"^(?:second|minute|hour|day|week|month|year|decade|century|ms|s|h|min|yr)s?$", re.I
+)
+
+
+def _number(sentence: str, question: str) -> float:
+    """1 when `sentence` gives a number the question does not, followed by what is counted
+    ("205 … cases" for "how many cases", "13 weeks" for "how long"); half for any other
+    number it gives."""
+    asked = question.lower()
+    found = [m for m in _NUMBER.finditer(sentence) if m.group(0).lower() not in asked]
+    if not found:
+        return 0.0
+    m = _COUNTED.search(question)
+    if m is None or (m.group(1).lower() != "long" and not m.group(2)):
+        return 1.0
+    for f in found:
+        after = re.findall(r"[A-Za-z]+", sentence[f.end() : f.end() + 40])[:3]
+        if m.group(1).lower() == "long":
+            if any(_TIME.match(w) for w in after):
+                return 1.0
+        elif any(stem(w.lower())[:5] == stem(m.group(2).lower())[:5] for w in after):
+            return 1.0
+    return 0.5
 
 
 def confidence(sim: float) -> tuple[float, str]:
@@ -358,11 +460,22 @@ class Candidate:
     sim: float = 0.0  # cosine similarity to the question
     kind: float = 0.0  # holds the kind of thing the question asks for (holds_type)
     question: bool = False  # scored as an answer to a question, not as a claim's evidence
+    bare: float = 0.0  # 1 when it says nothing the question and its passage's title do not
+    doclex: float = 0.0  # like lex, for the question's words less its passage's title,
+    # weighted by how few of its passage's sentences hold each
+    focus: float = 0.0  # cosine similarity to the question less its passage's title
 
     @property
     def score(self) -> float:
         if self.question:
-            return Q_SIM * self.sim + Q_LEX * self.lex + Q_RANK * self.prior + Q_TYPE * self.kind
+            return (
+                Q_SIM * self.focus
+                + Q_LEX * self.lex
+                + Q_DOC * self.doclex
+                + Q_RANK * self.prior
+                + Q_TYPE * self.kind
+                - Q_BARE * self.bare
+            )
         return W_SIM * self.sim + W_LEX * self.lex + W_RANK * self.prior
 
 
@@ -391,17 +504,55 @@ def candidates(
         weight = {w: math.log(1 + n / (1 + sum(w in x[5] for x in said))) for w in qwords}
     total = sum(weight.values()) or 1.0
     out: list[Candidate] = []
+    titles = [_words(str(h.get("title") or "")) for h in hits[:max_hits]]
+    inner = [
+        _detail_weights(qwords - t, [x[5] for x in said if x[0] == i]) for i, t in enumerate(titles)
+    ]
     for i, prior, s, e, sent, words in said:
         lex = sum(weight[w] for w in qwords & words) / total
         typed = holds_type(sent, kind, question, qwords) if asking else 0.0
-        out.append(Candidate(i, s, e, sent, lex, prior, kind=typed, question=asking))
+        new = len(words - qwords - titles[i])
+        bare = max(0.0, 1 - new / NEW_WORDS) if asking else 0.0
+        dw = inner[i]
+        doclex = sum(dw[w] for w in dw.keys() & words) / (sum(dw.values()) or 1.0)
+        out.append(
+            Candidate(
+                i, s, e, sent, lex, prior, kind=typed, question=asking, bare=bare, doclex=doclex
+            )
+        )
     out.sort(key=lambda c: -(c.lex + c.prior + c.kind))
     out = out[:max_cands]
     if out:
-        for c, sim in zip(out, emb.embed([c.text for c in out]) @ qvec, strict=True):
-            c.sim = float(sim)
+        vecs = emb.embed([c.text for c in out])
+        for c, sim in zip(out, vecs @ qvec, strict=True):
+            c.sim = c.focus = float(sim)
+        if asking:
+            _focus(question, out, vecs, [str(h.get("title") or "") for h in hits], emb)
     out.sort(key=lambda c: (-c.score, c.hit, c.start))
     return out
+
+
+def _detail_weights(asked: set[str], said: list[set[str]]) -> dict[str, float]:
+    """The question's words less its passage's title, each weighted by how few of the
+    passage's own sentences hold it: what tells its sentences apart."""
+    n = len(said)
+    return {w: math.log(1 + n / (1 + sum(w in x for x in said))) for w in asked}
+
+
+def _focus(
+    question: str, cands: list[Candidate], vecs: np.ndarray, titles: list[str], emb: Any
+) -> None:
+    """Set each candidate's `focus`: its similarity to the question less the words of its
+    passage's title (what the question asks of its subject, not the subject)."""
+    stripped: dict[str, np.ndarray] = {}
+    for c, vec in zip(cands, vecs, strict=True):
+        title = _words(titles[c.hit])
+        kept = " ".join(w for w in question.split() if not (_words(w) and _words(w) <= title))
+        if not title or kept == question.strip() or not _words(kept):
+            continue
+        if kept not in stripped:
+            stripped[kept] = emb.embed_query(kept)
+        c.focus = float(vec @ stripped[kept])
 
 
 def _extractive(
@@ -415,6 +566,8 @@ def _extractive(
     cands = candidates(question, hits, qvec, emb) if hits else []
     if not cands:
         return _insufficient("extractive", None, no_match=not hits)
+    if is_question(question):
+        _trim(cands[: max_sentences * 4], question)
     best = cands[0]
     chosen = [best]
     for cand in cands[1:]:
@@ -464,6 +617,39 @@ def _extractive(
     if other is not None:
         _disagreeing(out, other[1], other[2], [1, 2], DISAGREE.format(reason=other[2]))
     return out
+
+
+_CLAUSE = re.compile(r"(?<=[,;:])\s+|\s+(?=\()|\s+(?:-|–|—)\s+")
+
+
+def _trim(cands: list[Candidate], question: str) -> None:
+    """Cut each long sentence down to its run of clauses, at most `TRIM_WORDS` words, that
+    best answers `question`: the thing asked for (`holds_type`) and most of its words."""
+    kind = answer_type(question)
+    asked = _words(question)
+    for c in cands:
+        if len(c.text.split()) <= TRIM_WORDS:
+            continue
+        cuts = [0, *(m.end() for m in _CLAUSE.finditer(c.text)), len(c.text)]
+        pieces = [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+        best: tuple[float, int, int] | None = None
+        for i in range(len(pieces)):
+            for j in range(i, len(pieces)):
+                a, b = pieces[i][0], pieces[j][1]
+                text = c.text[a:b].rstrip(" ,;:")
+                if len(text.split()) > TRIM_WORDS:
+                    break
+                score = (
+                    2 * holds_type(text, kind, question, asked)
+                    + len(_words(text) & asked)
+                    + len(text) / 1000
+                )
+                if best is None or score > best[0]:
+                    best = (score, a, a + len(text))
+        if best is None:
+            continue
+        _, a, b = best
+        c.text, c.start, c.end = c.text[a:b], c.start + a, c.start + b
 
 
 def _disagreement(
@@ -531,7 +717,7 @@ def keep_markers(text: str, valid: set[int]) -> str:
         nums = [p.strip() for p in re.split(r"[,;]", m.group(1)) if int(p) in valid]
         return f"[{', '.join(nums)}]" if nums else ""
 
-    return re.sub(r"[ \t]+([.,;:])", r"\1", MARKER.sub(fix, text)).strip()
+    return re.sub(r"[ \t]+([.,;:])(?=\s|$)", r"\1", MARKER.sub(fix, text)).strip()
 
 
 def _paired_answer(

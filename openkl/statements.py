@@ -10,9 +10,15 @@ from dataclasses import dataclass
 
 # a unit runs to a blank line or to a line that starts a heading, list item or table row
 _UNIT = re.compile(r"\S(?:.|\n(?![ \t]*\n)(?![ \t]*(?:[#|>*+-]|\d+[.)])\s))*")
+# no sentence ends at a name's initial: "J.R. Bell", "Robert D. Hilliard", "Kogge, P. M."
+_INITIALS = "".join(
+    [r"(?<!\b[A-Z]\.[A-Z]\.)(?<![A-Z], [A-Z]\.)(?<![a-z], [A-Z]\.)"]
+    + [rf"(?<!\b[A-Z][a-z]{{{n}}} [A-Z]\.)" for n in range(1, 12)]
+)
 _BOUND = re.compile(
     r"(?<=[.!?])(?<!\b[A-Z][a-z]\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bal\.)"
-    r"(?<=[^\s])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])"
+    + _INITIALS
+    + r"(?<=[^\s])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])"
 )
 
 

@@ -370,3 +370,54 @@ def test_what_a_question_asks_for() -> None:
     assert holds_type("Lovelace worked with Charles Babbage on it.", "person", q) == 1.0
     assert holds_type("Ada Lovelace was a mathematician.", "person", q) == 0.0
     assert holds_type("It shipped in 1843.", "date", "when did it ship?") == 1.0
+
+
+def test_what_a_question_asks_for_by_its_noun_and_wording() -> None:
+    from openkl.ask import answer_type, holds_type
+
+    assert answer_type("For how long were the mice kept on the diet?") == "number"
+    assert answer_type("Which version of the fonts does the README describe?") == "number"
+    assert answer_type("Which GCC option protects every function?") == "code"
+    assert answer_type("Which company made the first one?") == "person"
+    assert answer_type("What does US-SOMO stand for?") == "expansion"
+    assert answer_type("Which cancer became more common?") is None
+    q = "How many cases occurred in Santiago in 1997?"
+    assert holds_type("There were 205 DHF/DSS cases in all.", "number", q) == 1.0
+    assert holds_type("Dengue virus type 2 caused 12 deaths in 1997.", "number", q) == 0.5
+    assert holds_type("An outbreak of DEN-2 began in January 1997.", "number", q) == 0.0
+    q = "For how long were the mice kept on the diet?"
+    assert holds_type("After 13 weeks on the diet, they had 10-fold more.", "number", q) == 1.0
+    q = "Which GCC option protects every function?"
+    assert holds_type("Use -fstack-protector-all for that.", "code", q) == 1.0
+    assert holds_type("GCC protects functions on request.", "code", q) == 0.0
+    q = "What does US-SOMO stand for?"
+    assert holds_type("The UltraScan solution modeler (US-SOMO) module.", "expansion", q) == 1.0
+    assert holds_type("The module fits SAXS data (US-SOMO).", "expansion", q) == 0.0
+
+
+def test_a_long_sentence_is_cut_to_the_clauses_that_answer() -> None:
+    from openkl.ask import TRIM_WORDS, Candidate, _trim
+
+    filler = ", ".join(f"with step {w} done" for w in "abcdefghijkl")
+    text = f"The trial ran for 13 weeks on the diet, {filler}."
+    c = Candidate(0, 100, 100 + len(text), text, 0.5, 1.0, question=True)
+    _trim([c], "For how long did the trial run?")
+    assert len(text.split()) > TRIM_WORDS >= len(c.text.split())
+    assert "13 weeks" in c.text and text[c.start - 100 : c.end - 100] == c.text
+
+
+def test_sentences_do_not_end_at_a_name_initial_and_quotes_keep_their_spaces() -> None:
+    from openkl.ask import unmarked
+    from openkl.statements import sentences
+
+    text = (
+        "It was made by J.R. Bell in 1973. Robert D. Hilliard wrote it down. "
+        "The mice needed more vitamin D. The rest of them did well."
+    )
+    assert [s for _, _, s in sentences(text)] == [
+        "It was made by J.R. Bell in 1973.",
+        "Robert D. Hilliard wrote it down.",
+        "The mice needed more vitamin D.",
+        "The rest of them did well.",
+    ]
+    assert unmarked("run the ./.bootstrap script [2].") == "run the ./.bootstrap script."
