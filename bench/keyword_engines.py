@@ -1,7 +1,10 @@
 """Keyword engines side by side, on the FTS text the product indexes.
 
     uv run --group dev python bench/keyword_engines.py [--sizes 10k,100k,1m]
-        [--engines kuzu,tantivy,bm25s,sqlite] [--save]
+        [--engines kuzu-product,kuzu,tantivy,bm25s,sqlite] [--save]
+    uv run --group dev python bench/keyword_engines.py --hybrid [--save]
+
+(with OK_BENCH_DATA pointing at the SciFact data when ../shared is not beside the repo)
 
 Engines:
 
@@ -30,7 +33,9 @@ the count. Queries: the 300 SciFact test claims through `QueryUse` and `fts_quer
 
 Quality at 10k: each engine's 500 candidates go through `search.fuse` and
 `search.first_per_doc` to 100 documents, as `ok search --mode fts -k 100` does, scored
-with ../shared/bench/eval_run.py. CJK: the same on bench/data/cjk (`graph.fts_text` of
+with ../shared/bench/eval_run.py; `--hybrid` fuses those candidates with the folder's
+vector list (`bench/ranking.py`'s exact cosine) as `ok search --mode hybrid -k 100` does and
+scores that. CJK: the same on bench/data/cjk (`graph.fts_text` of
 each document, its queries through `fts_query`), against Kùzu's own numbers.
 
 Each build and each query run is a child process of its own, so that its RSS is its own:
@@ -526,6 +531,46 @@ def quality(engine: str, size: str) -> dict[str, Any]:
     return {"ndcg@10": round(sum(nd) / len(nd), 4), "recall@100": round(sum(rc) / len(rc), 4)}
 
 
+def hybrid(engines: list[str]) -> list[dict[str, Any]]:
+    """nDCG@10 and recall@100 of each engine's 10k candidates fused with the folder's
+    exact-cosine vector list (`bench/ranking.py`'s), as `ok search --mode hybrid -k 100`."""
+    import ranking
+
+    from openkl.folder import Folder
+
+    folder = Folder(scifact.WORK / "scifact")
+    data = ranking.load_folder_data(folder)
+    claims = scifact.load_queries("test")
+    qvecs = ranking.query_vectors(folder, "test", claims)
+    vec = {
+        qid: [(("Chunk", i), s) for i, s in ranking.vector_top(data["vecs"], qv, data["ids"], 500)]
+        for (qid, _), qv in zip(claims, qvecs, strict=True)
+    }
+    ev = _eval()
+    qrels = ev.load_qrels(str(scifact.qrels_path("test")))
+    out = []
+    for engine in engines:
+        runs = json.loads((WORK / f"runs-{engine}-10k.json").read_text())
+        picked = {}
+        for qid, hits in runs.items():
+            lists = {"fts": [(("Chunk", i), s) for i, s in hits], "vector": vec[qid]}
+            fused = fuse(lists, "hybrid", Fusion())
+            picked[qid] = [
+                data["name"][h["id"].split("#", 1)[0]] for h in first_per_doc(fused, 1, 100)
+            ]
+        nd = [ev.ndcg_at(picked.get(q, []), rels) for q, rels in qrels.items()]
+        rc = [len(set(picked.get(q, [])) & set(rels)) / len(rels) for q, rels in qrels.items()]
+        out.append(
+            {
+                "engine": engine,
+                "mode": "hybrid",
+                "ndcg@10": round(sum(nd) / len(nd), 4),
+                "recall@100": round(sum(rc) / len(rc), 4),
+            }
+        )
+    return out
+
+
 def overlap(engine: str, ref: str, size: str) -> float:
     """The mean share of the reference's first 10 candidates the engine also has first."""
     a = json.loads((WORK / f"runs-{engine}-{size}.json").read_text())
@@ -551,8 +596,17 @@ def main() -> None:
     ap.add_argument("--sizes", default="cjk,10k,100k,1m")
     ap.add_argument("--engines", default="kuzu-product,kuzu,tantivy,bm25s,sqlite")
     ap.add_argument("--save", action="store_true", help="write bench/results/<script>-<commit>")
+    ap.add_argument("--hybrid", action="store_true", help="score the 10k runs in hybrid mode")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.hybrid:
+        report = provenance.stamp()
+        report["rows"] = hybrid(args.engines.split(","))
+        for row in report["rows"]:
+            print(json.dumps(row), flush=True)
+        if args.save:
+            provenance.save(report, "hybrid")
+        return
     if args.child:
         phase, engine, size = args.child
         fn = child_build if phase == "build" else child_query
