@@ -82,7 +82,7 @@ SKIP = {
     ("sqlite", "100k"): "slowest at 10k by far (every match scored through a SQL function)",
     ("sqlite", "1m"): "slowest at 10k by far (every match scored through a SQL function)",
     ("kuzu", "1m"): "its build alone outgrows the bound of the 1M run; the product's own 1M"
-    " numbers are in docs/benchmarks.md (Backends at scale)",
+    " numbers are in docs/scaling.md (1M chunks, Kùzu)",
 }
 CJK = HERE / "data" / "cjk"
 # Kùzu's FTS: what its tokenizer replaces by a space before it splits on whitespace
