@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,8 @@ from .lexicon import (
     SECTION_LABELS,
 )
 
-VERSION = "local-12"
+VERSION = "local-13"
+FRAGMENT_CONF = 0.3  # under the listing floor and the weak-evidence mark
 
 # -- vocabulary -----------------------------------------------------------------------------
 STOP = frozenset(
@@ -1671,6 +1673,58 @@ QUANTITY = frozenset(
         "trillion",
     ]
 )
+_NUMBER_WORDS = frozenset(
+    [
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "twenty",
+        "thirty",
+        "forty",
+        "fifty",
+        "sixty",
+        "seventy",
+        "eighty",
+        "ninety",
+        "time",
+        "name",
+        "year",
+    ]
+)
+# words that end a sentence fragment rather than a term ("deaths due", "radiotherapy plus")
+FRAGMENT_WORDS = frozenset(
+    [
+        "due",
+        "relative",
+        "plus",
+        "faster",
+        "slower",
+        "invalid",
+        "remain",
+        "remains",
+        "exists",
+        "alone",
+        "per",
+        "via",
+        "versus",
+        "vs",
+        "whereas",
+        "thereby",
+    ]
+)
+# endings of adjectives and verb forms: a single rare word with one is a word the
+# vocabulary lacks ("underpowered", "archetypal"), not a name
+_FORM_ENDINGS = ("ed", "iest", "ive", "ous", "ful", "less", "ible", "able", "al", "ing", "ic")
+_DECADE = re.compile(r"^\d{4}s$")
 _EPITHET = re.compile(r"^[a-z]{3,}(?:us|um|is|ae|ii|i|a|or|ans|ens|genes|oides|ensis)$")
 
 # -- regexes --------------------------------------------------------------------------------
@@ -1726,7 +1780,8 @@ _HEX_NUMBER = re.compile(r"^(?=[0-9A-Fa-f]*\d)(?:[0-9A-Fa-f]{6,}|0[0-9A-Fa-f]{2,
 # "LibYAML-based", "Windows-related": the entity is the name before the suffix
 _SUFFIXED = re.compile(
     r"-(?:based|style|related|like|accelerated|powered|compatible|specific|aware|enabled"
-    r"|driven|friendly|oriented|centric|capable)(?=\s|$)"
+    r"|driven|friendly|oriented|centric|capable|associated|infected|bearing|level|language"
+    r"|positive|negative|induced|dependent|mediated|derived|treated|deficient|expressing)(?=\s|$)"
 )
 _ACRONYM = re.compile(r"^[A-Z][A-Z0-9&]*[A-Z0-9]$")
 _TECH = re.compile(
@@ -2280,6 +2335,12 @@ def _segments(text: str, d: _Doc) -> list[tuple[int, int, bool]]:
     ]
 
 
+def _short_line(text: str, i: int) -> bool:
+    """Whether i's line is short, as a title's or a list's is and a wrapped paragraph's
+    lines are not."""
+    return len(text[_line_start(text, i) : i].strip()) < 40
+
+
 def _line_start(text: str, i: int) -> int:
     j = text.rfind("\n", 0, i)
     return j + 1 if j >= 0 else 0
@@ -2508,6 +2569,10 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
             u = toks[j]
             if d.masked(toks[j - 1].end, u.start):
                 break  # an e-mail address or a code span between: two runs, not one
+            if "\n" in d.text[toks[j - 1].end : u.start] and _short_line(d.text, toks[j - 1].end):
+                break  # a title line: "George Boole" over "Boole, George"
+            if toks[j - 1].text.endswith(("'s", "’s")):
+                break  # "Gene Roddenberry's Earth" is two names
             if u.word and (u.cap or (u.tech and u.text[0].isupper())):
                 j += 1
                 continue
@@ -2893,6 +2958,7 @@ def _phrases(
             and toks[i].low not in GENERIC_ADJ
             and toks[i].low not in LEAD_KINDS  # "the file THANKS" names THANKS
             and not toks[i].cap
+            and not _not_a_qualifier(toks[i])
         ):
             hit = [
                 sp
@@ -2913,6 +2979,18 @@ def _phrases(
                 continue
         _phrase_run(d, toks, i, j, spans, heading)
         i = j
+
+
+def _not_a_qualifier(t: Tok) -> bool:
+    """A word before an abbreviation that does not name a kind of it: a verb form ("joining
+    CERN", "generated RR"), a number or a word of time ("twenty TENEX", "time SC")."""
+    w = t.low
+    return (
+        w in _NUMBER_WORDS
+        or w in QUANTITY
+        or (w.endswith(("ing", "ed")) and not is_rare(w))
+        or w in VERB_ED
+    )
 
 
 def _phrase_run(
@@ -3299,6 +3377,54 @@ def _rel_type(gap: list[str]) -> str | None:
 _NEXT_WORD = re.compile(r"[\s\-]*([A-Za-z]+)")
 
 
+def _fragment(m: Mention, count: int) -> bool:
+    """A mention that is no thing a reader would list: a decade, a lone adjective or verb
+    form, a possessive or a sentence fragment read as a lower-case noun phrase."""
+    name = m.name
+    if _DECADE.match(name):
+        return True
+    words = name.lower().split()
+    if len(words) == 1:
+        return (
+            name.islower()
+            and name.isalpha()
+            and len(name) > 5
+            and name.endswith(_FORM_ENDINGS)
+            and count < 3
+            and is_rare(name)
+        )
+    if not name[0].islower():
+        return False
+    if "'s" in name or "’s" in name or "n't" in name or "n’t" in name:
+        return True  # "today's web", "hackerdom's beginnings"
+    rest, inner = words[1:], words[1:-1]
+    if any(w in VERB_ED or w in FRAGMENT_WORDS for w in rest) or any(w in VERB_S for w in inner):
+        return True  # "deaths due", "patent invalid", "humor transcends cultural barriers"
+    w0 = words[0]
+    if len(words) >= 3 and (
+        w0 in VERB_BASE_SET
+        or w0 in VERB_ED
+        or (w0.endswith("ing") and _ing_base(w0) in VERB_BASE_SET)
+    ):
+        return True  # "provide important insight", "integrating differential equations"
+    # "primary mechanism sorting cells": a verb inside
+    return any(w.endswith("ing") and _ing_base(w) in VERB_BASE_SET for w in inner)
+
+
+def _calibrate(d: _Doc) -> None:
+    """Fragments stay under the listing floor (0.4), in the graph but not in its views."""
+    counts: dict[str, int] = defaultdict(int)
+    for m in d.res.mentions:
+        counts[m.key] += 1
+    for m in d.res.mentions:
+        if (
+            m.conf >= FRAGMENT_CONF
+            and m.type not in ("Code", "Reference")
+            and _fragment(m, counts[m.key])
+        ):
+            m.conf = FRAGMENT_CONF
+
+
 def _finish(d: _Doc) -> None:
     """Resolve surnames to full person names; type what the names say; drop duplicate
     spans."""
@@ -3320,6 +3446,7 @@ def _finish(d: _Doc) -> None:
             continue
         if m.type != "Organization" or got not in ("Person", "Concept"):
             m.type = got
+    _calibrate(d)
     # an abbreviation is of its long form's type
     typed = {m.key: m.type for m in d.res.mentions if m.type != "Concept"}
     longs = dict(d.res.aliases)
