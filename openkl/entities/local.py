@@ -1325,6 +1325,14 @@ NOT_PERSON_LAST = frozenset(
     ]
 )
 
+# titles before a person's name that are no honorific of address
+TITLES = frozenset(["judge", "senator", "governor", "premier", "chancellor", "general", "mayor"])
+# the words after a name that say it is a place: "Monterey, California", "born in Palma"
+_PLACE_AFTER = re.compile(r",[ \t]+([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b")
+_PLACE_BEFORE = re.compile(
+    r"\b(?:born in|died in|lives in|lived in|moved to|city of|town of|village of|near)[ \t]+$",
+    re.I,
+)
 DETERMINERS = frozenset(
     [
         "a",
@@ -2544,6 +2552,14 @@ def _type_of_name(words: list[str]) -> str:
     if any(w in ORG_WORDS for w in low):
         return "Organization"
     if (
+        3 <= len(words) <= 4
+        and low[-1] not in NOT_PERSON_LAST
+        and any(w in HONORIFICS or w in TITLES for w in low[1:-1])
+        and words[-1][:1].isupper()
+        and words[-1][1:].islower()
+    ):
+        return "Person"  # "US President Bush", "District Judge Earl Smith"
+    if (
         len(words) >= 2
         and low[-1] not in NOT_PERSON_LAST
         and (low[0] in FIRST_NAMES or low[0] in HONORIFICS)
@@ -3384,6 +3400,14 @@ def _fragment(m: Mention, count: int) -> bool:
     if _DECADE.match(name):
         return True
     words = name.lower().split()
+    if len(words) == 1 and name.isalpha() and name[1:].islower() and not is_rare(words[0]):
+        w = words[0]
+        # "Originally", "Using", "Enable": a line's first word, capitalized by position
+        return (
+            w.endswith("ly")
+            or w in VERB_BASE_SET
+            or (w.endswith("ing") and _ing_base(w) in VERB_BASE_SET)
+        )
     if len(words) == 1:
         return (
             name.islower()
@@ -3409,6 +3433,15 @@ def _fragment(m: Mention, count: int) -> bool:
         return True  # "provide important insight", "integrating differential equations"
     # "primary mechanism sorting cells": a verb inside
     return any(w.endswith("ing") and _ing_base(w) in VERB_BASE_SET for w in inner)
+
+
+def _placed(d: _Doc, m: Mention) -> bool:
+    """Whether the words around a name say it is a place: a known place after a comma
+    ("Monterey, California") or a phrase of residence or nearness before it."""
+    after = _PLACE_AFTER.match(d.text, m.end)
+    if after and kind_of(after.group(1), "") == "Place" and " " not in m.name:
+        return True
+    return _PLACE_BEFORE.search(d.text, max(0, m.start - 20), m.start) is not None
 
 
 def _calibrate(d: _Doc) -> None:
@@ -3442,6 +3475,8 @@ def _finish(d: _Doc) -> None:
         nm = _NEXT_WORD.match(d.text, m.end)
         rare = " " not in m.name and is_rare(_strip_accents(m.name.strip("'’")))
         got = kind_of(m.name, dom, nm.group(1).lower() if nm else "", rare, is_rare)
+        if got is None and m.type == "Concept" and m.name[:1].isupper() and _placed(d, m):
+            got = "Place"
         if got is None or got == m.type:
             continue
         if m.type != "Organization" or got not in ("Person", "Concept"):
