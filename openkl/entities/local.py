@@ -3462,7 +3462,7 @@ def _calibrate(d: _Doc) -> None:
         elif m.type == "Concept":
             if 0.75 < m.conf <= 0.8 and " " in m.name and m.name[:1].isupper():
                 m.conf = TITLED_CONF  # "Final Conflict", "Internet Architecture"
-        elif m.conf < 0.7:
+        elif m.conf < 0.7 and not (m.key in GENERIC_HEAD or m.key in GENERIC_NOUNS):
             m.conf = min(0.7, m.conf + TYPED_BONUS)  # "Zurich", "cisplatin", "lung metastasis"
 
 
