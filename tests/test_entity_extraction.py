@@ -246,3 +246,81 @@ def test_a_verb_with_words_between_its_subject_and_object_states_a_relation() ->
     pairs = [(a, b) for a, b, t, *_ in r.relations if t != "related_to"]
     cooc = {frozenset((a, b)) for a, b, t, *_ in r.relations if t == "related_to"}
     assert not any(frozenset(p) in cooc for p in pairs)
+
+
+FRAGMENTS = """\
+Deaths due to cancer fell in the 1960s. The underpowered terminals ran today's web, and the \
+code clean-ups read mathematical journals. Originally the lab was joining CERN with twenty \
+TENEX machines; KSHV-positive cells and cytokines were counted. Cells expressing CD4 and \
+the primary mechanism sorting cells were studied.
+"""
+
+
+def test_fragments_stay_under_the_floor_and_the_things_in_them_do_not() -> None:
+    res = extract(FRAGMENTS)
+    conf: dict[str, float] = {}
+    for m in res.mentions:
+        conf[m.key] = max(conf.get(m.key, 0.0), m.conf)
+    for noise in (
+        "deaths due",
+        "1960s",
+        "underpowered",
+        "today's web",
+        "read mathematical journals",
+        "joining CERN",
+        "twenty TENEX",
+        "KSHV-positive",
+        "primary mechanism sorting cells",
+    ):
+        assert conf.get(key_of(noise), 0.0) < 0.4, (noise, conf.get(key_of(noise)))
+    listed = set(_listed(FRAGMENTS))
+    for thing in ("CERN", "KSHV", "cytokines", "CD4"):
+        assert key_of(thing) in listed, (thing, sorted(listed))
+
+
+def test_a_name_ends_at_a_title_line_and_at_a_possessive() -> None:
+    listed = set(
+        _listed(
+            "George Boole\nBoole, George\n\n   A mathematician. He read Gene Roddenberry's "
+            "Earth: Final Conflict in Cambridge.\n"
+        ).values()
+    )
+    assert "George Boole" in listed and "George Boole Boole" not in listed, listed
+    assert not any("Roddenberry's Earth" in n for n in listed), listed
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "typ"),
+    [
+        ("He was born in Ballintemple and lived there.", "Ballintemple", "Place"),
+        ("The lab moved to Monterey, California in 1970.", "Monterey", "Place"),
+        ("The case came before US President Bush in 1990.", "US President Bush", "Person"),
+    ],
+)
+def test_the_words_around_a_name_type_it(text: str, name: str, typ: str) -> None:
+    got = {m.name: m.type for m in extract(text).mentions if m.conf >= 0.4}
+    assert got.get(name) == typ, got
+
+
+def test_a_kind_raises_a_mention_and_title_case_without_one_is_weaker() -> None:
+    res = extract(
+        "Patients received cisplatin. The Insidious Black Magic of the Final Conflict "
+        "was shown at the Swiss Federal Institute of Technology."
+    )
+    conf = {m.name: (m.type, m.conf) for m in res.mentions}
+    assert conf["cisplatin"][0] == "Chemical" and conf["cisplatin"][1] > 0.5, conf
+    assert conf["Insidious Black Magic"] == ("Concept", 0.6), conf
+    assert conf["Swiss Federal Institute of Technology"][1] >= 0.8, conf
+
+
+def test_a_fragment_is_in_the_graph_under_the_floor(kf) -> None:  # type: ignore[no-untyped-def]
+    from helpers.run import run_ok
+
+    (kf.parent / "f.txt").write_text(FRAGMENTS)
+    assert run_ok("store", "ingest", str(kf.parent / "f.txt")).code == 0
+    every = run_ok("graph", "entities", "--json", "--min-confidence", "0").json()
+    listed = run_ok("graph", "entities", "--json").json()
+    below = {key_of(e["name"]): e["confidence"] for e in every}
+    assert below[key_of("deaths due")] < 0.4, below
+    assert key_of("deaths due") not in {key_of(e["name"]) for e in listed}
+    assert key_of("CERN") in {key_of(e["name"]) for e in listed}
