@@ -784,7 +784,7 @@ class Folder:
         # not reach it
         there = (
             "run the command as `ok` without OK_NO_ROUTE=1 and it runs there"
-            if os.environ.get("OK_NO_ROUTE") == "1"
+            if settings.env("OK_NO_ROUTE") == "1"
             else "it did not take the command; run it again"
         )
         if info.get("resident"):
