@@ -333,45 +333,44 @@ class KnowledgeServer:
             out.append(row)
         return {"results": out}
 
-    def _search(
+    def _call(self, st: Stack, tool: str) -> ops.Call:
+        """What one call of `tool` on `st` runs with: the stack's folder, its reader (its
+        PostgreSQL backend, else its Kùzu graph), the tool's time cap, and its writer."""
+        return ops.Call(
+            st.folder,
+            reader=self._reader(st, tool),
+            timeout=st.timeout(tool),
+            writer=lambda what: self._writing(st, tool),
+        )
+
+    def _search_request(
         self,
-        tool: str,
+        st: Stack,
         query: str,
         k: int | None,
-        scope: str,
-        mode: str | None,
-        tags: list[str] | None,
-        topics: list[str] | None,
-        path: str | None,
-        stack: str | None,
-        since: str | None = None,
-        until: str | None = None,
-        min_score: float | None = None,
-        include_superseded: bool = False,
-        recency: str | None = None,
+        tags: list[str] | None = None,
+        topics: list[str] | None = None,
         where: list[str] | None = None,
-        drift_penalty: float | None = None,
-    ) -> dict[str, Any]:
-        st = self.stack(stack)
-        res = ops.search(
-            st.folder,
+        **given: Any,
+    ) -> ops.SearchRequest:
+        """A search as a tool asks for it (`given`: its other arguments, as
+        `SearchRequest` names them): k checked and capped by mcp.max_k, tags and topics
+        cleaned as notes keep them."""
+        return ops.SearchRequest(
             query,
             k=self._check_k(st, k),
-            mode=mode,
             max_k=st.folder.setting("mcp.max_k"),
-            scope=scope,
-            tags=notes_mod.clean_labels(tags),
-            topics=notes_mod.clean_labels(topics),
-            path=path,
-            since=since,
-            until=until,
-            min_score=min_score,
-            graph=self._reader(st, tool),
-            include_superseded=include_superseded,
-            recency=recency,
-            where=where,
-            drift_penalty=drift_penalty,
+            tags=tuple(notes_mod.clean_labels(tags)),
+            topics=tuple(notes_mod.clean_labels(topics)),
+            where=tuple(where or ()),
+            **given,
         )
+
+    def _search(
+        self, tool: str, stack: str | None, query: str, k: int | None, **given: Any
+    ) -> dict[str, Any]:
+        st = self.stack(stack)
+        res = ops.search(self._call(st, tool), self._search_request(st, query, k, **given))
         out: dict[str, Any] = {
             "stack": st.name,
             "query": query,
@@ -430,21 +429,21 @@ class KnowledgeServer:
         Expired notes, and notes a newer note supersedes, are left out."""
         return self._search(
             "search",
+            stack,
             query,
             k,
-            scope,
-            mode,
-            tags,
-            topics,
-            path,
-            stack,
-            since,
-            until,
-            min_score,
-            include_superseded,
-            recency,
-            where,
-            drift_penalty,
+            tags=tags,
+            topics=topics,
+            where=where,
+            scope=scope,
+            mode=mode,
+            path=path,
+            since=since,
+            until=until,
+            min_score=min_score,
+            include_superseded=include_superseded,
+            recency=recency,
+            drift_penalty=drift_penalty,
         )
 
     def mem_search(
@@ -468,19 +467,17 @@ class KnowledgeServer:
         Expired notes, and notes a newer note supersedes, are left out."""
         return self._search(
             "mem_search",
+            stack,
             query,
             k,
-            "mem",
-            None,
-            tags,
-            topics,
-            None,
-            stack,
-            since,
-            until,
+            tags=tags,
+            topics=topics,
+            where=where,
+            scope="mem",
+            since=since,
+            until=until,
             include_superseded=include_superseded,
             recency=recency,
-            where=where,
         )
 
     def store_search(
@@ -501,17 +498,14 @@ class KnowledgeServer:
         """Search collected documents only (hybrid). Hits are cite objects of type `chunk`."""
         return self._search(
             "store_search",
+            stack,
             query,
             k,
-            "store",
-            None,
-            None,
-            None,
-            path,
-            stack,
-            since,
-            until,
             where=where,
+            scope="store",
+            path=path,
+            since=since,
+            until=until,
             drift_penalty=drift_penalty,
         )
 
