@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from . import indexer, ops
+from . import indexer, ops, settings
 from . import notes as notes_mod
 from .errors import BadInput, Duplicate, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
 from .folder import MAX_PATH, Folder, open_folder, shown, stacks_of
@@ -40,6 +40,9 @@ MARKER = (
     "[truncated: {shown} of {total} {what} shown; the result exceeded the {cap}-byte cap "
     "(mcp.max_bytes){hint}]"
 )
+
+# what a tool does (`settings.McpTool.does`) that a read-only server leaves out
+WRITES = ("add", "write")
 
 GREP_CONTEXT_MAX = 20  # lines of context a sh_grep match may carry each side
 
@@ -1139,76 +1142,24 @@ class KnowledgeServer:
 
     # -- the MCP server -------------------------------------------------------------------
     def tool_specs(self) -> list[tuple[Callable[..., dict[str, Any]], dict[str, bool]]]:
-        """(method, annotations) for every tool this server offers, writes last."""
-        ro = {
-            "read_only_hint": True,
-            "destructive_hint": False,
-            "idempotent_hint": True,
-            "open_world_hint": False,
-        }
-        specs: list[tuple[Callable[..., dict[str, Any]], dict[str, bool]]] = [
-            (self.list_stacks, ro),
-            (self.search, ro),
-            (self.mem_search, ro),
-            (self.store_search, ro),
-            (self.cite_verify, ro),
-            (self.graph_cypher, ro),
-            (self.entities, ro),
-            (self.traverse, ro),
-            (self.context, {**ro, "open_world_hint": True}),
-            (self.ask, {**ro, "open_world_hint": True}),
-            (self.fs_list, ro),
-            (self.fs_read, ro),
-            (self.sh_grep, ro),
-            # writes only when asked to persist (refused on a read-only server)
-            (
-                self.cite_make,
-                {
-                    "read_only_hint": self.read_only,
-                    "destructive_hint": False,
-                    "idempotent_hint": True,
-                    "open_world_hint": False,
-                },
-            ),
+        """(method, annotations) for every tool this server offers: those of
+        `settings.MCP_TOOL_TABLE`, in its order, less the writing ones on a read-only
+        server."""
+        return [
+            (getattr(self, t.name), self.hints(t.does))
+            for t in settings.MCP_TOOL_TABLE
+            if not (self.read_only and t.does in WRITES)
         ]
-        if not self.read_only:
-            specs += [
-                (
-                    self.mem_add,
-                    {
-                        "read_only_hint": False,
-                        "destructive_hint": False,
-                        "idempotent_hint": False,
-                        "open_world_hint": False,
-                    },
-                ),
-                (
-                    self.distill_create,
-                    {
-                        "read_only_hint": False,
-                        "destructive_hint": False,
-                        "idempotent_hint": False,
-                        "open_world_hint": False,
-                    },
-                ),
-                (
-                    self.store_ingest,
-                    {
-                        "read_only_hint": False,
-                        "destructive_hint": False,
-                        "idempotent_hint": True,
-                        "open_world_hint": False,
-                    },
-                ),
-            ]
-            edit = {
-                "read_only_hint": False,
-                "destructive_hint": False,
-                "idempotent_hint": True,  # the same edit twice is one item
-                "open_world_hint": False,
-            }
-            specs += [(self.graph_add_entity, edit), (self.graph_add_relationship, edit)]
-        return specs
+
+    def hints(self, does: str) -> dict[str, bool]:
+        """The MCP annotations of a tool that `does` this (see `settings.McpTool`)."""
+        reads = does in ("read", "read-out") or (does == "persist" and self.read_only)
+        return {
+            "read_only_hint": reads,
+            "destructive_hint": False,
+            "idempotent_hint": does != "add",
+            "open_world_hint": does == "read-out",
+        }
 
     def call(
         self, name: str, fn: Callable[..., dict[str, Any]], kwargs: dict[str, Any]
