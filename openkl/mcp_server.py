@@ -944,14 +944,14 @@ class KnowledgeServer:
         reasoning and a HIGH/MEDIUM/LOW confidence. Uses the LLM to pick entities when one is
         configured."""
         st = self.stack(stack)
+        passages, entities = self._check_k(st, k or None), self._check_k(st, max_entities)
         data = ops.context(
-            st.folder,
+            self._call(st, "context"),
             query,
-            k=self._check_k(st, k or None),
-            max_entities=self._check_k(st, max_entities),
+            k=passages,
+            max_entities=entities,
             min_confidence=min_confidence,
             max_k=st.folder.setting("mcp.max_k"),
-            graph=self._reader(st, "context"),
         )
         return {"stack": st.name, **data}
 
@@ -975,13 +975,13 @@ class KnowledgeServer:
         the best matching sentences. Says so when the folder does not hold the answer.
         Expired notes, and notes a newer note supersedes, are left out."""
         st = self.stack(stack)
+        k = self._check_k(st, k or None)
         res = ops.ask(
-            st.folder,
+            self._call(st, "ask"),  # its reader is not held while the LLM answers
             question,
-            k=self._check_k(st, k or None),
+            k=k,
             scope=scope,
             max_k=st.folder.setting("mcp.max_k"),
-            graph=self._reader(st, "ask"),  # not held while the LLM answers
             include_superseded=include_superseded,
             recency=recency,
         )

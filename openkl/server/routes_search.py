@@ -117,15 +117,15 @@ def ask(request: Request, stack: str, body: AskIn, ok: Ok) -> Answer | Streaming
     """An answer with `[N]` citations, as `ok ask --json`. With `"stream": true`, server-
     sent events (text/event-stream): `token` events as the LLM writes (`{"text": …}`),
     then one `answer` event holding the whole answer (or one `error` event)."""
-    folder = ok.allow(request, stack, "read").folder
+    st = ok.allow(request, stack, "read")
+    folder = st.folder
     if not body.stream:
         return ops.ask(
-            folder,
+            ok.call(st),
             body.question,
             k=body.k,
             scope=body.scope,
             use_llm=body.llm,
-            graph=ok.reader(folder),
             include_superseded=body.include_superseded,
             recency=body.recency,
         )
@@ -135,12 +135,11 @@ def ask(request: Request, stack: str, body: AskIn, ok: Ok) -> Answer | Streaming
     def answer() -> None:
         try:
             got = ops.ask(
-                folder,
+                ops.Call(folder, reader=passages),
                 body.question,
                 k=body.k,
                 scope=body.scope,
                 use_llm=body.llm,
-                graph=passages,
                 on_token=lambda t: out.put(("token", {"text": t})),
                 include_superseded=body.include_superseded,
                 recency=body.recency,
