@@ -68,7 +68,7 @@ def old_label(ctx: dict) -> str:
 
 def score(f: Folder, q: dict) -> dict:
     t0 = time.perf_counter()
-    ctx = ops.context(f, q["question"], use_llm=False)
+    ctx = ops.context(ops.Call(f), q["question"], use_llm=False)
     secs = time.perf_counter() - t0
     quotes = [s["quote"] for s in ctx["sources"][:TOP]]
     right = q["answerable"] and any(holds(x, s) for x in quotes for s in spans(q))

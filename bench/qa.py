@@ -52,7 +52,7 @@ def run(split: str) -> dict[str, object]:
         folder = build(Path(tmp) / "kb")
         rows = []
         for it in items:
-            a = ops.ask(folder, it["question"], use_llm=False)
+            a = ops.ask(ops.Call(folder), it["question"], use_llm=False)
             gold = norm(it["answer"])
             first = a["citations"][0]["quote"] if a["citations"] else ""
             rows.append(

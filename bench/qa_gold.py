@@ -67,7 +67,7 @@ def cited_doc(cite: dict) -> str:
 def score(folder: Folder, q: dict) -> dict:
     """Ask one question and score its answer."""
     t0 = time.perf_counter()
-    a = ops.ask(folder, q["question"], use_llm=False)
+    a = ops.ask(ops.Call(folder), q["question"], use_llm=False)
     secs = time.perf_counter() - t0
     cites = a["citations"]
     verified = ops.verify_citations(folder, cites).ok if cites else None

@@ -267,7 +267,10 @@ def accuracy(folder: Folder, cases: list[tuple[str, str, str]], recency: str) ->
     _at(ASKED)
     right: dict[str, list[bool]] = {"changed": [], "unchanged": []}
     for kind, question, want in cases:
-        res = ops.search(folder, question, k=1, scope="mem", recency=recency, min_score=0)
+        res = ops.search(
+            ops.local(folder),
+            ops.SearchRequest(question, k=1, scope="mem", recency=recency, min_score=0),
+        )
         right[kind].append(bool(res.hits) and res.hits[0]["doc_id"] == want)
     return {k: round(sum(v) / len(v), 3) for k, v in right.items()}
 

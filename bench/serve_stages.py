@@ -69,14 +69,14 @@ def main() -> None:
             [s.chunk_cite(folder, r, {}) for r in rows.values()]
             lap("cites")
         lap("close")
-        ops.search(folder, q, k=10)
+        ops.search(ops.local(folder), ops.SearchRequest(q, k=10))
         lap("ops.search")
 
     with Graph.resident(folder.kuzu_dir, buffer_pool_mb=folder.setting("graph.buffer_pool_mb")):
         emb = embedder(folder)
         emb.embed_query("warm up")
         for q in qs[:5]:
-            ops.search(folder, q, k=10)
+            ops.search(ops.local(folder), ops.SearchRequest(q, k=10))
         fusion = s.Fusion.from_folder(folder)
         for q in qs:
             one(q)

@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from . import indexer, ops
+from . import indexer, ops, settings
 from . import notes as notes_mod
 from .errors import BadInput, Duplicate, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
 from .folder import MAX_PATH, Folder, open_folder, shown, stacks_of
@@ -40,6 +40,9 @@ MARKER = (
     "[truncated: {shown} of {total} {what} shown; the result exceeded the {cap}-byte cap "
     "(mcp.max_bytes){hint}]"
 )
+
+# what a tool does (`settings.McpTool.does`) that a read-only server leaves out
+WRITES = ("add", "write")
 
 GREP_CONTEXT_MAX = 20  # lines of context a sh_grep match may carry each side
 
@@ -333,45 +336,44 @@ class KnowledgeServer:
             out.append(row)
         return {"results": out}
 
-    def _search(
+    def _call(self, st: Stack, tool: str) -> ops.Call:
+        """What one call of `tool` on `st` runs with: the stack's folder, its reader (its
+        PostgreSQL backend, else its Kùzu graph), the tool's time cap, and its writer."""
+        return ops.Call(
+            st.folder,
+            reader=self._reader(st, tool),
+            timeout=st.timeout(tool),
+            writer=lambda what: self._writing(st, tool),
+        )
+
+    def _search_request(
         self,
-        tool: str,
+        st: Stack,
         query: str,
         k: int | None,
-        scope: str,
-        mode: str | None,
-        tags: list[str] | None,
-        topics: list[str] | None,
-        path: str | None,
-        stack: str | None,
-        since: str | None = None,
-        until: str | None = None,
-        min_score: float | None = None,
-        include_superseded: bool = False,
-        recency: str | None = None,
+        tags: list[str] | None = None,
+        topics: list[str] | None = None,
         where: list[str] | None = None,
-        drift_penalty: float | None = None,
-    ) -> dict[str, Any]:
-        st = self.stack(stack)
-        res = ops.search(
-            st.folder,
+        **given: Any,
+    ) -> ops.SearchRequest:
+        """A search as a tool asks for it (`given`: its other arguments, as
+        `SearchRequest` names them): k checked and capped by mcp.max_k, tags and topics
+        cleaned as notes keep them."""
+        return ops.SearchRequest(
             query,
             k=self._check_k(st, k),
-            mode=mode,
             max_k=st.folder.setting("mcp.max_k"),
-            scope=scope,
-            tags=notes_mod.clean_labels(tags),
-            topics=notes_mod.clean_labels(topics),
-            path=path,
-            since=since,
-            until=until,
-            min_score=min_score,
-            graph=self._reader(st, tool),
-            include_superseded=include_superseded,
-            recency=recency,
-            where=where,
-            drift_penalty=drift_penalty,
+            tags=tuple(notes_mod.clean_labels(tags)),
+            topics=tuple(notes_mod.clean_labels(topics)),
+            where=tuple(where or ()),
+            **given,
         )
+
+    def _search(
+        self, tool: str, stack: str | None, query: str, k: int | None, **given: Any
+    ) -> dict[str, Any]:
+        st = self.stack(stack)
+        res = ops.search(self._call(st, tool), self._search_request(st, query, k, **given))
         out: dict[str, Any] = {
             "stack": st.name,
             "query": query,
@@ -430,21 +432,21 @@ class KnowledgeServer:
         Expired notes, and notes a newer note supersedes, are left out."""
         return self._search(
             "search",
+            stack,
             query,
             k,
-            scope,
-            mode,
-            tags,
-            topics,
-            path,
-            stack,
-            since,
-            until,
-            min_score,
-            include_superseded,
-            recency,
-            where,
-            drift_penalty,
+            tags=tags,
+            topics=topics,
+            where=where,
+            scope=scope,
+            mode=mode,
+            path=path,
+            since=since,
+            until=until,
+            min_score=min_score,
+            include_superseded=include_superseded,
+            recency=recency,
+            drift_penalty=drift_penalty,
         )
 
     def mem_search(
@@ -468,19 +470,17 @@ class KnowledgeServer:
         Expired notes, and notes a newer note supersedes, are left out."""
         return self._search(
             "mem_search",
+            stack,
             query,
             k,
-            "mem",
-            None,
-            tags,
-            topics,
-            None,
-            stack,
-            since,
-            until,
+            tags=tags,
+            topics=topics,
+            where=where,
+            scope="mem",
+            since=since,
+            until=until,
             include_superseded=include_superseded,
             recency=recency,
-            where=where,
         )
 
     def store_search(
@@ -501,17 +501,14 @@ class KnowledgeServer:
         """Search collected documents only (hybrid). Hits are cite objects of type `chunk`."""
         return self._search(
             "store_search",
+            stack,
             query,
             k,
-            "store",
-            None,
-            None,
-            None,
-            path,
-            stack,
-            since,
-            until,
             where=where,
+            scope="store",
+            path=path,
+            since=since,
+            until=until,
             drift_penalty=drift_penalty,
         )
 
@@ -947,14 +944,14 @@ class KnowledgeServer:
         reasoning and a HIGH/MEDIUM/LOW confidence. Uses the LLM to pick entities when one is
         configured."""
         st = self.stack(stack)
+        passages, entities = self._check_k(st, k or None), self._check_k(st, max_entities)
         data = ops.context(
-            st.folder,
+            self._call(st, "context"),
             query,
-            k=self._check_k(st, k or None),
-            max_entities=self._check_k(st, max_entities),
+            k=passages,
+            max_entities=entities,
             min_confidence=min_confidence,
             max_k=st.folder.setting("mcp.max_k"),
-            graph=self._reader(st, "context"),
         )
         return {"stack": st.name, **data}
 
@@ -978,13 +975,13 @@ class KnowledgeServer:
         the best matching sentences. Says so when the folder does not hold the answer.
         Expired notes, and notes a newer note supersedes, are left out."""
         st = self.stack(stack)
+        k = self._check_k(st, k or None)
         res = ops.ask(
-            st.folder,
+            self._call(st, "ask"),  # its reader is not held while the LLM answers
             question,
-            k=self._check_k(st, k or None),
+            k=k,
             scope=scope,
             max_k=st.folder.setting("mcp.max_k"),
-            graph=self._reader(st, "ask"),  # not held while the LLM answers
             include_superseded=include_superseded,
             recency=recency,
         )
@@ -1145,76 +1142,24 @@ class KnowledgeServer:
 
     # -- the MCP server -------------------------------------------------------------------
     def tool_specs(self) -> list[tuple[Callable[..., dict[str, Any]], dict[str, bool]]]:
-        """(method, annotations) for every tool this server offers, writes last."""
-        ro = {
-            "read_only_hint": True,
-            "destructive_hint": False,
-            "idempotent_hint": True,
-            "open_world_hint": False,
-        }
-        specs: list[tuple[Callable[..., dict[str, Any]], dict[str, bool]]] = [
-            (self.list_stacks, ro),
-            (self.search, ro),
-            (self.mem_search, ro),
-            (self.store_search, ro),
-            (self.cite_verify, ro),
-            (self.graph_cypher, ro),
-            (self.entities, ro),
-            (self.traverse, ro),
-            (self.context, {**ro, "open_world_hint": True}),
-            (self.ask, {**ro, "open_world_hint": True}),
-            (self.fs_list, ro),
-            (self.fs_read, ro),
-            (self.sh_grep, ro),
-            # writes only when asked to persist (refused on a read-only server)
-            (
-                self.cite_make,
-                {
-                    "read_only_hint": self.read_only,
-                    "destructive_hint": False,
-                    "idempotent_hint": True,
-                    "open_world_hint": False,
-                },
-            ),
+        """(method, annotations) for every tool this server offers: those of
+        `settings.MCP_TOOL_TABLE`, in its order, less the writing ones on a read-only
+        server."""
+        return [
+            (getattr(self, t.name), self.hints(t.does))
+            for t in settings.MCP_TOOL_TABLE
+            if not (self.read_only and t.does in WRITES)
         ]
-        if not self.read_only:
-            specs += [
-                (
-                    self.mem_add,
-                    {
-                        "read_only_hint": False,
-                        "destructive_hint": False,
-                        "idempotent_hint": False,
-                        "open_world_hint": False,
-                    },
-                ),
-                (
-                    self.distill_create,
-                    {
-                        "read_only_hint": False,
-                        "destructive_hint": False,
-                        "idempotent_hint": False,
-                        "open_world_hint": False,
-                    },
-                ),
-                (
-                    self.store_ingest,
-                    {
-                        "read_only_hint": False,
-                        "destructive_hint": False,
-                        "idempotent_hint": True,
-                        "open_world_hint": False,
-                    },
-                ),
-            ]
-            edit = {
-                "read_only_hint": False,
-                "destructive_hint": False,
-                "idempotent_hint": True,  # the same edit twice is one item
-                "open_world_hint": False,
-            }
-            specs += [(self.graph_add_entity, edit), (self.graph_add_relationship, edit)]
-        return specs
+
+    def hints(self, does: str) -> dict[str, bool]:
+        """The MCP annotations of a tool that `does` this (see `settings.McpTool`)."""
+        reads = does in ("read", "read-out") or (does == "persist" and self.read_only)
+        return {
+            "read_only_hint": reads,
+            "destructive_hint": False,
+            "idempotent_hint": does != "add",
+            "open_world_hint": does == "read-out",
+        }
 
     def call(
         self, name: str, fn: Callable[..., dict[str, Any]], kwargs: dict[str, Any]

@@ -22,29 +22,44 @@ from typing import Any
 from .errors import BadInput, UsageError
 from .records import SettingValue
 
-# the tools `ok mcp` serves; each has its own time cap `mcp.timeouts.<tool>`
-MCP_TOOLS = (
-    "list_stacks",
-    "search",
-    "mem_search",
-    "store_search",
-    "cite_verify",
-    "graph_cypher",
-    "entities",
-    "traverse",
-    "context",
-    "ask",
-    "fs_list",
-    "fs_read",
-    "sh_grep",
-    "cite_make",
-    "mem_add",
-    "distill_create",
-    "store_ingest",
-    "graph_add_entity",
-    "graph_add_relationship",
+
+@dataclass(frozen=True)
+class McpTool:
+    """A tool `ok mcp` serves: `name` is the `KnowledgeServer` method it runs (whose
+    docstring describes it and whose arguments are its schema); `does` what it does to a
+    folder: `read`, `read-out` (reads, and may call out: the LLM), `persist` (writes only
+    when asked to; a read-only server refuses that), `add` (writes something new at each
+    call) or `write` (writes; the same call twice is one write); `timeout` the default of its time cap `mcp.timeouts.<name>`
+    (None: mcp.timeout). Writing tools are left out of a read-only server."""
+
+    name: str
+    does: str = "read"
+    timeout: float | None = None
+
+
+# the tools `ok mcp` serves, in the order it lists them: a tool is registered here alone
+MCP_TOOL_TABLE = (
+    McpTool("list_stacks"),
+    McpTool("search"),
+    McpTool("mem_search"),
+    McpTool("store_search"),
+    McpTool("cite_verify"),
+    McpTool("graph_cypher"),
+    McpTool("entities"),
+    McpTool("traverse"),
+    McpTool("context", "read-out", 60.0),
+    McpTool("ask", "read-out", 120.0),
+    McpTool("fs_list"),
+    McpTool("fs_read"),
+    McpTool("sh_grep"),
+    McpTool("cite_make", "persist"),
+    McpTool("mem_add", "add"),
+    McpTool("distill_create", "add"),
+    McpTool("store_ingest", "write", 300.0),
+    McpTool("graph_add_entity", "write"),
+    McpTool("graph_add_relationship", "write"),
 )
-_TOOL_TIMEOUTS = {"ask": 120.0, "store_ingest": 300.0, "context": 60.0}
+MCP_TOOLS = tuple(t.name for t in MCP_TOOL_TABLE)
 
 SEARCH_MODES = ("hybrid", "vector", "fts")
 
@@ -550,13 +565,13 @@ DECLARED: tuple[Setting, ...] = (
     _s("mcp.timeout", 30.0, float, "Seconds an MCP tool may run (per tool: mcp.timeouts.*)."),
     *(
         _s(
-            f"mcp.timeouts.{tool}",
-            _TOOL_TIMEOUTS.get(tool),
+            f"mcp.timeouts.{tool.name}",
+            tool.timeout,
             float,
-            f"Seconds the MCP tool `{tool}` may run (unset: mcp.timeout).",
+            f"Seconds the MCP tool `{tool.name}` may run (unset: mcp.timeout).",
             nullable=True,
         )
-        for tool in MCP_TOOLS
+        for tool in MCP_TOOL_TABLE
     ),
     _s("mcp.fs_max_entries", 500, int, "Most entries an MCP `fs_list` returns."),
     _s("mcp.grep_max", 200, int, "Most matches an MCP `sh_grep` returns."),

@@ -34,7 +34,6 @@ from .common import (
     limit_opt,
     scope_opt,
     split_globs,
-    split_labels,
     writing,
 )
 from .output import FormatOpt, JsonOpt, emit, formats, is_tty, state, styled
@@ -536,37 +535,30 @@ def search(
     of the file, snippet; tab-separated). `ok open RANK` opens a hit of the last search,
     `ok open PATH:L1-L2` the lines."""
     from .. import ops
-    from .hits import query_arg, show_hits
+    from .hits import search_request, show_hits
 
-    q = query_arg(query)
-    f = folder()
-    res = ops.search(
-        f,
-        q,
+    req = search_request(
+        query,
+        tags,
+        topics,
+        where,
         k=k,
         mode=mode,
         per_doc=per_doc,
         diverse=diverse,
         scope=scope,
-        tags=split_labels(tags),
-        topics=split_labels(topics),
         path=path,
         since=since,
         until=until,
         explain=explain,
         min_score=min_score,
         trace=show_query,
-        check_stale=True,
-        remember=True,
-        names=("-k", "--per-doc", "--since", "--until"),
         include_superseded=include_superseded,
         recency=recency,
-        backend=backend,
-        where=where,
-        where_name="--where",
         drift_penalty=drift_penalty,
-        drift_name="--drift-penalty",
     )
+    f = folder()
+    res = ops.search(ops.local(f, backend), req)
     filtered = bool(tags or topics or path or since or until or where)
     show_hits(f, res, json_, explain, fmt, filtered=filtered)
 

@@ -63,7 +63,7 @@ def ask(
         sys.stdout.flush()
 
     res = ops.ask(
-        f,
+        ops.Call(f),
         question,
         k=k,
         scope=scope,

@@ -38,7 +38,7 @@ def context(
     if query == "-":
         query = read_stdin_text().strip()
     data = ops.context(
-        folder(),
+        ops.Call(folder()),
         query,
         k=k,
         max_entities=max_entities,

@@ -18,6 +18,31 @@ def query_arg(query: str) -> str:
     return output.read_stdin_text().strip() if query == "-" else query
 
 
+def search_request(
+    query: str,
+    tags: list[str] | None = None,
+    topics: list[str] | None = None,
+    where: list[str] | None = None,
+    **given: Any,
+) -> ops.SearchRequest:
+    """A search as a command asks for it (`given`: its other options, as `SearchRequest`
+    names them): the query read from stdin for `-`, tags and topics split at commas, its
+    flags named in error messages, files changed since the index was updated looked for,
+    and the hits remembered for `ok open RANK`."""
+    from .common import split_labels
+
+    return ops.SearchRequest(
+        query_arg(query),
+        tags=tuple(split_labels(tags)),
+        topics=tuple(split_labels(topics)),
+        where=tuple(where or ()),
+        check_stale=True,
+        remember=True,
+        names=ops.FLAGS,
+        **given,
+    )
+
+
 def show_hits(
     f: Folder,
     res: ops.SearchResult,

@@ -330,30 +330,25 @@ def search(
 ) -> None:
     """Search notes only (same as `ok search --in mem`)."""
     from .. import ops
-    from .hits import query_arg, show_hits
+    from .hits import search_request, show_hits
 
-    q = query_arg(query)
-    f = folder()
-    res = ops.search(
-        f,
-        q,
+    req = search_request(
+        query,
+        tags,
+        topics,
+        where,
         k=k,
         mode=mode,
         scope="mem",
-        tags=split_labels(tags),
-        topics=split_labels(topics),
         since=since,
         until=until,
         explain=explain,
         min_score=min_score,
-        check_stale=True,
-        remember=True,
-        names=("-k", "--per-doc", "--since", "--until"),
         include_superseded=include_superseded,
         recency=recency,
-        where=where,
-        where_name="--where",
     )
+    f = folder()
+    res = ops.search(ops.local(f), req)
     show_hits(f, res, json_, explain, fmt, filtered=bool(tags or topics or since or until or where))
 
 

@@ -199,13 +199,11 @@ def search(
 ) -> None:
     """Search documents only (the same as `ok search --in store`)."""
     from .. import ops
-    from .hits import query_arg, show_hits
+    from .hits import search_request, show_hits
 
-    q = query_arg(query)
-    f = folder()
-    res = ops.search(
-        f,
-        q,
+    req = search_request(
+        query,
+        where=where,
         k=k,
         mode=mode,
         per_doc=per_doc,
@@ -215,15 +213,11 @@ def search(
         until=until,
         explain=explain,
         min_score=min_score,
-        check_stale=True,
-        remember=True,
-        names=("-k", "--per-doc", "--since", "--until"),
         recency=recency,
-        where=where,
-        where_name="--where",
         drift_penalty=drift_penalty,
-        drift_name="--drift-penalty",
     )
+    f = folder()
+    res = ops.search(ops.local(f), req)
     show_hits(f, res, json_, explain, fmt, filtered=bool(path or since or until or where))
 
 

@@ -7,7 +7,8 @@ that fetch from the network or wait for a model first (store_web, store_arxiv, s
 store_s3, refresh, distill_run) take the lock themselves for the part that writes, and
 init_folder takes it once the folder exists.
 
-The modules, by area: `ask` (answers and context); `cite` (citations, made and kept);
+The modules, by area: `call` (what one call runs with: its folder, reader, time cap
+and writer); `ask` (answers and context); `cite` (citations, made and kept);
 `distill` (distillation); `files` (files, read directly); `folder` (the folder and its
 index); `freshness` (refresh and events); `graph` (the derived graph); `knowledge` (AKS
 bundles, backfeed, graph export); `notes` (memory notes); `read` (reading what the folder
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .ask import ask, context
+    from .call import Call, local, postgres_reader
     from .cite import gc_citations, keep_citations, make_citations, remember_citations, where
     from .distill import Distilled, distill_note, distill_prompt, distill_prompts, distill_run
     from .files import (
@@ -110,7 +112,15 @@ if TYPE_CHECKING:
         show_note,
         status,
     )
-    from .search import SearchOptions, SearchResult, locate, search, search_options
+    from .search import (
+        FLAGS,
+        SearchOptions,
+        SearchRequest,
+        SearchResult,
+        locate,
+        search,
+        search_options,
+    )
     from .store import (
         check_format,
         doc_history,
@@ -227,7 +237,12 @@ _WHERE = {
     "show_doc": "read",
     "show_note": "read",
     "status": "read",
+    "Call": "call",
+    "local": "call",
+    "postgres_reader": "call",
+    "FLAGS": "search",
     "SearchOptions": "search",
+    "SearchRequest": "search",
     "SearchResult": "search",
     "locate": "search",
     "search": "search",
@@ -284,6 +299,11 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "FLAGS",
+    "Call",
+    "SearchRequest",
+    "local",
+    "postgres_reader",
     "NEIGHBOURHOOD_LIMIT",
     "About",
     "Around",

@@ -7,12 +7,12 @@ from collections.abc import Callable
 
 from .. import ask as ask_mod
 from .. import context as context_mod
-from ..folder import Folder
 from ..indexing import embedder
 from ..llm import chat_pair
 from ..records import Answer, Context
 from ..rerank import reranker_from
-from .read import Opener, described, reading
+from .call import Call
+from .read import described, reading
 from .search import recency_of, rerank_hits
 
 # `ok context`'s defaults: passages retrieved, entities returned
@@ -21,7 +21,7 @@ CONTEXT_MAX_ENTITIES = 12
 
 
 def ask(
-    folder: Folder,
+    call: Call,
     question: str,
     *,
     k: int | None = None,
@@ -29,17 +29,17 @@ def ask(
     use_llm: bool = True,
     max_k: int | None = None,
     on_token: Callable[[str], None] | None = None,
-    graph: Opener | None = None,
     include_superseded: bool = False,
     recency: str | None = None,
 ) -> Answer:
-    """Answer `question` from the folder (see `ask.ask` for the result), with the
+    """Answer `question` from the call's folder, read by its reader (see `ask.ask` for the result), with the
     configured LLM unless `use_llm` is false, else extractively. `k` defaults to ask.k
     (`max_k` clamps it); `on_token` receives an LLM's answer as it streams. The graph is
     closed before the model answers, so writers are not kept out; the citations are
     remembered for `ok cite open`. A rerank endpoint (search.rerank) picks the passages
     from the top search.rerank_top, as in search; the chat model's fallback answers when
     the best passage is weak (`llm.ChatPair`)."""
+    folder = call.folder
     llm = chat_pair(folder, required=False) if use_llm else None  # bad settings fail early
     if k is None:
         k = folder.setting("ask.k")
@@ -47,7 +47,7 @@ def ask(
         k = min(k, max_k)
     emb = embedder(folder)
     reranker = reranker_from(folder)
-    with reading(folder, graph) as g:
+    with reading(folder, call.reader) as g:
         found = ask_mod.retrieve(
             folder,
             g,
@@ -76,7 +76,7 @@ def ask(
 
 
 def context(
-    folder: Folder,
+    call: Call,
     query: str,
     *,
     k: int | None = None,
@@ -84,18 +84,18 @@ def context(
     min_confidence: float | None = None,
     use_llm: bool | None = None,
     max_k: int | None = None,
-    graph: Opener | None = None,
 ) -> Context:
-    """The entity subgraph relevant to `query` (see `context.context` for the result):
+    """The entity subgraph relevant to `query` in the call's folder, read by its reader (see `context.context` for the result):
     `k` passages (default 8), at most `max_entities` entities (default 12), both clamped
     by `max_k`; `min_confidence` defaults to entities.min_confidence, and `use_llm` to
     whether an LLM is configured."""
+    folder = call.folder
     k = CONTEXT_K if k is None else k
     max_entities = CONTEXT_MAX_ENTITIES if max_entities is None else max_entities
     if max_k is not None:
         k, max_entities = min(k, max_k), min(max_entities, max_k)
     emb = embedder(folder)
-    with reading(folder, graph) as g:
+    with reading(folder, call.reader) as g:
         got = context_mod.context(
             folder,
             g,

@@ -30,6 +30,7 @@ from ..records import (
     Traversal,
 )
 from .ask import context
+from .call import Call
 from .read import Opener, described, reading
 
 SCOPES = ("memory", "store", "all")
@@ -261,12 +262,11 @@ def neighbourhood(
     floor = _floor(folder, min_confidence)
     if query is not None:
         picked = context(
-            folder,
+            Call(folder, reader=graph),
             query,
             max_entities=NEIGHBOURHOOD_SEEDS,
             min_confidence=floor,
             use_llm=False,
-            graph=graph,
         )
         seeds = [e["id"] for e in picked["entities"]]
     with reading(folder, graph) as g:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,12 +12,12 @@ from .. import search as search_mod
 from .. import where as where_mod
 from ..errors import BadInput, NotFound, UsageError
 from ..folder import Folder, atomic_write
-from ..graph.protocol import GraphStore
 from ..indexing import embedder as folder_embedder
-from ..indexing import files_newer_than_index, open_postgres
+from ..indexing import files_newer_than_index
 from ..records import Cite, Spot
 from ..rerank import Reranker, reranker_from, within_budget
-from .read import Opener, reading
+from .call import Call
+from .read import reading
 
 
 @dataclass(frozen=True)
@@ -106,95 +104,117 @@ class SearchResult:
         return search_mod.no_good_match(self.best_score, self.keywords, self.options.min_score)
 
 
-def search(
-    folder: Folder,
-    query: str,
-    *,
-    k: int | None = None,
-    mode: str | None = None,
-    per_doc: int | None = None,
-    diverse: bool = False,
-    max_k: int | None = None,
-    scope: str = "all",
-    tags: list[str] | None = None,
-    topics: list[str] | None = None,
-    path: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
-    explain: bool = False,
-    min_score: float | None = None,
-    trace: bool = False,
-    check_stale: bool = False,
-    remember: bool = False,
-    names: tuple[str, str, str, str] = ("k", "per_doc", "since", "until"),
-    graph: Opener | None = None,
-    include_superseded: bool = False,
-    recency: str | None = None,
-    backend: str | None = None,
-    where: list[str] | None = None,
-    where_name: str = "where",
-    drift_penalty: float | None = None,
-    drift_name: str = "drift_penalty",
-    rerank: bool = True,
-) -> SearchResult:
-    """Hybrid search with the folder's defaults for what is not given (`max_k` clamps k:
-    an adapter's cap); `names` are the adapter's names for k, per_doc, since and until,
+@dataclass(frozen=True)
+class Names:
+    """An adapter's names for a search's options, as its error messages say them."""
+
+    k: str = "k"
+    per_doc: str = "per_doc"
+    since: str = "since"
+    until: str = "until"
+    where: str = "where"
+    drift_penalty: str = "drift_penalty"
+
+
+# the command line's names for them (the MCP tools and the HTTP API use the plain ones)
+FLAGS = Names("-k", "--per-doc", "--since", "--until", "--where", "--drift-penalty")
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search as an adapter was asked for it; what it leaves out (None) comes from the
+    folder's settings (`search_options`).
+
+    `max_k` clamps k (an adapter's cap); `names` are the adapter's names for the options,
     for error messages. `min_score` (default search.min_score) is the cosine similarity
     the best passage must reach when none of the query's words occur, else there is no
-    good match and no hits; 0 turns it off. With `remember`, the hits' ids are kept so
-    that `locate` takes a rank for the last search. Expired notes are left out, and so are
-    superseded ones unless `include_superseded`. `recency` is a half-life (`90d`) or `off`
-    (default search.recency). `backend` (default graph.backend) is a PostgreSQL
-    connection string to read the folder's stack from instead of Kùzu. `where` are
-    conditions on the frontmatter of each hit's file (`owner=alice`, `reviewed>=2026-01-01`;
-    see `openkl.where`), `where_name` the adapter's name for them in error messages.
-    `drift_penalty` (default search.drift_penalty, 0: off) holds back documents whose
-    latest version drifted: each score times `1 - weight * drift`. With a rerank endpoint
-    (search.rerank) and `rerank`, its order replaces the fused one over the top
-    search.rerank_top candidates (`rerank_hits`)."""
-    if k is None:
-        k = folder.setting("search.k")
-    if max_k is not None:
-        k = min(k, max_k)
-    opts = search_options(
+    good match and no hits; 0 turns it off. `recency` is a half-life (`90d`) or `off`
+    (default search.recency). `where` are conditions on the frontmatter of each hit's file
+    (`owner=alice`, `reviewed>=2026-01-01`; see `openkl.where`). `drift_penalty` (default
+    search.drift_penalty, 0: off) holds back documents whose latest version drifted: each
+    score times `1 - weight * drift`. Expired notes are left out, and so are superseded
+    ones unless `include_superseded`. With a rerank endpoint (search.rerank) and `rerank`,
+    its order replaces the fused one over the top search.rerank_top candidates
+    (`rerank_hits`). `trace` keeps the Cypher run, `check_stale` looks for files changed
+    since the index was updated, and with `remember` the hits' ids are kept so that
+    `locate` takes a rank for the last search."""
+
+    query: str
+    k: int | None = None
+    mode: str | None = None
+    per_doc: int | None = None
+    diverse: bool = False
+    max_k: int | None = None
+    scope: str = "all"
+    tags: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    path: str | None = None
+    since: str | None = None
+    until: str | None = None
+    where: tuple[str, ...] = ()
+    include_superseded: bool = False
+    recency: str | None = None
+    drift_penalty: float | None = None
+    min_score: float | None = None
+    explain: bool = False
+    trace: bool = False
+    rerank: bool = True
+    check_stale: bool = False
+    remember: bool = False
+    names: Names = Names()
+
+    def filters(self) -> search_mod.Filters:
+        """The request's filters, checked and normalized."""
+        return search_mod.Filters(
+            tags=list(self.tags),
+            topics=list(self.topics),
+            path=self.path,
+            since=self.since,
+            until=self.until,
+            include_superseded=self.include_superseded,
+            where=where_mod.parse_all(self.where, self.names.where),
+        ).normalized(self.names.since, self.names.until)
+
+
+def request_options(folder: Folder, req: SearchRequest) -> SearchOptions:
+    """The options of `req`, the folder's defaults filled in and checked."""
+    k = req.k if req.k is not None else folder.setting("search.k")
+    if req.max_k is not None:
+        k = min(k, req.max_k)
+    return search_options(
         folder,
         k,
-        mode,
-        per_doc,
-        diverse,
-        names=(names[0], names[1]),
-        min_score=min_score,
-        recency=recency,
-        drift_penalty=drift_penalty,
-        drift_name=drift_name,
+        req.mode,
+        req.per_doc,
+        req.diverse,
+        names=(req.names.k, req.names.per_doc),
+        min_score=req.min_score,
+        recency=req.recency,
+        drift_penalty=req.drift_penalty,
+        drift_name=req.names.drift_penalty,
     )
-    flt = search_mod.Filters(
-        tags=tags or [],
-        topics=topics or [],
-        path=path,
-        since=since,
-        until=until,
-        include_superseded=include_superseded,
-        where=where_mod.parse_all(where, where_name),
-    ).normalized(names[2], names[3])
+
+
+def search(call: Call, req: SearchRequest) -> SearchResult:
+    """Hybrid search of `call`'s folder, read by its reader, as `req` asks."""
+    folder = call.folder
+    opts = request_options(folder, req)
+    flt = req.filters()
     emb = folder_embedder(folder)
-    reranker = reranker_from(folder) if rerank else None
-    backend = backend or folder.setting("graph.backend")
-    if graph is None and backend:
-        graph = _postgres(folder, backend)
-    with reading(folder, graph) as g:
-        if trace:
+    reranker = reranker_from(folder) if req.rerank else None
+    with reading(folder, call.reader) as g:
+        if req.trace:
             g.trace = []
         found = search_mod.find(
             folder,
             g,
-            query,
+            req.query,
             k=max(opts.k, reranker.top) if reranker is not None else opts.k,
             mode=opts.mode,
-            scope=scope,
+            scope=req.scope,
             filters=flt,
             per_doc=opts.per_doc,
-            explain=explain,
+            explain=req.explain,
             embedder=emb,
             diversity=opts.diversity,
             min_score=opts.min_score,
@@ -202,16 +222,16 @@ def search(
             drift_penalty=opts.drift_penalty,
             tail_floor=opts.tail_floor,
         )
-        queries = list(g.trace or []) if trace else []
+        queries = list(g.trace or []) if req.trace else []
     hits, warning = found.hits, found.warning
     if reranker is not None:
-        hits, why = rerank_hits(reranker, query, hits, opts.k, explain)
+        hits, why = rerank_hits(reranker, req.query, hits, opts.k, req.explain)
         warning = "; ".join(w for w in (warning, why) if w) or None
-    stale = check_stale and files_newer_than_index(folder)
-    if remember:
-        _remember(folder, query, hits)
+    stale = req.check_stale and files_newer_than_index(folder)
+    if req.remember:
+        _remember(folder, req.query, hits)
     return SearchResult(
-        query=query,
+        query=req.query,
         options=opts,
         hits=hits,
         queries=queries,
@@ -253,15 +273,6 @@ def _renumbered(hits: list[Cite]) -> list[Cite]:
     for i, h in enumerate(hits, 1):
         h["rank"] = i
     return hits
-
-
-def _postgres(folder: Folder, backend: str) -> Opener:
-    @contextlib.contextmanager
-    def opener() -> Iterator[GraphStore]:
-        with open_postgres(folder, backend) as g:
-            yield g.as_store()
-
-    return opener
 
 
 def _last_search(folder: Folder) -> Path:

@@ -134,11 +134,9 @@ def traverse(
 @routes.post("/aks/v1/context", tags=["aks"])
 def context(request: Request, body: ContextIn, ok: Ok) -> Context:
     """Passages and the entities around them for a natural-language query."""
-    folder = ok.allow(request, body.domain, "read").folder
     return ops.context(
-        folder,
+        ok.call(ok.allow(request, body.domain, "read")),
         body.query,
-        graph=ok.reader(folder),
         k=body.k,
         max_entities=body.max_entities,
         min_confidence=body.min_confidence,

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from typing import Annotated, Any
 
-from fastapi import Query, Request
+from fastapi import Depends, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
@@ -41,11 +41,7 @@ def status(request: Request, stack: str, ok: Ok) -> Status:
     return ops.status(ok.allow(request, stack, "read").folder)
 
 
-@routes.get("/v1/{stack}/search", tags=["openkl"], response_model=SearchAnswer)
-def search(
-    request: Request,
-    stack: str,
-    ok: Ok,
+def search_request(
     q: Annotated[str, Query(min_length=1, description="The query.")],
     k: Annotated[int | None, Query(ge=1)] = None,
     mode: str | None = None,
@@ -73,29 +69,38 @@ def search(
             "times 1 - weight * drift (0: off).",
         ),
     ] = None,
-) -> JSONResponse:
-    """Hybrid search: the same parameters and cite objects as `ok search --json`."""
-    st = ok.allow(request, stack, "read")
-    started = time.perf_counter()
-    res = ops.search(
-        st.folder,
+) -> ops.SearchRequest:
+    """A search as the query string of `GET /v1/{stack}/search` asks for it."""
+    return ops.SearchRequest(
         q,
         k=k,
         mode=mode,
         scope=scope,
-        tags=tag,
-        topics=topic,
+        tags=tuple(tag or ()),
+        topics=tuple(topic or ()),
         path=path,
         since=since,
         until=until,
         per_doc=per_doc,
         explain=explain,
-        graph=ok.reader(st.folder),
         include_superseded=include_superseded,
         recency=recency,
-        where=where,
+        where=tuple(where or ()),
         drift_penalty=drift_penalty,
     )
+
+
+@routes.get("/v1/{stack}/search", tags=["openkl"], response_model=SearchAnswer)
+def search(
+    request: Request,
+    stack: str,
+    ok: Ok,
+    req: Annotated[ops.SearchRequest, Depends(search_request)],
+) -> JSONResponse:
+    """Hybrid search: the same parameters and cite objects as `ok search --json`."""
+    st = ok.allow(request, stack, "read")
+    started = time.perf_counter()
+    res = ops.search(ok.call(st), req)
     ok.metrics.search.labels(res.options.mode).observe(time.perf_counter() - started)
     body: SearchAnswer = {"stack": st.name, "query": res.query, "hits": res.hits}
     if res.warning:
@@ -112,15 +117,15 @@ def ask(request: Request, stack: str, body: AskIn, ok: Ok) -> Answer | Streaming
     """An answer with `[N]` citations, as `ok ask --json`. With `"stream": true`, server-
     sent events (text/event-stream): `token` events as the LLM writes (`{"text": …}`),
     then one `answer` event holding the whole answer (or one `error` event)."""
-    folder = ok.allow(request, stack, "read").folder
+    st = ok.allow(request, stack, "read")
+    folder = st.folder
     if not body.stream:
         return ops.ask(
-            folder,
+            ok.call(st),
             body.question,
             k=body.k,
             scope=body.scope,
             use_llm=body.llm,
-            graph=ok.reader(folder),
             include_superseded=body.include_superseded,
             recency=body.recency,
         )
@@ -130,12 +135,11 @@ def ask(request: Request, stack: str, body: AskIn, ok: Ok) -> Answer | Streaming
     def answer() -> None:
         try:
             got = ops.ask(
-                folder,
+                ops.Call(folder, reader=passages),
                 body.question,
                 k=body.k,
                 scope=body.scope,
                 use_llm=body.llm,
-                graph=passages,
                 on_token=lambda t: out.put(("token", {"text": t})),
                 include_superseded=body.include_superseded,
                 recency=body.recency,

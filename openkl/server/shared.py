@@ -146,6 +146,17 @@ class Server:
 
         return opened
 
+    def call(self, st: Served) -> ops.Call:
+        """What one request's operation on `st` runs with: the stack's folder, its reader
+        (`reader`), serve.timeout, and its writer (the stack's writer queue, then the
+        folder's writer lock; a PostgreSQL backend is synced after each write)."""
+        return ops.Call(
+            st.folder,
+            reader=self.reader(st.folder),
+            timeout=float(st.folder.setting("serve.timeout")),
+            writer=st.writing,
+        )
+
     def stack_row(self, name: str) -> StackRow:
         """A stack as the stack routes answer: its name, folder, about and counts."""
         st = self.stacks.get(name)
