@@ -237,11 +237,16 @@ def heading_paths(text: str, starts: list[int]) -> list[list[str]]:
 def context_header(title: str, headings: list[str], text: str) -> str:
     """What a chunk is part of, for its embedding and keyword text (a contextual header):
     its document's title and the headings above it, joined by " > "; what the chunk's own
-    text already starts with is left out (a document's first chunk starts with its title)."""
-    head = text.lstrip("# \t\n")[:400].casefold()
+    text already starts with is left out (a document's first chunk starts with its title,
+    which may be cut short with "…"), white space and case aside."""
+    head = " ".join(text.lstrip("# \t\n")[:400].split()).casefold()
     parts = [p for p in dict.fromkeys([title.strip(), *headings]) if p]
-    parts = [p for p in parts if not head.startswith(p.casefold())]
+    parts = [p for p in parts if not head.startswith(_plain(p))]
     return " > ".join(parts)
+
+
+def _plain(part: str) -> str:
+    return " ".join(part.removesuffix("…").split()).casefold()
 
 
 def with_header(text: str, header: str) -> str:

@@ -92,6 +92,10 @@ def test_a_header_names_the_title_and_the_headings_the_chunk_does_not_start_with
     # the first chunk starts with its title: not said twice
     assert context_header("Guide", ["Guide"], "# Guide\n\nIntro") == ""
     assert context_header("Guide", ["Guide", "Rollback"], "## Rollback\n\nSteps") == "Guide"
+    # a title cut short from a long first line, and white space, do not make it differ
+    long = "Dual regulation of miRNA biogenesis generates\ntarget specificity in synthesis"
+    assert context_header("Dual regulation of miRNA biogenesis…", [], long) == ""
+    assert context_header("Dual regulation of mRNA…", [], long) == "Dual regulation of mRNA…"
     assert keyword_text("Body", "") == "Body"
     assert keyword_text("Body", "Guide > Rollback").endswith("Body")
     assert "Guide > Rollback" in keyword_text("Body", "Guide > Rollback")
