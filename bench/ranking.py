@@ -17,11 +17,18 @@ search: 500 candidates per signal), with what it changes:
   embedding cache keeps them);
 - `doc<L>`: a document scored by its best chunk plus L times its second best;
 - `prf<M>x<B>`: the query vector moved toward the mean vector of the first M hits by B
-  (Rocchio), and the vector list taken again.
+  (Rocchio), and the vector list taken again;
+- `w<X>` (hybrid): the vector's weight in `wsum` fusion (`search.vector_weight`), `rrf`:
+  reciprocal rank fusion instead;
+- `low<N>` (hybrid): each signal normalized between its top score and its score at rank N
+  (below it counts 0) instead of its last candidate's;
+- `dfuse` (hybrid): each document's best hit scored by its best BM25 chunk and its best
+  vector chunk, fused, even when they are two chunks (`by_document`).
 
-Variants combine with `+` (`digits+title2+doc0.2`). The baseline's numbers must equal
-`bench/scifact.py`'s (checked by `--check`, which runs `search()` itself on the first
-queries).
+Variants combine with `+` (`digits+title2+doc0.2`). `digits` is what `ok search` did at
+schema version 8, `digits+title1` what it does since version 9 (`PRODUCT`); their numbers
+must equal `bench/scifact.py`'s on a folder of that version (checked by `--check`, which
+runs `search()` itself on the first queries).
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ from openkl.search import (  # noqa: E402
 )
 
 K = 100
+PRODUCT = "digits+title1"  # what `ok search` does (schema version 9)
 N_CAND = pool_size(K)
 LAB = scifact.WORK / "ranking"
 
@@ -192,6 +200,9 @@ def parse(variant: str) -> dict[str, Any]:
         "vtitle": False,
         "doc": 0.0,
         "prf": None,
+        "fusion": Fusion(),
+        "dfuse": False,
+        "low": 0,
     }
     for part in variant.split("+"):
         if part in ("base", ""):
@@ -206,6 +217,14 @@ def parse(variant: str) -> dict[str, Any]:
             opts["tw"] = int(m[1])
         elif m := re.fullmatch(r"doc([\d.]+)", part):
             opts["doc"] = float(m[1])
+        elif m := re.fullmatch(r"w([\d.]+)", part):
+            opts["fusion"] = Fusion(vector_weight=float(m[1]))
+        elif part == "rrf":
+            opts["fusion"] = Fusion(method="rrf")
+        elif m := re.fullmatch(r"low(\d+)", part):
+            opts["low"] = int(m[1])
+        elif part == "dfuse":
+            opts["dfuse"] = True
         elif m := re.fullmatch(r"prf(\d+)x([\d.]+)", part):
             opts["prf"] = (int(m[1]), float(m[2]))
         else:
@@ -260,6 +279,55 @@ def doc_scores(hits: list[dict[str, Any]], lam: float) -> list[dict[str, Any]]:
     return out
 
 
+def by_document(hits: list[dict[str, Any]], fusion: Fusion) -> list[dict[str, Any]]:
+    """Fused hybrid hits with each document's best hit scored as the document: its best
+    BM25 chunk and its best vector chunk fused (`fusion`), even when they are two chunks.
+    The document's other hits keep their own scores, which are never higher."""
+    best: dict[str, dict[str, Any]] = {}
+    for h in hits:
+        owner = h["id"].split("#", 1)[0]
+        mine = best.setdefault(owner, {})
+        for name, sig in h["signals"].items():
+            if name not in mine or sig["norm"] > mine[name]["norm"]:
+                mine[name] = sig
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for h in hits:
+        owner = h["id"].split("#", 1)[0]
+        if owner not in seen:
+            seen.add(owner)
+            h = {**h, "score": _fused(best[owner], fusion)}
+        out.append(h)
+    out.sort(key=lambda h: (-h["score"], h["id"]))
+    return out
+
+
+def _fused(sig: dict[str, Any], fusion: Fusion) -> float:
+    if fusion.method == "rrf":
+        return sum(1.0 / (fusion.rrf_k + s["rank"]) for s in sig.values())
+    w = fusion.vector_weight
+    vec, fts = sig.get("vector"), sig.get("fts")
+    return w * (vec["norm"] if vec else 0.0) + (1 - w) * (fts["norm"] if fts else 0.0)
+
+
+def fuse_low(lists: dict[str, list], fusion: Fusion, low_rank: int) -> list[dict[str, Any]]:
+    """`fuse` (wsum) with each signal normalized between its top score and its score at
+    rank `low_rank` (what is below counts 0)."""
+    fused: dict[Any, float] = {}
+    w = {"vector": fusion.vector_weight, "fts": 1 - fusion.vector_weight}
+    for name, items in lists.items():
+        if not items:
+            continue
+        top = items[0][1]
+        low = items[min(low_rank, len(items)) - 1][1]
+        for key, sc in items:
+            norm = max(0.0, (sc - low) / (top - low)) if top > low else 1.0
+            fused[key] = fused.get(key, 0.0) + w[name] * norm
+    out = [{"table": k[0], "id": k[1], "score": v, "signals": {}} for k, v in fused.items()]
+    out.sort(key=lambda h: (-h["score"], h["id"]))
+    return out
+
+
 def rank(
     variant: str,
     split: str,
@@ -286,7 +354,13 @@ def rank(
             lists["fts"] = [(("Chunk", i), s) for i, s in fts.search(ask(words), N_CAND)]
         if mode != "fts":
             lists["vector"] = [(("Chunk", i), s) for i, s in vector_top(vecs, qv, ids, N_CAND)]
-        hits = fuse(lists, mode, fusion)
+        fusion = opts["fusion"] if opts["fusion"] != Fusion() else fusion
+        if opts["low"] and mode == "hybrid":
+            hits = fuse_low(lists, fusion, opts["low"])
+        else:
+            hits = fuse(lists, mode, fusion)
+        if opts["dfuse"] and mode == "hybrid":
+            hits = by_document(hits, fusion)
         if opts["prf"] and mode != "fts":
             m, beta = opts["prf"]
             top = [pos[h["id"]] for h in first_per_doc(hits, 1, m)]
@@ -294,6 +368,8 @@ def rank(
             q2 /= np.linalg.norm(q2)
             lists["vector"] = [(("Chunk", i), s) for i, s in vector_top(vecs, q2, ids, N_CAND)]
             hits = fuse(lists, mode, fusion)
+            if opts["dfuse"] and mode == "hybrid":
+                hits = by_document(hits, fusion)
         picked = doc_scores(hits, opts["doc"])[:K] if opts["doc"] else first_per_doc(hits, 1, K)
         runs[qid] = [data["name"][h["id"].split("#", 1)[0]] for h in picked]
     return runs
@@ -316,12 +392,12 @@ def score(ev: Any, qrels: dict, runs: dict[str, list[str]]) -> dict[str, Any]:
 
 
 def check(folder: Any, data: dict[str, Any], split: str, n: int = 20) -> None:
-    """The baseline of this script against `search()` itself on the first `n` claims."""
+    """`PRODUCT` ranked by this script against `search()` itself on the first `n` claims."""
     queries = scifact.load_queries(split)[:n]
     qvecs = query_vectors(folder, split, scifact.load_queries(split))[:n]
     emb = indexer.embedder(folder)
     for mode in ("fts", "vector", "hybrid"):
-        mine = rank("base", split, mode, data, queries, qvecs, folder, Fusion())
+        mine = rank(PRODUCT, split, mode, data, queries, qvecs, folder, Fusion())
         with indexer.open_graph(folder) as g:
             for qid, text in queries:
                 hits = search(folder, g, text, k=K, mode=mode, scope="store", embedder=emb)
@@ -373,6 +449,9 @@ def main() -> None:
             if mode == "vector" and (opts["digits"] or opts["title"] or opts["tw"]):
                 continue  # no change to the vector list
             if mode == "fts" and (opts["vtitle"] or opts["prf"]):
+                continue
+            changes_fusion = opts["dfuse"] or opts["low"] or opts["fusion"] != Fusion()
+            if mode != "hybrid" and changes_fusion:
                 continue
             t = time.time()
             runs = rank(variant, args.split, mode, data, queries, qvecs, folder, Fusion())

@@ -217,16 +217,49 @@ def heading_path(text: str, start: int) -> list[str]:
     return [path[k] for k in sorted(path)]
 
 
+def heading_paths(text: str, starts: list[int]) -> list[list[str]]:
+    """`heading_path` at each of `starts` (in any order), reading the headings once."""
+    order = sorted(range(len(starts)), key=lambda i: starts[i])
+    out: list[list[str]] = [[] for _ in starts]
+    path: dict[int, str] = {}
+    pos = 0
+    for i in order:
+        for m in _HEADING_LINE.finditer(text, pos, starts[i]):
+            level = len(m[1])
+            path = {k: v for k, v in path.items() if k < level}
+            path[level] = m[2].strip()
+        # a heading the start cuts through is read whole by the next start
+        pos = max(pos, text.rfind("\n", 0, starts[i]) + 1)
+        out[i] = [path[k] for k in sorted(path)]
+    return out
+
+
 def context_header(title: str, headings: list[str], text: str) -> str:
     """What a chunk is part of, for its embedding and keyword text (a contextual header):
     its document's title and the headings above it, joined by " > "; what the chunk's own
-    text already starts with is left out (a document's first chunk starts with its title)."""
-    head = text.lstrip("# \t\n")[:400].casefold()
+    text already starts with is left out (a document's first chunk starts with its title,
+    which may be cut short with "…"), white space and case aside."""
+    head = " ".join(text.lstrip("# \t\n")[:400].split()).casefold()
     parts = [p for p in dict.fromkeys([title.strip(), *headings]) if p]
-    parts = [p for p in parts if not head.startswith(p.casefold())]
+    parts = [p for p in parts if not head.startswith(_plain(p))]
     return " > ".join(parts)
+
+
+def _plain(part: str) -> str:
+    return " ".join(part.removesuffix("…").split()).casefold()
 
 
 def with_header(text: str, header: str) -> str:
     """A chunk's text as it is embedded and indexed for keywords: after its header."""
     return f"{header}\n\n{text}" if header else text
+
+
+# how many times a chunk's header is written before its text for BM25 (`keyword_text`)
+HEADER_TIMES = 1
+
+
+def keyword_text(text: str, header: str) -> str:
+    """A chunk's text as the keyword index reads it: its header `HEADER_TIMES` times, then
+    the text. The header's words count as the chunk's own, and more than once they weigh
+    as a title field would."""
+    return "\n".join([header] * HEADER_TIMES + [text]) if header else text

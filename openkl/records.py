@@ -1828,6 +1828,8 @@ class ChunkInput(TypedDict):
     id: str  # <doc id>#char<start>-<end>
     doc_id: str
     text: str
+    # what the chunk is part of (`chunking.context_header`), indexed with its text
+    header: NotRequired[str]
     start: int
     end: int
     ord: int  # its place among the document's chunks

@@ -27,7 +27,7 @@ import numpy as np
 from . import backfeed
 from . import mapping as mapping_mod
 from . import notes as notes_mod
-from .chunking import chunk_text
+from .chunking import chunk_text, context_header, heading_paths
 from .embeddings import Embedder
 from .entities import consolidation
 from .errors import BadInput
@@ -114,26 +114,29 @@ def build_doc_rows(
                 "current": True,
             }
         )
-        chunks += chunk_rows(did, text, emb, max_tokens, overlap)
+        chunks += chunk_rows(did, text, emb, max_tokens, overlap, docs[-1]["title"])
     return docs, chunks
 
 
 def chunk_rows(
-    did: str, text: str, emb: Embedder, max_tokens: int, overlap: int
+    did: str, text: str, emb: Embedder, max_tokens: int, overlap: int, title: str = ""
 ) -> list[ChunkInput]:
-    """The chunk rows of document `did`'s normalized text, as an ingest makes them."""
+    """The chunk rows of document `did`'s normalized text, as an ingest makes them, each
+    with its contextual header (`chunking.context_header`: the title and the headings above
+    it)."""
+    cs = chunk_text(text, emb.tokenizer, max_tokens, overlap, frontmatter(text)[1])
+    paths = heading_paths(text, [c.start for c in cs])
     return [
         {
             "id": c.chunk_id(did),
             "doc_id": did,
             "text": c.text,
+            "header": context_header(title, path, c.text),
             "start": c.start,
             "end": c.end,
             "ord": i,
         }
-        for i, c in enumerate(
-            chunk_text(text, emb.tokenizer, max_tokens, overlap, frontmatter(text)[1])
-        )
+        for i, (c, path) in enumerate(zip(cs, paths, strict=True))
     ]
 
 

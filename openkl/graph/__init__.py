@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..chunking import keyword_text
 from ..errors import (
     BadInput,
     GraphUnrecoverable,
@@ -42,7 +43,7 @@ from .links import LinkQueries
 from .sandbox import QueryLimits as QueryLimits
 from .versions import VersionQueries
 
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 DB_FILE = "graph.kz"
 
 
@@ -229,6 +230,12 @@ def fts_text(text: str) -> str:
     collapsed."""
     out = _cjk(text, unigrams=True)
     return _with_codes(out, digit_codes(out))
+
+
+def chunk_fts(chunk: ChunkInput) -> str:
+    """A chunk's text as the FTS index holds it: `fts_text` of its keyword text, its
+    contextual header before it (`chunking.keyword_text`)."""
+    return fts_text(keyword_text(chunk["text"], chunk.get("header", "")))
 
 
 def fts_query(query: str) -> str:
@@ -1217,7 +1224,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
                     "id": [c["id"] for c in chunks],
                     "doc_id": [c["doc_id"] for c in chunks],
                     "text": [c["text"] for c in chunks],
-                    "fts": [fts_text(c["text"]) for c in chunks],
+                    "fts": [chunk_fts(c) for c in chunks],
                     "span_start": [c["start"] for c in chunks],
                     "span_end": [c["end"] for c in chunks],
                     "ord": [c["ord"] for c in chunks],

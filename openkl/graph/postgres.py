@@ -47,7 +47,7 @@ from ..records import (
     WalkedNode,
     supersession,
 )
-from . import check_stamps, fts_query, fts_text, pg_entities, write_stamps
+from . import check_stamps, chunk_fts, fts_query, fts_text, pg_entities, write_stamps
 from .base import Atomic
 from .links import first_line
 from .sandbox import QueryLimits
@@ -759,7 +759,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
                     (c["id"], c["doc_id"], c["text"], f, c["start"], c["end"], c["ord"])
                     + (c.get("current", True), vecs[i].astype("float32"), f)
                     for i, c in enumerate(chunks)
-                    for f in (fts_text(c["text"]),)  # the indexed text, once per row
+                    for f in (chunk_fts(c),)  # the indexed text, once per row
                 ],
             )
             if chunks:
