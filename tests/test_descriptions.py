@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 from helpers.openai_stub import chat_server
 from helpers.run import run_ok
+from helpers.serve import Server
+
+from openkl import ops
+from openkl.folder import open_folder
 
 DOC = """# Harbour notes
 
@@ -61,9 +65,9 @@ def test_defining_sentences_apposition_and_heading(harbour: Path) -> None:
     assert made["id"] == cid and made["quote"] == text
     body = (harbour / made["path"]).read_text(encoding="utf-8")
     assert body[cite["start"] : cite["end"]] == text
-    # no copula or apposition: the first sentence naming it under a heading naming it
+    # no copula or apposition: the first sentence of the section titled with its name
     text, _ = _description(run_ok("graph", "page", "Kelpwatch").out)
-    assert text == "Volunteers from the town help Kelpwatch with the dives."
+    assert text == "The survey counts urchins on twelve transects every spring."
 
 
 def test_a_description_follows_its_evidence(harbour: Path) -> None:
@@ -81,16 +85,21 @@ def test_a_description_follows_its_evidence(harbour: Path) -> None:
     assert "field laboratory" in _bundle_entity("Tidewater Institute")["description"]
 
 
-def test_no_defining_sentence_no_description(harbour: Path) -> None:
+def test_a_name_said_only_in_passing_gets_its_context_sentence(harbour: Path) -> None:
     (harbour / "plain.md").write_text(
         "Quentin Marlowe arrived on Tuesday.\nQuentin Marlowe left on Friday.\n",
         encoding="utf-8",
     )
     assert run_ok("store", "ingest", str(harbour / "plain.md")).code == 0
-    md = run_ok("graph", "page", "Quentin Marlowe").out
-    assert "_No source says what this entity is._" in md and "— cite: `c-" not in md
+    said = ops.synthesize_descriptions(open_folder(harbour), ["Quentin Marlowe"])["results"][0][
+        "description"
+    ]
+    assert said is not None
+    # no sentence says what it is: the first sentence of the paragraph about it stands
+    assert said["method"] == "paragraph" and said["text"] == "Quentin Marlowe arrived on Tuesday."
+    assert said["cite"]["quote"] == said["text"]
     ent = _bundle_entity("Quentin Marlowe")
-    assert ent["description"] is None and "description_cite" not in ent["properties"]
+    assert ent["description"] == said["text"]
 
 
 def test_the_llm_describer_cites_its_passage(
@@ -132,6 +141,80 @@ def test_known_as_long_form_noun_before_name_and_what_it_does(kf: Path) -> None:
     assert text.startswith("Samples were frozen by the research technician Ilse Varga")
     text, _ = _description(run_ok("graph", "page", "Nordhavn Labs").out)
     assert text == "Nordhavn Labs builds the buoys that carry the sensors."
-    # a copula before a participle states an event, not what the thing is
-    md = run_ok("graph", "page", "Quentin Marlowe").out
-    assert "_No source says what this entity is._" in md
+    # a copula before a participle states an event, not what the thing is: the sentence
+    # stands only as the context naming it
+    said = ops.synthesize_descriptions(open_folder(kf), ["Quentin Marlowe"])["results"][0]
+    assert said["description"]["method"] == "context"
+
+
+DEFS = """# Lab notes
+
+TNF, a cytokine that drives inflammation, was raised in every sample.
+The sampler, also known as Kelpie, logs water temperature every ten minutes.
+
+## Tidegauge
+
+Readings come from a float in the inner harbour, sent every hour to the town server.
+The Tidegauge data were compared with satellite altimetry from the same week.
+"""
+
+WANT = {
+    # a definitional apposition
+    "TNF": ("apposition", "TNF, a cytokine that drives inflammation, was raised in every sample."),
+    # "also known as"
+    "Kelpie": (
+        "known as",
+        "The sampler, also known as Kelpie, logs water temperature every ten minutes.",
+    ),
+    # the first sentence of the section titled with the name, though it does not name it
+    "Tidegauge": (
+        "heading",
+        "Readings come from a float in the inner harbour, sent every hour to the town server.",
+    ),
+}
+
+
+def _assert_cited(kf: Path, e: dict, text: str) -> None:
+    """The entity JSON carries `text`, cited to the exact span of the file saying it."""
+    cite = e["description_cite"]
+    assert e["description"] == text and cite["quote"] == text, e
+    made = run_ok("cite", "make", cite["ref"], "--json").json()[0]
+    assert made["id"] == cite["id"] and made["quote"] == text
+    body = (kf / made["path"]).read_text(encoding="utf-8")
+    assert body[made["loc"]["start"] : made["loc"]["end"]] == text
+
+
+def test_apposition_known_as_and_section_descriptions_on_the_cli(kf: Path) -> None:
+    (kf / "lab.md").write_text(DEFS, encoding="utf-8")
+    assert run_ok("store", "ingest", str(kf / "lab.md")).code == 0
+    rows = {e["name"]: e for e in run_ok("graph", "entities", "--json").json()}
+    made = ops.synthesize_descriptions(open_folder(kf), list(WANT))["results"]
+    how = {r["name"]: (r["description"] or {}).get("method") for r in made}
+    for name, (method, text) in WANT.items():
+        _assert_cited(kf, rows[name], text)
+        _assert_cited(kf, run_ok("graph", "entity", name, "--json").json(), text)
+        assert how[name] == method, (name, how[name])
+
+
+@pytest.mark.server
+def test_descriptions_on_the_http_entity_json(kf: Path) -> None:
+    (kf / "lab.md").write_text(DEFS, encoding="utf-8")
+    assert run_ok("store", "ingest", str(kf / "lab.md")).code == 0
+    s = Server(kf)
+    try:
+        dom = {"domain": s.stack}
+        listed = s.http.get("/aks/v1/entities", params=dom)
+        assert listed.status_code == 200, listed.text
+        rows = listed.json()
+        rows = (
+            {e["name"]: e for e in rows.get("entities", rows)}
+            if isinstance(rows, dict)
+            else {e["name"]: e for e in rows}
+        )
+        for name, (_, text) in WANT.items():
+            one = s.http.get(f"/aks/v1/entities/{name}", params=dom)
+            assert one.status_code == 200, one.text
+            _assert_cited(kf, one.json(), text)
+            _assert_cited(kf, rows[name], text)
+    finally:
+        s.stop()
