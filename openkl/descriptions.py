@@ -7,7 +7,7 @@ taken verbatim, best kind first:
 
 1. "X is a …", "X (…) was …", "X refers to/means/stands for/is defined as …";
 2. the first sentence of a section (or a document) titled with X's name;
-3. "X, a …", "the NO donor, X", "X, also known as Y", "a … called X", "X, which …",
+3. "X, a …", "the cytokine X", "X, also known as Y", "a … called X", "X, which …",
    "X (a …)", "X: a …" (a glossary line), "cytokines such as X";
 4. the first sentence naming X under a heading that names X; what X does ("X provides …")
    or its role ("X is required for …", "X can …");
@@ -43,7 +43,7 @@ from .llm import ChatClient, config_from, model_of
 from .records import Cite, Description, DescriptionCite, EntityDetail
 from .statements import sentences
 
-METHOD = "11"  # bump when how a description is chosen changes, so cached ones are redone
+METHOD = "12"  # bump when how a description is chosen changes, so cached ones are redone
 EVIDENCE = 20  # passages read per entity
 WIDTH = 400  # a longer sentence is no description
 
