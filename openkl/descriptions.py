@@ -10,11 +10,12 @@ taken verbatim, best kind first:
 3. "X, a …", "the cytokine X", "X, also known as Y", "a … called X", "X, which …",
    "X (a …)", "X: a …" (a glossary line), "cytokines such as X";
 4. the first sentence naming X under a heading that names X; what X does ("X provides …")
-   or its role ("X is required for …", "X can …");
+   or its role ("X is required for …", "X can …"); X as the subject of its sentence;
 5. "long form (X)" for an entity named by its abbreviation;
 6. the first sentence of a paragraph naming X at least twice (method `paragraph`);
-7. else the first sentence naming X outside parentheses and lists, nearer its start first
-   (method `context`: where the evidence uses X, not what X is).
+7. else a sentence naming X outside parentheses and lists: one placing it ("X (LCS) at
+   MIT") first, then one naming it near its start, then the rest, a study's procedure
+   ("We …", "Using …") last (method `context`: where the evidence uses X, not what X is).
 
 The method says which; a reader or a surface can keep only the kinds it trusts.
 Without the LLM describer, a description the entity already has (written by the entity
@@ -43,7 +44,7 @@ from .llm import ChatClient, config_from, model_of
 from .records import Cite, Description, DescriptionCite, EntityDetail
 from .statements import sentences
 
-METHOD = "12"  # bump when how a description is chosen changes, so cached ones are redone
+METHOD = "13"  # bump when how a description is chosen changes, so cached ones are redone
 EVIDENCE = 20  # passages read per entity
 WIDTH = 400  # a longer sentence is no description
 
@@ -274,6 +275,9 @@ def _patterns(alt: str, named_well: bool) -> list[tuple[str, re.Pattern[str]]]:
                 rf"(?:[^.;:()]{{0,80}}?(?:,\s*|\s(?:and|or)\s+))?(?:the\s+)?(?:{alt})(?![\w-])"
                 rf"|{begins}(?:{alt})(?:\s*,\s*[^,.;:()]{{1,40}}){{0,4}},?\s+(?:and|or)\s+"
                 r"(?:many\s+|several\s+|some\s+)?other\s+[a-z]"
+                # "a more general tool like sudo"
+                rf"|\b(?:an?|the)\s+(?:[a-z-]+\s+){{0,3}}[a-z-]{{3,}}\s+(?:like|such as)\s+"
+                rf"(?:the\s+)?(?:{alt})(?![\w-])"
             ),
         )
     )
@@ -306,6 +310,16 @@ def _patterns(alt: str, named_well: bool) -> list[tuple[str, re.Pattern[str]]]:
                 r"allows?|enables?|lets?|supports?|prevents?|regulates?|controls?|mediates?|"
                 r"encodes?|binds?|causes?|remains?|appears?|became|becomes?|began|became)\b)",
                 re.IGNORECASE,
+            ),
+        )
+    )
+    # the subject of its sentence, a verb after it: "OpenSSH contains support for …"
+    out.append(
+        (
+            "subject",
+            re.compile(
+                rf"(?i:{_OPENER})(?i:{alt}){paren}\s+(?!(?:and|or|of|in|on|at|to|for|with|by|"
+                r"from|as|than|that|which|who|the|a|an)\b)[a-z]{2,}\b"
             ),
         )
     )
@@ -440,7 +454,22 @@ def _context(flat: str, named: re.Pattern[str], rank: float) -> float | None:
     around = flat[max(0, m.start() - 3) : m.end() + 3]
     if flat.count(",") >= 3 and "," in around:
         return None  # one item of a list
-    return rank + (0.0 if m.start() <= len(flat) // 3 else 0.25)
+    if _PLACED.match(flat, m.end()):
+        return rank  # where it is, or what its abbreviation is: "X (LCS) at MIT"
+    if _PROCEDURE.match(flat):
+        return rank + 0.75  # what a study did, not what the thing is
+    return rank + (0.25 if m.start() <= len(flat) // 3 else 0.5)
+
+
+_PROCEDURE = re.compile(
+    r"(?:here\s+)?(?:we|our|to investigate|to determine|to assess|to test|using|in this)\b",
+    re.IGNORECASE,
+)
+
+
+# after a name: where it is ("… at the Naval Postgraduate School at Monterey") or its
+# abbreviation
+_PLACED = re.compile(r"\s*(?:\([A-Z][\w-]{1,10}\)\s*)?(?:,\s*)?(?:at|in|of)\s+(?:the\s+)?[A-Z]")
 
 
 _CODE = re.compile(r"`|\./|://|\$ |[{}]|^\(\d+\)")
