@@ -9,15 +9,17 @@ taken verbatim, best kind first:
 2. the first sentence of a section (or a document) titled with X's name;
 3. "X, a …", "the cytokine X", "X, also known as Y", "a … called X", "X, which …",
    "X (a …)", "X: a …" (a glossary line), "cytokines such as X";
-4. the first sentence naming X under a heading that names X; what X does ("X provides …")
-   or its role ("X is required for …", "X can …"); X as the subject of its sentence;
-5. "long form (X)" for an entity named by its abbreviation;
-6. the first sentence of a paragraph naming X at least twice (method `paragraph`);
-7. else a sentence naming X outside parentheses and lists: one placing it ("X (LCS) at
-   MIT") first, then one naming it near its start, then the rest, a study's procedure
-   ("We …", "Using …") last (method `context`: where the evidence uses X, not what X is).
+4. the first sentence naming X under a heading that names X;
+5. "long form (X)" for an entity named by its abbreviation.
 
-The method says which; a reader or a surface can keep only the kinds it trusts.
+When no sentence says what X is, the entity gets a mention instead: a sentence that only
+names it (`MENTIONS`, the kinds readers judged a description of the entity less than half
+the time), best kind first: what X does ("X provides …") or its role ("X is required for
+…", "X can …"); X as the subject of its sentence; the first sentence of a paragraph naming
+X at least twice (`paragraph`); else a sentence naming X outside parentheses and lists: one
+placing it ("X (LCS) at MIT") first, then one naming it near its start, then the rest, a
+study's procedure ("We …", "Using …") last (`context`). Surfaces show a mention as where
+the entity is named (`mention`), never as what it is (`description`): `split`.
 Without the LLM describer, a description the entity already has (written by the entity
 extractor, or carried in by an AKS bundle) is kept, cited to the passage saying it word for
 word, else to the entity's strongest evidence. Descriptions are cached like pages, by the
@@ -44,7 +46,7 @@ from .llm import ChatClient, config_from, model_of
 from .records import Cite, Description, DescriptionCite, EntityDetail
 from .statements import sentences
 
-METHOD = "13"  # bump when how a description is chosen changes, so cached ones are redone
+METHOD = "14"  # bump when how a description is chosen changes, so cached ones are redone
 EVIDENCE = 20  # passages read per entity
 WIDTH = 400  # a longer sentence is no description
 
@@ -58,6 +60,18 @@ _HEADING = re.compile(
 )
 # not a sentence to describe with: a heading rule, a badge or link row, a bare reference
 _NOT_PROSE = re.compile(r"={3,}|-{4,}|~{3,}|\[!\[|\]\(https?:|^\W*\[\d+\]")
+
+
+# the kinds of sentence that only name an entity: a mention, not a description
+MENTIONS = frozenset({"does", "role", "subject", "paragraph", "context"})
+
+
+def split(d: Description | None) -> tuple[Description | None, Description | None]:
+    """(description, mention) of what `describe` found: a sentence of a kind in `MENTIONS`
+    is the mention, any other the description; the other is None."""
+    if d is None:
+        return None, None
+    return (None, d) if d["method"] in MENTIONS else (d, None)
 
 
 def _cache_path(folder: Folder, eid: str) -> Path:
@@ -398,7 +412,7 @@ def extract(
     long_form = _long_form(name, names)
     named = re.compile(rf"(?<!\w)(?:{alt})(?!\w)", re.IGNORECASE)
     keys = {_key(n) for n in names}
-    best = _Best()
+    best, weak = _Best(), _Best()  # a description; a mention, kept only without one
     for order, c in enumerate(evidence):
         doc = _Layout(files, c)
         seen: set[int] = set()  # sections whose first sentence naming the entity was seen
@@ -426,7 +440,7 @@ def extract(
                 seen.add(at)
                 if (rank is None or rank >= heading) and named.search(doc.sections[at][1]):
                     rank, kind = heading - 0.5, "heading"
-            if rank is None and long_form and (m := long_form.search(sent)):
+            if (rank is None or kind in MENTIONS) and long_form and (m := long_form.search(sent)):
                 best.offer(last, order, c, s + m.start(), s + m.end(), "long form")
                 continue  # the span "long form (SHORT)" itself
             if rank is None and doc.opens_paragraph_on(s, named):
@@ -434,10 +448,11 @@ def extract(
             if rank is None:
                 rank, kind = _context(flat, named, last + 2), "context"
             if rank is not None:
-                best.offer(rank, order, c, s, e, kind)
-    if best.at is None:
+                (weak if kind in MENTIONS else best).offer(rank, order, c, s, e, kind)
+    found = best.at or weak.at
+    if found is None:
         return None
-    c, s, e, kind = best.at
+    c, s, e, kind = found
     cite = _cite(folder, c, files, (s, e))
     if cite is None:
         return None

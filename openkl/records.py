@@ -647,6 +647,10 @@ class EntityView(TypedDict):
     docs: list[str]
     # where `description` is said (None: nowhere); set by every reader the adapters call
     description_cite: NotRequired[DescriptionCite | None]
+    # without a description, a sentence that only names the entity ("" when none), and its
+    # citation (`descriptions.split`); set with description_cite
+    mention: NotRequired[str]
+    mention_cite: NotRequired[DescriptionCite | None]
 
 
 class EntityListed(EntityView):
@@ -687,7 +691,9 @@ class Description(TypedDict):
     """An entity's description (`openkl.descriptions`)."""
 
     text: str
-    method: str  # defining | apposition | copula | heading (extracted), llm, compiled
+    # defining | apposition | copula | heading | … (extracted), llm, compiled; a kind in
+    # descriptions.MENTIONS (context, paragraph, …) only names the entity: a mention
+    method: str
     cite: DescriptionCite
 
 
@@ -1507,6 +1513,7 @@ class DescribedEntity(TypedDict):
     id: str
     name: str
     description: Description | None
+    mention: Description | None  # without a description, a sentence that only names it
 
 
 class DescriptionsMade(TypedDict):
@@ -1515,6 +1522,7 @@ class DescriptionsMade(TypedDict):
     describer: str  # local | llm
     entities: int
     described: int  # how many got a description
+    mentioned: int  # how many got only a mention
     results: list[DescribedEntity]
 
 
