@@ -1,5 +1,6 @@
 """Entity description coverage: the share of entities at or above `entities.min_confidence`
-that have a cited description, and how each was found.
+that have a cited description, the share that have a description or else a mention (a
+sentence that only names the entity, `descriptions.MENTIONS`), and how each was found.
 
     uv run python bench/descriptions.py [--root DIR | --gold KINDS --split dev|test] [--show N]
         [--keep DIR] [--save]
@@ -29,7 +30,7 @@ sys.path.insert(0, str(HERE))
 import provenance  # noqa: E402
 
 from openkl import indexer  # noqa: E402
-from openkl.descriptions import describe  # noqa: E402
+from openkl.descriptions import MENTIONS, describe  # noqa: E402
 from openkl.entities.queries import list_entities  # noqa: E402
 from openkl.folder import Folder  # noqa: E402
 
@@ -66,13 +67,16 @@ def measure(root: Path, show: int) -> dict:
     for d in got.values():
         if d is not None:
             methods[d["method"]] = methods.get(d["method"], 0) + 1
-    described = sum(methods.values())
+    mentioned = sum(n for m, n in methods.items() if m in MENTIONS)
+    described = sum(methods.values()) - mentioned
     out = {
         "folder": str(root),
         "min_confidence": floor,
         "entities": len(ents),
         "described": described,
         "coverage": round(described / len(ents), 4) if ents else None,
+        "mentioned": mentioned,  # no description, a mention
+        "coverage_with_mention": round((described + mentioned) / len(ents), 4) if ents else None,
         "by_method": dict(sorted(methods.items())),
     }
     if show:
@@ -105,11 +109,20 @@ def gold(args: argparse.Namespace) -> None:
             got["folder"] = f"bench/gold/entities/{kind} ({args.split})"
             out["kinds"][kind] = got
             print(
-                f"{kind}: {got['described']}/{got['entities']} = {got['coverage']}", file=sys.stderr
+                f"{kind}: {got['described']}/{got['entities']} = {got['coverage']}, with a "
+                f"mention {got['coverage_with_mention']}",
+                file=sys.stderr,
             )
     n = sum(v["entities"] for v in out["kinds"].values())
     d = sum(v["described"] for v in out["kinds"].values())
-    out["overall"] = {"entities": n, "described": d, "coverage": round(d / n, 4) if n else None}
+    m = sum(v["mentioned"] for v in out["kinds"].values())
+    out["overall"] = {
+        "entities": n,
+        "described": d,
+        "coverage": round(d / n, 4) if n else None,
+        "mentioned": m,
+        "coverage_with_mention": round((d + m) / n, 4) if n else None,
+    }
     print(json.dumps(out, indent=2, ensure_ascii=False))
     if args.save:
         provenance.save(out, f"gold-{args.split}")

@@ -2,14 +2,24 @@
 
 Every entity that its evidence (the chunks and notes naming it) describes gets one. With
 `entities.describer: llm` and an LLM configured, the model writes it from the evidence and
-cites the passage it used; otherwise it is the best defining sentence of the evidence,
-taken verbatim:
+cites the passage it used; otherwise it is the best describing sentence of the evidence,
+taken verbatim, best kind first:
 
-1. "X is a …", "X (…) was …", "X refers to …" — a copula right after the name;
-2. "X, a … ," — an apposition after the name;
-3. "… X is a …", "… X, a …", "… X, which …" — the same later in a sentence;
-4. the first sentence naming X under a heading that names X.
+1. "X is a …", "X (…) was …", "X refers to/means/stands for/is defined as …";
+2. the first sentence of a section (or a document) titled with X's name;
+3. "X, a …", "the cytokine X", "X, also known as Y", "a … called X", "X, which …",
+   "X (a …)", "X: a …" (a glossary line), "cytokines such as X";
+4. the first sentence naming X under a heading that names X;
+5. "long form (X)" for an entity named by its abbreviation.
 
+When no sentence says what X is, the entity gets a mention instead: a sentence that only
+names it (`MENTIONS`, the kinds readers judged a description of the entity less than half
+the time), best kind first: what X does ("X provides …") or its role ("X is required for
+…", "X can …"); X as the subject of its sentence; the first sentence of a paragraph naming
+X at least twice (`paragraph`); else a sentence naming X outside parentheses and lists: one
+placing it ("X (LCS) at MIT") first, then one naming it near its start, then the rest, a
+study's procedure ("We …", "Using …") last (`context`). Surfaces show a mention as where
+the entity is named (`mention`), never as what it is (`description`): `split`.
 Without the LLM describer, a description the entity already has (written by the entity
 extractor, or carried in by an AKS bundle) is kept, cited to the passage saying it word for
 word, else to the entity's strongest evidence. Descriptions are cached like pages, by the
@@ -36,12 +46,32 @@ from .llm import ChatClient, config_from, model_of
 from .records import Cite, Description, DescriptionCite, EntityDetail
 from .statements import sentences
 
-METHOD = "10"  # bump when how a description is chosen changes, so cached ones are redone
+METHOD = "14"  # bump when how a description is chosen changes, so cached ones are redone
 EVIDENCE = 20  # passages read per entity
 WIDTH = 400  # a longer sentence is no description
 
-_COPULA = r"(?:is|was|are|were|refers to|means|denotes|describes)"
-_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+_COPULA = (
+    r"(?:is defined as|are defined as|stands for|is short for|is an abbreviation (?:of|for)|"
+    r"is|was|are|were|refers to|means|denotes|describes)"
+)
+_HEADING = re.compile(
+    r"^(?:#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*|([^\n]{1,80})\n[ \t]*(?:={3,}|-{3,}|~{3,})[ \t]*)$",
+    re.MULTILINE,
+)
+# not a sentence to describe with: a heading rule, a badge or link row, a bare reference
+_NOT_PROSE = re.compile(r"={3,}|-{4,}|~{3,}|\[!\[|\]\(https?:|^\W*\[\d+\]")
+
+
+# the kinds of sentence that only name an entity: a mention, not a description
+MENTIONS = frozenset({"does", "role", "subject", "paragraph", "context"})
+
+
+def split(d: Description | None) -> tuple[Description | None, Description | None]:
+    """(description, mention) of what `describe` found: a sentence of a kind in `MENTIONS`
+    is the mention, any other the description; the other is None."""
+    if d is None:
+        return None, None
+    return (None, d) if d["method"] in MENTIONS else (d, None)
 
 
 def _cache_path(folder: Folder, eid: str) -> Path:
@@ -259,12 +289,63 @@ def _patterns(alt: str, named_well: bool) -> list[tuple[str, re.Pattern[str]]]:
                 rf"(?:[^.;:()]{{0,80}}?(?:,\s*|\s(?:and|or)\s+))?(?:the\s+)?(?:{alt})(?![\w-])"
                 rf"|{begins}(?:{alt})(?:\s*,\s*[^,.;:()]{{1,40}}){{0,4}},?\s+(?:and|or)\s+"
                 r"(?:many\s+|several\s+|some\s+)?other\s+[a-z]"
+                # "a more general tool like sudo"
+                rf"|\b(?:an?|the)\s+(?:[a-z-]+\s+){{0,3}}[a-z-]{{3,}}\s+(?:like|such as)\s+"
+                rf"(?:the\s+)?(?:{alt})(?![\w-])"
+            ),
+        )
+    )
+    # a glossary line: "cmake The cross-platform build system", "datrie - a trie library"
+    out.append(("glossary", re.compile(rf"^(?:{alt})\s*(?:[:–—-]\s*|\s)(?:A|An|The|a|an)\s+[a-z]")))
+    # an apposition running into a clause: "X, an efficient indexing method in which …"
+    out.append(
+        (
+            "apposition",
+            re.compile(
+                rf"{begins}(?:{alt}){paren},\s+(?:an?|the)\s(?=[a-z]){phrase}?\s(?:that|which|"
+                r"who|whose|where|in which|used|for|of|with|from|in|on|by|to|based)\b"
             ),
         )
     )
     # what it does: "Tk provides …", "The survey counts urchins …"
     out.append(("does", re.compile(rf"{lead}(?:{alt}){paren}\s+(?:\w+ly\s+)?{_DOES}\b")))
+    # its role, said of it as the subject: "Dvl3 is required for …", "SNAP can …"
+    out.append(
+        (
+            "role",
+            re.compile(
+                rf"{_OPENER}(?:{alt}){paren}\s+(?:\w+ly\s+)?(?:(?:is|are)\s+(?:\w+ly\s+)?"
+                r"(?:required|involved|essential|important|critical|crucial|necessary|"
+                r"responsible|needed|used|implicated|expressed|thought|believed|considered|"
+                r"known|present|found|located|common|rare|associated|linked|related|capable|"
+                r"one|part|available|designed|intended|based|written|maintained|distributed|"
+                r"installed|licensed|provided)\b|(?:has|have)\s+been\s|(?:can|may|could|might|"
+                r"must|will|should|does|do)\s+(?!not\b)\w+|(?:plays?|acts?|serves?|functions?|"
+                r"allows?|enables?|lets?|supports?|prevents?|regulates?|controls?|mediates?|"
+                r"encodes?|binds?|causes?|remains?|appears?|became|becomes?|began|became)\b)",
+                re.IGNORECASE,
+            ),
+        )
+    )
+    # the subject of its sentence, a verb after it: "OpenSSH contains support for …"
+    out.append(
+        (
+            "subject",
+            re.compile(
+                rf"(?i:{_OPENER})(?i:{alt}){paren}\s+(?!(?:and|or|of|in|on|at|to|for|with|by|"
+                r"from|as|than|that|which|who|the|a|an)\b)[a-z]{2,}\b"
+            ),
+        )
+    )
     return out
+
+
+# a sentence's opening before its subject: a linking adverb, an article
+_OPENER = (
+    r"^(?:(?:thus|however|moreover|furthermore|in addition|here|therefore|importantly|"
+    r"notably|additionally|finally|similarly|consequently|indeed|in contrast|in particular|"
+    r"today|now|originally|currently),?\s+)?(?:the |an? )?"
+)
 
 
 def _long_form(name: str, names: list[str]) -> re.Pattern[str] | None:
@@ -284,10 +365,42 @@ def _long_form(name: str, names: list[str]) -> re.Pattern[str] | None:
     )
 
 
+# a section label or a glossary's category tag a sentence opens with ("BACKGROUND …",
+# "<company> …"): not part of the description
+_LABEL = re.compile(
+    r"^(?:<[a-z][\w ,-]{1,30}>\s+|(?:BACKGROUND|RESULTS?|METHODS?|CONCLUSIONS?|OBJECTIVES?|"
+    r"PURPOSE|DESIGN|SETTING|PARTICIPANTS|INTRODUCTION|AIMS?|FINDINGS|INTERPRETATION|CONTEXT|"
+    r"IMPORTANCE|SUMMARY|RATIONALE|SIGNIFICANCE|ABSTRACT|METHODOLOGY|PATIENTS|SUBJECTS|"
+    r"MATERIALS AND METHODS|PRINCIPAL FINDINGS|MAIN OUTCOME MEASURES?|MEASUREMENTS|"
+    r"INTERVENTIONS?|EXPOSURES?|DESCRIPTION|NAME|SYNOPSIS|OVERVIEW)\b:?\s+(?=\S))"
+)
+# a document's title: a short first line followed by a blank line (after at most one short
+# line more, its index key: "Alan Turing\nTuring, Alan\n\n…")
+_TITLE_LINE = re.compile(r"([^\n#][^\n]{0,59})\n(?:[^\n]{1,40}\n)?[ \t]*\n")
+
+
+def _key(text: str) -> str:
+    """A name or heading compared loosely: case, punctuation and spacing aside."""
+    return " ".join(re.sub(r"[^\w]+", " ", text.casefold()).split())
+
+
+class _Best:
+    """The best candidate sentence so far: the lowest (rank, passage order, length)."""
+
+    def __init__(self) -> None:
+        self.key: tuple[int, int, int] | None = None
+        self.at: tuple[Cite, int, int, str] | None = None
+
+    def offer(self, rank: float, order: int, c: Cite, s: int, e: int, kind: str) -> None:
+        key = (int(rank * 4), order, e - s)
+        if self.key is None or key < self.key:
+            self.key, self.at = key, (c, s, e, kind)
+
+
 def extract(
     folder: Folder, name: str, aliases: list[str], evidence: list[Cite], files: Files
 ) -> Description | None:
-    """The best defining sentence of the evidence, cited to its exact span."""
+    """The best describing sentence of the evidence, cited to its exact span."""
     names = sorted({n for n in (name, *aliases) if n.strip()}, key=len, reverse=True)
     if not names:
         return None
@@ -295,42 +408,116 @@ def extract(
     named_well = any(re.search(r"[A-Z0-9]", n) for n in names)
     patterns = _patterns(alt, named_well)
     heading = next(i for i, (k, _) in enumerate(patterns) if k == "does")  # before "does"
+    last = len(patterns)
     long_form = _long_form(name, names)
     named = re.compile(rf"(?<!\w)(?:{alt})(?!\w)", re.IGNORECASE)
-    best: tuple[int, int, int, Cite, int, int, str] | None = None
+    keys = {_key(n) for n in names}
+    best, weak = _Best(), _Best()  # a description; a mention, kept only without one
     for order, c in enumerate(evidence):
-        sections = _sections(files, c)
+        doc = _Layout(files, c)
         seen: set[int] = set()  # sections whose first sentence naming the entity was seen
+        opened: set[int] = set()  # sections whose first sentence was seen
         for s, e, sent in sentences(c["quote"], base=int(c["loc"]["start"])):
+            if m := _LABEL.match(sent):
+                s, sent = s + m.end(), sent[m.end() :]
             flat = " ".join(sent.split())
-            if len(flat) > WIDTH:
+            at = doc.section(s)
+            if len(flat) > WIDTH or _NOT_PROSE.search(sent) or (at >= 0 and doc.starts[at] == s):
+                continue  # too long, not prose, or the heading itself
+            if at >= 0 and at not in opened:
+                opened.add(at)
+                if _key(doc.sections[at][1]) in keys:
+                    # the first sentence of a section (or document) titled with the name
+                    best.offer(0.5, order, c, s, e, "heading")
+            if not named.search(flat):
                 continue
             rank: float | None = next(
                 (i for i, (_, p) in enumerate(patterns) if p.search(flat) and _verb_ok(p, flat)),
                 None,
             )
             kind = patterns[int(rank)][0] if rank is not None else ""
-            if named.search(flat):
-                at = bisect.bisect_right([h for h, _ in sections], s) - 1
-                if at >= 0 and at not in seen:
-                    seen.add(at)
-                    if (rank is None or rank >= heading) and named.search(sections[at][1]):
-                        rank, kind = heading - 0.5, "heading"
-            if rank is None and long_form and (m := long_form.search(sent)):
-                rank, kind = heading + 0.5, "long form"
-                s, e = s + m.start(), s + m.end()  # the span "long form (SHORT)" itself
+            if at >= 0 and at not in seen:
+                seen.add(at)
+                if (rank is None or rank >= heading) and named.search(doc.sections[at][1]):
+                    rank, kind = heading - 0.5, "heading"
+            if (rank is None or kind in MENTIONS) and long_form and (m := long_form.search(sent)):
+                best.offer(last, order, c, s + m.start(), s + m.end(), "long form")
+                continue  # the span "long form (SHORT)" itself
+            if rank is None and doc.opens_paragraph_on(s, named):
+                rank, kind = last + 1, "paragraph"  # the first sentence of a paragraph about it
             if rank is None:
-                continue
-            key = (int(rank * 4), order, len(flat))
-            if best is None or key < best[:3]:
-                best = (*key, c, s, e, kind)
-    if best is None:
+                rank, kind = _context(flat, named, last + 2), "context"
+            if rank is not None:
+                (weak if kind in MENTIONS else best).offer(rank, order, c, s, e, kind)
+    found = best.at or weak.at
+    if found is None:
         return None
-    _, _, _, c, s, e, kind = best
+    c, s, e, kind = found
     cite = _cite(folder, c, files, (s, e))
     if cite is None:
         return None
     return {"text": " ".join(cite["quote"].split()), "method": kind, "cite": cite}
+
+
+def _context(flat: str, named: re.Pattern[str], rank: float) -> float | None:
+    """The rank of a sentence that only names the entity: better the nearer its start the
+    name is; None when the name is only in parentheses, in a list or in a question."""
+    hits = [m for m in named.finditer(flat) if not _in_parens(flat, m.start())]
+    if not hits or flat.endswith("?") or _CODE.search(flat) or len(flat.split()) < 5:
+        return None
+    m = hits[0]
+    around = flat[max(0, m.start() - 3) : m.end() + 3]
+    if flat.count(",") >= 3 and "," in around:
+        return None  # one item of a list
+    if _PLACED.match(flat, m.end()):
+        return rank  # where it is, or what its abbreviation is: "X (LCS) at MIT"
+    if _PROCEDURE.match(flat):
+        return rank + 0.75  # what a study did, not what the thing is
+    return rank + (0.25 if m.start() <= len(flat) // 3 else 0.5)
+
+
+_PROCEDURE = re.compile(
+    r"(?:here\s+)?(?:we|our|to investigate|to determine|to assess|to test|using|in this)\b",
+    re.IGNORECASE,
+)
+
+
+# after a name: where it is ("… at the Naval Postgraduate School at Monterey") or its
+# abbreviation
+_PLACED = re.compile(r"\s*(?:\([A-Z][\w-]{1,10}\)\s*)?(?:,\s*)?(?:at|in|of)\s+(?:the\s+)?[A-Z]")
+
+
+_CODE = re.compile(r"`|\./|://|\$ |[{}]|^\(\d+\)")
+
+
+def _in_parens(text: str, i: int) -> bool:
+    return text.count("(", 0, i) > text.count(")", 0, i)
+
+
+class _Layout:
+    """The headings and paragraphs of a passage's file."""
+
+    def __init__(self, files: Files, c: Cite) -> None:
+        got = files.read(c["path"], "memory" if c["type"] == "memory" else "doc")
+        self.text = got.text if got is not None else ""
+        self.sections = _sections(self.text)
+        self.starts = [h for h, _ in self.sections]
+        self.paras = [m.start() for m in re.finditer(r"(?:^|\n[ \t]*\n)\s*\S", self.text)]
+
+    def section(self, at: int) -> int:
+        return bisect.bisect_right(self.starts, at) - 1
+
+    def opens_paragraph_on(self, at: int, named: re.Pattern[str]) -> bool:
+        """The sentence at `at` opens its paragraph, which names the entity at least twice."""
+        i = bisect.bisect_right(self.paras, at) - 1
+        if i < 0:
+            return False
+        start = self.paras[i]
+        end = self.paras[i + 1] if i + 1 < len(self.paras) else len(self.text)
+        head = self.text[start:at]
+        if head.strip() and not _LABEL.match(head.strip() + " x"):
+            return False
+        return len(named.findall(self.text[start:end])) >= 2
 
 
 def _verb_ok(p: re.Pattern[str], flat: str) -> bool:
@@ -344,11 +531,14 @@ def _verb_ok(p: re.Pattern[str], flat: str) -> bool:
     return not _NOT_DOES.search(word)
 
 
-def _sections(files: Files, c: Cite) -> list[tuple[int, str]]:
-    """The headings of the passage's file as (offset, heading text), in order."""
-    got = files.read(c["path"], "memory" if c["type"] == "memory" else "doc")
-    text = got.text if got is not None else ""
-    return [(m.start(), m.group(1)) for m in _HEADING.finditer(text)]
+def _sections(text: str) -> list[tuple[int, str]]:
+    """The headings of a file as (offset, heading text), in order; a short first line
+    standing alone is the document's title, a heading at 0."""
+    out = [(m.start(), m.group(1) or m.group(2)) for m in _HEADING.finditer(text)]
+    title = _TITLE_LINE.match(text)
+    if title and (not out or out[0][0]):
+        out.insert(0, (0, title.group(1).strip().rstrip(".")))
+    return out
 
 
 SYSTEM = (

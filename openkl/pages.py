@@ -14,14 +14,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
-from .descriptions import EVIDENCE, describe_with, describer
+from .descriptions import EVIDENCE, describe_with, describer, split
 from .entities.consolidation import min_confidence
 from .entities.queries import EntityReader, find_entity, list_entities
 from .folder import Folder, atomic_write, iso
 from .graph.protocol import GraphStore
-from .records import Cite, Description, EntityDetail, EntityPage, PageBuilt, PagesWritten
+from .records import (
+    Cite,
+    Description,
+    DescriptionCite,
+    EntityDetail,
+    EntityPage,
+    PageBuilt,
+    PagesWritten,
+)
 
-RENDER = "4"  # bump when `render` changes, so cached pages are rebuilt
+RENDER = "5"  # bump when `render` changes, so cached pages are rebuilt
 
 
 def _cache_path(folder: Folder, eid: str) -> Path:
@@ -97,6 +105,11 @@ def _link(name: str, eid: str) -> str:
     return f"[{name}]({page_file(eid)})"
 
 
+def _cited(dc: DescriptionCite) -> str:
+    loc = dc["loc"]
+    return f"— cite: `{dc['id']}` ({dc['path']}, chars {loc['start']}–{loc['end']})"
+
+
 def render(d: EntityDetail, desc: Description | None = None, floor: float = 0.0) -> str:
     """The page's markdown; relationships less confident than `floor` are left out, as
     every other view of the graph leaves them out."""
@@ -111,19 +124,15 @@ def render(d: EntityDetail, desc: Description | None = None, floor: float = 0.0)
     lines += [" · ".join(meta), ""]
     if d["aliases"]:
         lines += ["Also known as: " + ", ".join(d["aliases"]), ""]
+    desc, mention = split(desc)
     if desc is not None:
-        dc = desc["cite"]
-        loc = dc["loc"]
-        lines += [
-            desc["text"],
-            "",
-            f"— cite: `{dc['id']}` ({dc['path']}, chars {loc['start']}–{loc['end']})",
-            "",
-        ]
+        lines += [desc["text"], "", _cited(desc["cite"]), ""]
     elif d["description"]:
         lines += [d["description"], ""]
     else:
         lines += ["_No source says what this entity is._", ""]
+        if mention is not None:
+            lines += [f"Named in: {mention['text']}", "", _cited(mention["cite"]), ""]
     rels = [r for r in d["relationships"] if r["confidence"] >= floor]
     if rels:
         lines += ["## Relationships", ""]

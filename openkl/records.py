@@ -683,6 +683,10 @@ class EntityView(TypedDict):
     docs: list[str]
     # where `description` is said (None: nowhere); set by every reader the adapters call
     description_cite: NotRequired[DescriptionCite | None]
+    # without a description, a sentence that only names the entity ("" when none), and its
+    # citation (`descriptions.split`); set with description_cite
+    mention: NotRequired[str]
+    mention_cite: NotRequired[DescriptionCite | None]
 
 
 class EntityListed(EntityView):
@@ -723,7 +727,9 @@ class Description(TypedDict):
     """An entity's description (`openkl.descriptions`)."""
 
     text: str
-    method: str  # defining | apposition | copula | heading (extracted), llm, compiled
+    # defining | apposition | copula | heading | … (extracted), llm, compiled; a kind in
+    # descriptions.MENTIONS (context, paragraph, …) only names the entity: a mention
+    method: str
     cite: DescriptionCite
 
 
@@ -1570,6 +1576,7 @@ class DescribedEntity(TypedDict):
     id: str
     name: str
     description: Description | None
+    mention: Description | None  # without a description, a sentence that only names it
 
 
 class DescribedOne(DescribedEntity):
@@ -1584,6 +1591,7 @@ class DescriptionsMade(TypedDict):
     describer: str  # local | llm
     entities: int
     described: int  # how many got a description
+    mentioned: int  # how many got only a mention
     results: list[DescribedEntity]
 
 

@@ -126,16 +126,19 @@ def test_consolidation_follows_removal_and_reingest(example_kf: Path) -> None:
     r = run_ok("store", "ingest", str(EXAMPLES / "kuzu-embedded-graphs.md"))
     assert r.code == 0, r.err
     again = {e["id"]: e for e in _entities("--min-confidence", "0")}
-    # the file came back under another path, which a description's citation names
+    # the file came back under another path, which a description's (or mention's) citation
+    # names
     for e in (*again.values(), *before.values()):
-        if e["description_cite"]:
-            e["description_cite"].pop("path")
+        for field in ("description_cite", "mention_cite"):
+            if e[field]:
+                e[field].pop("path")
     assert again == before  # no double counts after re-ingest
     r = run_ok("store", "ingest", str(EXAMPLES))  # unchanged content: a no-op
     now = {e["id"]: e for e in _entities("--min-confidence", "0")}
     for e in now.values():
-        if e["description_cite"]:
-            e["description_cite"].pop("path")
+        for field in ("description_cite", "mention_cite"):
+            if e[field]:
+                e[field].pop("path")
     assert now == before
 
 

@@ -22,13 +22,16 @@ def page_of(name: str) -> str:
 
 
 def assert_described_as_its_page(e: dict[str, Any], markdown: str) -> None:
-    """The entity's description is the one its page shows, cited to the same passage."""
+    """The entity's description is the one its page shows, cited to the same passage, and
+    its mention is empty."""
     cite = e["description_cite"]
     assert e["description"] and cite, e
     assert e["description"] in markdown
     assert f"`{cite['id']}`" in markdown
     assert " ".join(cite["quote"].split()) == e["description"] or e["description"] in cite["quote"]
     assert cite["loc"]["end"] > cite["loc"]["start"] and cite["path"]
+    # beside it, the mention field, empty: a described entity needs no sentence naming it
+    assert e["mention"] == "" and e["mention_cite"] is None, e
 
 
 def test_the_cli_s_entity_json_carries_the_page_s_description(example_kf: Path) -> None:

@@ -281,6 +281,14 @@ def entity(
                 lines.append(
                     f"  — cite: {cite['id']} ({cite['path']}, {loc['start']}–{loc['end']})"
                 )
+        elif d.get("mention"):
+            lines.append("Named in: " + d["mention"])
+            cite = d.get("mention_cite")
+            if cite:
+                loc = cite["loc"]
+                lines.append(
+                    f"  — cite: {cite['id']} ({cite['path']}, {loc['start']}–{loc['end']})"
+                )
         for r in d["relationships"]:
             arrow = (
                 f"-{r['type']}-> {r['to_name']}"

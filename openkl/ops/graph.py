@@ -157,13 +157,15 @@ def synthesize_descriptions(
             for r in queries.list_entities(g, min_confidence=_floor(folder, min_confidence)):
                 found[r["id"]] = r["name"]
         got = descriptions.describe(folder, g, list(found), describer)
-    rows: list[DescribedEntity] = [
-        {"id": eid, "name": name, "description": got.get(eid)} for eid, name in found.items()
-    ]
+    rows: list[DescribedEntity] = []
+    for eid, name in found.items():
+        d, m = descriptions.split(got.get(eid))
+        rows.append({"id": eid, "name": name, "description": d, "mention": m})
     return {
         "describer": describer or folder.setting("entities.describer"),
         "entities": len(rows),
         "described": sum(1 for r in rows if r["description"]),
+        "mentioned": sum(1 for r in rows if r["mention"]),
         "results": rows,
     }
 

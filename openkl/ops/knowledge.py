@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import aks, backfeed, web
+from .. import aks, backfeed, descriptions, web
 from ..entities import consolidation
 from ..errors import BadInput, UsageError
 from ..folder import Folder, atomic_write
@@ -277,7 +277,11 @@ def export_graph(
             entity_type=entity_type,
             max_entities=max_entities,
             verified_only=verified_only,
-            describe=lambda ids, advance: describe_all(folder, g, ids, advance),
+            # a bundle's descriptions say what each entity is; a mention is not one
+            describe=lambda ids, advance: {
+                k: descriptions.split(d)[0]
+                for k, d in describe_all(folder, g, ids, advance).items()
+            },
         )
     files: dict[str, str]
     slug = aks.domain_slug(folder)

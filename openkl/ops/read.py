@@ -45,15 +45,18 @@ def reading(folder: Folder, graph: Opener | None = None) -> AbstractContextManag
 def described(folder: Folder, g: GraphStore, rows: list[E]) -> list[E]:
     """`rows` with each entity's description (`descriptions.describe`, as its page shows
     it) in `description`, and the passage saying it in `description_cite` (None when no
-    passage says what the entity is)."""
+    passage says what the entity is); without one, a sentence that only names the entity in
+    `mention` ("" when none) and its passage in `mention_cite`."""
     if not rows:
         return rows
     got = describe_all(folder, g, [r["id"] for r in rows], lambda n: None)
     for r in rows:
-        d = got.get(r["id"])
+        d, m = descriptions.split(got.get(r["id"]))
         if d is not None:
             r["description"] = d["text"]
         r["description_cite"] = d["cite"] if d is not None else None
+        r["mention"] = m["text"] if m is not None else ""
+        r["mention_cite"] = m["cite"] if m is not None else None
     return rows
 
 

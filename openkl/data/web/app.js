@@ -516,7 +516,7 @@
       view.replaceChildren(el("h2", {}, e.name), el("p", { class: "meta" }, e.type + " · confidence " + e.confidence.toFixed(2) +
         (e.aliases.length ? " · also " + e.aliases.join(", ") : "")),
         el("p", {}, el("a", { href: "#/graph?" + new URLSearchParams({ entity: e.name }) }, "Show its neighbourhood")),
-        e.description ? el("p", {}, e.description) : "",
+        e.description ? el("p", {}, e.description) : e.mention ? el("p", { class: "meta" }, "Named in: " + e.mention) : "",
         el("div", { class: "two" }, el("section", {}, el("h3", {}, "Relationships"), rels),
           el("section", {}, el("h3", {}, "Evidence"), mentions)),
         el("details", {}, el("summary", {}, "The entity's page (markdown)"), el("pre", { class: "doc" }, pg.markdown)));
