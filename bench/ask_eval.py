@@ -31,8 +31,8 @@ sys.path.insert(0, str(HERE))
 
 from mcp_latency import DATA, build_folder  # noqa: E402
 
-from openkl import ask as ask_mod  # noqa: E402
-from openkl import indexer  # noqa: E402
+from openkl.knowledge import ask as ask_mod  # noqa: E402
+from openkl.sync import indexer  # noqa: E402
 
 
 def corpus_id(path: str) -> str:

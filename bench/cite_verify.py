@@ -39,9 +39,9 @@ sys.path.insert(0, str(HERE.parent))
 
 import provenance  # noqa: E402
 
-from openkl import citations as cit  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
-from openkl.store import Candidate, ingest  # noqa: E402
+from openkl.collect.store import Candidate, ingest  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
+from openkl.knowledge import citations as cit  # noqa: E402
 
 # each `ok` command here runs in a process of its own, as it is meant to be measured:
 # none starts the folder's resident process (OK_NO_DAEMON)

@@ -34,10 +34,11 @@ sys.path.insert(0, str(HERE.parent))
 
 import provenance  # noqa: E402
 
-from openkl import graph, indexer  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
-from openkl.search import search  # noqa: E402
-from openkl.store import ingest_paths  # noqa: E402
+from openkl import graph  # noqa: E402
+from openkl.collect.store import ingest_paths  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
+from openkl.graph.search import search  # noqa: E402
+from openkl.sync import indexer  # noqa: E402
 
 DATA = HERE / "data" / "cjk"
 EVAL = Path(

@@ -12,7 +12,7 @@ many contexts got it and the share that were right. Beside it, the same question
 label `ok context` gave before it was calibrated (from its top entity's confidence and
 whether the query names it), recomputed from each context.
 
-`--fit` (dev only) fits the logistic score of `openkl.context.CALIBRATION` to the dev
+`--fit` (dev only) fits the logistic score of `openkl.knowledge.context.CALIBRATION` to the dev
 questions and prints the constants; tune on dev, report test.
 """
 
@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE))
 from check import holds, spans  # noqa: E402
 
 from openkl import ops  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
 
 QUESTIONS = GOLD / "questions.jsonl"
 TOP = 3  # sources a reader looks at

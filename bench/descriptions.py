@@ -29,10 +29,10 @@ sys.path.insert(0, str(HERE))
 
 import provenance  # noqa: E402
 
-from openkl import indexer  # noqa: E402
-from openkl.descriptions import MENTIONS, describe  # noqa: E402
 from openkl.entities.queries import list_entities  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
+from openkl.knowledge.descriptions import MENTIONS, describe  # noqa: E402
+from openkl.sync import indexer  # noqa: E402
 
 # each `ok` command here runs in a process of its own, as it is meant to be measured:
 # none starts the folder's resident process (OK_NO_DAEMON)

@@ -29,10 +29,10 @@ sys.path.insert(0, str(HERE.parent / "tests" / "gold"))
 
 import provenance  # noqa: E402
 
-from openkl import indexer  # noqa: E402
+from openkl.collect.store import ingest_paths  # noqa: E402
 from openkl.entities.local import extract  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
-from openkl.store import ingest_paths  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
+from openkl.sync import indexer  # noqa: E402
 
 SOURCES = sorted((HERE.parent / "examples" / "docs").glob("*.m*")) + sorted(
     (HERE.parent / "tests" / "gold" / "docs").glob("*")

@@ -40,7 +40,7 @@ CORPORA = {
 
 
 def _run_ok(*args: str) -> str:
-    from openkl.cli.app import run
+    from openkl.cli.root import run
 
     out_b, err_b = io.BytesIO(), io.BytesIO()
     old = sys.stdout, sys.stderr
@@ -64,9 +64,9 @@ def _run_ok(*args: str) -> str:
 
 def snapshot(name: str, src: Path) -> tuple[dict[str, str], float]:
     """Ingest `src` into a fresh folder; the recorded outputs and the ingest seconds."""
-    from openkl.folder import Folder
-    from openkl.indexer import open_graph
-    from openkl.store import ingest_paths
+    from openkl.collect.store import ingest_paths
+    from openkl.files.folder import Folder
+    from openkl.sync.indexer import open_graph
 
     root = WORK / "kf" / name
     shutil.rmtree(root, ignore_errors=True)

@@ -41,7 +41,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from openkl.folder import Folder  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
 from openkl.graph import DB_FILE, FTS_INDEXES, Graph  # noqa: E402
 
 PAGE = 4096
@@ -195,10 +195,10 @@ def walks(root: Path, names: list[str] | None = None, top: int = 5) -> dict[str,
     """What traverse (depth 2, at the default floor and at 0) and context return: for the
     `top` most mentioned entities (or `names`) and for a few queries, so that two folders
     built from the same files can be compared."""
-    from openkl import indexer
-    from openkl.context import context
     from openkl.entities.consolidation import min_confidence
     from openkl.entities.queries import list_entities, traverse
+    from openkl.knowledge.context import context
+    from openkl.sync import indexer
 
     folder = Folder(root)
     floor = min_confidence(folder)

@@ -74,7 +74,7 @@ import provenance  # noqa: E402
 import scifact  # noqa: E402
 
 from openkl import graph as graph_mod  # noqa: E402
-from openkl.search import Fusion, QueryUse, first_per_doc, fuse  # noqa: E402
+from openkl.graph.search import Fusion, QueryUse, first_per_doc, fuse  # noqa: E402
 
 WORK = scifact.WORK / "keyword_engines"
 SIZES = {"10k": 0, "100k": 100_000, "1m": 1_000_000}
@@ -162,8 +162,8 @@ def chunks() -> dict[str, Any]:
     path = WORK / "chunks.json"
     if path.exists():
         return json.loads(path.read_text())  # type: ignore[no-any-return]
-    from openkl import indexer
-    from openkl.folder import Folder
+    from openkl.files.folder import Folder
+    from openkl.sync import indexer
 
     WORK.mkdir(parents=True, exist_ok=True)
     with indexer.open_graph(Folder(scifact.WORK / "scifact")) as g:
@@ -325,8 +325,8 @@ class KuzuProduct:
         return {"note": "the folder's own index (bench/scifact.py)"}
 
     def open(self, where: Path) -> None:
-        from openkl import indexer
-        from openkl.folder import Folder
+        from openkl.files.folder import Folder
+        from openkl.sync import indexer
 
         self.ctx = indexer.open_graph(Folder(scifact.WORK / "scifact"))
         self.g = self.ctx.__enter__()
@@ -580,7 +580,7 @@ def hybrid(engines: list[str]) -> list[dict[str, Any]]:
     exact-cosine vector list (`bench/ranking.py`'s), as `ok search --mode hybrid -k 100`."""
     import ranking
 
-    from openkl.folder import Folder
+    from openkl.files.folder import Folder
 
     folder = Folder(scifact.WORK / "scifact")
     data = ranking.load_folder_data(folder)

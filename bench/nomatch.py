@@ -41,9 +41,10 @@ sys.path.insert(0, str(HERE.parent))
 
 import provenance  # noqa: E402
 
-from openkl import indexer, ops  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
-from openkl.search import (  # noqa: E402
+from openkl import ops  # noqa: E402
+from openkl.collect.store import ingest_paths  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
+from openkl.graph.search import (  # noqa: E402
     Fusion,
     best_cosine,
     candidates,
@@ -52,7 +53,7 @@ from openkl.search import (  # noqa: E402
     no_good_match,
     pool_size,
 )
-from openkl.store import ingest_paths  # noqa: E402
+from openkl.sync import indexer  # noqa: E402
 
 DATA = Path(os.environ.get("OK_BENCH_DATA", HERE.parent.parent / "shared" / "bench" / "scifact"))
 WORK = Path(os.environ.get("OK_BENCH_WORK", HERE / ".work"))

@@ -30,13 +30,13 @@ sys.path.insert(0, str(HERE.parent))
 import provenance  # noqa: E402
 from scifact import DATA  # noqa: E402
 
-from openkl import pg_sync  # noqa: E402
+from openkl.collect.store import ingest_paths  # noqa: E402
 from openkl.entities import queries  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
+from openkl.graph.indexing import embedder, open_graph, stack_name  # noqa: E402
 from openkl.graph.postgres import PgGraph  # noqa: E402
 from openkl.graph.protocol import GraphStore  # noqa: E402
-from openkl.indexing import embedder, open_graph, stack_name  # noqa: E402
-from openkl.store import ingest_paths  # noqa: E402
+from openkl.sync import pg_sync  # noqa: E402
 
 
 def build(where: Path, n: int) -> Folder:

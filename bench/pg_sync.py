@@ -29,10 +29,10 @@ sys.path.insert(0, str(HERE.parent))
 import provenance  # noqa: E402
 from scifact import WORK  # noqa: E402
 
-from openkl import pg_sync  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
-from openkl.indexer import prepare_docs, scan_docs  # noqa: E402
-from openkl.indexing import open_postgres  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
+from openkl.graph.indexing import open_postgres  # noqa: E402
+from openkl.sync import pg_sync  # noqa: E402
+from openkl.sync.indexer import prepare_docs, scan_docs  # noqa: E402
 
 
 def copy_folder(src: Path, dst: Path, docs: int) -> Folder:

@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from openkl import ops  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
 
 DATA = HERE / "data" / "qa_examples.jsonl"
 DOCS = HERE.parent / "examples" / "docs"

@@ -42,7 +42,7 @@ sys.path.insert(0, str(GOLD))
 from check import holds, norm, spans  # noqa: E402
 
 from openkl import ops  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
 
 QUESTIONS = GOLD / "questions.jsonl"
 DOCS = GOLD / "docs"

@@ -25,9 +25,9 @@ sys.path.insert(0, str(HERE / "gold" / "qa"))
 from check import holds, norm, spans  # noqa: E402
 from qa_gold import QUESTIONS, build, cited_doc, summarize  # noqa: E402
 
-from openkl import ask as ask_mod  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
-from openkl.indexing import embedder  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
+from openkl.graph.indexing import embedder  # noqa: E402
+from openkl.knowledge import ask as ask_mod  # noqa: E402
 from openkl.ops.read import reading  # noqa: E402
 
 WORK = HERE / ".work"

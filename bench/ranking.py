@@ -52,16 +52,9 @@ import provenance  # noqa: E402
 import scifact  # noqa: E402
 
 from openkl import graph as graph_mod  # noqa: E402
-from openkl import indexer  # noqa: E402
-from openkl.chunking import context_header, with_header  # noqa: E402
-from openkl.search import (  # noqa: E402
-    Fusion,
-    QueryUse,
-    first_per_doc,
-    fuse,
-    pool_size,
-    search,
-)
+from openkl.graph.search import Fusion, QueryUse, first_per_doc, fuse, pool_size, search  # noqa: E402
+from openkl.sync import indexer  # noqa: E402
+from openkl.text.chunking import context_header, with_header  # noqa: E402
 
 K = 100
 PRODUCT = "digits+title1"  # what `ok search` does (schema version 9)
@@ -422,7 +415,7 @@ def main() -> None:
     args = ap.parse_args()
     # the folder as `bench/scifact.py` built it; once its chunks are read, only its
     # embedder is used (an index of an older schema is not rebuilt for this)
-    from openkl.folder import Folder
+    from openkl.files.folder import Folder
 
     root = scifact.WORK / "scifact"
     if args.schema:  # read a folder an older schema built, as it is

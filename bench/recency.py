@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 import provenance  # noqa: E402
 
 from openkl import ops, settings  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
 
 ASKED = "2026-06-01T09:00:00Z"
 OLD = "2025-04-27T09:00:00Z"  # 400 days before ASKED

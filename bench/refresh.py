@@ -78,8 +78,8 @@ def _entries(n: int) -> list[dict]:
 
 
 def bench_due(n: int, runs: int) -> dict:
-    from openkl.folder import Folder
-    from openkl.refresh import refresh
+    from openkl.collect.refresh import refresh
+    from openkl.files.folder import Folder
 
     root = WORK / "due"
     if root.exists():
@@ -129,9 +129,9 @@ def bench_due(n: int, runs: int) -> dict:
 
 
 def bench_triggers(n_chunks: int, n_triggers: int, runs: int) -> dict:
-    from openkl import triggers
-    from openkl.folder import Folder
-    from openkl.indexer import embedder, open_graph
+    from openkl.files.folder import Folder
+    from openkl.knowledge import triggers
+    from openkl.sync.indexer import embedder, open_graph
 
     root = WORK / "triggers"
     if root.exists():

@@ -22,11 +22,11 @@ sys.path.insert(0, str(HERE.parent))
 
 import provenance  # noqa: E402
 
-from openkl import indexer  # noqa: E402
+from openkl.collect.store import ingest_paths  # noqa: E402
 from openkl.errors import IndexMismatch  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
-from openkl.search import Fusion, search  # noqa: E402
-from openkl.store import ingest_paths  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
+from openkl.graph.search import Fusion, search  # noqa: E402
+from openkl.sync import indexer  # noqa: E402
 
 DATA = Path(os.environ.get("OK_BENCH_DATA", HERE.parent.parent / "shared" / "bench" / "scifact"))
 WORK = Path(os.environ.get("OK_BENCH_WORK", HERE / ".work"))

@@ -25,10 +25,10 @@ sys.path.insert(0, str(HERE))
 from mcp_latency import queries, stats  # noqa: E402
 
 from openkl import ops  # noqa: E402
-from openkl import search as s  # noqa: E402
-from openkl.folder import iso, open_folder, utcnow  # noqa: E402
+from openkl.files.folder import iso, open_folder, utcnow  # noqa: E402
 from openkl.graph import Graph  # noqa: E402
-from openkl.indexing import embedder, open_graph  # noqa: E402
+from openkl.graph import search as s  # noqa: E402
+from openkl.graph.indexing import embedder, open_graph  # noqa: E402
 
 
 def main() -> None:

@@ -26,12 +26,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 os.environ.setdefault("OK_NO_PROGRESS", "1")
 
-from openkl import indexer  # noqa: E402
-from openkl.chunking import chunk_text  # noqa: E402
-from openkl.embeddings import Embedder  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
-from openkl.search import search  # noqa: E402
-from openkl.store import ingest_paths  # noqa: E402
+from openkl.collect.store import ingest_paths  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
+from openkl.graph.search import search  # noqa: E402
+from openkl.sync import indexer  # noqa: E402
+from openkl.text.chunking import chunk_text  # noqa: E402
+from openkl.text.embeddings import Embedder  # noqa: E402
 
 # each `ok` command here runs in a process of its own, as it is meant to be measured:
 # none starts the folder's resident process (OK_NO_DAEMON)

@@ -35,9 +35,9 @@ sys.path.insert(0, str(HERE))
 
 import provenance  # noqa: E402
 
-from openkl import indexer, ops  # noqa: E402
-from openkl.folder import Folder  # noqa: E402
-from openkl.search import (  # noqa: E402
+from openkl import ops  # noqa: E402
+from openkl.files.folder import Folder  # noqa: E402
+from openkl.graph.search import (  # noqa: E402
     Fusion,
     QueryUse,
     candidates,
@@ -46,6 +46,7 @@ from openkl.search import (  # noqa: E402
     fuse,
     pool_size,
 )
+from openkl.sync import indexer  # noqa: E402
 
 DATA = Path(os.environ.get("OK_BENCH_DATA", HERE.parent.parent / "shared" / "bench" / "scifact"))
 WORK = Path(os.environ.get("OK_BENCH_WORK", HERE / ".work"))

@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import provenance  # noqa: E402
 
-from openkl import web  # noqa: E402
+from openkl.knowledge import explorer as web  # noqa: E402
 
 # each `ok` command here runs in a process of its own, as it is meant to be measured:
 # none starts the folder's resident process (OK_NO_DAEMON)

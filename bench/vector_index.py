@@ -30,8 +30,8 @@ sys.path.insert(0, str(HERE.parent))
 
 import provenance  # noqa: E402
 
-from openkl.embeddings import Embedder  # noqa: E402
 from openkl.graph import DB_FILE, Graph  # noqa: E402
+from openkl.text.embeddings import Embedder  # noqa: E402
 
 K = 10
 

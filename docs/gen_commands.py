@@ -17,7 +17,7 @@ sys.path.insert(0, str(HERE.parent))
 def render() -> str:
     import typer
 
-    from openkl.cli.app import app
+    from openkl.cli.root import app
 
     os.environ["COLUMNS"] = "100"
     os.environ["TERMINAL_WIDTH"] = "100"

@@ -19,7 +19,7 @@ from typing_extensions import TypedDict
 # -- files, citations and reports --------------------------------------------------------
 
 
-# The mapping: `.ok/mapping.jsonl`, one entry per document version (openkl.mapping).
+# The mapping: `.ok/mapping.jsonl`, one entry per document version (openkl.files.mapping).
 class Source(TypedDict, total=False):
     """Where a document came from; which keys are set says what kind of source it is."""
 
@@ -452,7 +452,7 @@ class CiteGcReport(TypedDict):
 
 # Reports of the writes: what `ok store ingest` / `web` / `arxiv` / `repo`, `ok sync` /
 # `ok index` and `ok refresh` print. The reports themselves stay dataclasses beside the code
-# that fills them (store.IngestReport, syncplan.SyncReport, refresh.RefreshReport), since
+# that fills them (store.IngestReport, sync.plan.SyncReport, refresh.RefreshReport), since
 # they have derived parts; their items and their `as_dict()` are the records here.
 class Skipped(TypedDict):
     """Something given or found that was not stored, and why."""
@@ -537,7 +537,7 @@ class SyncProblem(TypedDict):
 
 
 class SyncReportDict(TypedDict):
-    """`syncplan.SyncReport.as_dict()`: what `ok sync` / `ok index` did (or would do), to the
+    """`sync.plan.SyncReport.as_dict()`: what `ok sync` / `ok index` did (or would do), to the
     Kùzu graph or (`ok sync --backend`) to a stack in PostgreSQL."""
 
     docs_added: list[str]
@@ -724,7 +724,7 @@ class DescriptionCite(TypedDict):
 
 
 class Description(TypedDict):
-    """An entity's description (`openkl.descriptions`)."""
+    """An entity's description (`openkl.knowledge.descriptions`)."""
 
     text: str
     # defining | apposition | copula | heading | … (extracted), llm, compiled; a kind in

@@ -12,7 +12,7 @@ SHARED_SCHEMA = REPO.parent / "shared" / "aks" / "SCHEMA.json"
 
 
 def _schema() -> dict:
-    from openkl.aks import SCHEMA_PATH
+    from openkl.knowledge.aks import SCHEMA_PATH
 
     ours = json.loads(SCHEMA_PATH.read_text())
     if SHARED_SCHEMA.exists():

@@ -14,7 +14,7 @@ from helpers.serve import Server
 
 from openkl import ops
 from openkl.errors import OkError
-from openkl.folder import open_folder
+from openkl.files.folder import open_folder
 
 pytestmark = pytest.mark.server
 

@@ -10,7 +10,7 @@ import pytest
 from helpers.openai_stub import chat_server
 from helpers.run import run_ok
 
-from openkl.ask import keep_markers, markers, sentences
+from openkl.knowledge.ask import keep_markers, markers, sentences
 
 MARK = re.compile(r"\[(\d+)\]")
 
@@ -49,7 +49,7 @@ def test_extractive_answer_cites_sentences(example_kf: Path) -> None:
 
 
 def test_markers_inside_a_distilled_note_do_not_leak_into_answers(example_kf: Path) -> None:
-    from openkl.ask import passages_prompt
+    from openkl.knowledge.ask import passages_prompt
 
     hit = run_ok("search", "write-ahead logging", "--in", "store", "-k", "1", "--json").json()[0]
     r = run_ok(
@@ -163,10 +163,10 @@ def test_llm_answer_is_grounded_and_cited(
 
 
 def test_llm_streams_tokens(example_kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from openkl.ask import ask
-    from openkl.folder import Folder
-    from openkl.indexer import open_graph
-    from openkl.llm import config_from
+    from openkl.files.folder import Folder
+    from openkl.knowledge.ask import ask
+    from openkl.sync.indexer import open_graph
+    from openkl.text.llm import config_from
 
     reply = "Write-ahead logging writes changes to a log before the data files [1]."
     with chat_server([reply], chunk=5) as stub:
@@ -358,7 +358,7 @@ def test_the_extractive_answer_finds_the_sentence_that_answers(
 
 
 def test_what_a_question_asks_for() -> None:
-    from openkl.ask import answer_type, holds_type
+    from openkl.knowledge.ask import answer_type, holds_type
 
     assert answer_type("who did Ada Lovelace work with?") == "person"
     assert answer_type("In which year did it ship?") == "date"
@@ -373,7 +373,7 @@ def test_what_a_question_asks_for() -> None:
 
 
 def test_what_a_question_asks_for_by_its_noun_and_wording() -> None:
-    from openkl.ask import answer_type, holds_type
+    from openkl.knowledge.ask import answer_type, holds_type
 
     assert answer_type("For how long were the mice kept on the diet?") == "number"
     assert answer_type("Which version of the fonts does the README describe?") == "number"
@@ -396,7 +396,7 @@ def test_what_a_question_asks_for_by_its_noun_and_wording() -> None:
 
 
 def test_a_long_sentence_is_cut_to_the_clauses_that_answer() -> None:
-    from openkl.ask import TRIM_WORDS, Candidate, _trim
+    from openkl.knowledge.ask import TRIM_WORDS, Candidate, _trim
 
     filler = ", ".join(f"with step {w} done" for w in "abcdefghijkl")
     text = f"The trial ran for 13 weeks on the diet, {filler}."
@@ -407,8 +407,8 @@ def test_a_long_sentence_is_cut_to_the_clauses_that_answer() -> None:
 
 
 def test_sentences_do_not_end_at_a_name_initial_and_quotes_keep_their_spaces() -> None:
-    from openkl.ask import unmarked
-    from openkl.statements import sentences
+    from openkl.knowledge.ask import unmarked
+    from openkl.text.statements import sentences
 
     text = (
         "It was made by J.R. Bell in 1973. Robert D. Hilliard wrote it down. "

@@ -33,7 +33,7 @@ import pytest
 from helpers.run import REPO, run_ok, until
 from helpers.serve import ROUTES, Server, call_route, jwt_token, mcp_http
 
-from openkl import aks
+from openkl.knowledge import aks
 
 pytestmark = [pytest.mark.postgres, pytest.mark.server]
 

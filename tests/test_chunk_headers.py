@@ -11,7 +11,7 @@ import pytest
 from conftest import run_ok
 from helpers.pg import pg_server, pg_uri  # noqa: F401  (fixtures)
 
-from openkl.chunking import context_header, heading_path, heading_paths, keyword_text
+from openkl.text.chunking import context_header, heading_path, heading_paths, keyword_text
 
 FILLER = (
     "The operator reads the checklist aloud, confirms each step with the second operator,"

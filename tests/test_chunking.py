@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from helpers.run import run_ok
 
-from openkl.chunking import WHOLE, chunk_text
-from openkl.embeddings import Embedder
+from openkl.text.chunking import WHOLE, chunk_text
+from openkl.text.embeddings import Embedder
 
 MAX_TOKENS = 256
 
@@ -66,7 +66,7 @@ def test_long_prose_chunks_like_one_call(tokenizer, monkeypatch: pytest.MonkeyPa
     assert len(text) > WHOLE
     chunks = chunk_text(text, tokenizer, MAX_TOKENS, 64)
     _check(text, chunks, tokenizer)
-    monkeypatch.setattr("openkl.chunking.WHOLE", len(text))
+    monkeypatch.setattr("openkl.text.chunking.WHOLE", len(text))
     assert chunk_text(text, tokenizer, MAX_TOKENS, 64) == chunks
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openkl import citations as cit
-from openkl.folder import Folder
-from openkl.normalize import normalize_text
-from openkl.store import Candidate, ingest
+from openkl.collect.store import Candidate, ingest
+from openkl.files.folder import Folder
+from openkl.knowledge import citations as cit
+from openkl.text.normalize import normalize_text
 
 WORDS = [
     "tide",

@@ -15,7 +15,7 @@ from helpers.run import OK_BIN, run_cli, run_ok
 # holds the writer lock until its stdin closes (`_release`), or for at most argv[2] seconds
 HOLD_LOCK = """
 import select, sys
-from openkl.folder import Folder
+from openkl.files.folder import Folder
 f = Folder(__import__('pathlib').Path(sys.argv[1]))
 with f.write_lock("ok store ingest (test holder)"):
     print("locked", flush=True)
@@ -203,7 +203,7 @@ def test_help_is_light() -> None:
     bench/refresh.py, not here: a loaded machine must not fail the suite)."""
     code = (
         "import sys, time; t=time.perf_counter(); sys.argv=['ok','--help'];\n"
-        "from openkl.cli.app import main\n"
+        "from openkl.cli.root import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "heavy=[m for m in ('kuzu','fastembed','kreuzberg','onnxruntime','numpy','mcp','httpx')"
         " if m in sys.modules]\n"
@@ -251,7 +251,7 @@ def test_note_written_while_the_graph_is_busy_is_kept_and_synced_later(
 def test_writer_lock_nests_in_a_thread_and_excludes_other_threads(kf: Path) -> None:
     import threading
 
-    from openkl.folder import Folder
+    from openkl.files.folder import Folder
 
     f = Folder(kf)
     order: list[str] = []

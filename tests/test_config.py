@@ -10,7 +10,7 @@ import yaml
 from helpers.run import run_ok
 
 from openkl import settings
-from openkl.folder import Folder
+from openkl.files.folder import Folder
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "openkl"
@@ -112,7 +112,7 @@ def test_declarations_are_sound() -> None:
 
 
 def test_every_mcp_tool_has_a_time_cap(kf: Path) -> None:
-    from openkl.mcp_server import KnowledgeServer
+    from openkl.mcp.tools import KnowledgeServer
 
     names = {fn.__name__ for fn, _ in KnowledgeServer([kf]).tool_specs()}
     assert names == set(settings.MCP_TOOLS)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from helpers.run import run_ok
 
-from openkl.context import CALIBRATION, calibrated
+from openkl.knowledge.context import CALIBRATION, calibrated
 
 
 def _context(query: str) -> dict:

@@ -1,7 +1,7 @@
 """Every writing command killed at every named crash point ends, after the next ordinary
 command, equal to a fresh rebuild from the same files, with nothing lost and an honest status.
 
-A crash is `OK_CRASH_AT=<point>[:<n>]` (see openkl/crash.py): the process ends with
+A crash is `OK_CRASH_AT=<point>[:<n>]` (see openkl/files/crash.py): the process ends with
 `os._exit`, as `kill -9` would end it, at the n-th pass through the point.
 """
 
@@ -30,7 +30,7 @@ from helpers.crash import (
 )
 from helpers.run import EXAMPLES, OK_BIN, REPO, run_cli, run_ok
 
-from openkl.crash import CRASH_EXIT, POINTS
+from openkl.files.crash import CRASH_EXIT, POINTS
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ import pytest
 from helpers.route import Rogue, forge_claim, public_dir
 from helpers.run import OK_BIN, Result, run_cli, run_ok, until
 
-from openkl import routing
 from openkl.cli import spawn
+from openkl.files import routing
 
 HEAVY = ("kuzu", "onnxruntime", "tokenizers", "numpy", "kreuzberg", "psycopg", "httpx", "mcp")
 
@@ -45,7 +45,7 @@ def test_commands_that_need_no_graph_load_no_heavy_layer(
         "sys.argv = ['ok', *sys.argv[1:]]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r} "
-        "or m in ('openkl.graph', 'openkl.embeddings', 'openkl.indexing', 'openkl.search'))\n"
+        "or m in ('openkl.graph', 'openkl.text.embeddings', 'openkl.graph.indexing', 'openkl.graph.search'))\n"
         "print('HEAVY', heavy, file=sys.stderr)\n"
     )
     p = subprocess.run(

@@ -13,8 +13,8 @@ from helpers.run import run_ok
 from helpers.serve import Server
 
 from openkl import ops
-from openkl.descriptions import MENTIONS
-from openkl.folder import open_folder
+from openkl.files.folder import open_folder
+from openkl.knowledge.descriptions import MENTIONS
 
 DOC = """# Harbour notes
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from helpers.run import run_cli, run_ok
 
-from openkl import notes as notes_mod
-from openkl.folder import Folder
+from openkl.files import notes as notes_mod
+from openkl.files.folder import Folder
 
 
 @pytest.fixture

@@ -237,7 +237,7 @@ def test_create_verifies_every_citation_before_writing(example_kf: Path) -> None
 
 
 def _cid(hit: dict) -> str:
-    from openkl.citations import cite_id
+    from openkl.knowledge.citations import cite_id
 
     return cite_id(hit["doc_id"], hit["loc"]["start"], hit["loc"]["end"])
 

@@ -182,7 +182,7 @@ def test_a_failed_save_keeps_the_text(
 
 HOLD_LOCK = """
 import sys, time
-from openkl.folder import Folder
+from openkl.files.folder import Folder
 with Folder(__import__("pathlib").Path(sys.argv[1])).write_lock("a test holder"):
     print("locked", flush=True)
     time.sleep(float(sys.argv[2]))

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openkl import embeddings
-from openkl.chunking import chunk_text
-from openkl.embeddings import DEFAULT_MODEL_ID, Embedder, fastembed_default
 from openkl.errors import OkError
+from openkl.text import embeddings
+from openkl.text.chunking import chunk_text
+from openkl.text.embeddings import DEFAULT_MODEL_ID, Embedder, fastembed_default
 
 TEXTS = ["hello world", "Kùzu keeps one writer at a time. " * 40, "ünïcödé and emoji 🚀", "short"]
 

@@ -221,7 +221,7 @@ def test_page_all_writes_the_pages_one_at_a_time_would(example_kf: Path) -> None
     r = run_ok("graph", "page", "--all", "--min-confidence", "0", "--json")
     assert r.code == 0, r.err
     first = r.json()
-    from openkl.pages import page_file
+    from openkl.knowledge.pages import page_file
 
     pages = example_kf / "graph" / "pages"
     ents = _entities("--min-confidence", "0")
@@ -258,7 +258,7 @@ def test_page_all_reads_the_graph_a_few_times_not_per_entity(
 def test_page_all_skips_entities_below_the_floor(example_kf: Path) -> None:
     """Only entities at or above the confidence floor get a page; pages an earlier run wrote
     for entities now below it are removed, so the folder holds what the index lists."""
-    from openkl.pages import page_file
+    from openkl.knowledge.pages import page_file
 
     pages = example_kf / "graph" / "pages"
     assert run_ok("graph", "page", "--all", "--min-confidence", "0").code == 0
@@ -308,8 +308,8 @@ def test_entity_quality(kf: Path, name: str) -> None:
     only by bench/entities.py."""
     from evaluate import DEV, DEV2, DOCS, GOLD, MIXED, evaluate
 
-    from openkl.folder import open_folder
-    from openkl.indexer import open_graph
+    from openkl.files.folder import open_folder
+    from openkl.sync.indexer import open_graph
 
     docs, gold = {
         "tuning": (DOCS, GOLD),
@@ -707,8 +707,8 @@ def test_a_few_keys_gather_the_extractions_a_full_read_gathers(example_kf: Path)
     """Consolidating a note or a document asks the graph for the extractions that name its
     keys (or aliases leading to them) rather than reading all of them: the same ones."""
     from openkl.entities import consolidation as c
-    from openkl.folder import open_folder
-    from openkl.indexing import open_graph
+    from openkl.files.folder import open_folder
+    from openkl.graph.indexing import open_graph
 
     r = run_ok("mem", "add", "Ada Lovelace wrote notes on the Analytical Engine of Babbage.")
     assert r.code == 0, r.err

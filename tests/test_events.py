@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from helpers.run import OK_BIN, run_cli, run_ok
 
-from openkl import events
 from openkl.errors import UsageError
-from openkl.folder import Folder
+from openkl.files import events
+from openkl.files.folder import Folder
 
 
 def test_emit_appends_lines_in_month_files(kf: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ from helpers.localsite import Page, Site, make_pdf, make_repo, serve
 from helpers.run import run_ok
 from helpers.s3server import KEY_ID, SECRET, S3Server
 
-from openkl.cli.app import app
+from openkl.cli.root import app
 from openkl.cli.vocabulary import EXIT_CODES
 
 OK, NONE, ERROR, PARTIAL = 0, 1, 2, 3

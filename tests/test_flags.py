@@ -13,7 +13,7 @@ import pytest
 import typer
 from helpers.run import run_ok
 
-from openkl.cli.app import app
+from openkl.cli.root import app
 from openkl.cli.vocabulary import BY_NAME, IDEAS, LIST_COMMANDS
 
 BY_DEST = {d: i for i in IDEAS for d in i.dests}
@@ -181,7 +181,7 @@ def test_mem_list_and_events_take_since_and_until(example_kf: Path) -> None:
 
 
 def test_cite_open_takes_context_as_grep_does(example_kf: Path) -> None:
-    from openkl.cli.app import hoist_root
+    from openkl.cli.root import hoist_root
 
     assert hoist_root(["cite", "open", "c-1", "-C", "2"]) == ["cite", "open", "c-1", "-C", "2"]
     assert hoist_root(["cite", "list", "-C", "d"]) == ["-C", "d", "cite", "list"]  # --root there

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers.run import run_ok
 
-from openkl.folder import Folder, find_root
+from openkl.files.folder import Folder, find_root
 
 
 def test_init_creates_layout_and_gitignore(tmp_path: Path) -> None:
@@ -146,7 +146,7 @@ def test_root_option_after_the_subcommand(
 
 def test_ok_mcp_keeps_its_own_roots() -> None:
     """`ok mcp --root A --root B` serves two folders: its --root is not the global one."""
-    from openkl.cli.app import hoist_root
+    from openkl.cli.root import hoist_root
 
     argv = ["mcp", "--root", "a", "--root", "b", "--read-only"]
     assert hoist_root(argv) == argv

@@ -10,7 +10,7 @@ from helpers.graph import drift, members
 
 from openkl.graph import Graph
 from openkl.graph.entities import EntityStore
-from openkl.graph.lineage import WalkSteps
+from openkl.graph.lineage_queries import WalkSteps
 from openkl.graph.protocol import GraphStore
 
 

@@ -123,7 +123,7 @@ def test_matches_are_coloured_on_a_terminal_only(docs: Path, monkeypatch: Any) -
 def test_dash_c_after_grep_is_context_and_root_still_moves(
     docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from openkl.cli.app import hoist_root
+    from openkl.cli.root import hoist_root
 
     assert hoist_root(["grep", "x", "-C", "2"]) == ["grep", "x", "-C", "2"]
     assert hoist_root(["-C", "d", "grep", "x", "-C", "2"]) == ["-C", "d", "grep", "x", "-C", "2"]

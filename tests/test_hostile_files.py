@@ -421,9 +421,9 @@ def test_a_supersede_cycle_is_reported_and_the_newer_note_stays_visible(kf: Path
 
 @pytest.mark.postgres
 def test_both_backends_keep_the_newest_note_of_a_supersede_cycle(kf: Path, pg_uri: str) -> None:
-    from openkl.folder import Folder
+    from openkl.files.folder import Folder
+    from openkl.graph.indexing import embedder, open_graph
     from openkl.graph.postgres import PgGraph
-    from openkl.indexing import embedder, open_graph
 
     for n, other in ((5, 6), (6, 5)):
         _note(kf, f"memories/by_date/2026-01/0{n}/m-2026010{n}-cyc{n}.md", f"m-2026010{n}-cyc{n}",

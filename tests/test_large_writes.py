@@ -118,9 +118,9 @@ def test_a_load_committed_in_many_steps_equals_a_rebuild(
 def test_room_needed_counts_the_rows_and_the_rewrite(kf: Path, tmp_path: Path) -> None:
     """What a load asks of the disk before it writes: its rows, and (for a load of several
     commits) the tables its checkpoints write anew, less the room free inside the file."""
-    from openkl.folder import Folder
+    from openkl.files.folder import Folder
     from openkl.graph import BYTES_PER_COMMIT, BYTES_PER_NEW_CHUNK
-    from openkl.indexing import open_graph
+    from openkl.graph.indexing import open_graph
 
     assert run_ok("store", "ingest", str(write_notes(tmp_path / "src", range(20)))).code == 0
     folder = Folder(kf)

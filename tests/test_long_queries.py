@@ -11,8 +11,8 @@ from helpers.mcp import call, serve
 from helpers.run import run_ok
 from helpers.serve import Server
 
-from openkl.embeddings import Embedder
-from openkl.search import MAX_QUERY, MAX_TERMS, QueryUse
+from openkl.graph.search import MAX_QUERY, MAX_TERMS, QueryUse
+from openkl.text.embeddings import Embedder
 
 # past the embedding model's window (256 tokens): nothing in it names a document
 FILLER = "Please weigh the following point with care before you reply to it. " * 30

@@ -14,8 +14,8 @@ from helpers.mcp import call, fail, serve
 from helpers.run import OK_BIN, run_cli, run_ok
 
 from openkl.errors import BadInput
-from openkl.folder import Folder
-from openkl.mcp_server import limit, safe_path
+from openkl.files.folder import Folder
+from openkl.mcp.tools import limit, safe_path
 
 READ_TOOLS = {
     "list_stacks",

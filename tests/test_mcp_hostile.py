@@ -256,7 +256,7 @@ def test_hostile_arguments_write_nothing(answers: Any) -> None:
 
 def test_long_prose_and_long_quotes_are_fine() -> None:
     from openkl.errors import BadInput
-    from openkl.mcp_server import check_args
+    from openkl.mcp.tools import check_args
 
     whole_doc = {
         "type": "doc",

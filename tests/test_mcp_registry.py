@@ -11,7 +11,7 @@ import pytest
 from helpers.run import run_ok
 
 from openkl import settings
-from openkl.mcp_server import KnowledgeServer, describe
+from openkl.mcp.tools import KnowledgeServer, describe
 
 
 def listed(kf: Path, *flags: str) -> dict[str, dict[str, Any]]:

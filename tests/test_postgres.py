@@ -14,17 +14,17 @@ from helpers.graph import QUESTIONS, drift, members
 from helpers.pg import with_database
 from helpers.run import run_ok, until
 
-from openkl import lineage, links
-from openkl import notes as notes_mod
 from openkl.errors import OkError, QueryRefused
-from openkl.folder import Folder
+from openkl.files import notes as notes_mod
+from openkl.files.folder import Folder
 from openkl.graph.entities import EntityStore
+from openkl.graph.indexing import embedder, open_graph
 from openkl.graph.postgres import TABLES, PgGraph, grant_stack_reader
 from openkl.graph.protocol import GraphStore
-from openkl.indexer import embed_all, note_row, scan_docs
-from openkl.indexing import embedder, open_graph
-from openkl.pg_sync import publish
-from openkl.search import search
+from openkl.graph.search import search
+from openkl.knowledge import lineage, links
+from openkl.sync.indexer import embed_all, note_row, scan_docs
+from openkl.sync.pg_sync import publish
 
 pytestmark = pytest.mark.postgres
 

@@ -15,15 +15,16 @@ import pytest
 from helpers.graph import ENTITY_QUESTIONS, drift, entity_state, held_rels, top_entities
 from helpers.run import EXAMPLES, REPO, run_ok
 
-from openkl import aks, context, lineage, mapping, pages
 from openkl.entities import queries
 from openkl.entities.consolidation import min_confidence
 from openkl.errors import NotFound, QueryRefused
-from openkl.folder import Folder
+from openkl.files import mapping
+from openkl.files.folder import Folder
+from openkl.graph.indexing import embedder, open_graph, stack_name
 from openkl.graph.postgres import TABLES, PgGraph, grant_stack_reader
 from openkl.graph.protocol import GraphStore
-from openkl.indexer import scan_docs
-from openkl.indexing import embedder, open_graph, stack_name
+from openkl.knowledge import aks, context, lineage, pages
+from openkl.sync.indexer import scan_docs
 
 pytestmark = pytest.mark.postgres
 
@@ -212,7 +213,7 @@ def test_context(
     (Kùzu's BM25 and the tsvector one), so hybrid search may order passages differently."""
     import functools
 
-    from openkl import search
+    from openkl.graph import search
 
     monkeypatch.setattr(search, "find", functools.partial(search.find, mode="vector"))
     emb = embedder(folder)
@@ -368,10 +369,10 @@ def test_sync_after_edits_matches_a_fresh_build(folder: Folder, pg_uri: str) -> 
     """Edit a note, and take a document out and load it again, in a stack as `ok sync`
     does (the consolidation writer deletes, updates and adds entities, mentions and
     relationships), then compare with a stack published afresh from the edited files."""
-    from openkl import links
-    from openkl import notes as notes_mod
-    from openkl.indexer import index_docs, index_notes, remove_from_graph
-    from openkl.pg_sync import publish
+    from openkl.files import notes as notes_mod
+    from openkl.knowledge import links
+    from openkl.sync.indexer import index_docs, index_notes, remove_from_graph
+    from openkl.sync.pg_sync import publish
 
     emb = embedder(folder)
     note = notes_mod.find(folder, "m-20260102-bb02")
@@ -469,7 +470,7 @@ def test_ok_sync_backend_after_edits_keeps_the_entities_of_a_fresh_build_and_of_
     with PgGraph.open(pg_uri, stack=stack, write=False, embedder_identity=emb.identity) as g:
         synced = entity_state(g.as_store())
     with PgGraph.open(pg_uri, stack=stack + "-fresh", write=True, dim=emb.dim) as g:
-        from openkl.pg_sync import publish
+        from openkl.sync.pg_sync import publish
 
         with g.transaction():
             publish(f, g)

@@ -13,7 +13,7 @@ from helpers.pg import with_database
 from helpers.run import run_cli, run_ok
 
 from openkl.errors import StackTaken
-from openkl.folder import Folder
+from openkl.files.folder import Folder
 from openkl.server.backend import Backend
 
 pytestmark = pytest.mark.postgres

@@ -25,11 +25,11 @@ from helpers.pg import with_database
 from helpers.run import OK_BIN, run_cli, run_ok, until
 from helpers.serve import Server, mcp_http
 
-from openkl.crash import CRASH_EXIT
-from openkl.folder import Folder, stack_name
+from openkl.files.crash import CRASH_EXIT
+from openkl.files.folder import Folder, stack_name
 from openkl.graph.postgres import TABLES, PgGraph
-from openkl.pg_sync import PENDING
 from openkl.server.backend import Backend
+from openkl.sync.pg_sync import PENDING
 
 pytestmark = [pytest.mark.postgres, pytest.mark.server]
 

@@ -13,10 +13,10 @@ import pytest
 from helpers.localsite import Page, Site, serve
 from helpers.run import run_ok
 
+from openkl.collect.refresh import make_policy, next_due, parse_cron, parse_interval
 from openkl.errors import BadInput
-from openkl.folder import Folder
-from openkl.mapping import load as load_mapping
-from openkl.refresh import make_policy, next_due, parse_cron, parse_interval
+from openkl.files.folder import Folder
+from openkl.files.mapping import load as load_mapping
 
 T0 = dt.datetime(2026, 1, 10, 8, 0, tzinfo=dt.UTC)
 

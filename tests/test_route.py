@@ -164,7 +164,7 @@ def test_the_client_loads_neither_the_cli_nor_the_graph_nor_the_model(pair: Pair
         "rc = route.forward(['search', 'gene editing', '--json'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
         "('typer', 'kuzu', 'onnxruntime', 'tokenizers', 'numpy', 'rich') "
-        "or m in ('openkl.cli.app', 'openkl.graph', 'openkl.embeddings'))\n"
+        "or m in ('openkl.cli.root', 'openkl.graph', 'openkl.text.embeddings'))\n"
         "print(rc, heavy, file=sys.stderr)\n"
     )
     p = subprocess.run(
@@ -475,7 +475,7 @@ NOBODY = 65534  # a uid that is not ours (no account needed: root may act as any
 
 
 def _stamp(pid: int) -> dict[str, str]:
-    from openkl.routing import process_stamp
+    from openkl.files.routing import process_stamp
 
     stamp = process_stamp(pid)
     assert stamp is not None
@@ -776,8 +776,8 @@ def test_a_routed_write_is_in_postgresql_when_the_command_returns(
 def test_a_write_waiting_its_turn_is_interrupted_and_the_queue_goes_on(kf: Path) -> None:
     """A routed write waits behind the server's own, with no time limit, and a Ctrl-C (an
     interrupt in its thread) ends the wait without taking or losing the slot."""
-    from openkl.folder import open_folder, queue_writes
-    from openkl.server.route import _interrupt
+    from openkl.files.folder import open_folder, queue_writes
+    from openkl.server.command_socket import _interrupt
     from openkl.server.stacks import Served
 
     st = Served("kf", open_folder(kf))

@@ -13,8 +13,8 @@ from conftest import run_cli, run_ok
 from helpers.localsite import free_port
 from helpers.s3server import KEY_ID, SECRET, S3Server
 
-from openkl.folder import Folder
-from openkl.mapping import load as load_mapping
+from openkl.files.folder import Folder
+from openkl.files.mapping import load as load_mapping
 
 BUCKET = "handbook"
 OBJECTS = {
@@ -371,7 +371,7 @@ def test_a_due_refresh_and_an_object_that_cannot_be_read(kf: Path, s3: S3Server)
     s3.client().put_object(Bucket=BUCKET, Key="docs2/other.md", Body=b"# Other\n\nNew.\n")
     entries = load_mapping(Folder(kf))
     entries[other["id"]]["source"]["endpoint"] = down
-    from openkl.mapping import save
+    from openkl.files.mapping import save
 
     save(Folder(kf), entries)
     r = run_ok("refresh", other["id"], "--json")

@@ -130,7 +130,7 @@ def test_grep_with_rg_and_fallback(example_ro: Path) -> None:
 
 
 def test_snippet_centres_on_the_query_words() -> None:
-    from openkl.search import snippet
+    from openkl.graph.search import snippet
 
     text = (
         "Filler sentence about nothing in particular. " * 20
@@ -203,7 +203,7 @@ def test_search_warns_when_files_changed_behind_its_back(example_kf: Path) -> No
 def test_a_query_longer_than_the_cap_is_one_clear_line(example_kf: Path) -> None:
     """Past the ceiling (no signal would read more than a sliver) a query is refused in one
     line; a long query short of it is answered (tests/test_long_queries.py)."""
-    from openkl.search import MAX_QUERY
+    from openkl.graph.search import MAX_QUERY
 
     at_cap = ("gene editing " * MAX_QUERY)[:MAX_QUERY]
     assert run_ok("search", "-", "-k", "1", input=at_cap).code == 0

@@ -233,7 +233,7 @@ def test_no_mcp_tool_writes_a_trigger(kf: Path) -> None:
     argument that is one. A triggers/*.yml arriving by any other way waits for approval."""
     import inspect
 
-    from openkl.mcp_server import KnowledgeServer
+    from openkl.mcp.tools import KnowledgeServer
 
     for fn, _ in KnowledgeServer([kf]).tool_specs():
         params = set(inspect.signature(fn).parameters)

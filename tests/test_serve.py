@@ -741,7 +741,7 @@ def test_a_follower_does_not_hold_up_a_stop(example_kf: Path) -> None:
 
 
 def test_a_query_over_the_cap_is_a_json_4xx(server: Server) -> None:
-    from openkl.search import MAX_QUERY
+    from openkl.graph.search import MAX_QUERY
 
     over = "x" * (MAX_QUERY + 1)
     r = server.http.post(f"/v1/{server.stack}/ask", json={"question": over, "llm": False})
@@ -789,7 +789,7 @@ def test_several_documents_are_uploaded_in_one_multipart_request(server: Server)
 def test_the_listening_socket_is_tcp_so_responses_are_not_held_back() -> None:
     """asyncio sets TCP_NODELAY only on sockets that name IPPROTO_TCP; without it a response
     body waits for the client's delayed acknowledgement (40 ms a request)."""
-    from openkl.cli.serve import _listen
+    from openkl.cli.cmd_serve import _listen
 
     sock = _listen("127.0.0.1", 0)
     try:

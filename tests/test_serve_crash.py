@@ -3,7 +3,7 @@ of a write: the next `ok` command, run with no server, repairs the folder; nothi
 server acknowledged is lost; a stop finishes the write and exits 0; a restart works.
 
 Each server is a real `ok serve` subprocess in its own process group, over a real folder.
-A crash is `OK_CRASH_AT=<point>[:<n>]` in the server's environment (openkl/crash.py).
+A crash is `OK_CRASH_AT=<point>[:<n>]` in the server's environment (openkl/files/crash.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from helpers.crash import NOW, fresh_rebuild, note_ids, provenance, snapshot
 from helpers.run import OK_BIN, run_cli, run_ok, until
 from helpers.serve import Server, hand_written_note
 
-from openkl.crash import CRASH_EXIT
+from openkl.files.crash import CRASH_EXIT
 
 pytestmark = [pytest.mark.server, pytest.mark.crash]
 

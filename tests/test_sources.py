@@ -20,8 +20,8 @@ from helpers.localsite import (
 )
 from helpers.run import run_ok
 
-from openkl.folder import Folder
-from openkl.mapping import load as load_mapping
+from openkl.files.folder import Folder
+from openkl.files.mapping import load as load_mapping
 
 
 @pytest.fixture
@@ -425,7 +425,7 @@ def test_repo_bad_targets(kf: Path, tmp_path: Path) -> None:
 def test_polite_delay_and_crawl_delay(site: Site) -> None:
     import time
 
-    from openkl.sources import WebClient
+    from openkl.collect.sources import WebClient
 
     with WebClient(delay=0.3, max_bytes=1 << 20) as c:
         t = time.monotonic()

@@ -178,7 +178,7 @@ def test_version_replaced_by_a_hand_edit(kf: Path, tmp_path: Path) -> None:
 def test_images_need_ocr_and_ocr_reads_them(kf: Path, tmp_path: Path) -> None:
     from helpers.docgen import make_png
 
-    from openkl.normalize import ocr_available
+    from openkl.text.normalize import ocr_available
 
     img = tmp_path / "sign.png"
     img.write_bytes(make_png("Lighthouses guide ships at night"))

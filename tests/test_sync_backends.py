@@ -20,10 +20,10 @@ import pytest
 from helpers.pg import with_database
 from helpers.run import Result, run_ok
 
-from openkl.folder import Folder, stack_name
+from openkl.files.folder import Folder, stack_name
+from openkl.graph.indexing import open_graph
 from openkl.graph.postgres import PgGraph
-from openkl.indexing import open_graph
-from openkl.syncplan import STACK_ONLY
+from openkl.sync.plan import STACK_ONLY
 
 NOTE = "memories/by_date/2026-01/05/m-20260105-abcd.md"
 NOTE_ID = "m-20260105-abcd"

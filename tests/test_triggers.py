@@ -11,7 +11,7 @@ import pytest
 import yaml
 from helpers.run import run_cli, run_ok
 
-from openkl import triggers
+from openkl.knowledge import triggers
 
 LOCKS = "database write locks and concurrent writers"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from helpers.run import run_ok
 
-from openkl import indexing
-from openkl.folder import Folder
+from openkl.files.folder import Folder
+from openkl.graph import indexing
 
 QUERIES = ("one writer at a time", "hybrid search with citations", "refresh a stale source")
 

@@ -11,7 +11,7 @@ import pytest
 from helpers.run import REPO, run_ok
 from helpers.serve import Server
 
-from openkl import web
+from openkl.knowledge import explorer as web
 
 
 @pytest.mark.server

@@ -486,7 +486,7 @@ LABELS = """() => {
 def test_a_60_entity_graph_names_the_most_connected_and_the_rest_on_hover(
     browser: Any, tmp_path: Path
 ) -> None:
-    from openkl import web
+    from openkl.knowledge import explorer as web
 
     out = tmp_path / "sixty.html"
     out.write_text(web.standalone_page("kf", sixty_entities("T cell activation")))

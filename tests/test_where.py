@@ -13,7 +13,7 @@ from helpers.run import run_ok
 from helpers.serve import Server
 
 from openkl.errors import UsageError
-from openkl.where import parse
+from openkl.files.where import parse
 
 META = {
     "owner": "Alice",

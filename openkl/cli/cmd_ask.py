@@ -7,7 +7,7 @@ import sys
 import typer
 
 from ..errors import NOTHING_FOUND
-from ..folder import Folder
+from ..files.folder import Folder
 from ..records import Answer
 from . import output
 from .common import IncludeSupersededOpt, LlmOpt, RecencyOpt, folder, limit_opt, scope_opt

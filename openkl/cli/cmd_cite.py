@@ -9,10 +9,11 @@ from typing import Any
 
 import typer
 
-from .. import citations as cit
 from ..errors import NOTHING_FOUND, BadInput, UsageError
+from ..knowledge import citations as cit
 from ..records import Cite, CitePassage, CiteStatus, FoundAt
-from . import completion, output
+from . import cmd_completion as completion
+from . import output
 from .common import TagFilterOpt, TagsOpt, folder, split_labels, writing
 from .output import FormatOpt, JsonOpt, emit, emit_records, formats
 

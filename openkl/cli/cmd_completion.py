@@ -37,7 +37,7 @@ def completion(
 
 def _root(ctx: typer.Context) -> Path | None:
     """The folder the command line names (`--root`, `OK_ROOT`, or a parent with .ok/)."""
-    from ..folder import find_root
+    from ..files.folder import find_root
 
     try:
         return find_root(explicit=ctx.find_root().params.get("root"))
@@ -64,8 +64,8 @@ def doc_ids(ctx: typer.Context, incomplete: str) -> list[str]:
     root = _root(ctx)
     if root is None:
         return []
-    from .. import mapping
-    from ..folder import Folder
+    from ..files import mapping
+    from ..files.folder import Folder
 
     try:
         ids = list(mapping.load(Folder(root)))

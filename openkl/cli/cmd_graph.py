@@ -7,7 +7,8 @@ from typing import Any
 import typer
 
 from ..records import EntityDetail, GraphEdit, Lineage, Traversal
-from . import completion, output
+from . import cmd_completion as completion
+from . import output
 from .common import cli_caller, depth_opt, folder, limit_opt, writing
 from .output import FormatOpt, JsonOpt, emit, emit_records, formats
 

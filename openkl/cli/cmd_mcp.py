@@ -38,7 +38,7 @@ def mcp(
       ok mcp --list-tools | jq -r '.[].name'      # what an agent will see
       ok mcp --root ~/kb --root ~/work-kb --read-only
     """
-    from ..mcp_server import KnowledgeServer, describe, serve
+    from ..mcp.tools import KnowledgeServer, describe, serve
 
     chosen: list[str | None] = list(roots or []) or [state.root]
     if list_tools:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ..errors import NOTHING_FOUND, BadInput, EmptyDraft, OkError, UsageError
-from . import completion, output
+from . import cmd_completion as completion
+from . import output
 from .common import (
     IncludeSupersededOpt,
     LlmOpt,
@@ -32,8 +33,8 @@ from .common import (
 from .output import FormatOpt, JsonOpt, emit, emit_records, formats
 
 if TYPE_CHECKING:
-    from ..folder import Folder
-    from ..notes import Note
+    from ..files.folder import Folder
+    from ..files.notes import Note
 
 app = typer.Typer(help="Memory notes: markdown files with YAML frontmatter.", no_args_is_help=True)
 
@@ -150,7 +151,8 @@ def _add_drafted(
 ) -> Note:
     """A note written in the editor or read from a draft file. The editor's text is kept
     in a file under .ok/drafts/ until the note is saved, so a failed save loses nothing."""
-    from .. import notes, ops
+    from .. import ops
+    from ..files import notes
     from . import editor
 
     if source is not None:

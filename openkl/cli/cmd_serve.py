@@ -21,7 +21,7 @@ from .common import TakeOverOpt
 from .output import JsonOpt, emit, state
 
 if TYPE_CHECKING:
-    from ..folder import Folder
+    from ..files.folder import Folder
     from ..server.auth import JwtConfig
 
 app = typer.Typer(no_args_is_help=False, invoke_without_command=True)
@@ -138,15 +138,15 @@ def serve(
     from .. import ops
     from ..server import Stacks, create_app
     from ..server.auth import Authenticator, RateLimiter, load_keys
+    from ..server.command_socket import Router, socket_path
     from ..server.guard import Guard
-    from ..server.route import Router, socket_path
 
     # the `ok` command line's own runner (cli.app.run), for other processes' commands
     run = functools.partial((ctx.obj or {})["run"], routed=True)
     stacks = Stacks(list(roots or []) or [state.root], backend=backend, take_over=take_over)
     first = next(iter(stacks.by_name.values())).folder
     jwt = _jwt_config(first)
-    from .. import triggers
+    from ..knowledge import triggers
 
     triggers.withhold(first.secret_env("serve.jwt_secret_env"))  # no command is given it
     need_auth = auth or not (socket_only or _loopback(host))
@@ -356,7 +356,7 @@ def _run(
 
 
 def _folder(root: str | None) -> Folder:
-    from ..folder import open_folder
+    from ..files.folder import open_folder
 
     return open_folder(root or state.root)
 

@@ -9,7 +9,8 @@ import typer
 
 from ..errors import PARTIAL, OkError, UsageError
 from ..records import DocVersion
-from . import completion, output
+from . import cmd_completion as completion
+from . import output
 from .common import (
     DriftPenaltyOpt,
     RecencyOpt,

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from ..folder import Folder, open_folder
+from ..files.folder import Folder, open_folder
 from ..records import EditCaller
 from .output import state
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..errors import OkError
-from ..streams import fd_of
+from ..files.streams import fd_of
 from .output import waiting
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import ops
 from ..errors import NOTHING_FOUND
-from ..folder import Folder
+from ..files.folder import Folder
 from ..records import Cite
 from . import output
 
@@ -147,7 +147,7 @@ def _plain_hits(
     """One line per hit, tab-separated: rank, score, id, path:L1-L2 (relative to the root,
     as in the JSON; `ok open` takes it), snippet, and with --explain the signals; `cut -f3`
     gives the ids."""
-    from ..search import snippet
+    from ..graph.search import snippet
 
     out = []
     for i, h in enumerate(hits):
@@ -170,7 +170,7 @@ def _render_hits(
     from rich.table import Table
     from rich.text import Text
 
-    from ..search import snippet
+    from ..graph.search import snippet
 
     con = output.console()
     if not hits:

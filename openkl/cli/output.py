@@ -269,7 +269,7 @@ def paged(json_flag: bool = False) -> Iterator[None]:
     if not sys.stdout.isatty() or want_json(json_flag) or pager in ("", "cat"):
         yield
         return
-    from .. import streams
+    from ..files import streams
 
     real, buf = streams.concrete(sys.stdout), _Captured()
     try:

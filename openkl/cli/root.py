@@ -17,7 +17,8 @@ import typer
 
 from ..errors import ERROR, NOTHING_FOUND, CheckFailed, OkError, PartlyDone, UsageError
 from ..records import Status, SyncProblem
-from . import completion, output
+from . import cmd_completion as completion
+from . import output
 from .argv import OWN_ROOT, ROOT_FLAGS, command_at, own_c
 from .common import (
     DriftPenaltyOpt,
@@ -723,45 +724,45 @@ def grep_cmd(
 
 
 def _register() -> None:
-    from . import cite as cite_cli
-    from . import graph as graph_cli
-    from . import mem as mem_cli
-    from . import store as store_cli
+    from . import cmd_cite as cite_cli
+    from . import cmd_graph as graph_cli
+    from . import cmd_mem as mem_cli
+    from . import cmd_store as store_cli
 
     app.add_typer(mem_cli.app, name="mem")
     app.add_typer(store_cli.app, name="store")
     app.add_typer(graph_cli.app, name="graph")
-    from . import refresh_events as refresh_cli
-    from . import trigger as trigger_cli
+    from . import cmd_refresh as refresh_cli
+    from . import cmd_trigger as trigger_cli
 
     app.command("refresh")(refresh_cli.refresh)
     app.command("events")(refresh_cli.events)
     app.add_typer(trigger_cli.app, name="trigger")
-    from . import ask as ask_cli
-    from . import distill as distill_cli
-    from . import mcp as mcp_cli
+    from . import cmd_ask as ask_cli
+    from . import cmd_distill as distill_cli
+    from . import cmd_mcp as mcp_cli
 
     app.command("ask")(ask_cli.ask)
     app.command("mcp")(mcp_cli.mcp)
     app.add_typer(distill_cli.app, name="distill")
     app.add_typer(cite_cli.app, name="cite")
-    from . import backfeed as backfeed_cli
-    from . import bundle as bundle_cli
-    from . import context as context_cli
+    from . import cmd_backfeed as backfeed_cli
+    from . import cmd_bundle as bundle_cli
+    from . import cmd_context as context_cli
 
     app.command("context")(context_cli.context)
     app.add_typer(bundle_cli.app, name="bundle")
     app.add_typer(backfeed_cli.app, name="backfeed")
-    from . import config as config_cli
+    from . import cmd_config as config_cli
 
     app.add_typer(config_cli.app, name="config")
-    from . import completion as completion_cli
+    from . import cmd_completion as completion_cli
 
     app.command("completion")(completion_cli.completion)
-    from . import serve as serve_cli
+    from . import cmd_serve as serve_cli
 
     app.add_typer(serve_cli.app, name="serve")
-    from . import daemon as daemon_cli
+    from . import cmd_daemon as daemon_cli
 
     app.add_typer(daemon_cli.app, name="daemon")
 
@@ -826,7 +827,7 @@ def _serve_hint(took: float, code: int, argv: list[str]) -> None:
     at = command_at(argv)
     if at is None or argv[at] in _NO_HINT or "--help" in argv or "-h" in argv:
         return
-    from ..folder import Folder, find_root
+    from ..files.folder import Folder, find_root
 
     try:
         f = Folder(find_root(explicit=state.root))
@@ -915,7 +916,7 @@ def _disk_full(e: BaseException) -> OkError | None:
     import contextlib
 
     from ..errors import disk_full
-    from ..folder import find_root
+    from ..files.folder import find_root
 
     root = None
     with contextlib.suppress(Exception):

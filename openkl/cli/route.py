@@ -5,14 +5,14 @@ start and a socket round trip, not the import of the CLI, the graph or the model
 server owns the folder, most commands first start the folder's resident process
 (openkl.cli.spawn: an `ok serve` without HTTP that exits when idle; OK_NO_DAEMON=1 or
 `serve.auto: false` turns that off) and run in it. The
-server (openkl.server.route) runs the command with this process's stdin, stdout and
+server (openkl.server.command_socket) runs the command with this process's stdin, stdout and
 stderr, arguments, working directory and the variables of its environment the command may
 read (`environment`), and answers with its exit code, so output and exit codes are those
 of the command run here. With no server, or `OK_NO_ROUTE=1`, the command runs in this
 process as always.
 
 Nothing is sent before the server is known to be this user's own live `ok serve` of the
-folder (`openkl.routing`: the claim's process, its socket in a private directory, the
+folder (`openkl.files.routing`: the claim's process, its socket in a private directory, the
 kernel's peer credentials, then the server's own word on the folders it serves). When any
 of that fails the command runs here, where it is told, in one line, if the folder is
 served after all."""
@@ -30,7 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import NamedTuple
 
-from .. import routing
+from ..files import routing
 from . import spawn
 from .argv import OWN_ROOT, command_at, own_c
 
@@ -94,7 +94,7 @@ def main() -> None:
         print("Interrupted.", file=sys.stderr)
         raise SystemExit(130) from None
     if code is None:
-        from .app import main as here
+        from .root import main as here
 
         here()
         return

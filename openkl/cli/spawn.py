@@ -7,7 +7,7 @@ command does (openkl.cli.route); other commands arriving meanwhile wait for the 
 (`.ok/cache/resident.lock`). A start that fails is said once and not tried again for
 RETRY_AFTER seconds; the command then runs in its own process, as always.
 
-Standard library only, but for reading the folder's `serve.auto` setting (openkl.folder),
+Standard library only, but for reading the folder's `serve.auto` setting (openkl.files.folder),
 which happens only when no server owns the folder: the command then loads the CLI anyway."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import subprocess
 
-from .. import routing
+from ..files import routing
 
 START_LOCK = "resident.lock"  # held by the command that starts one
 RUN_LOCK = "resident.run"  # held by the resident process while it lives
@@ -60,7 +60,7 @@ def may_start(root: Path) -> bool:
                 return False
     except OSError:
         return False
-    from ..folder import Folder  # the folder's settings: YAML, only on this path
+    from ..files.folder import Folder  # the folder's settings: YAML, only on this path
 
     try:
         return Folder(root).setting("serve.auto") is True

@@ -17,11 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import indexer, indexing
-from . import notes as notes_mod
-from .errors import BadInput, NotFound, UsageError
-from .folder import Folder
-from .records import Cite, DistillRun
+from ..errors import BadInput, NotFound, UsageError
+from ..files import notes as notes_mod
+from ..files.folder import Folder
+from ..graph import indexing
+from ..records import Cite, DistillRun
+from ..sync import indexer
 
 _RULES = """\
 Rules:
@@ -151,7 +152,7 @@ def create(
     that moved is cited where it is now; one that changed or is gone is refused) and the
     text cites them: a text of one claim without a marker rests on every citation given,
     and one of several claims none of which carries an [N] marker is refused."""
-    from . import citations as cit
+    from ..knowledge import citations as cit
 
     if not cite_ids:
         raise UsageError(
@@ -199,7 +200,7 @@ def create(
 def _citation(cite: Cite) -> Cite:
     """A cite object given as a search hit (its id the passage's) under a citation id, so it
     can be kept under citations/; the hit's id stays as its `ref`."""
-    from . import citations as cit
+    from ..knowledge import citations as cit
 
     if cit.CITE_ID.match(cite["id"]):
         return cite
@@ -214,7 +215,7 @@ def _citation(cite: Cite) -> Cite:
 def _checked(v: Any, cite: Cite, n: int) -> tuple[Cite, bool]:
     """`cite` as the files hold it now, and whether it moved: verified as it is, moved to
     where its quote is now, or refused (changed, missing)."""
-    from . import citations as cit
+    from ..knowledge import citations as cit
 
     res = v.verify(cite)
     if res["status"] == "verified":
@@ -248,7 +249,7 @@ def _resting_on_all(text: str, n: int) -> str:
 
 
 def markers_in(text: str) -> list[int]:
-    from .ask import markers
+    from ..knowledge.ask import markers
 
     return markers(text)
 
@@ -270,9 +271,9 @@ def run(
     The writer lock is taken only to write the note, not while the model thinks. Returns
     {note, citations, prompt, query, model}; `note` is None when the model found nothing.
     """
-    from .ask import keep_markers, markers, passages_prompt
-    from .llm import ChatClient
-    from .search import search
+    from ..graph.search import search
+    from ..knowledge.ask import keep_markers, markers, passages_prompt
+    from ..text.llm import ChatClient
 
     p = get_prompt(prompt)
     with indexing.open_graph(folder) as g:

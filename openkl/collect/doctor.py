@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-from . import links
-from .errors import OkError
-from .records import Check
+from ..errors import OkError
+from ..knowledge import links
+from ..records import Check
 
 
 def _check(name: str, ok: bool, detail: str, fix: str = "") -> Check:
@@ -15,7 +15,7 @@ def _check(name: str, ok: bool, detail: str, fix: str = "") -> Check:
 
 
 def run_checks(root: str | None) -> list[Check]:
-    from .folder import open_folder
+    from ..files.folder import open_folder
 
     out: list[Check] = []
     settings_ok = False
@@ -70,7 +70,7 @@ def run_checks(root: str | None) -> list[Check]:
             )
         )
     if folder is not None and settings_ok:  # the index check reads settings
-        from .indexer import status
+        from ..sync.indexer import status
 
         st = status(folder)
         if "error" in st:
@@ -129,7 +129,7 @@ def run_checks(root: str | None) -> list[Check]:
 
 def _config_check(folder: Any) -> Check:
     """Every setting has a value of its type; the file sets no key that is not a setting."""
-    from .settings import DECLARED, SECRET_ENV, resolve, secret_env, suggest, unknown_keys
+    from ..settings import DECLARED, SECRET_ENV, resolve, secret_env, suggest, unknown_keys
 
     problems, fixes = [], []
     for s in DECLARED:
@@ -151,7 +151,7 @@ def _config_check(folder: Any) -> Check:
 
 def _model_check() -> Check:
     try:
-        from .embeddings import Embedder
+        from ..text.embeddings import Embedder
 
         emb = Embedder()
         v = emb.embed(["doctor check"])
@@ -169,8 +169,8 @@ def _endpoint_checks(folder: Any) -> list[Check]:
     """The models the folder's settings name, in a line, then each endpoint search uses
     asked once: the embedding endpoint (embedding.base_url) and the rerank endpoint
     (search.rerank)."""
-    from .indexing import embedder, inference_line
-    from .rerank import RerankError, reranker_from, scores
+    from ..graph.indexing import embedder, inference_line
+    from ..text.rerank import RerankError, reranker_from, scores
 
     out = [_check("inference", True, inference_line(folder))]
     try:
@@ -198,7 +198,7 @@ def _endpoint_checks(folder: Any) -> list[Check]:
 
 
 def _rg_check() -> Check:
-    from .grep import rg_binary
+    from ..files.grep import rg_binary
 
     rg = rg_binary()
     if not rg:
@@ -214,7 +214,7 @@ def _rg_check() -> Check:
 
 def _kreuzberg_check() -> Check:
     try:
-        from .normalize import extract_bytes
+        from ..text.normalize import extract_bytes
 
         res = extract_bytes(b"<html><body><p>ok</p></body></html>", "check.html")
         return _check("kreuzberg", "ok" in res.text, "extracts html")

@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from . import crash, events
-from . import mapping as mapping_mod
-from .drift import after_ingest, doc_vector, drift_between
-from .errors import BadInput, OkError, UsageError
-from .folder import Folder, iso, utcnow
-from .records import (
+from ..errors import BadInput, OkError, UsageError
+from ..files import crash, events
+from ..files import mapping as mapping_mod
+from ..files.folder import Folder, iso, utcnow
+from ..knowledge.drift import after_ingest, doc_vector, drift_between
+from ..records import (
     DocRef,
     DocVersion,
     DueSource,
@@ -297,7 +297,7 @@ def source_kind(entry: MappingEntry) -> str | None:
 # -- drift -----------------------------------------------------------------------------------
 def history(folder: Folder, ref: str) -> list[DocVersion]:
     """Every version of a document, newest first, with the drift from the version before."""
-    from .mapping import resolve
+    from ..files.mapping import resolve
 
     entries = mapping_mod.load(folder)
     start = resolve(folder, ref, include_old=True)
@@ -358,7 +358,7 @@ def plan(
     """The mapping entries a refresh looks at: the given docs, all sources, or the due ones."""
     entries = mapping_mod.load(folder) if entries is None else entries
     if refs:
-        from .mapping import resolve
+        from ..files.mapping import resolve
 
         out: list[MappingEntry] = []
         for r in refs:
@@ -769,7 +769,7 @@ def _recoveries(
 
 def set_policy(folder: Folder, refs: list[str], policy: RefreshPolicy | None) -> list[DueSource]:
     """Set (or, with None, clear) the refresh policy of documents. The caller holds the lock."""
-    from .mapping import resolve
+    from ..files.mapping import resolve
 
     entries = mapping_mod.load(folder)
     out: list[DueSource] = []

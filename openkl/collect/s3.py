@@ -30,12 +30,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import mapping as mapping_mod
+from ..errors import BadInput, NotFound, OkError
+from ..files import mapping as mapping_mod
+from ..files.folder import Folder, iso
+from ..records import FetchInfo, MappingEntry, RefreshPolicy, Skipped, Source
+from ..text.normalize import supported
 from . import store
-from .errors import BadInput, NotFound, OkError
-from .folder import Folder, iso
-from .normalize import supported
-from .records import FetchInfo, MappingEntry, RefreshPolicy, Skipped, Source
 from .sources import Batch, FetchError
 
 URL_FORM = "pass e.g. s3://bucket/prefix"

@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from . import mapping as mapping_mod
-from . import settings, store
-from .errors import BadInput, NotFound, OkError
-from .folder import Folder, iso
-from .normalize import supported
-from .records import (
+from .. import settings
+from ..errors import BadInput, NotFound, OkError
+from ..files import mapping as mapping_mod
+from ..files.folder import Folder, iso
+from ..records import (
     ArxivMeta,
     FetchInfo,
     MappingEntry,
@@ -37,6 +36,8 @@ from .records import (
     Source,
     Unchanged,
 )
+from ..text.normalize import supported
+from . import store
 
 USER_AGENT = "openkl/0.1 (+local-first knowledge folder; ok store web)"
 HTML_TYPES = {"text/html", "application/xhtml+xml"}

@@ -18,23 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import crash, events, indexer, links
-from . import mapping as mapping_mod
-from .drift import after_ingest
-from .errors import BadInput, NotFound, OkError
-from .folder import NAME_NOT_UTF8, Folder, atomic_write, is_utf8, iso, shown
-from .mapping import resolve
-from .normalize import (
-    IMAGE_MIME,
-    SNIFF_BYTES,
-    Extracted,
-    extract_bytes,
-    looks_like_text,
-    require_ocr,
-    supported,
-)
-from .progress import progress
-from .records import (
+from ..errors import BadInput, NotFound, OkError
+from ..files import crash, events
+from ..files import mapping as mapping_mod
+from ..files.folder import NAME_NOT_UTF8, Folder, atomic_write, is_utf8, iso, shown
+from ..files.mapping import resolve
+from ..files.progress import progress
+from ..knowledge import links
+from ..knowledge.drift import after_ingest
+from ..records import (
     Added,
     IngestReportDict,
     MappingEntry,
@@ -42,6 +34,16 @@ from .records import (
     Skipped,
     Source,
     Unchanged,
+)
+from ..sync import indexer
+from ..text.normalize import (
+    IMAGE_MIME,
+    SNIFF_BYTES,
+    Extracted,
+    extract_bytes,
+    looks_like_text,
+    require_ocr,
+    supported,
 )
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", ".ok", ".tox"}
@@ -263,9 +265,9 @@ def _is_derived(folder: Folder, f: Path) -> bool:
 def managed(folder: Folder) -> dict[Path, str]:
     """The folder's own directories, which ok writes and never reads as sources, each with
     what it holds."""
-    from .aks import imports_dir
-    from .backfeed import backfeed_dir
-    from .triggers import triggers_dir
+    from ..knowledge.aks import imports_dir
+    from ..knowledge.backfeed import backfeed_dir
+    from ..knowledge.triggers import triggers_dir
 
     return {
         folder.ok_dir: "its state",
@@ -460,7 +462,7 @@ def ingest(
                 # in the graph as an old Doc node: it is replaced, not duplicated
                 in_graph = g.docs()
                 back = [a["id"] for a in rep.added if a["id"] in in_graph]
-                from .lineage import relink
+                from ..knowledge.lineage import relink
 
                 rep.chunks, derived = indexer.replace_docs(
                     folder, g, old + back, new_items, entries, prepared

@@ -28,10 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import crash
-from ..cache import ExtractionCache
-from ..folder import Folder
-from ..graph.consolidation import (
+from ..files import crash
+from ..files.folder import Folder
+from ..graph.entity_writes import (
     ENT_FIELDS,
     REL_FIELDS,
     ROWS_PER_STEP,
@@ -50,6 +49,7 @@ from ..records import (
     ExtractorMismatch,
     RelationshipProps,
 )
+from ..text.cache import ExtractionCache
 from .local import TYPES, entity_id, key_of
 
 REPEAT = 0.8  # each further mention in the same source removes 20% of the remaining doubt
@@ -94,7 +94,7 @@ def extractor_id(folder: Folder) -> str:
     from . import local as entity_local
 
     if folder.setting("entities.extractor") == "llm":
-        from . import llm as entity_llm
+        from . import llm_extractor as entity_llm
 
         return entity_llm.extractor_id(folder)
     return entity_local.VERSION
@@ -117,7 +117,7 @@ def extract_texts(folder: Folder, texts: Sequence[str]) -> list[dict[str, Any]]:
                     made = {k: entity_local.extract(t).as_json() for k, t in todo}
                 fresh = [(k, json.dumps(v, ensure_ascii=False)) for k, v in made.items()]
             else:
-                from . import llm as entity_llm
+                from . import llm_extractor as entity_llm
 
                 fresh = entity_llm.extract_many(folder, todo)
             # fallback results stand in for this run only; the LLM is asked again next time
@@ -407,7 +407,7 @@ class Canonical:
 
     @classmethod
     def load(cls, folder: Folder) -> Canonical:
-        from .. import aks, backfeed
+        from ..knowledge import aks, backfeed
 
         c = cls()
         h = hashlib.sha256()

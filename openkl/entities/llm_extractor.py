@@ -12,8 +12,8 @@ import json
 import sys
 from typing import Any
 
-from ..folder import Folder
-from ..llm import model_of
+from ..files.folder import Folder
+from ..text.llm import model_of
 from .local import key_of
 
 PROMPT_VERSION = "llm-1"
@@ -78,7 +78,7 @@ def extract_many(folder: Folder, todo: list[tuple[str, str]]) -> list[tuple[str,
 
     Fallback results are returned but not cached under the LLM key, so a later run retries.
     """
-    from ..llm import ChatClient, LLMError, config_from
+    from ..text.llm import ChatClient, LLMError, config_from
     from . import local as entity_local
 
     out: list[tuple[str, str]] = []

@@ -1830,7 +1830,7 @@ def _vocab() -> frozenset[str]:
 
         words: set[str] = set()
         try:
-            from ..embeddings import checked_tokenizer
+            from ..text.embeddings import checked_tokenizer
 
             tok = checked_tokenizer()
             vocab = json.loads(tok.read_text(encoding="utf-8"))["model"]["vocab"]

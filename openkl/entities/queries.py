@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from ..errors import NotFound, UsageError
-from ..folder import Folder, shown
+from ..files.folder import Folder, shown
 from ..graph.protocol import GraphStore
 from ..records import (
     Cite,
@@ -106,7 +106,7 @@ class _Sources:
     """The documents, notes and bundle documents among some ids, read once."""
 
     def __init__(self, folder: Folder, g: GraphStore, doc_ids: Sequence[str]) -> None:
-        from .. import aks
+        from ..knowledge import aks
 
         local = [d for d in doc_ids if not d.startswith("aks:")]
         self.rows = g.source_docs(local)
@@ -147,7 +147,7 @@ def evidence_cites(folder: Folder, g: GraphStore, eid: str, limit: int = 5) -> l
 def evidence_of_many(
     folder: Folder, g: GraphStore, ids: list[str], limit: int
 ) -> dict[str, list[Cite]]:
-    from ..search import chunk_cite, note_cite
+    from ..graph.search import chunk_cite, note_cite
 
     rows = g.mentions_of_many("Chunk", ids, limit)
     nrows = g.mentions_of_many("MemoryNote", ids, limit)

@@ -19,7 +19,7 @@ import os
 import threading
 from collections.abc import Iterator
 
-from . import settings
+from .. import settings
 
 CRASH_EXIT = 86
 

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from ..records import Event
 from .folder import Folder, append_whole, iso, parse_time, utcnow
-from .records import Event
 
 EVENTS_DIR = "events"
 _MONTH_FILE = re.compile(r"^(\d{4})-(\d{2})\.jsonl$")

@@ -28,8 +28,8 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from . import settings
-from .errors import BadInput, LockBusy, NotAFolder, OkError, Served, UsageError
+from .. import settings
+from ..errors import BadInput, LockBusy, NotAFolder, OkError, Served, UsageError
 from .routing import is_server, own_socket
 
 CONFIG_VERSION = 1

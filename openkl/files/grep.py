@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BadInput, UsageError
+from ..errors import BadInput, UsageError
+from ..records import GrepLine, GrepMatch
 from .folder import Folder, shown
-from .records import GrepLine, GrepMatch
 
 
 def rg_binary() -> str | None:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import BadInput
+from ..errors import BadInput
 
 # a file name is at most 255 bytes; room is left for a suffix and a temp file's name
 MAX_ID_BYTES = 200

@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+from ..errors import BadInput, NotFound
+from ..records import MappingEntry
 from . import ids
-from .errors import BadInput, NotFound
 from .folder import Folder, append_whole, atomic_write, refuse_link_out, shown
-from .records import MappingEntry
 
 
 class Rejected(NamedTuple):

@@ -21,11 +21,11 @@ from typing import Any, NamedTuple, cast
 
 import yaml
 
+from ..errors import BadInput, EmptyDraft, NotFound
+from ..records import NoteDict, Supersession
+from ..records import supersession as _supersession
 from . import crash, events, ids
-from .errors import BadInput, EmptyDraft, NotFound
 from .folder import LINK_OUT, NAME_NOT_UTF8, Folder, atomic_write, is_utf8, iso, shown, utcnow
-from .records import NoteDict, Supersession
-from .records import supersession as _supersession
 
 NOTE_ID = re.compile(r"^m-\d{8}-[a-z0-9]{4}\Z")
 _FM = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)

@@ -6,7 +6,8 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 
-from . import settings, streams
+from .. import settings
+from . import streams
 
 Advance = Callable[[int], None]
 

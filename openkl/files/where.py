@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from ..errors import UsageError
 from .folder import parse_time
 
 OPS = ("!=", ">=", "<=", "=", ">", "<")

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..chunking import keyword_text
 from ..errors import (
     BadInput,
     GraphUnrecoverable,
@@ -31,15 +30,16 @@ from ..errors import (
     ReadOnlyViolation,
 )
 from ..records import ChunkInput, ChunkRow, DocIndexed, DocInput, NoteIndexed, NoteRow
+from ..text.chunking import keyword_text
 from . import sandbox
 from .base import Atomic
-from .consolidation import rel_docs as rel_docs
-from .consolidation import rel_docs_text as rel_docs_text
 from .documents import DocumentQueries
 from .entities import ENTITY_COLS as ENTITY_COLS
 from .entities import EntityQueries
-from .lineage import LineageQueries
-from .links import LinkQueries
+from .entity_writes import rel_docs as rel_docs
+from .entity_writes import rel_docs_text as rel_docs_text
+from .lineage_queries import LineageQueries
+from .link_queries import LinkQueries
 from .sandbox import QueryLimits as QueryLimits
 from .versions import VersionQueries
 
@@ -943,7 +943,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
     @classmethod
     def swap_in(cls, kuzu_dir: Path) -> None:
         """Make the finished rebuild the live database."""
-        from .. import crash
+        from ..files import crash
 
         new = cls.rebuild_dir(kuzu_dir)
         (new / "READY").touch()
@@ -1558,7 +1558,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
 
 
 if TYPE_CHECKING:
-    from .lineage import WalkSteps
+    from .lineage_queries import WalkSteps
     from .protocol import GraphStore
 
     def _keeps_to_the_protocol(g: Graph) -> GraphStore:

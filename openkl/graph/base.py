@@ -21,7 +21,7 @@ class Atomic:
         commit: Callable[[], None],
         after: Callable[[], None] | None = None,
     ) -> Iterator[None]:
-        from .. import crash
+        from ..files import crash
 
         if self._in_tx:
             yield

@@ -29,7 +29,7 @@ from ..records import (
     SourceVersion,
     StoredRelationship,
 )
-from .consolidation import ENT_FIELDS, EntityWrites, RelKey, Steps, rel_docs
+from .entity_writes import ENT_FIELDS, EntityWrites, RelKey, Steps, rel_docs
 
 # the columns of an entity, as the readers of entities return them
 ENTITY_COLS = (

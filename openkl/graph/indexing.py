@@ -15,14 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .embeddings import Embedder, embedder_for, remote_from
-from .errors import DiskFull, IndexMismatch, OkError
-from .folder import Folder, stack_name
-from .graph import Graph
-from .graph.postgres import PgGraph, who_am_i
-from .llm import describe as llm_describe
-from .progress import progress
-from .rerank import endpoint_url
+from ..errors import DiskFull, IndexMismatch, OkError
+from ..files.folder import Folder, stack_name
+from ..files.progress import progress
+from ..text.embeddings import Embedder, embedder_for, remote_from
+from ..text.llm import describe as llm_describe
+from ..text.rerank import endpoint_url
+from . import Graph
+from .postgres import PgGraph, who_am_i
 
 EMBED_BLOCK = 256
 

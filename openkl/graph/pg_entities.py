@@ -37,7 +37,7 @@ from ..records import (
     SourceVersion,
     StoredRelationship,
 )
-from .consolidation import ENT_FIELDS, REL_FIELDS, RelKey, Steps, rel_docs, rel_docs_text
+from .entity_writes import ENT_FIELDS, REL_FIELDS, RelKey, Steps, rel_docs, rel_docs_text
 
 C = 'COLLATE "C"'  # Kùzu orders strings by their bytes
 

@@ -49,7 +49,7 @@ from ..records import (
 )
 from . import check_stamps, chunk_fts, fts_query, fts_text, pg_entities, write_stamps
 from .base import Atomic
-from .links import first_line
+from .link_queries import first_line
 from .sandbox import QueryLimits
 
 if TYPE_CHECKING:

@@ -20,12 +20,12 @@ from typing import Any, NotRequired
 
 from typing_extensions import TypedDict
 
-from . import where as where_mod
-from .errors import UsageError
-from .folder import Folder, iso, parse_span, parse_time, utcnow
-from .graph.protocol import GraphStore
-from .records import ChunkRow, Cite, CiteContext, NoteRow, Source, new_cite, note_title
-from .where import Where
+from ..errors import UsageError
+from ..files import where as where_mod
+from ..files.folder import Folder, iso, parse_span, parse_time, utcnow
+from ..files.where import Where
+from ..records import ChunkRow, Cite, CiteContext, NoteRow, Source, new_cite, note_title
+from .protocol import GraphStore
 
 MODES = ("hybrid", "vector", "fts")
 # query vectors are made here, beside the searches' own threads
@@ -289,7 +289,7 @@ def _by_drift(folder: Folder, g: GraphStore, hits: list[Ranked], weight: float) 
     """The hits with each document's score times `1 - weight * drift`, its drift being that
     of its latest version against the one it replaced (`1 - cosine`, as `ok refresh` records
     it; none: no penalty), best first again. Notes have no drift."""
-    from . import mapping as mapping_mod
+    from ..files import mapping as mapping_mod
 
     entries = mapping_mod.load(folder)
     docs = {

@@ -17,13 +17,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
 
-from .entities.local import VERSION as LOCAL_VERSION
-from .entities.local import entity_id, key_of
-from .errors import BadInput, OkError
-from .folder import Folder, atomic_write, iso
-from .graph.protocol import GraphStore
-from .ids import STACK_ID
-from .records import (
+from ..entities.local import VERSION as LOCAL_VERSION
+from ..entities.local import entity_id, key_of
+from ..errors import BadInput, OkError
+from ..files.folder import Folder, atomic_write, iso
+from ..files.ids import STACK_ID
+from ..graph.protocol import GraphStore
+from ..records import (
     AksBundle,
     AksDocument,
     AksEntity,
@@ -144,7 +144,7 @@ def export(
     `describe` gives the entities' cited descriptions (`descriptions.describe`): each
     goes into `description`, and its citation into `properties.description_cite`. On a
     terminal a bar shows the entities described."""
-    from .progress import progress
+    from ..files.progress import progress
 
     rows = g.export_entities(
         min_confidence=min_confidence, type=entity_type, verified_only=verified_only

@@ -23,15 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from . import indexing
+from ..errors import UsageError
+from ..files.folder import Folder
+from ..graph import indexing
+from ..graph.protocol import GraphStore
+from ..graph.search import Filters, Found, Recency, find
+from ..records import Answer, AnswerBody, Cite
+from ..text.llm import ChatPair, LLMError
+from ..text.statements import contradiction, facts, sentences, stem
 from .citations import Files, make
-from .errors import UsageError
-from .folder import Folder
-from .graph.protocol import GraphStore
-from .llm import ChatPair, LLMError
-from .records import Answer, AnswerBody, Cite
-from .search import Filters, Found, Recency, find
-from .statements import contradiction, facts, sentences, stem
 
 INSUFFICIENT = "The knowledge folder does not hold enough to answer this."
 # said when retrieval found no passage at all: the search's floor (search.min_score) held
@@ -754,7 +754,7 @@ def _llm_answer(
     cfg: Any,
     on_token: Callable[[str], None] | None,
 ) -> AnswerBody:
-    from .llm import ChatClient
+    from ..text.llm import ChatClient
 
     if not hits:
         return _insufficient("llm", cfg.label, no_match=True)

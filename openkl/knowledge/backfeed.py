@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from . import ids, mapping, notes
-from .entities.kinds import TYPES
-from .entities.local import key_of
-from .errors import BadInput, NotFound, UsageError
-from .folder import LINK_OUT, Folder, atomic_write, iso, shown
-from .records import (
+from ..entities.kinds import TYPES
+from ..entities.local import key_of
+from ..errors import BadInput, NotFound, UsageError
+from ..files import ids, mapping, notes
+from ..files.folder import LINK_OUT, Folder, atomic_write, iso, shown
+from ..records import (
     BackfeedItem,
     BackfeedProposal,
     CanonicalEntity,
@@ -223,7 +223,7 @@ def get(folder: Folder, iid: str) -> BackfeedItem:
 
 def known_names(folder: Folder) -> set[str] | None:
     """Keys of entities in the graph (None when there is no graph to ask)."""
-    from .indexing import open_graph
+    from ..graph.indexing import open_graph
 
     try:
         with open_graph(folder) as g:

@@ -31,12 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from . import ids
-from . import mapping as mapping_mod
-from .chunking import _strip as _strip_span  # whitespace trimmed off a span
-from .errors import BadInput, NotFound, UsageError
-from .folder import LINK_OUT, Folder, atomic_write, check_path, iso, shown
-from .records import (
+from ..errors import BadInput, NotFound, UsageError
+from ..files import ids
+from ..files import mapping as mapping_mod
+from ..files.folder import LINK_OUT, Folder, atomic_write, check_path, iso, shown
+from ..records import (
     Cite,
     CiteContext,
     CiteGcReport,
@@ -50,6 +49,7 @@ from .records import (
     note_title,
     with_abs_path,
 )
+from ..text.chunking import _strip as _strip_span  # whitespace trimmed off a span
 
 TYPES = ("doc", "chunk", "memory")
 STATUSES = ("verified", "moved", "changed", "missing")
@@ -206,13 +206,13 @@ class Files:
 
     def note_path(self, note_id: str) -> str | None:
         """Where the note with this id lives (ids survive edits; paths normally do too)."""
-        from .notes import guessed_path
+        from ..files.notes import guessed_path
 
         guess = guessed_path(self.folder, note_id)
         if guess is not None and guess.is_file():
             return self.folder.rel(guess)
         if self._notes is None:
-            from . import notes as notes_mod
+            from ..files import notes as notes_mod
 
             found, _ = notes_mod.scan(self.folder)
             self._notes = {
@@ -293,7 +293,7 @@ def _context(text: str, start: int, end: int) -> CiteContext:
 
 
 def _doc_meta(files: Files, doc_id: str, ft: FileText) -> tuple[str, Source]:
-    from .normalize import title_of
+    from ..text.normalize import title_of
 
     entry = files.entries.get(doc_id) or {"id": doc_id, "path": ft.path}
     source = entry.get("source") or {"path": ft.path}
@@ -441,7 +441,7 @@ def _span_of_note(
     lines: str | None,
     chars: str | None,
 ) -> Cite:
-    from .notes import parse_note
+    from ..files.notes import parse_note
 
     if span is None and lines:
         span = line_span(ft.text, *parse_range(lines, "--lines"), ft.path)
@@ -465,7 +465,7 @@ def _span_of_note(
 def _make_from_path(
     folder: Folder, files: Files, ref: str, lines: str | None, chars: str | None, cwd: Path | None
 ) -> Cite:
-    from .notes import parse_note
+    from ..files.notes import parse_note
 
     check_path(ref, "reference")
     p = Path(ref).expanduser()

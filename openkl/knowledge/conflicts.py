@@ -22,14 +22,14 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..entities.queries import evidence_of_many, list_entities
+from ..errors import OkError
+from ..files.folder import Folder
+from ..graph.protocol import GraphStore
+from ..records import Cite, Conflict
+from ..text.llm import ChatClient, LLMError
+from ..text.statements import WORD, Facts, contradiction, facts, overlap, sentences
 from .citations import Files, make
-from .entities.queries import evidence_of_many, list_entities
-from .errors import OkError
-from .folder import Folder
-from .graph.protocol import GraphStore
-from .llm import ChatClient, LLMError
-from .records import Cite, Conflict
-from .statements import WORD, Facts, contradiction, facts, overlap, sentences
 
 EVIDENCE = 200  # passages read per entity
 PER_ENTITY = 60  # sentences compared per entity (pairs grow with its square)

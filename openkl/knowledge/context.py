@@ -14,13 +14,12 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from .entities.consolidation import min_confidence
-from .entities.local import STOP, key_of
-from .entities.queries import _entity_view
-from .folder import Folder
-from .graph.protocol import GraphStore
-from .llm import configured
-from .records import (
+from ..entities.consolidation import min_confidence
+from ..entities.local import STOP, key_of
+from ..entities.queries import _entity_view
+from ..files.folder import Folder
+from ..graph.protocol import GraphStore
+from ..records import (
     Cite,
     Context,
     ContextEntity,
@@ -30,6 +29,7 @@ from .records import (
     ContextSupport,
     Entity,
 )
+from ..text.llm import configured
 
 PROMPT_VERSION = "context-1"
 
@@ -51,15 +51,15 @@ def context(
     embedder: Any = None,
 ) -> Context:
     """The entity subgraph relevant to `query` (see module doc). Read-only."""
-    from .errors import UsageError
-    from .search import find
+    from ..errors import UsageError
+    from ..graph.search import find
 
     if not query.strip():
         raise UsageError("the query is empty", "ask something, e.g. `ok context 'what is WAL?'`")
     floor = min_confidence(folder) if min_conf is None else min_conf
     warnings: list[str] = []
     if embedder is None:
-        from .indexing import embedder as embedder_of
+        from ..graph.indexing import embedder as embedder_of
 
         embedder = embedder_of(folder)
     found = find(
@@ -288,7 +288,7 @@ def _ask_llm(
     candidates: list[str],
     rows: dict[str, Entity],
 ) -> tuple[list[str], str, str | None]:
-    from .llm import ChatClient, LLMError, config_from
+    from ..text.llm import ChatClient, LLMError, config_from
 
     cfg = config_from(folder, role="chat")
     assert cfg is not None

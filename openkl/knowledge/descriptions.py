@@ -36,15 +36,15 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from ..entities.queries import EntityReader
+from ..errors import OkError
+from ..files.folder import Folder, atomic_write
+from ..graph.protocol import GraphStore
+from ..records import Cite, Description, DescriptionCite, EntityDetail
+from ..text.llm import ChatClient, config_from, model_of
+from ..text.statements import sentences
 from .ask import markers, passages_prompt, unmarked
 from .citations import Files, make
-from .entities.queries import EntityReader
-from .errors import OkError
-from .folder import Folder, atomic_write
-from .graph.protocol import GraphStore
-from .llm import ChatClient, config_from, model_of
-from .records import Cite, Description, DescriptionCite, EntityDetail
-from .statements import sentences
 
 METHOD = "14"  # bump when how a description is chosen changes, so cached ones are redone
 EVIDENCE = 20  # passages read per entity

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import events
-from . import mapping as mapping_mod
-from .errors import OkError
-from .folder import Folder
-from .records import Added, MappingEntry
+from ..errors import OkError
+from ..files import events
+from ..files import mapping as mapping_mod
+from ..files.folder import Folder
+from ..records import Added, MappingEntry
 
 
 def doc_vector(folder: Folder, text: str) -> Any:
     """Mean of a text's chunk embeddings (chunked as the indexer does; vectors are cached)."""
     import numpy as np
 
-    from .chunking import chunk_text
-    from .indexing import embedder
-    from .normalize import frontmatter
+    from ..graph.indexing import embedder
+    from ..text.chunking import chunk_text
+    from ..text.normalize import frontmatter
 
     emb = embedder(folder)
     max_tokens = folder.setting("chunking.max_tokens")

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .errors import NotFound
+from ..errors import NotFound
 
 WEB_DIR = Path(__file__).parent / "data" / "web"
 ASSETS = {

@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from . import notes as notes_mod
+from ..errors import Duplicate, UsageError
+from ..files import notes as notes_mod
+from ..files.folder import Folder, iso, parse_span, utcnow
+from ..graph.indexing import embedder
+from ..text.statements import disagree
 from .citations import similarity
-from .errors import Duplicate, UsageError
-from .folder import Folder, iso, parse_span, utcnow
-from .indexing import embedder
-from .statements import disagree
 
 TTL_FORMS = "use a number and a unit: 12h, 30d or 2w"
 

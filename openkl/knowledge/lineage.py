@@ -15,13 +15,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import notes as notes_mod
-from .errors import BadInput, NotFound, OkError
-from .folder import Folder
-from .graph.lineage import DIRECTIONS, lineage_row
-from .graph.protocol import GraphStore
-from .mapping import resolve
-from .records import Lineage, LineageNode, LineageStep
+from ..errors import BadInput, NotFound, OkError
+from ..files import notes as notes_mod
+from ..files.folder import Folder
+from ..files.mapping import resolve
+from ..graph.lineage_queries import DIRECTIONS, lineage_row
+from ..graph.protocol import GraphStore
+from ..records import Lineage, LineageNode, LineageStep
 
 
 def _node(g: GraphStore, kind: str, nid: str) -> LineageNode | None:

@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from . import notes as notes_mod
-from .errors import OkError, UsageError
-from .folder import Folder
-from .graph.protocol import GraphStore
-from .records import (
+from ..errors import OkError, UsageError
+from ..files import notes as notes_mod
+from ..files.folder import Folder
+from ..graph.protocol import GraphStore
+from ..records import (
     Backlink,
     Hop,
     LinkEdge,
@@ -276,8 +276,8 @@ class Broken:
 def broken(folder: Folder) -> list[Broken]:
     """Every link in the folder's notes (their files) that matches nothing, by path and
     line. Documents are known from the graph when it can be read, else from the mapping."""
-    from .indexing import open_graph
-    from .mapping import load
+    from ..files.mapping import load
+    from ..graph.indexing import open_graph
 
     notes, _ = notes_mod.scan(folder)
     found = [named(n) for n in notes.values()]

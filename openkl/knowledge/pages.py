@@ -14,12 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
-from .descriptions import EVIDENCE, describe_with, describer, split
-from .entities.consolidation import min_confidence
-from .entities.queries import EntityReader, find_entity, list_entities
-from .folder import Folder, atomic_write, iso
-from .graph.protocol import GraphStore
-from .records import (
+from ..entities.consolidation import min_confidence
+from ..entities.queries import EntityReader, find_entity, list_entities
+from ..files.folder import Folder, atomic_write, iso
+from ..graph.protocol import GraphStore
+from ..records import (
     Cite,
     Description,
     DescriptionCite,
@@ -28,6 +27,7 @@ from .records import (
     PageBuilt,
     PagesWritten,
 )
+from .descriptions import EVIDENCE, describe_with, describer, split
 
 RENDER = "5"  # bump when `render` changes, so cached pages are rebuilt
 

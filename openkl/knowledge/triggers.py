@@ -40,12 +40,19 @@ from typing import Any, cast
 
 import yaml
 
-from . import events, ids
-from .errors import BadInput, NotFound
-from .folder import LINK_OUT, PRIVATE, Folder, atomic_write, iso
-from .graph.protocol import GraphStore
-from .records import Event, ExecWaiting, TriggerDict, TriggerMatch, TriggerScan, TriggerTest
-from .settings import SECRET_ENV
+from ..errors import BadInput, NotFound
+from ..files import events, ids
+from ..files.folder import LINK_OUT, PRIVATE, Folder, atomic_write, iso
+from ..graph.protocol import GraphStore
+from ..records import (
+    Event,
+    ExecWaiting,
+    TriggerDict,
+    TriggerMatch,
+    TriggerScan,
+    TriggerTest,
+)
+from ..settings import SECRET_ENV
 
 TRIGGERS_DIR = "triggers"
 SCOPES = ("all", "mem", "store")
@@ -365,7 +372,7 @@ def _say_waiting(folder: Folder, t: Trigger) -> None:
 
 
 def _example_vectors(folder: Folder, trigs: list[Trigger]) -> Any:
-    from .indexing import embedder
+    from ..graph.indexing import embedder
 
     # embed() (not embed_query) so the examples come from the content-keyed cache
     return embedder(folder).embed([t.example for t in trigs])
@@ -373,7 +380,7 @@ def _example_vectors(folder: Folder, trigs: list[Trigger]) -> Any:
 
 def test(folder: Folder, text: str) -> list[TriggerTest]:
     """How close `text` is to every trigger, and whether it would fire."""
-    from .indexing import embedder
+    from ..graph.indexing import embedder
 
     trigs, _ = load(folder)
     if not trigs:

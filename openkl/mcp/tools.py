@@ -28,12 +28,21 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from . import indexer, ops, settings
-from . import notes as notes_mod
-from .errors import BadInput, Duplicate, NotFound, OkError, ReadOnlyViolation, UsageError, disk_full
-from .folder import MAX_PATH, Folder, open_folder, shown, stacks_of
-from .ops import safe_path
-from .records import EditCaller
+from .. import ops, settings
+from ..errors import (
+    BadInput,
+    Duplicate,
+    NotFound,
+    OkError,
+    ReadOnlyViolation,
+    UsageError,
+    disk_full,
+)
+from ..files import notes as notes_mod
+from ..files.folder import MAX_PATH, Folder, open_folder, shown, stacks_of
+from ..ops import safe_path
+from ..records import EditCaller
+from ..sync import indexer
 
 SERVER_NAME = "openkl"
 MARKER = (
@@ -1172,7 +1181,7 @@ class KnowledgeServer:
         """The `MCPServer` with every tool, resource and prompt registered."""
         from mcp.types import ToolAnnotations
 
-        from . import distill
+        from ..collect import distill
 
         server = _server_class()(
             SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING", version=_version()

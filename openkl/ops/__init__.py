@@ -8,25 +8,49 @@ store_s3, refresh, distill_run) take the lock themselves for the part that write
 init_folder takes it once the folder exists.
 
 The modules, by area: `call` (what one call runs with: its folder, reader, time cap
-and writer); `ask` (answers and context); `cite` (citations, made and kept);
-`distill` (distillation); `files` (files, read directly); `folder` (the folder and its
-index); `freshness` (refresh and events); `graph` (the derived graph); `knowledge` (AKS
-bundles, backfeed, graph export); `notes` (memory notes); `read` (reading what the folder
-holds); `search` (search); `store` (collected documents); `triggers` (triggers); `verify`
-(citations, checked).
+and writer); `answering` (answers and context); `citing` (citations, made and kept);
+`distilling` (distillation); `files` (files, read directly); `upkeep` (the folder and its
+index); `freshness` (refresh and events); `graph_reads` (the derived graph); `knowledge`
+(AKS bundles, backfeed, graph export); `memory` (memory notes); `read` (reading what the
+folder holds); `searching` (search); `collecting` (collected documents); `triggering`
+(triggers); `verify` (citations, checked). No module shares its name with an operation,
+so `ops.search` is always the operation.
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .ask import ask, context
+    from .answering import ask, context
     from .call import Call, local, postgres_reader
-    from .cite import gc_citations, keep_citations, make_citations, remember_citations, where
-    from .distill import Distilled, distill_note, distill_prompt, distill_prompts, distill_run
+    from .citing import (
+        gc_citations,
+        keep_citations,
+        make_citations,
+        remember_citations,
+        where,
+    )
+    from .collecting import (
+        check_format,
+        doc_history,
+        format_suffixes,
+        ingest,
+        refresh_policy,
+        remove_doc,
+        set_refresh_policy,
+        store_arxiv,
+        store_repo,
+        store_s3,
+        store_web,
+    )
+    from .distilling import (
+        Distilled,
+        distill_note,
+        distill_prompt,
+        distill_prompts,
+        distill_run,
+    )
     from .files import (
         HIDDEN,
         GrepFiles,
@@ -39,23 +63,8 @@ if TYPE_CHECKING:
         read_piece,
         safe_path,
     )
-    from .folder import (
-        About,
-        Initialized,
-        about,
-        consolidating_later,
-        describe,
-        doctor,
-        index,
-        init_folder,
-        pay_entities,
-        publish,
-        sync,
-        sync_postgres,
-        watch,
-    )
     from .freshness import events, follow_events, refresh
-    from .graph import (
+    from .graph_reads import (
         NEIGHBOURHOOD_LIMIT,
         compile_doc,
         conflicts,
@@ -85,7 +94,7 @@ if TYPE_CHECKING:
         import_bundle,
         validate_bundle,
     )
-    from .notes import (
+    from .memory import (
         Deleted,
         add_note,
         dedupe_notes,
@@ -112,7 +121,7 @@ if TYPE_CHECKING:
         show_note,
         status,
     )
-    from .search import (
+    from .searching import (
         FLAGS,
         SearchOptions,
         SearchRequest,
@@ -121,20 +130,7 @@ if TYPE_CHECKING:
         search,
         search_options,
     )
-    from .store import (
-        check_format,
-        doc_history,
-        format_suffixes,
-        ingest,
-        refresh_policy,
-        remove_doc,
-        set_refresh_policy,
-        store_arxiv,
-        store_repo,
-        store_s3,
-        store_web,
-    )
-    from .triggers import (
+    from .triggering import (
         add_trigger,
         approve_trigger,
         approved_triggers,
@@ -144,24 +140,39 @@ if TYPE_CHECKING:
         scan_triggers,
         waiting_triggers,
     )
+    from .upkeep import (
+        About,
+        Initialized,
+        about,
+        consolidating_later,
+        describe,
+        doctor,
+        index,
+        init_folder,
+        pay_entities,
+        publish,
+        sync,
+        sync_postgres,
+        watch,
+    )
     from .verify import CitationList, Verification, list_citations, open_citation, verify_citations
 
 # each name's module: a submodule is imported when one of its names is first used, so that a
 # command that needs one operation (`ok grep`) does not load the graph, the model and numpy
 _WHERE = {
     "annotations": "__future__",
-    "ask": "ask",
-    "context": "ask",
-    "gc_citations": "cite",
-    "keep_citations": "cite",
-    "make_citations": "cite",
-    "remember_citations": "cite",
-    "where": "cite",
-    "Distilled": "distill",
-    "distill_note": "distill",
-    "distill_prompt": "distill",
-    "distill_prompts": "distill",
-    "distill_run": "distill",
+    "ask": "answering",
+    "context": "answering",
+    "gc_citations": "citing",
+    "keep_citations": "citing",
+    "make_citations": "citing",
+    "remember_citations": "citing",
+    "where": "citing",
+    "Distilled": "distilling",
+    "distill_note": "distilling",
+    "distill_prompt": "distilling",
+    "distill_prompts": "distilling",
+    "distill_run": "distilling",
     "HIDDEN": "files",
     "GrepFiles": "files",
     "GrepResult": "files",
@@ -172,37 +183,37 @@ _WHERE = {
     "list_dir": "files",
     "read_piece": "files",
     "safe_path": "files",
-    "About": "folder",
-    "Initialized": "folder",
-    "about": "folder",
-    "consolidating_later": "folder",
-    "pay_entities": "folder",
-    "describe": "folder",
-    "doctor": "folder",
-    "index": "folder",
-    "init_folder": "folder",
-    "publish": "folder",
-    "sync": "folder",
-    "sync_postgres": "folder",
-    "watch": "folder",
+    "About": "upkeep",
+    "Initialized": "upkeep",
+    "about": "upkeep",
+    "consolidating_later": "upkeep",
+    "pay_entities": "upkeep",
+    "describe": "upkeep",
+    "doctor": "upkeep",
+    "index": "upkeep",
+    "init_folder": "upkeep",
+    "publish": "upkeep",
+    "sync": "upkeep",
+    "sync_postgres": "upkeep",
+    "watch": "upkeep",
     "events": "freshness",
     "inference": "read",
     "follow_events": "freshness",
     "refresh": "freshness",
-    "NEIGHBOURHOOD_LIMIT": "graph",
-    "compile_doc": "graph",
-    "conflicts": "graph",
-    "cypher": "graph",
-    "entity": "graph",
-    "entity_page": "graph",
-    "lineage": "graph",
-    "list_entities": "graph",
-    "neighbourhood": "graph",
-    "query_limits": "graph",
-    "synthesize_descriptions": "graph",
-    "traverse": "graph",
-    "write_pages": "graph",
-    "zip_pages": "graph",
+    "NEIGHBOURHOOD_LIMIT": "graph_reads",
+    "compile_doc": "graph_reads",
+    "conflicts": "graph_reads",
+    "cypher": "graph_reads",
+    "entity": "graph_reads",
+    "entity_page": "graph_reads",
+    "lineage": "graph_reads",
+    "list_entities": "graph_reads",
+    "neighbourhood": "graph_reads",
+    "query_limits": "graph_reads",
+    "synthesize_descriptions": "graph_reads",
+    "traverse": "graph_reads",
+    "write_pages": "graph_reads",
+    "zip_pages": "graph_reads",
     "Around": "knowledge",
     "GraphExport": "knowledge",
     "add_entity": "knowledge",
@@ -215,17 +226,17 @@ _WHERE = {
     "flag_backfeed": "knowledge",
     "import_bundle": "knowledge",
     "validate_bundle": "knowledge",
-    "Deleted": "notes",
-    "add_note": "notes",
-    "dedupe_notes": "notes",
-    "delete_note": "notes",
-    "gc_notes": "notes",
-    "note_for_editing": "notes",
-    "note_to_delete": "notes",
-    "regenerate_topics": "notes",
-    "restore_note": "notes",
-    "save_edited_note": "notes",
-    "update_note": "notes",
+    "Deleted": "memory",
+    "add_note": "memory",
+    "dedupe_notes": "memory",
+    "delete_note": "memory",
+    "gc_notes": "memory",
+    "note_for_editing": "memory",
+    "note_to_delete": "memory",
+    "regenerate_topics": "memory",
+    "restore_note": "memory",
+    "save_edited_note": "memory",
+    "update_note": "memory",
     "Counts": "read",
     "DocText": "read",
     "NoteList": "read",
@@ -240,51 +251,38 @@ _WHERE = {
     "Call": "call",
     "local": "call",
     "postgres_reader": "call",
-    "FLAGS": "search",
-    "SearchOptions": "search",
-    "SearchRequest": "search",
-    "SearchResult": "search",
-    "locate": "search",
-    "search": "search",
-    "search_options": "search",
-    "check_format": "store",
-    "doc_history": "store",
-    "format_suffixes": "store",
-    "ingest": "store",
-    "refresh_policy": "store",
-    "remove_doc": "store",
-    "set_refresh_policy": "store",
-    "store_arxiv": "store",
-    "store_repo": "store",
-    "store_s3": "store",
-    "store_web": "store",
-    "add_trigger": "triggers",
-    "approve_trigger": "triggers",
-    "approved_triggers": "triggers",
-    "list_triggers": "triggers",
-    "match_triggers": "triggers",
-    "remove_trigger": "triggers",
-    "scan_triggers": "triggers",
-    "waiting_triggers": "triggers",
+    "FLAGS": "searching",
+    "SearchOptions": "searching",
+    "SearchRequest": "searching",
+    "SearchResult": "searching",
+    "locate": "searching",
+    "search": "searching",
+    "search_options": "searching",
+    "check_format": "collecting",
+    "doc_history": "collecting",
+    "format_suffixes": "collecting",
+    "ingest": "collecting",
+    "refresh_policy": "collecting",
+    "remove_doc": "collecting",
+    "set_refresh_policy": "collecting",
+    "store_arxiv": "collecting",
+    "store_repo": "collecting",
+    "store_s3": "collecting",
+    "store_web": "collecting",
+    "add_trigger": "triggering",
+    "approve_trigger": "triggering",
+    "approved_triggers": "triggering",
+    "list_triggers": "triggering",
+    "match_triggers": "triggering",
+    "remove_trigger": "triggering",
+    "scan_triggers": "triggering",
+    "waiting_triggers": "triggering",
     "CitationList": "verify",
     "Verification": "verify",
     "list_citations": "verify",
     "open_citation": "verify",
     "verify_citations": "verify",
 }
-
-
-class _Operations(types.ModuleType):
-    def __setattr__(self, name: str, value: Any) -> None:
-        # the import system names each submodule it loads on this package; where a
-        # submodule shares its name with its operation (`search`, `ask`), the operation
-        # keeps the name, as it did when every submodule was imported here
-        if isinstance(value, types.ModuleType) and _WHERE.get(name) == name:
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Operations
 
 
 def __getattr__(name: str) -> Any:

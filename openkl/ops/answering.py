@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import ask as ask_mod
-from .. import context as context_mod
-from ..indexing import embedder
-from ..llm import chat_pair
+from ..graph.indexing import embedder
+from ..knowledge import ask as ask_mod
+from ..knowledge import context as context_mod
 from ..records import Answer, Context
-from ..rerank import reranker_from
+from ..text.llm import chat_pair
+from ..text.rerank import reranker_from
 from .call import Call
 from .read import described, reading
-from .search import recency_of, rerank_hits
+from .searching import recency_of, rerank_hits
 
 # `ok context`'s defaults: passages retrieved, entities returned
 CONTEXT_K = 8

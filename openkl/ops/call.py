@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from ..folder import Folder
+from ..files.folder import Folder
+from ..graph.indexing import open_postgres
 from ..graph.protocol import GraphStore
-from ..indexing import open_postgres
 from .read import Opener
 
 # how a call writes: the writer it waits for and holds while `what` writes, and what

@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import citations as cit
-from ..folder import Folder
+from ..files.folder import Folder
+from ..knowledge import citations as cit
 from ..records import Cite, CiteGcReport
-from .notes import _via
+from .memory import _via
 
 
 def where(folder: Folder, items: Sequence[Mapping[str, Any]]) -> list[str]:

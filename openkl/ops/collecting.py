@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import refresh as refresh_mod
-from .. import sources
-from .. import store as store_mod
+from ..collect import refresh as refresh_mod
+from ..collect import sources
+from ..collect import store as store_mod
 from ..errors import UsageError
-from ..folder import Folder
+from ..files.folder import Folder
 from ..records import DocVersion, DueSource, MappingEntry, RefreshPolicy
 
 IngestReport = store_mod.IngestReport
@@ -70,7 +70,7 @@ _FORMAT_ALIASES = {
 def format_suffixes(fmt: str) -> tuple[str, ...]:
     """The file extensions of a type as `ok store ingest --format` names it (pdf, docx,
     md, html, …)."""
-    from ..normalize import IMAGE_MIME, KREUZBERG_MIME, TEXT_SUFFIXES
+    from ..text.normalize import IMAGE_MIME, KREUZBERG_MIME, TEXT_SUFFIXES
 
     name = fmt.lower().lstrip(".")
     if name in _FORMAT_ALIASES:
@@ -161,7 +161,7 @@ def store_s3(
     `endpoint`; None: the folder's s3.endpoint_url) and store them, signed with `profile`
     (None: s3.profile, else boto3's chain) or, `anonymous`, unsigned; takes the writer lock
     itself, like `store_web`."""
-    from .. import s3
+    from ..collect import s3
 
     batch = s3.fetch_s3(
         folder,

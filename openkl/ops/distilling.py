@@ -6,11 +6,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import distill as distill_mod
-from .. import llm as llm_mod
-from .. import notes as notes_mod
-from ..folder import Folder
+from ..collect import distill as distill_mod
+from ..files import notes as notes_mod
+from ..files.folder import Folder
 from ..records import Cite, DistilledNote, DistillRun
+from ..text import llm as llm_mod
 
 
 @dataclass(frozen=True)

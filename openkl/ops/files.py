@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .. import grep as grep_mod
 from ..errors import BadInput, NotFound
-from ..folder import NAME_NOT_UTF8, Folder, check_path, is_utf8, shown
+from ..files import grep as grep_mod
+from ..files.folder import NAME_NOT_UTF8, Folder, check_path, is_utf8, shown
 from ..records import DirEntry, GrepMatch
 
 # not knowledge: openkl's own state (settings, keys, the server's claim, the graph) and git's

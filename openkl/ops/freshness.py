@@ -6,9 +6,9 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
-from .. import events as events_mod
-from .. import refresh as refresh_mod
-from ..folder import Folder, parse_time
+from ..collect import refresh as refresh_mod
+from ..files import events as events_mod
+from ..files.folder import Folder, parse_time
 from ..records import Event
 
 RefreshReport = refresh_mod.RefreshReport

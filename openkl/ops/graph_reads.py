@@ -7,15 +7,15 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
-from .. import descriptions, links, pages
-from .. import lineage as lineage_mod
 from ..entities import queries
 from ..entities.consolidation import min_confidence as default_min_confidence
 from ..errors import NotFound, UsageError
-from ..folder import Folder
+from ..files.folder import Folder
+from ..files.mapping import resolve
 from ..graph import QueryLimits
-from ..indexing import open_graph
-from ..mapping import resolve
+from ..graph.indexing import open_graph
+from ..knowledge import descriptions, links, pages
+from ..knowledge import lineage as lineage_mod
 from ..records import (
     Conflict,
     DescribedEntity,
@@ -29,7 +29,7 @@ from ..records import (
     PagesWritten,
     Traversal,
 )
-from .ask import context
+from .answering import context
 from .call import Call
 from .read import Opener, described, reading
 
@@ -222,8 +222,8 @@ def conflicts(
     """Statements about one entity, in different notes (`scope` mem, or memory) or also
     passages (store, all), that disagree; judged by the configured LLM too unless `use_llm`
     is off."""
-    from .. import conflicts as conflicts_mod
-    from ..llm import ChatClient, config_from
+    from ..knowledge import conflicts as conflicts_mod
+    from ..text.llm import ChatClient, config_from
 
     scope = {"mem": "memory"}.get(scope, scope)
     if scope not in SCOPES:

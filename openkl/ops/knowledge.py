@@ -10,11 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import aks, backfeed, descriptions, web
 from ..entities import consolidation
 from ..errors import BadInput, UsageError
-from ..folder import Folder, atomic_write
-from ..indexing import open_graph
+from ..files.folder import Folder, atomic_write
+from ..graph.indexing import open_graph
+from ..knowledge import aks, backfeed, descriptions
+from ..knowledge import explorer as web
 from ..records import (
     BackfeedItem,
     BackfeedProposal,
@@ -26,7 +27,7 @@ from ..records import (
     FlaggedBackfeedItem,
     GraphEdit,
 )
-from .graph import NEIGHBOURHOOD_LIMIT, neighbourhood
+from .graph_reads import NEIGHBOURHOOD_LIMIT, neighbourhood
 from .read import Opener, describe_all, reading
 
 

@@ -6,12 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import hygiene, indexer, links
-from .. import notes as notes_mod
 from ..errors import UsageError
-from ..folder import Folder, iso, utcnow
-from ..indexing import open_graph
+from ..files import notes as notes_mod
+from ..files.folder import Folder, iso, utcnow
+from ..graph.indexing import open_graph
+from ..knowledge import hygiene, links
 from ..records import NoteDeleted
+from ..sync import indexer
 
 
 def add_note(

@@ -14,17 +14,20 @@ from typing import TypeVar
 
 from typing_extensions import TypedDict
 
-from .. import descriptions, indexer, links, progress, store
-from .. import notes as notes_mod
-from .. import where as where_mod
+from ..collect import store
 from ..entities.queries import EntityReader
 from ..errors import OkError, UsageError
-from ..folder import Folder, parse_time
+from ..files import notes as notes_mod
+from ..files import progress
+from ..files import where as where_mod
+from ..files.folder import Folder, parse_time
 from ..graph import DB_FILE, Graph
+from ..graph.indexing import inference_line, open_graph
 from ..graph.protocol import GraphStore
-from ..indexing import inference_line, open_graph
+from ..knowledge import descriptions, links
 from ..records import Description, EntityDetail, EntityView, MappingEntry, NoteLinks, Status
-from .folder import watch_state
+from ..sync import indexer
+from .upkeep import watch_state
 
 # how an adapter opens the graph for reading, if not with `open_graph(folder)`
 Opener = Callable[[], AbstractContextManager[GraphStore]]
@@ -198,7 +201,7 @@ def list_notes(
 ) -> NoteList:
     """Notes with all these tags and topics, dated from `since` to `until` (ISO date/time,
     a date including its day, or a span back from now: 7d), whose frontmatter meets every
-    `where` condition (`owner=alice`; see `openkl.where`), newest first, at most `limit`
+    `where` condition (`owner=alice`; see `openkl.files.where`), newest first, at most `limit`
     (None: all)."""
     conds = where_mod.parse_all(where, where_name)
     after = parse_time(since, "--since")

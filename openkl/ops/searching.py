@@ -7,15 +7,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import citations as cit
-from .. import search as search_mod
-from .. import where as where_mod
 from ..errors import BadInput, NotFound, UsageError
-from ..folder import Folder, atomic_write
-from ..indexing import embedder as folder_embedder
-from ..indexing import files_newer_than_index
+from ..files import where as where_mod
+from ..files.folder import Folder, atomic_write
+from ..graph import search as search_mod
+from ..graph.indexing import embedder as folder_embedder
+from ..graph.indexing import files_newer_than_index
+from ..knowledge import citations as cit
 from ..records import Cite, Spot
-from ..rerank import Reranker, reranker_from, within_budget
+from ..text.rerank import Reranker, reranker_from, within_budget
 from .call import Call
 from .read import reading
 
@@ -130,7 +130,7 @@ class SearchRequest:
     the best passage must reach when none of the query's words occur, else there is no
     good match and no hits; 0 turns it off. `recency` is a half-life (`90d`) or `off`
     (default search.recency). `where` are conditions on the frontmatter of each hit's file
-    (`owner=alice`, `reviewed>=2026-01-01`; see `openkl.where`). `drift_penalty` (default
+    (`owner=alice`, `reviewed>=2026-01-01`; see `openkl.files.where`). `drift_penalty` (default
     search.drift_penalty, 0: off) holds back documents whose latest version drifted: each
     score times `1 - weight * drift`. Expired notes are left out, and so are superseded
     ones unless `include_superseded`. With a rerank endpoint (search.rerank) and `rerank`,
@@ -375,7 +375,7 @@ def _keys(text: str) -> set[str]:
 def best_sentence(passage: str, query: str) -> int | None:
     """Where the sentence of `passage` holding the most of `query`'s words starts (the
     first of equals); None when none holds any."""
-    from ..statements import sentences
+    from ..text.statements import sentences
 
     want = _keys(query)
     best, most = None, 0

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .. import triggers as triggers_mod
-from ..folder import Folder
-from ..indexing import open_graph
+from ..files.folder import Folder
+from ..graph.indexing import open_graph
+from ..knowledge import triggers as triggers_mod
 from ..records import ExecWaiting, TriggerScan, TriggerTest
 
 Trigger = triggers_mod.Trigger

@@ -12,13 +12,13 @@ from typing import Any, cast
 
 from typing_extensions import TypedDict
 
-from .. import doctor as doctor_mod
-from .. import indexer, pg_sync
+from ..collect import doctor as doctor_mod
 from ..entities import consolidation
 from ..errors import BadInput, OkError
-from ..folder import Folder, iso
-from ..indexing import open_graph, open_postgres
+from ..files.folder import Folder, iso
+from ..graph.indexing import open_graph, open_postgres
 from ..records import Check, FolderInitialized, WatchState
+from ..sync import indexer, pg_sync
 
 
 @dataclass(frozen=True)

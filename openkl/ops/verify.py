@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import citations as cit
 from ..errors import UsageError
-from ..folder import Folder
+from ..files.folder import Folder
+from ..knowledge import citations as cit
 from ..records import Cite, CitePassage, CiteStatus, FileProblem
 
 

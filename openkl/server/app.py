@@ -32,7 +32,9 @@ from . import (
     routes_notes,
     routes_search,
     routes_stacks,
-    web,
+)
+from . import (
+    routes_web as web,
 )
 from .auth import Authenticator, RateLimiter
 from .failures import add_handlers

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from ..errors import BadInput, NotFound, OkError
-from ..folder import PRIVATE, Folder, atomic_write, iso
+from ..files.folder import PRIVATE, Folder, atomic_write, iso
 
 SCOPES = ("read", "write", "admin")
 PREFIX = "okk_"

@@ -22,14 +22,14 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from .. import pg_sync
 from ..errors import OkError
-from ..folder import Folder, stack_name
+from ..files.folder import Folder, stack_name
+from ..graph.indexing import embedder
 from ..graph.postgres import PgGraph, Readers, ReadOnly, Unavailable, who_am_i
 from ..graph.protocol import GraphStore
-from ..indexing import embedder
 from ..ops.read import Opener
-from ..syncplan import SyncReport
+from ..sync import pg_sync
+from ..sync.plan import SyncReport
 
 
 class NotPublished(OkError):

@@ -1,7 +1,7 @@
 """The unix socket on which `ok serve` runs other `ok` commands for the folders it owns.
 
 A client (`openkl.cli.route`) connects, checks that this process is the server the folder's
-claim names (`openkl.routing`) and reads this server's greeting, one JSON line with its
+claim names (`openkl.files.routing`) and reads this server's greeting, one JSON line with its
 pid and the folders it serves; then it passes its stdin, stdout and stderr as file
 descriptors, then one JSON line: its arguments, working directory and the part of its
 environment the command may read. The command runs here, in a thread of its own that has
@@ -12,7 +12,7 @@ is interrupted as Ctrl-C interrupts it in a process of its own. A client that go
 interrupts it too.
 
 Only processes of the server's own user may connect: the socket is 0600 in a directory
-only that user may enter (`openkl.routing`), and a peer of another uid (by the kernel's
+only that user may enter (`openkl.files.routing`), and a peer of another uid (by the kernel's
 peer credentials) is refused before anything else is said or read."""
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from .. import routing, streams
-from ..folder import iso
+from ..files import routing, streams
+from ..files.folder import iso
 
 HELLO = b"OK1\n"
 MAX_REQUEST = 4 << 20  # the JSON line: arguments and environment

@@ -1,6 +1,6 @@
 """The server's environment, kept out of reach of the commands it runs.
 
-A trigger's command is given a scrubbed environment of its own (`openkl.triggers.exec_env`),
+A trigger's command is given a scrubbed environment of its own (`openkl.knowledge.triggers.exec_env`),
 but Linux shows any process of the same user (or root) the environment a process started
 with: `/proc/<pid>/environ` reads the block of memory the kernel filled at `exec`, whatever
 the process did to its variables since. So at start `ok serve` blanks the values in that

@@ -7,7 +7,7 @@ import sys
 import threading
 from typing import Any
 
-from ..folder import iso
+from ..files.folder import iso
 
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 # cosine distance between a document's versions (0: the same, 2: opposite)

@@ -20,9 +20,9 @@ from ..errors import OkError
 from .auth import OPEN, Authenticator, RateLimited, RateLimiter
 from .failures import status_of
 from .metrics import AccessLog
+from .routes_web import is_public
 from .shared import error
 from .stacks import Stacks
-from .web import is_public
 
 # what needs no credentials
 PUBLIC = {"/health", "/ready", "/docs", "/openapi.json", "/docs/oauth2-redirect", "/redoc"}

@@ -1,7 +1,7 @@
 """A folder's resident process: what the first `ok` command in a folder that no server owns
 starts (openkl.cli.spawn), and `ok daemon start`. It is `ok serve` without HTTP: it keeps
 the folder's graph open and the model loaded, runs the other `ok` commands of its user on
-the folder through the same private socket and the same checks (openkl.server.route), and,
+the folder through the same private socket and the same checks (openkl.server.command_socket), and,
 as `ok serve` does, syncs after files change on disk and runs the refreshes that are due.
 
 It exits after `serve.idle_exit` seconds without a command; when told to (SIGTERM: `ok
@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..cli.argv import command_at
-from ..folder import Folder, atomic_write, iso, open_folder
+from ..files.folder import Folder, atomic_write, iso, open_folder
 from . import environ
-from .route import Router
+from .command_socket import Router
 from .stacks import Stacks
 
 CHECK_EVERY = 0.5  # seconds between its looks at its claim and its idle time

@@ -21,7 +21,7 @@ class Mcp:
     tools, and the read-only ones. `follow()` brings them in line when stacks come and go."""
 
     def __init__(self, stacks: Stacks) -> None:
-        from ..mcp_server import KnowledgeServer
+        from ..mcp.tools import KnowledgeServer
 
         self.stacks = stacks
         roots = [st.folder.root for st in stacks.by_name.values()]
@@ -37,12 +37,12 @@ class Mcp:
 
     def http_apps(self, path: str) -> tuple[Any, Any]:
         """The ASGI apps of both servers over streamable HTTP at `path`."""
-        from ..mcp_server import http_app
+        from ..mcp.tools import http_app
 
         return http_app(self.full, path), http_app(self.read, path)
 
     def follow(self) -> None:
-        from ..mcp_server import Stack
+        from ..mcp.tools import Stack
 
         for ks in self._servers:
             ks.stacks = {

@@ -9,7 +9,8 @@ from typing import Annotated
 from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from .. import ops, web
+from .. import ops
+from ..knowledge import explorer as web
 from ..records import Neighbourhood
 from .shared import Ok, router
 

@@ -20,10 +20,10 @@ from fastapi.routing import APIRoute
 
 from .. import ops
 from ..errors import BadInput, OkError
-from ..folder import Folder
+from ..files.folder import Folder
 from ..graph import Graph
+from ..graph.indexing import open_graph
 from ..graph.protocol import GraphStore
-from ..indexing import open_graph
 from ..ops.read import Opener
 from ..records import StackRow
 from .auth import Authenticator, Caller, Forbidden

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import crash, ops
+from .. import ops
 from ..errors import BadInput, LockBusy, NotFound, OkError
-from ..folder import (
+from ..files import crash
+from ..files.folder import (
     LOCK_NOTICE_AFTER,
     Folder,
     Signature,
@@ -30,12 +31,12 @@ from ..folder import (
     stacks_of,
     writer_turn,
 )
+from ..files.routing import process_stamp
 from ..graph import Graph
-from ..indexing import embedder
-from ..ops.folder import WatchHealth
+from ..graph.indexing import embedder
 from ..ops.freshness import RefreshReport
+from ..ops.upkeep import WatchHealth
 from ..records import WatchState
-from ..routing import process_stamp
 from .backend import Backend
 from .metrics import Metrics
 

@@ -11,16 +11,23 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, cast
 
-from . import crash, lineage, links, triggers
-from . import notes as notes_mod
-from .entities import consolidation
-from .errors import GraphUnrecoverable, OkError
-from .folder import Folder
-from .graph import Graph
-from .graph.protocol import GraphStore
-from .indexing import embed_all, embedder, files_newer_than_index, open_graph, room_to_write
-from .records import MappingEntry, Status
-from .syncplan import (
+from ..entities import consolidation
+from ..errors import GraphUnrecoverable, OkError
+from ..files import crash
+from ..files import notes as notes_mod
+from ..files.folder import Folder
+from ..graph import Graph
+from ..graph.indexing import (
+    embed_all,
+    embedder,
+    files_newer_than_index,
+    open_graph,
+    room_to_write,
+)
+from ..graph.protocol import GraphStore
+from ..knowledge import lineage, links, triggers
+from ..records import MappingEntry, Status
+from .plan import (
     DOC_SUFFIX,
     Plan,
     PreparedDocs,
@@ -200,7 +207,7 @@ def remove_from_graph(
 
 
 def sync(folder: Folder, rebuild: bool = False) -> SyncReport:
-    """Bring the graph in line with the files (`syncplan`). The caller holds the writer lock."""
+    """Bring the graph in line with the files (`sync.plan`). The caller holds the writer lock."""
     # a rebuild fills a new database beside the live one, which keeps serving until the
     # new one is complete and swapped in
     target = Graph.start_rebuild(folder.kuzu_dir) if rebuild else None

@@ -1,9 +1,9 @@
 """Keep a folder's stack in PostgreSQL in line with its files, writing only what changed.
 
 `publish` builds a stack from the files alone; `sync` applies the plan `ok sync` makes
-for Kùzu (`syncplan.plan`: the files against what the stack holds, documents by content
+for Kùzu (`sync.plan.plan`: the files against what the stack holds, documents by content
 id, notes by file hash and path, a file that cannot be read keeping the version the stack
-has) and reports it the same way (`syncplan.SyncReport`), with the same ids and rows a
+has) and reports it the same way (`sync.plan.SyncReport`), with the same ids and rows a
 fresh build would make: the same cite objects, the same entities, mentions and
 relationships.
 
@@ -22,17 +22,18 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import crash, lineage, links
-from . import mapping as mapping_mod
-from . import notes as notes_mod
-from .entities import consolidation
-from .errors import IndexMismatch, StackTaken
-from .folder import Folder
-from .graph import check_stamps
-from .graph.postgres import PG_LAYOUT, PgGraph
-from .indexing import embed_all, embedder
-from .records import SyncProblem
-from .syncplan import (
+from ..entities import consolidation
+from ..errors import IndexMismatch, StackTaken
+from ..files import crash
+from ..files import mapping as mapping_mod
+from ..files import notes as notes_mod
+from ..files.folder import Folder
+from ..graph import check_stamps
+from ..graph.indexing import embed_all, embedder
+from ..graph.postgres import PG_LAYOUT, PgGraph
+from ..knowledge import lineage, links
+from ..records import SyncProblem
+from .plan import (
     Plan,
     Prepared,
     PreparedDocs,
@@ -154,7 +155,7 @@ def record_owner(folder: Folder, g: PgGraph) -> None:
 
 
 def sync(folder: Folder, g: PgGraph, take_over: bool = False) -> SyncReport:
-    """Bring the stack `g` in line with the folder's files (`syncplan`, as `ok sync` plans
+    """Bring the stack `g` in line with the folder's files (`sync.plan`, as `ok sync` plans
     for Kùzu); the caller holds the folder's and the stack's writer locks and `g` is in a
     transaction, which this commits in batches. A stack that holds another folder's rows
     is refused (`StackTaken`) unless `take_over`."""

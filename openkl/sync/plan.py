@@ -24,18 +24,15 @@ from typing import Any, cast
 
 import numpy as np
 
-from . import backfeed
-from . import mapping as mapping_mod
-from . import notes as notes_mod
-from .chunking import chunk_text, context_header, heading_paths
-from .embeddings import Embedder
-from .entities import consolidation
-from .errors import BadInput
-from .folder import LINK_OUT, NAME_NOT_UTF8, Folder, is_utf8, iso, shown
-from .graph.protocol import GraphStore
-from .indexing import embed_all, embedder
-from .normalize import frontmatter, title_of
-from .records import (
+from ..entities import consolidation
+from ..errors import BadInput
+from ..files import mapping as mapping_mod
+from ..files import notes as notes_mod
+from ..files.folder import LINK_OUT, NAME_NOT_UTF8, Folder, is_utf8, iso, shown
+from ..graph.indexing import embed_all, embedder
+from ..graph.protocol import GraphStore
+from ..knowledge import backfeed
+from ..records import (
     ChunkInput,
     DocInput,
     DocMove,
@@ -44,6 +41,9 @@ from .records import (
     SyncProblem,
     SyncReportDict,
 )
+from ..text.chunking import chunk_text, context_header, heading_paths
+from ..text.embeddings import Embedder
+from ..text.normalize import frontmatter, title_of
 
 DOC_SUFFIX = ".ok.md"
 # the parts of a report only a stack in PostgreSQL has: a Kùzu report leaves them out

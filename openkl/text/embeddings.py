@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from . import settings, streams
+from .. import settings
+from ..errors import OkError
+from ..files import streams
 from .cache import SqliteCache
-from .errors import OkError
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2-int8"

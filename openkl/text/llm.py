@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from .errors import OkError
+from ..errors import OkError
 
 
 class LLMError(OkError):

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from . import streams
-from .errors import OkError
+from ..errors import OkError
+from ..files import streams
 
 
 class RerankError(OkError):

@@ -31,9 +31,9 @@ MIXED_HELDOUT = Path(__file__).parent / "mixed_heldout"
 def evaluate(
     folder: Any, g: Any, min_confidence: float = 0.4, gold_path: Path = GOLD
 ) -> dict[str, Any]:
-    from openkl import mapping
     from openkl.entities.local import key_of
     from openkl.entities.queries import list_entities
+    from openkl.files import mapping
 
     gold = {k: v for k, v in json.loads(gold_path.read_text()).items() if not k.startswith("_")}
     by_name = {

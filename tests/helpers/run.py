@@ -43,7 +43,7 @@ def until(check: Callable[[], Any], seconds: float = 90, every: float = 0.3) -> 
 
 def run_ok(*args: str, input: str | bytes | None = None, cwd: Path | None = None) -> Result:
     """Run `ok` in this process (fast: the model stays loaded). Returns code, stdout, stderr."""
-    from openkl.cli.app import run
+    from openkl.cli.root import run
 
     raw_in = input.encode() if isinstance(input, str) else (input or b"")
     out_b, err_b = io.BytesIO(), io.BytesIO()
