@@ -38,7 +38,7 @@ from ..records import (
 
 AKS_VERSION = "0.1.0"
 NAMESPACE = uuid.UUID("5b0c5a8e-8f5e-5c1b-9d1e-6f6b6c2e6b31")
-SCHEMA_PATH = Path(__file__).parent / "data" / "aks-schema.json"
+SCHEMA_PATH = Path(__file__).parent.parent / "data" / "aks-schema.json"
 _EPOCH = "1970-01-01T00:00:00Z"
 
 

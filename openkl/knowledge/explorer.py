@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import NotFound
 
-WEB_DIR = Path(__file__).parent / "data" / "web"
+WEB_DIR = Path(__file__).parent.parent / "data" / "web"
 ASSETS = {
     "vendor.js": "text/javascript",
     "app.js": "text/javascript",

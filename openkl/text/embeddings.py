@@ -33,7 +33,7 @@ DEFAULT_DIM = 384
 DEFAULT_MAX_TOKENS = 256
 QUERIES_KEPT = 1024  # query vectors an embedder keeps, the most recent
 DEFAULT_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-TOKENIZER_PATH = Path(__file__).parent / "data" / "minilm" / "tokenizer.json"
+TOKENIZER_PATH = Path(__file__).parent.parent / "data" / "minilm" / "tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
