@@ -1,4 +1,6 @@
-"""Typed errors. The CLI turns each into one line: ``Error: … (hint: …)`` and an exit code."""
+"""Typed errors. Each kind says once how every adapter reports it: the CLI prints one line,
+``Error: … (hint: …)``, and exits with its `exit_code`; the HTTP API answers its
+`http_status` with `{"error": …, "hint": …}`; an MCP tool fails with the same line."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ class OkError(Exception):
     """An expected failure with a message for the user and, where possible, a fix."""
 
     exit_code = ERROR
+    http_status = 400  # what the HTTP API answers with
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
@@ -55,6 +58,8 @@ class NotAFolder(OkError):
 class NotFound(OkError):
     """An id or path names nothing."""
 
+    http_status = 404
+
 
 class BadInput(OkError):
     """A file or value that cannot be used as given."""
@@ -62,6 +67,8 @@ class BadInput(OkError):
 
 class Duplicate(BadInput):
     """A new note repeats an existing one (`duplicate_of` is its id): nothing is written."""
+
+    http_status = 409
 
     def __init__(self, message: str, hint: str | None, duplicate_of: str) -> None:
         super().__init__(message, hint)
@@ -75,6 +82,8 @@ class EmptyDraft(BadInput):
 class LockBusy(OkError):
     """Another process holds the writer lock (or the graph) longer than we may wait."""
 
+    http_status = 503
+
 
 class Served(LockBusy):
     """An `ok serve` process owns the folder: it alone opens the graph and writes."""
@@ -83,6 +92,8 @@ class Served(LockBusy):
 class StackTaken(OkError):
     """A PostgreSQL stack holds another folder's rows; syncing this folder would replace
     them (`--take-over` does so on purpose)."""
+
+    http_status = 409
 
 
 class GraphUnrecoverable(OkError):
@@ -93,21 +104,31 @@ class GraphUnrecoverable(OkError):
 class IndexMismatch(OkError):
     """The derived graph was built with another schema or embedder."""
 
+    http_status = 503
+
 
 class ReadOnlyViolation(OkError):
     """A write was attempted through a read-only surface."""
+
+    http_status = 403
 
 
 class QueryRefused(OkError):
     """A query that no flag allows: it reaches files or extensions, or is several statements."""
 
+    http_status = 403
+
 
 class QueryTimedOut(OkError):
     """A caller's query ran past its time limit and was stopped."""
 
+    http_status = 504
+
 
 class QueryTooLarge(OkError):
     """A caller's query needed more memory, or gave more output, than it may."""
+
+    http_status = 422
 
 
 class DiskFull(OkError):

@@ -328,9 +328,13 @@ def _said() -> Iterator[None]:
 class Unavailable(OkError):
     """PostgreSQL cannot be reached, or the connection was lost (a 503 over HTTP)."""
 
+    http_status = 503
+
 
 class ReadOnly(OkError):
     """A write went to a read-only database, such as a replica (a 503 over HTTP)."""
+
+    http_status = 503
 
 
 def _register_vector(conn: Any) -> None:

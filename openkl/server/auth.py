@@ -35,13 +35,19 @@ _SCOPE_STACK = re.compile(r"\*|[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 class Unauthorized(OkError):
     """No credentials, or credentials that prove nothing (401)."""
 
+    http_status = 401
+
 
 class Forbidden(OkError):
     """Good credentials that do not allow this (403)."""
 
+    http_status = 403
+
 
 class RateLimited(OkError):
     """Too many requests from one caller (429)."""
+
+    http_status = 429
 
     def __init__(self, retry_after: float) -> None:
         super().__init__(

@@ -35,6 +35,8 @@ from ..sync.plan import SyncReport
 class NotPublished(OkError):
     """A write is saved in the folder, but the stack in PostgreSQL could not follow (503)."""
 
+    http_status = 503
+
 
 class Backend:
     """One stack's graph in the PostgreSQL database at `uri`: a writer connection holding

@@ -10,51 +10,15 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import (
-    BadInput,
     Duplicate,
-    IndexMismatch,
-    LockBusy,
-    NotFound,
     OkError,
-    QueryRefused,
-    QueryTimedOut,
-    QueryTooLarge,
-    ReadOnlyViolation,
-    StackTaken,
-    UsageError,
 )
-from ..graph.postgres import ReadOnly, Unavailable
-from .auth import Forbidden, RateLimited, Unauthorized
-from .backend import NotPublished
-from .shared import TimedOut, error
-from .stacks import Conflict
-
-_STATUS: list[tuple[type[OkError], int]] = [
-    (TimedOut, 504),
-    (QueryTimedOut, 504),
-    (QueryTooLarge, 422),
-    (NotPublished, 503),
-    (Unavailable, 503),
-    (ReadOnly, 503),
-    (Duplicate, 409),
-    (Unauthorized, 401),
-    (Forbidden, 403),
-    (RateLimited, 429),
-    (NotFound, 404),
-    (Conflict, 409),
-    (StackTaken, 409),
-    (ReadOnlyViolation, 403),
-    (QueryRefused, 403),
-    (LockBusy, 503),
-    (IndexMismatch, 503),
-    (UsageError, 400),
-    (BadInput, 400),
-]
+from .shared import error
 
 
 def status_of(exc: OkError) -> int:
-    """The HTTP status an `OkError` answers with (400 unless its kind says otherwise)."""
-    return next((code for cls, code in _STATUS if isinstance(exc, cls)), 400)
+    """The HTTP status an `OkError` answers with: its kind's `http_status`."""
+    return exc.http_status
 
 
 async def _ok_error(request: Request, exc: Exception) -> JSONResponse:

@@ -51,6 +51,8 @@ Domain = Annotated[str | None, Query(description="The stack (default: the first)
 class TimedOut(OkError):
     """A request's graph query ran past serve.timeout (504)."""
 
+    http_status = 504
+
 
 @contextlib.contextmanager
 def timed(seconds: float) -> Iterator[None]:

@@ -44,6 +44,8 @@ from .metrics import Metrics
 class Conflict(OkError):
     """What a request would make is there already (409)."""
 
+    http_status = 409
+
 
 _OWN_MAX = 100_000  # files a stack remembers writing (past that it forgets them all)
 # seconds without a write before owed entities are recomputed: a loop of `ok mem add` runs
