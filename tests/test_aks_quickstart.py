@@ -149,10 +149,10 @@ def test_the_seed_quick_start_as_written(kf: Path, tmp_path: Path) -> None:
 def test_the_llm_describer_needs_an_llm(example_kf: Path) -> None:
     f = open_folder(example_kf)
     with pytest.raises(OkError, match="no LLM is configured"):
-        ops.synthesize_descriptions(f, ["Ada Lovelace"], describer="llm")
+        ops.synthesize_descriptions(ops.Call(f), ["Ada Lovelace"], describer="llm")
     with pytest.raises(OkError, match="unknown describer 'poet'"):
-        ops.synthesize_descriptions(f, describer="poet")
-    made = ops.synthesize_descriptions(f, ["Ada Lovelace", "ada lovelace"])
+        ops.synthesize_descriptions(ops.Call(f), describer="poet")
+    made = ops.synthesize_descriptions(ops.Call(f), ["Ada Lovelace", "ada lovelace"])
     assert made["entities"] == 1 and made["results"][0]["name"] == "Ada Lovelace"
     assert made["results"][0]["description"]["cite"]
     assert run_ok("graph", "entity", "Ada Lovelace", "--json").json()["description"]

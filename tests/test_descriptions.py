@@ -92,7 +92,9 @@ def test_a_name_said_only_in_passing_gets_a_mention_not_a_description(harbour: P
         encoding="utf-8",
     )
     assert run_ok("store", "ingest", str(harbour / "plain.md")).code == 0
-    said = ops.synthesize_descriptions(open_folder(harbour), ["Quentin Marlowe"])["results"][0]
+    said = ops.synthesize_descriptions(ops.Call(open_folder(harbour)), ["Quentin Marlowe"])[
+        "results"
+    ][0]
     assert said["description"] is None
     # no sentence says what it is: the first sentence naming it is where it is named
     m = said["mention"]
@@ -148,7 +150,7 @@ def test_known_as_long_form_noun_before_name_and_what_it_does(kf: Path) -> None:
     assert text == "Named in: Nordhavn Labs builds the buoys that carry the sensors."
     # a copula before a participle states an event, not what the thing is: the sentence
     # stands only as where it is named
-    said = ops.synthesize_descriptions(open_folder(kf), ["Quentin Marlowe"])["results"][0]
+    said = ops.synthesize_descriptions(ops.Call(open_folder(kf)), ["Quentin Marlowe"])["results"][0]
     assert said["description"] is None
     assert said["mention"]["text"] == "Quentin Marlowe was seen at the harbour on Tuesday."
 
@@ -202,7 +204,7 @@ def test_apposition_known_as_and_section_descriptions_on_the_cli(kf: Path) -> No
     (kf / "lab.md").write_text(DEFS, encoding="utf-8")
     assert run_ok("store", "ingest", str(kf / "lab.md")).code == 0
     rows = {e["name"]: e for e in run_ok("graph", "entities", "--json").json()}
-    made = ops.synthesize_descriptions(open_folder(kf), list(WANT))["results"]
+    made = ops.synthesize_descriptions(ops.Call(open_folder(kf)), list(WANT))["results"]
     how = {r["name"]: (r["description"] or {}).get("method") for r in made}
     for name, (method, text) in WANT.items():
         _assert_cited(kf, rows[name], text)
@@ -215,7 +217,7 @@ def test_a_context_sentence_is_a_mention_on_the_cli_and_http_entity_json(kf: Pat
     (kf / "lab.md").write_text(DEFS, encoding="utf-8")
     assert run_ok("store", "ingest", str(kf / "lab.md")).code == 0
     name, text = MENTIONED
-    said = ops.synthesize_descriptions(open_folder(kf), [name])["results"][0]
+    said = ops.synthesize_descriptions(ops.Call(open_folder(kf)), [name])["results"][0]
     assert said["description"] is None and said["mention"]["method"] == "context"
     rows = {e["name"]: e for e in run_ok("graph", "entities", "--json").json()}
     _assert_cited(kf, rows[name], text, "mention")

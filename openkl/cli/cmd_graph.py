@@ -176,7 +176,7 @@ def lineage(
     """
     from .. import ops
 
-    data = ops.lineage(folder(), ref, depth=depth, direction=direction)
+    data = ops.lineage(ops.Call(folder()), ref, depth=depth, direction=direction)
 
     def plain(d: Lineage) -> str:
         r = d["root"]
@@ -225,7 +225,7 @@ def entities(
     from .. import ops
 
     rows = ops.list_entities(
-        folder(),
+        ops.Call(folder()),
         type=type_,
         min_confidence=min_confidence,
         doc=doc,
@@ -264,7 +264,7 @@ def entity(
     """
     from .. import ops
 
-    data = ops.entity(folder(), name, min_confidence=min_confidence)
+    data = ops.entity(ops.Call(folder()), name, min_confidence=min_confidence)
 
     def plain(d: EntityDetail) -> str:
         lines = [
@@ -335,7 +335,7 @@ def traverse(
     from .. import ops
 
     data = ops.traverse(
-        folder(), name, depth=depth, rel=rel, min_confidence=min_confidence, limit=limit
+        ops.Call(folder()), name, depth=depth, rel=rel, min_confidence=min_confidence, limit=limit
     )
 
     def plain(d: Traversal) -> str:
@@ -396,7 +396,7 @@ def page(
         return
     if not name:
         raise typer.BadParameter("give an entity name, or --all")
-    built = ops.entity_page(f, name, force=force)
+    built = ops.entity_page(ops.Call(f), name, force=force)
     with output.paged(json_):
         emit(built, json_, plain=lambda d: d["markdown"])
 
@@ -476,7 +476,7 @@ def export(
         around = ops.Around(entity=entity, query=query, depth=1 if depth is None else depth)
     ops.check_export(format_, table=table, out=out, json_stdout=as_json, around=around)
     done = ops.export_graph(
-        folder(),
+        ops.Call(folder()),
         format_=format_,
         around=around,
         out=out,

@@ -285,7 +285,7 @@ def show(
 
     f = folder()
     note = ops.show_note(f, note_id)
-    links = ops.note_links(f, note)
+    links = ops.note_links(ops.Call(f), note)
 
     def plain(d: dict[str, Any]) -> str:
         lines = [note.to_text().rstrip("\n")]
@@ -630,7 +630,7 @@ def conflicts(
     from .. import ops
 
     f = folder()
-    found = ops.conflicts(f, scope=scope, use_llm=llm is not False)
+    found = ops.conflicts(ops.Call(f), scope=scope, use_llm=llm is not False)
     emit_records(found, json_, fmt, plain=lambda cs: _conflicts_text(cs, ops.where(f, _sides(cs))))
 
 

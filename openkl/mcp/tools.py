@@ -339,7 +339,7 @@ class KnowledgeServer:
                 "read_only": self.read_only,
             }
             try:
-                row.update(ops.counts(st.folder, graph=self._reader(st, "list_stacks")))
+                row.update(ops.counts(self._call(st, "list_stacks")))
             except OkError as e:
                 row["error"] = str(e)
             out.append(row)
@@ -866,17 +866,16 @@ class KnowledgeServer:
         aliases and contributing documents, most confident first; or, with `name`, one
         entity in detail."""
         st = self.stack(stack)
-        graph = self._reader(st, "entities")
+        call = self._call(st, "entities")
         if name:
-            detail = ops.entity(st.folder, name, min_confidence=min_confidence, graph=graph)
+            detail = ops.entity(call, name, min_confidence=min_confidence)
             return {"stack": st.name, **detail}
         rows = ops.list_entities(
-            st.folder,
+            call,
             type=type,
             min_confidence=min_confidence,
             name=query,
             limit=self._k(st, limit or 50),
-            graph=graph,
         )
         return {"stack": st.name, "results": rows}
 
@@ -906,13 +905,12 @@ class KnowledgeServer:
             raise UsageError("depth must be between 0 and 4")
         cap = st.folder.setting("mcp.max_k") * 4
         res = ops.traverse(
-            st.folder,
+            self._call(st, "traverse"),
             name,
             depth=depth,
             rel=rel,
             min_confidence=min_confidence,
             limit=cap,
-            graph=self._reader(st, "traverse"),
         )
         out = {
             "stack": st.name,

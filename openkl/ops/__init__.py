@@ -240,7 +240,7 @@ _WHERE = {
     "Counts": "read",
     "DocText": "read",
     "NoteList": "read",
-    "Opener": "read",
+    "Opener": "call",
     "counts": "read",
     "list_docs": "read",
     "list_notes": "read",

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from ..files.folder import Folder
 from ..graph.indexing import open_postgres
 from ..graph.protocol import GraphStore
-from .read import Opener
+
+# how an adapter opens the graph for reading, if not with `open_graph(folder)`
+Opener = Callable[[], AbstractContextManager[GraphStore]]
 
 # how a call writes: the writer it waits for and holds while `what` writes, and what
 # follows a write (a PostgreSQL backend's sync) before it lets go

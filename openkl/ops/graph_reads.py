@@ -68,7 +68,10 @@ def cypher(
 ) -> list[dict[str, Any]]:
     """Run one Cypher statement, read-only unless `write`: then on a graph opened for
     writing, and logged (the caller holds the writer lock). A read runs in a worker process
-    held to `limits` (default: `query_limits(folder)`)."""
+    held to `limits` (default: `query_limits(folder)`). Unlike the other reads it takes the
+    folder, its opener and its limits rather than a `Call`: Cypher reads the Kùzu graph even
+    where a stack's other reads go to PostgreSQL, and each adapter names the setting its
+    time cap comes from."""
     if write:
         with open_graph(folder, write=True) as g:
             rows = g.cypher(query, params or {})
@@ -79,23 +82,23 @@ def cypher(
 
 
 def list_entities(
-    folder: Folder,
+    call: Call,
     *,
     type: str | None = None,
     min_confidence: float | None = None,
     doc: str | None = None,
     name: str | None = None,
     limit: int | None = None,
-    graph: Opener | None = None,
     verified_only: bool = False,
 ) -> list[EntityListed]:
     """Entities, most confident first: of this type, at least this confident (default
     entities.min_confidence), from this document (id, prefix or path), with names
     containing `name`, only those a reviewer approved (`verified_only`: through backfeed
     or a verified bundle); at most `limit` (None: all)."""
+    folder = call.folder
     doc_id = resolve(folder, doc)["id"] if doc else None
     floor = _floor(folder, min_confidence)
-    with reading(folder, graph) as g:
+    with reading(folder, call.reader) as g:
         rows = queries.list_entities(
             g,
             type=type,
@@ -109,13 +112,14 @@ def list_entities(
         return described(folder, g, rows)
 
 
-def compile_doc(folder: Folder, doc: str, *, graph: Opener | None = None) -> DocCompiled:
+def compile_doc(call: Call, doc: str) -> DocCompiled:
     """What a document compiled into: its chunks, the entities they mention (at least
     entities.min_confidence) and the relationships among those. A document is compiled as
     it is stored, so asking again changes nothing and gives the same answer."""
+    folder = call.folder
     entry = resolve(folder, doc)
     floor = _floor(folder, None)
-    with reading(folder, graph) as g:
+    with reading(folder, call.reader) as g:
         chunks = [c["id"] for c in g.current_chunks_of([entry["id"]])]
         ents = sorted({m["e"] for m in g.mentions_in(chunks, floor)}) if chunks else []
         rels = g.relationships_among(ents, floor) if ents else []
@@ -133,21 +137,21 @@ DESCRIBERS = ("local", "llm")
 
 
 def synthesize_descriptions(
-    folder: Folder,
+    call: Call,
     names: list[str] | None = None,
     *,
     describer: str | None = None,
     min_confidence: float | None = None,
-    graph: Opener | None = None,
 ) -> DescriptionsMade:
     """Describe the entities named (names, aliases or ids), or every entity at least this
     confident (default entities.min_confidence), now rather than when first read: each
     description is cached until its entity changes. `describer` (`local` or `llm`) says who
     describes for this call (default: entities.describer, which also decides what later
     reads show); `llm` needs one configured."""
+    folder = call.folder
     if describer is not None and describer not in DESCRIBERS:
         raise UsageError(f"unknown describer {describer!r}", "use local or llm")
-    with reading(folder, graph) as g:
+    with reading(folder, call.reader) as g:
         found: dict[str, str] = {}  # id: name
         if names:
             for n in names:
@@ -170,34 +174,33 @@ def synthesize_descriptions(
     }
 
 
-def entity(
-    folder: Folder, name: str, *, min_confidence: float | None = None, graph: Opener | None = None
-) -> EntityDetail:
+def entity(call: Call, name: str, *, min_confidence: float | None = None) -> EntityDetail:
     """One entity (name, alias or id): its relationships at least this confident (default
     entities.min_confidence), its sources and mentions."""
+    folder = call.folder
     floor = _floor(folder, min_confidence)
-    with reading(folder, graph) as g:
+    with reading(folder, call.reader) as g:
         detail = queries.entity_detail(folder, g, name, min_confidence=floor)
         return described(folder, g, [detail])[0]
 
 
 def traverse(
-    folder: Folder,
+    call: Call,
     name: str,
     *,
     depth: int = 2,
     rel: str | None = None,
     min_confidence: float | None = None,
     limit: int = 200,
-    graph: Opener | None = None,
 ) -> Traversal:
     """Breadth-first walk from an entity over relationships (only `rel`, if given), at
     least this confident (default entities.min_confidence), stopping after `limit`.
 
     From a note (its id, `[[id or title]]`, or a title no entity has) the walk follows
     LINKS_TO, both ways: the `[[links]]` in a note and the notes that link to it."""
+    folder = call.folder
     floor = _floor(folder, min_confidence)
-    with reading(folder, graph) as g:
+    with reading(folder, call.reader) as g:
         as_link = name.startswith("[[") and name.endswith("]]")
         note = links.find_note(g, name[2:-2]) if as_link else g.link_ends([name], []).get(name)
         if as_link and note is None:
@@ -216,12 +219,11 @@ def traverse(
         return links.walk(g, note, depth=depth, limit=limit)
 
 
-def conflicts(
-    folder: Folder, *, scope: str = "mem", use_llm: bool = True, graph: Opener | None = None
-) -> list[Conflict]:
+def conflicts(call: Call, *, scope: str = "mem", use_llm: bool = True) -> list[Conflict]:
     """Statements about one entity, in different notes (`scope` mem, or memory) or also
     passages (store, all), that disagree; judged by the configured LLM too unless `use_llm`
     is off."""
+    folder = call.folder
     from ..knowledge import conflicts as conflicts_mod
     from ..text.llm import ChatClient, config_from
 
@@ -230,7 +232,7 @@ def conflicts(
         raise UsageError(f"unknown scope {scope!r}", "use one of: mem, store, all")
     cfg = config_from(folder, required=False, role="chat") if use_llm else None
     llm = ChatClient(cfg) if cfg is not None else None
-    with reading(folder, graph) as g:
+    with reading(folder, call.reader) as g:
         return conflicts_mod.find(
             folder, g, scope=scope, llm=llm, min_confidence=default_min_confidence(folder)
         )
@@ -241,7 +243,7 @@ NEIGHBOURHOOD_SEEDS = 12  # entities a query's neighbourhood starts from
 
 
 def neighbourhood(
-    folder: Folder,
+    call: Call,
     *,
     entity: str | None = None,
     query: str | None = None,
@@ -249,12 +251,12 @@ def neighbourhood(
     min_confidence: float | None = None,
     types: list[str] | None = None,
     limit: int = NEIGHBOURHOOD_LIMIT,
-    graph: Opener | None = None,
 ) -> Neighbourhood:
     """The entities within `depth` hops of an entity (name, alias or id), or of the ones a
     query's passages mention (as `ok context` picks them), and the relationships among
     them: at least this confident (default entities.min_confidence), of these types, at
     most `limit` entities (`capped` says when more were in reach)."""
+    folder = call.folder
     if (entity is None) == (query is None):
         raise UsageError(
             "name an entity or a query, not both nor neither", "pass entity= or query="
@@ -264,14 +266,14 @@ def neighbourhood(
     floor = _floor(folder, min_confidence)
     if query is not None:
         picked = context(
-            Call(folder, reader=graph),
+            call,
             query,
             max_entities=NEIGHBOURHOOD_SEEDS,
             min_confidence=floor,
             use_llm=False,
         )
         seeds = [e["id"] for e in picked["entities"]]
-    with reading(folder, graph) as g:
+    with reading(folder, call.reader) as g:
         if entity is not None:
             seeds = [queries.find_entity(g, entity)["id"]]
         nb = queries.neighbourhood(
@@ -281,11 +283,10 @@ def neighbourhood(
     return nb
 
 
-def entity_page(
-    folder: Folder, name: str, *, force: bool = False, graph: Opener | None = None
-) -> EntityPage:
+def entity_page(call: Call, name: str, *, force: bool = False) -> EntityPage:
     """An entity's markdown page, cached by graph version unless `force`."""
-    with reading(folder, graph) as g:
+    folder = call.folder
+    with reading(folder, call.reader) as g:
         return pages.page(folder, g, name, force=force)
 
 
@@ -302,14 +303,12 @@ def write_pages(
     return data
 
 
-def zip_pages(
-    folder: Folder, *, min_confidence: float | None = None, graph: Opener | None = None
-) -> Iterator[bytes]:
+def zip_pages(call: Call, *, min_confidence: float | None = None) -> Iterator[bytes]:
     """Every entity's page (at least this confident, default entities.min_confidence) and
     their index, the files `ok graph page --all` writes, as the bytes of a zip archive,
     produced a page at a time. The graph stays open until the last bytes are taken."""
-    out = _Chunks()
-    with reading(folder, graph) as g, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+    folder, out = call.folder, _Chunks()
+    with reading(folder, call.reader) as g, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, text, _ in pages.all_pages(folder, g, _floor(folder, min_confidence)):
             zf.writestr(name, text)
             yield out.take()
@@ -335,14 +334,14 @@ class _Chunks(io.RawIOBase):
 
 
 def lineage(
-    folder: Folder,
+    call: Call,
     ref: str,
     *,
     depth: int = 5,
     direction: str = "both",
-    graph: Opener | None = None,
 ) -> Lineage:
     """Where a note, chunk or document came from (`up`), what came of it (`down`), or both:
     DERIVED_FROM and SUPERSEDES walked breadth first up to `depth` hops."""
-    with reading(folder, graph) as g:
+    folder = call.folder
+    with reading(folder, call.reader) as g:
         return lineage_mod.lineage(folder, g, ref, depth=depth, direction=direction)

@@ -27,8 +27,9 @@ from ..records import (
     FlaggedBackfeedItem,
     GraphEdit,
 )
+from .call import Call
 from .graph_reads import NEIGHBOURHOOD_LIMIT, neighbourhood
-from .read import Opener, describe_all, reading
+from .read import describe_all, reading
 
 
 def import_bundle(folder: Folder, text: str, where: str = "bundle") -> BundleKept:
@@ -239,7 +240,7 @@ class Around:
 
 
 def export_graph(
-    folder: Folder,
+    call: Call,
     *,
     format_: str = "aks",
     around: Around | None = None,
@@ -250,14 +251,14 @@ def export_graph(
     max_entities: int | None = None,
     verified_only: bool = False,
     all_: bool = False,
-    graph: Opener | None = None,
 ) -> GraphExport:
     """Export the entity graph as an AKS bundle, GraphML or CSV (two tables, or `table`
     alone), or one neighbourhood (`around`) as a self-contained HTML page, and write it to
     `out`: a file or directory (None: graph/), or `-` to write nothing and leave the files
     to the caller. Writing it is logged. Only entities at least `min_confidence` confident
     go in (default entities.min_confidence, the floor of every other view), unless
-    `all_`. `graph`: how to read the graph, if not with `open_graph`."""
+    `all_`."""
+    folder, graph = call.folder, call.reader
     check_export(format_, table=table, out=out, around=around)
     if all_ and min_confidence is not None:
         raise UsageError(
@@ -267,9 +268,7 @@ def export_graph(
     if min_confidence is None and not all_:
         min_confidence = consolidation.min_confidence(folder)
     if format_ == "html" and around is not None:
-        return _write_export(
-            folder, format_, out, *_html_export(folder, around, min_confidence, graph)
-        )
+        return _write_export(folder, format_, out, *_html_export(call, around, min_confidence))
     with reading(folder, graph) as g:
         bundle = aks.export(
             folder,
@@ -299,19 +298,18 @@ def export_graph(
 
 
 def _html_export(
-    folder: Folder, around: Around, min_confidence: float | None, graph: Opener | None
+    call: Call, around: Around, min_confidence: float | None
 ) -> tuple[dict[str, str], tuple[int, int]]:
     """The HTML page of a neighbourhood, by file name, and its entity and relationship counts."""
     nb = neighbourhood(
-        folder,
+        call,
         entity=around.entity,
         query=around.query,
         depth=around.depth,
         min_confidence=min_confidence,
         limit=NEIGHBOURHOOD_LIMIT,
-        graph=graph,
     )
-    slug = aks.domain_slug(folder)
+    slug = aks.domain_slug(call.folder)
     files = {f"{slug}.html": web.standalone_page(slug, nb)}
     return files, (len(nb["nodes"]), len(nb["edges"]))
 

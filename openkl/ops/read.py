@@ -27,10 +27,9 @@ from ..graph.protocol import GraphStore
 from ..knowledge import descriptions, links
 from ..records import Description, EntityDetail, EntityView, MappingEntry, NoteLinks, Status
 from ..sync import indexer
+from .call import Call, Opener
 from .upkeep import watch_state
 
-# how an adapter opens the graph for reading, if not with `open_graph(folder)`
-Opener = Callable[[], AbstractContextManager[GraphStore]]
 E = TypeVar("E", bound=EntityView)
 DESCRIBE_BATCH = 256  # entities whose evidence is read at once: bounded memory
 FIRST_BUILD_WAIT = 1800.0  # seconds a first reader waits for another's first build
@@ -168,9 +167,10 @@ class Counts(TypedDict):
     entities: int
 
 
-def counts(folder: Folder, *, graph: Opener | None = None) -> Counts:
+def counts(call: Call) -> Counts:
     """Documents, chunks, notes and entities in the graph."""
-    with reading(folder, graph) as g:
+    folder = call.folder
+    with reading(folder, call.reader) as g:
         c = g.counts()
     return Counts(
         docs=c.get("Doc", 0),
@@ -242,11 +242,12 @@ def show_note(folder: Folder, note_id: str) -> notes_mod.Note:
     return notes_mod.find(folder, note_id)
 
 
-def note_links(folder: Folder, note: notes_mod.Note, *, graph: Opener | None = None) -> NoteLinks:
+def note_links(call: Call, note: notes_mod.Note) -> NoteLinks:
     """A note's `[[links]]` with what each points to, and its backlinks. Without a graph
     that can be read, the links are listed as the file has them, unresolved."""
+    folder = call.folder
     try:
-        with reading(folder, graph) as g:
+        with reading(folder, call.reader) as g:
             return links.of_note(g, note)
     except OkError:
         return {

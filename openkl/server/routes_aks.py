@@ -79,11 +79,9 @@ def entities(
     ] = "all",
 ) -> list[EntityListed]:
     """Entities, most mentioned first, filtered by type, confidence, name and scope."""
-    folder = ok.allow(request, domain, "read").folder
     return list(
         ops.list_entities(
-            folder,
-            graph=ok.reader(folder),
+            ok.call(ok.allow(request, domain, "read")),
             type=type,
             min_confidence=min_confidence,
             name=name,
@@ -103,8 +101,8 @@ def entity(
 ) -> EntityDetail:
     """One entity by name: its relationships (at least this confident, default
     entities.min_confidence) and evidence."""
-    folder = ok.allow(request, domain, "read").folder
-    return ops.entity(folder, name, min_confidence=min_confidence, graph=ok.reader(folder))
+    call = ok.call(ok.allow(request, domain, "read"))
+    return ops.entity(call, name, min_confidence=min_confidence)
 
 
 @routes.get("/aks/v1/traverse", tags=["aks"])
@@ -119,11 +117,9 @@ def traverse(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 200,
 ) -> Traversal:
     """Walk the entity graph from `start`, up to `depth` hops."""
-    folder = ok.allow(request, domain, "read").folder
     return ops.traverse(
-        folder,
+        ok.call(ok.allow(request, domain, "read")),
         start,
-        graph=ok.reader(folder),
         depth=depth,
         rel=rel,
         min_confidence=min_confidence,
@@ -146,8 +142,7 @@ def context(request: Request, body: ContextIn, ok: Ok) -> Context:
 @routes.get("/aks/v1/pages/{name}", tags=["aks"])
 def page(request: Request, name: str, ok: Ok, domain: Domain = None) -> EntityPage:
     """An entity's page as markdown."""
-    folder = ok.allow(request, domain, "read").folder
-    return ops.entity_page(folder, name, graph=ok.reader(folder))
+    return ops.entity_page(ok.call(ok.allow(request, domain, "read")), name)
 
 
 @routes.get("/aks/v1/pages", tags=["aks"], response_class=ZipStream)
@@ -160,7 +155,7 @@ def all_pages(
     """Every entity's page and their index.md as a zip (application/zip: the files `ok
     graph page --all` writes), streamed as the pages are made."""
     st = ok.allow(request, domain, "read")
-    chunks = ops.zip_pages(st.folder, min_confidence=min_confidence, graph=ok.reader(st.folder))
+    chunks = ops.zip_pages(ok.call(st), min_confidence=min_confidence)
     return ZipStream(
         streamed(chunks),
         headers={"Content-Disposition": f'attachment; filename="{st.name}-pages.zip"'},
@@ -169,7 +164,7 @@ def all_pages(
 
 def _bundle(ok: Server, st: Served, q: BundleQuery) -> Response:
     got = ops.export_graph(
-        st.folder,
+        ok.call(st),
         format_="aks",
         out="-",
         min_confidence=q.min_confidence,
@@ -177,7 +172,6 @@ def _bundle(ok: Server, st: Served, q: BundleQuery) -> Response:
         max_entities=q.max_entities,
         verified_only=q.verified_only,
         all_=q.all,
-        graph=ok.reader(st.folder),
     )
     return Response(next(iter(got.files.values())), media_type="application/json")
 
@@ -224,13 +218,11 @@ def seed_synthesize(
     """Describe every entity of the stack (at least this confident, default
     entities.min_confidence), or those named, now: each description is cited and cached
     until its entity changes. `describer` overrides entities.describer for this call."""
-    folder = ok.allow(request, stack, "write").folder
     return ops.synthesize_descriptions(
-        folder,
+        ok.call(ok.allow(request, stack, "write")),
         name,
         describer=describer,
         min_confidence=min_confidence,
-        graph=ok.reader(folder),
     )
 
 
@@ -240,6 +232,6 @@ def synthesize_description(
 ) -> DescribedOne:
     """One entity's description, made now (cited; `describer` overrides
     entities.describer for this call)."""
-    folder = ok.allow(request, domain, "write").folder
-    made = ops.synthesize_descriptions(folder, [name], describer=describer, graph=ok.reader(folder))
+    call = ok.call(ok.allow(request, domain, "write"))
+    made = ops.synthesize_descriptions(call, [name], describer=describer)
     return {"describer": made["describer"], **made["results"][0]}

@@ -169,11 +169,11 @@ def seed_compile(request: Request, stack: str, doc: str, ok: Ok) -> DocCompiled:
     compiled as it is stored, so this changes nothing and may be called again (a
     document on disk the index has not seen yet is synced first)."""
     st = ok.allow(request, stack, "write")
-    done = ops.compile_doc(st.folder, doc, graph=ok.reader(st.folder))
+    done = ops.compile_doc(ok.call(st), doc)
     if done["status"] == "empty":
         with st.writing("sync"):
             ops.sync(st.folder)
-        done = ops.compile_doc(st.folder, doc, graph=ok.reader(st.folder))
+        done = ops.compile_doc(ok.call(st), doc)
     return done
 
 

@@ -30,8 +30,8 @@ def lineage(
     direction: Annotated[str, Query(pattern="^(up|down|both)$")] = "both",
 ) -> Lineage:
     """Where a note, chunk or document came from, and what came of it."""
-    folder = ok.allow(request, stack, "read").folder
-    return ops.lineage(folder, ref, depth=depth, direction=direction, graph=ok.reader(folder))
+    call = ok.call(ok.allow(request, stack, "read"))
+    return ops.lineage(call, ref, depth=depth, direction=direction)
 
 
 # encoded as pydantic encodes a typed answer (an interval as "P1D", a decimal as "1.50"),

@@ -55,14 +55,12 @@ def neighbourhood(
     """The entities within `depth` hops of an entity or of a query's results, and every
     relationship among them; at most `limit` entities (`capped` says when more were in
     reach)."""
-    folder = ok.allow(request, stack, "read").folder
     return ops.neighbourhood(
-        folder,
+        ok.call(ok.allow(request, stack, "read")),
         entity=entity,
         query=query,
         depth=depth,
         min_confidence=min_confidence,
         types=types,
         limit=limit,
-        graph=ok.reader(folder),
     )

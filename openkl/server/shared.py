@@ -166,7 +166,7 @@ class Server:
             "name": name,
             "root": str(st.folder.root),
             **ops.about(st.folder),
-            **ops.counts(st.folder, graph=self.reader(st.folder)),
+            **ops.counts(self.call(st)),
         }
 
 
