@@ -130,6 +130,7 @@ def test_bad_edits_are_refused_in_one_line_and_write_nothing(example_kf: Path) -
 def test_edits_over_http_record_the_caller_and_need_admin_to_approve(example_kf: Path) -> None:
     write = _ok("serve", "keys", "add", "writer", "--scope", "write", "--json").json()
     read = _ok("serve", "keys", "add", "reader", "--scope", "read").out.strip()
+    boss = _ok("serve", "keys", "add", "boss", "--scope", "admin", "--json").json()
     s = Server(
         example_kf, "--auth", env={"OK_SERVE_JWT_SECRET_ENV": "T_SECRET", "T_SECRET": SECRET}
     )
@@ -166,6 +167,24 @@ def test_edits_over_http_record_the_caller_and_need_admin_to_approve(example_kf:
         assert e["verified"] and ("uses", "SQLite") in {
             (x["type"], x["to_name"]) for x in e["relationships"]
         }
+        # the older AKS backfeed routes record their callers the same way
+        as_boss = {"Authorization": f"Bearer {boss['key']}"}
+        for name, decision in (("Raft", "approve"), ("Paxos", "reject")):
+            proposal = {"entities": [{"name": name, "type": "Concept"}], "relationships": []}
+            r = h.post(f"/aks/v1/backfeed/flag?domain={st}", json=proposal, headers=as_writer)
+            assert r.status_code == 201, r.text
+            flagged = r.json()
+            assert flagged["provenance"]["via"] == "http"
+            assert flagged["provenance"]["key_id"] == write["id"]
+            decided = h.post(
+                f"/aks/v1/backfeed/{decision}",
+                json={"item_id": flagged["id"], "domain": st, "reason": "checked"},
+                headers=as_boss,
+            )
+            assert decided.status_code == 200, decided.text
+            assert decided.json()["decided_by"] == {
+                "via": "http", "by": f"key:{st}/boss", "key_id": boss["id"]
+            }  # fmt: skip
         # bad input: a JSON 4xx, nothing written
         bad = [
             ("entities", {"name": "X", "type": "Gadget"}, 400),

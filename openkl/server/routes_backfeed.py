@@ -1,5 +1,6 @@
 """Backfeed over AKS v1: proposals of entities and relationships are queued, then approved
-(absorbed as verified) or rejected by an admin."""
+(absorbed as verified) or rejected by an admin. Each item keeps who queued it and who
+decided: the key or token, and its key id."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import ops
 from ..errors import BadInput
 from ..records import BackfeedItem, FlaggedBackfeedItem
+from .graph_edits import edit_caller
 from .shared import Domain, Ok, router, text
 
 routes = router()
@@ -38,10 +40,11 @@ async def flag_backfeed(request: Request, ok: Ok, domain: Domain = None) -> JSON
     proposal was queued before."""
     st = ok.allow(request, domain, "write")
     got = text(await request.body(), "a backfeed proposal (JSON)")
+    caller = edit_caller(request.state.caller)
 
     def flag() -> FlaggedBackfeedItem:
         with st.writing("backfeed flag"):
-            return ops.flag_backfeed(st.folder, got)
+            return ops.flag_backfeed(st.folder, got, caller)
 
     item = await run_in_threadpool(flag)
     return JSONResponse(item, status_code=201 if item["created"] else 200)
@@ -64,7 +67,13 @@ def approve_backfeed(request: Request, body: DecisionIn, ok: Ok) -> BackfeedItem
     source_kind=backfeed."""
     st = ok.allow(request, body.domain, "admin")
     with st.writing("backfeed approve"):
-        return ops.decide_backfeed(st.folder, body.item_id, approve=True, reason=body.reason)
+        return ops.decide_backfeed(
+            st.folder,
+            body.item_id,
+            approve=True,
+            reason=body.reason,
+            caller=edit_caller(request.state.caller),
+        )
 
 
 @routes.post("/aks/v1/backfeed/reject", tags=["aks"])
@@ -74,7 +83,13 @@ def reject_backfeed(request: Request, body: DecisionIn, ok: Ok) -> BackfeedItem:
     if not body.reason:
         raise BadInput("a rejection needs a reason", 'send {"item_id": …, "reason": …}')
     with st.writing("backfeed reject"):
-        return ops.decide_backfeed(st.folder, body.item_id, approve=False, reason=body.reason)
+        return ops.decide_backfeed(
+            st.folder,
+            body.item_id,
+            approve=False,
+            reason=body.reason,
+            caller=edit_caller(request.state.caller),
+        )
 
 
 @routes.get("/aks/v1/backfeed/{item_id}", tags=["aks"])
