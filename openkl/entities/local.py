@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .kinds import TYPES as TYPES
-from .kinds import domain, kind_of
+from .kinds import derived, domain, kind_of
 from .lexicon import (
     EVALUATIVE,
     GENERIC_NOUNS,
@@ -34,7 +34,7 @@ from .lexicon import (
     SECTION_LABELS,
 )
 
-VERSION = "local-13"
+VERSION = "local-14"
 FRAGMENT_CONF = 0.3  # under the listing floor and the weak-evidence mark
 TITLED_CONF = 0.6  # several words in Title Case with no kind among them
 TYPED_BONUS = 0.1  # a kind read from the name's head, ending, a list or its context
@@ -1133,6 +1133,9 @@ ADVERB_EXCEPT = frozenset(
         "holly",
     ]
 )
+
+# after a possessive, the rest of one name: "the Queen's Award for Technology"
+AWARD_WORDS = frozenset(["award", "awards", "prize", "medal", "cup", "trophy"])
 
 ORG_WORDS = frozenset(
     [
@@ -2551,7 +2554,7 @@ def _acronym_defs(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]
 def _type_of_name(words: list[str]) -> str:
     words = [w for w in words if w != "."]  # the dot of a middle initial
     low = [w.lower().strip(".,") for w in words]
-    if any(w in ORG_WORDS for w in low):
+    if any(w in ORG_WORDS for w in low) or "&" in words:
         return "Organization"
     if (
         3 <= len(words) <= 4
@@ -2590,7 +2593,10 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
             if "\n" in d.text[toks[j - 1].end : u.start] and _short_line(d.text, toks[j - 1].end):
                 break  # a title line: "George Boole" over "Boole, George"
             if toks[j - 1].text.endswith(("'s", "’s")):
-                break  # "Gene Roddenberry's Earth" is two names
+                if not (u.cap and (u.low in ORG_WORDS or u.low in AWARD_WORDS)):
+                    break  # "Gene Roddenberry's Earth" is two names
+                j += 1  # "Queen's College", "the Queen's Award": one name
+                continue
             if u.word and (u.cap or (u.tech and u.text[0].isupper())):
                 j += 1
                 continue
@@ -2662,6 +2668,35 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
             ):
                 j += 2
                 continue
+            if (
+                u.low == "and"
+                and j + 1 < n
+                and _titled(toks[j + 1])
+                and _titled(toks[j - 1])
+                and toks[i].low in ORG_WORDS
+                and any(x.low == "of" for x in toks[i + 1 : j])
+            ):
+                j += 2  # "Institute of Electrical and Electronics Engineers"
+                continue
+            if (
+                u.text == "&"
+                and j + 1 < n
+                and _titled(toks[j + 1])
+                and _titled(toks[j - 1])
+                and u.start == toks[j - 1].end + 1
+            ):
+                j += 2  # "Bolt Beranek & Newman", "Simon & Schuster"
+                continue
+            if (
+                u.text == ","
+                and j + 3 < n
+                and _titled(toks[j - 1])
+                and _titled(toks[j + 1])
+                and toks[j + 2].text == "&"
+                and _titled(toks[j + 3])
+            ):
+                j += 2  # "Bolt, Beranek & Newman": a firm's partners
+                continue
             break
         if j < n and j > i and not binomial:
             u = toks[j]
@@ -2673,6 +2708,16 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
                 and u.start == toks[j - 1].end + 1
             ):
                 j += 1
+            elif (
+                j == i + 1
+                and len(t.text) == 1
+                and t.text.isupper()
+                and u.low in ("cell", "cells")
+                and u.start == t.end + 1
+                and j + 1 < n
+                and toks[j + 1].low in COMPOUND_HEADS
+            ):
+                j += 2  # "T cell receptor": the letter names the cell
         _name_run(d, toks, i, j, spans, heading)
         i = j
 
@@ -2745,6 +2790,8 @@ def _name_run(
         return
     if single and (first.low in HEADING_WORDS or first.low in _LABEL_WORDS) and not tech:
         return  # "Example", "Contents", "Results": a word for a part of a document
+    if single and _titled(first) and singular(first.low) in ORG_WORDS:
+        return  # "University", "College": the kind of an institution, not its name
     if single and not tech:
         if heading:
             if not (first.text in d.inner_caps or is_rare(first.low)):
@@ -3102,7 +3149,7 @@ def _phrase_run(
             spans.append((i, j, Mention("", w.text, "", 0.0, 0, 0)))
             return
         # single words are weak unless a heading or the rarity of the word speaks for them
-        rare = is_rare(head) and "-" not in head
+        rare = is_rare(head) and "-" not in head and not derived(head, is_rare)
         conf = 0.55 if heading and rare else 0.5 if rare else 0.3
     else:
         # a heading of common words ("Action items", "Blocking code") is a section label
