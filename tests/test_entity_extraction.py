@@ -374,3 +374,17 @@ def test_english_words_made_from_common_ones_are_no_program_names() -> None:
         assert best.get(key_of(word), ("", 0.0))[1] < 0.4, (word, best.get(key_of(word)))
     for program in ("pgbackrest", "systemd"):
         assert best[key_of(program)][1] >= 0.4, (program, best.get(key_of(program)))
+
+
+def test_an_everyday_word_in_title_case_and_a_word_before_an_abbreviation_are_no_names() -> None:
+    text = (
+        "John Vincent Atanasoff and the Birth of the Digital Computer. He sat on the Board "
+        "and won the Medal. In the 1980s IBM had troubles. He left, rejoining MCI in 1994. "
+        "We found significant HSPC expansion. Ultimately Microsoft won; Yeltsin spoke."
+    )
+    listed = _listed(text)
+    for noise in ("Birth", "Board", "1980s IBM", "rejoining MCI", "significant HSPC"):
+        assert key_of(noise) not in listed, (noise, sorted(listed.values()))
+    assert not any(n.startswith("Ultimately") for n in listed.values()), listed
+    for thing in ("IBM", "MCI", "HSPC", "Microsoft", "Yeltsin", "John Vincent Atanasoff"):
+        assert key_of(thing) in listed, (thing, sorted(listed.values()))

@@ -1819,29 +1819,42 @@ _UNDERLINE = re.compile(r"^[ \t]*([=~^*-])\1{2,}[ \t]*$")
 
 
 _VOCAB: frozenset[str] | None = None
+_RANKS: dict[str, int] = {}
+COMMON_RANK = 8000  # a whole word among the vocabulary's first 8,000 is an everyday word
 
 
 def _vocab() -> frozenset[str]:
     """Whole words of the default embedding model's WordPiece vocabulary (a common-word list).
 
     A word that the vocabulary has to split into pieces (zlib, coroutine, pseudouridine) is
-    rare in general text, which makes it a good candidate for a technical term.
+    rare in general text, which makes it a good candidate for a technical term. The
+    vocabulary lists its words from the most frequent down, so a word's place in it (its
+    rank, `_RANKS`) says how common it is.
     """
     global _VOCAB
     if _VOCAB is None:
         import json
 
-        words: set[str] = set()
+        ranks: dict[str, int] = {}
         try:
             from ..embeddings import checked_tokenizer
 
             tok = checked_tokenizer()
             vocab = json.loads(tok.read_text(encoding="utf-8"))["model"]["vocab"]
-            words = {w for w in vocab if w.isalpha()}
+            for w in sorted(vocab, key=vocab.__getitem__):
+                if w.isalpha():
+                    ranks[w] = len(ranks)
         except Exception:  # noqa: BLE001 - without the list every word counts as common
-            words = set()
-        _VOCAB = frozenset(words)
+            ranks = {}
+        _RANKS.update(ranks)
+        _VOCAB = frozenset(ranks)
     return _VOCAB
+
+
+def is_everyday(word: str) -> bool:
+    """A word among the most frequent of general English ("Board", "Technology", "Status")."""
+    _vocab()
+    return _RANKS.get(word.lower(), COMMON_RANK) < COMMON_RANK
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -2727,16 +2740,29 @@ def _titled(t: Tok) -> bool:
     return t.cap and not t.tech and t.text[1:].islower()
 
 
+def _lead_dropped(toks: list[Tok], i: int, j: int, heading: bool) -> int:
+    """Where a run of capitalized words starts once the common words that lead it by their
+    place ("The", "In", "Ultimately") and a decade ("the 1980s IBM") are dropped."""
+    while i < j:
+        t = toks[i]
+        decade = _DECADE.match(t.low) is not None
+        common = (
+            t.low in COMMON_CAPS
+            or t.low in STOP
+            or decade
+            or (t.initial and t.low.endswith("ly") and is_everyday(t.low))
+        )
+        if not (common and (t.initial or heading or t.low in ("the", "a", "an") or decade)):
+            break
+        i += 1
+    return i
+
+
 def _name_run(
     d: _Doc, toks: list[Tok], i: int, j: int, spans: list[tuple[int, int, Mention]], heading: bool
 ) -> None:
     # drop sentence-initial common words ("The", "In", "Her") and trailing connectors
-    while (
-        i < j
-        and (toks[i].low in COMMON_CAPS or toks[i].low in STOP)
-        and (toks[i].initial or heading or toks[i].low in ("the", "a", "an"))
-    ):
-        i += 1
+    i = _lead_dropped(toks, i, j, heading)
     while j > i and toks[j - 1].low in NAME_CONNECTORS:
         j -= 1
     if heading:
@@ -3048,12 +3074,15 @@ def _phrases(
 
 def _not_a_qualifier(t: Tok) -> bool:
     """A word before an abbreviation that does not name a kind of it: a verb form ("joining
-    CERN", "generated RR"), a number or a word of time ("twenty TENEX", "time SC")."""
+    CERN", "rejoining MCI", "generated RR"), a number or a word of time ("twenty TENEX",
+    "time SC", "1980s IBM"), a judging adjective ("significant HSPC")."""
     w = t.low
     return (
         w in _NUMBER_WORDS
         or w in QUANTITY
-        or (w.endswith(("ing", "ed")) and not is_rare(w))
+        or w in EVALUATIVE
+        or _DECADE.match(w) is not None
+        or (w.endswith(("ing", "ed")) and (not is_rare(w) or derived(w, is_rare)))
         or w in VERB_ED
     )
 
@@ -3509,6 +3538,16 @@ def _calibrate(d: _Doc) -> None:
         elif m.type == "Concept":
             if 0.75 < m.conf <= 0.8 and " " in m.name and m.name[:1].isupper():
                 m.conf = TITLED_CONF  # "Final Conflict", "Internet Architecture"
+            elif (
+                m.conf <= TITLED_CONF
+                and m.name.isalpha()
+                and m.name[1:].islower()
+                and m.key not in FIRST_NAMES
+                and is_everyday(m.name)
+            ):
+                # an everyday word in Title Case that says no kind ("Board", "Birth",
+                # "Technology"): a word of a title or a longer name, not a name
+                m.conf = FRAGMENT_CONF
         elif m.conf < 0.7 and not (m.key in GENERIC_HEAD or m.key in GENERIC_NOUNS):
             m.conf = min(0.7, m.conf + TYPED_BONUS)  # "Zurich", "cisplatin", "lung metastasis"
 
