@@ -324,3 +324,67 @@ def test_a_fragment_is_in_the_graph_under_the_floor(kf) -> None:  # type: ignore
     assert below[key_of("deaths due")] < 0.4, below
     assert key_of("deaths due") not in {key_of(e["name"]) for e in listed}
     assert key_of("CERN") in {key_of(e["name"]) for e in listed}
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "typ"),
+    [
+        (
+            "He was a member of the Institute of Electrical and Electronics Engineers.",
+            "Institute of Electrical and Electronics Engineers",
+            "Organization",
+        ),
+        (
+            "TOPS-20 began in 1969 as Bolt, Beranek & Newman's TENEX.",
+            "Bolt, Beranek & Newman's",
+            "Organization",
+        ),
+        ("The book came out at Simon & Schuster in 1990.", "Simon & Schuster", "Organization"),
+        ("He graduated from the Queen's College at Oxford.", "Queen's College", "Organization"),
+        ("We measured the T cell receptor signal in mice.", "T cell receptor", "GeneProtein"),
+    ],
+)
+def test_one_name_across_and_ampersand_possessive_and_a_cell_letter(
+    text: str, name: str, typ: str
+) -> None:
+    got = {m.name: m.type for m in extract(text).mentions if m.conf >= 0.4}
+    assert got.get(name) == typ, got
+
+
+def test_the_kind_of_an_institution_alone_is_no_name() -> None:
+    listed = set(
+        _listed("He taught at the University for years. The University of Cork hired him.")
+    )
+    assert key_of("University of Cork") in listed, listed
+    assert key_of("University") not in listed, listed
+
+
+def test_english_words_made_from_common_ones_are_no_program_names() -> None:
+    text = (
+        "Install the package with apt. The build puts the objects in subdirectories and "
+        "reloads the daemon; usability improved and incompatibilities were fixed. Run "
+        "pgbackrest or systemd to restore the cluster from the server."
+    )
+    res = extract(text)
+    best: dict[str, tuple[str, float]] = {}
+    for m in res.mentions:
+        if m.conf >= best.get(m.key, ("", 0.0))[1]:
+            best[m.key] = (m.type, m.conf)
+    for word in ("subdirectories", "reloads", "usability", "incompatibilities"):
+        assert best.get(key_of(word), ("", 0.0))[1] < 0.4, (word, best.get(key_of(word)))
+    for program in ("pgbackrest", "systemd"):
+        assert best[key_of(program)][1] >= 0.4, (program, best.get(key_of(program)))
+
+
+def test_an_everyday_word_in_title_case_and_a_word_before_an_abbreviation_are_no_names() -> None:
+    text = (
+        "John Vincent Atanasoff and the Birth of the Digital Computer. He sat on the Board "
+        "and won the Medal. In the 1980s IBM had troubles. He left, rejoining MCI in 1994. "
+        "We found significant HSPC expansion. Ultimately Microsoft won; Yeltsin spoke."
+    )
+    listed = _listed(text)
+    for noise in ("Birth", "Board", "1980s IBM", "rejoining MCI", "significant HSPC"):
+        assert key_of(noise) not in listed, (noise, sorted(listed.values()))
+    assert not any(n.startswith("Ultimately") for n in listed.values()), listed
+    for thing in ("IBM", "MCI", "HSPC", "Microsoft", "Yeltsin", "John Vincent Atanasoff"):
+        assert key_of(thing) in listed, (thing, sorted(listed.values()))

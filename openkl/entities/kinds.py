@@ -458,7 +458,7 @@ def kind_of(
             return nt
     if dom == "bio" and head not in _NOT_CHEM and _CHEM_END.search(head) and rare:
         return "Chemical"
-    if dom == "tech" and single and name.islower() and rare:
+    if dom == "tech" and single and name.islower() and rare and not derived(low, is_rare):
         return "Software"
     if dom == "tech" and single and name.isupper() and name.isalpha() and len(name) >= 4 and rare:
         return "Software"  # "ENIAC", "HURD"
@@ -467,6 +467,21 @@ def kind_of(
     if dom == "tech" and single and re.search(r"[-_.+]|\d", name) and not name.isdigit():
         return "Software"
     return None
+
+
+_PREFIXES = ("sub", "re", "un", "in", "im", "non", "over", "under", "omni", "multi", "inter")
+_DERIVED_END = re.compile(r"(?:ities|ility|ity|ness|ations|ish)$")
+
+
+def derived(word: str, is_rare: Callable[[str], bool]) -> bool:
+    """An English word made from a common one ("subdirectories", "reloads", "omnipresent",
+    "usability", "hackish"): rare in a vocabulary, yet no program's name."""
+    if len(word) > 6 and _DERIVED_END.search(word):
+        return True
+    return any(
+        word.startswith(p) and len(word) - len(p) >= 4 and not is_rare(word[len(p) :])
+        for p in _PREFIXES
+    )
 
 
 _NOT_PERSON_WORD = _words(

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .kinds import TYPES as TYPES
-from .kinds import domain, kind_of
+from .kinds import derived, domain, kind_of
 from .lexicon import (
     EVALUATIVE,
     GENERIC_NOUNS,
@@ -34,7 +34,7 @@ from .lexicon import (
     SECTION_LABELS,
 )
 
-VERSION = "local-13"
+VERSION = "local-14"
 FRAGMENT_CONF = 0.3  # under the listing floor and the weak-evidence mark
 TITLED_CONF = 0.6  # several words in Title Case with no kind among them
 TYPED_BONUS = 0.1  # a kind read from the name's head, ending, a list or its context
@@ -1134,6 +1134,9 @@ ADVERB_EXCEPT = frozenset(
     ]
 )
 
+# after a possessive, the rest of one name: "the Queen's Award for Technology"
+AWARD_WORDS = frozenset(["award", "awards", "prize", "medal", "cup", "trophy"])
+
 ORG_WORDS = frozenset(
     [
         "university",
@@ -1816,29 +1819,42 @@ _UNDERLINE = re.compile(r"^[ \t]*([=~^*-])\1{2,}[ \t]*$")
 
 
 _VOCAB: frozenset[str] | None = None
+_RANKS: dict[str, int] = {}
+COMMON_RANK = 8000  # a whole word among the vocabulary's first 8,000 is an everyday word
 
 
 def _vocab() -> frozenset[str]:
     """Whole words of the default embedding model's WordPiece vocabulary (a common-word list).
 
     A word that the vocabulary has to split into pieces (zlib, coroutine, pseudouridine) is
-    rare in general text, which makes it a good candidate for a technical term.
+    rare in general text, which makes it a good candidate for a technical term. The
+    vocabulary lists its words from the most frequent down, so a word's place in it (its
+    rank, `_RANKS`) says how common it is.
     """
     global _VOCAB
     if _VOCAB is None:
         import json
 
-        words: set[str] = set()
+        ranks: dict[str, int] = {}
         try:
             from ..text.embeddings import checked_tokenizer
 
             tok = checked_tokenizer()
             vocab = json.loads(tok.read_text(encoding="utf-8"))["model"]["vocab"]
-            words = {w for w in vocab if w.isalpha()}
+            for w in sorted(vocab, key=vocab.__getitem__):
+                if w.isalpha():
+                    ranks[w] = len(ranks)
         except Exception:  # noqa: BLE001 - without the list every word counts as common
-            words = set()
-        _VOCAB = frozenset(words)
+            ranks = {}
+        _RANKS.update(ranks)
+        _VOCAB = frozenset(ranks)
     return _VOCAB
+
+
+def is_everyday(word: str) -> bool:
+    """A word among the most frequent of general English ("Board", "Technology", "Status")."""
+    _vocab()
+    return _RANKS.get(word.lower(), COMMON_RANK) < COMMON_RANK
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -2551,7 +2567,7 @@ def _acronym_defs(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]
 def _type_of_name(words: list[str]) -> str:
     words = [w for w in words if w != "."]  # the dot of a middle initial
     low = [w.lower().strip(".,") for w in words]
-    if any(w in ORG_WORDS for w in low):
+    if any(w in ORG_WORDS for w in low) or "&" in words:
         return "Organization"
     if (
         3 <= len(words) <= 4
@@ -2590,7 +2606,10 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
             if "\n" in d.text[toks[j - 1].end : u.start] and _short_line(d.text, toks[j - 1].end):
                 break  # a title line: "George Boole" over "Boole, George"
             if toks[j - 1].text.endswith(("'s", "’s")):
-                break  # "Gene Roddenberry's Earth" is two names
+                if not (u.cap and (u.low in ORG_WORDS or u.low in AWARD_WORDS)):
+                    break  # "Gene Roddenberry's Earth" is two names
+                j += 1  # "Queen's College", "the Queen's Award": one name
+                continue
             if u.word and (u.cap or (u.tech and u.text[0].isupper())):
                 j += 1
                 continue
@@ -2662,6 +2681,35 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
             ):
                 j += 2
                 continue
+            if (
+                u.low == "and"
+                and j + 1 < n
+                and _titled(toks[j + 1])
+                and _titled(toks[j - 1])
+                and toks[i].low in ORG_WORDS
+                and any(x.low == "of" for x in toks[i + 1 : j])
+            ):
+                j += 2  # "Institute of Electrical and Electronics Engineers"
+                continue
+            if (
+                u.text == "&"
+                and j + 1 < n
+                and _titled(toks[j + 1])
+                and _titled(toks[j - 1])
+                and u.start == toks[j - 1].end + 1
+            ):
+                j += 2  # "Bolt Beranek & Newman", "Simon & Schuster"
+                continue
+            if (
+                u.text == ","
+                and j + 3 < n
+                and _titled(toks[j - 1])
+                and _titled(toks[j + 1])
+                and toks[j + 2].text == "&"
+                and _titled(toks[j + 3])
+            ):
+                j += 2  # "Bolt, Beranek & Newman": a firm's partners
+                continue
             break
         if j < n and j > i and not binomial:
             u = toks[j]
@@ -2673,6 +2721,16 @@ def _names(d: _Doc, toks: list[Tok], spans: list[tuple[int, int, Mention]], head
                 and u.start == toks[j - 1].end + 1
             ):
                 j += 1
+            elif (
+                j == i + 1
+                and len(t.text) == 1
+                and t.text.isupper()
+                and u.low in ("cell", "cells")
+                and u.start == t.end + 1
+                and j + 1 < n
+                and toks[j + 1].low in COMPOUND_HEADS
+            ):
+                j += 2  # "T cell receptor": the letter names the cell
         _name_run(d, toks, i, j, spans, heading)
         i = j
 
@@ -2682,16 +2740,29 @@ def _titled(t: Tok) -> bool:
     return t.cap and not t.tech and t.text[1:].islower()
 
 
+def _lead_dropped(toks: list[Tok], i: int, j: int, heading: bool) -> int:
+    """Where a run of capitalized words starts once the common words that lead it by their
+    place ("The", "In", "Ultimately") and a decade ("the 1980s IBM") are dropped."""
+    while i < j:
+        t = toks[i]
+        decade = _DECADE.match(t.low) is not None
+        common = (
+            t.low in COMMON_CAPS
+            or t.low in STOP
+            or decade
+            or (t.initial and t.low.endswith("ly") and is_everyday(t.low))
+        )
+        if not (common and (t.initial or heading or t.low in ("the", "a", "an") or decade)):
+            break
+        i += 1
+    return i
+
+
 def _name_run(
     d: _Doc, toks: list[Tok], i: int, j: int, spans: list[tuple[int, int, Mention]], heading: bool
 ) -> None:
     # drop sentence-initial common words ("The", "In", "Her") and trailing connectors
-    while (
-        i < j
-        and (toks[i].low in COMMON_CAPS or toks[i].low in STOP)
-        and (toks[i].initial or heading or toks[i].low in ("the", "a", "an"))
-    ):
-        i += 1
+    i = _lead_dropped(toks, i, j, heading)
     while j > i and toks[j - 1].low in NAME_CONNECTORS:
         j -= 1
     if heading:
@@ -2745,6 +2816,8 @@ def _name_run(
         return
     if single and (first.low in HEADING_WORDS or first.low in _LABEL_WORDS) and not tech:
         return  # "Example", "Contents", "Results": a word for a part of a document
+    if single and _titled(first) and singular(first.low) in ORG_WORDS:
+        return  # "University", "College": the kind of an institution, not its name
     if single and not tech:
         if heading:
             if not (first.text in d.inner_caps or is_rare(first.low)):
@@ -3001,12 +3074,15 @@ def _phrases(
 
 def _not_a_qualifier(t: Tok) -> bool:
     """A word before an abbreviation that does not name a kind of it: a verb form ("joining
-    CERN", "generated RR"), a number or a word of time ("twenty TENEX", "time SC")."""
+    CERN", "rejoining MCI", "generated RR"), a number or a word of time ("twenty TENEX",
+    "time SC", "1980s IBM"), a judging adjective ("significant HSPC")."""
     w = t.low
     return (
         w in _NUMBER_WORDS
         or w in QUANTITY
-        or (w.endswith(("ing", "ed")) and not is_rare(w))
+        or w in EVALUATIVE
+        or _DECADE.match(w) is not None
+        or (w.endswith(("ing", "ed")) and (not is_rare(w) or derived(w, is_rare)))
         or w in VERB_ED
     )
 
@@ -3102,7 +3178,7 @@ def _phrase_run(
             spans.append((i, j, Mention("", w.text, "", 0.0, 0, 0)))
             return
         # single words are weak unless a heading or the rarity of the word speaks for them
-        rare = is_rare(head) and "-" not in head
+        rare = is_rare(head) and "-" not in head and not derived(head, is_rare)
         conf = 0.55 if heading and rare else 0.5 if rare else 0.3
     else:
         # a heading of common words ("Action items", "Blocking code") is a section label
@@ -3462,6 +3538,16 @@ def _calibrate(d: _Doc) -> None:
         elif m.type == "Concept":
             if 0.75 < m.conf <= 0.8 and " " in m.name and m.name[:1].isupper():
                 m.conf = TITLED_CONF  # "Final Conflict", "Internet Architecture"
+            elif (
+                m.conf <= TITLED_CONF
+                and m.name.isalpha()
+                and m.name[1:].islower()
+                and m.key not in FIRST_NAMES
+                and is_everyday(m.name)
+            ):
+                # an everyday word in Title Case that says no kind ("Board", "Birth",
+                # "Technology"): a word of a title or a longer name, not a name
+                m.conf = FRAGMENT_CONF
         elif m.conf < 0.7 and not (m.key in GENERIC_HEAD or m.key in GENERIC_NOUNS):
             m.conf = min(0.7, m.conf + TYPED_BONUS)  # "Zurich", "cisplatin", "lung metastasis"
 
