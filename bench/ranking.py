@@ -452,6 +452,23 @@ def score(ev: Any, qrels: dict, runs: dict[str, list[str]]) -> dict[str, Any]:
     }
 
 
+def paired(ev: Any, qrels: dict, ref: dict[str, list[str]], runs: dict[str, list[str]]) -> dict:
+    """nDCG@10 of `runs` less that of `ref`, claim by claim: the mean, a bootstrap 95%
+    interval of it (2,000 draws, seed 0), and how many claims went up and down."""
+    d = np.array(
+        [ev.ndcg_at(runs.get(q, []), r) - ev.ndcg_at(ref.get(q, []), r) for q, r in qrels.items()]
+    )
+    rng = np.random.default_rng(0)
+    means = [d[rng.integers(0, len(d), len(d))].mean() for _ in range(2000)]
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {
+        "diff": round(float(d.mean()), 4),
+        "ci95": [round(float(low), 4), round(float(high), 4)],
+        "up": int((d > 0).sum()),
+        "down": int((d < 0).sum()),
+    }
+
+
 def check(folder: Any, data: dict[str, Any], split: str, n: int = 20) -> None:
     """`PRODUCT` ranked by this script against `search()` itself on the first `n` claims."""
     queries = scifact.load_queries(split)[:n]
@@ -480,6 +497,11 @@ def main() -> None:
     ap.add_argument("--save", action="store_true", help="write bench/results/<script>-<commit>")
     ap.add_argument("--schema", default="", help="the schema version the folder was built at")
     ap.add_argument("--name", default="", help="a name for the saved file, after the split")
+    ap.add_argument(
+        "--paired",
+        default="",
+        help="a variant each is compared with, claim by claim (a bootstrap 95%% interval)",
+    )
     args = ap.parse_args()
     # the folder as `bench/scifact.py` built it; once its chunks are read, only its
     # embedder is used (an index of an older schema is not rebuilt for this)
@@ -519,6 +541,9 @@ def main() -> None:
             t = time.time()
             runs = rank(variant, args.split, mode, data, queries, qvecs, folder, Fusion())
             row = {"variant": variant, "mode": mode, **score(ev, qrels, runs)}
+            if args.paired:
+                ref = rank(args.paired, args.split, mode, data, queries, qvecs, folder, Fusion())
+                row["paired"] = paired(ev, qrels, ref, runs)
             row["seconds"] = round(time.time() - t, 1)
             report["runs"].append(row)
             print(json.dumps(row), flush=True)
