@@ -13,8 +13,9 @@ search: 500 candidates per signal), with what it changes:
 - `title<N>`: each chunk's FTS text after its contextual header (`chunking.context_header`:
   the document's title, unless the chunk starts with it) N times;
 - `tw<N>`: the document's title N more times in every chunk's FTS text (a field weight);
-- `vtitle`: each chunk embedded after its contextual header (`chunking.with_header`; the
-  embedding cache keeps them);
+- `vtitle`: each chunk embedded after its contextual header (`chunking.with_header`, the
+  header cut to a quarter of the model's window; the embedding cache keeps them);
+- `vmix<A>`: each chunk's vector mixed, (1 - A) × its own + A × the `vtitle` one;
 - `doc<L>`: a document scored by its best chunk plus L times its second best;
 - `prf<M>x<B>`: the query vector moved toward the mean vector of the first M hits by B
   (Rocchio), and the vector list taken again;
@@ -23,7 +24,10 @@ search: 500 candidates per signal), with what it changes:
 - `low<N>` (hybrid): each signal normalized between its top score and its score at rank N
   (below it counts 0) instead of its last candidate's;
 - `dfuse` (hybrid): each document's best hit scored by its best BM25 chunk and its best
-  vector chunk, fused, even when they are two chunks (`by_document`).
+  vector chunk, fused, even when they are two chunks (`by_document`);
+- `tmm` / `z` (hybrid): each signal normalized by its top score and a floor of 0
+  (theoretical min-max) / to z-scores over its candidates, instead of min-max (`fuse_norm`);
+- `bm<K1>x<B>`: BM25 with k1 = K1 and b = B instead of 0.9 and 0.4 (`Graph.fts`).
 
 Variants combine with `+` (`digits+title2+doc0.2`). `digits` is what `ok search` did at
 schema version 8, `digits+title1` what it does since version 9 (`PRODUCT`); their numbers
@@ -110,13 +114,26 @@ def title_vectors(folder: Any, data: dict[str, Any]) -> np.ndarray:
     emb = indexer.embedder(folder)
     vecs = data["vecs"].copy()
     todo = [i for i in range(len(data["ids"])) if header(data, i)]
-    texts = [with_header(data["text"][i], header(data, i)) for i in todo]
+    room = max(1, emb.max_tokens // 4)
+    texts = [embedded_text(data["text"][i], header(data, i), emb.tokenizer, room) for i in todo]
     t = time.time()
     new = indexer.embed_all(emb, texts, "embedding chunks with titles")
     print(f"embedded {len(texts)} chunks with titles in {time.time() - t:.0f}s", file=sys.stderr)
     vecs[todo] = np.asarray(new, dtype=np.float32)
     np.save(cache, vecs)
     return vecs
+
+
+def embedded_text(text: str, header: str, tokenizer: Any, room: int) -> str:
+    """A chunk's text after its header, the header cut to `room` tokens (with "…"): what
+    the model reads of it is its first `max_tokens`, and a short header leaves a cut tail
+    within the overlap the next chunk shares."""
+    if not header:
+        return text
+    enc = tokenizer.encode(header, add_special_tokens=False)
+    if len(enc.ids) > room:
+        header = header[: enc.offsets[room - 1][1]].rstrip() + "…"
+    return with_header(text, header)
 
 
 def query_vectors(folder: Any, split: str, queries: list[tuple[str, str]]) -> np.ndarray:
@@ -170,11 +187,13 @@ class FtsIndex:
                 )
             self.conn.execute("CALL CREATE_FTS_INDEX('C', 'ix', ['fts'], stemmer := 'porter')")
 
-    def search(self, q: str, k: int) -> list[tuple[str, float]]:
+    def search(
+        self, q: str, k: int, bm25: tuple[float, float] = (0.9, 0.4)
+    ) -> list[tuple[str, float]]:
         if not q.strip():
             return []
         res = self.conn.execute(
-            "CALL QUERY_FTS_INDEX('C', 'ix', $q, K := 0.9, B := 0.4, top := $top)"
+            f"CALL QUERY_FTS_INDEX('C', 'ix', $q, K := {bm25[0]}, B := {bm25[1]}, top := $top)"
             " RETURN node.id AS id, score ORDER BY score DESC, id LIMIT $lim",
             {"q": q, "top": k * 2, "lim": k},
         )
@@ -196,6 +215,9 @@ def parse(variant: str) -> dict[str, Any]:
         "fusion": Fusion(),
         "dfuse": False,
         "low": 0,
+        "vmix": 0.0,
+        "norm": "",
+        "bm25": (0.9, 0.4),
     }
     for part in variant.split("+"):
         if part in ("base", ""):
@@ -216,6 +238,12 @@ def parse(variant: str) -> dict[str, Any]:
             opts["fusion"] = Fusion(method="rrf")
         elif m := re.fullmatch(r"low(\d+)", part):
             opts["low"] = int(m[1])
+        elif m := re.fullmatch(r"vmix([\d.]+)", part):
+            opts["vmix"] = float(m[1])
+        elif m := re.fullmatch(r"bm([\d.]+)x([\d.]+)", part):
+            opts["bm25"] = (float(m[1]), float(m[2]))
+        elif part in ("tmm", "z"):
+            opts["norm"] = part
         elif part == "dfuse":
             opts["dfuse"] = True
         elif m := re.fullmatch(r"prf(\d+)x([\d.]+)", part):
@@ -321,6 +349,32 @@ def fuse_low(lists: dict[str, list], fusion: Fusion, low_rank: int) -> list[dict
     return out
 
 
+def fuse_norm(lists: dict[str, list], fusion: Fusion, how: str) -> list[dict[str, Any]]:
+    """`fuse` (wsum) with each signal normalized otherwise: `tmm` by its top score and its
+    theoretical floor (0 for BM25 and cosine), `z` to z-scores over its candidates (a
+    candidate a signal lacks counts its lowest)."""
+    w = {"vector": fusion.vector_weight, "fts": 1 - fusion.vector_weight}
+    norms: dict[str, dict[Any, float]] = {}
+    floor: dict[str, float] = {}
+    for name, items in lists.items():
+        if not items:
+            continue
+        sc = np.array([x[1] for x in items])
+        if how == "tmm":
+            n = sc / sc[0] if sc[0] > 0 else np.ones_like(sc)
+        else:
+            n = (sc - sc.mean()) / (sc.std() or 1.0)
+        norms[name] = {k: float(v) for (k, _), v in zip(items, n, strict=True)}
+        floor[name] = 0.0 if how == "tmm" else float(n.min())
+    keys = {k for d in norms.values() for k in d}
+    out = []
+    for k in keys:
+        f = sum(w[name] * norms[name].get(k, floor[name]) for name in norms)
+        out.append({"table": k[0], "id": k[1], "score": f, "signals": {}})
+    out.sort(key=lambda h: (-h["score"], h["id"]))
+    return out
+
+
 def rank(
     variant: str,
     split: str,
@@ -337,19 +391,26 @@ def rank(
     if mode != "vector":
         fts = FtsIndex(fts_name(opts), fts_texts(data, opts), ids)
     ask = graph_mod.fts_query if opts["digits"] else base_query
-    vecs = title_vectors(folder, data) if opts["vtitle"] else data["vecs"]
+    vecs = title_vectors(folder, data) if opts["vtitle"] or opts["vmix"] else data["vecs"]
+    if opts["vmix"]:  # the plain vector and the one with the header, mixed
+        vecs = (1 - opts["vmix"]) * data["vecs"] + opts["vmix"] * vecs
+        vecs = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
     pos = {c: i for i, c in enumerate(ids)}
     runs = {}
     for (qid, text), qv in zip(queries, qvecs, strict=True):
         lists: dict[str, list] = {"fts": [], "vector": []}
         if fts is not None:
             words = QueryUse.of(text, "fts").fts_text
-            lists["fts"] = [(("Chunk", i), s) for i, s in fts.search(ask(words), N_CAND)]
+            lists["fts"] = [
+                (("Chunk", i), s) for i, s in fts.search(ask(words), N_CAND, opts["bm25"])
+            ]
         if mode != "fts":
             lists["vector"] = [(("Chunk", i), s) for i, s in vector_top(vecs, qv, ids, N_CAND)]
         fusion = opts["fusion"] if opts["fusion"] != Fusion() else fusion
         if opts["low"] and mode == "hybrid":
             hits = fuse_low(lists, fusion, opts["low"])
+        elif opts["norm"] and mode == "hybrid":
+            hits = fuse_norm(lists, fusion, opts["norm"])
         else:
             hits = fuse(lists, mode, fusion)
         if opts["dfuse"] and mode == "hybrid":
@@ -384,6 +445,23 @@ def score(ev: Any, qrels: dict, runs: dict[str, list[str]]) -> dict[str, Any]:
     }
 
 
+def paired(ev: Any, qrels: dict, ref: dict[str, list[str]], runs: dict[str, list[str]]) -> dict:
+    """nDCG@10 of `runs` less that of `ref`, claim by claim: the mean, a bootstrap 95%
+    interval of it (2,000 draws, seed 0), and how many claims went up and down."""
+    d = np.array(
+        [ev.ndcg_at(runs.get(q, []), r) - ev.ndcg_at(ref.get(q, []), r) for q, r in qrels.items()]
+    )
+    rng = np.random.default_rng(0)
+    means = [d[rng.integers(0, len(d), len(d))].mean() for _ in range(2000)]
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {
+        "diff": round(float(d.mean()), 4),
+        "ci95": [round(float(low), 4), round(float(high), 4)],
+        "up": int((d > 0).sum()),
+        "down": int((d < 0).sum()),
+    }
+
+
 def check(folder: Any, data: dict[str, Any], split: str, n: int = 20) -> None:
     """`PRODUCT` ranked by this script against `search()` itself on the first `n` claims."""
     queries = scifact.load_queries(split)[:n]
@@ -412,6 +490,11 @@ def main() -> None:
     ap.add_argument("--save", action="store_true", help="write bench/results/<script>-<commit>")
     ap.add_argument("--schema", default="", help="the schema version the folder was built at")
     ap.add_argument("--name", default="", help="a name for the saved file, after the split")
+    ap.add_argument(
+        "--paired",
+        default="",
+        help="a variant each is compared with, claim by claim (a bootstrap 95%% interval)",
+    )
     args = ap.parse_args()
     # the folder as `bench/scifact.py` built it; once its chunks are read, only its
     # embedder is used (an index of an older schema is not rebuilt for this)
@@ -441,14 +524,19 @@ def main() -> None:
             opts = parse(variant)
             if mode == "vector" and (opts["digits"] or opts["title"] or opts["tw"]):
                 continue  # no change to the vector list
-            if mode == "fts" and (opts["vtitle"] or opts["prf"]):
+            if mode == "fts" and (opts["vtitle"] or opts["prf"] or opts["vmix"]):
                 continue
-            changes_fusion = opts["dfuse"] or opts["low"] or opts["fusion"] != Fusion()
+            changes_fusion = (
+                opts["dfuse"] or opts["low"] or opts["norm"] or opts["fusion"] != Fusion()
+            )
             if mode != "hybrid" and changes_fusion:
                 continue
             t = time.time()
             runs = rank(variant, args.split, mode, data, queries, qvecs, folder, Fusion())
             row = {"variant": variant, "mode": mode, **score(ev, qrels, runs)}
+            if args.paired:
+                ref = rank(args.paired, args.split, mode, data, queries, qvecs, folder, Fusion())
+                row["paired"] = paired(ev, qrels, ref, runs)
             row["seconds"] = round(time.time() - t, 1)
             report["runs"].append(row)
             print(json.dumps(row), flush=True)

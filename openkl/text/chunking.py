@@ -250,7 +250,7 @@ def _plain(part: str) -> str:
 
 
 def with_header(text: str, header: str) -> str:
-    """A chunk's text as it is embedded and indexed for keywords: after its header."""
+    """A chunk's text after its header (`bench/ranking.py` embeds it so, as a variant)."""
     return f"{header}\n\n{text}" if header else text
 
 
