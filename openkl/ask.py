@@ -71,6 +71,9 @@ MIN_SIMILARITY = 0.3  # below this best sentence similarity the folder "does not
 MAX_SENTENCES = 2  # an extractive answer quotes at most this many sentences
 NEAR_BEST = 0.9  # and a sentence after the first only when it scores this near the best
 MAX_WORDS = 30  # and the sentences together have at most this many words
+# for a question (set on the dev half of bench/gold/qa): a second sentence when it scores
+# this near the best and the two together stay this short
+Q_NEAR_BEST, Q_MAX_WORDS = 0.7, 20
 TRIM_WORDS = 40  # a longer sentence is cut to its clauses that answer the question
 # an answer whose passages disagree (`statements.contradiction`) says so, and its
 # confidence is this much of what it would be
@@ -566,18 +569,20 @@ def _extractive(
     cands = candidates(question, hits, qvec, emb) if hits else []
     if not cands:
         return _insufficient("extractive", None, no_match=not hits)
+    near, most = NEAR_BEST, MAX_WORDS
     if is_question(question):
         _trim(cands[: max_sentences * 4], question)
+        near, most = Q_NEAR_BEST, Q_MAX_WORDS
     best = cands[0]
     chosen = [best]
     for cand in cands[1:]:
         if (
             len(chosen) >= max_sentences
-            or cand.score < NEAR_BEST * best.score
+            or cand.score < near * best.score
             or cand.sim < MIN_SIMILARITY
         ):
             break
-        if sum(len(c.text.split()) for c in (*chosen, cand)) > MAX_WORDS:
+        if sum(len(c.text.split()) for c in (*chosen, cand)) > most:
             continue  # a second sentence only while the answer stays short
         if any(
             hits[c.hit]["doc_id"] == hits[cand.hit]["doc_id"] and c.start == cand.start

@@ -357,6 +357,23 @@ def test_the_extractive_answer_finds_the_sentence_that_answers(
     assert len(res["citations"]) <= 2  # two sentences at most by default
 
 
+def test_a_question_is_answered_by_two_short_sentences_when_both_answer(
+    example_kf: Path,
+) -> None:
+    from openkl.ask import Q_MAX_WORDS
+
+    note = (
+        "Brisk kettles boil in 90 seconds on the Orlo stove. "
+        "Slow kettles take four minutes there, the Orlo manual says."
+    )
+    assert run_ok("mem", "add", note).code == 0
+    res = run_ok("ask", "how long do kettles take to boil on the Orlo stove?", "--json").json()
+    quotes = sorted(c["quote"] for c in res["citations"])
+    assert quotes == sorted(note.replace("stove. ", "stove.\n").splitlines()), res["answer"]
+    assert len(MARK.sub("", res["answer"]).split()) <= Q_MAX_WORDS
+    _verify(res)
+
+
 def test_what_a_question_asks_for() -> None:
     from openkl.ask import answer_type, holds_type
 
