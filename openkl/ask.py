@@ -3,7 +3,8 @@
 Retrieval is the hybrid search of `ok search`. With an LLM configured (any OpenAI-compatible
 endpoint), the passages are numbered and the model answers from them only, marking what it
 uses; markers that name no passage are dropped, so every [N] left maps to a citation. Without
-an LLM the answer is extractive: the retrieved passages are split into sentences, each
+an LLM the answer is extractive: the retrieved passages are split into sentences (for a
+question, a short fragment such as a list item joins its sentence), each
 sentence is scored against the question (embedding similarity, word overlap and the rank of
 its passage; for a question, also whether it holds the kind of thing asked for: a name for
 who, a date for when, a number for how many, an option for which option), and the best
@@ -73,7 +74,9 @@ NEAR_BEST = 0.9  # and a sentence after the first only when it scores this near 
 MAX_WORDS = 30  # and the sentences together have at most this many words
 # for a question (set on the dev half of bench/gold/qa): a second sentence when it scores
 # this near the best and the two together stay this short
-Q_NEAR_BEST, Q_MAX_WORDS = 0.7, 20
+Q_NEAR_BEST, Q_MAX_WORDS = 0.8, 20
+SHORT_CHARS = 20  # a fragment shorter than this is no sentence of its own
+UNIT_WORDS = 40  # but joins a neighbour while the two have at most this many words
 TRIM_WORDS = 40  # a longer sentence is cut to its clauses that answer the question
 # an answer whose passages disagree (`statements.contradiction`) says so, and its
 # confidence is this much of what it would be
@@ -499,7 +502,7 @@ def candidates(
     said = [
         (i, float(h.get("score") or 0.0) / top, s, e, sent, _words(sent))
         for i, h in enumerate(hits[:max_hits])
-        for s, e, sent in sentences(h["quote"], int(h["loc"]["start"]))
+        for s, e, sent in _units(h["quote"], int(h["loc"]["start"]), asking)
     ]
     weight = dict.fromkeys(qwords, 1.0)
     if asking:  # inverse frequency among these sentences
@@ -532,6 +535,43 @@ def candidates(
         if asking:
             _focus(question, out, vecs, [str(h.get("title") or "") for h in hits], emb)
     out.sort(key=lambda c: (-c.score, c.hit, c.start))
+    return out
+
+
+_HEADING = re.compile(r"^[ \t]*[#|]", re.M)
+# the label of a structured abstract's section, left out of the sentence it starts
+_SECTIONS = (
+    "BACKGROUND|CONTEXT|OBJECTIVES?|PURPOSE|AIMS?|DESIGN|SETTING|PARTICIPANTS|METHODS?"
+    "|INTERVENTIONS?|MEASUREMENTS|RESULTS|FINDINGS|INTERPRETATION|CONCLUSIONS?|FUNDING"
+)
+_LABEL = re.compile(rf"(?:{_SECTIONS})(?:\s+AND\s+(?:{_SECTIONS}))?\s+(?=[A-Z][a-z])")
+
+
+def _units(text: str, base: int, asking: bool) -> list[tuple[int, int, str]]:
+    """A passage's sentences (`statements.sentences`); for a question, each short fragment
+    (a list item, an option, a label) is joined to the sentence before it, or at a unit's
+    start to the one after it, while the two have at most `UNIT_WORDS` words."""
+    if not asking:
+        return sentences(text, base)
+    out: list[tuple[int, int, str]] = []
+    waiting: int | None = None  # the start of a short fragment no sentence took yet
+    for s, e, sent in sentences(text, base, min_chars=1):
+        if len(sent) >= SHORT_CHARS:
+            label = _LABEL.match(sent)
+            s += label.end() if label and waiting is None else 0
+            start = s if waiting is None else waiting
+            if waiting is not None and len(text[waiting - base : e - base].split()) > UNIT_WORDS:
+                start = s
+            out.append((start, e, text[start - base : e - base]))
+            waiting = None
+        elif (
+            out
+            and len(text[out[-1][0] - base : e - base].split()) <= UNIT_WORDS
+            and not _HEADING.search(text[out[-1][1] - base : s - base])
+        ):
+            out[-1] = (out[-1][0], e, text[out[-1][0] - base : e - base])
+        elif waiting is None:
+            waiting = s
     return out
 
 

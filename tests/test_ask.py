@@ -374,6 +374,32 @@ def test_a_question_is_answered_by_two_short_sentences_when_both_answer(
     _verify(res)
 
 
+def test_a_short_fragment_joins_the_sentence_it_belongs_to() -> None:
+    from openkl.ask import _units
+
+    text = (
+        "RESULTS The following types of login are supported.\n\n* Digest\n* Basic\n"
+        "* WSSE\n\n### Caching\n\nSTR\n\nSpot the reference. Used in one newsgroup only.\n"
+    )
+    units = _units(text, 10, True)
+    for start, end, unit in units:
+        assert text[start - 10 : end - 10] == unit
+    assert [" ".join(u.split()) for _, _, u in units] == [
+        "The following types of login are supported. * Digest * Basic * WSSE",
+        "STR Spot the reference. Used in one newsgroup only.",
+    ]
+    # a claim's evidence is split as before
+    assert "STR" not in " ".join(u for _, _, u in _units(text, 0, False))
+
+
+def test_a_list_item_answers_from_its_lead_sentence(example_kf: Path) -> None:
+    note = "The Orlo gateway supports three kinds of login:\n\n* Digest\n* Basic\n* WSSE\n"
+    assert run_ok("mem", "add", note).code == 0
+    res = run_ok("ask", "which kinds of login does the Orlo gateway support?", "--json").json()
+    assert "WSSE" in res["citations"][0]["quote"], res["answer"]
+    _verify(res)
+
+
 def test_what_a_question_asks_for() -> None:
     from openkl.ask import answer_type, holds_type
 
