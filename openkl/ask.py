@@ -206,6 +206,13 @@ _NOUN_KIND = {n: k for k, nouns in _NOUN_TYPES.items() for n in nouns.split()}
 _HEAD = re.compile(r"^\s*(?:\w+\s+)?(?:what|which)\s+((?:[\w'’.-]+\s+){0,3}[\w'’.-]+)", re.I)
 
 
+# who wrote or signs a text: a name with a mail address (a README's signature, a note's
+# byline) counts this much more
+_AUTHORED = re.compile(r"\b(?:wrote|written|writes|signs?|signed|authored|author)\b", re.I)
+_SIGNED = re.compile(r"[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)+\s*<[^<>@\s]+@[^<>\s]+>")
+SIGNED = 1.0
+
+
 def answer_type(question: str) -> str | None:
     """What a question asks for: person (who, which company), date (when, what year),
     number (how many, which version), place (where), code (which option or variable),
@@ -517,6 +524,8 @@ def candidates(
     for i, prior, s, e, sent, words in said:
         lex = sum(weight[w] for w in qwords & words) / total
         typed = holds_type(sent, kind, question, qwords) if asking else 0.0
+        if kind == "person" and _AUTHORED.search(question) and _SIGNED.search(sent):
+            typed += SIGNED
         new = len(words - qwords - titles[i])
         bare = max(0.0, 1 - new / NEW_WORDS) if asking else 0.0
         dw = inner[i]

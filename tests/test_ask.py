@@ -400,6 +400,17 @@ def test_a_list_item_answers_from_its_lead_sentence(example_kf: Path) -> None:
     _verify(res)
 
 
+def test_who_wrote_a_text_is_answered_by_its_signature(example_kf: Path) -> None:
+    note = (
+        "These notes on the Orlo modem setup follow what Peter Brandt wrote on modems.\n\n"
+        "The Orlo modem answers after the first ring and hangs up when the line drops.\n\n"
+        "Marta Quillfeather <marta@orlo.example>, 3 May 2001\n"
+    )
+    assert run_ok("mem", "add", note).code == 0
+    res = run_ok("ask", "who wrote the notes on the Orlo modem setup?", "--json").json()
+    assert "Marta Quillfeather" in res["citations"][0]["quote"], res["answer"]
+
+
 def test_what_a_question_asks_for() -> None:
     from openkl.ask import answer_type, holds_type
 
