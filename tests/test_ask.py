@@ -357,6 +357,60 @@ def test_the_extractive_answer_finds_the_sentence_that_answers(
     assert len(res["citations"]) <= 2  # two sentences at most by default
 
 
+def test_a_question_is_answered_by_two_short_sentences_when_both_answer(
+    example_kf: Path,
+) -> None:
+    from openkl.ask import Q_MAX_WORDS
+
+    note = (
+        "Brisk kettles boil in 90 seconds on the Orlo stove. "
+        "Slow kettles take four minutes there, the Orlo manual says."
+    )
+    assert run_ok("mem", "add", note).code == 0
+    res = run_ok("ask", "how long do kettles take to boil on the Orlo stove?", "--json").json()
+    quotes = sorted(c["quote"] for c in res["citations"])
+    assert quotes == sorted(note.replace("stove. ", "stove.\n").splitlines()), res["answer"]
+    assert len(MARK.sub("", res["answer"]).split()) <= Q_MAX_WORDS
+    _verify(res)
+
+
+def test_a_short_fragment_joins_the_sentence_it_belongs_to() -> None:
+    from openkl.ask import _units
+
+    text = (
+        "RESULTS The following types of login are supported.\n\n* Digest\n* Basic\n"
+        "* WSSE\n\n### Caching\n\nSTR\n\nSpot the reference. Used in one newsgroup only.\n"
+    )
+    units = _units(text, 10, True)
+    for start, end, unit in units:
+        assert text[start - 10 : end - 10] == unit
+    assert [" ".join(u.split()) for _, _, u in units] == [
+        "The following types of login are supported. * Digest * Basic * WSSE",
+        "STR Spot the reference. Used in one newsgroup only.",
+    ]
+    # a claim's evidence is split as before
+    assert "STR" not in " ".join(u for _, _, u in _units(text, 0, False))
+
+
+def test_a_list_item_answers_from_its_lead_sentence(example_kf: Path) -> None:
+    note = "The Orlo gateway supports three kinds of login:\n\n* Digest\n* Basic\n* WSSE\n"
+    assert run_ok("mem", "add", note).code == 0
+    res = run_ok("ask", "which kinds of login does the Orlo gateway support?", "--json").json()
+    assert "WSSE" in res["citations"][0]["quote"], res["answer"]
+    _verify(res)
+
+
+def test_who_wrote_a_text_is_answered_by_its_signature(example_kf: Path) -> None:
+    note = (
+        "These notes on the Orlo modem setup follow what Peter Brandt wrote on modems.\n\n"
+        "The Orlo modem answers after the first ring and hangs up when the line drops.\n\n"
+        "Marta Quillfeather <marta@orlo.example>, 3 May 2001\n"
+    )
+    assert run_ok("mem", "add", note).code == 0
+    res = run_ok("ask", "who wrote the notes on the Orlo modem setup?", "--json").json()
+    assert "Marta Quillfeather" in res["citations"][0]["quote"], res["answer"]
+
+
 def test_what_a_question_asks_for() -> None:
     from openkl.knowledge.ask import answer_type, holds_type
 
