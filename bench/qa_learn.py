@@ -31,9 +31,9 @@ from check import holds, spans  # noqa: E402
 from qa_gold import QUESTIONS  # noqa: E402
 from qa_tune import folder, hits_of  # noqa: E402
 
-from openkl import ask as A  # noqa: E402
-from openkl.indexing import embedder  # noqa: E402
-from openkl.statements import sentences  # noqa: E402
+from openkl.graph.indexing import embedder  # noqa: E402
+from openkl.knowledge import ask as A  # noqa: E402
+from openkl.text.statements import sentences  # noqa: E402
 
 FOLDS = 5
 L2 = 0.01

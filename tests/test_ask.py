@@ -360,7 +360,7 @@ def test_the_extractive_answer_finds_the_sentence_that_answers(
 def test_a_question_is_answered_by_two_short_sentences_when_both_answer(
     example_kf: Path,
 ) -> None:
-    from openkl.ask import Q_MAX_WORDS
+    from openkl.knowledge.ask import Q_MAX_WORDS
 
     note = (
         "Brisk kettles boil in 90 seconds on the Orlo stove. "
@@ -375,7 +375,7 @@ def test_a_question_is_answered_by_two_short_sentences_when_both_answer(
 
 
 def test_a_short_fragment_joins_the_sentence_it_belongs_to() -> None:
-    from openkl.ask import _units
+    from openkl.knowledge.ask import _units
 
     text = (
         "RESULTS The following types of login are supported.\n\n* Digest\n* Basic\n"
