@@ -941,10 +941,8 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         length in `meta` by every write. Any word of the query may match, as with Kùzu.
 
         It stops early: of each query lexeme it reads at most `SCAN_PER_TERM` current
-        postings, those adding most first (`postings_impact`). A row's bound is what its
-        read postings add plus, for each lexeme it was not read for, the least that
-        lexeme's read postings add (MaxScore's bound); the `RESCORE` rows (at least 4k) with
-        the highest bounds are scored again over every query lexeme.
+        postings, those adding most first (`postings_impact`), sums what they add per row,
+        and scores the best `RESCORE` rows (at least 4k) again over every query lexeme.
         A lexeme in fewer rows is read whole, so a table where no query lexeme is in more
         ranks exactly as a scan of every posting would. A stack whose document frequencies
         are not kept yet (made by an older openkl, until its next write) is scanned whole."""
@@ -963,17 +961,12 @@ class PgGraph(pg_entities.PgEntities, Atomic):
             f" n AS (SELECT split_part(value, ' ', 1)::float AS n,"
             f" greatest(split_part(value, ' ', 2)::float, 1) AS avgdl FROM meta"
             f" WHERE stack = %(st)s AND key = %(key)s),"
-            f" p AS (SELECT l.lexeme, s.id, {bm25.replace('p.', 's.')} AS add FROM l"
-            f" CROSS JOIN LATERAL (SELECT p.id, p.tf, p.dl FROM postings p"
-            f" WHERE p.stack = %(st)s AND p.tbl = %(t)s AND p.lexeme = l.lexeme AND p.current"
-            f" ORDER BY ({IMPACT}) DESC LIMIT %(scan)s) s, n),"
-            # what a row may still add for a lexeme it was not read for: at most the least
-            # the lexeme's read postings add, when it has more than were read
-            f" t AS (SELECT lexeme, CASE WHEN count(*) >= %(scan)s THEN min(add) ELSE 0 END"
-            f" AS most FROM p GROUP BY lexeme),"
-            f" c AS (SELECT p.id FROM p JOIN t USING (lexeme) GROUP BY p.id"
-            f" ORDER BY sum(p.add) + (SELECT sum(most) FROM t) - sum(t.most) DESC, p.id"
-            f" LIMIT %(r)s),"
+            f" p AS (SELECT l.lexeme, s.id, s.tf, s.dl FROM l CROSS JOIN LATERAL"
+            f" (SELECT p.id, p.tf, p.dl FROM postings p WHERE p.stack = %(st)s"
+            f" AND p.tbl = %(t)s AND p.lexeme = l.lexeme AND p.current"
+            f" ORDER BY ({IMPACT}) DESC LIMIT %(scan)s) s),"
+            f" c AS (SELECT p.id FROM p JOIN l USING (lexeme), n GROUP BY p.id"
+            f" ORDER BY sum({bm25}) DESC, p.id LIMIT %(r)s),"
             f" e AS (SELECT p.id, p.lexeme, p.tf, p.dl FROM c JOIN l ON true"
             f" JOIN postings p ON p.stack = %(st)s AND p.tbl = %(t)s AND p.lexeme = l.lexeme"
             f" AND p.id = c.id)"
