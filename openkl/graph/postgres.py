@@ -64,9 +64,9 @@ FTS_CONFIG = "english"
 IMPACT = "tf::real / (tf + 0.54 + 0.0036 * dl)"
 # a query term's postings read in that order, at most: its best ones, whatever the table's
 # size (a term with fewer is read whole, and ranks exactly as a scan of all would)
-SCAN_PER_TERM = 2000
+SCAN_PER_TERM = 4000
 # the best candidates the bounded scan finds, scored again over every query term
-RESCORE = 100
+RESCORE = 300
 
 
 def schema(dim: int) -> list[str]:
