@@ -59,6 +59,14 @@ if TYPE_CHECKING:
 _STACK = "stack text NOT NULL DEFAULT current_setting('openkl.stack')"
 # the text search configuration of the tsvector columns and of the queries
 FTS_CONFIG = "english"
+# how much a posting adds to BM25 (k1 0.9, b 0.4) but for its lexeme's idf, with the mean
+# row length taken as 100 lexemes: the order in which a query reads a lexeme's postings
+IMPACT = "tf::real / (tf + 0.54 + 0.0036 * dl)"
+# a query term's postings read in that order, at most: its best ones, whatever the table's
+# size (a term with fewer is read whole, and ranks exactly as a scan of all would)
+SCAN_PER_TERM = 4000
+# the best candidates the bounded scan finds, scored again over every query term
+RESCORE = 300
 
 
 def schema(dim: int) -> list[str]:
@@ -91,6 +99,9 @@ def schema(dim: int) -> list[str]:
         # row's length and `current` its chunk's, copied so a query reads this table alone
         # (its key is the covering index `postings_terms` below)
         "postings": "tbl text, lexeme text, id text, tf integer, dl integer, current boolean",
+        # each lexeme's document frequency among a table's postings, kept by every write
+        # that adds or removes postings, so that BM25 need not count them at query time
+        "lexemes": "tbl text, lexeme text, df integer, PRIMARY KEY (stack, tbl, lexeme)",
     } | pg_entities.tables()
     out = ["CREATE EXTENSION IF NOT EXISTS vector"]
     for name, cols in tables.items():
@@ -120,6 +131,10 @@ def schema(dim: int) -> list[str]:
         "ALTER TABLE postings DROP CONSTRAINT IF EXISTS postings_pkey",
         "CREATE UNIQUE INDEX IF NOT EXISTS postings_terms ON postings (stack, tbl, lexeme, id)"
         " INCLUDE (tf, dl, current)",
+        # a lexeme's current postings, those that add most to BM25 first: a query reads the
+        # first `SCAN_PER_TERM` of each of its lexemes, not all of them (`fts`)
+        f"CREATE INDEX IF NOT EXISTS postings_impact ON postings (stack, tbl, lexeme,"
+        f" ({IMPACT}) DESC) INCLUDE (id, tf, dl) WHERE current",
         "CREATE INDEX IF NOT EXISTS links_src ON links (stack, src)",
         "CREATE INDEX IF NOT EXISTS links_dst ON links (stack, dst)",
         # the lineage walk's steps down: what names a target, what superseded a version
@@ -132,7 +147,7 @@ def schema(dim: int) -> list[str]:
 
 # on the meta table once the schema is complete (bump it when `schema` changes: every
 # statement of `schema` is run again, and each makes only what is missing)
-_SCHEMA_MARK = "openkl graph schema 3"
+_SCHEMA_MARK = "openkl graph schema 4"
 
 # The next nodes of a frontier entry f (kind, id, way), as `graph/lineage._neighbours`
 # finds them one query at a time; `up`/`down` are the way's, `rn`/`rr` the notes' refs.
@@ -240,6 +255,7 @@ TABLES = [
     "links",
     "note_refs",
     "postings",
+    "lexemes",
 ]
 # this module's own layout, stamped beside the shared schema version: a stack built by an
 # older layout is rebuilt, not read wrong (3: the entity graph is published)
@@ -493,6 +509,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         self.trace: list[str] | None = None
         self._in_tx = False
         self._stale_stats: set[str] = set()  # tables whose BM25 statistics need recounting
+        self._df_ready: set[str] = set()  # tables whose document frequencies `lexemes` keeps
 
     # -- opening ----------------------------------------------------------------------
     @classmethod
@@ -646,6 +663,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         with self.transaction():
             for t in TABLES:
                 self._run(f"DELETE FROM {t} WHERE stack = %(st)s")
+            self._df_ready.clear()
 
     # -- generic ----------------------------------------------------------------------
     def _run(self, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -711,8 +729,12 @@ class PgGraph(pg_entities.PgEntities, Atomic):
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """All writes inside happen together or not at all; a nested block joins the outer."""
-        with self._atomic(self._begin, lambda: self.conn.execute("ROLLBACK"), self._commit):
+        with self._atomic(self._begin, self._rollback, self._commit):
             yield
+
+    def _rollback(self) -> None:
+        self._df_ready.clear()  # it may have been learnt from what the rollback undoes
+        self.conn.execute("ROLLBACK")
 
     def _begin(self) -> None:
         with _said():
@@ -728,7 +750,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
             self.conn.execute("COMMIT")
         except psycopg.Error as e:
             with contextlib.suppress(Exception):
-                self.conn.execute("ROLLBACK")
+                self._rollback()
             kind = Unavailable if isinstance(e, psycopg.OperationalError) else OkError
             raise kind(
                 f"commit failed: {_first_line(e)}", "run the sync again: nothing was half written"
@@ -785,10 +807,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
                 "DELETE FROM links WHERE stack = %(st)s AND kind = 'doc' AND dst = %(d)s",
                 {"d": doc_id},
             )
-            self._run(
-                "DELETE FROM postings WHERE stack = %(st)s AND tbl = 'chunks' AND id = ANY(%(c)s)",
-                {"c": chunks},
-            )
+            self._drop_postings("chunks", chunks)
             self._stale_stats.add("chunks")
             self._run("DELETE FROM chunks WHERE stack = %(st)s AND doc_id = %(d)s", {"d": doc_id})
             self._run("DELETE FROM docs WHERE stack = %(st)s AND id = %(d)s", {"d": doc_id})
@@ -879,9 +898,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
                 " AND (src = %(n)s OR (kind = 'memory' AND dst = %(n)s))",
                 one,
             )
-            self._run(
-                "DELETE FROM postings WHERE stack = %(st)s AND tbl = 'notes' AND id = %(n)s", one
-            )
+            self._drop_postings("notes", [note_id])
             self._stale_stats.add("notes")
             self._run("DELETE FROM notes WHERE stack = %(st)s AND id = %(n)s", one)
 
@@ -920,10 +937,47 @@ class PgGraph(pg_entities.PgEntities, Atomic):
 
         `ts_rank_cd` ranks SciFact at half Kùzu's BM25 (bench/backends.py), so the score is
         BM25's: a lexeme's positions in the row's tsvector are its frequency, `dl` the row's
-        length, document frequencies are counted from the postings of the query's lexemes
-        and the row count and mean length are kept in `meta` by every write. Any word of
-        the query may match, as with Kùzu."""
+        length, document frequencies are kept in `lexemes` and the row count and mean
+        length in `meta` by every write. Any word of the query may match, as with Kùzu.
+
+        It stops early: of each query lexeme it reads at most `SCAN_PER_TERM` current
+        postings, those adding most first (`postings_impact`), sums what they add per row,
+        and scores the best `RESCORE` rows (at least 4k) again over every query lexeme.
+        A lexeme in fewer rows is read whole, so a table where no query lexeme is in more
+        ranks exactly as a scan of every posting would. A stack whose document frequencies
+        are not kept yet (made by an older openkl, until its next write) is scanned whole."""
         name = _table(table)
+        args = {"q": fts_query(query), "t": name, "key": f"bm25.{name}", "k": k, "k1": k1, "b": b}
+        if not self._df_kept(name):
+            return self._fts_scan(args)
+        bm25 = (
+            "ln(1 + (n.n - l.df + 0.5) / (l.df + 0.5)) * p.tf * (%(k1)s + 1)"
+            " / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / n.avgdl))"
+        )
+        rows = self._run(
+            f"WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('{FTS_CONFIG}', %(q)s))),"
+            f" l AS (SELECT l.lexeme, l.df FROM lexemes l JOIN q USING (lexeme)"
+            f" WHERE l.stack = %(st)s AND l.tbl = %(t)s AND l.df > 0),"
+            f" n AS (SELECT split_part(value, ' ', 1)::float AS n,"
+            f" greatest(split_part(value, ' ', 2)::float, 1) AS avgdl FROM meta"
+            f" WHERE stack = %(st)s AND key = %(key)s),"
+            f" p AS (SELECT l.lexeme, s.id, s.tf, s.dl FROM l CROSS JOIN LATERAL"
+            f" (SELECT p.id, p.tf, p.dl FROM postings p WHERE p.stack = %(st)s"
+            f" AND p.tbl = %(t)s AND p.lexeme = l.lexeme AND p.current"
+            f" ORDER BY ({IMPACT}) DESC LIMIT %(scan)s) s),"
+            f" c AS (SELECT p.id FROM p JOIN l USING (lexeme), n GROUP BY p.id"
+            f" ORDER BY sum({bm25}) DESC, p.id LIMIT %(r)s),"
+            f" e AS (SELECT p.id, p.lexeme, p.tf, p.dl FROM c JOIN l ON true"
+            f" JOIN postings p ON p.stack = %(st)s AND p.tbl = %(t)s AND p.lexeme = l.lexeme"
+            f" AND p.id = c.id)"
+            f" SELECT p.id, sum({bm25}) AS score FROM e p JOIN l USING (lexeme), n"
+            f" GROUP BY p.id ORDER BY score DESC, p.id LIMIT %(k)s",
+            {**args, "scan": SCAN_PER_TERM, "r": max(RESCORE, 4 * k)},
+        )
+        return [(r["id"], float(r["score"])) for r in rows]
+
+    def _fts_scan(self, args: dict[str, Any]) -> list[tuple[str, float]]:
+        """BM25 from every posting of the query's lexemes, counting their frequencies."""
         rows = self._run(
             f"WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('{FTS_CONFIG}', %(q)s))),"
             f" p AS (SELECT p.id, p.lexeme, p.tf, p.dl, p.current FROM postings p"
@@ -936,23 +990,66 @@ class PgGraph(pg_entities.PgEntities, Atomic):
             f" / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / n.avgdl))) AS score"
             f" FROM p JOIN df USING (lexeme), n WHERE p.current"
             f" GROUP BY p.id ORDER BY score DESC, p.id LIMIT %(k)s",
-            {"q": fts_query(query), "t": name, "key": f"bm25.{name}", "k": k, "k1": k1, "b": b},
+            args,
         )
         return [(r["id"], float(r["score"])) for r in rows]
+
+    def _df_kept(self, table: str) -> bool:
+        """Whether `lexemes` holds the table's document frequencies (meta `df.<table>`)."""
+        if table in self._df_ready:
+            return True
+        if self._run(
+            "SELECT 1 FROM meta WHERE stack = %(st)s AND key = %(k)s", {"k": f"df.{table}"}
+        ):
+            self._df_ready.add(table)
+            return True
+        return False
+
+    def _keep_df(self, table: str) -> None:
+        """Count the table's document frequencies into `lexemes` once (a stack an older
+        openkl made has none), so that the writes after keep them; in the caller's
+        transaction."""
+        if self._df_kept(table):
+            return
+        self._run("DELETE FROM lexemes WHERE stack = %(st)s AND tbl = %(t)s", {"t": table})
+        self._run(
+            "INSERT INTO lexemes (tbl, lexeme, df) SELECT %(t)s, lexeme, count(*)"
+            " FROM postings WHERE stack = %(st)s AND tbl = %(t)s GROUP BY lexeme",
+            {"t": table},
+        )
+        self._run(
+            "INSERT INTO meta (key, value) VALUES (%(k)s, '1')"
+            " ON CONFLICT (stack, key) DO UPDATE SET value = excluded.value",
+            {"k": f"df.{table}"},
+        )
+
+    def _drop_postings(self, table: str, ids: list[str]) -> None:
+        """Delete the postings of the rows `ids`, and their share of the document
+        frequencies."""
+        self._keep_df(table)
+        self._run(
+            "WITH d AS (DELETE FROM postings WHERE stack = %(st)s AND tbl = %(t)s"
+            " AND id = ANY(%(ids)s) RETURNING lexeme),"
+            " c AS (SELECT lexeme, count(*) AS n FROM d GROUP BY lexeme)"
+            " UPDATE lexemes l SET df = l.df - c.n FROM c"
+            " WHERE l.stack = %(st)s AND l.tbl = %(t)s AND l.lexeme = c.lexeme",
+            {"t": table, "ids": ids},
+        )
 
     def _index_terms(self, table: str, ids: list[str]) -> None:
         """The postings of the new rows `ids`, for BM25 (`fts`), found by primary key: a
         load of many batches costs each batch its own rows, not a scan of the table."""
         current = "c.current" if table == "chunks" else "true"
         # postings a row of the same id left (deleted by hand, outside `remove_*`) give way
+        self._drop_postings(table, ids)
         self._run(
-            "DELETE FROM postings WHERE stack = %(st)s AND tbl = %(t)s AND id = ANY(%(ids)s)",
-            {"t": table, "ids": ids},
-        )
-        self._run(
-            f"INSERT INTO postings (tbl, lexeme, id, tf, dl, current)"
+            f"WITH i AS (INSERT INTO postings (tbl, lexeme, id, tf, dl, current)"
             f" SELECT %(t)s, u.lexeme, c.id, array_length(u.positions, 1), c.dl, {current}"
-            f" FROM {table} c, unnest(c.tsv) u WHERE c.stack = %(st)s AND c.id = ANY(%(ids)s)",
+            f" FROM {table} c, unnest(c.tsv) u WHERE c.stack = %(st)s AND c.id = ANY(%(ids)s)"
+            f" RETURNING lexeme)"
+            f" INSERT INTO lexemes (tbl, lexeme, df) SELECT %(t)s, lexeme, count(*) FROM i"
+            f" GROUP BY lexeme ON CONFLICT (stack, tbl, lexeme)"
+            f" DO UPDATE SET df = lexemes.df + excluded.df",
             {"t": table, "ids": ids},
         )
         self._stale_stats.add(table)
@@ -960,6 +1057,7 @@ class PgGraph(pg_entities.PgEntities, Atomic):
             # a large load: fresh planner statistics, or the first queries scan whole tables
             self._run(f"ANALYZE {table}")
             self._run("ANALYZE postings")
+            self._run("ANALYZE lexemes")
 
     def _count_terms(self, table: str) -> None:
         """Keep the table's row count and mean length in `meta` (key `bm25.<table>`)."""
