@@ -1000,6 +1000,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
                 keyword.destroy(kw)
                 if kw_new.exists():
                     kw_new.rename(kw)
+                kw_new.with_name(kw_new.name + ".lock").unlink(missing_ok=True)
         if writer:
             cls.destroy(cls._old_dir(kuzu_dir))
             if new.exists() and not (new / "READY").exists():
@@ -1259,6 +1260,8 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
 
     def _keyword_ready(self) -> str:
         """The keyword index's stamp, once it is the graph's (rebuilt from it if not)."""
+        if self._kw_seen is not None and self._res is None:
+            return self._kw_seen  # no other writer can change the graph while it is open
         meta = self._res.memo("meta", self.meta) if self._res is not None else self.meta()
         want = self._keyword_stamp(meta)
         if self._kw_seen != want:
