@@ -12,7 +12,7 @@ ignore pattern, lower case, its stop words (`openkl/data/stopwords.txt`), the po
 stemmer; term frequencies without positions. The terms are also stored, with their count
 as a fast field (`chunk_len`, `note_len`).
 
-A search takes Tantivy's best 2k rows by its BM25 (k1 1.2, b 0.75, stopping early), then
+A search takes Tantivy's best k + min(k, 50) rows by its BM25 (k1 1.2, b 0.75, stopping early), then
 scores those again with the product's BM25 (k1 0.9, b 0.4, as Kùzu's FTS scored: the ranking
 and the score's shape that fusion was tuned on) from their stored terms, the terms' document
 frequencies and the table's mean length, and keeps the best k.
@@ -36,7 +36,6 @@ import os
 import re
 import shutil
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -57,10 +56,10 @@ STOP_WORDS = frozenset(
 EXACT_BELOW = 3000
 DELETED_SHARE = 0.05
 _MEMO_MAX = 500_000
-# the product's BM25 (Kùzu's FTS was asked with these), and how many of Tantivy's best are
-# scored with it per hit asked for
+# the product's BM25 (Kùzu's FTS was asked with these), and how many more than asked of
+# Tantivy's best are scored with it: as many again, up to `POOL_MORE`
 K1, B = 0.9, 0.4
-POOL = 2
+POOL_MORE = 50
 
 # one change of a transaction: ("add", table, id, doc_id, fts), ("del", table, id) or
 # ("doc", doc_id): a document's chunks
@@ -307,22 +306,27 @@ def search(path: Path, stamp: str, table: str, text: str, k: int) -> list[tuple[
             s = _searchers[path] = _Searcher(path, stamp)
     field = FIELDS[table]
     query = s.boolean([(s.should, s.term(s.schema, field, t, index_option="freq")) for t in terms])
-    hits = s.searcher.search(query, limit=k * POOL, count=False).hits
+    hits = s.searcher.search(query, limit=k + min(k, POOL_MORE), count=False).hits
     if not hits:
         return []
     n, avg = s.size(field)
-    idf = {}
+    idf = []
     for t in terms:
         df = s.searcher.doc_freq(field, t)
-        idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        idf.append((f" {t} ", math.log(1 + (n - df + 0.5) / (df + 0.5))))
     prefix = len(table) + 1
     out = []
     for _, a in hits:
         d = s.searcher.doc(a)
-        words = d[field][0].split()
-        norm = K1 * (1 - B + B * len(words) / avg)
-        tf = Counter(w for w in words if w in idf)
-        score = sum(idf[t] * f * (K1 + 1) / (f + norm) for t, f in tf.items())
+        stored = d[field][0]
+        norm = K1 * (1 - B + B * (stored.count(" ") + 1) / avg)
+        # each term between two spaces of its own, so that counting " t " counts every one
+        text = " " + stored.replace(" ", "  ") + " "
+        score = 0.0
+        for word, w in idf:
+            f = text.count(word)
+            if f:
+                score += w * f * (K1 + 1) / (f + norm)
         out.append((d["key"][0][prefix:], score))
     out.sort(key=lambda h: (-h[1], h[0]))  # ties in id order, whatever the segments hold
     return out[:k]
