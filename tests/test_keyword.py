@@ -176,3 +176,24 @@ def test_cypher_keyword_queries_need_the_setting(example_kf: Path) -> None:
     ok_at(example_kf, "sync")
     r = run_ok("--root", str(example_kf), "graph", "cypher", q)
     assert r.code != 0 and "graph.kuzu_fts" in r.err
+
+
+def test_an_index_made_inside_a_transaction_that_rolls_back_is_not_trusted(
+    example_kf: Path,
+) -> None:
+    """A writer that searches with uncommitted changes and a missing index makes one of
+    rows that may never be committed: a rollback leaves it to be made again."""
+    folder = Folder(example_kf)
+    with (
+        folder.write_lock("test"),
+        pytest.raises(RuntimeError),
+        open_graph(folder, write=True) as g,
+    ):
+        note = sorted(g.notes())[0]
+        text = g.notes_by_id([note])[note]["text"]
+        g.remove_note(note)
+        shutil.rmtree(example_kf / ".ok" / "keyword")
+        assert note not in {i for i, _ in g.fts("MemoryNote", text, 5)}
+        raise RuntimeError("rolled back")
+    hits = ok_at(example_kf, "search", text, "--mode", "fts", "--json").json()
+    assert note in {h["id"] for h in hits}

@@ -1264,6 +1264,11 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             return self._kw_seen  # no other writer can change the graph while it is open
         meta = self._res.memo("meta", self.meta) if self._res is not None else self.meta()
         want = self._keyword_stamp(meta)
+        if self.writable and self._kw_ops:
+            # rows this transaction has not committed yet: an index made of them is no
+            # generation's, and whoever looks next (the commit, or a reader after a
+            # rollback) makes it again
+            want += ":uncommitted"
         if self._kw_seen != want:
             if self.writable or self._res is None:
                 keyword.ensure(self.keyword_dir, want, lambda: list(self._keyword_rows()))
