@@ -6,7 +6,8 @@
 
 For a folder (default: bench/.work/scifact, which `bench/scifact.py` builds), reports:
 
-- `disk`: the files under `.ok/kuzu` and their sizes;
+- `disk`: the files under `.ok/kuzu` and their sizes; `keyword_bytes`: the keyword index
+  beside it (`.ok/keyword`, Tantivy), and `total_bytes_per_chunk` both together;
 - `counts`: rows per node and relationship table, RELATED by type and by how many
   documents a co-occurrence (`related_to`) edge rests on;
 - `tables`: Kùzu's own page accounting (`CALL storage_info(table)`, 4 KiB pages), per table
@@ -43,6 +44,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from openkl.files.folder import Folder  # noqa: E402
 from openkl.graph import DB_FILE, FTS_INDEXES, Graph  # noqa: E402
+from openkl.graph.keyword import keyword_dir  # noqa: E402
 
 PAGE = 4096
 # a column's pages are reported under these sub-columns; they are summed into the column
@@ -154,8 +156,13 @@ def measure(root: Path) -> dict[str, Any]:
             if chunks:
                 s["bytes_per_chunk"] = round(s["bytes"] / chunks, 1)
         out["text"] = _text(g, folder)
+    kw = keyword_dir(kuzu)
+    out["keyword_bytes"] = (
+        sum(p.stat().st_size for p in kw.rglob("*") if p.is_file()) if kw.exists() else 0
+    )
     if chunks:
         out["bytes_per_chunk"] = round(out["disk_bytes"] / chunks, 1)
+        out["total_bytes_per_chunk"] = round((out["disk_bytes"] + out["keyword_bytes"]) / chunks, 1)
     groups: dict[str, int] = defaultdict(int)
     for name, s in out["tables"].items():
         groups["fts index" if name.startswith("fts:") else name] += s["bytes"]

@@ -347,6 +347,14 @@ DECLARED: tuple[Setting, ...] = (
     ),
     _s("graph.commit_chunks", 5000, int, "A large load commits the graph every this many chunks."),
     _s(
+        "graph.kuzu_fts",
+        False,
+        bool,
+        "Also keep Kùzu's own full-text indexes in the graph, for Cypher's QUERY_FTS_INDEX "
+        "(`ok search` uses the keyword index in .ok/keyword/ either way); a writer builds or "
+        "drops them when this changes. They cost about as much disk as the text.",
+    ),
+    _s(
         "graph.query_memory_mb",
         1024,
         int,

@@ -18,6 +18,8 @@ PKG = REPO / "openkl"
 OWNERS: dict[str, str | list[str]] = {
     # the graph layer, and the process it runs callers' queries in
     "kuzu": ["openkl.graph", "openkl.graph.query_worker"],
+    "tantivy": "openkl.graph.keyword",
+    "Stemmer": "openkl.graph.keyword",
     "psycopg": "openkl.graph.postgres",
     "pgvector": "openkl.graph.postgres",
     "onnxruntime": "openkl.text.embeddings",

@@ -157,11 +157,6 @@ BENIGN: list[tuple[str, dict[str, str], Any]] = [
     ("CALL show_tables() WITH name WHERE name = 'Doc' RETURN name", {}, [{"name": "Doc"}]),
     ("CALL table_info('Topic') RETURN name ORDER BY name", {}, [{"name": "id"}, {"name": "name"}]),
     (
-        "CALL QUERY_FTS_INDEX('Chunk', 'chunk_fts', 'Babbage') RETURN count(*) > 0 AS hit",
-        {},
-        [{"hit": True}],
-    ),
-    (
         "MATCH (m:MemoryNote) WHERE m.text CONTAINS 'one writer' RETURN count(m) AS n",
         {},
         [{"n": 1}],

@@ -42,6 +42,8 @@ POINTS: dict[str, str] = {
     "entities.consolidated": "entities and relationships were recomputed",
     "graph.before-commit": "all changes are made, the transaction is not committed",
     "graph.committed": "the transaction is committed, the database not yet closed",
+    "keyword.committed": "the keyword index committed a transaction's changes, its stamp not"
+    " yet written",
     # sync and rebuild
     "sync.mapping-saved": "sync rewrote the mapping from the files",
     "rebuild.loading": "a rebuild is loading its new database",

@@ -47,6 +47,7 @@ GITIGNORE = """\
 .ok/kuzu/
 .ok/kuzu.rebuild/
 .ok/kuzu.old/
+.ok/keyword*
 .ok/cache/
 .ok/ops.log
 .ok/lock

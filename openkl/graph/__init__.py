@@ -15,6 +15,7 @@ import shutil
 import threading
 import time
 import unicodedata
+import uuid
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -31,7 +32,7 @@ from ..errors import (
 )
 from ..records import ChunkInput, ChunkRow, DocIndexed, DocInput, NoteIndexed, NoteRow
 from ..text.chunking import keyword_text
-from . import sandbox
+from . import keyword, sandbox
 from .base import Atomic
 from .documents import DocumentQueries
 from .entities import ENTITY_COLS as ENTITY_COLS
@@ -104,6 +105,8 @@ def query_failed(text: str) -> OkError:
     """A query the engine refused, as one line; a table it does not know (`HasTopic` for
     HAS_TOPIC, as the RFC writes them) names the one meant, and the tables there are."""
     first = text.splitlines()[0] if text else text
+    if re.search(r"doesn't have an index with name (chunk|note)_fts", first):
+        return NO_KUZU_FTS
     m = re.search(r"Table (\w+) does not exist", first)
     if m is None:
         return OkError(f"query failed: {first}")
@@ -118,11 +121,18 @@ def query_failed(text: str) -> OkError:
     )
 
 
-# BM25 runs over `fts`, a copy of the text made for Kùzu's FTS tokenizer, which splits on
-# spaces only: every run of whitespace becomes one space (else "and\ndurability" would be
+# BM25 runs over `fts` (in the keyword index, `graph/keyword.py`, and in Kùzu's own FTS index
+# when `graph.kuzu_fts` keeps it for Cypher), a copy of the text made for Kùzu's FTS
+# tokenizer, which splits on spaces only: every run of whitespace becomes one space (else "and\ndurability" would be
 # one token), and Chinese, Japanese and Korean, written without spaces between words, become
 # overlapping character bigrams (and single characters). Queries go through `fts_query`.
 FTS_INDEXES = (("Chunk", "chunk_fts", "fts"), ("MemoryNote", "note_fts", "fts"))
+# what a Cypher query that asks Kùzu's FTS index is told when the graph keeps none
+NO_KUZU_FTS = QueryRefused(
+    "the graph keeps no full-text index for Cypher (QUERY_FTS_INDEX): `ok search` uses the "
+    "keyword index beside it",
+    "set graph.kuzu_fts to true (`ok config set graph.kuzu_fts true`), then run `ok sync`",
+)
 # disk a loaded chunk may take: ~19 KB in the graph at 10k-30k chunks (text, its FTS copy
 # and postings, vector, extraction, its share of entities and edges), more while the
 # commits of one load rewrite what the previous ones wrote
@@ -749,6 +759,12 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         self._commit_guard: Callable[[], contextlib.AbstractContextManager[None]] = (
             contextlib.nullcontext
         )
+        # the keyword index (`keyword`): the changes of the open transaction, the stamps
+        # before and after its commit, and the stamp this connection has seen it at
+        self._kw_ops: list[keyword.Op] = []
+        self._kw_bump: tuple[str, str] | None = None
+        self._kw_seen: str | None = None
+        self.keyword_dir = keyword.keyword_dir(path.parent)
 
     # -- opening ----------------------------------------------------------------
     @classmethod
@@ -765,11 +781,13 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         buffer_pool_mb: int = 512,
         recover: Callable[[], bool] | None = None,
         probe: bool = True,
+        kuzu_fts: bool = False,
     ) -> Iterator[Graph]:
         """Open the graph. Writers must already hold the folder's writer lock.
 
-        A writer creates the schema on first use. Both wait up to `timeout` seconds for
-        another process's Kùzu lock, then raise `LockBusy`.
+        A writer creates the schema on first use, and builds Kùzu's own full-text indexes
+        (for Cypher's QUERY_FTS_INDEX) when `kuzu_fts`, else drops them. Both wait up to
+        `timeout` seconds for another process's Kùzu lock, then raise `LockBusy`.
         """
         import kuzu
 
@@ -782,7 +800,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
                     g._resident, g._res, g._statements = True, res, p.statements
                     g._commit_guard = res.committing
                     try:
-                        g._ready(dim, embedder_identity, check)
+                        g._ready(dim, embedder_identity, check, kuzu_fts)
                         yield g
                     except BaseException:
                         with contextlib.suppress(Exception):
@@ -797,7 +815,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
                 g._statements = {}  # a write asks the same few things of many entities
                 g._commit_guard = res.committing
                 try:
-                    g._ready(dim, embedder_identity, check)
+                    g._ready(dim, embedder_identity, check, kuzu_fts)
                     yield g
                 finally:
                     with contextlib.suppress(Exception):
@@ -858,7 +876,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         if replaying:
             g._mark_replayed()
         try:
-            g._ready(dim, embedder_identity, check)
+            g._ready(dim, embedder_identity, check, kuzu_fts)
             yield g
         finally:
             with contextlib.suppress(Exception):
@@ -866,10 +884,13 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             with contextlib.suppress(Exception):
                 db.close()
 
-    def _ready(self, dim: int | None, embedder_identity: str | None, check: bool) -> None:
+    def _ready(
+        self, dim: int | None, embedder_identity: str | None, check: bool, kuzu_fts: bool = False
+    ) -> None:
         """A writer creates the schema on first use; `check` compares it with this ok's."""
         if self.writable and dim:
             self._ensure_schema(dim, embedder_identity)
+            self._keep_kuzu_fts(kuzu_fts)
         if check:
             self._check(embedder_identity)
 
@@ -918,9 +939,10 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
 
     @staticmethod
     def destroy(kuzu_dir: Path) -> None:
-        """Delete the derived database (the files stay)."""
+        """Delete the derived database and its keyword index (the files stay)."""
         if kuzu_dir.exists():
             shutil.rmtree(kuzu_dir)
+        keyword.destroy(keyword.keyword_dir(kuzu_dir))
 
     # A rebuild writes a new database beside the live one and swaps it in with two renames,
     # so a killed rebuild leaves the old index working. `READY` marks a finished new one.
@@ -973,6 +995,12 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             with contextlib.suppress(FileNotFoundError):  # another process finished it
                 new.rename(kuzu_dir)
                 (kuzu_dir / "READY").unlink()
+                # the rebuild's keyword index with it (a stamp that differs rebuilds it)
+                kw, kw_new = keyword.keyword_dir(kuzu_dir), keyword.keyword_dir(new)
+                keyword.destroy(kw)
+                if kw_new.exists():
+                    kw_new.rename(kw)
+                kw_new.with_name(kw_new.name + ".lock").unlink(missing_ok=True)
         if writer:
             cls.destroy(cls._old_dir(kuzu_dir))
             if new.exists() and not (new / "READY").exists():
@@ -984,11 +1012,21 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             return
         for ddl in schema(dim):
             self.conn.execute(ddl)
-        for table, name, col in FTS_INDEXES:
-            self.conn.execute(
-                f"CALL CREATE_FTS_INDEX('{table}', '{name}', ['{col}'], stemmer := 'porter')"
-            )
         write_stamps(self.set_meta, dim, embedder_identity)
+        self.set_meta("graph_id", uuid.uuid4().hex)
+
+    def _keep_kuzu_fts(self, keep: bool) -> None:
+        """Build Kùzu's full-text indexes if `keep` and they are missing, drop them if not
+        (`graph.kuzu_fts`): `ok search` asks the keyword index, Cypher asks these."""
+        rows = self.query("CALL SHOW_INDEXES() RETURN *")
+        have = {tuple(r.values())[1] for r in rows if tuple(r.values())[2] == "FTS"}
+        for table, name, col in FTS_INDEXES:
+            if keep and name not in have:
+                self.conn.execute(
+                    f"CALL CREATE_FTS_INDEX('{table}', '{name}', ['{col}'], stemmer := 'porter')"
+                )
+            elif not keep and name in have:
+                self.conn.execute(f"CALL DROP_FTS_INDEX('{table}', '{name}')")
 
     def _check(self, embedder_identity: str | None) -> None:
         meta = self._res.memo("meta", self.meta) if self._res is not None else self.meta()
@@ -1152,22 +1190,104 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         """
         with self._atomic(
             lambda: self.conn.execute("BEGIN TRANSACTION"),
-            lambda: self.conn.execute("ROLLBACK"),
+            self._rollback,
             self._commit,
-            # checkpoint now, so committed work rarely waits in the log for a replay (a
-            # resident database checkpoints once the writer's connection is closed)
-            None if self._resident else self._checkpoint,
+            self._after_commit,
         ):
             yield
 
+    def _rollback(self) -> None:
+        self._kw_ops, self._kw_bump = [], None
+        self.conn.execute("ROLLBACK")
+
     def _commit(self) -> None:
         try:
+            self._kw_bump = self._bump_keyword()
             with self._commit_guard():
                 self.conn.execute("COMMIT")
-        except RuntimeError as e:
+        except (RuntimeError, OkError) as e:
+            self._kw_ops, self._kw_bump = [], None
             with contextlib.suppress(Exception):
                 self.conn.execute("ROLLBACK")
+            if isinstance(e, OkError):
+                raise
             raise _commit_failed(e, self._resident) from e
+
+    def _after_commit(self) -> None:
+        # checkpoint now, so committed work rarely waits in the log for a replay (a
+        # resident database checkpoints once the writer's connection is closed)
+        if not self._resident:
+            self._checkpoint()
+        self._keyword_commit()
+
+    # -- the keyword index ---------------------------------------------------------
+    def _keyword_stamp(self, meta: dict[str, str]) -> str:
+        return keyword.stamp_of(meta.get("graph_id", ""), int(meta.get("keyword_generation") or 0))
+
+    def _bump_keyword(self) -> tuple[str, str] | None:
+        """Inside the transaction, before its commit: when it changed rows the keyword index
+        holds, count one more keyword generation; the stamps before and after."""
+        if not self._kw_ops:
+            return None
+        meta = self.meta()
+        before = self._keyword_stamp(meta)
+        if not meta.get("graph_id"):  # a graph made before the keyword index
+            self.set_meta("graph_id", uuid.uuid4().hex)
+        gen = int(meta.get("keyword_generation") or 0) + 1
+        self.set_meta("keyword_generation", str(gen))
+        return before, self._keyword_stamp(self.meta())
+
+    def _keyword_commit(self) -> None:
+        """After the graph's commit: the same changes in the keyword index."""
+        bump, ops = self._kw_bump, self._kw_ops
+        self._kw_ops, self._kw_bump = [], None
+        if bump is not None:
+            keyword.update(self.keyword_dir, bump[0], bump[1], ops, self._keyword_rows)
+            self._kw_seen = bump[1]
+
+    def _keyword_rows(self) -> Iterator[keyword.Row]:
+        """What the keyword index holds, read from the graph: every current chunk and note,
+        in id order."""
+        chunks = self.columns(
+            "MATCH (c:Chunk) WHERE c.current RETURN c.id AS id, c.doc_id AS doc, c.fts AS fts"
+            " ORDER BY id"
+        )
+        for i, d, t in zip(chunks["id"], chunks["doc"], chunks["fts"], strict=True):
+            yield ("Chunk", i, d, t or "")
+        notes = self.columns("MATCH (m:MemoryNote) RETURN m.id AS id, m.fts AS fts ORDER BY id")
+        for i, t in zip(notes["id"], notes["fts"], strict=True):
+            yield ("MemoryNote", i, "", t or "")
+
+    def _keyword_ready(self) -> str:
+        """The keyword index's stamp, once it is the graph's (rebuilt from it if not)."""
+        if self._kw_seen is not None and self._res is None:
+            return self._kw_seen  # no other writer can change the graph while it is open
+        meta = self._res.memo("meta", self.meta) if self._res is not None else self.meta()
+        want = self._keyword_stamp(meta)
+        if self.writable and self._kw_ops:
+            # rows this transaction has not committed yet: an index made of them is no
+            # generation's, and whoever looks next (the commit, or a reader after a
+            # rollback) makes it again
+            want += ":uncommitted"
+        if self._kw_seen != want:
+            if self.writable or self._res is None:
+                keyword.ensure(self.keyword_dir, want, lambda: list(self._keyword_rows()))
+            else:
+                # a reader of a resident database: its rows and stamp from one snapshot
+                with self._read_snapshot():
+                    want = self._keyword_stamp(self.meta())
+                    keyword.ensure(self.keyword_dir, want, lambda: list(self._keyword_rows()))
+            self._kw_seen = want
+        return want
+
+    @contextlib.contextmanager
+    def _read_snapshot(self) -> Iterator[None]:
+        self.conn.execute("BEGIN TRANSACTION READ ONLY")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(RuntimeError):
+                self.conn.execute("COMMIT")
 
     def _checkpoint(self) -> None:
         with contextlib.suppress(RuntimeError):
@@ -1178,15 +1298,20 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
         if not self._in_tx:
             return
         try:
+            self._kw_bump = self._bump_keyword()
             self.conn.execute("COMMIT")
-        except RuntimeError as e:
+        except (RuntimeError, OkError) as e:
             self._in_tx = False
+            self._kw_ops, self._kw_bump = [], None
             with contextlib.suppress(Exception):
                 self.conn.execute("ROLLBACK")
+            if isinstance(e, OkError):
+                raise
             raise _commit_failed(e, self._resident) from e
         with contextlib.suppress(RuntimeError):
             self.conn.execute("CHECKPOINT")
         self.conn.execute("BEGIN TRANSACTION")
+        self._keyword_commit()
 
     # -- documents and chunks --------------------------------------------------
     def add_docs(self, docs: list[DocInput], chunks: list[ChunkInput], vecs: Any) -> None:
@@ -1218,13 +1343,19 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             dim = vecs.shape[1]
             flat = pa.array(vecs.reshape(-1).astype("float32"), type=pa.float32())
             vec_arr = pa.FixedSizeListArray.from_arrays(flat, dim)
+            fts = [chunk_fts(c) for c in chunks]
+            self._kw_ops += [
+                ("add", "Chunk", c["id"], c["doc_id"], t)
+                for c, t in zip(chunks, fts, strict=True)
+                if c.get("current", True)
+            ]
             self.copy_rows(
                 "Chunk",
                 {
                     "id": [c["id"] for c in chunks],
                     "doc_id": [c["doc_id"] for c in chunks],
                     "text": [c["text"] for c in chunks],
-                    "fts": [chunk_fts(c) for c in chunks],
+                    "fts": fts,
                     "span_start": [c["start"] for c in chunks],
                     "span_end": [c["end"] for c in chunks],
                     "ord": [c["ord"] for c in chunks],
@@ -1239,10 +1370,12 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
             )
 
     def remove_doc(self, doc_id: str) -> None:
-        self.query(
-            "MATCH (d:Doc {id: $id})-[:HAS_CHUNK]->(c:Chunk) DETACH DELETE c", {"id": doc_id}
-        )
-        self.query("MATCH (d:Doc {id: $id}) DETACH DELETE d", {"id": doc_id})
+        with self.transaction():
+            self.query(
+                "MATCH (d:Doc {id: $id})-[:HAS_CHUNK]->(c:Chunk) DETACH DELETE c", {"id": doc_id}
+            )
+            self.query("MATCH (d:Doc {id: $id}) DETACH DELETE d", {"id": doc_id})
+            self._kw_ops.append(("doc", doc_id))
 
     def set_doc_path(self, doc_id: str, path: str) -> None:
         self.query("MATCH (d:Doc {id: $id}) SET d.path = $p", {"id": doc_id, "p": path})
@@ -1266,6 +1399,10 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
 
         dim = vecs.shape[1]
         flat = pa.array(vecs.reshape(-1).astype("float32"), type=pa.float32())
+        fts = [fts_text(n["text"]) for n in notes]
+        self._kw_ops += [
+            ("add", "MemoryNote", n["id"], "", t) for n, t in zip(notes, fts, strict=True)
+        ]
         self.copy_rows(
             "MemoryNote",
             {
@@ -1273,7 +1410,7 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
                 "path": [n["path"] for n in notes],
                 "sha256": [n["sha256"] for n in notes],
                 "text": [n["text"] for n in notes],
-                "fts": [fts_text(n["text"]) for n in notes],
+                "fts": fts,
                 "ts": [n["ts"] for n in notes],
                 "tags": [list(n["tags"]) for n in notes],
                 "topics": [list(n["topics"]) for n in notes],
@@ -1304,7 +1441,9 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
                 )
 
     def remove_note(self, note_id: str) -> None:
-        self.query("MATCH (m:MemoryNote {id: $id}) DETACH DELETE m", {"id": note_id})
+        with self.transaction():
+            self.query("MATCH (m:MemoryNote {id: $id}) DETACH DELETE m", {"id": note_id})
+            self._kw_ops.append(("del", "MemoryNote", note_id))
 
     def notes(self) -> dict[str, NoteIndexed]:
         rows = self.query(
@@ -1316,18 +1455,17 @@ class Graph(Atomic, EntityQueries, DocumentQueries, LineageQueries, LinkQueries,
     def fts(
         self, table: str, query: str, k: int, k1: float = 0.9, b: float = 0.4
     ) -> list[tuple[str, float]]:
-        """BM25 over a table's FTS index: [(id, score)] best first. The query goes through
-        `fts_query`, the counterpart of `fts_text`, which made the indexed text."""
+        """BM25 over a table's rows in the keyword index (`keyword`): [(id, score)] best
+        first, ties in id order. The query goes through `fts_query`, the counterpart of
+        `fts_text`, which made the indexed text. The index scores at Tantivy's k1 1.2 and
+        b 0.75; `k1` and `b` are the PostgreSQL backend's."""
         if self._none_in(table):
             return []
-        index = dict((t, n) for t, n, _ in FTS_INDEXES)[table]
-        where = " WHERE node.current" if table == "Chunk" else ""
-        rows = self.query(
-            f"CALL QUERY_FTS_INDEX('{table}', '{index}', $q, K := $k1, B := $b, top := $top) "
-            f"WITH node, score{where} RETURN node.id AS id, score ORDER BY score DESC, id LIMIT $lim",
-            {"q": fts_query(query), "k1": k1, "b": b, "top": k * 2, "lim": k},
-        )
-        return [(r["id"], float(r["score"])) for r in rows]
+        q = fts_query(query)
+        stamp = self._keyword_ready()
+        if self.trace is not None:
+            self.trace.append(f"keyword index {table}: {q} (top {k})")
+        return keyword.search(self.keyword_dir, stamp, table, q, k)
 
     def _none_in(self, table: str) -> bool:
         """A reader of a resident database knows, without a query, that `table` is empty."""

@@ -86,6 +86,7 @@ def open_graph(
             check=check,
             buffer_pool_mb=folder.setting("graph.buffer_pool_mb"),
             recover=None if write else lambda: _replay_log(folder),
+            kuzu_fts=folder.setting("graph.kuzu_fts"),
         )
 
     with contextlib.ExitStack() as held:

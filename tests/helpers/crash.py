@@ -108,8 +108,9 @@ def fresh_rebuild(root: Path, where: Path) -> dict[str, Any]:
     key = _files_digest(root)
     if key not in _rebuilt:
         shutil.copytree(root, where, symlinks=True)
-        for d in (where / ".ok").glob("kuzu*"):
-            shutil.rmtree(d)
+        for d in [*(where / ".ok").glob("kuzu*"), *(where / ".ok").glob("keyword*")]:
+            if d.is_dir():
+                shutil.rmtree(d)
         ok_at(where, "index", "--rebuild")
         _rebuilt[key] = snapshot(where)
     return _rebuilt[key]

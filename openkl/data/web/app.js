@@ -1,7 +1,7 @@
 /* openkl web explorer: hash routes over the HTTP API of `ok serve`. */
 (function () {
   "use strict";
-  var MAX_QUERY = 100000; // characters a query may have (openkl.search.MAX_QUERY)
+  var MAX_QUERY = 100000; // characters a query may have (openkl.graph.search.MAX_QUERY)
   var KEY = "openkl.key";
   var data = window.OK_DATA || null; // set in an exported page: no server behind it
   var view = document.getElementById("view");
