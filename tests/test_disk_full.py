@@ -183,7 +183,7 @@ def test_a_large_load_stops_with_room_left_when_the_disk_fills(
     for cache in (warm / ".ok" / "cache").glob("*.sqlite"):
         shutil.copy(cache, root / ".ok" / "cache" / cache.name)
     env = {"OK_GRAPH_MIN_FREE_MB": "1", "OK_GRAPH_COMMIT_CHUNKS": "25"}
-    _fill(small_fs, 40 << 20)
+    _fill(small_fs, 27 << 20)
     r = run_cli("--root", str(root), "store", "ingest", str(src), env=env)
     assert r.code == 2, r.err
     lines = r.err.strip().splitlines()

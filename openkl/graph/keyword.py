@@ -115,6 +115,7 @@ def analyze(text: str, query: bool = False) -> list[str]:
 def keyword_dir(kuzu_dir: Path) -> Path:
     """Where the keyword index of the graph at `kuzu_dir` lives: `.ok/keyword` for
     `.ok/kuzu` (and `.ok/keyword.rebuild` for a rebuild's `.ok/kuzu.rebuild`)."""
+    kuzu_dir = kuzu_dir.absolute()  # `.` has no name to put beside
     name = kuzu_dir.name
     if name.startswith("kuzu"):
         return kuzu_dir.with_name("keyword" + name[len("kuzu") :])
