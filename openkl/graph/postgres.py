@@ -267,6 +267,23 @@ _LENGTH = (
     f"(SELECT coalesce(sum(array_length(u.positions, 1)), 0)"
     f" FROM unnest(to_tsvector('{FTS_CONFIG}', %s)) u)"
 )
+# the parts of a BM25 query: its lexemes (`q`), the table's row count and mean length
+# (`n`), and what a posting `p` adds, given its lexeme's document frequency
+_QUERY_LEXEMES = f"q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('{FTS_CONFIG}', %(q)s)))"
+_TABLE_STATS = (
+    "n AS (SELECT split_part(value, ' ', 1)::float AS n,"
+    " greatest(split_part(value, ' ', 2)::float, 1) AS avgdl FROM meta"
+    " WHERE stack = %(st)s AND key = %(key)s)"
+)
+
+
+def _bm25(df: str) -> str:
+    return (
+        f"ln(1 + (n.n - {df} + 0.5) / ({df} + 0.5)) * p.tf * (%(k1)s + 1)"
+        " / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / n.avgdl))"
+    )
+
+
 _ANALYZE_AFTER = 1000  # rows loaded at once after which the tables are analyzed
 
 _TABLE_OF = {"Chunk": "chunks", "MemoryNote": "notes"}
@@ -950,17 +967,12 @@ class PgGraph(pg_entities.PgEntities, Atomic):
         args = {"q": fts_query(query), "t": name, "key": f"bm25.{name}", "k": k, "k1": k1, "b": b}
         if not self._df_kept(name):
             return self._fts_scan(args)
-        bm25 = (
-            "ln(1 + (n.n - l.df + 0.5) / (l.df + 0.5)) * p.tf * (%(k1)s + 1)"
-            " / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / n.avgdl))"
-        )
+        bm25 = _bm25("l.df")
         rows = self._run(
-            f"WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('{FTS_CONFIG}', %(q)s))),"
+            f"WITH {_QUERY_LEXEMES},"
             f" l AS (SELECT l.lexeme, l.df FROM lexemes l JOIN q USING (lexeme)"
             f" WHERE l.stack = %(st)s AND l.tbl = %(t)s AND l.df > 0),"
-            f" n AS (SELECT split_part(value, ' ', 1)::float AS n,"
-            f" greatest(split_part(value, ' ', 2)::float, 1) AS avgdl FROM meta"
-            f" WHERE stack = %(st)s AND key = %(key)s),"
+            f" {_TABLE_STATS},"
             f" p AS (SELECT l.lexeme, s.id, s.tf, s.dl FROM l CROSS JOIN LATERAL"
             f" (SELECT p.id, p.tf, p.dl FROM postings p WHERE p.stack = %(st)s"
             f" AND p.tbl = %(t)s AND p.lexeme = l.lexeme AND p.current"
@@ -979,15 +991,12 @@ class PgGraph(pg_entities.PgEntities, Atomic):
     def _fts_scan(self, args: dict[str, Any]) -> list[tuple[str, float]]:
         """BM25 from every posting of the query's lexemes, counting their frequencies."""
         rows = self._run(
-            f"WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('{FTS_CONFIG}', %(q)s))),"
+            f"WITH {_QUERY_LEXEMES},"
             f" p AS (SELECT p.id, p.lexeme, p.tf, p.dl, p.current FROM postings p"
             f" JOIN q ON p.lexeme = q.lexeme WHERE p.stack = %(st)s AND p.tbl = %(t)s),"
             f" df AS (SELECT lexeme, count(*) AS df FROM p GROUP BY lexeme),"
-            f" n AS (SELECT split_part(value, ' ', 1)::float AS n,"
-            f" greatest(split_part(value, ' ', 2)::float, 1) AS avgdl FROM meta"
-            f" WHERE stack = %(st)s AND key = %(key)s)"
-            f" SELECT p.id, sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5)) * p.tf * (%(k1)s + 1)"
-            f" / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / n.avgdl))) AS score"
+            f" {_TABLE_STATS}"
+            f" SELECT p.id, sum({_bm25('df.df')}) AS score"
             f" FROM p JOIN df USING (lexeme), n WHERE p.current"
             f" GROUP BY p.id ORDER BY score DESC, p.id LIMIT %(k)s",
             args,
